@@ -1,0 +1,13 @@
+/* cmds.h: the entry points of the subcommands, one per profiler/cmd_<name>.c.
+ * Each takes argv with argv[0] = the subcommand name and returns the process exit status. */
+#ifndef CSAMPLER_CMDS_H
+#define CSAMPLER_CMDS_H
+
+int cmd_record(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_folded(int argc, char **argv);
+int cmd_flame(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+
+#endif

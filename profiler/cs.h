@@ -1,0 +1,62 @@
+/* cs.h: what every csampler module shares: messages, allocation that cannot fail silently,
+ * exit codes, and small string helpers. Errors are returned as 0 or -errno; the function that
+ * sees the failure prints one line naming the failing call and what the user can do. */
+#ifndef CSAMPLER_CS_H
+#define CSAMPLER_CS_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define CSAMPLER_VERSION "0.1.0"
+
+/* Exit codes of csampler's own failures, as env(1) and timeout(1) use them. */
+enum {
+	CS_EXIT_ERROR = 125,     /* csampler itself failed */
+	CS_EXIT_NOEXEC = 126,    /* the command was found but cannot be executed */
+	CS_EXIT_NOTFOUND = 127,  /* the command was not found */
+};
+
+/* "csampler: <message>" on stderr. cs_error returns -err (pass a positive errno) for
+ * `return cs_error(errno, "open %s: %s", ...)`. */
+__attribute__((format(printf, 2, 3))) int cs_error(int err, const char *fmt, ...);
+__attribute__((format(printf, 1, 2))) void cs_warn(const char *fmt, ...);
+__attribute__((format(printf, 1, 2))) void cs_info(const char *fmt, ...);
+extern int cs_quiet; /* set by -q: cs_info prints nothing (the only process-wide setting) */
+
+/* Allocation: on failure print "out of memory" and exit(CS_EXIT_ERROR). The caller frees. */
+void *cs_malloc(size_t n);
+void *cs_calloc(size_t n, size_t size);
+void *cs_realloc(void *p, size_t n);
+char *cs_strdup(const char *s);
+__attribute__((format(printf, 1, 2))) char *cs_asprintf(const char *fmt, ...);
+
+/* Grow *arr (of *cap elements of size elem) to hold at least need elements. */
+void cs_grow(void *arr, size_t *cap, size_t need, size_t elem);
+
+/* A growable byte buffer. */
+struct cs_buf {
+	char *data;
+	size_t len, cap;
+};
+void cs_buf_put(struct cs_buf *b, const void *p, size_t n);
+__attribute__((format(printf, 2, 3))) void cs_buf_printf(struct cs_buf *b, const char *fmt, ...);
+void cs_buf_free(struct cs_buf *b);
+
+/* Escaping for output formats. Append s to b with XML (&<>"') or JSON escaping. */
+void cs_buf_xml_escape(struct cs_buf *b, const char *s);
+void cs_buf_json_escape(struct cs_buf *b, const char *s);
+void cs_fputs_json(FILE *f, const char *s); /* writes "s" quoted and escaped */
+
+/* Time on CLOCK_MONOTONIC and CLOCK_REALTIME in nanoseconds. */
+uint64_t cs_monotonic_ns(void);
+uint64_t cs_realtime_ns(void);
+
+/* Parse helpers: return 0 or -EINVAL / -ERANGE. */
+int cs_parse_u64(const char *s, uint64_t *out);
+int cs_parse_double(const char *s, double *out);
+
+const char *cs_basename(const char *path);
+
+#endif

@@ -1,0 +1,43 @@
+/* unit.h: a tiny unit-test harness. Tests live beside the code in profiler/<module>_test.c:
+ *
+ *     UNIT_TEST(datafile_roundtrip) { ... UNIT_ASSERT(x == 3); ... }
+ *
+ * bin/csampler-unit runs every registered test in its own forked child, so a crash is reported as
+ * that test's failure, and prints "PASS: unit/<name>" or "FAIL: unit/<name>: <why>". */
+#ifndef CSAMPLER_UNIT_H
+#define CSAMPLER_UNIT_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef void (*unit_fn)(void);
+void unit_register(const char *name, unit_fn fn);
+/* Directory for scratch files, unique per test (created by the runner, removed afterwards). */
+const char *unit_tmpdir(void);
+
+#define UNIT_TEST(name)                                                           \
+	static void unit_test_##name(void);                                         \
+	__attribute__((constructor)) static void unit_register_##name(void)         \
+	{ unit_register(#name, unit_test_##name); }                                 \
+	static void unit_test_##name(void)
+
+#define UNIT_ASSERT(cond)                                                         \
+	do {                                                                        \
+		if (!(cond)) {                                                          \
+			fprintf(stderr, "%s:%d: assertion failed: %s\n", __FILE__,       \
+				__LINE__, #cond);                                           \
+			exit(1);                                                        \
+		}                                                                       \
+	} while (0)
+
+#define UNIT_ASSERT_EQ_INT(a, b)                                                  \
+	do {                                                                        \
+		long long unit_a_ = (long long)(a), unit_b_ = (long long)(b);          \
+		if (unit_a_ != unit_b_) {                                              \
+			fprintf(stderr, "%s:%d: %s == %lld, expected %s == %lld\n",     \
+				__FILE__, __LINE__, #a, unit_a_, #b, unit_b_);              \
+			exit(1);                                                        \
+		}                                                                       \
+	} while (0)
+
+#endif
