@@ -19,6 +19,8 @@ struct csampler_command {
 };
 
 static const struct csampler_command csampler_commands[] = {
+	{ "record", cmd_record, "run a command (or attach to PIDs) and record a sampling profile" },
+	{ "info", cmd_info, "show a data file's header and counts" },
 	{ "version", cmd_version, "print csampler's version" },
 };
 
