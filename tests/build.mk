@@ -18,3 +18,6 @@ bin/tests/%: tests/progs/%.cc
 TEST_PROGRAMS += $(TEST_PROG_C) $(TEST_PROG_CXX)
 test-programs: $(TEST_PROGRAMS)
 .PHONY: test-programs
+
+# Programs of the record tests (tests/record/) that need libraries.
+bin/tests/deny-perf: PROG_LIBS = -lseccomp

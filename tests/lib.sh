@@ -2,7 +2,7 @@
 # Each script runs in its own scratch directory $T and reports with pass/fail/skip.
 set -u
 CSAMPLER_ROOT=${CSAMPLER_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
-CSAMPLER=$CSAMPLER_ROOT/bin/csampler
+CSAMPLER=${CSAMPLER_BIN:-$CSAMPLER_ROOT/bin/csampler}
 TPROG=$CSAMPLER_ROOT/bin/tests
 T=$(mktemp -d /tmp/csampler-test.XXXXXX)
 chmod 755 "$T"

@@ -1,0 +1,26 @@
+/* deny-perf.c: runs a command with perf_event_open failing with EACCES (a seccomp filter),
+ * the way a container or a locked-down kernel refuses perf events. For the error-path tests.
+ * Usage: deny-perf COMMAND [ARGS...] */
+#include <errno.h>
+#include <seccomp.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+int main(int argc, char **argv)
+{
+	scmp_filter_ctx ctx;
+	if (argc < 2) {
+		fprintf(stderr, "usage: deny-perf COMMAND [ARGS...]\n");
+		return 2;
+	}
+	ctx = seccomp_init(SCMP_ACT_ALLOW);
+	if (!ctx || seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(perf_event_open), 0) ||
+	    seccomp_load(ctx)) {
+		fprintf(stderr, "deny-perf: cannot install the seccomp filter\n");
+		return 2;
+	}
+	execvp(argv[1], argv + 1);
+	fprintf(stderr, "deny-perf: exec %s: %s\n", argv[1], strerror(errno));
+	return 127;
+}

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Every user error gets one clear line and a non-zero exit (125 for csampler's own errors):
+# bad options, a PID that does not exist or is not ours, an unwritable output, a full disk,
+# and perf_event_open refused (by a seccomp filter, as in a locked-down container).
+source "$CSAMPLER_ROOT/tests/lib.sh"
+
+# one_line NAME WANT_RC PATTERN CMD...: the command exits WANT_RC with exactly one stderr line
+# matching PATTERN.
+one_line() {
+	local name=$1 want=$2 pat=$3; shift 3
+	"$@" >out.txt 2>err.txt
+	local rc=$?
+	if [ "$rc" = "$want" ] && [ "$(grep -c . err.txt)" = 1 ] && grep -q -- "$pat" err.txt; then
+		pass "errors: $name"
+	else
+		fail "errors: $name: rc $rc (want $want), stderr: $(head -c 300 err.txt)"
+	fi
+}
+C=$CSAMPLER
+one_line "unknown option" 125 "unknown option '--frobnicate'" $C record --frobnicate -- true
+one_line "invalid rate (text)" 125 "invalid rate '-F abc'" $C record -F abc -- true
+one_line "invalid rate (zero)" 125 "invalid rate '-F 0'" $C record -F 0 -- true
+one_line "invalid rate (too high)" 125 "invalid rate" $C record -F 100000000 -- true
+one_line "invalid stack size" 125 "invalid stack size '70000'" $C record --stack-size 70000 -- true
+one_line "invalid stack size (dwarf,)" 125 "invalid stack size in '-g dwarf,abc'" $C record -g dwarf,abc -- true
+one_line "invalid call graph" 125 "invalid call-graph mode 'lbr'" $C record -g lbr -- true
+one_line "invalid -m" 125 "invalid ring buffer size '-m 3'" $C record -m 3 -- true
+one_line "invalid pid" 125 "invalid PID list 'abc'" $C record -p abc
+one_line "pid not found" 125 "no such process 2147483646" $C record -p 2147483646
+one_line "nothing to record" 125 "nothing to record" $C record
+one_line "command and pid" 125 "not both" $C record -p 1 -- true
+one_line "output not writable" 125 "cannot create $T/no/such/dir/x.data" $C record -o "$T/no/such/dir/x.data" -- true
+one_line "unknown command" 125 "unknown command 'recrod'" $C recrod
+
+# perf_event_open refused: a seccomp filter makes it fail with EACCES
+one_line "perf_event_open refused" 125 "perf_event_paranoid" "$TPROG/deny-perf" $C record -o "$T/d.data" -- true
+[ ! -e ran-anyway ] || fail "errors: command ran although sampling failed"
+
+# an unprivileged user attaching to a root process
+if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ]; then
+	sleep 30 & rootpid=$!
+	mkdir -m 777 "$T/nobody"
+	one_line "pid not permitted" 125 "not permitted to profile PID $rootpid" \
+		setpriv --reuid=65534 --regid=65534 --clear-groups $C record -o "$T/nobody/x.data" -p $rootpid
+	kill $rootpid; wait $rootpid 2>/dev/null
+	# ... who may still profile its own command, without kernel frames (perf_event_paranoid 2)
+	setpriv --reuid=65534 --regid=65534 --clear-groups $C record -o "$T/nobody/own.data" -- "$TPROG/rec-family" 0.5 >/dev/null 2>own.err
+	rc=$?
+	if [ "$rc" = 0 ]; then
+		$C info -i "$T/nobody/own.data" --format json >own.json
+		[ "$(json_get own.json 'j.samples > 100')" = true ] && pass "errors: unprivileged user records its own command ($(json_get own.json j.header.kernel_frames) kernel frames)" || fail "errors: unprivileged own record: few samples"
+	else
+		paranoid=$(cat /proc/sys/kernel/perf_event_paranoid)
+		if [ "$paranoid" -gt 2 ]; then skip "errors: unprivileged own record: perf_event_paranoid is $paranoid"
+		else fail "errors: unprivileged own record: rc $rc $(cat own.err)"; fi
+	fi
+else
+	skip "errors: pid not permitted: needs root and setpriv to switch to an unprivileged user"
+fi
+
+# a full disk: a 256 KiB tmpfs
+mkdir small
+if mount -t tmpfs -o size=256k tmpfs small 2>mount.err; then
+	$C record -o small/x.data --keep-raw --no-compress -- "$TPROG/rec-family" 2 >/dev/null 2>err.txt
+	rc=$?
+	if [ "$rc" = 125 ] && grep -q 'No space left on device; free some space' err.txt; then
+		pass "errors: disk full -> exit 125 with the reason"
+	else
+		fail "errors: disk full: rc $rc: $(head -c 300 err.txt)"
+	fi
+	$C info -i small/x.data >/dev/null 2>info.err
+	rc=$?
+	[ "$rc" = 0 ] && grep -q 'truncated:' info.err && pass "errors: disk full leaves a readable prefix ($(cat info.err))" || fail "errors: disk full file: rc $rc $(cat info.err)"
+	umount small
+else
+	skip "errors: disk full: cannot mount a small tmpfs here ($(cat mount.err))"
+fi
+finish
