@@ -21,6 +21,8 @@ struct csampler_command {
 static const struct csampler_command csampler_commands[] = {
 	{ "record", cmd_record, "run a command (or attach to PIDs) and record a sampling profile" },
 	{ "info", cmd_info, "show a data file's header and counts" },
+	{ "report", cmd_report, "top functions, threads, libraries and unwind quality of a profile" },
+	{ "folded", cmd_folded, "print a profile's stacks as folded text (FlameGraph, inferno)" },
 	{ "version", cmd_version, "print csampler's version" },
 };
 
