@@ -63,6 +63,10 @@ int unwind_mmap(struct unwind_ctx *ctx, uint32_t pid, uint64_t start, uint64_t l
 int unwind_fork(struct unwind_ctx *ctx, uint32_t parent_pid, uint32_t child_pid);
 int unwind_exec(struct unwind_ctx *ctx, uint32_t pid);   /* drops the old address space */
 int unwind_exit(struct unwind_ctx *ctx, uint32_t pid);   /* may free per-process state */
+/* Feed the executable mappings of /proc/PID/maps as unwind_mmap events (attach mode, or a
+ * process whose events were lost). unwind_sample does this itself for a pid it never saw.
+ * Returns 0 or -errno (the process is gone, or not readable). */
+int unwind_load_proc_maps(struct unwind_ctx *ctx, uint32_t pid);
 
 /* Unwind one sample: kernel frames first (leaf first, module = the kernel module), then user
  * frames. The leaf ip is reported as is; every caller's entry is its return address,

@@ -1,0 +1,488 @@
+/* symbols.c: naming code locations (module, file offset) for unwind.h's sym_resolve.
+ *
+ * ELF files: one libdwfl module per file (shared by every process mapping it, keyed by
+ * build-id), reported at its link-time addresses. libdwfl supplies the symbol tables (.symtab,
+ * .dynsym, MiniDebugInfo in .gnu_debugdata) and finds separate debug files (.gnu_debuglink next
+ * to the file or under /usr/lib/debug, /usr/lib/debug/.build-id/xx/rest.debug). DWARF gives
+ * source lines and inline chains (dwarf_getscopes + DW_TAG_inlined_subroutine, the caller's line
+ * from DW_AT_call_file/DW_AT_call_line, as eu-addr2line -i does). C++ and Rust (legacy mangling)
+ * names are demangled with libstdc++'s __cxa_demangle.
+ *
+ * Kernel addresses are named from /proc/kallsyms (read once), anonymous code from
+ * /tmp/perf-PID.map. Results are cached per (module, offset, is_caller); a location that has no
+ * name becomes "basename+0xOFFSET". */
+#include "unwind.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+
+#include "cs.h"
+#include "elfcache.h"
+#include "profile.h"
+
+/* libstdc++'s demangler (the Itanium C++ ABI; -lstdc++ is linked). */
+extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Names */
+
+static bool sym_is_hex(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+/* Demangle name into an interned string (the name itself when it is not mangled). */
+static const char *sym_demangle(struct unwind_ctx *ctx, const char *name)
+{
+	if (name[0] != '_' || name[1] != 'Z')
+		return unwind_intern(ctx, name);
+	int status = 0;
+	char *d = __cxa_demangle(name, NULL, NULL, &status);
+	if (!d || status != 0) {
+		free(d);
+		return unwind_intern(ctx, name);
+	}
+	/* Rust's legacy mangling is Itanium-shaped and ends in a "::h<16 hex digits>" hash. */
+	size_t len = strlen(d);
+	if (len > 19 && memcmp(d + len - 19, "::h", 3) == 0 && sym_is_hex(d + len - 16, 16))
+		d[len - 19] = 0;
+	const char *out = unwind_intern(ctx, d);
+	free(d);
+	return out;
+}
+
+static const char *sym_unnamed(struct unwind_ctx *ctx, const struct unwind_module_priv *m,
+			       uint64_t offset)
+{
+	char base[512];
+	const char *b = m->kind == UNWIND_MOD_JIT ? m->path : cs_basename(m->path);
+
+	snprintf(base, sizeof(base), "%s", b);
+	size_t len = strlen(base), dl = strlen(" (deleted)");
+	if (len > dl && strcmp(base + len - dl, " (deleted)") == 0)
+		base[len - dl] = 0;
+	char *s = cs_asprintf("%s+0x%" PRIx64, base, offset);
+	const char *out = unwind_intern(ctx, s);
+	free(s);
+	return out;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Kernel: /proc/kallsyms */
+
+static int sym_kallsym_cmp(const void *a, const void *b)
+{
+	const struct kallsym *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static void sym_load_kallsyms(struct unwind_ctx *ctx)
+{
+	size_t cap = 0;
+	char line[512];
+
+	ctx->kallsyms_loaded = true;
+	FILE *fp = fopen("/proc/kallsyms", "re");
+	if (!fp) {
+		cs_warn("open /proc/kallsyms: %s; kernel frames will show as addresses",
+			strerror(errno));
+		return;
+	}
+	bool any_nonzero = false;
+	while (fgets(line, sizeof(line), fp)) {
+		char *end, type, name[256];
+		uint64_t addr = strtoull(line, &end, 16);
+		if (sscanf(end, " %c %255s", &type, name) != 2)
+			continue;
+		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+			continue;
+		any_nonzero |= addr != 0;
+		cs_grow(&ctx->kallsyms, &cap, ctx->nkallsyms + 1, sizeof(ctx->kallsyms[0]));
+		ctx->kallsyms[ctx->nkallsyms++] = (struct kallsym){ addr, unwind_intern(ctx, name) };
+	}
+	fclose(fp);
+	if (!any_nonzero) {
+		cs_warn("/proc/kallsyms shows no addresses (kernel.kptr_restrict); kernel frames "
+			"will show as addresses: run as root or set /proc/sys/kernel/kptr_restrict to 0");
+		ctx->nkallsyms = 0;
+		return;
+	}
+	qsort(ctx->kallsyms, ctx->nkallsyms, sizeof(ctx->kallsyms[0]), sym_kallsym_cmp);
+}
+
+/* The kernel symbol containing addr (the last one at or below it), or NULL. */
+static const char *sym_kernel_name(struct unwind_ctx *ctx, uint64_t addr)
+{
+	if (!ctx->kallsyms_loaded)
+		sym_load_kallsyms(ctx);
+	size_t lo = 0, hi = ctx->nkallsyms;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (ctx->kallsyms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? ctx->kallsyms[lo - 1].name : NULL;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* JIT code: /tmp/perf-PID.map ("START SIZE name" per line, hex) */
+
+static int sym_jit_cmp(const void *a, const void *b)
+{
+	const struct jit_sym *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* (Re)read the perf map of m when it changed since the last read. */
+static void sym_load_jit_map(struct unwind_ctx *ctx, struct unwind_module_priv *m)
+{
+	char plain[64];
+	const char *paths[2] = { m->jit_map_path, plain };
+	FILE *fp = NULL;
+	struct stat st;
+
+	snprintf(plain, sizeof(plain), "/tmp/perf-%u.map", m->pid);
+	for (int i = 0; i < 2 && !fp; i++)
+		if (paths[i])
+			fp = fopen(paths[i], "re");
+	if (!fp)
+		return;
+	if (fstat(fileno(fp), &st) != 0 ||
+	    (m->jit_loaded && st.st_size == m->jit_map_size &&
+	     (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == m->jit_map_mtime_ns)) {
+		fclose(fp);
+		return;
+	}
+	m->jit_loaded = true;
+	m->jit_map_size = st.st_size;
+	m->jit_map_mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	m->njit_syms = 0;
+	size_t cap = 0;
+	char *line = NULL;
+	size_t linecap = 0;
+	while (getline(&line, &linecap, fp) > 0) {
+		char *p = line, *end;
+		uint64_t start = strtoull(p, &end, 16);
+		if (end == p)
+			continue;
+		p = end;
+		uint64_t size = strtoull(p, &end, 16);
+		if (end == p || (*end != ' ' && *end != '\t'))
+			continue;
+		p = end + strspn(end, " \t");
+		p[strcspn(p, "\n")] = 0;
+		if (!*p)
+			continue;
+		cs_grow(&m->jit_syms, &cap, m->njit_syms + 1, sizeof(m->jit_syms[0]));
+		m->jit_syms[m->njit_syms++] = (struct jit_sym){ start, size, sym_demangle(ctx, p) };
+	}
+	free(line);
+	fclose(fp);
+	/* Stable: a later entry for the same start (re-JIT) stays after the earlier one. */
+	qsort(m->jit_syms, m->njit_syms, sizeof(m->jit_syms[0]), sym_jit_cmp);
+	m->pub.flags &= ~(uint32_t)PROFILE_MODULE_NO_SYMBOLS;
+}
+
+static const char *sym_jit_lookup(const struct unwind_module_priv *m, uint64_t addr)
+{
+	/* The last entry starting at or below addr that contains it. */
+	size_t lo = 0, hi = m->njit_syms;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (m->jit_syms[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i-- > 0;) {
+		const struct jit_sym *s = &m->jit_syms[i];
+		if (addr < s->start + s->size)
+			return s->name;
+		if (s->start + (1 << 24) < addr)
+			break; /* nothing that far back is that large */
+	}
+	return NULL;
+}
+
+static const char *sym_jit_name(struct unwind_ctx *ctx, struct unwind_module_priv *m,
+				uint64_t addr)
+{
+	if (!m->jit_loaded)
+		sym_load_jit_map(ctx, m);
+	const char *name = sym_jit_lookup(m, addr);
+	if (!name && m->jit_loaded) {
+		sym_load_jit_map(ctx, m); /* written since: the JIT appends as it compiles */
+		name = sym_jit_lookup(m, addr);
+	}
+	return name;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* ELF files */
+
+/* Set up f's symbolization module and refine what the file lacks. */
+static void sym_file_setup(struct unwind_ctx *ctx, struct elf_file *f, const char *name)
+{
+	f->sym_tried = true;
+	f->sym_flags = f->section_flags;
+	f->sym_dwfl = dwfl_begin(ctx->dwfl_callbacks);
+	if (!f->sym_dwfl) {
+		cs_warn("dwfl_begin: %s", dwfl_errmsg(-1));
+		return;
+	}
+	dwfl_report_begin(f->sym_dwfl);
+	f->sym_mod = unwind_report_file(f->sym_dwfl, name, f, 0);
+	dwfl_report_end(f->sym_dwfl, NULL, NULL);
+	if (!f->sym_mod) {
+		cs_warn("dwfl_report_module %s: %s; its frames will show as offsets", name,
+			dwfl_errmsg(-1));
+		return;
+	}
+	/* Symbols: any defined function in .symtab, .gnu_debugdata, the debug file or .dynsym. */
+	int nsyms = dwfl_module_getsymtab(f->sym_mod);
+	bool have_functions = false;
+	for (int i = 1; i < nsyms && !have_functions; i++) {
+		GElf_Sym sym;
+		GElf_Addr value;
+		if (dwfl_module_getsym_info(f->sym_mod, i, &sym, &value, NULL, NULL, NULL) &&
+		    GELF_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_shndx != SHN_UNDEF)
+			have_functions = true;
+	}
+	f->sym_flags &= ~(uint32_t)PROFILE_MODULE_NO_SYMBOLS;
+	if (!have_functions)
+		f->sym_flags |= PROFILE_MODULE_NO_SYMBOLS;
+	Dwarf_Addr bias;
+	f->sym_flags &= ~(uint32_t)PROFILE_MODULE_NO_DEBUGINFO;
+	if (!dwfl_module_getdwarf(f->sym_mod, &bias))
+		f->sym_flags |= PROFILE_MODULE_NO_DEBUGINFO;
+}
+
+static const char *sym_die_name(struct unwind_ctx *ctx, Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+
+	if (!name)
+		name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
+	if (!name)
+		name = dwarf_diename(die);
+	return name ? sym_demangle(ctx, name) : NULL;
+}
+
+static bool sym_is_function(int tag)
+{
+	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
+	       tag == DW_TAG_entry_point;
+}
+
+static void sym_push(struct unwind_ctx *ctx, const char *name, const char *file, uint32_t line,
+		     uint32_t flags)
+{
+	cs_grow(&ctx->sym_frames, &ctx->cap_sym_frames, ctx->nsym_frames + 1,
+		sizeof(ctx->sym_frames[0]));
+	ctx->sym_frames[ctx->nsym_frames++] = (struct sym_frame){
+		.name = name,
+		.file = file && *file ? unwind_intern(ctx, file) : NULL,
+		.line = line,
+		.flags = flags,
+	};
+}
+
+/* Append the frames of addr (a link-time vaddr) in f, innermost first. */
+static void sym_elf_frames(struct unwind_ctx *ctx, struct unwind_module_priv *m, uint64_t addr,
+			   uint64_t offset)
+{
+	struct elf_file *f = m->file;
+	size_t first = ctx->nsym_frames;
+
+	if (!f->sym_tried) {
+		sym_file_setup(ctx, f, m->path);
+		m->pub.flags = f->sym_flags;
+	}
+	if (!f->sym_mod) {
+		sym_push(ctx, sym_unnamed(ctx, m, offset), NULL, 0, PROFILE_FRAME_UNNAMED);
+		return;
+	}
+	GElf_Off symoff = 0;
+	GElf_Sym sym;
+	const char *symname = dwfl_module_addrinfo(f->sym_mod, addr, &symoff, &sym, NULL, NULL, NULL);
+	/* A sizeless symbol far behind (an end marker, the last .dynsym entry) is no name. */
+	if (symname && sym.st_size == 0 && symoff > 0x1000)
+		symname = NULL;
+	/* Versioned .dynsym names ("__libc_start_main@@GLIBC_2.34"): the name is before '@'. */
+	char unversioned[512];
+	const char *at = symname ? strchr(symname, '@') : NULL;
+	if (at && at > symname && (size_t)(at - symname) < sizeof(unversioned)) {
+		memcpy(unversioned, symname, (size_t)(at - symname));
+		unversioned[at - symname] = 0;
+		symname = unversioned;
+	}
+
+	const char *file = NULL;
+	int line = 0;
+	Dwfl_Line *dl = dwfl_module_getsrc(f->sym_mod, addr);
+	if (dl)
+		file = dwfl_lineinfo(dl, NULL, &line, NULL, NULL, NULL);
+
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cudie = dwfl_module_addrdie(f->sym_mod, addr, &bias);
+	Dwarf_Die *scopes = NULL;
+	int nscopes = cudie ? dwarf_getscopes(cudie, addr - bias, &scopes) : 0;
+	if (nscopes > 0) {
+		/* The physical nesting of the innermost scope: inlined instances inside their
+		 * callers (dwarf_getscopes follows abstract origins instead). */
+		Dwarf_Die inner;
+		Dwarf_Addr dbias;
+		Dwarf *dw = dwfl_module_getdwarf(f->sym_mod, &dbias);
+		bool ok = dw && dwarf_offdie(dw, dwarf_dieoffset(&scopes[0]), &inner);
+		free(scopes);
+		scopes = NULL;
+		nscopes = ok ? dwarf_getscopes_die(&inner, &scopes) : 0;
+	}
+	Dwarf_Files *files = NULL;
+	if (nscopes > 0 && dwarf_getsrcfiles(cudie, &files, NULL) != 0)
+		files = NULL;
+	bool done = false;
+	for (int i = 0; i < nscopes && !done; i++) {
+		Dwarf_Die *die = &scopes[i];
+		int tag = dwarf_tag(die);
+		if (!sym_is_function(tag))
+			continue;
+		if (tag != DW_TAG_inlined_subroutine) {
+			/* The out-of-line function: the symbol's name when there is one (it
+			 * carries clone suffixes such as .cold the way perf shows them). */
+			const char *name = symname ? sym_demangle(ctx, symname) : sym_die_name(ctx, die);
+			sym_push(ctx, name ? name : sym_unnamed(ctx, m, offset), file,
+				 line > 0 ? (uint32_t)line : 0, name ? 0 : PROFILE_FRAME_UNNAMED);
+			done = true;
+			break;
+		}
+		const char *name = sym_die_name(ctx, die);
+		sym_push(ctx, name ? name : unwind_intern(ctx, "(inlined)"), file,
+			 line > 0 ? (uint32_t)line : 0, PROFILE_FRAME_INLINED);
+		/* The caller's position is where this instance was inlined. */
+		Dwarf_Attribute attr;
+		Dwarf_Word val;
+		file = NULL;
+		line = 0;
+		if (files && dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &val) == 0)
+			file = dwarf_filesrc(files, val, NULL, NULL);
+		if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &attr), &val) == 0)
+			line = (int)val;
+	}
+	free(scopes);
+	if (!done) {
+		const char *name = symname ? sym_demangle(ctx, symname) : NULL;
+		sym_push(ctx, name ? name : sym_unnamed(ctx, m, offset), file,
+			 line > 0 ? (uint32_t)line : 0, name ? 0 : PROFILE_FRAME_UNNAMED);
+	}
+	/* Every frame but the outermost is inlined into the next one. */
+	for (size_t i = first; i + 1 < ctx->nsym_frames; i++)
+		ctx->sym_frames[i].flags |= PROFILE_FRAME_INLINED;
+	ctx->sym_frames[ctx->nsym_frames - 1].flags &= ~(uint32_t)PROFILE_FRAME_INLINED;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Resolution and cache */
+
+struct sym_key {
+	uint32_t module;
+	bool is_caller;
+	uint64_t offset;
+	const struct sym_cache_entry *entries;
+};
+
+static bool sym_entry_eq(const void *item, const void *key)
+{
+	const struct sym_key *k = key;
+	const struct sym_cache_entry *e = &k->entries[(uintptr_t)item - 1];
+	return e->module == k->module && e->offset == k->offset && e->is_caller == k->is_caller;
+}
+
+static uint64_t sym_key_hash(const struct sym_key *k)
+{
+	return unwind_hash_u64(k->offset * 0x9e3779b97f4a7c15ULL ^ ((uint64_t)k->module << 1) ^
+			       k->is_caller);
+}
+
+int sym_resolve(struct unwind_ctx *ctx, struct unwind_loc loc, bool is_caller,
+		struct sym_frame *frames, int max)
+{
+	if (loc.module >= ctx->nmodules || max <= 0)
+		return -EINVAL;
+	struct sym_key key = { loc.module, is_caller, loc.offset, ctx->sym_entries };
+	uint64_t hash = sym_key_hash(&key);
+	struct sym_cache_entry *e;
+	/* Entries live in one growing array; the table holds indexes + 1 as pointers. */
+	uintptr_t idx = (uintptr_t)unwind_hash_find(&ctx->sym_cache, hash, sym_entry_eq, &key);
+
+	if (idx) {
+		e = &ctx->sym_entries[idx - 1];
+	} else {
+		struct unwind_module_priv *m = ctx->modules[loc.module];
+		uint64_t at = loc.offset - (is_caller && loc.offset ? 1 : 0);
+		uint32_t first = (uint32_t)ctx->nsym_frames;
+		const char *name;
+
+		switch (m->kind) {
+		case UNWIND_MOD_KERNEL:
+			name = sym_kernel_name(ctx, at);
+			sym_push(ctx, name ? name : sym_unnamed(ctx, m, loc.offset), NULL, 0,
+				 PROFILE_FRAME_KERNEL | (name ? 0 : PROFILE_FRAME_UNNAMED));
+			if (!ctx->nkallsyms)
+				m->pub.flags |= PROFILE_MODULE_NO_SYMBOLS;
+			break;
+		case UNWIND_MOD_JIT:
+			name = sym_jit_name(ctx, m, at);
+			sym_push(ctx, name ? name : sym_unnamed(ctx, m, loc.offset), NULL, 0,
+				 name ? PROFILE_FRAME_JIT : PROFILE_FRAME_UNNAMED);
+			if (!m->jit_loaded)
+				m->pub.flags |= PROFILE_MODULE_NO_SYMBOLS;
+			break;
+		case UNWIND_MOD_ELF:
+			sym_elf_frames(ctx, m, elf_file_offset_to_vaddr(m->file, at), loc.offset);
+			break;
+		case UNWIND_MOD_FILE:
+			sym_push(ctx, sym_unnamed(ctx, m, loc.offset), NULL, 0, PROFILE_FRAME_UNNAMED);
+			break;
+		}
+		cs_grow(&ctx->sym_entries, &ctx->cap_sym_entries, ctx->nsym_entries + 1,
+			sizeof(ctx->sym_entries[0]));
+		e = &ctx->sym_entries[ctx->nsym_entries++];
+		*e = (struct sym_cache_entry){ loc.module, is_caller, loc.offset, first,
+					       (uint32_t)ctx->nsym_frames - first };
+		unwind_hash_insert(&ctx->sym_cache, hash, (void *)(uintptr_t)ctx->nsym_entries);
+	}
+	int n = (int)e->n < max ? (int)e->n : max;
+	/* Too little room: keep the outermost frames (the real function). */
+	memcpy(frames, ctx->sym_frames + e->first + (e->n - (uint32_t)n), (size_t)n * sizeof(*frames));
+	return n;
+}
+
+void sym_free(struct unwind_ctx *ctx)
+{
+	for (size_t i = 0; i < ctx->nfiles; i++) {
+		struct elf_file *f = ctx->files[i];
+		if (f->sym_dwfl)
+			dwfl_end(f->sym_dwfl);
+		f->sym_dwfl = NULL;
+		f->sym_mod = NULL;
+	}
+	free(ctx->kallsyms);
+	unwind_hash_free(&ctx->sym_cache);
+	free(ctx->sym_entries);
+	free(ctx->sym_frames);
+}
