@@ -27,11 +27,12 @@ static double report_rate_hz(const struct profile *p)
 	return s && cs_parse_double(s, &v) == 0 && v > 0 ? v : 0.0;
 }
 
+/* The profiled command ("target"), or csampler's own command line when that is all there is. */
 static const char *report_command(const struct profile *p)
 {
-	const char *s = profile_header(p, "cmdline");
+	const char *s = profile_header(p, "target");
 	if (!s || !*s)
-		s = profile_header(p, "target");
+		s = profile_header(p, "cmdline");
 	return s && *s ? s : NULL;
 }
 
@@ -80,7 +81,10 @@ static void report_text_header(FILE *f, const struct profile *p, const struct st
 	const char *callgraph = profile_header(p, "callgraph");
 
 	fprintf(f, "# csampler report of %s\n", o->input);
+	const char *cmdline = profile_header(p, "cmdline");
 	fprintf(f, "# command:   %s\n", cmd ? cmd : "(not recorded)");
+	if (cmdline && *cmdline && cmd != cmdline)
+		fprintf(f, "# recorded:  %s\n", cmdline);
 	fprintf(f, "# duration:  %.3f s\n", dur);
 	if (flt->pid >= 0 || flt->tid >= 0 || flt->comm) {
 		fprintf(f, "# samples:   %" PRIu64 " of %" PRIu64 " pass the filter:", r->samples,
@@ -483,6 +487,8 @@ static void report_write_json(FILE *f, const struct profile *p, const struct sta
 	report_json_str(f, "file", o->input);
 	fputc(',', f);
 	report_json_str(f, "command", report_command(p));
+	fputc(',', f);
+	report_json_str(f, "cmdline", profile_header(p, "cmdline"));
 	fputs(",\n", f);
 	report_json_u64(f, "samples", r->samples);
 	fputc(',', f);

@@ -19,7 +19,8 @@
 static void build_report_profile(struct pbuild *b)
 {
 	pb_init(b);
-	pb_header(b, "cmdline", "./app --iters 3");
+	pb_header(b, "cmdline", "csampler record -- ./app --iters 3");
+	pb_header(b, "target", "./app --iters 3");
 	pb_header(b, "rate_hz", "999");
 	pb_header(b, "callgraph", "dwarf");
 	pb_header(b, "stack_size", "8192");
@@ -79,6 +80,7 @@ UNIT_TEST(report_text_golden)
 	expect_text(text,
 "# csampler report of csampler.data\n"
 "# command:   ./app --iters 3\n"
+"# recorded:  csampler record -- ./app --iters 3\n"
 "# duration:  0.105 s\n"
 "# samples:   105\n"
 "# lost:      2 (1.87% of all samples)\n"
@@ -151,6 +153,7 @@ UNIT_TEST(report_text_sort_total_and_filter)
 	const char *want_head =
 "# csampler report of run1.data\n"
 "# command:   ./app --iters 3\n"
+"# recorded:  csampler record -- ./app --iters 3\n"
 "# duration:  0.105 s\n"
 "# samples:   35 of 105 pass the filter: tid 101\n";
 	UNIT_ASSERT(!strncmp(text, want_head, strlen(want_head)));
@@ -197,7 +200,8 @@ UNIT_TEST(report_json_golden)
 	o.filter.comm = "app";
 	char *text = render(&b.p, &o);
 	expect_text(text,
-"{\"file\":\"csampler.data\",\"command\":\"./app --iters 3\",\n"
+"{\"file\":\"csampler.data\",\"command\":\"./app --iters 3\","
+"\"cmdline\":\"csampler record -- ./app --iters 3\",\n"
 "\"samples\":105,\"samples_unfiltered\":105,\"lost\":2,\"duration_s\":0.105000,\"rate_hz\":999,"
 "\"truncated\":false,\"finalized\":true,\n"
 "\"sort\":\"self\",\"filter\":{\"pid\":null,\"tid\":null,\"comm\":\"app\"},\n"
@@ -256,7 +260,7 @@ UNIT_TEST(report_json_escaping_and_empty)
 	UNIT_ASSERT(strstr(text, "\"file\":\"src\\\\a.cc\""));
 	UNIT_ASSERT(strstr(text, "\"name\":\"tab\\u0009here\\u000anewline\""));
 	UNIT_ASSERT(strstr(text, "\"comm\":\"we\\\"ird\\\\name\""));
-	UNIT_ASSERT(strstr(text, "\"command\":null"));
+	UNIT_ASSERT(strstr(text, "\"command\":null,\"cmdline\":null"));
 	UNIT_ASSERT(strstr(text, "\"rate_hz\":null"));
 	free(text);
 	pb_free(&b);
