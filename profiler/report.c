@@ -119,12 +119,13 @@ static void report_text_header(FILE *f, const struct profile *p, const struct st
 			"before finalizing): names may be missing\n");
 }
 
+/* Width of the name column for the functions with a known hottest line. */
 static int report_name_width(const struct stacks_function *fns, size_t rows, int cap)
 {
 	int w = 8;
 	for (size_t i = 0; i < rows; i++) {
 		int n = (int)strlen(fns[i].name);
-		if (n > w)
+		if ((fns[i].hot_line || fns[i].hot_file) && n > w)
 			w = n;
 	}
 	return w > cap ? cap : w;
