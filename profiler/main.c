@@ -23,6 +23,8 @@ static const struct csampler_command csampler_commands[] = {
 	{ "info", cmd_info, "show a data file's header and counts" },
 	{ "report", cmd_report, "top functions, threads, libraries and unwind quality of a profile" },
 	{ "folded", cmd_folded, "print a profile's stacks as folded text (FlameGraph, inferno)" },
+	{ "flame", cmd_flame, "draw an interactive flame graph (SVG) from a profile or folded stacks" },
+	{ "diff", cmd_diff, "draw a differential flame graph of two profiles (red grew, blue shrank)" },
 	{ "version", cmd_version, "print csampler's version" },
 };
 

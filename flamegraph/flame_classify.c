@@ -1,0 +1,141 @@
+/* flame_classify.c: which kind of code a frame is (own code, system library, kernel, CUDA,
+ * GPU work, JIT), for its colour and the legend. Data files give the module; folded text
+ * only the name, so well-known naming conventions stand in for it. */
+#include "flame.h"
+#include "../profiler/cs.h"
+
+#include <string.h>
+
+static bool flame_has_prefix(const char *s, const char *prefix)
+{
+	return !strncmp(s, prefix, strlen(prefix));
+}
+
+static bool flame_any_prefix(const char *s, const char *const *prefixes)
+{
+	for (; *prefixes; prefixes++)
+		if (flame_has_prefix(s, *prefixes))
+			return true;
+	return false;
+}
+
+/* CUDA runtime, driver and math/communication libraries. */
+static const char *const flame_cuda_modules[] = {
+	"libcuda.", "libcudart", "libcublas", "libcudnn", "libcufft", "libcurand", "libcusparse",
+	"libcusolver", "libnvrtc", "libnvJitLink", "libcupti", "libnccl", "libnvidia-", "libnvToolsExt",
+	"libnvptxcompiler", NULL,
+};
+
+/* Libraries that come with the system, not with the program. */
+static const char *const flame_system_modules[] = {
+	"libc.", "libc-", "libm.", "libm-", "libmvec", "libpthread", "libdl.", "libdl-", "librt.",
+	"ld-linux", "ld64.", "ld-2.", "libstdc++", "libgcc_s", "libz.", "libzstd", "liblzma",
+	"libbz2", "libgomp", "libdw", "libelf", "libcrypto", "libssl", "libresolv", "libnss_",
+	"libffi", "libunwind", "libtinfo", "libncurses", "libreadline", "libselinux", "libsystemd",
+	"libdbus", "libglib", "libpython", "libjemalloc", "libtcmalloc", "libnuma", "libgfortran",
+	"libopenblas", "libblas", "liblapack", "libtbb", "libicu", "libxml2", "libexpat", "libpcre",
+	"libuuid", "libcap", "libseccomp", "libatomic", "libquadmath", "[vdso]", "[vsyscall]",
+	NULL,
+};
+
+/* Function names that only libc, the dynamic loader and the C++ runtime define. */
+static const char *const flame_system_names[] = {
+	"__libc_", "__GI_", "_IO_", "__memcpy", "__memmove", "__memset", "__memcmp", "__strlen",
+	"__strcmp", "__strchr", "__nss_", "pthread_", "__pthread", "start_thread", "__clone",
+	"clone3", "_dl_", "__dl_", "_int_malloc", "_int_free", "__malloc", "__libc_malloc",
+	"malloc_consolidate", "__GI___", "__nptl_", "__futex", "futex_", "__lll_", "___pthread",
+	"__vdso_", "_start", "__cxa_", "__gxx_", "_Unwind_", "__sigsetjmp", "__longjmp",
+	"__clock_", "__nanosleep", "__poll", "__select", "__read", "__write", "__open", "__close",
+	"__sched_", "__ioctl", "__mmap", "__munmap", "__madvise", "__brk", "__sbrk", "__syscall",
+	NULL,
+};
+
+static const char *const flame_cuda_names[] = {
+	"cuda", "__cuda", "cublas", "cudnn", "cufft", "curand", "cusparse", "cusolver", "nccl",
+	"nvrtc", "cupti", "libcuda", "libcudart", NULL,
+};
+
+/* libc functions that a program calls directly, named without a prefix. */
+static const char *const flame_libc_functions[] = {
+	"malloc", "free", "calloc", "realloc", "memcpy", "memmove", "memset", "memcmp", "strlen",
+	"strcmp", "strncmp", "strcpy", "qsort", "printf", "fprintf", "fwrite", "fread", "read",
+	"write", "open", "close", "mmap", "munmap", "poll", "epoll_wait", "nanosleep", "usleep",
+	"clock_gettime", "gettimeofday", "syscall", "ioctl", "sched_yield", NULL,
+};
+
+static enum flame_kind flame_classify_module(const char *module)
+{
+	if (!strcmp(module, "[kernel.kallsyms]") || !strcmp(module, "vmlinux") ||
+	    flame_has_prefix(module, "[kernel"))
+		return FLAME_KIND_KERNEL;
+	if (flame_any_prefix(module, flame_cuda_modules))
+		return FLAME_KIND_CUDA;
+	if (flame_any_prefix(module, flame_system_modules))
+		return FLAME_KIND_SYSTEM;
+	return FLAME_KIND_OWN;
+}
+
+/* The module named inside a frame name: "[libc.so.6]" (perf's unknown symbols),
+ * "libfoo.so+0x1a2b" (csampler's unnamed frames), "libc.so.1`malloc" (DTrace). Copies it into
+ * buf and returns buf, or returns NULL. */
+static const char *flame_module_in_name(const char *name, char *buf, size_t size)
+{
+	size_t n = strlen(name);
+	const char *start = NULL, *end = NULL;
+	const char *plus = strstr(name, "+0x");
+	const char *tick = strchr(name, '`');
+
+	if (n > 2 && name[0] == '[' && name[n - 1] == ']') {
+		start = name + 1;
+		end = name + n - 1;
+	} else if (tick) {
+		start = name;
+		end = tick;
+	} else if (plus && memmem(name, plus - name, ".so", 3)) {
+		start = name;
+		end = plus;
+	}
+	if (!start || end <= start || (size_t)(end - start) >= size)
+		return NULL;
+	const char *slash = memrchr(start, '/', end - start);
+	if (slash)
+		start = slash + 1;
+	memcpy(buf, start, end - start);
+	buf[end - start] = 0;
+	return buf;
+}
+
+enum flame_kind flame_classify(const char *name, const char *module, uint32_t flags)
+{
+	char buf[256];
+
+	if (flags & PROFILE_FRAME_GPU_KERNEL)
+		return FLAME_KIND_GPU_KERNEL;
+	if (flags & PROFILE_FRAME_GPU_COPY)
+		return FLAME_KIND_GPU_COPY;
+	if (flags & PROFILE_FRAME_GPU_SYNC)
+		return FLAME_KIND_GPU_SYNC;
+	if (flags & PROFILE_FRAME_KERNEL)
+		return FLAME_KIND_KERNEL;
+	if (flags & PROFILE_FRAME_JIT)
+		return FLAME_KIND_JIT;
+	if (module && *module)
+		return flame_classify_module(cs_basename(module));
+	const char *inner = flame_module_in_name(name, buf, sizeof(buf));
+	if (inner) {
+		if (!strcmp(inner, "unknown"))
+			return FLAME_KIND_OWN;
+		return flame_classify_module(inner);
+	}
+	if (flame_any_prefix(name, flame_cuda_names))
+		return FLAME_KIND_CUDA;
+	/* The CUDA driver API: cuInit, cuLaunchKernel, cuMemcpyHtoD_v2 ... */
+	if (name[0] == 'c' && name[1] == 'u' && name[2] >= 'A' && name[2] <= 'Z')
+		return FLAME_KIND_CUDA;
+	if (flame_any_prefix(name, flame_system_names))
+		return FLAME_KIND_SYSTEM;
+	for (const char *const *f = flame_libc_functions; *f; f++)
+		if (!strcmp(name, *f))
+			return FLAME_KIND_SYSTEM;
+	return FLAME_KIND_OWN;
+}

@@ -1,0 +1,139 @@
+/* flame_input.c: the inputs of `flame` and `diff`: csampler data files (read by profile_load
+ * and walked by fold_profile, from profiler/) or folded text (flame_folded.c), from files or
+ * standard input, told apart by profile_is_datafile(). */
+#include "flame.h"
+#include "../profiler/cs.h"
+#include "../profiler/profile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct flame_input_ctx {
+	struct flame_tree *tree;
+	const char *name;        /* for messages */
+	int series;
+	double factor;
+	bool allow_two_counts;
+	bool two_counts_seen;
+};
+
+static int flame_input_stack(void *arg, const struct fold_frame *frames, size_t n,
+			     size_t same_prefix, const double *counts, int ncounts)
+{
+	struct flame_input_ctx *c = arg;
+	if (ncounts == 2) {
+		if (!c->allow_two_counts)
+			return cs_error(EINVAL, "%s has two counts per line (difffolded.pl output); "
+					"give csampler diff the two profiles instead", c->name);
+		flame_tree_add(c->tree, frames, n, same_prefix, FLAME_SERIES_BEFORE,
+			       counts[0] * c->factor);
+		flame_tree_add(c->tree, frames, n, n, FLAME_SERIES_MAIN, counts[1] * c->factor);
+		c->two_counts_seen = true;
+		return 0;
+	}
+	flame_tree_add(c->tree, frames, n, same_prefix, c->series, counts[0] * c->factor);
+	return 0;
+}
+
+static int flame_input_fold(void *arg, const struct fold_frame *frames, size_t nframes,
+			    uint64_t count)
+{
+	struct flame_input_ctx *c = arg;
+	flame_tree_add(c->tree, frames, nframes, 0, c->series, (double)count * c->factor);
+	return 0;
+}
+
+static int flame_input_datafile(struct flame_input_ctx *c, const char *path,
+				const struct flame_opts *o)
+{
+	struct profile *p = NULL;
+	struct fold_opts fo = FOLD_OPTS_DEFAULT;
+	int err = profile_load(path, &p);
+	if (err)
+		return err; /* profile_load printed why */
+	fo.per_thread = o->per_thread;
+	fo.time_order = o->flamechart;
+	fo.pid = o->pid;
+	fo.tid = o->tid;
+	fo.comm = o->comm;
+	err = fold_profile(p, &fo, flame_input_fold, c);
+	if (err)
+		cs_error(err, "fold_profile %s: %s", path, strerror(-err));
+	profile_free(p);
+	return err;
+}
+
+static int flame_input_folded(struct flame_input_ctx *c, FILE *f)
+{
+	struct flame_folded_stats st = { 0 };
+	int err = flame_folded_read(f, c->name, flame_input_stack, c, &st);
+	if (err)
+		return err;
+	if (st.ignored)
+		cs_warn("%s: ignored %llu line%s without a trailing sample count (first: line %llu)",
+			c->name, (unsigned long long)st.ignored, st.ignored == 1 ? "" : "s",
+			(unsigned long long)st.first_ignored);
+	if (!st.stacks && st.lines)
+		return cs_error(EINVAL, "%s: no 'frame;frame;... COUNT' lines: neither folded "
+				"stacks nor a csampler data file", c->name);
+	return 0;
+}
+
+int flame_input_read(struct flame_tree *t, const char *path, int series,
+		     const struct flame_opts *o, bool allow_two_counts)
+{
+	struct flame_input_ctx c = {
+		.tree = t, .name = path ? path : "standard input", .series = series,
+		.factor = o->factor, .allow_two_counts = allow_two_counts,
+	};
+	struct stat sb;
+	int err;
+
+	if (!path) {
+		/* A data file can come as a redirect (a regular file), not through a pipe, since
+		 * telling it apart would consume the pipe. */
+		if (!fstat(STDIN_FILENO, &sb) && S_ISREG(sb.st_mode) &&
+		    profile_is_datafile("/dev/stdin"))
+			return flame_input_datafile(&c, "/dev/stdin", o);
+		return flame_input_folded(&c, stdin);
+	}
+	if (stat(path, &sb))
+		return cs_error(errno, "stat %s: %s; check the path (csampler record writes "
+				"csampler.data)", path, strerror(errno));
+	if (S_ISDIR(sb.st_mode))
+		return cs_error(EISDIR, "%s is a directory; give a data file or folded stacks",
+				path);
+	if (profile_is_datafile(path))
+		return flame_input_datafile(&c, path, o);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return cs_error(errno, "open %s: %s; check the path and its permissions", path,
+				strerror(errno));
+	err = flame_input_folded(&c, f);
+	fclose(f);
+	return err;
+}
+
+void flame_input_default(const struct flame_opts *o, const char ***paths, size_t *n)
+{
+	struct stat sb;
+	if (o->ninputs) {
+		*paths = cs_malloc(o->ninputs * sizeof(**paths));
+		for (size_t i = 0; i < o->ninputs; i++)
+			(*paths)[i] = strcmp(o->inputs[i], "-") ? o->inputs[i] : NULL;
+		*n = o->ninputs;
+		return;
+	}
+	*paths = cs_malloc(sizeof(**paths));
+	*n = 1;
+	/* Like flamegraph.pl, read a pipe or a redirected file; from a terminal (or /dev/null)
+	 * fall back to csampler's default data file. */
+	if (!isatty(STDIN_FILENO) && !fstat(STDIN_FILENO, &sb) && !S_ISCHR(sb.st_mode))
+		(*paths)[0] = NULL;
+	else
+		(*paths)[0] = "csampler.data";
+}

@@ -1,0 +1,302 @@
+/* flame_tree.c: the merged call tree of a flamegraph. Stacks are added root first; each frame
+ * is interned once as a key (name + module + flags) and each (parent, key) pair is one node,
+ * found through a hash map, so memory grows with the distinct stacks, not with the input.
+ * A flame chart merges a frame only with its parent's last child (time order is kept).
+ *
+ * Hand-written hash tables: C has none in its standard library and none of csampler's
+ * libraries (elfutils, zlib, zstd) exports one; glibc's hsearch allows one table a process. */
+#include "flame.h"
+#include "../profiler/cs.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define FLAME_MAP_EMPTY UINT64_MAX
+
+static uint64_t flame_mix64(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
+	return h;
+}
+
+static uint64_t flame_hash_bytes(const char *s, size_t n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+	while (n >= 8) {
+		uint64_t v;
+		memcpy(&v, s, 8);
+		h = (h ^ v) * 0xbf58476d1ce4e5b9ull;
+		h ^= h >> 31;
+		s += 8;
+		n -= 8;
+	}
+	uint64_t v = 0;
+	memcpy(&v, s, n);
+	return flame_mix64(h ^ v);
+}
+
+/* ---- uint64 -> uint32 map ---- */
+
+static void flame_map_init(struct flame_map *m, size_t cap)
+{
+	m->cap = cap;
+	m->len = 0;
+	m->keys = cs_malloc(cap * sizeof(*m->keys));
+	m->vals = cs_malloc(cap * sizeof(*m->vals));
+	memset(m->keys, 0xff, cap * sizeof(*m->keys));
+}
+
+static void flame_map_free(struct flame_map *m)
+{
+	free(m->keys);
+	free(m->vals);
+	memset(m, 0, sizeof(*m));
+}
+
+static void flame_map_insert_nogrow(struct flame_map *m, uint64_t key, uint32_t val)
+{
+	size_t mask = m->cap - 1, i = flame_mix64(key) & mask;
+	while (m->keys[i] != FLAME_MAP_EMPTY)
+		i = (i + 1) & mask;
+	m->keys[i] = key;
+	m->vals[i] = val;
+	m->len++;
+}
+
+static void flame_map_grow(struct flame_map *m)
+{
+	struct flame_map old = *m;
+	flame_map_init(m, old.cap * 2);
+	for (size_t i = 0; i < old.cap; i++)
+		if (old.keys[i] != FLAME_MAP_EMPTY)
+			flame_map_insert_nogrow(m, old.keys[i], old.vals[i]);
+	flame_map_free(&old);
+}
+
+/* The value for key, or FLAME_NONE; *slot is where it is or would go. */
+static uint32_t flame_map_find(const struct flame_map *m, uint64_t key, size_t *slot)
+{
+	size_t mask = m->cap - 1, i = flame_mix64(key) & mask;
+	for (;;) {
+		if (m->keys[i] == key) {
+			*slot = i;
+			return m->vals[i];
+		}
+		if (m->keys[i] == FLAME_MAP_EMPTY) {
+			*slot = i;
+			return FLAME_NONE;
+		}
+		i = (i + 1) & mask;
+	}
+}
+
+/* ---- strings (modules, files) ---- */
+
+static uint32_t flame_str_intern(struct flame_tree *t, const char *s)
+{
+	if (!s || !*s)
+		return 0;
+	size_t n = strlen(s);
+	if ((t->nstrs + 1) * 2 > t->str_slots_cap) {
+		size_t cap = t->str_slots_cap ? t->str_slots_cap * 2 : 64;
+		uint32_t *slots = cs_calloc(cap, sizeof(*slots));
+		for (size_t id = 1; id < t->nstrs; id++) {
+			size_t i = flame_hash_bytes(t->strs[id], strlen(t->strs[id])) & (cap - 1);
+			while (slots[i])
+				i = (i + 1) & (cap - 1);
+			slots[i] = id;
+		}
+		free(t->str_slots);
+		t->str_slots = slots;
+		t->str_slots_cap = cap;
+	}
+	size_t mask = t->str_slots_cap - 1, i = flame_hash_bytes(s, n) & mask;
+	for (; t->str_slots[i]; i = (i + 1) & mask)
+		if (!strcmp(t->strs[t->str_slots[i]], s))
+			return t->str_slots[i];
+	cs_grow(&t->strs, &t->strs_cap, t->nstrs + 1, sizeof(*t->strs));
+	t->strs[t->nstrs] = cs_strdup(s);
+	t->str_slots[i] = t->nstrs;
+	return t->nstrs++;
+}
+
+/* ---- keys ---- */
+
+static void flame_key_slots_rehash(struct flame_tree *t)
+{
+	size_t cap = t->key_slots_cap ? t->key_slots_cap * 2 : 1024;
+	uint32_t *slots = cs_calloc(cap, sizeof(*slots));
+	for (size_t k = 0; k < t->nkeys; k++) {
+		size_t i = t->keys[k].hash & (cap - 1);
+		while (slots[i])
+			i = (i + 1) & (cap - 1);
+		slots[i] = k + 1;
+	}
+	free(t->key_slots);
+	t->key_slots = slots;
+	t->key_slots_cap = cap;
+}
+
+static uint32_t flame_key_intern(struct flame_tree *t, const struct fold_frame *f)
+{
+	size_t n = strlen(f->name);
+	uint32_t module = f->module ? flame_str_intern(t, f->module) : 0;
+	uint64_t h64 = flame_hash_bytes(f->name, n) ^ flame_mix64(((uint64_t)module << 32) | f->flags);
+	uint32_t h = (uint32_t)h64 ^ (uint32_t)(h64 >> 32);
+
+	if ((t->nkeys + 1) * 2 > t->key_slots_cap)
+		flame_key_slots_rehash(t);
+	size_t mask = t->key_slots_cap - 1, i = h & mask;
+	for (; t->key_slots[i]; i = (i + 1) & mask) {
+		struct flame_key *k = &t->keys[t->key_slots[i] - 1];
+		if (k->hash == h && k->module == module && k->flags == f->flags &&
+		    !strcmp(t->names + k->name, f->name)) {
+			/* Merged frames that disagree on the line show the file alone. */
+			if (k->line && f->line != k->line)
+				k->line = 0;
+			return t->key_slots[i] - 1;
+		}
+	}
+	cs_grow(&t->names, &t->names_cap, t->names_len + n + 1, 1);
+	memcpy(t->names + t->names_len, f->name, n + 1);
+	cs_grow(&t->keys, &t->keys_cap, t->nkeys + 1, sizeof(*t->keys));
+	t->keys[t->nkeys] = (struct flame_key){
+		.name = t->names_len,
+		.module = module,
+		.file = flame_str_intern(t, f->file),
+		.line = f->file ? f->line : 0,
+		.flags = f->flags,
+		.hash = h,
+	};
+	t->names_len += n + 1;
+	t->key_slots[i] = t->nkeys + 1;
+	return t->nkeys++;
+}
+
+/* ---- nodes ---- */
+
+static uint32_t flame_node_new(struct flame_tree *t, uint32_t parent, uint32_t key)
+{
+	if (t->nnodes + 1 > t->nodes_cap) {
+		size_t old = t->nodes_cap;
+		cs_grow(&t->nodes, &t->nodes_cap, t->nnodes + 1, sizeof(*t->nodes));
+		for (int s = 0; s < 2; s++) {
+			if (s == FLAME_SERIES_BEFORE && !t->count[s])
+				continue; /* allocated by the first BEFORE stack */
+			t->count[s] = cs_realloc(t->count[s], t->nodes_cap * sizeof(double));
+			memset(t->count[s] + old, 0, (t->nodes_cap - old) * sizeof(double));
+		}
+	}
+	uint32_t id = t->nnodes++;
+	t->nodes[id] = (struct flame_node){
+		.key = key, .parent = parent,
+		.first_child = FLAME_NONE, .last_child = FLAME_NONE, .next_sibling = FLAME_NONE,
+	};
+	if (parent != FLAME_NONE) {
+		struct flame_node *p = &t->nodes[parent];
+		if (p->last_child == FLAME_NONE)
+			p->first_child = id;
+		else
+			t->nodes[p->last_child].next_sibling = id;
+		p->last_child = id;
+	}
+	return id;
+}
+
+static uint32_t flame_child(struct flame_tree *t, uint32_t parent, uint32_t key)
+{
+	if (t->flamechart) {
+		uint32_t last = t->nodes[parent].last_child;
+		if (last != FLAME_NONE && t->nodes[last].key == key)
+			return last;
+		return flame_node_new(t, parent, key);
+	}
+	uint64_t mk = ((uint64_t)parent << 32) | key;
+	size_t slot;
+	uint32_t node = flame_map_find(&t->children, mk, &slot);
+	if (node != FLAME_NONE)
+		return node;
+	node = flame_node_new(t, parent, key);
+	if ((t->children.len + 1) * 4 > t->children.cap * 3) {
+		flame_map_grow(&t->children);
+		flame_map_insert_nogrow(&t->children, mk, node);
+	} else {
+		t->children.keys[slot] = mk;
+		t->children.vals[slot] = node;
+		t->children.len++;
+	}
+	return node;
+}
+
+void flame_tree_init(struct flame_tree *t, bool flamechart, bool reverse)
+{
+	memset(t, 0, sizeof(*t));
+	t->flamechart = flamechart;
+	t->reverse = reverse;
+	t->strs = cs_malloc(16 * sizeof(*t->strs));
+	t->strs_cap = 16;
+	t->strs[0] = cs_strdup("");
+	t->nstrs = 1;
+	if (!flamechart)
+		flame_map_init(&t->children, 1024);
+	flame_node_new(t, FLAME_NONE, FLAME_NONE); /* the root, "all" */
+}
+
+void flame_tree_free(struct flame_tree *t)
+{
+	for (size_t i = 0; i < t->nstrs; i++)
+		free(t->strs[i]);
+	free(t->strs);
+	free(t->str_slots);
+	free(t->names);
+	free(t->keys);
+	free(t->key_slots);
+	free(t->nodes);
+	free(t->count[0]);
+	free(t->count[1]);
+	if (t->children.keys)
+		flame_map_free(&t->children);
+	free(t->path);
+	free(t->rev);
+	memset(t, 0, sizeof(*t));
+}
+
+void flame_tree_add(struct flame_tree *t, const struct fold_frame *frames, size_t n,
+		    size_t same_prefix, int series, double count)
+{
+	if (t->reverse && n > 1) {
+		cs_grow(&t->rev, &t->rev_cap, n, sizeof(*t->rev));
+		for (size_t i = 0; i < n; i++)
+			t->rev[i] = frames[n - 1 - i];
+		frames = t->rev;
+		same_prefix = 0;
+	}
+	if (series == FLAME_SERIES_BEFORE && !t->count[FLAME_SERIES_BEFORE])
+		t->count[FLAME_SERIES_BEFORE] = cs_calloc(t->nodes_cap, sizeof(double));
+	if (same_prefix > t->path_len)
+		same_prefix = t->path_len;
+	if (same_prefix > n)
+		same_prefix = n;
+	cs_grow(&t->path, &t->path_cap, n, sizeof(*t->path));
+
+	double *c = t->count[series];
+	t->total[series] += count;
+	c[0] += count;
+	uint32_t parent = 0;
+	for (size_t k = 0; k < same_prefix; k++) {
+		parent = t->path[k];
+		c[parent] += count;
+	}
+	for (size_t k = same_prefix; k < n; k++) {
+		uint32_t node = flame_child(t, parent, flame_key_intern(t, &frames[k]));
+		c = t->count[series]; /* flame_child may have grown the arrays */
+		c[node] += count;
+		t->path[k] = node;
+		parent = node;
+	}
+	t->path_len = n;
+}
