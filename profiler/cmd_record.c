@@ -17,7 +17,7 @@
  * 64 KiB maximum's copying cost. */
 #define RECORD_DEFAULT_STACK 32768
 #define RECORD_MAX_STACK 65528
-#define RECORD_DEFAULT_PAGES 1024
+#define RECORD_DEFAULT_PAGES 2048
 
 static const char record_usage[] =
 	"usage: csampler record [options] -- COMMAND [ARGS...]\n"
@@ -27,7 +27,7 @@ static const char record_usage[] =
 	"  -F, --freq HZ          samples per second per CPU-busy thread (default 999)\n"
 	"  -g, --call-graph MODE  dwarf (default), dwarf,SIZE or fp\n"
 	"      --stack-size BYTES user stack bytes copied per sample in dwarf mode (default 32768, max 65528)\n"
-	"  -m, --mmap-pages N     ring buffer pages per CPU, a power of two (default 1024)\n"
+	"  -m, --mmap-pages N     ring buffer pages per CPU, a power of two (default 2048)\n"
 	"  -p, --pid PID[,PID]    attach to running processes and all their threads\n"
 	"      --duration SEC     stop after SEC seconds\n"
 	"      --keep-raw         also keep the raw registers and stack copies in the file\n"
