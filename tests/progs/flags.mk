@@ -1,0 +1,10 @@
+# tests/progs/flags.mk: per-program flags and derived test programs (included by tests/build.mk).
+# accuracy and cxx_work are profiled by the end-to-end tests: no frame pointers, so only DWARF CFI
+# unwinds them; -g for source lines and inline frames.
+bin/tests/accuracy bin/tests/cxx_work: PROG_FLAGS = -O2 -g -fomit-frame-pointer
+bin/tests/symbols bin/tests/symbols_cxx: tests/progs/marks.h
+
+# A stripped copy of accuracy: its frames must show as accuracy-stripped+0xOFFSET.
+bin/tests/accuracy-stripped: bin/tests/accuracy
+	strip -o $@ $<
+TEST_PROGRAMS += bin/tests/accuracy-stripped
