@@ -120,6 +120,15 @@ rm -f mix
 cmp -s report.txt report2.txt && pass "report: unchanged after the program is deleted" ||
 	fail "report: differs after deleting the program: $(diff report.txt report2.txt | head -n 4 | tr '\n' ' ')"
 
+# -- a truncated file is reported, with a warning in the header --
+size=$(stat -c %s mix.data)
+head -c $((size * 2 / 3)) mix.data >cut.data
+if "$CSAMPLER" report -i cut.data >cut.txt 2>cut.err && grep -q '^# WARNING: truncated file' cut.txt; then
+	pass "report: truncated file reported with a warning"
+else
+	fail "report: truncated file: $(head -n 2 cut.err | tr '\n' ' ')"
+fi
+
 # -- errors: one line, exit 125 --
 expect_error() {
 	local name=$1; shift
