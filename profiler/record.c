@@ -12,6 +12,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,21 @@
 #include <unistd.h>
 
 #define RECORD_MAX_LOCS 1024
+/* Copied-out records waiting for the unwinder. Past this, the reader stops draining and the
+ * kernel counts what no longer fits in the rings as lost samples (reported, never silent). */
+#define RECORD_QUEUE_MAX_BYTES (1ull << 30)
+
+/* Batches of records from the reader thread to the main thread (FIFO). */
+struct record_queue {
+	pthread_mutex_t lock;
+	pthread_cond_t space;       /* signalled when bytes drop below the limit */
+	struct sampler_batch **items;
+	size_t head, count, cap;
+	size_t bytes, peak_bytes;
+	int wake_fd;                /* eventfd: a batch was queued */
+	int stop_fd;                /* eventfd: the reader must stop */
+	volatile int stop;
+};
 
 /* Open-addressing tables for interning; written by hand (no generic hash table in libc). */
 struct loc_key {
@@ -53,7 +70,12 @@ struct record {
 	uint64_t nsamples, lost, stack_full, unwind_errors;
 	uint32_t *tids, *pids;      /* sets of tids/pids seen in samples (ids + 1) */
 	size_t tid_cap, ntids, pid_cap, npids_seen;
-	uint64_t start_ns, last_flush_ns;
+	uint64_t start_ns, last_flush_ns, last_symbolize_ns;
+	size_t nsymbolized;         /* locations [0, nsymbolized) have their SYMBOL record */
+	/* the reader thread */
+	struct record_queue q;
+	pthread_t reader;
+	bool reader_running;
 	/* control */
 	int sigpipe[2];
 	pid_t child;
@@ -270,8 +292,10 @@ static void record_sample(struct record *r, const struct sampler_event *ev)
 	uint32_t stack = record_stack(r, ids, (uint32_t)n);
 	if (uflags & (UNWIND_ERROR | UNWIND_NO_MAP))
 		flags |= PROFILE_SAMPLE_UNWIND_ERROR, r->unwind_errors++;
+	/* A full copy only matters when the unwinder did not reach the outermost frame. */
 	if ((uflags & UNWIND_STACK_END) ||
-	    (ev->sample.stack_cap && ev->sample.snap.stack_size >= ev->sample.stack_cap))
+	    (!(uflags & UNWIND_COMPLETE) && ev->sample.stack_cap &&
+	     ev->sample.snap.stack_size >= ev->sample.stack_cap))
 		flags |= PROFILE_SAMPLE_STACK_FULL, r->stack_full++;
 	struct {
 		uint64_t time;
@@ -448,38 +472,44 @@ static void record_reap_child(struct record *r)
 
 /* ---- finalization ---- */
 
-static void record_symbolize(struct record *r)
+/* Name every location not named yet and write its SYMBOL record. Called while recording
+ * (every 250 ms, so the one-time costs of reading kallsyms and debug files overlap the run and
+ * only the last new locations are left for the end) and once more at the end with progress. */
+static void record_symbolize(struct record *r, bool at_end)
 {
 	struct sym_frame frames[64];
-	bool tty = isatty(2) && !cs_quiet;
-	uint64_t t0 = cs_monotonic_ns();
+	bool tty = at_end && isatty(2) && !cs_quiet;
+	size_t first = r->nsymbolized;
 
-	for (size_t i = 0; i < r->nlocs; i++) {
+	for (size_t i = first; i < r->nlocs; i++) {
 		const struct loc_key *k = &r->locs[i];
 		struct unwind_loc loc = { k->module, k->offset };
 		int n = sym_resolve(r->unwind, loc, k->caller, frames, 64);
-		if (n <= 0)
-			continue;
-		uint32_t rec[2 + 4 * 64];
-		rec[0] = (uint32_t)i;
-		rec[1] = (uint32_t)n;
-		for (int f = 0; f < n; f++) {
-			rec[2 + 4 * f] = df_strtab_id(r->strs, r->w, frames[f].name);
-			rec[3 + 4 * f] = frames[f].file ? df_strtab_id(r->strs, r->w, frames[f].file) : 0;
-			rec[4 + 4 * f] = frames[f].line;
-			rec[5 + 4 * f] = frames[f].flags;
+		if (n > 0) {
+			uint32_t rec[2 + 4 * 64];
+			rec[0] = (uint32_t)i;
+			rec[1] = (uint32_t)n;
+			for (int f = 0; f < n; f++) {
+				rec[2 + 4 * f] = df_strtab_id(r->strs, r->w, frames[f].name);
+				rec[3 + 4 * f] = frames[f].file ? df_strtab_id(r->strs, r->w, frames[f].file) : 0;
+				rec[4 + 4 * f] = frames[f].line;
+				rec[5 + 4 * f] = frames[f].flags;
+			}
+			df_put(r->w, DF_SYMBOL, rec, (2 + 4 * (size_t)n) * 4);
 		}
-		df_put(r->w, DF_SYMBOL, rec, (2 + 4 * (size_t)n) * 4);
-		if (tty && (i % 256 == 0 || i + 1 == r->nlocs))
-			fprintf(stderr, "\rcsampler: symbolizing %zu/%zu locations", i + 1, r->nlocs);
+		if (tty && ((i - first) % 256 == 0 || i + 1 == r->nlocs))
+			fprintf(stderr, "\rcsampler: symbolizing %zu/%zu locations", i + 1 - first,
+				r->nlocs - first);
 	}
-	if (tty && r->nlocs)
+	r->nsymbolized = r->nlocs;
+	if (tty && r->nlocs > first)
 		fprintf(stderr, "\r\033[K");
-	/* Module flags learned while symbolizing (no symbols, no debug info) replace the
-	 * earlier records. */
-	r->modules_written = 0;
-	record_write_modules(r);
-	(void)t0;
+	if (at_end) {
+		/* Module flags learned while symbolizing (no symbols, no debug info) replace the
+		 * earlier records. */
+		r->modules_written = 0;
+		record_write_modules(r);
+	}
 }
 
 static void record_print_summary(struct record *r, uint64_t end_ns)
@@ -502,6 +532,101 @@ static void record_print_summary(struct record *r, uint64_t end_ns)
 			r->o->sampler.stack_size * 2 > 65528 ? 65528 : r->o->sampler.stack_size * 2);
 }
 
+/* ---- the reader thread: keeps the rings empty, whatever the main thread is doing ---- */
+
+static void *record_reader(void *arg)
+{
+	struct record *r = arg;
+	struct record_queue *q = &r->q;
+	struct pollfd fds[1025];
+
+	while (!q->stop) {
+		int n = sampler_pollfds(r->sampler, fds, 1024);
+		fds[n++] = (struct pollfd){ .fd = q->stop_fd, .events = POLLIN };
+		poll(fds, (nfds_t)n, 50);
+		if (q->stop)
+			break;
+		struct sampler_batch *b = sampler_collect(r->sampler);
+		if (!b)
+			continue;
+		pthread_mutex_lock(&q->lock);
+		while (q->bytes > RECORD_QUEUE_MAX_BYTES && !q->stop)
+			pthread_cond_wait(&q->space, &q->lock);
+		if (q->head + q->count == q->cap) {
+			if (q->head) {
+				memmove(q->items, q->items + q->head, q->count * sizeof(*q->items));
+				q->head = 0;
+			} else {
+				cs_grow(&q->items, &q->cap, q->count + 1, sizeof(*q->items));
+			}
+		}
+		q->items[q->head + q->count++] = b;
+		q->bytes += sampler_batch_bytes(b);
+		if (q->bytes > q->peak_bytes)
+			q->peak_bytes = q->bytes;
+		pthread_mutex_unlock(&q->lock);
+		uint64_t one = 1;
+		ssize_t w = write(q->wake_fd, &one, sizeof(one));
+		(void)w;
+	}
+	return NULL;
+}
+
+/* Deliver every queued batch to the unwinder and the file. */
+static void record_consume(struct record *r)
+{
+	struct record_queue *q = &r->q;
+	for (;;) {
+		struct sampler_batch *b = NULL;
+		pthread_mutex_lock(&q->lock);
+		if (q->count) {
+			b = q->items[q->head++];
+			q->count--;
+			if (!q->count)
+				q->head = 0;
+			q->bytes -= sampler_batch_bytes(b);
+			pthread_cond_signal(&q->space);
+		}
+		pthread_mutex_unlock(&q->lock);
+		if (!b)
+			return;
+		sampler_batch_deliver(b, record_event, r);
+		sampler_batch_free(b);
+	}
+}
+
+static int record_start_reader(struct record *r)
+{
+	struct record_queue *q = &r->q;
+	pthread_mutex_init(&q->lock, NULL);
+	pthread_cond_init(&q->space, NULL);
+	q->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	q->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (q->wake_fd < 0 || q->stop_fd < 0)
+		return cs_error(errno, "eventfd: %s", strerror(errno));
+	int err = pthread_create(&r->reader, NULL, record_reader, r);
+	if (err)
+		return cs_error(err, "pthread_create: %s", strerror(err));
+	r->reader_running = true;
+	return 0;
+}
+
+static void record_stop_reader(struct record *r)
+{
+	struct record_queue *q = &r->q;
+	if (!r->reader_running)
+		return;
+	pthread_mutex_lock(&q->lock);
+	q->stop = 1;
+	pthread_cond_broadcast(&q->space);
+	pthread_mutex_unlock(&q->lock);
+	uint64_t one = 1;
+	ssize_t w = write(q->stop_fd, &one, sizeof(one));
+	(void)w;
+	pthread_join(r->reader, NULL);
+	r->reader_running = false;
+}
+
 /* ---- main loop ---- */
 
 static int record_loop(struct record *r)
@@ -513,8 +638,13 @@ static int record_loop(struct record *r)
 	bool stopping = false;
 	uint64_t stop_at = 0;
 
+	if (record_start_reader(r)) {
+		r->error = -EIO;
+		return r->error;
+	}
 	for (;;) {
-		int n = sampler_pollfds(r->sampler, fds, 1024);
+		int n = 0;
+		fds[n++] = (struct pollfd){ .fd = r->q.wake_fd, .events = POLLIN };
 		int sig_idx = n;
 		fds[n++] = (struct pollfd){ .fd = r->sigpipe[0], .events = POLLIN };
 		int child_idx = -1;
@@ -532,8 +662,17 @@ static int record_loop(struct record *r)
 			r->error = cs_error(errno, "poll: %s", strerror(errno));
 			break;
 		}
-		sampler_drain(r->sampler, record_event, r);
+		if (fds[0].revents & POLLIN) {
+			uint64_t cnt;
+			ssize_t got = read(r->q.wake_fd, &cnt, sizeof(cnt));
+			(void)got;
+		}
+		record_consume(r);
 		uint64_t now = cs_monotonic_ns();
+		if (now - r->last_symbolize_ns > 250000000ull) {
+			record_symbolize(r, false);
+			r->last_symbolize_ns = now;
+		}
 		if (now - r->last_flush_ns > 1000000000ull) {
 			df_flush(r->w); /* a killed csampler leaves at most ~1 s unwritten */
 			r->last_flush_ns = now;
@@ -584,6 +723,8 @@ static int record_loop(struct record *r)
 			break;
 	}
 	sampler_disable(r->sampler);
+	record_stop_reader(r);
+	record_consume(r);
 	sampler_drain(r->sampler, record_event, r);
 	return r->error;
 }
@@ -655,7 +796,7 @@ int record_run(const struct record_opts *o)
 	}
 	if (!sampler_has_kernel(r.sampler))
 		cs_info("kernel frames are not captured (perf_event_paranoid forbids it for this user)");
-	r.start_ns = r.last_flush_ns = cs_monotonic_ns();
+	r.start_ns = r.last_flush_ns = r.last_symbolize_ns = cs_monotonic_ns();
 	record_write_header(&r);
 
 	if (o->argv) {
@@ -689,7 +830,7 @@ int record_run(const struct record_opts *o)
 	record_loop(&r);
 	uint64_t end_ns = cs_monotonic_ns();
 	if (!r.error) {
-		record_symbolize(&r);
+		record_symbolize(&r, true);
 		struct {
 			uint64_t samples, lost, end_time;
 			uint32_t flags;
@@ -744,6 +885,12 @@ out:
 	for (size_t i = 0; i < o->npids; i++)
 		if (r.target_pidfds[i] > 0)
 			close(r.target_pidfds[i]);
+	record_stop_reader(&r);
+	for (size_t i = 0; i < r.q.count; i++) /* only after a failure: nothing to write them to */
+		sampler_batch_free(r.q.items[r.q.head + i]);
+	if (r.q.wake_fd > 0)
+		close(r.q.wake_fd), close(r.q.stop_fd);
+	free(r.q.items);
 	record_wake_fd = -1;
 	if (r.sigpipe[0] >= 0)
 		close(r.sigpipe[0]), close(r.sigpipe[1]);

@@ -77,6 +77,18 @@ int sampler_open_attach(struct sampler **out, const struct sampler_opts *opts, c
 int sampler_pollfds(struct sampler *s, struct pollfd *fds, int max);
 /* Copy out every pending record of every ring buffer, sort by time, deliver. */
 int sampler_drain(struct sampler *s, sampler_fn fn, void *arg);
+
+/* The same in two steps, so that one thread can keep the rings empty while another one
+ * unwinds: sampler_collect copies every pending record into a new batch (sorted by time;
+ * NULL when there was nothing), sampler_batch_deliver calls fn for each of its events, and
+ * sampler_batch_free releases it. collect must not run in two threads at once; batches are
+ * independent of the sampler and of each other. */
+struct sampler_batch;
+struct sampler_batch *sampler_collect(struct sampler *s);
+size_t sampler_batch_bytes(const struct sampler_batch *b);
+uint64_t sampler_batch_samples(const struct sampler_batch *b);
+int sampler_batch_deliver(struct sampler_batch *b, sampler_fn fn, void *arg);
+void sampler_batch_free(struct sampler_batch *b);
 /* Stop sampling (before the last drain). */
 void sampler_disable(struct sampler *s);
 void sampler_close(struct sampler *s);

@@ -708,9 +708,16 @@ static int cmp_pending(const void *a, const void *b)
 	return (x->ev.type == SAMPLER_EV_SAMPLE) - (y->ev.type == SAMPLER_EV_SAMPLE);
 }
 
-int sampler_drain(struct sampler *s, sampler_fn fn, void *arg)
+struct sampler_batch {
+	struct cs_buf arena;
+	struct pending *pend;
+	size_t npend;
+	uint64_t nsamples;
+};
+
+struct sampler_batch *sampler_collect(struct sampler *s)
 {
-	int ret = 0;
+	struct sampler_batch *b;
 
 	s->npend = 0;
 	s->arena.len = 0;
@@ -719,18 +726,46 @@ int sampler_drain(struct sampler *s, sampler_fn fn, void *arg)
 	for (int c = 0; c < s->ncpus; c++)
 		if (s->rings[c].base)
 			sampler_read_ring(s, &s->rings[c]);
+	if (!s->npend)
+		return NULL;
 	qsort(s->pend, s->npend, sizeof(*s->pend), cmp_pending);
-	for (size_t i = 0; i < s->npend && !ret; i++) {
-		struct pending *pe = &s->pend[i];
+	/* The batch takes the arena and the pending array; the sampler starts new ones. */
+	b = cs_calloc(1, sizeof(*b));
+	b->arena = s->arena;
+	b->pend = s->pend;
+	b->npend = s->npend;
+	for (size_t i = 0; i < b->npend; i++)
+		b->nsamples += b->pend[i].ev.type == SAMPLER_EV_SAMPLE;
+	s->arena = (struct cs_buf){ 0 };
+	s->pend = NULL;
+	s->npend = s->cap_pend = 0;
+	return b;
+}
+
+size_t sampler_batch_bytes(const struct sampler_batch *b)
+{
+	return b->arena.cap + b->npend * sizeof(*b->pend);
+}
+
+uint64_t sampler_batch_samples(const struct sampler_batch *b)
+{
+	return b->nsamples;
+}
+
+int sampler_batch_deliver(struct sampler_batch *b, sampler_fn fn, void *arg)
+{
+	int ret = 0;
+	for (size_t i = 0; i < b->npend && !ret; i++) {
+		struct pending *pe = &b->pend[i];
 		struct sampler_event *ev = &pe->ev;
-		const char *a = pe->off_a != SIZE_MAX ? s->arena.data + pe->off_a : NULL;
+		const char *a = pe->off_a != SIZE_MAX ? b->arena.data + pe->off_a : NULL;
 		switch (ev->type) {
 		case SAMPLER_EV_SAMPLE:
 			ev->sample.snap.stack = (const uint8_t *)a;
 			ev->sample.snap.kernel_ips =
-				pe->off_b != SIZE_MAX ? (const uint64_t *)(s->arena.data + pe->off_b) : NULL;
+				pe->off_b != SIZE_MAX ? (const uint64_t *)(b->arena.data + pe->off_b) : NULL;
 			ev->sample.snap.user_ips =
-				pe->off_c != SIZE_MAX ? (const uint64_t *)(s->arena.data + pe->off_c) : NULL;
+				pe->off_c != SIZE_MAX ? (const uint64_t *)(b->arena.data + pe->off_c) : NULL;
 			break;
 		case SAMPLER_EV_MMAP:
 			ev->mmap.path = a ? a : "";
@@ -743,5 +778,24 @@ int sampler_drain(struct sampler *s, sampler_fn fn, void *arg)
 		}
 		ret = fn(arg, ev);
 	}
+	return ret;
+}
+
+void sampler_batch_free(struct sampler_batch *b)
+{
+	if (!b)
+		return;
+	cs_buf_free(&b->arena);
+	free(b->pend);
+	free(b);
+}
+
+int sampler_drain(struct sampler *s, sampler_fn fn, void *arg)
+{
+	struct sampler_batch *b = sampler_collect(s);
+	if (!b)
+		return 0;
+	int ret = sampler_batch_deliver(b, fn, arg);
+	sampler_batch_free(b);
 	return ret;
 }
