@@ -1,0 +1,160 @@
+/* gpu_backend.cuh: the CUDA backend's context (every device buffer, sized from
+ * cfg.max_gaussians), its error-checking macros and the phase functions each kernels/ .cu file
+ * provides to the ops table in gpu_backend.cu. Module prefix: gpu_.
+ *
+ * Streams and synchronisation: everything runs on ctx->stream, in order. The host waits only
+ * (1) in render, for the number of tile-Gaussian pairs (it sizes the sort), (2) in get_image,
+ * loss_grad with a loss requested, and the get_* / set_* transfers between iterations.
+ *
+ * Determinism: projection, binning (a stable radix sort), the forward blend, the loss, Adam and
+ * the densification statistics are deterministic. The backward blend sums each Gaussian's 2-D
+ * gradient over pixels with float atomics (after a warp reduction), so their order, and the
+ * last bits of the gradients, vary from run to run; the CPU backend is the deterministic one. */
+#ifndef GPU_BACKEND_CUH
+#define GPU_BACKEND_CUH
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <errno.h>
+
+#include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
+
+extern "C" {
+#include "splat.h"      /* backend.h, splat_error */
+}
+
+#include "gpu_math.cuh"
+
+/* Check a CUDA runtime call; on failure print one line and leave through `out` with -EIO.
+ * The enclosing function declares `int err` and ends with the label `out:`. */
+#define GPU_CHECK(call)                                                                         \
+	do {                                                                                    \
+		cudaError_t gpu_status_ = (call);                                              \
+		if (gpu_status_ != cudaSuccess) {                                               \
+			err = gpu_report(#call, gpu_status_);                                   \
+			goto out;                                                               \
+		}                                                                               \
+	} while (0)
+
+/* Check the launch of the kernel just queued (a bad configuration shows up here; a fault while
+ * it runs shows up at the next synchronising call, which then names itself). */
+#define GPU_CHECK_LAUNCH(kernel)                                                                \
+	do {                                                                                    \
+		cudaError_t gpu_status_ = cudaGetLastError();                                   \
+		if (gpu_status_ != cudaSuccess) {                                               \
+			err = gpu_report(kernel " launch", gpu_status_);                        \
+			goto out;                                                               \
+		}                                                                               \
+	} while (0)
+
+/* Print "splat-train: <call> failed: <error>" and what to do; returns -EIO. */
+int gpu_report(const char *call, cudaError_t status);
+
+/* Offsets of the parameter groups inside one parameter block of capacity cap (62·cap + 3
+ * floats): the layout of backend.h, group after group. */
+struct gpu_groups {
+	float *means, *log_scales, *quats, *opacity_logits, *sh, *background;
+};
+
+static inline struct gpu_groups gpu_groups_of(float *block, size_t cap)
+{
+	struct gpu_groups g;
+
+	g.means = block;
+	g.log_scales = block + 3 * cap;
+	g.quats = block + 6 * cap;
+	g.opacity_logits = block + 10 * cap;
+	g.sh = block + 11 * cap;
+	g.background = block + 59 * cap;
+	return g;
+}
+
+#define GPU_FLOATS_PER_GAUSSIAN 62   /* 3 + 3 + 4 + 1 + 48 */
+#define GPU_BLOCK_FLOATS(cap) (GPU_FLOATS_PER_GAUSSIAN * (size_t)(cap) + 3)
+
+/* The 11 SSIM window taps, passed to the loss kernels by value. */
+struct gpu_window {
+	float g[SPLAT_SSIM_WINDOW];
+};
+
+struct gpu_ctx {
+	int width, height, tiles_x, tiles_y, tiles, tile_bits;
+	size_t hw, cap;
+	cudaStream_t stream;
+
+	/* views */
+	struct splat_camera *cams_host, *cams;   /* host copy, device copy [n_views] */
+	size_t n_views;
+	float *gt;                               /* device, n_views × 3hw; NULL without ground truth */
+
+	/* parameters, gradients and Adam moments: blocks of GPU_BLOCK_FLOATS(cap) floats */
+	float *params, *grads, *adam_m, *adam_v, *adam_m_spare, *adam_v_spare;
+	size_t count;                            /* Gaussians in use */
+	size_t grads_count;                      /* Gaussians of the last backward (0 before) */
+	int32_t *moment_source;                  /* [cap] device copy for set_params */
+
+	/* the last render */
+	size_t view;
+	int sh_degree, rendered, have_loss_grad;
+	float2 *uv;                              /* [cap] pixel position of the mean */
+	float *depth;                            /* [cap] */
+	float4 *conic_opacity;                   /* [cap] A, B, C, opacity */
+	float *radius;                           /* [cap] 0 = invisible */
+	int4 *rect;                              /* [cap] tile rectangle */
+	float *rgb;                              /* [3cap] */
+	unsigned char *clamped;                  /* [3cap] */
+	unsigned long long *tiles_touched;       /* [cap] tiles of each Gaussian's rectangle */
+	unsigned long long *tile_offsets;        /* [cap] inclusive scan of tiles_touched */
+	uint64_t *keys[2];                       /* [pair_cap] each: sort double buffer */
+	uint32_t *vals[2];
+	const uint32_t *sorted_vals;             /* Gaussian indices in blend order */
+	size_t pairs, pair_cap;
+	void *cub_temp;
+	size_t cub_temp_bytes;
+	uint2 *tile_range;                       /* [tiles]: [start, end) into the sorted pairs */
+	float *image;                            /* [3hw] */
+	float *t_final;                          /* [hw] */
+	uint32_t *n_contrib;                     /* [hw] entries visited up to the last contributor */
+
+	/* loss */
+	struct gpu_window window;
+	float *dl_dimage;                        /* [3hw] */
+	float *ssim_partials;                    /* [3 × 3hw]: scaled ∂S/∂m_x, ∂S/∂m_xx, ∂S/∂m_xy */
+	double *loss_partials;                   /* [2 × loss blocks]: per block Σ|x-y|, Σ SSIM */
+	int loss_blocks;
+	float *loss;                             /* [1] device */
+
+	/* backward */
+	float *g2;                               /* [9cap]: u, v, A, B, C, opacity, r, g, b */
+
+	/* densification statistics */
+	float *ds_grad, *ds_radius;
+	int32_t *ds_count;
+
+	/* pinned host words for the synchronising reads */
+	unsigned long long *host_pairs;
+	float *host_loss;
+};
+
+/* Phase functions (the ops of backend.h, minus the context cast); each returns 0 or -errno. */
+int gpu_render_view(struct gpu_ctx *ctx, size_t view, int sh_degree);            /* gpu_render.cu */
+size_t gpu_scan_temp_bytes(size_t cap, int *err);                                 /* gpu_render.cu */
+int gpu_loss(struct gpu_ctx *ctx, float *loss_out);                                /* gpu_loss.cu */
+int gpu_backward_pass(struct gpu_ctx *ctx, const float *dl_dimage);               /* gpu_backward.cu */
+int gpu_adam(struct gpu_ctx *ctx, const struct splat_adam_config *cfg);           /* gpu_adam.cu */
+int gpu_remap_moments(struct gpu_ctx *ctx, size_t old_count, size_t new_count,
+		      const int32_t *moment_source);                              /* gpu_adam.cu */
+
+/* Blocks of `threads` covering n items. */
+static inline unsigned gpu_blocks(size_t n, unsigned threads)
+{
+	return (unsigned)((n + threads - 1) / threads);
+}
+
+/* NVTX ranges: the phases as a profiler's timeline shows them. */
+#define GPU_RANGE_PUSH(name) nvtxRangePushA(name)
+#define GPU_RANGE_POP() nvtxRangePop()
+
+#endif
