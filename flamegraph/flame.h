@@ -93,7 +93,10 @@ struct flame_key {
 struct flame_node {
 	uint32_t key;
 	uint32_t parent;
-	uint32_t first_child, last_child, next_sibling; /* FLAME_NONE when absent */
+	/* Children in the order they were created, FLAME_NONE when absent. Flame charts link
+	 * them as nodes are added (a frame merges with its parent's last child); otherwise
+	 * flame_tree_finish() links them all at once, which is cheaper than at each insertion. */
+	uint32_t first_child, last_child, next_sibling;
 };
 #define FLAME_NONE UINT32_MAX
 
@@ -102,10 +105,25 @@ enum { FLAME_SERIES_MAIN = 0, FLAME_SERIES_BEFORE = 1 };
 
 /* An open-addressing map from 64-bit keys to 32-bit values (internal to flame_tree.c, here so
  * the tree can be embedded by value). */
+struct flame_map_slot {
+	uint64_t key;      /* FLAME_MAP_EMPTY when the slot is free */
+	uint32_t val;
+};
 struct flame_map {
-	uint64_t *keys;
-	uint32_t *vals;
-	size_t cap, len;   /* cap is a power of two; empty slots hold FLAME_MAP_EMPTY */
+	struct flame_map_slot *slots; /* key and value side by side: one cache miss a probe */
+	size_t cap, len;   /* cap is a power of two */
+};
+
+/* Whole stacks seen before, by a 128-bit hash of their folded text: a repeated line costs one
+ * lookup instead of one per frame. (A collision needs ~2^64 distinct stacks.) */
+struct flame_stackmap_slot {
+	uint64_t hash[2];       /* 0,0 = empty */
+	double count[2];        /* per series, added to the leaf by flame_tree_finish() */
+	uint32_t leaf;
+};
+struct flame_stackmap {
+	struct flame_stackmap_slot *slots;
+	size_t cap, len;
 };
 
 struct flame_tree {
@@ -119,10 +137,14 @@ struct flame_tree {
 	size_t nstrs, strs_cap;
 	uint32_t *str_slots;    /* hash slots -> string id (0 = empty) */
 	size_t str_slots_cap;
-	struct flame_node *nodes; /* nodes[0] is the root ("all") */
+	struct flame_node *nodes; /* nodes[0] is the root ("all"); a child's index is always
+				   * larger than its parent's */
 	size_t nnodes, nodes_cap;
-	double *count[2];       /* per node, per series; count[1] is NULL until a BEFORE is added */
+	double *count[2];       /* per node, per series: samples of stacks ending there until
+				 * flame_tree_finish(), then totals (the node and below);
+				 * count[1] is NULL until a BEFORE stack is added */
 	struct flame_map children; /* (parent << 32 | key) -> child node; unused for flamecharts */
+	struct flame_stackmap stacks;
 	uint32_t *path;         /* the nodes of the last stack added, root excluded */
 	size_t path_len, path_cap;
 	struct fold_frame *rev; /* scratch for --reverse */
@@ -130,16 +152,32 @@ struct flame_tree {
 	double total[2];
 	bool flamechart;        /* merge a frame only with its parent's last child */
 	bool reverse;           /* stacks are added leaf first */
+	bool finished;
 };
 
 void flame_tree_init(struct flame_tree *t, bool flamechart, bool reverse);
 void flame_tree_free(struct flame_tree *t);
 
-/* Add count to the stack frames[0..n) (root first) in series. same_prefix says that the first
- * same_prefix frames are the same as those of the previous call (a hint that lets sorted
- * folded text skip their lookups; pass 0 when unsure). Frame strings are copied. */
-void flame_tree_add(struct flame_tree *t, const struct fold_frame *frames, size_t n,
-		    size_t same_prefix, int series, double count);
+/* Add count to the stack frames[0..n) (root first) in series and return its leaf node.
+ * same_prefix says that the first same_prefix frames are the same as those of the previous
+ * call (a hint that lets sorted folded text skip their lookups; pass 0 when unsure). Frame
+ * strings are copied. */
+uint32_t flame_tree_add(struct flame_tree *t, const struct fold_frame *frames, size_t n,
+			size_t same_prefix, int series, double count);
+/* Add count to a stack known by its leaf node (from flame_tree_add). */
+void flame_tree_add_leaf(struct flame_tree *t, uint32_t leaf, int series, double count);
+/* Stacks known by the hash of their folded text (not for flame charts, which do not merge):
+ * find returns the stack's counts (double[2], by series), or NULL when unknown; remember
+ * records a new stack whose leaf node is leaf and returns its zeroed counts. The pointers
+ * are valid until the next remember. Add to them with flame_tree_count(). */
+double *flame_tree_stack_find(const struct flame_tree *t, const uint64_t hash[2]);
+double *flame_tree_stack_remember(struct flame_tree *t, const uint64_t hash[2], uint32_t leaf);
+void flame_tree_count(struct flame_tree *t, double *counts, int series, double count);
+/* Turn the per-stack counts into totals; call once, after the last add, before layout. */
+void flame_tree_finish(struct flame_tree *t);
+
+/* 128-bit hash of n bytes (for flame_tree_stack_find). */
+void flame_hash128(const char *s, size_t n, uint64_t out[2]);
 
 static inline const char *flame_key_name(const struct flame_tree *t, uint32_t key)
 {
@@ -156,15 +194,20 @@ struct flame_folded_stats {
 	uint64_t first_ignored; /* line number of the first ignored line */
 };
 
-/* Called per stack line: frames root first, counts[0..ncounts) as written (1 or 2 of them).
- * frames and their strings are valid during the call only. Return 0 or -errno to stop. */
-typedef int (*flame_stack_fn)(void *arg, const struct fold_frame *frames, size_t n,
-			      size_t same_prefix, const double *counts, int ncounts);
+/* What flame_folded_read calls per stack line, counts[0..ncounts) as written (1 or 2).
+ * seen (optional) comes first with the hash of the line's stack text: it returns 0 when it
+ * knows that stack and took the counts, -ENOENT when not, or another -errno to stop. Then
+ * stack gets the frames, root first, valid during the call only. Return 0 or -errno. */
+struct flame_folded_ops {
+	int (*seen)(void *arg, const uint64_t hash[2], const double *counts, int ncounts);
+	int (*stack)(void *arg, const struct fold_frame *frames, size_t n, size_t same_prefix,
+		     const uint64_t hash[2], const double *counts, int ncounts);
+};
 
 /* Stream folded text from f ("root;...;leaf COUNT" per line, or "... BEFORE AFTER"), with
  * "_[k]", "_[i]", "_[j]" annotations turned into flags. Returns 0, the callback's error, or
  * -errno of a read error (printed, naming name). */
-int flame_folded_read(FILE *f, const char *name, flame_stack_fn fn, void *arg,
+int flame_folded_read(FILE *f, const char *name, const struct flame_folded_ops *ops, void *arg,
 		      struct flame_folded_stats *st);
 
 /* Read one input into t: a csampler data file (through profile_load and fold_profile) or

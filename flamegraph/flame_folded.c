@@ -82,7 +82,27 @@ static size_t flame_same_prefix(const struct flame_folded_ctx *c, const char *st
 	return k;
 }
 
-int flame_folded_read(FILE *f, const char *name, flame_stack_fn fn, void *arg,
+/* Split stack[0..len) at ';' into c->frames (empty frames are skipped); ends[k] is where
+ * frame k's text ends. Returns the number of frames. */
+static size_t flame_split(struct flame_folded_ctx *c, char *stack, size_t len, size_t **ends,
+			  size_t *ends_cap)
+{
+	size_t n = 0, start = 0;
+	while (start <= len) {
+		char *semi = memchr(stack + start, ';', len - start);
+		size_t stop = semi ? (size_t)(semi - stack) : len;
+		if (stop > start) {
+			cs_grow(&c->frames, &c->cap, n + 1, sizeof(*c->frames));
+			cs_grow(ends, ends_cap, n + 1, sizeof(**ends));
+			c->frames[n] = (struct fold_frame){ .name = stack + start };
+			(*ends)[n++] = stop;
+		}
+		start = stop + 1;
+	}
+	return n;
+}
+
+int flame_folded_read(FILE *f, const char *name, const struct flame_folded_ops *ops, void *arg,
 		      struct flame_folded_stats *st)
 {
 	struct flame_folded_ctx c = { 0 };
@@ -95,6 +115,7 @@ int flame_folded_read(FILE *f, const char *name, flame_stack_fn fn, void *arg,
 		size_t len = got;
 		double counts[2];
 		int ncounts = 0;
+		uint64_t hash[2];
 
 		st->lines++;
 		while (len > 0 && flame_is_space(line[len - 1]))
@@ -115,21 +136,17 @@ int flame_folded_read(FILE *f, const char *name, flame_stack_fn fn, void *arg,
 		}
 		st->stacks++;
 
+		flame_hash128(line, len, hash);
+		if (ops->seen) {
+			err = ops->seen(arg, hash, counts, ncounts);
+			if (!err)
+				continue;
+			if (err != -ENOENT)
+				break;
+		}
 		/* Split into frames; keep the raw text for the next line's prefix test. */
 		char *stack = line;
-		size_t nframes = 0, start = 0;
-		for (size_t i = 0; i <= len; i++) {
-			if (i < len && stack[i] != ';')
-				continue;
-			if (i > start) {
-				cs_grow(&c.frames, &c.cap, nframes + 1, sizeof(*c.frames));
-				cs_grow(&ends, &ends_cap, nframes + 1, sizeof(*ends));
-				c.frames[nframes] = (struct fold_frame){ .name = stack + start };
-				ends[nframes] = i;
-				nframes++;
-			}
-			start = i + 1;
-		}
+		size_t nframes = flame_split(&c, stack, len, &ends, &ends_cap);
 		size_t same = flame_same_prefix(&c, stack, len, ends, nframes);
 		cs_grow(&c.prev, &c.prev_cap, len + 1, 1);
 		memcpy(c.prev, stack, len);
@@ -140,7 +157,7 @@ int flame_folded_read(FILE *f, const char *name, flame_stack_fn fn, void *arg,
 			c.frames[k].flags = flame_take_annotation(c.frames[k].name, &nlen);
 			((char *)c.frames[k].name)[nlen] = 0;
 		}
-		err = fn(arg, c.frames, nframes, same, counts, ncounts);
+		err = ops->stack(arg, c.frames, nframes, same, hash, counts, ncounts);
 		if (err)
 			break;
 	}

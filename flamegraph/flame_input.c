@@ -18,25 +18,47 @@ struct flame_input_ctx {
 	int series;
 	double factor;
 	bool allow_two_counts;
-	bool two_counts_seen;
 };
 
-static int flame_input_stack(void *arg, const struct fold_frame *frames, size_t n,
-			     size_t same_prefix, const double *counts, int ncounts)
+/* Count a folded line's counts on its stack: slot counts from the tree's stack map, or,
+ * for flame charts (slot NULL), the leaf node directly. */
+static int flame_input_counts(struct flame_input_ctx *c, double *slot, uint32_t leaf,
+			      const double *counts, int ncounts)
+{
+	struct flame_tree *t = c->tree;
+	if (ncounts == 2 && !c->allow_two_counts)
+		return cs_error(EINVAL, "%s has two counts per line (difffolded.pl output); give "
+				"csampler diff the two profiles instead", c->name);
+	for (int i = 0; i < ncounts; i++) {
+		/* Two counts: BEFORE then AFTER; one: the input's series. */
+		int series = ncounts == 2 ? (i ? FLAME_SERIES_MAIN : FLAME_SERIES_BEFORE) : c->series;
+		if (slot)
+			flame_tree_count(t, slot, series, counts[i] * c->factor);
+		else
+			flame_tree_add_leaf(t, leaf, series, counts[i] * c->factor);
+	}
+	return 0;
+}
+
+static int flame_input_seen(void *arg, const uint64_t hash[2], const double *counts,
+			    int ncounts)
 {
 	struct flame_input_ctx *c = arg;
-	if (ncounts == 2) {
-		if (!c->allow_two_counts)
-			return cs_error(EINVAL, "%s has two counts per line (difffolded.pl output); "
-					"give csampler diff the two profiles instead", c->name);
-		flame_tree_add(c->tree, frames, n, same_prefix, FLAME_SERIES_BEFORE,
-			       counts[0] * c->factor);
-		flame_tree_add(c->tree, frames, n, n, FLAME_SERIES_MAIN, counts[1] * c->factor);
-		c->two_counts_seen = true;
-		return 0;
-	}
-	flame_tree_add(c->tree, frames, n, same_prefix, c->series, counts[0] * c->factor);
-	return 0;
+	double *slot = c->tree->flamechart ? NULL : flame_tree_stack_find(c->tree, hash);
+	if (!slot)
+		return -ENOENT;
+	return flame_input_counts(c, slot, FLAME_NONE, counts, ncounts);
+}
+
+static int flame_input_stack(void *arg, const struct fold_frame *frames, size_t n,
+			     size_t same_prefix, const uint64_t hash[2], const double *counts,
+			     int ncounts)
+{
+	struct flame_input_ctx *c = arg;
+	/* Build the path (count 0), then count it like a repeated line. */
+	uint32_t leaf = flame_tree_add(c->tree, frames, n, same_prefix, c->series, 0);
+	double *slot = c->tree->flamechart ? NULL : flame_tree_stack_remember(c->tree, hash, leaf);
+	return flame_input_counts(c, slot, leaf, counts, ncounts);
 }
 
 static int flame_input_fold(void *arg, const struct fold_frame *frames, size_t nframes,
@@ -70,7 +92,10 @@ static int flame_input_datafile(struct flame_input_ctx *c, const char *path,
 static int flame_input_folded(struct flame_input_ctx *c, FILE *f)
 {
 	struct flame_folded_stats st = { 0 };
-	int err = flame_folded_read(f, c->name, flame_input_stack, c, &st);
+	static const struct flame_folded_ops ops = {
+		.seen = flame_input_seen, .stack = flame_input_stack,
+	};
+	int err = flame_folded_read(f, c->name, &ops, c, &st);
 	if (err)
 		return err;
 	if (st.ignored)

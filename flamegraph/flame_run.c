@@ -60,6 +60,7 @@ int flame_run(struct flame_opts *o, enum flame_mode mode)
 	err = flame_read_inputs(&t, o, mode);
 	if (err)
 		goto out;
+	flame_tree_finish(&t);
 	err = flame_layout_build(&t, o, &l);
 	if (err) {
 		cs_error(err, "no samples to draw");

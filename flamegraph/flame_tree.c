@@ -4,12 +4,16 @@
  * A flame chart merges a frame only with its parent's last child (time order is kept).
  *
  * Hand-written hash tables: C has none in its standard library and none of csampler's
- * libraries (elfutils, zlib, zstd) exports one; glibc's hsearch allows one table a process. */
+ * libraries (elfutils, zlib, zstd) exports one; glibc's hsearch allows one table a process.
+ * Strings are hashed with xxHash's XXH3 (libxxhash-dev, used header-only). */
 #include "flame.h"
 #include "../profiler/cs.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #define FLAME_MAP_EMPTY UINT64_MAX
 
@@ -25,18 +29,7 @@ static uint64_t flame_mix64(uint64_t h)
 
 static uint64_t flame_hash_bytes(const char *s, size_t n)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
-	while (n >= 8) {
-		uint64_t v;
-		memcpy(&v, s, 8);
-		h = (h ^ v) * 0xbf58476d1ce4e5b9ull;
-		h ^= h >> 31;
-		s += 8;
-		n -= 8;
-	}
-	uint64_t v = 0;
-	memcpy(&v, s, n);
-	return flame_mix64(h ^ v);
+	return XXH3_64bits(s, n);
 }
 
 /* ---- uint64 -> uint32 map ---- */
@@ -45,25 +38,24 @@ static void flame_map_init(struct flame_map *m, size_t cap)
 {
 	m->cap = cap;
 	m->len = 0;
-	m->keys = cs_malloc(cap * sizeof(*m->keys));
-	m->vals = cs_malloc(cap * sizeof(*m->vals));
-	memset(m->keys, 0xff, cap * sizeof(*m->keys));
+	m->slots = cs_malloc(cap * sizeof(*m->slots));
+	for (size_t i = 0; i < cap; i++)
+		m->slots[i].key = FLAME_MAP_EMPTY;
 }
 
 static void flame_map_free(struct flame_map *m)
 {
-	free(m->keys);
-	free(m->vals);
+	free(m->slots);
 	memset(m, 0, sizeof(*m));
 }
 
 static void flame_map_insert_nogrow(struct flame_map *m, uint64_t key, uint32_t val)
 {
 	size_t mask = m->cap - 1, i = flame_mix64(key) & mask;
-	while (m->keys[i] != FLAME_MAP_EMPTY)
+	while (m->slots[i].key != FLAME_MAP_EMPTY)
 		i = (i + 1) & mask;
-	m->keys[i] = key;
-	m->vals[i] = val;
+	m->slots[i].key = key;
+	m->slots[i].val = val;
 	m->len++;
 }
 
@@ -72,8 +64,8 @@ static void flame_map_grow(struct flame_map *m)
 	struct flame_map old = *m;
 	flame_map_init(m, old.cap * 2);
 	for (size_t i = 0; i < old.cap; i++)
-		if (old.keys[i] != FLAME_MAP_EMPTY)
-			flame_map_insert_nogrow(m, old.keys[i], old.vals[i]);
+		if (old.slots[i].key != FLAME_MAP_EMPTY)
+			flame_map_insert_nogrow(m, old.slots[i].key, old.slots[i].val);
 	flame_map_free(&old);
 }
 
@@ -82,11 +74,11 @@ static uint32_t flame_map_find(const struct flame_map *m, uint64_t key, size_t *
 {
 	size_t mask = m->cap - 1, i = flame_mix64(key) & mask;
 	for (;;) {
-		if (m->keys[i] == key) {
+		if (m->slots[i].key == key) {
 			*slot = i;
-			return m->vals[i];
+			return m->slots[i].val;
 		}
-		if (m->keys[i] == FLAME_MAP_EMPTY) {
+		if (m->slots[i].key == FLAME_MAP_EMPTY) {
 			*slot = i;
 			return FLAME_NONE;
 		}
@@ -141,6 +133,25 @@ static void flame_key_slots_rehash(struct flame_tree *t)
 	t->key_slots_cap = cap;
 }
 
+/* Merged frames that disagree on the line show the file alone. */
+static void flame_key_merge_line(struct flame_key *k, const struct fold_frame *f)
+{
+	if (k->line && f->line != k->line)
+		k->line = 0;
+}
+
+/* Whether key is the frame f, without interning f. */
+static bool flame_key_is(struct flame_tree *t, uint32_t key, const struct fold_frame *f)
+{
+	struct flame_key *k = &t->keys[key];
+	if (k->flags != f->flags || strcmp(t->names + k->name, f->name))
+		return false;
+	if (k->module ? !f->module || strcmp(t->strs[k->module], f->module) : f->module && *f->module)
+		return false;
+	flame_key_merge_line(k, f);
+	return true;
+}
+
 static uint32_t flame_key_intern(struct flame_tree *t, const struct fold_frame *f)
 {
 	size_t n = strlen(f->name);
@@ -155,9 +166,7 @@ static uint32_t flame_key_intern(struct flame_tree *t, const struct fold_frame *
 		struct flame_key *k = &t->keys[t->key_slots[i] - 1];
 		if (k->hash == h && k->module == module && k->flags == f->flags &&
 		    !strcmp(t->names + k->name, f->name)) {
-			/* Merged frames that disagree on the line show the file alone. */
-			if (k->line && f->line != k->line)
-				k->line = 0;
+			flame_key_merge_line(k, f);
 			return t->key_slots[i] - 1;
 		}
 	}
@@ -196,7 +205,7 @@ static uint32_t flame_node_new(struct flame_tree *t, uint32_t parent, uint32_t k
 		.key = key, .parent = parent,
 		.first_child = FLAME_NONE, .last_child = FLAME_NONE, .next_sibling = FLAME_NONE,
 	};
-	if (parent != FLAME_NONE) {
+	if (parent != FLAME_NONE && t->flamechart) {
 		struct flame_node *p = &t->nodes[parent];
 		if (p->last_child == FLAME_NONE)
 			p->first_child = id;
@@ -207,26 +216,46 @@ static uint32_t flame_node_new(struct flame_tree *t, uint32_t parent, uint32_t k
 	return id;
 }
 
-static uint32_t flame_child(struct flame_tree *t, uint32_t parent, uint32_t key)
+/* The child of parent for frame f, created when missing. Flame charts look at the last
+ * child only. Otherwise, while the tree is built, a node's first_child and last_child fields
+ * hold its first and latest children, and only the children after the first go into the
+ * hash map: deep in a stack a node mostly has one child, which is then found without a
+ * hash lookup (that would miss the cache on big profiles). */
+static uint32_t flame_child(struct flame_tree *t, uint32_t parent, const struct fold_frame *f)
 {
+	uint32_t first = t->nodes[parent].first_child, node;
+
 	if (t->flamechart) {
 		uint32_t last = t->nodes[parent].last_child;
-		if (last != FLAME_NONE && t->nodes[last].key == key)
+		if (last != FLAME_NONE && flame_key_is(t, t->nodes[last].key, f))
 			return last;
-		return flame_node_new(t, parent, key);
+		return flame_node_new(t, parent, flame_key_intern(t, f));
 	}
-	uint64_t mk = ((uint64_t)parent << 32) | key;
-	size_t slot;
-	uint32_t node = flame_map_find(&t->children, mk, &slot);
-	if (node != FLAME_NONE)
+	if (first == FLAME_NONE) {
+		node = flame_node_new(t, parent, flame_key_intern(t, f));
+		t->nodes[parent].first_child = t->nodes[parent].last_child = node;
 		return node;
+	}
+	if (flame_key_is(t, t->nodes[first].key, f))
+		return first;
+	uint32_t key = flame_key_intern(t, f);
+	uint64_t mk = ((uint64_t)parent << 32) | key;
+	size_t slot = 0;
+	bool have_slot = t->nodes[parent].last_child != first; /* more than one child yet */
+	if (have_slot) {
+		node = flame_map_find(&t->children, mk, &slot);
+		if (node != FLAME_NONE)
+			return node;
+	}
 	node = flame_node_new(t, parent, key);
-	if ((t->children.len + 1) * 4 > t->children.cap * 3) {
-		flame_map_grow(&t->children);
+	t->nodes[parent].last_child = node;
+	if (!have_slot || (t->children.len + 1) * 4 > t->children.cap * 3) {
+		if ((t->children.len + 1) * 4 > t->children.cap * 3)
+			flame_map_grow(&t->children);
 		flame_map_insert_nogrow(&t->children, mk, node);
 	} else {
-		t->children.keys[slot] = mk;
-		t->children.vals[slot] = node;
+		t->children.slots[slot].key = mk;
+		t->children.slots[slot].val = node;
 		t->children.len++;
 	}
 	return node;
@@ -258,15 +287,16 @@ void flame_tree_free(struct flame_tree *t)
 	free(t->nodes);
 	free(t->count[0]);
 	free(t->count[1]);
-	if (t->children.keys)
+	if (t->children.slots)
 		flame_map_free(&t->children);
 	free(t->path);
 	free(t->rev);
+	free(t->stacks.slots);
 	memset(t, 0, sizeof(*t));
 }
 
-void flame_tree_add(struct flame_tree *t, const struct fold_frame *frames, size_t n,
-		    size_t same_prefix, int series, double count)
+uint32_t flame_tree_add(struct flame_tree *t, const struct fold_frame *frames, size_t n,
+			size_t same_prefix, int series, double count)
 {
 	if (t->reverse && n > 1) {
 		cs_grow(&t->rev, &t->rev_cap, n, sizeof(*t->rev));
@@ -275,28 +305,128 @@ void flame_tree_add(struct flame_tree *t, const struct fold_frame *frames, size_
 		frames = t->rev;
 		same_prefix = 0;
 	}
-	if (series == FLAME_SERIES_BEFORE && !t->count[FLAME_SERIES_BEFORE])
-		t->count[FLAME_SERIES_BEFORE] = cs_calloc(t->nodes_cap, sizeof(double));
 	if (same_prefix > t->path_len)
 		same_prefix = t->path_len;
 	if (same_prefix > n)
 		same_prefix = n;
 	cs_grow(&t->path, &t->path_cap, n, sizeof(*t->path));
 
-	double *c = t->count[series];
-	t->total[series] += count;
-	c[0] += count;
-	uint32_t parent = 0;
-	for (size_t k = 0; k < same_prefix; k++) {
-		parent = t->path[k];
-		c[parent] += count;
-	}
+	uint32_t node = same_prefix ? t->path[same_prefix - 1] : 0;
 	for (size_t k = same_prefix; k < n; k++) {
-		uint32_t node = flame_child(t, parent, flame_key_intern(t, &frames[k]));
-		c = t->count[series]; /* flame_child may have grown the arrays */
-		c[node] += count;
+		node = flame_child(t, node, &frames[k]);
 		t->path[k] = node;
-		parent = node;
 	}
 	t->path_len = n;
+	flame_tree_add_leaf(t, node, series, count);
+	return node;
+}
+
+void flame_tree_add_leaf(struct flame_tree *t, uint32_t leaf, int series, double count)
+{
+	if (series == FLAME_SERIES_BEFORE && !t->count[FLAME_SERIES_BEFORE])
+		t->count[FLAME_SERIES_BEFORE] = cs_calloc(t->nodes_cap, sizeof(double));
+	t->count[series][leaf] += count;
+	t->total[series] += count;
+}
+
+void flame_tree_finish(struct flame_tree *t)
+{
+	if (t->finished)
+		return;
+	for (size_t i = 0; i < t->stacks.cap; i++) {
+		const struct flame_stackmap_slot *sl = &t->stacks.slots[i];
+		for (int s = 0; s < 2; s++)
+			if (t->count[s])
+				t->count[s][sl->leaf] += sl->count[s];
+	}
+	if (!t->flamechart) {
+		for (size_t i = 0; i < t->nnodes; i++) /* drop the first/latest child fields */
+			t->nodes[i].first_child = t->nodes[i].last_child = FLAME_NONE;
+		for (size_t i = 1; i < t->nnodes; i++) {
+			struct flame_node *p = &t->nodes[t->nodes[i].parent];
+			if (p->last_child == FLAME_NONE)
+				p->first_child = i;
+			else
+				t->nodes[p->last_child].next_sibling = i;
+			p->last_child = i;
+		}
+	}
+	/* Children come after their parents, so one backward pass sums every subtree. */
+	for (int s = 0; s < 2; s++) {
+		double *c = t->count[s];
+		if (!c)
+			continue;
+		for (size_t i = t->nnodes; i-- > 1;)
+			c[t->nodes[i].parent] += c[i];
+	}
+	t->finished = true;
+}
+
+/* ---- whole stacks ---- */
+
+void flame_hash128(const char *s, size_t n, uint64_t out[2])
+{
+	XXH128_hash_t h = XXH3_128bits(s, n);
+	out[0] = h.low64;
+	out[1] = h.high64;
+	if (!out[0] && !out[1])
+		out[1] = 1; /* 0,0 marks an empty slot */
+}
+
+double *flame_tree_stack_find(const struct flame_tree *t, const uint64_t hash[2])
+{
+	const struct flame_stackmap *m = &t->stacks;
+	if (!m->cap)
+		return NULL;
+	size_t mask = m->cap - 1;
+	for (size_t i = hash[0] & mask;; i = (i + 1) & mask) {
+		struct flame_stackmap_slot *sl = &m->slots[i];
+		if (sl->hash[0] == hash[0] && sl->hash[1] == hash[1])
+			return sl->count;
+		if (!sl->hash[0] && !sl->hash[1])
+			return NULL;
+	}
+}
+
+/* Insert (or find) hash; the slot is returned. */
+static struct flame_stackmap_slot *flame_stackmap_put(struct flame_stackmap *m,
+						      const uint64_t hash[2])
+{
+	size_t mask = m->cap - 1, i = hash[0] & mask;
+	for (;; i = (i + 1) & mask) {
+		struct flame_stackmap_slot *sl = &m->slots[i];
+		if (sl->hash[0] == hash[0] && sl->hash[1] == hash[1])
+			return sl;
+		if (!sl->hash[0] && !sl->hash[1])
+			break;
+	}
+	m->slots[i] = (struct flame_stackmap_slot){ .hash = { hash[0], hash[1] } };
+	m->len++;
+	return &m->slots[i];
+}
+
+double *flame_tree_stack_remember(struct flame_tree *t, const uint64_t hash[2], uint32_t leaf)
+{
+	struct flame_stackmap *m = &t->stacks;
+	if ((m->len + 1) * 2 > m->cap) {
+		struct flame_stackmap old = *m;
+		m->cap = old.cap ? old.cap * 2 : 4096;
+		m->len = 0;
+		m->slots = cs_calloc(m->cap, sizeof(*m->slots));
+		for (size_t i = 0; i < old.cap; i++)
+			if (old.slots[i].hash[0] || old.slots[i].hash[1])
+				*flame_stackmap_put(m, old.slots[i].hash) = old.slots[i];
+		free(old.slots);
+	}
+	struct flame_stackmap_slot *sl = flame_stackmap_put(m, hash);
+	sl->leaf = leaf;
+	return sl->count;
+}
+
+void flame_tree_count(struct flame_tree *t, double *counts, int series, double count)
+{
+	if (series == FLAME_SERIES_BEFORE && !t->count[FLAME_SERIES_BEFORE])
+		t->count[FLAME_SERIES_BEFORE] = cs_calloc(t->nodes_cap, sizeof(double));
+	counts[series] += count;
+	t->total[series] += count;
 }

@@ -3,7 +3,7 @@
 # As root it runs apt-get; otherwise it prints the exact command to run. Called by `make`.
 # --test adds what only the tests need (chromium for the browser test, xmllint, util-linux).
 set -u
-pkgs="gcc make libelf-dev libdw-dev libunwind-dev zlib1g-dev libzstd-dev liblzma-dev libseccomp-dev elfutils binutils g++"
+pkgs="gcc make libelf-dev libdw-dev libunwind-dev zlib1g-dev libzstd-dev liblzma-dev libseccomp-dev elfutils binutils g++ libxxhash-dev"
 if [ "${1:-}" = "--test" ]; then
   pkgs="$pkgs libxml2-utils util-linux chromium"
 fi
