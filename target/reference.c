@@ -199,7 +199,8 @@ static double ref_alpha(const struct ref_frame *f, size_t g, double px, double p
 	*power_out = power;
 	*dx_out = dx;
 	*dy_out = dy;
-	if (power > 0)
+	/* opacity ≤ 1: below ln(1/255) ≈ -5.5413 the α test fails whatever the opacity */
+	if (power > 0 || power < -5.6)
 		return 0;
 	double alpha = f->opacity[g] * exp(power);
 	if (alpha > SPLAT_ALPHA_MAX)
@@ -226,7 +227,7 @@ static void ref_blend(struct ref_frame *f, const double bg[3], double *image, un
 				double power, dx, dy;
 				size_t g = f->tile_list[t][k];
 				double alpha = ref_alpha(f, g, px, py, &power, &dx, &dy);
-				if (near_edge && fabs(f->opacity[g] * exp(power) / SPLAT_ALPHA_MIN - 1) < 1e-4)
+				if (near_edge && power >= -5.6 && fabs(f->opacity[g] * exp(power) / SPLAT_ALPHA_MIN - 1) < 1e-4)
 					edge = 1;
 				if (alpha == 0)
 					continue;
