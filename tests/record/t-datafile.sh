@@ -3,7 +3,7 @@
 # foreign or empty file gets one clear error line and exit 125, never a crash.
 source "$CSAMPLER_ROOT/tests/lib.sh"
 
-"$CSAMPLER" record -q -o full.data --no-compress -- "$TPROG/rec-family" 3 >/dev/null 2>&1 || fail "datafile: record failed"
+"$CSAMPLER" record -q -o full.data --no-compress -- "$TPROG/rec-family" 5 >/dev/null 2>&1 || fail "datafile: record failed"
 "$CSAMPLER" info -i full.data --format json >full.json
 total=$(json_get full.json j.samples)
 size=$(stat -c %s full.data)
