@@ -72,6 +72,7 @@ struct elf_file {
 	Dwfl *sym_dwfl;
 	Dwfl_Module *sym_mod;
 	uint32_t sym_flags;      /* PROFILE_MODULE_NO_* after looking for debug files */
+	struct sym_file_index *sym_index; /* sorted functions and per-CU scope tables (symbols.c) */
 };
 
 enum unwind_module_kind {
@@ -130,7 +131,8 @@ struct unwind_ctx {
 	bool vdso_tried;
 
 	struct unwind_hash procs; /* pid -> struct unwind_proc */
-	const Dwfl_Callbacks *dwfl_callbacks;
+	const Dwfl_Callbacks *dwfl_callbacks; /* per-process unwinding Dwfls */
+	const Dwfl_Callbacks *sym_callbacks;  /* per-file symbolization Dwfls */
 
 	/* Strings interned for the context's lifetime (names, files, paths). */
 	struct unwind_hash strings;

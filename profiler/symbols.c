@@ -233,12 +233,216 @@ static const char *sym_jit_name(struct unwind_ctx *ctx, struct unwind_module_pri
 /* ------------------------------------------------------------------------------------------ */
 /* ELF files */
 
+/* Function symbols of one file sorted by address, built once per file: libdwfl 0.188's
+ * dwfl_module_addrinfo scans the whole symbol table on every lookup, which dominated the time
+ * to symbolize large libraries. */
+struct sym_func {
+	uint64_t addr, size;
+	const char *name;        /* in the ELF string table (lives as long as the file's Dwfl) */
+	uint8_t rank;            /* among aliases: 0 global, 1 weak, 2 local */
+};
+
+/* The functions and inlined instances of one compile unit with their address ranges, from one
+ * walk over its DIEs: dwarf_getscopes walks the unit's DIE tree again on every call, which
+ * dominated the time to symbolize code with large compile units. */
+struct sym_scope {
+	Dwarf_Die die;
+	int32_t parent;          /* the enclosing function or inlined instance, or -1 */
+	uint32_t depth;
+};
+
+struct sym_scope_range {
+	uint64_t low, high;      /* DWARF addresses */
+	uint32_t scope;
+};
+
+struct sym_cu_index {
+	Dwarf_Off cu_offset;
+	struct sym_scope *scopes;
+	size_t nscopes, cap_scopes;
+	struct sym_scope_range *ranges;
+	size_t nranges, cap_ranges;
+	Dwarf_Files *files;      /* for DW_AT_call_file */
+};
+
+struct sym_file_index {
+	struct sym_func *funcs;
+	size_t nfuncs;
+	struct unwind_hash cus;  /* compile-unit offset -> struct sym_cu_index */
+};
+
+static int sym_func_cmp(const void *a, const void *b)
+{
+	const struct sym_func *x = a, *y = b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank - y->rank;
+	return (y->size > 0) - (x->size > 0); /* sized before sizeless */
+}
+
+/* Collect f's function symbols (.symtab, .gnu_debugdata, the debug file's, .dynsym: whatever
+ * libdwfl found) into a sorted table, one entry per address. */
+static void sym_build_funcs(struct elf_file *f, struct sym_file_index *ix)
+{
+	int nsyms = dwfl_module_getsymtab(f->sym_mod);
+	size_t cap = 0;
+
+	for (int i = 1; i < nsyms; i++) {
+		GElf_Sym sym;
+		GElf_Addr value;
+		GElf_Word shndx;
+		Elf *elf;
+		Dwarf_Addr bias;
+		const char *name = dwfl_module_getsym_info(f->sym_mod, i, &sym, &value, &shndx, &elf,
+							   &bias);
+		if (!name || !*name || sym.st_shndx == SHN_UNDEF)
+			continue;
+		int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
+		if (type != STT_FUNC && type != STT_GNU_IFUNC) {
+			/* Untyped labels count when they are in code (assembly functions). */
+			GElf_Shdr sh;
+			Elf_Scn *scn = type == STT_NOTYPE && elf ? elf_getscn(elf, shndx) : NULL;
+			if (!scn || !gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_EXECINSTR))
+				continue;
+		}
+		cs_grow(&ix->funcs, &cap, ix->nfuncs + 1, sizeof(ix->funcs[0]));
+		ix->funcs[ix->nfuncs++] = (struct sym_func){
+			.addr = value,
+			.size = sym.st_size,
+			.name = name,
+			.rank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2,
+		};
+	}
+	if (!ix->nfuncs)
+		return;
+	qsort(ix->funcs, ix->nfuncs, sizeof(ix->funcs[0]), sym_func_cmp);
+	size_t out = 1;
+	for (size_t i = 1; i < ix->nfuncs; i++)
+		if (ix->funcs[i].addr != ix->funcs[out - 1].addr)
+			ix->funcs[out++] = ix->funcs[i];
+	ix->nfuncs = out;
+}
+
+/* The function symbol containing addr, or NULL. A sizeless symbol counts for 4 KB after it
+ * when nothing else is closer. */
+static const struct sym_func *sym_func_lookup(const struct sym_file_index *ix, uint64_t addr)
+{
+	size_t lo = 0, hi = ix->nfuncs;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (ix->funcs[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* A few back: a large function may enclose smaller local labels. */
+	for (size_t j = lo, back = 0; j-- > 0 && back < 8; back++) {
+		const struct sym_func *fn = &ix->funcs[j];
+		if (fn->size ? addr < fn->addr + fn->size : (j + 1 == lo && addr - fn->addr < 4096))
+			return fn;
+	}
+	return NULL;
+}
+
+static void sym_scope_add(struct sym_cu_index *ci, Dwarf_Die *die, int32_t parent, uint32_t depth,
+			  int32_t *out)
+{
+	ptrdiff_t off = 0;
+	Dwarf_Addr base, start, end;
+
+	*out = -1;
+	while ((off = dwarf_ranges(die, off, &base, &start, &end)) > 0) {
+		if (start >= end)
+			continue;
+		if (*out < 0) {
+			cs_grow(&ci->scopes, &ci->cap_scopes, ci->nscopes + 1, sizeof(ci->scopes[0]));
+			ci->scopes[ci->nscopes] = (struct sym_scope){ *die, parent, depth };
+			*out = (int32_t)ci->nscopes++;
+		}
+		cs_grow(&ci->ranges, &ci->cap_ranges, ci->nranges + 1, sizeof(ci->ranges[0]));
+		ci->ranges[ci->nranges++] = (struct sym_scope_range){ start, end, (uint32_t)*out };
+	}
+}
+
+/* Record the functions and inlined instances under die. Types are not entered: compilers put
+ * function definitions at unit or namespace level. */
+static void sym_scope_walk(struct sym_cu_index *ci, Dwarf_Die *die, int32_t parent, uint32_t depth)
+{
+	Dwarf_Die child;
+
+	if (dwarf_child(die, &child) != 0)
+		return;
+	do {
+		int32_t me;
+		switch (dwarf_tag(&child)) {
+		case DW_TAG_subprogram:
+		case DW_TAG_inlined_subroutine:
+		case DW_TAG_entry_point:
+			sym_scope_add(ci, &child, parent, depth, &me);
+			if (me >= 0)
+				sym_scope_walk(ci, &child, me, depth + 1);
+			break;
+		case DW_TAG_lexical_block:
+		case DW_TAG_try_block:
+		case DW_TAG_catch_block:
+		case DW_TAG_namespace:
+		case DW_TAG_module:
+			sym_scope_walk(ci, &child, parent, depth);
+			break;
+		default:
+			break;
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+}
+
+static bool sym_cu_eq(const void *item, const void *key)
+{
+	return ((const struct sym_cu_index *)item)->cu_offset == *(const Dwarf_Off *)key;
+}
+
+static struct sym_cu_index *sym_cu_index_get(struct sym_file_index *ix, Dwarf_Die *cudie)
+{
+	Dwarf_Off off = dwarf_dieoffset(cudie);
+	uint64_t hash = unwind_hash_u64(off);
+	struct sym_cu_index *ci = unwind_hash_find(&ix->cus, hash, sym_cu_eq, &off);
+
+	if (!ci) {
+		ci = cs_calloc(1, sizeof(*ci));
+		ci->cu_offset = off;
+		sym_scope_walk(ci, cudie, -1, 0);
+		if (dwarf_getsrcfiles(cudie, &ci->files, NULL) != 0)
+			ci->files = NULL;
+		unwind_hash_insert(&ix->cus, hash, ci);
+	}
+	return ci;
+}
+
+static void sym_file_index_free(struct sym_file_index *ix)
+{
+	if (!ix)
+		return;
+	for (size_t i = 0; i < ix->cus.cap; i++) {
+		struct sym_cu_index *ci = ix->cus.slots[i].item;
+		if (ci) {
+			free(ci->scopes);
+			free(ci->ranges);
+			free(ci);
+		}
+	}
+	unwind_hash_free(&ix->cus);
+	free(ix->funcs);
+	free(ix);
+}
+
 /* Set up f's symbolization module and refine what the file lacks. */
 static void sym_file_setup(struct unwind_ctx *ctx, struct elf_file *f, const char *name)
 {
 	f->sym_tried = true;
 	f->sym_flags = f->section_flags;
-	f->sym_dwfl = dwfl_begin(ctx->dwfl_callbacks);
+	f->sym_index = cs_calloc(1, sizeof(*f->sym_index));
+	f->sym_dwfl = dwfl_begin(ctx->sym_callbacks);
 	if (!f->sym_dwfl) {
 		cs_warn("dwfl_begin: %s", dwfl_errmsg(-1));
 		return;
@@ -251,21 +455,11 @@ static void sym_file_setup(struct unwind_ctx *ctx, struct elf_file *f, const cha
 			dwfl_errmsg(-1));
 		return;
 	}
-	/* Symbols: any defined function in .symtab, .gnu_debugdata, the debug file or .dynsym. */
-	int nsyms = dwfl_module_getsymtab(f->sym_mod);
-	bool have_functions = false;
-	for (int i = 1; i < nsyms && !have_functions; i++) {
-		GElf_Sym sym;
-		GElf_Addr value;
-		if (dwfl_module_getsym_info(f->sym_mod, i, &sym, &value, NULL, NULL, NULL) &&
-		    GELF_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_shndx != SHN_UNDEF)
-			have_functions = true;
-	}
-	f->sym_flags &= ~(uint32_t)PROFILE_MODULE_NO_SYMBOLS;
-	if (!have_functions)
+	sym_build_funcs(f, f->sym_index);
+	f->sym_flags &= ~(uint32_t)(PROFILE_MODULE_NO_SYMBOLS | PROFILE_MODULE_NO_DEBUGINFO);
+	if (!f->sym_index->nfuncs)
 		f->sym_flags |= PROFILE_MODULE_NO_SYMBOLS;
 	Dwarf_Addr bias;
-	f->sym_flags &= ~(uint32_t)PROFILE_MODULE_NO_DEBUGINFO;
 	if (!dwfl_module_getdwarf(f->sym_mod, &bias))
 		f->sym_flags |= PROFILE_MODULE_NO_DEBUGINFO;
 }
@@ -282,10 +476,18 @@ static const char *sym_die_name(struct unwind_ctx *ctx, Dwarf_Die *die)
 	return name ? sym_demangle(ctx, name) : NULL;
 }
 
-static bool sym_is_function(int tag)
+/* A symbol's name without its version ("__libc_start_main@@GLIBC_2.34"), demangled. */
+static const char *sym_symbol_name(struct unwind_ctx *ctx, const char *raw)
 {
-	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
-	       tag == DW_TAG_entry_point;
+	char buf[1024];
+	const char *at = strchr(raw, '@');
+
+	if (at && at > raw && (size_t)(at - raw) < sizeof(buf)) {
+		memcpy(buf, raw, (size_t)(at - raw));
+		buf[at - raw] = 0;
+		return sym_demangle(ctx, buf);
+	}
+	return sym_demangle(ctx, raw);
 }
 
 static void sym_push(struct unwind_ctx *ctx, const char *name, const char *file, uint32_t line,
@@ -301,7 +503,7 @@ static void sym_push(struct unwind_ctx *ctx, const char *name, const char *file,
 	};
 }
 
-/* Append the frames of addr (a link-time vaddr) in f, innermost first. */
+/* Append the frames of addr (a link-time vaddr) in m's file, innermost first. */
 static void sym_elf_frames(struct unwind_ctx *ctx, struct unwind_module_priv *m, uint64_t addr,
 			   uint64_t offset)
 {
@@ -316,20 +518,8 @@ static void sym_elf_frames(struct unwind_ctx *ctx, struct unwind_module_priv *m,
 		sym_push(ctx, sym_unnamed(ctx, m, offset), NULL, 0, PROFILE_FRAME_UNNAMED);
 		return;
 	}
-	GElf_Off symoff = 0;
-	GElf_Sym sym;
-	const char *symname = dwfl_module_addrinfo(f->sym_mod, addr, &symoff, &sym, NULL, NULL, NULL);
-	/* A sizeless symbol far behind (an end marker, the last .dynsym entry) is no name. */
-	if (symname && sym.st_size == 0 && symoff > 0x1000)
-		symname = NULL;
-	/* Versioned .dynsym names ("__libc_start_main@@GLIBC_2.34"): the name is before '@'. */
-	char unversioned[512];
-	const char *at = symname ? strchr(symname, '@') : NULL;
-	if (at && at > symname && (size_t)(at - symname) < sizeof(unversioned)) {
-		memcpy(unversioned, symname, (size_t)(at - symname));
-		unversioned[at - symname] = 0;
-		symname = unversioned;
-	}
+	const struct sym_func *fn = sym_func_lookup(f->sym_index, addr);
+	const char *symname = fn ? sym_symbol_name(ctx, fn->name) : NULL;
 
 	const char *file = NULL;
 	int line = 0;
@@ -337,34 +527,30 @@ static void sym_elf_frames(struct unwind_ctx *ctx, struct unwind_module_priv *m,
 	if (dl)
 		file = dwfl_lineinfo(dl, NULL, &line, NULL, NULL, NULL);
 
+	/* Innermost scope first, each inlined instance followed by where it was inlined. */
 	Dwarf_Addr bias = 0;
 	Dwarf_Die *cudie = dwfl_module_addrdie(f->sym_mod, addr, &bias);
-	Dwarf_Die *scopes = NULL;
-	int nscopes = cudie ? dwarf_getscopes(cudie, addr - bias, &scopes) : 0;
-	if (nscopes > 0) {
-		/* The physical nesting of the innermost scope: inlined instances inside their
-		 * callers (dwarf_getscopes follows abstract origins instead). */
-		Dwarf_Die inner;
-		Dwarf_Addr dbias;
-		Dwarf *dw = dwfl_module_getdwarf(f->sym_mod, &dbias);
-		bool ok = dw && dwarf_offdie(dw, dwarf_dieoffset(&scopes[0]), &inner);
-		free(scopes);
-		scopes = NULL;
-		nscopes = ok ? dwarf_getscopes_die(&inner, &scopes) : 0;
+	struct sym_cu_index *ci = cudie ? sym_cu_index_get(f->sym_index, cudie) : NULL;
+	int32_t scope = -1;
+	if (ci) {
+		uint64_t a = addr - bias;
+		uint32_t best_depth = 0;
+		for (size_t i = 0; i < ci->nranges; i++) {
+			const struct sym_scope_range *r = &ci->ranges[i];
+			if (a >= r->low && a < r->high &&
+			    (scope < 0 || ci->scopes[r->scope].depth > best_depth)) {
+				scope = (int32_t)r->scope;
+				best_depth = ci->scopes[r->scope].depth;
+			}
+		}
 	}
-	Dwarf_Files *files = NULL;
-	if (nscopes > 0 && dwarf_getsrcfiles(cudie, &files, NULL) != 0)
-		files = NULL;
 	bool done = false;
-	for (int i = 0; i < nscopes && !done; i++) {
-		Dwarf_Die *die = &scopes[i];
-		int tag = dwarf_tag(die);
-		if (!sym_is_function(tag))
-			continue;
-		if (tag != DW_TAG_inlined_subroutine) {
+	for (; scope >= 0 && !done; scope = ci->scopes[scope].parent) {
+		Dwarf_Die *die = &ci->scopes[scope].die;
+		if (dwarf_tag(die) != DW_TAG_inlined_subroutine) {
 			/* The out-of-line function: the symbol's name when there is one (it
 			 * carries clone suffixes such as .cold the way perf shows them). */
-			const char *name = symname ? sym_demangle(ctx, symname) : sym_die_name(ctx, die);
+			const char *name = symname ? symname : sym_die_name(ctx, die);
 			sym_push(ctx, name ? name : sym_unnamed(ctx, m, offset), file,
 				 line > 0 ? (uint32_t)line : 0, name ? 0 : PROFILE_FRAME_UNNAMED);
 			done = true;
@@ -378,17 +564,14 @@ static void sym_elf_frames(struct unwind_ctx *ctx, struct unwind_module_priv *m,
 		Dwarf_Word val;
 		file = NULL;
 		line = 0;
-		if (files && dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &val) == 0)
-			file = dwarf_filesrc(files, val, NULL, NULL);
+		if (ci->files && dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &val) == 0)
+			file = dwarf_filesrc(ci->files, val, NULL, NULL);
 		if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &attr), &val) == 0)
 			line = (int)val;
 	}
-	free(scopes);
-	if (!done) {
-		const char *name = symname ? sym_demangle(ctx, symname) : NULL;
-		sym_push(ctx, name ? name : sym_unnamed(ctx, m, offset), file,
-			 line > 0 ? (uint32_t)line : 0, name ? 0 : PROFILE_FRAME_UNNAMED);
-	}
+	if (!done)
+		sym_push(ctx, symname ? symname : sym_unnamed(ctx, m, offset), file,
+			 line > 0 ? (uint32_t)line : 0, symname ? 0 : PROFILE_FRAME_UNNAMED);
 	/* Every frame but the outermost is inlined into the next one. */
 	for (size_t i = first; i + 1 < ctx->nsym_frames; i++)
 		ctx->sym_frames[i].flags |= PROFILE_FRAME_INLINED;
@@ -476,6 +659,8 @@ void sym_free(struct unwind_ctx *ctx)
 {
 	for (size_t i = 0; i < ctx->nfiles; i++) {
 		struct elf_file *f = ctx->files[i];
+		sym_file_index_free(f->sym_index);
+		f->sym_index = NULL;
 		if (f->sym_dwfl)
 			dwfl_end(f->sym_dwfl);
 		f->sym_dwfl = NULL;

@@ -636,9 +636,26 @@ static uint32_t unwind_jit_module(struct unwind_ctx *ctx, struct unwind_proc *p)
 /* ------------------------------------------------------------------------------------------ */
 /* Address-space events */
 
+/* Unwinding Dwfls look for no separate debug file: on x86-64 the CFI is in the mapped file's
+ * .eh_frame (or its own .debug_frame), and a debug file loaded per process when .eh_frame
+ * lacks a pc would cost a full DWARF load on the recording path. */
+static int unwind_no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+			       Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+			       GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	return -1;
+}
+
 int unwind_new(struct unwind_ctx **out)
 {
-	static const Dwfl_Callbacks callbacks = {
+	static const Dwfl_Callbacks unwind_callbacks = {
+		.find_elf = unwind_find_elf,
+		.find_debuginfo = unwind_no_debuginfo,
+		.section_address = dwfl_offline_section_address,
+	};
+	/* Symbolization Dwfls (one per file) find debug files the standard way: next to the
+	 * file and in .debug/ (.gnu_debuglink), and under /usr/lib/debug (also by build-id). */
+	static const Dwfl_Callbacks sym_callbacks = {
 		.find_elf = unwind_find_elf,
 		.find_debuginfo = dwfl_standard_find_debuginfo,
 		.section_address = dwfl_offline_section_address,
@@ -647,7 +664,8 @@ int unwind_new(struct unwind_ctx **out)
 
 	elf_version(EV_CURRENT);
 	ctx->kernel_module = UINT32_MAX;
-	ctx->dwfl_callbacks = &callbacks;
+	ctx->dwfl_callbacks = &unwind_callbacks;
+	ctx->sym_callbacks = &sym_callbacks;
 	*out = ctx;
 	return 0;
 }
