@@ -105,7 +105,7 @@ struct unwind_module_priv {
 
 struct kallsym {
 	uint64_t addr;
-	const char *name;        /* interned */
+	const char *name;        /* into unwind_ctx.kallsyms_text */
 };
 
 struct sym_cache_entry {
@@ -140,6 +140,7 @@ struct unwind_ctx {
 	/* symbols.c */
 	struct kallsym *kallsyms;
 	size_t nkallsyms;
+	char *kallsyms_text;     /* /proc/kallsyms as read, NUL-separated */
 	bool kallsyms_loaded;
 	struct unwind_hash sym_cache;
 	struct sym_cache_entry *sym_entries;

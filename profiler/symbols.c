@@ -87,10 +87,14 @@ static int sym_kallsym_cmp(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+/* Read /proc/kallsyms once. The text is kept (ctx->kallsyms_text) and the names point into it:
+ * interning some 200k names would cost more than every lookup of a profile together. */
 static void sym_load_kallsyms(struct unwind_ctx *ctx)
 {
 	size_t cap = 0;
-	char line[512];
+	struct cs_buf text = { 0 };
+	char chunk[65536];
+	size_t n;
 
 	ctx->kallsyms_loaded = true;
 	FILE *fp = fopen("/proc/kallsyms", "re");
@@ -99,19 +103,31 @@ static void sym_load_kallsyms(struct unwind_ctx *ctx)
 			strerror(errno));
 		return;
 	}
+	while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+		cs_buf_put(&text, chunk, n);
+	fclose(fp);
+	cs_buf_put(&text, "", 1);
+	ctx->kallsyms_text = text.data;
+
 	bool any_nonzero = false;
-	while (fgets(line, sizeof(line), fp)) {
-		char *end, type, name[256];
+	for (char *line = text.data, *next; line && *line; line = next) {
+		char *nl = strchr(line, '\n');
+		next = nl ? nl + 1 : NULL;
+		if (nl)
+			*nl = 0;
+		/* "ADDRESS TYPE NAME[\t[MODULE]]" */
+		char *end;
 		uint64_t addr = strtoull(line, &end, 16);
-		if (sscanf(end, " %c %255s", &type, name) != 2)
+		if (end == line || end[0] != ' ' || !end[1] || end[2] != ' ')
 			continue;
+		char type = end[1], *name = end + 3;
 		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
 			continue;
+		name[strcspn(name, " \t")] = 0;
 		any_nonzero |= addr != 0;
 		cs_grow(&ctx->kallsyms, &cap, ctx->nkallsyms + 1, sizeof(ctx->kallsyms[0]));
-		ctx->kallsyms[ctx->nkallsyms++] = (struct kallsym){ addr, unwind_intern(ctx, name) };
+		ctx->kallsyms[ctx->nkallsyms++] = (struct kallsym){ addr, name };
 	}
-	fclose(fp);
 	if (!any_nonzero) {
 		cs_warn("/proc/kallsyms shows no addresses (kernel.kptr_restrict); kernel frames "
 			"will show as addresses: run as root or set /proc/sys/kernel/kptr_restrict to 0");
@@ -134,7 +150,7 @@ static const char *sym_kernel_name(struct unwind_ctx *ctx, uint64_t addr)
 		else
 			hi = mid;
 	}
-	return lo ? ctx->kallsyms[lo - 1].name : NULL;
+	return lo ? unwind_intern(ctx, ctx->kallsyms[lo - 1].name) : NULL;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -667,6 +683,7 @@ void sym_free(struct unwind_ctx *ctx)
 		f->sym_mod = NULL;
 	}
 	free(ctx->kallsyms);
+	free(ctx->kallsyms_text);
 	unwind_hash_free(&ctx->sym_cache);
 	free(ctx->sym_entries);
 	free(ctx->sym_frames);

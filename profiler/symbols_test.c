@@ -483,3 +483,55 @@ UNIT_TEST(sym_libc_build_id_debug_file)
 	free(debug);
 	unwind_free(ctx);
 }
+
+/* Not a timing assertion: prints how fast distinct locations are named (cold caches), over
+ * libc's code (with its DWARF when libc6-dbg is installed: inline chains and lines). */
+UNIT_TEST(sym_bench_distinct_locations)
+{
+	FILE *fp = fopen("/proc/self/maps", "r");
+	char line[1024], path[512] = "";
+	uint64_t start = 0, end = 0, pgoff = 0;
+
+	UNIT_ASSERT(fp != NULL);
+	while (fgets(line, sizeof(line), fp)) {
+		char perms[8];
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %511s", &start, &end,
+			   perms, &pgoff, path) == 5 &&
+		    perms[2] == 'x' && strstr(path, "/libc.so"))
+			break;
+		path[0] = 0;
+	}
+	fclose(fp);
+	UNIT_ASSERT(path[0] != 0);
+
+	struct unwind_ctx *ctx;
+	struct sym_frame f[32];
+	uint32_t pid = (uint32_t)getpid();
+	UNIT_ASSERT_EQ_INT(unwind_new(&ctx), 0);
+	UNIT_ASSERT_EQ_INT(unwind_load_proc_maps(ctx, pid), 0);
+	uint32_t module = UINT32_MAX;
+	for (size_t m = 0; m < unwind_module_count(ctx); m++)
+		if (strcmp(unwind_module_get(ctx, (uint32_t)m)->path, path) == 0)
+			module = (uint32_t)m;
+	UNIT_ASSERT(module != UINT32_MAX);
+
+	const uint64_t step = 61; /* odd: lands anywhere in an instruction */
+	size_t count = 0, frames = 0, named = 0, inlined = 0;
+	uint64_t t0 = cs_monotonic_ns();
+	for (uint64_t off = pgoff; off < pgoff + (end - start) && count < 20000; off += step) {
+		struct unwind_loc loc = { module, off };
+		int n = sym_resolve(ctx, loc, true, f, 32);
+		UNIT_ASSERT(n >= 1);
+		count++;
+		frames += (size_t)n;
+		named += !(f[n - 1].flags & PROFILE_FRAME_UNNAMED);
+		inlined += n > 1;
+	}
+	uint64_t t1 = cs_monotonic_ns();
+	double us = (double)(t1 - t0) / 1e3 / (double)count;
+	printf("symbolize bench: %zu distinct libc locations, %.1f us each (%.0f/s), %.2f frames each, "
+	       "%zu named, %zu with inline frames\n",
+	       count, us, 1e6 / us, (double)frames / (double)count, named, inlined);
+	UNIT_ASSERT(named > count * 9 / 10);
+	unwind_free(ctx);
+}
