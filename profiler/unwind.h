@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct unwind_ctx;
+struct unwind_ctx; /* not thread-safe: one thread at a time calls into a context */
 
 /* x86-64 user registers indexed by perf's enum perf_event_x86_regs (PERF_REG_X86_AX = 0 ...
  * PERF_REG_X86_IP = 8, PERF_REG_X86_SP = 7, PERF_REG_X86_BP = 6, R8..R15 = 16..23). */
@@ -40,16 +40,28 @@ struct unwind_loc {
 };
 
 enum unwind_result_flags {
-	UNWIND_COMPLETE = 1 << 0,   /* the unwinder reached the outermost frame (no CFI left) */
+	UNWIND_COMPLETE = 1 << 0,   /* the unwinder reached the outermost frame (no CFI left);
+				     * -g fp: the kernel's user callchain was not empty */
 	UNWIND_ERROR = 1 << 1,      /* stopped on an error (no CFI, unreadable memory, ...) */
-	UNWIND_STACK_END = 1 << 2,  /* needed memory beyond the end of the stack copy */
-	UNWIND_NO_MAP = 1 << 3,     /* an address was in no known mapping */
+	UNWIND_STACK_END = 1 << 2,  /* stopped because it needed memory beyond the end of the
+				     * stack copy (set instead of UNWIND_ERROR): a larger
+				     * --stack-size would have gone further */
+	UNWIND_NO_MAP = 1 << 3,     /* an address was in no known mapping (it is then given as
+				     * an address in the process' "//anon" module) */
 };
+/* None of COMPLETE, ERROR, STACK_END: locs filled up (max reached) before the end. */
 
+/* Modules: one per (path as mapped, ELF file by build-id) for files; "[kernel.kallsyms]" for
+ * kernel addresses; "//anon" (PROFILE_MODULE_JIT, one per process) for anonymous executable
+ * memory and addresses in no known mapping, named from /tmp/perf-PID.map. */
 struct unwind_module {
 	const char *path;          /* as mapped in the target ("[kernel.kallsyms]", "[vdso]", ...) */
 	const char *build_id;      /* lowercase hex, or "" */
-	uint32_t flags;            /* PROFILE_MODULE_* from profile.h */
+	uint32_t flags;            /* PROFILE_MODULE_* from profile.h: NO_CFI is known when the
+				    * file is mapped; NO_SYMBOLS and NO_DEBUGINFO are first judged
+				    * from the file's own sections and settled by the first
+				    * sym_resolve in the module (debug files found): read them
+				    * after symbolizing */
 };
 
 int unwind_new(struct unwind_ctx **out);
@@ -70,8 +82,13 @@ int unwind_load_proc_maps(struct unwind_ctx *ctx, uint32_t pid);
 
 /* Unwind one sample: kernel frames first (leaf first, module = the kernel module), then user
  * frames. The leaf ip is reported as is; every caller's entry is its return address,
- * unadjusted (sym_resolve adjusts by one). Returns the number of locations written to
- * locs (<= max) or -errno; *flags gets UNWIND_* bits. */
+ * unadjusted (sym_resolve adjusts by one). A frame interrupted by a signal (its pc is exact,
+ * not a return address) is given as pc + 1 so that the same adjustment lands on it. The user
+ * ip after kernel frames is where the thread entered the kernel (a syscall's return point:
+ * resolving it as a caller is right for syscalls, off by one byte for faults).
+ * A pid never seen in events is read from /proc/PID/maps on its first sample.
+ * Returns the number of locations written to locs (<= max) or -errno; *flags gets UNWIND_*
+ * bits. */
 int unwind_sample(struct unwind_ctx *ctx, const struct unwind_sample *s, struct unwind_loc *locs,
 		  int max, uint32_t *flags);
 
