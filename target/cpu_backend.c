@@ -23,6 +23,13 @@
 
 #define CPU_PHASE __attribute__((noinline))
 
+/* One Gaussian of a tile's list, gathered contiguously in blend order so that the per-pixel
+ * loops stream through memory instead of chasing indices. */
+struct cpu_splat {
+	float u, v, conic[3], opacity, rgb[3];
+	uint32_t id;
+};
+
 struct cpu_backend;
 typedef void (*cpu_job_fn)(struct cpu_backend *ctx, int thread);
 
@@ -83,6 +90,8 @@ struct cpu_backend {
 	/* backward */
 	float *thread_g2;              /* [threads][9·cap]: u, v, conic[3], opacity, rgb[3] */
 	float *thread_bg;              /* [threads][3] */
+	struct cpu_splat **splats;     /* [threads]: the tile being blended, gathered */
+	size_t *splat_cap;             /* [threads] */
 
 	/* densification statistics */
 	float *ds_grad, *ds_radius;
@@ -244,46 +253,69 @@ static CPU_PHASE void cpu_bin_and_sort(struct cpu_backend *ctx)
 	}
 }
 
-/* α of Gaussian g at a pixel centre; 0 when skipped. power, dx, dy out for the backward pass. */
-static inline float cpu_alpha(const struct cpu_backend *ctx, uint32_t g, float px, float py, float *power,
-			      float *dx, float *dy)
+/* α of a gathered Gaussian at a pixel centre; 0 when skipped. power, dx, dy out for the
+ * backward pass. */
+static inline float cpu_alpha(const struct cpu_splat *sp, float px, float py, float *power, float *dx, float *dy)
 {
-	const struct proj_f *pr = &ctx->proj[g];
-	*dx = pr->u - px;
-	*dy = pr->v - py;
-	*power = -0.5f * (pr->conic[0] * *dx * *dx + pr->conic[2] * *dy * *dy) - pr->conic[1] * *dx * *dy;
+	*dx = sp->u - px;
+	*dy = sp->v - py;
+	*power = -0.5f * (sp->conic[0] * *dx * *dx + sp->conic[2] * *dy * *dy) - sp->conic[1] * *dx * *dy;
 	/* o ≤ 1, so below ln(1/255) = -5.5413 the α test fails anyway: skip the expf (most pairs
 	 * of a tile's pixels and Gaussians are this far apart). The margin keeps it exact. */
 	if (*power > 0 || *power < -5.6f)
 		return 0;
-	float alpha = ctx->opacity[g] * expf(*power);
+	float alpha = sp->opacity * expf(*power);
 	if (alpha > (float)SPLAT_ALPHA_MAX)
 		alpha = (float)SPLAT_ALPHA_MAX;
 	return alpha < (float)SPLAT_ALPHA_MIN ? 0 : alpha;
 }
 
-static void cpu_blend_forward_tile(struct cpu_backend *ctx, int tile)
+/* Gather the Gaussians of tile into this thread's scratch; returns it (n entries). */
+static struct cpu_splat *cpu_gather_tile(struct cpu_backend *ctx, int thread, int tile, uint32_t *n)
+{
+	uint32_t begin = ctx->tile_range[2 * tile], end = ctx->tile_range[2 * tile + 1];
+	struct cpu_splat *sp;
+
+	*n = end - begin;
+	if (*n > ctx->splat_cap[thread]) {
+		free(ctx->splats[thread]);
+		ctx->splat_cap[thread] = *n + *n / 2;
+		ctx->splats[thread] = splat_malloc(ctx->splat_cap[thread] * sizeof(struct cpu_splat));
+	}
+	sp = ctx->splats[thread];
+	for (uint32_t k = 0; k < *n; k++) {
+		uint32_t g = ctx->vals[begin + k];
+		const struct proj_f *pr = &ctx->proj[g];
+		sp[k] = (struct cpu_splat){ .u = pr->u, .v = pr->v, .conic = { pr->conic[0], pr->conic[1], pr->conic[2] },
+					    .opacity = ctx->opacity[g],
+					    .rgb = { ctx->rgb[3 * g], ctx->rgb[3 * g + 1], ctx->rgb[3 * g + 2] },
+					    .id = g };
+	}
+	return sp;
+}
+
+static void cpu_blend_forward_tile(struct cpu_backend *ctx, int thread, int tile)
 {
 	int tx = tile % ctx->tiles_x, ty = tile / ctx->tiles_x;
-	uint32_t begin = ctx->tile_range[2 * tile], end = ctx->tile_range[2 * tile + 1];
+	uint32_t n;
+	const struct cpu_splat *sp = cpu_gather_tile(ctx, thread, tile, &n);
 	const float *bg = ctx->params.background;
 
 	for (int y = ty * SPLAT_TILE; y < (ty + 1) * SPLAT_TILE && y < ctx->height; y++)
 		for (int x = tx * SPLAT_TILE; x < (tx + 1) * SPLAT_TILE && x < ctx->width; x++) {
 			float px = x + 0.5f, py = y + 0.5f, T = 1, c[3] = { 0, 0, 0 };
 			uint32_t last = 0;
-			for (uint32_t k = begin; k < end; k++) {
-				uint32_t g = ctx->vals[k];
-				float power, dx, dy, alpha = cpu_alpha(ctx, g, px, py, &power, &dx, &dy);
+			for (uint32_t k = 0; k < n; k++) {
+				float power, dx, dy, alpha = cpu_alpha(&sp[k], px, py, &power, &dx, &dy);
 				if (alpha == 0)
 					continue;
 				float next_t = T * (1 - alpha);
 				if (next_t < (float)SPLAT_T_MIN)
 					break;
 				for (int ch = 0; ch < 3; ch++)
-					c[ch] += alpha * T * ctx->rgb[3 * g + ch];
+					c[ch] += alpha * T * sp[k].rgb[ch];
 				T = next_t;
-				last = k - begin + 1;
+				last = k + 1;
 			}
 			size_t pix = (size_t)y * ctx->width + x;
 			ctx->t_final[pix] = T;
@@ -296,7 +328,7 @@ static void cpu_blend_forward_tile(struct cpu_backend *ctx, int tile)
 static CPU_PHASE void cpu_blend_forward_worker(struct cpu_backend *ctx, int thread)
 {
 	for (int t = thread; t < ctx->tiles_x * ctx->tiles_y; t += ctx->threads)
-		cpu_blend_forward_tile(ctx, t);
+		cpu_blend_forward_tile(ctx, thread, t);
 }
 
 static int cpu_render(void *opaque, size_t view, int sh_degree)
@@ -434,10 +466,11 @@ static int cpu_loss_grad(void *opaque, float *loss_out)
 
 /* ---- backward ---- */
 
-static void cpu_blend_backward_tile(struct cpu_backend *ctx, int tile, float *g2, float *bg_grad)
+static void cpu_blend_backward_tile(struct cpu_backend *ctx, int thread, int tile, float *g2, float *bg_grad)
 {
 	int tx = tile % ctx->tiles_x, ty = tile / ctx->tiles_x;
-	uint32_t begin = ctx->tile_range[2 * tile];
+	uint32_t n;
+	const struct cpu_splat *sp = cpu_gather_tile(ctx, thread, tile, &n);
 	const float *bg = ctx->params.background;
 
 	for (int y = ty * SPLAT_TILE; y < (ty + 1) * SPLAT_TILE && y < ctx->height; y++)
@@ -450,14 +483,13 @@ static void cpu_blend_backward_tile(struct cpu_backend *ctx, int tile, float *g2
 				bg_grad[ch] += tf * gpix[ch];
 				bg_dot += bg[ch] * gpix[ch];
 			}
-			for (uint32_t k = begin + ctx->n_contrib[pix]; k-- > begin;) {
-				uint32_t g = ctx->vals[k];
-				float power, dx, dy, alpha = cpu_alpha(ctx, g, px, py, &power, &dx, &dy);
+			for (uint32_t k = ctx->n_contrib[pix]; k-- > 0;) {
+				float power, dx, dy, alpha = cpu_alpha(&sp[k], px, py, &power, &dx, &dy);
 				if (alpha == 0)
 					continue;
 				T /= 1 - alpha;
-				const float *rgb = ctx->rgb + 3 * g;
-				float *gg = g2 + 9 * (size_t)g;
+				const float *rgb = sp[k].rgb;
+				float *gg = g2 + 9 * (size_t)sp[k].id;
 				float d_alpha = 0;
 				for (int ch = 0; ch < 3; ch++) {
 					d_alpha += (rgb[ch] - accum[ch]) * gpix[ch];
@@ -466,11 +498,11 @@ static void cpu_blend_backward_tile(struct cpu_backend *ctx, int tile, float *g2
 				}
 				d_alpha = T * d_alpha - tf / (1 - alpha) * bg_dot;
 				float gauss = expf(power);
-				if (ctx->opacity[g] * gauss > (float)SPLAT_ALPHA_MAX)
+				if (sp[k].opacity * gauss > (float)SPLAT_ALPHA_MAX)
 					continue; /* clamped α: no gradient to opacity or shape */
 				gg[5] += gauss * d_alpha;
-				float d_power = ctx->opacity[g] * gauss * d_alpha;
-				const float *cn = ctx->proj[g].conic;
+				float d_power = sp[k].opacity * gauss * d_alpha;
+				const float *cn = sp[k].conic;
 				gg[0] -= d_power * (cn[0] * dx + cn[1] * dy);
 				gg[1] -= d_power * (cn[2] * dy + cn[1] * dx);
 				gg[2] -= d_power * 0.5f * dx * dx;
@@ -488,7 +520,7 @@ static CPU_PHASE void cpu_blend_backward_worker(struct cpu_backend *ctx, int thr
 	memset(g2, 0, 9 * ctx->params.count * sizeof(float));
 	bg[0] = bg[1] = bg[2] = 0;
 	for (int t = thread; t < ctx->tiles_x * ctx->tiles_y; t += ctx->threads)
-		cpu_blend_backward_tile(ctx, t, g2, bg);
+		cpu_blend_backward_tile(ctx, thread, t, g2, bg);
 }
 
 /* Sum the per-thread 2-D gradients in thread order, then chain them through the projection and
@@ -756,6 +788,10 @@ static void cpu_destroy(void *opaque)
 	free(ctx->thread_ssim);
 	free(ctx->thread_g2);
 	free(ctx->thread_bg);
+	for (int t = 0; ctx->splats && t < ctx->threads; t++)
+		free(ctx->splats[t]);
+	free(ctx->splats);
+	free(ctx->splat_cap);
 	free(ctx->ds_grad);
 	free(ctx->ds_radius);
 	free(ctx->ds_count);
@@ -807,6 +843,8 @@ static int cpu_create(const struct splat_backend_config *cfg, void **ctxp)
 	ctx->thread_ssim = splat_calloc(ctx->threads, sizeof(double));
 	ctx->thread_g2 = splat_calloc((size_t)ctx->threads * 9 * cap, sizeof(float));
 	ctx->thread_bg = splat_calloc(3 * (size_t)ctx->threads, sizeof(float));
+	ctx->splats = splat_calloc(ctx->threads, sizeof(*ctx->splats));
+	ctx->splat_cap = splat_calloc(ctx->threads, sizeof(size_t));
 	ctx->ds_grad = splat_calloc(cap, sizeof(float));
 	ctx->ds_radius = splat_calloc(cap, sizeof(float));
 	ctx->ds_count = splat_calloc(cap, sizeof(int32_t));
