@@ -61,6 +61,7 @@ struct elf_file {
 	struct elf_load *loads;
 	size_t nloads;
 	uint64_t low, high;      /* first PT_LOAD vaddr (aligned down) .. end of the last one */
+	uint64_t entry;          /* e_entry of a program (it has PT_INTERP), else 0 */
 	const uint8_t *raw;      /* the whole file as mapped by libelf (for read-only data reads) */
 	size_t raw_size;
 	dev_t dev;

@@ -255,7 +255,7 @@ static const char *sym_jit_name(struct unwind_ctx *ctx, struct unwind_module_pri
 struct sym_func {
 	uint64_t addr, size;
 	const char *name;        /* in the ELF string table (lives as long as the file's Dwfl) */
-	uint8_t rank;            /* among aliases: 0 global, 1 weak, 2 local */
+	uint8_t rank;            /* among aliases: 0 global, 1 weak, 2 local, 3 entry point */
 };
 
 /* The functions and inlined instances of one compile unit with their address ranges, from one
@@ -329,6 +329,21 @@ static void sym_build_funcs(struct elf_file *f, struct sym_file_index *ix)
 			.name = name,
 			.rank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2,
 		};
+	}
+	/* A stripped program still says where _start is: its entry point. Naming it lets reports
+	 * see that a stack reached the outermost frame. Ranked last: a real symbol wins. */
+	Dwarf_Addr bias;
+	Dwarf_CFI *cfi = f->entry ? dwfl_module_eh_cfi(f->sym_mod, &bias) : NULL;
+	Dwarf_Frame *frame;
+	if (cfi && dwarf_cfi_addrframe(cfi, f->entry - bias, &frame) == 0) {
+		/* Its extent is that of the CFI entry that starts there. */
+		Dwarf_Addr start, end;
+		if (dwarf_frame_info(frame, &start, &end, NULL) >= 0 && start + bias == f->entry &&
+		    end > start) {
+			cs_grow(&ix->funcs, &cap, ix->nfuncs + 1, sizeof(ix->funcs[0]));
+			ix->funcs[ix->nfuncs++] = (struct sym_func){ f->entry, end - start, "_start", 3 };
+		}
+		free(frame);
 	}
 	if (!ix->nfuncs)
 		return;
@@ -473,7 +488,10 @@ static void sym_file_setup(struct unwind_ctx *ctx, struct elf_file *f, const cha
 	}
 	sym_build_funcs(f, f->sym_index);
 	f->sym_flags &= ~(uint32_t)(PROFILE_MODULE_NO_SYMBOLS | PROFILE_MODULE_NO_DEBUGINFO);
-	if (!f->sym_index->nfuncs)
+	size_t real = 0;
+	for (size_t i = 0; i < f->sym_index->nfuncs; i++)
+		real += f->sym_index->funcs[i].rank < 3;
+	if (!real)
 		f->sym_flags |= PROFILE_MODULE_NO_SYMBOLS;
 	Dwarf_Addr bias;
 	if (!dwfl_module_getdwarf(f->sym_mod, &bias))

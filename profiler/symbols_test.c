@@ -238,6 +238,18 @@ UNIT_TEST(sym_stripped_is_basename_offset)
 	UNIT_ASSERT(m->flags & PROFILE_MODULE_NO_SYMBOLS);
 	UNIT_ASSERT(m->flags & PROFILE_MODULE_NO_DEBUGINFO);
 	UNIT_ASSERT(!(m->flags & PROFILE_MODULE_NO_CFI));
+	/* The entry point is still named _start (from e_entry and its CFI extent), so stacks
+	 * of stripped programs can be seen to be complete. */
+	int fd = open(copy, O_RDONLY);
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	GElf_Ehdr eh;
+	UNIT_ASSERT(elf && gelf_getehdr(elf, &eh));
+	elf_end(elf);
+	close(fd);
+	loc = sym_test_loc(ctx, SYM_TEST_PID, copy, eh.e_entry);
+	UNIT_ASSERT(sym_resolve(ctx, loc, false, f, 8) == 1 && strcmp(f[0].name, "_start") == 0);
+	loc.offset += 4;
+	UNIT_ASSERT(sym_resolve(ctx, loc, true, f, 8) == 1 && strcmp(f[0].name, "_start") == 0);
 	unwind_free(ctx);
 	free(copy);
 	free(bin);

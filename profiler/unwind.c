@@ -321,6 +321,8 @@ static int unwind_file_scan(struct elf_file *f)
 		GElf_Phdr ph;
 		if (gelf_getphdr(f->elf, (int)i, &ph) && ph.p_type == PT_GNU_EH_FRAME)
 			eh_frame = true;
+		if (gelf_getphdr(f->elf, (int)i, &ph) && ph.p_type == PT_INTERP)
+			f->entry = eh.e_entry;
 	}
 	if (elf_getshdrstrndx(f->elf, &shstrndx) == 0) {
 		eh_frame = eh_frame || unwind_has_section(f->elf, shstrndx, ".eh_frame");
