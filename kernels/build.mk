@@ -31,7 +31,8 @@ bin/tests/splat-gpu-check: $(BUILD)/kernels/gpu_check.o $(SPLAT_LIB_OBJS) $(SPLA
 	@mkdir -p bin/tests
 	$(CC) $(LDFLAGS) -o $@ $^ $(SPLAT_CUDA_LIBS) $(SPLAT_LIBS)
 
-bin/tests/splat-gpu-math-test: $(BUILD)/kernels/gpu_math_test.o
+# Only the reference and its helpers: this test needs no CUDA runtime.
+bin/tests/splat-gpu-math-test: $(BUILD)/kernels/gpu_math_test.o $(BUILD)/target/reference.o $(BUILD)/target/util.o
 	@mkdir -p bin/tests
 	$(CC) $(LDFLAGS) -o $@ $^ -lm
 

@@ -401,7 +401,9 @@ GPU_FN float gpu_alpha(float u, float v, float A, float B, float C, float o, flo
 	*dx = u - px;
 	*dy = v - py;
 	*power = -0.5f * (A * *dx * *dx + C * *dy * *dy) - B * *dx * *dy;
-	if (*power > 0)
+	/* o <= 1, so below ln(1/255) = -5.54 the α test fails anyway: the CPU backend's exact
+	 * early-out, which also spares most pixel/Gaussian pairs of a tile the expf */
+	if (*power > 0 || *power < -5.6f)
 		return 0;
 	float alpha = o * expf(*power);
 	if (alpha > (float)SPLAT_ALPHA_MAX)
