@@ -712,44 +712,61 @@ static bool unwind_is_anon(const char *path)
 	       strncmp(path, "/memfd:", 7) == 0 || strncmp(path, "/dev/zero", 9) == 0;
 }
 
-/* Remove [start, end) from sp's maps (a new mapping replaces whatever was there). */
+/* Remove [start, end) from sp's maps (a new mapping replaces whatever was there); the maps
+ * stay sorted. */
 static void unwind_space_punch(struct unwind_space *sp, uint64_t start, uint64_t end)
 {
-	size_t out = 0;
-	struct unwind_map tail = { 0 };
-	bool have_tail = false;
+	size_t first = 0;
 
-	for (size_t i = 0; i < sp->nmaps; i++) {
-		struct unwind_map m = sp->maps[i];
-		if (m.end <= start || m.start >= end) {
-			sp->maps[out++] = m;
-			continue;
-		}
-		if (m.reported)
+	/* Maps are sorted and disjoint: only a run of them can overlap. */
+	while (first < sp->nmaps && sp->maps[first].end <= start)
+		first++;
+	size_t last = first;
+	while (last < sp->nmaps && sp->maps[last].start < end)
+		last++;
+	if (first == last)
+		return;
+
+	struct unwind_map keep[2];
+	size_t nkeep = 0;
+	for (size_t i = first; i < last; i++) {
+		const struct unwind_map *m = &sp->maps[i];
+		if (m->reported)
 			sp->needs_rebuild = true; /* the module may have lost its last map */
-		if (m.start < start) {
-			struct unwind_map head = m;
-			head.end = start;
-			sp->maps[out++] = head;
+		if (m->start < start) {
+			keep[nkeep] = *m;
+			keep[nkeep++].end = start;
 		}
-		if (m.end > end) {
-			tail = m;
-			tail.pgoff += end - m.start;
-			tail.start = end;
-			have_tail = true;
+		if (m->end > end) {
+			keep[nkeep] = *m;
+			keep[nkeep].pgoff += end - m->start;
+			keep[nkeep++].start = end;
 		}
 	}
-	sp->nmaps = out;
-	if (have_tail) {
-		cs_grow(&sp->maps, &sp->cap_maps, sp->nmaps + 1, sizeof(sp->maps[0]));
-		sp->maps[sp->nmaps++] = tail;
-	}
+	/* Replace maps[first, last) by keep[0, nkeep): at most one head and one tail remain. */
+	size_t removed = last - first;
+	if (nkeep > removed)
+		cs_grow(&sp->maps, &sp->cap_maps, sp->nmaps + nkeep - removed, sizeof(sp->maps[0]));
+	memmove(sp->maps + first + nkeep, sp->maps + last, (sp->nmaps - last) * sizeof(sp->maps[0]));
+	memcpy(sp->maps + first, keep, nkeep * sizeof(sp->maps[0]));
+	sp->nmaps = sp->nmaps + nkeep - removed;
 }
 
-static int unwind_map_cmp(const void *a, const void *b)
+static void unwind_space_insert(struct unwind_space *sp, const struct unwind_map *m)
 {
-	const struct unwind_map *x = a, *y = b;
-	return x->start < y->start ? -1 : x->start > y->start;
+	size_t lo = 0, hi = sp->nmaps;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (sp->maps[mid].start < m->start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	cs_grow(&sp->maps, &sp->cap_maps, sp->nmaps + 1, sizeof(sp->maps[0]));
+	memmove(sp->maps + lo + 1, sp->maps + lo, (sp->nmaps - lo) * sizeof(sp->maps[0]));
+	sp->maps[lo] = *m;
+	sp->nmaps++;
 }
 
 int unwind_mmap(struct unwind_ctx *ctx, uint32_t pid, uint64_t start, uint64_t len,
@@ -764,11 +781,8 @@ int unwind_mmap(struct unwind_ctx *ctx, uint32_t pid, uint64_t start, uint64_t l
 	if (!path)
 		path = "";
 	unwind_space_punch(sp, m.start, m.end);
-	if (!(prot & PROT_EXEC)) {
-		/* Data mappings only matter for what they replace. */
-		qsort(sp->maps, sp->nmaps, sizeof(sp->maps[0]), unwind_map_cmp);
-		return 0;
-	}
+	if (!(prot & PROT_EXEC))
+		return 0; /* data mappings only matter for what they replace */
 
 	if (strcmp(path, "[vdso]") == 0) {
 		m.file = unwind_vdso(ctx);
@@ -793,9 +807,7 @@ int unwind_mmap(struct unwind_ctx *ctx, uint32_t pid, uint64_t start, uint64_t l
 		m.bias = unwind_file_bias(m.file, m.start, m.pgoff);
 		sp->needs_add = true;
 	}
-	cs_grow(&sp->maps, &sp->cap_maps, sp->nmaps + 1, sizeof(sp->maps[0]));
-	sp->maps[sp->nmaps++] = m;
-	qsort(sp->maps, sp->nmaps, sizeof(sp->maps[0]), unwind_map_cmp);
+	unwind_space_insert(sp, &m);
 	return 0;
 }
 
@@ -1082,8 +1094,8 @@ int unwind_sample(struct unwind_ctx *ctx, const struct unwind_sample *s, struct 
 	bool have_ip = s->regs_mask & (1ULL << UNWIND_PERF_IP);
 	bool have_sp = s->regs_mask & (1ULL << UNWIND_PERF_SP);
 	if (!have_ip) {
-		if (s->regs_mask)
-			*flags |= UNWIND_ERROR;
+		/* No user registers at all: a kernel thread, whose stack is all kernel. */
+		*flags |= !s->regs_mask && s->nkernel_ips ? UNWIND_COMPLETE : UNWIND_ERROR;
 		goto out;
 	}
 	if (!have_sp || !s->stack || !unwind_space_sync(sp, s->pid)) {

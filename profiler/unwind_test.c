@@ -316,3 +316,30 @@ UNIT_TEST(unwind_bench_per_sample)
 	unwind_free(ctx);
 	free(snap.stack);
 }
+
+/* Mappings replace what they overlap: the rest of a split mapping keeps its file offsets. */
+UNIT_TEST(unwind_maps_overlap)
+{
+	struct unwind_ctx *ctx;
+	struct unwind_loc locs[4];
+	uint32_t flags, pid = 0x7ffffff2u;
+	uint64_t ips[3] = { 0x12000, 0x16000, 0x14800 };
+	struct unwind_sample s = { .pid = pid, .tid = pid, .user_ips = ips, .nuser_ips = 3 };
+
+	UNIT_ASSERT_EQ_INT(unwind_new(&ctx), 0);
+	UNIT_ASSERT_EQ_INT(unwind_mmap(ctx, pid, 0x10000, 0x10000, 0x1000, PROT_READ | PROT_EXEC,
+				       "/usr/bin/true"), 0);
+	UNIT_ASSERT_EQ_INT(unwind_sample(ctx, &s, locs, 4, &flags), 3);
+	UNIT_ASSERT(locs[0].offset == 0x3000 && locs[1].offset == 0x7000 && locs[2].offset == 0x5800);
+	uint32_t file_module = locs[0].module;
+	UNIT_ASSERT(strcmp(unwind_module_get(ctx, file_module)->path, "/usr/bin/true") == 0);
+
+	UNIT_ASSERT_EQ_INT(unwind_mmap(ctx, pid, 0x14000, 0x1000, 0, PROT_READ, "//anon"), 0);
+	UNIT_ASSERT_EQ_INT(unwind_sample(ctx, &s, locs, 4, &flags), 3);
+	UNIT_ASSERT(locs[0].module == file_module && locs[0].offset == 0x3000);
+	UNIT_ASSERT(locs[1].module == file_module && locs[1].offset == 0x7000);
+	UNIT_ASSERT(locs[2].module != file_module && locs[2].offset == 0x14800);
+	UNIT_ASSERT(flags & UNWIND_NO_MAP);
+	UNIT_ASSERT(unwind_module_get(ctx, locs[2].module)->flags & PROFILE_MODULE_JIT);
+	unwind_free(ctx);
+}
