@@ -1,5 +1,5 @@
 /* flame.js: draws and drives a csampler flame graph. flame_svg.c embeds it in every SVG,
- * after a <script id="flamedata"> holding the frames as JSON:
+ * after the script element #flamedata, which holds the frames as JSON:
  *   frames: [depth, name index, count, ...] in pre-order (a frame's children follow it, left
  *           to right); before: the BEFORE count per frame (differential graphs);
  *   names, kinds (flame_kind | 0x100 inlined), mods/modn (module), src (file:line) per name;

@@ -98,13 +98,13 @@ static int flame_input_folded(struct flame_input_ctx *c, FILE *f)
 	int err = flame_folded_read(f, c->name, &ops, c, &st);
 	if (err)
 		return err;
+	if (!st.stacks && st.lines)
+		return cs_error(EINVAL, "%s: no 'frame;frame;... COUNT' lines: neither folded "
+				"stacks nor a csampler data file", c->name);
 	if (st.ignored)
 		cs_warn("%s: ignored %llu line%s without a trailing sample count (first: line %llu)",
 			c->name, (unsigned long long)st.ignored, st.ignored == 1 ? "" : "s",
 			(unsigned long long)st.first_ignored);
-	if (!st.stacks && st.lines)
-		return cs_error(EINVAL, "%s: no 'frame;frame;... COUNT' lines: neither folded "
-				"stacks nor a csampler data file", c->name);
 	return 0;
 }
 

@@ -1,0 +1,275 @@
+// browser.js: drives Debian's headless Chromium through playwright-core (tests/node_modules)
+// on flame graphs that csampler drew, as a user would: hover, click, search, keys, reload.
+//
+//   node browser.js test FLAME.svg LAYOUT.txt DIFF.svg SCREENSHOT.png
+//       the checks of t-browser.sh; prints "PASS: browser/..." or "FAIL: browser/...: why"
+//       LAYOUT.txt is `csampler flame --dump-layout` of the same input: the frames' geometry
+//       computed in C, which the rectangles flame.js draws must match.
+//   node browser.js bench FLAME.svg
+//       for scripts/bench-flame.sh: prints JSON {open_ms, zoom_ms, rects_open, rects_zoom}
+'use strict';
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const { chromium } = require(path.join(__dirname, '..', 'node_modules', 'playwright-core'));
+
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+// As root Chromium needs --no-sandbox; nothing may reach the network.
+const ARGS = ['--no-sandbox', '--headless', '--disable-gpu', '--disable-background-networking',
+	'--disable-component-update', '--disable-sync', '--no-first-run',
+	'--disable-default-apps', '--disable-extensions'];
+
+let failures = 0;
+function pass(name) { console.log(`PASS: browser/${name}`); }
+function fail(name, why) { console.log(`FAIL: browser/${name}: ${why}`); failures++; }
+function check(name, ok, why) { ok ? pass(name) : fail(name, why); }
+
+async function launch() {
+	const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'csampler-chromium-'));
+	const ctx = await chromium.launchPersistentContext(dir, {
+		executablePath: CHROMIUM, headless: true, args: ARGS,
+		viewport: { width: 1240, height: 420 },
+	});
+	return { ctx, dir };
+}
+
+async function close(b) {
+	await b.ctx.close();
+	fs.rmSync(b.dir, { recursive: true, force: true });
+}
+
+function fileUrl(p) { return 'file://' + path.resolve(p); }
+
+// Frame `name`'s rectangle (its first frame in pre-order): center in page coordinates, and
+// its x and width attributes.
+async function frameBox(page, name) {
+	return page.evaluate((n) => {
+		const f = window.csamplerFlame, i = f.frameOf(n), r = i >= 0 && f.rectOf(i);
+		if (!r)
+			return null;
+		const b = r.getBoundingClientRect();
+		return { x: b.x + b.width / 2, y: b.y + b.height / 2, width: +r.getAttribute('width'),
+			left: +r.getAttribute('x') };
+	}, name);
+}
+
+async function text(page, sel) {
+	return (await page.textContent(sel)).trim();
+}
+
+async function testFlame(page, svg, layoutFile) {
+	const errors = [];
+	page.on('pageerror', (e) => errors.push(e.message));
+	let alerts = 0, answer = null;
+	page.on('dialog', async (d) => {
+		if (d.type() === 'prompt' && answer !== null) {
+			await d.accept(answer);
+			answer = null;
+		} else {
+			if (d.type() === 'alert')
+				alerts++;
+			await d.dismiss();
+		}
+	});
+	const url = fileUrl(svg);
+	await page.goto(url);
+	await page.waitForFunction(() => window.csamplerFlame !== undefined, null, { timeout: 10000 });
+
+	// Drawn, without errors, the JS geometry equal to the C layout.
+	const rects = await page.$$eval('#frames rect', (rs) => rs.map((r) =>
+		[+r.getAttribute('x'), +r.getAttribute('width'), +r.getAttribute('y')]));
+	const layout = fs.readFileSync(layoutFile, 'utf8').split('\n')
+		.filter((l) => l && l[0] !== '#').map((l) => l.split(' '));
+	check('draws-every-frame', rects.length === layout.length,
+		`${rects.length} rectangles, the layout has ${layout.length} frames`);
+	let mismatch = null;
+	layout.forEach((f, i) => {
+		const r = rects[i];
+		if (!r || Math.abs(r[0] - +f[1]) > 0.011 || Math.abs(r[1] - +f[2]) > 0.011 ||
+		    Math.abs(r[2] - +f[3]) > 0.5)
+			mismatch = mismatch || `frame ${i} (${f.slice(6).join(' ')}): browser ${r} vs C ${f.slice(1, 4)}`;
+	});
+	check('geometry-matches-layout', !mismatch, mismatch);
+
+	// A hostile name stays text: no new script element, no alert, the name shown as is.
+	const scripts = await page.$$eval('script', (s) => s.length);
+	const hostile = await page.$$eval('#frames text', (ts) => ts.map((t) => t.textContent)
+		.filter((s) => s.startsWith('<script>')));
+	check('hostile-name-is-text', scripts === 2 && alerts === 0 && hostile.length === 1,
+		`${scripts} script elements, ${alerts} alerts, labels ${JSON.stringify(hostile)}`);
+
+	// Hover: details line and tooltip.
+	let foo = await frameBox(page, 'foo');
+	await page.mouse.move(foo.x, foo.y);
+	let details = await text(page, '#details');
+	check('hover-details', details === 'Function: foo (50 samples, 50.00%)', `details: "${details}"`);
+	let tip = await text(page, '#tip');
+	const tipShown = await page.$eval('#tip', (t) => !t.classList.contains('hide'));
+	check('hover-tooltip', tipShown && tip.includes('50 samples') && tip.includes('50.00% of total') &&
+		tip.includes('50.00% of zoom'), `tooltip (${tipShown ? 'shown' : 'hidden'}): "${tip}"`);
+
+	// Click: zoom into foo; its child bar doubles in width, ancestors greyed.
+	const barBefore = (await frameBox(page, 'bar')).width;
+	await page.mouse.click(foo.x, foo.y);
+	const barAfter = (await frameBox(page, 'bar')).width;
+	check('click-zooms', Math.abs(barBefore - 354) < 0.01 && Math.abs(barAfter - 708) < 0.01,
+		`bar width ${barBefore} -> ${barAfter}, expected 354 -> 708`);
+	const greyed = await page.$$eval('#frames rect.anc', (rs) => rs.length);
+	const unzoomShown = await page.$eval('#unzoom', (t) => !t.classList.contains('hide'));
+	check('zoom-greys-ancestors', greyed === 2 && unzoomShown,
+		`${greyed} greyed ancestors (expected 2: all, main), Reset Zoom ${unzoomShown ? 'shown' : 'hidden'}`);
+	const bar = await frameBox(page, 'bar');
+	await page.mouse.move(bar.x, bar.y);
+	details = await text(page, '#details');
+	check('zoom-percent', details === 'Function: bar (30 samples, 30.00%, 60.00% of zoom)',
+		`details: "${details}"`);
+
+	// The zoom is in the URL and survives a reload.
+	let hash = await page.evaluate(() => location.hash);
+	await page.reload();
+	await page.waitForFunction(() => window.csamplerFlame !== undefined);
+	const barReload = (await frameBox(page, 'bar')).width;
+	check('zoom-in-url', /z=\d+/.test(hash) && Math.abs(barReload - 708) < 0.01,
+		`hash "${hash}", bar width after reload ${barReload}`);
+
+	// Reset Zoom.
+	await page.click('#unzoom');
+	const barReset = (await frameBox(page, 'bar')).width;
+	hash = await page.evaluate(() => location.hash);
+	check('reset-zoom', Math.abs(barReset - 354) < 0.01 && hash === '',
+		`bar width ${barReset}, hash "${hash}"`);
+
+	// Search button: foo (50, with its bar nested: counted once) + qux;bar (10) = 60%.
+	answer = 'foo|bar';
+	await page.click('#search');
+	let matched = await text(page, '#matched');
+	const magenta = await page.$$eval('#frames rect', (rs) =>
+		rs.filter((r) => r.getAttribute('fill') === 'rgb(230,0,230)').length);
+	check('search-matched', matched === 'Matched: 60.0%' && magenta === 3,
+		`"${matched}" with ${magenta} highlighted frames, expected "Matched: 60.0%" and 3 (foo, bar, bar)`);
+	hash = await page.evaluate(() => location.hash);
+	check('search-in-url', hash.includes('s=foo%7Cbar'), `hash "${hash}"`);
+
+	// Search within a zoom counts within it: qux holds only bar.
+	const qux = await frameBox(page, 'qux');
+	await page.mouse.click(qux.x, qux.y);
+	matched = await text(page, '#matched');
+	check('search-within-zoom', matched === 'Matched: 100.0%', `"${matched}"`);
+
+	// Esc resets zoom and search.
+	await page.keyboard.press('Escape');
+	matched = await text(page, '#matched');
+	hash = await page.evaluate(() => location.hash);
+	const barEsc = (await frameBox(page, 'bar')).width;
+	check('escape-resets', matched === '' && hash === '' && Math.abs(barEsc - 354) < 0.01,
+		`matched "${matched}", hash "${hash}", bar width ${barEsc}`);
+
+	// Case: "FOO" matches nothing until the ic toggle.
+	answer = 'FOO';
+	await page.keyboard.press('Control+f');
+	const caseSensitive = await text(page, '#matched');
+	await page.click('#ignorecase');
+	const caseInsensitive = await text(page, '#matched');
+	hash = await page.evaluate(() => location.hash);
+	check('ignore-case-toggle', caseSensitive === 'Matched: 0.0%' &&
+		caseInsensitive === 'Matched: 50.0%' && hash.includes('i=1'),
+		`"${caseSensitive}" then "${caseInsensitive}", hash "${hash}"`);
+	await page.keyboard.press('Control+i');
+	await page.keyboard.press('Escape');
+
+	// Ctrl-F, then step through the matches with n / N.
+	answer = '^ba';
+	await page.keyboard.press('Control+f');
+	matched = await text(page, '#matched');
+	await page.keyboard.press('n');
+	const step1 = await text(page, '#matched');
+	const cur1 = await page.$$eval('#frames rect.cur', (rs) => rs.length);
+	const det1 = await text(page, '#details');
+	await page.keyboard.press('n');
+	const det2 = await text(page, '#details');
+	await page.keyboard.press('Shift+N');
+	const det3 = await text(page, '#details');
+	check('ctrl-f-and-step', matched === 'Matched: 60.0%' && step1 === 'Matched: 60.0% (1 of 3)' &&
+		cur1 === 1 && det1.startsWith('Function: bar (30') && det2.startsWith('Function: baz') &&
+		det3 === det1, `"${matched}", "${step1}", ${cur1} current, "${det1}", "${det2}", "${det3}"`);
+
+	// Screenshot with a search and a tooltip showing.
+	foo = await frameBox(page, 'foo');
+	await page.mouse.move(foo.x, foo.y);
+	check('no-page-errors', errors.length === 0, errors.join('; '));
+}
+
+async function testDiff(page, svg) {
+	const errors = [];
+	page.on('pageerror', (e) => errors.push(e.message));
+	await page.goto(fileUrl(svg));
+	await page.waitForFunction(() => window.csamplerFlame !== undefined);
+	// BEFORE: a 20 b 80 (of 100); AFTER: a 60 b 140 (of 200): a grew from 20% to 30%.
+	const a = await frameBox(page, 'a');
+	await page.mouse.move(a.x, a.y);
+	const details = await text(page, '#details');
+	const tip = await text(page, '#tip');
+	const fills = await page.$$eval('#frames rect', (rs) => {
+		const d = JSON.parse(document.getElementById('flamedata').textContent);
+		const out = {};
+		rs.forEach((r) => { out[d.names[d.frames[3 * r.fi + 1]]] = r.getAttribute('fill'); });
+		return out;
+	});
+	check('diff-details', details === 'Function: a (60 samples, 30.00%; +10.00%)', `"${details}"`);
+	check('diff-tooltip', tip.includes('before: 20 samples (20.00%)') &&
+		tip.includes('after: 60 (30.00%)') && tip.includes('+10.00 points'), `"${tip}"`);
+	check('diff-colours', /^rgb\(255,/.test(fills.a) && /,255\)$/.test(fills.b) &&
+		fills.main === 'rgb(255,255,255)', JSON.stringify(fills));
+	check('diff-no-page-errors', errors.length === 0, errors.join('; '));
+}
+
+async function test(svg, layout, diffSvg, shot) {
+	const b = await launch();
+	try {
+		const page = await b.ctx.newPage();
+		await testFlame(page, svg, layout);
+		await page.screenshot({ path: shot });
+		check('screenshot', fs.statSync(shot).size > 5000, `${shot} is too small`);
+		const page2 = await b.ctx.newPage();
+		await testDiff(page2, diffSvg);
+	} catch (e) {
+		fail('driver', e.message.split('\n')[0]);
+	} finally {
+		await close(b);
+	}
+}
+
+// Open the SVG and zoom into the root's widest child, timing both in the page.
+async function bench(svg) {
+	const b = await launch();
+	try {
+		const page = await b.ctx.newPage();
+		const t0 = Date.now();
+		await page.goto(fileUrl(svg), { waitUntil: 'load' });
+		await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+		const openMs = Date.now() - t0;
+		const rectsOpen = await page.$$eval('#frames rect', (rs) => rs.length);
+		const z = await page.evaluate(() => new Promise((resolve) => {
+			const d = JSON.parse(document.getElementById('flamedata').textContent);
+			let best = -1, bestCount = -1;
+			for (let i = 1; 3 * i < d.frames.length; i++)
+				if (d.frames[3 * i] === 2 && d.frames[3 * i + 2] > bestCount) {
+					best = i;
+					bestCount = d.frames[3 * i + 2];
+				}
+			const t = performance.now();
+			window.csamplerFlame.zoom(best);
+			requestAnimationFrame(() => requestAnimationFrame(() =>
+				resolve(performance.now() - t)));
+		}));
+		const rectsZoom = await page.$$eval('#frames rect', (rs) => rs.length);
+		console.log(JSON.stringify({ open_ms: openMs, zoom_ms: Math.round(z), rects_open: rectsOpen,
+			rects_zoom: rectsZoom }));
+	} finally {
+		await close(b);
+	}
+}
+
+const [mode, ...args] = process.argv.slice(2);
+(mode === 'bench' ? bench(args[0]) : test(...args)).then(() => process.exit(failures ? 1 : 0),
+	(e) => { console.log(`FAIL: browser/driver: ${e.message.split('\n')[0]}`); process.exit(1); });

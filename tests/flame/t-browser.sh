@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The flame graph in a real browser: Debian's headless Chromium driven by playwright-core
+# (npm, under tests/node_modules, installed here from tests/package-lock.json when missing).
+# browser.js opens the SVG from a file, hovers a frame and checks the details line and the
+# tooltip, clicks to zoom and checks the widths, reloads (state kept in the URL), resets,
+# searches (button, Ctrl-F, case toggle, stepping with n/N) and checks Matched %, and saves a
+# screenshot to tests/out/flame-browser.png. Also a differential graph's tooltip and colours.
+source "$CSAMPLER_ROOT/tests/lib.sh"
+DATA=$CSAMPLER_ROOT/tests/flame/data
+CHROMIUM=${CHROMIUM:-$(command -v chromium || true)}
+
+if [ -z "$CHROMIUM" ]; then
+	skip "browser: Debian's chromium is not installed (scripts/install-deps.sh --test installs it)"
+	finish
+fi
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+	skip "browser: node and npm are needed to run playwright-core"
+	finish
+fi
+if [ ! -f "$CSAMPLER_ROOT/tests/node_modules/playwright-core/package.json" ]; then
+	if ! (cd "$CSAMPLER_ROOT/tests" && timeout 300 npm ci --no-audit --no-fund --loglevel=error) \
+		>npm.log 2>&1; then
+		skip "browser: npm could not install playwright-core: $(tail -n 2 npm.log | tr '\n' ' ')"
+		finish
+	fi
+fi
+
+cat >browser.folded <<'IN'
+main;foo;bar 30
+main;foo;baz 20
+main;qux;bar 10
+main;<script>alert(1)</script>&amp 15
+main;std::vector<int>::push_back(int&&) 5
+main;memcpy 10
+main;sys_read_[k] 5
+main;inl_fn_[i] 5
+IN
+"$CSAMPLER" -q flame browser.folded -o flame.svg && "$CSAMPLER" flame --dump-layout browser.folded >flame.layout &&
+	"$CSAMPLER" -q diff "$DATA/before.folded" "$DATA/after.folded" -o diff.svg || {
+	fail "browser: csampler could not draw the test graphs"
+	finish
+}
+mkdir -p "$CSAMPLER_ROOT/tests/out"
+shot=$CSAMPLER_ROOT/tests/out/flame-browser.png
+rm -f "$shot"
+CHROMIUM=$CHROMIUM timeout 240 node "$CSAMPLER_ROOT/tests/flame/browser.js" test flame.svg flame.layout \
+	diff.svg "$shot" >browser.out 2>browser.err
+rc=$?
+cat browser.out
+# A failed check has printed its FAIL line; anything else that stopped node is one more.
+if [ $rc != 0 ] && ! grep -q '^FAIL:' browser.out; then
+	fail "browser: browser.js exited with status $rc: $(tail -n 3 browser.err | tr '\n' ' ')"
+fi
+finish
