@@ -79,8 +79,9 @@ enum flame_kind flame_classify(const char *name, const char *module, uint32_t fl
 
 /* ---- the merged call tree (flame_tree.c) --------------------------------------------- */
 
-/* A distinct frame: name + module + flags. file/line come from the first frame seen; line
- * becomes 0 when frames merged into this key disagree on it. */
+/* A distinct frame: name + flags (frames merge by name, as in flamegraph.pl). module, file
+ * and line come from the frames merged into it: line becomes 0 when they disagree on it, and
+ * module becomes flame_tree.several_modules. */
 struct flame_key {
 	uint32_t name;     /* offset of the NUL-terminated name in flame_tree.names */
 	uint32_t module;   /* string id in flame_tree.strs, 0 = unknown */
@@ -137,6 +138,7 @@ struct flame_tree {
 	size_t nstrs, strs_cap;
 	uint32_t *str_slots;    /* hash slots -> string id (0 = empty) */
 	size_t str_slots_cap;
+	uint32_t several_modules; /* string id of "(several modules)" */
 	struct flame_node *nodes; /* nodes[0] is the root ("all"); a child's index is always
 				   * larger than its parent's */
 	size_t nnodes, nodes_cap;

@@ -35,9 +35,7 @@ static int flame_child_cmp(const void *a, const void *b, void *arg)
 	int c = strcmp(t->names + ka->name, t->names + kb->name);
 	if (c)
 		return c;
-	if (ka->flags != kb->flags)
-		return ka->flags < kb->flags ? -1 : 1;
-	return strcmp(t->strs[ka->module], t->strs[kb->module]);
+	return ka->flags < kb->flags ? -1 : ka->flags > kb->flags;
 }
 
 static uint32_t flame_okey_new(struct flame_layout_ctx *c, uint32_t key, uint32_t nmerged,
@@ -69,8 +67,9 @@ static uint32_t flame_okey_of(struct flame_layout_ctx *c, const struct flame_wal
 	uint32_t key = t->nodes[w->node].key;
 	if (c->key_okey[key] == FLAME_NONE) {
 		const struct flame_key *k = &t->keys[key];
-		uint32_t kind = flame_classify(t->names + k->name, k->module ? t->strs[k->module] : NULL,
-					       k->flags);
+		bool one_module = k->module && k->module != t->several_modules;
+		uint32_t kind = flame_classify(t->names + k->name,
+					       one_module ? t->strs[k->module] : NULL, k->flags);
 		if (k->flags & PROFILE_FRAME_INLINED)
 			kind |= FLAME_KIND_INLINED;
 		c->key_okey[key] = flame_okey_new(c, key, 0, kind);

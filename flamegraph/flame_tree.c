@@ -1,5 +1,6 @@
 /* flame_tree.c: the merged call tree of a flamegraph. Stacks are added root first; each frame
- * is interned once as a key (name + module + flags) and each (parent, key) pair is one node,
+ * is interned once as a key (name + flags, as flamegraph.pl merges by name) and each
+ * (parent, key) pair is one node,
  * found through a hash map, so memory grows with the distinct stacks, not with the input.
  * A flame chart merges a frame only with its parent's last child (time order is kept).
  *
@@ -133,11 +134,18 @@ static void flame_key_slots_rehash(struct flame_tree *t)
 	t->key_slots_cap = cap;
 }
 
-/* Merged frames that disagree on the line show the file alone. */
-static void flame_key_merge_line(struct flame_key *k, const struct fold_frame *f)
+/* Frames merge by name and flags, so that folded text (without modules) and data files
+ * (with them) give the same tree. The module and line are attributes: merged frames that
+ * disagree on the line show the file alone; on the module, "(several modules)". */
+static void flame_key_merge(struct flame_tree *t, struct flame_key *k, const struct fold_frame *f)
 {
 	if (k->line && f->line != k->line)
 		k->line = 0;
+	if (f->module && *f->module && k->module != t->several_modules &&
+	    (!k->module || strcmp(t->strs[k->module], f->module)))
+		k->module = k->module ? t->several_modules : flame_str_intern(t, f->module);
+	if (!k->file && f->file)
+		k->file = flame_str_intern(t, f->file);
 }
 
 /* Whether key is the frame f, without interning f. */
@@ -146,17 +154,14 @@ static bool flame_key_is(struct flame_tree *t, uint32_t key, const struct fold_f
 	struct flame_key *k = &t->keys[key];
 	if (k->flags != f->flags || strcmp(t->names + k->name, f->name))
 		return false;
-	if (k->module ? !f->module || strcmp(t->strs[k->module], f->module) : f->module && *f->module)
-		return false;
-	flame_key_merge_line(k, f);
+	flame_key_merge(t, k, f);
 	return true;
 }
 
 static uint32_t flame_key_intern(struct flame_tree *t, const struct fold_frame *f)
 {
 	size_t n = strlen(f->name);
-	uint32_t module = f->module ? flame_str_intern(t, f->module) : 0;
-	uint64_t h64 = flame_hash_bytes(f->name, n) ^ flame_mix64(((uint64_t)module << 32) | f->flags);
+	uint64_t h64 = flame_hash_bytes(f->name, n) ^ flame_mix64(f->flags);
 	uint32_t h = (uint32_t)h64 ^ (uint32_t)(h64 >> 32);
 
 	if ((t->nkeys + 1) * 2 > t->key_slots_cap)
@@ -164,9 +169,8 @@ static uint32_t flame_key_intern(struct flame_tree *t, const struct fold_frame *
 	size_t mask = t->key_slots_cap - 1, i = h & mask;
 	for (; t->key_slots[i]; i = (i + 1) & mask) {
 		struct flame_key *k = &t->keys[t->key_slots[i] - 1];
-		if (k->hash == h && k->module == module && k->flags == f->flags &&
-		    !strcmp(t->names + k->name, f->name)) {
-			flame_key_merge_line(k, f);
+		if (k->hash == h && k->flags == f->flags && !strcmp(t->names + k->name, f->name)) {
+			flame_key_merge(t, k, f);
 			return t->key_slots[i] - 1;
 		}
 	}
@@ -175,7 +179,7 @@ static uint32_t flame_key_intern(struct flame_tree *t, const struct fold_frame *
 	cs_grow(&t->keys, &t->keys_cap, t->nkeys + 1, sizeof(*t->keys));
 	t->keys[t->nkeys] = (struct flame_key){
 		.name = t->names_len,
-		.module = module,
+		.module = f->module ? flame_str_intern(t, f->module) : 0,
 		.file = flame_str_intern(t, f->file),
 		.line = f->file ? f->line : 0,
 		.flags = f->flags,
@@ -270,6 +274,7 @@ void flame_tree_init(struct flame_tree *t, bool flamechart, bool reverse)
 	t->strs_cap = 16;
 	t->strs[0] = cs_strdup("");
 	t->nstrs = 1;
+	t->several_modules = flame_str_intern(t, "(several modules)");
 	if (!flamechart)
 		flame_map_init(&t->children, 1024);
 	flame_node_new(t, FLAME_NONE, FLAME_NONE); /* the root, "all" */
