@@ -53,7 +53,7 @@ struct elf_load {            /* one PT_LOAD program header */
 };
 
 struct elf_file {
-	int fd;                  /* owned */
+	int fd;                  /* owned; -1 once libelf holds the whole file in memory */
 	Elf *elf;                /* ELF_C_READ_MMAP over fd; owned (Dwfls hold counted dups) */
 	char *debug_name;        /* file name given to libdwfl: where debuglink lookups start */
 	char build_id[2 * 64 + 1]; /* lowercase hex or "" */

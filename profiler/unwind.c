@@ -378,6 +378,13 @@ static struct elf_file *unwind_file_from_fd(struct unwind_ctx *ctx, int fd, cons
 		unwind_file_free(f);
 		return NULL;
 	}
+	/* The file is mapped whole: libelf needs the descriptor no more, and a long recording
+	 * of many programs would otherwise run out of descriptors. The mapping keeps the file
+	 * (even a deleted one) readable. */
+	if (elf_cntl(f->elf, ELF_C_FDREAD) == 0 && elf_cntl(f->elf, ELF_C_FDDONE) == 0) {
+		close(f->fd);
+		f->fd = -1;
+	}
 	if (f->build_id[0]) {
 		struct elf_file *same = unwind_hash_find(&ctx->files_by_build_id,
 							  unwind_hash_bytes(f->build_id, strlen(f->build_id), 1),

@@ -4,6 +4,7 @@
  * fed as mmap events. Also measures the per-sample unwinding cost. */
 #include "unwind.h"
 
+#include <dirent.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +108,18 @@ static __attribute__((noinline, noclone)) int unwind_test_recurse(struct unwind_
 	return pad[depth & 255] + pad[1];
 }
 
+static int unwind_test_count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	UNIT_ASSERT(d != NULL);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
 static bool unwind_test_same(const struct unwind_loc *a, const struct unwind_loc *b, int n)
 {
 	for (int i = 0; i < n; i++)
@@ -149,10 +162,13 @@ UNIT_TEST(unwind_self_complete)
 	uint32_t flags;
 
 	unwind_test_level1(&snap, 1);
+	int fds_before = unwind_test_count_fds();
 	UNIT_ASSERT_EQ_INT(unwind_new(&ctx), 0);
 	UNIT_ASSERT_EQ_INT(unwind_load_proc_maps(ctx, (uint32_t)getpid()), 0);
 	struct unwind_sample s = unwind_test_sample(&snap);
 	int n = unwind_sample(ctx, &s, locs, 128, &flags);
+	/* The mapped files stay open as mappings, not as descriptors. */
+	UNIT_ASSERT(unwind_test_count_fds() <= fds_before);
 	unwind_test_names(ctx, locs, n, names);
 	for (int i = 0; i < n; i++)
 		fprintf(stderr, "  #%d %s\n", i, names[i]);
