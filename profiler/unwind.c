@@ -381,7 +381,7 @@ static struct elf_file *unwind_file_from_fd(struct unwind_ctx *ctx, int fd, cons
 	/* The file is mapped whole: libelf needs the descriptor no more, and a long recording
 	 * of many programs would otherwise run out of descriptors. The mapping keeps the file
 	 * (even a deleted one) readable. */
-	if (elf_cntl(f->elf, ELF_C_FDREAD) == 0 && elf_cntl(f->elf, ELF_C_FDDONE) == 0) {
+	if (elf_cntl(f->elf, ELF_C_FDREAD) == 0) { /* also marks the descriptor unused */
 		close(f->fd);
 		f->fd = -1;
 	}
