@@ -381,7 +381,8 @@ UNIT_TEST(sym_perf_map_jit)
 	FILE *fp = fopen(map, "w");
 
 	UNIT_ASSERT(fp != NULL);
-	fprintf(fp, "7f0000001000 100 jit_alpha\n7f0000001100 80 _ZN3foo3barEv\n");
+	fprintf(fp, "7f0000001000 100 jit_alpha\n7f0000001100 80 _ZN3foo3barEv\n"
+		    "0x7f0000001200 0x40 _ZN4core3fmt5write17h0123456789abcdefE\n");
 	fclose(fp);
 	UNIT_ASSERT_EQ_INT(unwind_new(&ctx), 0);
 	UNIT_ASSERT_EQ_INT(unwind_mmap(ctx, pid, 0x7f0000000000ULL, 0x10000, 0,
@@ -401,6 +402,10 @@ UNIT_TEST(sym_perf_map_jit)
 	struct unwind_loc loc = { locs[0].module, 0x7f0000001120ULL };
 	UNIT_ASSERT_EQ_INT(sym_resolve(ctx, loc, true, f, 8), 1);
 	UNIT_ASSERT(strcmp(f[0].name, "foo::bar()") == 0);
+	/* Rust's legacy mangling: demangled, without the hash. */
+	loc.offset = 0x7f0000001210ULL;
+	UNIT_ASSERT_EQ_INT(sym_resolve(ctx, loc, false, f, 8), 1);
+	UNIT_ASSERT(strcmp(f[0].name, "core::fmt::write") == 0);
 	/* The JIT appends as it compiles: a later entry is found. */
 	fp = fopen(map, "a");
 	fprintf(fp, "7f0000002000 40 jit_later\n");
