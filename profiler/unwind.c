@@ -14,7 +14,6 @@
  * sample or per process. */
 #include "unwind.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
