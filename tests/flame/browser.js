@@ -5,7 +5,7 @@
 //       the checks of t-browser.sh; prints "PASS: browser/..." or "FAIL: browser/...: why"
 //       LAYOUT.txt is `csampler flame --dump-layout` of the same input: the frames' geometry
 //       computed in C, which the rectangles flame.js draws must match.
-//   node browser.js bench FLAME.svg
+//   node browser.js bench FLAME.svg [SCREENSHOT.png]
 //       for scripts/bench-flame.sh: prints JSON {open_ms, zoom_ms, rects_open, rects_zoom}
 'use strict';
 const fs = require('fs');
@@ -239,8 +239,8 @@ async function test(svg, layout, diffSvg, shot) {
 	}
 }
 
-// Open the SVG and zoom into the root's widest child, timing both in the page.
-async function bench(svg) {
+// Open the SVG and zoom into a frame, timing both in the page.
+async function bench(svg, shot) {
 	const b = await launch();
 	try {
 		const page = await b.ctx.newPage();
@@ -251,9 +251,10 @@ async function bench(svg) {
 		const rectsOpen = await page.$$eval('#frames rect', (rs) => rs.length);
 		const z = await page.evaluate(() => new Promise((resolve) => {
 			const d = JSON.parse(document.getElementById('flamedata').textContent);
+			// The widest frame holding at most half of the samples: a typical first click.
 			let best = -1, bestCount = -1;
 			for (let i = 1; 3 * i < d.frames.length; i++)
-				if (d.frames[3 * i] === 2 && d.frames[3 * i + 2] > bestCount) {
+				if (d.frames[3 * i + 2] <= d.total / 2 && d.frames[3 * i + 2] > bestCount) {
 					best = i;
 					bestCount = d.frames[3 * i + 2];
 				}
@@ -263,6 +264,8 @@ async function bench(svg) {
 				resolve(performance.now() - t)));
 		}));
 		const rectsZoom = await page.$$eval('#frames rect', (rs) => rs.length);
+		if (shot)
+			await page.screenshot({ path: shot });
 		console.log(JSON.stringify({ open_ms: openMs, zoom_ms: Math.round(z), rects_open: rectsOpen,
 			rects_zoom: rectsZoom }));
 	} finally {
@@ -271,5 +274,5 @@ async function bench(svg) {
 }
 
 const [mode, ...args] = process.argv.slice(2);
-(mode === 'bench' ? bench(args[0]) : test(...args)).then(() => process.exit(failures ? 1 : 0),
+(mode === 'bench' ? bench(args[0], args[1]) : test(...args)).then(() => process.exit(failures ? 1 : 0),
 	(e) => { console.log(`FAIL: browser/driver: ${e.message.split('\n')[0]}`); process.exit(1); });
