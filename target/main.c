@@ -220,7 +220,7 @@ int main(int argc, char **argv)
 	       opt.iters, res.scene_seconds);
 	printf("backend %s", res.backend);
 	if (!strcmp(res.backend, "cpu"))
-		printf(" (%d threads)", opt.threads);
+		printf(" (%d thread%s)", opt.threads, opt.threads == 1 ? "" : "s");
 	printf("\n");
 	if (opt.save_path)
 		printf("saved %s\n", opt.save_path);

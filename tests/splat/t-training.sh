@@ -6,7 +6,7 @@
 source "$CSAMPLER_ROOT/tests/lib.sh"
 TRAIN=$CSAMPLER_ROOT/bin/splat-train
 CHECK=$CSAMPLER_ROOT/bin/tests/splat-check
-MICRO_GATE=${SPLAT_MICRO_GATE:-33.0}   # measured 34.2 dB on the CPU backend (scripts/bench-splat.sh)
+MICRO_GATE=${SPLAT_MICRO_GATE:-33.2}   # measured 34.24 dB on the CPU backend (scripts/bench-splat.sh)
 
 "$CHECK" teacher --threads 2 || TEST_FAILS=$((TEST_FAILS + 1))
 
@@ -41,8 +41,8 @@ run_short() {
 		--seed 7 --save "$1.ply" >"$1.out" 2>&1
 }
 if run_short a && run_short b; then
-	if cmp -s a.ply b.ply && diff <(grep -E '^(iter|densify)' a.out | sed 's/ *[0-9.]* ms\/iter//') \
-		<(grep -E '^(iter|densify)' b.out | sed 's/ *[0-9.]* ms\/iter//') >/dev/null; then
+	if cmp -s a.ply b.ply && diff <(grep -E '^(iter |densify)' a.out | sed 's/ *[0-9.]* ms\/iter//') \
+		<(grep -E '^(iter |densify)' b.out | sed 's/ *[0-9.]* ms\/iter//') >/dev/null; then
 		pass "splat/deterministic: two runs with seed 7 and 2 threads are bit-identical ($(stat -c %s a.ply) byte .ply)"
 	else
 		fail "splat/deterministic: two runs with seed 7 and 2 threads differ"
