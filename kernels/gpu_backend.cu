@@ -87,8 +87,11 @@ static void gpu_destroy(void *opaque)
 
 	if (!ctx)
 		return;
-	if (ctx->stream)
-		cudaStreamSynchronize(ctx->stream);
+	/* a fault in work no later call waited for surfaces here: say so, then release anyway */
+	cudaError_t status = ctx->stream ? cudaStreamSynchronize(ctx->stream) : cudaSuccess;
+	if (status != cudaSuccess)
+		splat_warn("cuda backend: cudaStreamSynchronize at release failed: %s; the last results may be wrong",
+			   cudaGetErrorString(status));
 	/* release everything even after an error; cudaFree(NULL) is a no-op */
 	void *dev[] = { ctx->cams, ctx->gt, ctx->params, ctx->grads, ctx->adam_m, ctx->adam_v, ctx->adam_m_spare,
 			ctx->adam_v_spare, ctx->moment_source, ctx->uv, ctx->depth, ctx->conic_opacity, ctx->radius,
