@@ -517,6 +517,8 @@
 		}
 	});
 
+	if (bef)
+		framesG.setAttribute("class", "diff");
 	var nojs = $("nojs");
 	nojs.parentNode.removeChild(nojs);
 	loadState();

@@ -1,7 +1,7 @@
 // browser.js: drives Debian's headless Chromium through playwright-core (tests/node_modules)
 // on flame graphs that csampler drew, as a user would: hover, click, search, keys, reload.
 //
-//   node browser.js test FLAME.svg LAYOUT.txt DIFF.svg SCREENSHOT.png
+//   node browser.js test FLAME.svg LAYOUT.txt DIFF.svg SCREENSHOT.png [NEGATED-DIFF.svg]
 //       the checks of t-browser.sh; prints "PASS: browser/..." or "FAIL: browser/...: why"
 //       LAYOUT.txt is `csampler flame --dump-layout` of the same input: the frames' geometry
 //       computed in C, which the rectangles flame.js draws must match.
@@ -223,7 +223,20 @@ async function testDiff(page, svg) {
 	check('diff-no-page-errors', errors.length === 0, errors.join('; '));
 }
 
-async function test(svg, layout, diffSvg, shot) {
+// --negate swaps the colours: a (grew) is blue, b (shrank) red.
+async function testNegate(page, svg) {
+	await page.goto(fileUrl(svg));
+	await page.waitForFunction(() => window.csamplerFlame !== undefined);
+	const fills = await page.$$eval('#frames rect', (rs) => {
+		const d = JSON.parse(document.getElementById('flamedata').textContent);
+		const out = {};
+		rs.forEach((r) => { out[d.names[d.frames[3 * r.fi + 1]]] = r.getAttribute('fill'); });
+		return out;
+	});
+	check('diff-negate', /,255\)$/.test(fills.a) && /^rgb\(255,/.test(fills.b), JSON.stringify(fills));
+}
+
+async function test(svg, layout, diffSvg, shot, negSvg) {
 	const b = await launch();
 	try {
 		const page = await b.ctx.newPage();
@@ -232,6 +245,8 @@ async function test(svg, layout, diffSvg, shot) {
 		check('screenshot', fs.statSync(shot).size > 5000, `${shot} is too small`);
 		const page2 = await b.ctx.newPage();
 		await testDiff(page2, diffSvg);
+		if (negSvg)
+			await testNegate(page2, negSvg);
 	} catch (e) {
 		fail('driver', e.message.split('\n')[0]);
 	} finally {

@@ -4,7 +4,8 @@
 # browser.js opens the SVG from a file, hovers a frame and checks the details line and the
 # tooltip, clicks to zoom and checks the widths, reloads (state kept in the URL), resets,
 # searches (button, Ctrl-F, case toggle, stepping with n/N) and checks Matched %, and saves a
-# screenshot to tests/out/flame-browser.png. Also a differential graph's tooltip and colours.
+# screenshot to tests/out/flame-browser.png. Also a differential graph's tooltip and colours,
+# and --negate's swapped colours.
 source "$CSAMPLER_ROOT/tests/lib.sh"
 DATA=$CSAMPLER_ROOT/tests/flame/data
 CHROMIUM=${CHROMIUM:-$(command -v chromium || true)}
@@ -36,7 +37,8 @@ main;sys_read_[k] 5
 main;inl_fn_[i] 5
 IN
 "$CSAMPLER" -q flame browser.folded -o flame.svg && "$CSAMPLER" flame --dump-layout browser.folded >flame.layout &&
-	"$CSAMPLER" -q diff "$DATA/before.folded" "$DATA/after.folded" -o diff.svg || {
+	"$CSAMPLER" -q diff "$DATA/before.folded" "$DATA/after.folded" -o diff.svg &&
+	"$CSAMPLER" -q diff --negate "$DATA/before.folded" "$DATA/after.folded" -o neg.svg || {
 	fail "browser: csampler could not draw the test graphs"
 	finish
 }
@@ -44,7 +46,7 @@ mkdir -p "$CSAMPLER_ROOT/tests/out"
 shot=$CSAMPLER_ROOT/tests/out/flame-browser.png
 rm -f "$shot"
 CHROMIUM=$CHROMIUM timeout 240 node "$CSAMPLER_ROOT/tests/flame/browser.js" test flame.svg flame.layout \
-	diff.svg "$shot" >browser.out 2>browser.err
+	diff.svg "$shot" neg.svg >browser.out 2>browser.err
 rc=$?
 cat browser.out
 # A failed check has printed its FAIL line; anything else that stopped node is one more.
