@@ -51,8 +51,9 @@ static const struct flame_optdef flame_optdefs[] = {
 	{ "nametype", 0, FLAME_OPT_STR, FO(nametype), FLAME_BOTH, "TEXT",
 	  "label before a frame's name in the details line" },
 	{ "colors", 0, FLAME_OPT_STR, FO(colors), FLAME_BOTH, "PALETTE",
-	  "type (by frame type, with a legend), or flamegraph.pl's hot, mem, io,\n"
-	  "wakeup, chain, java, js, perl, red, green, blue, aqua, yellow, purple, orange" },
+	  "type (by frame type, with a legend), or flamegraph.pl's\n"
+	  "hot, mem, io, wakeup, chain, java, js, perl, red, green,\n"
+	  "blue, aqua, yellow, purple, orange" },
 	{ "bgcolors", 0, FLAME_OPT_STR, FO(bgcolors), FLAME_BOTH, "COLOR",
 	  "background: yellow, blue, green, grey or #rrggbb" },
 	{ "hash", 0, FLAME_OPT_FLAG, FO(hash), FLAME_BOTH, NULL,

@@ -92,7 +92,7 @@ echo "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 run "csampler" "$DIR/csampler.svg" "$CSAMPLER" -q flame "$INPUT" || exit 1
 CS_WALL=$WALL CS_CPU=$CPU CS_SIZE=$SIZE_MB
 frames=$(grep -o '"frames":\[[^]]*' "$DIR/csampler.svg" | tr -cd , | wc -c)
-echo "               $(( (frames + 1) / 3 )) frames drawn, narrower ones merged per parent"
+echo "               $(( (frames + 1) / 3 )) frames in the SVG, narrower ones merged per parent"
 
 if [ -n "${FLAMEGRAPH_PL:-}" ]; then
 	if run "flamegraph.pl" "$DIR/flamegraph-pl.svg" perl "$FLAMEGRAPH_PL" "$INPUT"; then
