@@ -29,9 +29,9 @@ jq_node() { node -e "const j=JSON.parse(require('fs').readFileSync('$1','utf8'))
 t0=$(now)
 "$CSAMPLER" record -q -F "$RATE" -o "$W/c.data" -- $WORK >/dev/null 2>"$W/c.err"
 t1=$(now)
-"$CSAMPLER" report -i "$W/c.data" --format json --limit 0 >"$W/c.json"
 "$CSAMPLER" report -i "$W/c.data" >"$W/c.txt"
 t2=$(now)
+"$CSAMPLER" report -i "$W/c.data" --format json --limit 0 >"$W/c.json" # for this script's figures
 c_target=$(target_time "$W/c.err")
 c_post=$(echo "$t1 - $t0 - $c_target + $t2 - $t1" | bc -l)
 c_total=$(echo "$t2 - $t0" | bc -l)
@@ -69,7 +69,7 @@ printf '%-34s %14d %14d\n' "samples" "$c_samples" "$p_samples"
 printf '%-34s %14.0f %14.0f %7.1fx\n' "bytes per sample on disk" "$c_bytes" "$p_bytes" "$(echo "$p_bytes / $c_bytes" | bc -l)"
 printf '%-34s %13s%% %13s%%\n' "complete stacks" "$c_complete" "$p_complete"
 printf '%-34s %14.3f %14.3f %7.1fx\n' "post-processing (s)" "$c_post" "$p_post" "$(echo "$p_post / $c_post" | bc -l)"
-printf '%-34s %14s %14.3f\n' "  of which perf script (s)" "" "$p_script"
+printf '%-34s %14.3f %14.3f %7.1fx\n' "  vs perf script alone (s)" "$c_post" "$p_script" "$(echo "$p_script / $c_post" | bc -l)"
 printf '%-34s %14.3f %14.3f %7.1fx\n' "record + report wall (s)" "$c_total" "$p_total" "$(echo "$p_total / $c_total" | bc -l)"
 printf '\ntop-10 self functions\n%-40s %8s   %-40s %8s\n' "csampler" "%" "perf" "%"
 paste -d'|' "$W/c.top" "$W/p.top" | awk -F'|' '{ split($1, a, " "); split($2, b, " ");
