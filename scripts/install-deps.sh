@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # install-deps.sh: install the Debian packages csampler's build and tests need, when missing.
 # As root it runs apt-get; otherwise it prints the exact command to run. Called by `make`.
-# --test adds what only the tests need (chromium for the browser test, xmllint, util-linux).
+# --test adds what only the tests need (chromium for the browser test, xmllint, setpriv from
+# util-linux, bc, xz for the MiniDebugInfo test).
 set -u
 pkgs="gcc make libelf-dev libdw-dev libunwind-dev zlib1g-dev libzstd-dev liblzma-dev libseccomp-dev elfutils binutils g++ libxxhash-dev"
 if [ "${1:-}" = "--test" ]; then
-  pkgs="$pkgs libxml2-utils util-linux chromium"
+  pkgs="$pkgs libxml2-utils util-linux chromium bc xz-utils"
 fi
 missing=""
 for p in $pkgs; do
