@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench-record.sh: the cost of recording, side by side in one run. A CPU-bound workload
 # (scripts/bench/deepwork.c: 2 threads, stacks 5-50 frames deep, -fomit-frame-pointer) runs
-# plain, under `csampler record`, and under `perf record --call-graph dwarf` (its default 8 KiB
-# stack copy, and 32 KiB like csampler's default) at the same rate, ROUNDS times interleaved.
+# plain, under `csampler record` (its default 32 KiB stack copy, and 8 KiB like perf's), and
+# under `perf record --call-graph dwarf` (its default 8 KiB stack copy, and 32 KiB like
+# csampler's default) at the same rate, ROUNDS times interleaved.
 # Prints the median run time of the workload itself (its slowdown), the median wall time of the
 # whole command (with the profiler's own work after the workload ends), samples, lost samples
 # and bytes on disk per sample.
@@ -39,13 +40,18 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+
 for r in $(seq "$ROUNDS"); do
 	run plain $WORK
 	run csampler "$CSAMPLER" record -q -F "$RATE" -o "$W/c.data" -- $WORK
+	run csampler8k "$CSAMPLER" record -q -F "$RATE" --stack-size 8192 -o "$W/c8.data" -- $WORK
 	run perf8k "$PERF" record -q --call-graph dwarf -F "$RATE" -o "$W/p8.data" -- $WORK
 	run perf32k "$PERF" record -q --call-graph dwarf,32768 -F "$RATE" -o "$W/p32.data" -- $WORK
 done
 
-"$CSAMPLER" info -i "$W/c.data" --format json >"$W/c.json"
-c_samples=$(node -e "console.log(JSON.parse(require('fs').readFileSync('$W/c.json')).samples)")
-c_lost=$(node -e "console.log(JSON.parse(require('fs').readFileSync('$W/c.json')).lost)")
+info_field() { # FILE FIELD
+	"$CSAMPLER" info -i "$1" --format json | node -e "console.log(JSON.parse(require('fs').readFileSync(0))['$2'])"
+}
+c_samples=$(info_field "$W/c.data" samples)
+c_lost=$(info_field "$W/c.data" lost)
+c8_samples=$(info_field "$W/c8.data" samples)
+c8_lost=$(info_field "$W/c8.data" lost)
 perf_counts() { # FILE -> "samples lost"
 	"$PERF" report --stats -i "$1" 2>/dev/null | awk '
 		/^ *SAMPLE events:/ && !s {s=$3}
@@ -69,5 +75,6 @@ row() { # name times samples lost file
 }
 row "plain" plain "-" "-" ""
 row "csampler record (32 KiB)" csampler "$c_samples" "$c_lost" "$W/c.data"
+row "csampler --stack-size 8192" csampler8k "$c8_samples" "$c8_lost" "$W/c8.data"
 row "perf dwarf (8 KiB)" perf8k "$p8_samples" "$p8_lost" "$W/p8.data"
 row "perf dwarf,32768" perf32k "$p32_samples" "$p32_lost" "$W/p32.data"
