@@ -768,8 +768,9 @@ void stacks_print_summary(const struct profile *p, FILE *f, int top)
 		if (!fn->self)
 			break;
 		fprintf(f, "  %6.2f%%  %s", 100.0 * (double)fn->self / (double)r.samples, fn->name);
+		/* "[kernel.kallsyms]", "[vdso]" are bracketed already */
 		if (*fn->module)
-			fprintf(f, "  [%s]", cs_basename(fn->module));
+			fprintf(f, fn->module[0] == '[' ? "  %s" : "  [%s]", cs_basename(fn->module));
 		fputc('\n', f);
 	}
 	fprintf(f, "csampler: 'csampler report' shows the rest\n");
