@@ -19,6 +19,23 @@ for sig in INT TERM; do
 	pkill -f "rec-family 30" 2>/dev/null
 done
 
+# SIGKILL to csampler itself: nothing can be finalized, but the chunks written so far (at
+# least once a second) stay readable, as a truncated file.
+"$CSAMPLER" record -o killed.data -- "$TPROG/rec-family" 30 >/dev/null 2>err.txt &
+cpid=$!
+sleep 2.5
+kill -KILL $cpid
+wait $cpid 2>/dev/null
+pkill -f "rec-family 30" 2>/dev/null
+"$CSAMPLER" info -i killed.data --format json >killed.json 2>killed.err; rc=$?
+n=$(json_get killed.json j.samples 2>/dev/null)
+if [ "$rc" = 0 ] && grep -q "truncated: $n samples recovered" killed.err && [ "${n:-0}" -gt 500 ]; then
+	pass "signal KILL: the file csampler left is readable ($n samples recovered)"
+else
+	fail "signal KILL: rc $rc '$(cat killed.err)' samples ${n:-none}"
+fi
+"$CSAMPLER" report -i killed.data >killed.txt 2>/dev/null && grep -q rec-family killed.txt && pass "signal KILL: report works on the prefix" || fail "signal KILL: report failed on the prefix"
+
 mkfifo fifo
 "$TPROG/rec-spinner" fifo reply.txt & spid=$!
 sleep 0.3
