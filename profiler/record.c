@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #define RECORD_MAX_LOCS 1024
+#define RECORD_NO_PIDFD (-2) /* pidfd_open is missing (kernel < 5.3, gVisor, valgrind) */
 /* Copied-out records waiting for the unwinder. Past this, the reader stops draining and the
  * kernel counts what no longer fits in the rings as lost samples (reported, never silent). */
 #define RECORD_QUEUE_MAX_BYTES (1ull << 30)
@@ -82,7 +83,7 @@ struct record {
 	int child_pidfd;
 	int child_status;
 	bool child_exited;
-	int *target_pidfds;
+	int *target_pidfds;         /* -1: exited; RECORD_NO_PIDFD: alive, watched through /proc */
 	size_t ntargets_alive;
 	int stop_signal;
 	int error;                  /* csampler's own failure: exit 125 */
@@ -454,6 +455,23 @@ static int record_fork(struct record *r, int *go_fd, int *err_fd)
 	return 0;
 }
 
+/* Whether pid still runs: it exists and is not a zombie (kill(pid, 0) succeeds on zombies). */
+static bool record_target_alive(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	const char *paren = strrchr(buf, ')'); /* the name may contain spaces and parentheses */
+	return paren && paren[1] == ' ' && paren[2] != 'Z' && paren[2] != 'X';
+}
+
 static int pidfd_open_compat(pid_t pid)
 {
 	return (int)syscall(SYS_pidfd_open, pid, 0);
@@ -709,6 +727,13 @@ static int record_loop(struct record *r)
 				break;
 		}
 		for (size_t i = 0, k = targets_idx; i < r->o->npids; i++) {
+			if (r->target_pidfds[i] == RECORD_NO_PIDFD) {
+				if (!record_target_alive(r->o->pids[i])) {
+					r->target_pidfds[i] = -1;
+					r->ntargets_alive--;
+				}
+				continue;
+			}
 			if (r->target_pidfds[i] < 0)
 				continue;
 			if (fds[k++].revents & POLLIN) {
@@ -754,6 +779,8 @@ int record_run(const struct record_opts *o)
 	r.loc_hash = cs_calloc(r.loc_hash_cap, sizeof(uint32_t));
 	r.stack_hash = cs_calloc(r.stack_hash_cap, sizeof(uint32_t));
 	r.target_pidfds = cs_calloc(o->npids + 1, sizeof(int));
+	for (size_t i = 0; i < o->npids; i++)
+		r.target_pidfds[i] = -1;
 
 	if (record_install_signals(&r))
 		goto out;
@@ -781,8 +808,10 @@ int record_run(const struct record_opts *o)
 	} else {
 		for (size_t i = 0; i < o->npids; i++) {
 			r.target_pidfds[i] = pidfd_open_compat(o->pids[i]);
-			if (r.target_pidfds[i] < 0) {
-				if (errno == ESRCH)
+			if (r.target_pidfds[i] < 0 && errno != ESRCH && record_target_alive(o->pids[i])) {
+				r.target_pidfds[i] = RECORD_NO_PIDFD;
+			} else if (r.target_pidfds[i] < 0) {
+				if (errno == ESRCH || !record_target_alive(o->pids[i]))
 					cs_error(ESRCH, "no such process %d: check the PID with ps", (int)o->pids[i]);
 				else
 					cs_error(errno, "pidfd_open(%d): %s", (int)o->pids[i], strerror(errno));
@@ -883,7 +912,7 @@ out:
 	if (r.child_pidfd >= 0)
 		close(r.child_pidfd);
 	for (size_t i = 0; i < o->npids; i++)
-		if (r.target_pidfds[i] > 0)
+		if (r.target_pidfds[i] >= 0)
 			close(r.target_pidfds[i]);
 	record_stop_reader(&r);
 	for (size_t i = 0; i < r.q.count; i++) /* only after a failure: nothing to write them to */
