@@ -9,6 +9,7 @@
 # wall time, and the top-10 self functions of each. Then csampler's complete share and cost for
 # stack copies of 8, 16, 32 and 64 KiB (how the 32 KiB default was chosen).
 #   UNITS=600 RATE=999 SWEEP=1 scripts/bench-report.sh
+#   WORKLOAD=splat scripts/bench-report.sh
 set -eu
 cd "$(dirname "$0")/.."
 UNITS=${UNITS:-600}
@@ -20,14 +21,20 @@ W=$(mktemp -d /tmp/csampler-bench.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 mkdir -p build/bench
 gcc -O2 -g -fomit-frame-pointer -pthread -o build/bench/deepwork scripts/bench/deepwork.c
-WORK="build/bench/deepwork $UNITS 2"
+# WORKLOAD=deepwork (default) or splat (splat-train --preset micro, CPU backend: real inlining,
+# libm, a thread pool). Both print their own run time, so post-processing can be told apart.
+case "${WORKLOAD:-deepwork}" in
+deepwork) WORK="build/bench/deepwork $UNITS 2" ;;
+splat) WORK="bin/splat-train --preset micro --log-interval 0 --threads 2"; SWEEP=0 ;;
+*) echo "bench-report: WORKLOAD is deepwork or splat" >&2; exit 1 ;;
+esac
 now() { date +%s.%N; }
-target_time() { sed -n 's/^deepwork: \([0-9.]*\) s$/\1/p' "$1" | tail -1; }
+target_time() { sed -n -e 's/^deepwork: \([0-9.]*\) s$/\1/p' -e 's/^time \([0-9.]*\) s .*/\1/p' "$1" | tail -1; }
 jq_node() { node -e "const j=JSON.parse(require('fs').readFileSync('$1','utf8')); $2"; }
 
 # --- csampler ---
 t0=$(now)
-"$CSAMPLER" record -q -F "$RATE" -o "$W/c.data" -- $WORK >/dev/null 2>"$W/c.err"
+"$CSAMPLER" record -q -F "$RATE" -o "$W/c.data" -- $WORK >"$W/c.err" 2>&1
 t1=$(now)
 "$CSAMPLER" report -i "$W/c.data" >"$W/c.txt"
 t2=$(now)
@@ -42,7 +49,7 @@ jq_node "$W/c.json" "j.functions.filter(f => f.self > 0).slice(0, 10).forEach(f 
 
 # --- perf ---
 t0=$(now)
-"$PERF" record -q --call-graph dwarf -F "$RATE" -o "$W/p.data" -- $WORK >/dev/null 2>"$W/p.err"
+"$PERF" record -q --call-graph dwarf -F "$RATE" -o "$W/p.data" -- $WORK >"$W/p.err" 2>&1
 t1=$(now)
 "$PERF" script -i "$W/p.data" >"$W/p.script" 2>/dev/null
 t2=$(now)
