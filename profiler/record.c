@@ -556,12 +556,23 @@ static void *record_reader(void *arg)
 {
 	struct record *r = arg;
 	struct record_queue *q = &r->q;
-	struct pollfd fds[1025];
+	struct pollfd rings[1024], fds[1025];
+	bool hup[1024] = { false };
 
 	while (!q->stop) {
-		int n = sampler_pollfds(r->sampler, fds, 1024);
+		/* A ring whose event's task exited reports POLLHUP from then on: stop polling it (it
+		 * is still drained below, other tasks' events may write into it) or poll would spin. */
+		int nrings = sampler_pollfds(r->sampler, rings, 1024), n = 0;
+		int index[1024];
+		for (int i = 0; i < nrings; i++)
+			if (!hup[i])
+				index[n] = i, fds[n++] = rings[i];
+		int nwatched = n;
 		fds[n++] = (struct pollfd){ .fd = q->stop_fd, .events = POLLIN };
 		poll(fds, (nfds_t)n, 50);
+		for (int i = 0; i < nwatched; i++)
+			if (fds[i].revents & (POLLHUP | POLLERR))
+				hup[index[i]] = true;
 		if (q->stop)
 			break;
 		struct sampler_batch *b = sampler_collect(r->sampler);
