@@ -38,7 +38,8 @@ np=$(json_get two.json "j.processes.filter(p => p.pid === $p1 || p.pid === $p2).
 wait
 
 # a target that exits while another is still sampled: the exited one's events report POLLHUP
-# from then on, which must not make csampler spin (it used a whole CPU before the fix)
+# from then on, which must not make csampler spin (it used a whole CPU, ~3 s here, before the fix; startup and
+# symbolization take well under 1 s)
 "$TPROG/rec-family" 0.3 & p1=$!
 sleep 30 & p2=$!
 sleep 0.1
@@ -46,6 +47,6 @@ TIMEFORMAT='%U %S'
 { time "$CSAMPLER" record -q -o hup.data -p "$p1,$p2" --duration 3 >/dev/null 2>hup.err; } 2>hup.time
 kill "$p2"; wait 2>/dev/null
 cpu=$(awk '{print $1 + $2}' hup.time)
-if [ "$(echo "$cpu < 1.0" | bc)" = 1 ]; then pass "attach: no busy loop after a target exits (${cpu}s CPU in 3 s)"
+if [ "$(echo "$cpu < 2.0" | bc)" = 1 ]; then pass "attach: no busy loop after a target exits (${cpu}s CPU in 3 s)"
 else fail "attach: csampler used ${cpu}s of CPU in a 3 s recording: busy loop"; fi
 finish
