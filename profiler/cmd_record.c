@@ -18,6 +18,7 @@
 #define RECORD_DEFAULT_STACK 32768
 #define RECORD_MAX_STACK 65528
 #define RECORD_DEFAULT_PAGES 2048
+#define RECORD_MAX_PIDS 1024 /* record.c polls one pidfd per target */
 
 static const char record_usage[] =
 	"usage: csampler record [options] -- COMMAND [ARGS...]\n"
@@ -78,6 +79,10 @@ static int parse_pids(const char *s, struct record_opts *o)
 		if (cs_parse_u64(tok, &v) || v == 0 || v > 0x7fffffff) {
 			free(copy);
 			return -EINVAL;
+		}
+		if (o->npids >= RECORD_MAX_PIDS) {
+			free(copy);
+			return -E2BIG;
 		}
 		o->pids = cs_realloc(o->pids, (o->npids + 1) * sizeof(pid_t));
 		o->pids[o->npids++] = (pid_t)v;
@@ -157,7 +162,9 @@ int cmd_record(int argc, char **argv)
 			o.sampler.mmap_pages = (uint32_t)v;
 			break;
 		case 'p':
-			if (parse_pids(optarg, &o))
+			if ((c = parse_pids(optarg, &o)) == -E2BIG)
+				return record_bad("too many PIDs: -p takes at most %d", RECORD_MAX_PIDS);
+			if (c)
 				return record_bad("invalid PID list '%s': give -p PID[,PID...]", optarg);
 			break;
 		case OPT_DURATION: {

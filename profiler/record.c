@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -795,6 +796,13 @@ int record_run(const struct record_opts *o)
 
 	if (record_install_signals(&r))
 		goto out;
+	/* Attach mode opens one event per thread and CPU: a big training job needs more than
+	 * the usual soft limit of 1024 descriptors. Raise it to the hard limit, as perf does. */
+	struct rlimit nofile;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
 	ret = unwind_new(&r.unwind);
 	if (ret) {
 		cs_error(-ret, "cannot initialise the unwinder: %s", strerror(-ret));
