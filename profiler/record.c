@@ -1,8 +1,9 @@
-/* record.c: the recording engine (record.h). One thread: poll the ring buffers, a signal
- * self-pipe and the targets' pidfds; drain and unwind each sample while the rings keep
- * filling (unwinding costs tens of microseconds per sample, far below the sampling period per
- * CPU); write interned locations, stacks and samples in chunks; at the end symbolize each
- * unique location once and write the names, so the file no longer needs the binaries. */
+/* record.c: the recording engine (record.h). Two threads: a reader thread only copies
+ * records out of the per-CPU rings into a queue (so nothing the main thread does can make the
+ * rings overflow); the main thread polls that queue, a signal self-pipe and the targets'
+ * pidfds, unwinds each sample (tens of microseconds), writes interned locations, stacks and
+ * samples in chunks, and every 250 ms symbolizes the locations that are new, so that at the
+ * end little is left to name and the file no longer needs the binaries. */
 #include "record.h"
 
 #include "cs.h"

@@ -1,6 +1,6 @@
 /* record.h: the recording engine behind `csampler record`: launch or attach, drain the
  * sampler, unwind each sample as it arrives, intern locations and stacks into the data file,
- * and symbolize every unique location once at the end. */
+ * and symbolize every unique location once (while recording and at the end). */
 #ifndef CSAMPLER_RECORD_H
 #define CSAMPLER_RECORD_H
 
