@@ -57,20 +57,6 @@ static int parse_stack_size(const char *s, uint32_t *out)
 	return 0;
 }
 
-static long read_long_file(const char *path, long dflt)
-{
-	char buf[64];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return dflt;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return dflt;
-	buf[n] = 0;
-	return strtol(buf, NULL, 10);
-}
-
 static int parse_pids(const char *s, struct record_opts *o)
 {
 	char *copy = cs_strdup(s), *save = NULL;
@@ -118,7 +104,7 @@ int cmd_record(int argc, char **argv)
 	};
 	int c, status;
 	uint64_t v;
-	long max_rate = read_long_file("/proc/sys/kernel/perf_event_max_sample_rate", 100000);
+	long max_rate = cs_read_long_file("/proc/sys/kernel/perf_event_max_sample_rate", 100000);
 
 	opterr = 0;
 	optind = 1;
@@ -207,7 +193,7 @@ int cmd_record(int argc, char **argv)
 		/* An unprivileged user may lock perf_event_mlock_kb per CPU (plus RLIMIT_MEMLOCK). */
 		o.sampler.mmap_pages = RECORD_DEFAULT_PAGES;
 		if (geteuid() != 0) {
-			long kb = read_long_file("/proc/sys/kernel/perf_event_mlock_kb", 516);
+			long kb = cs_read_long_file("/proc/sys/kernel/perf_event_mlock_kb", 516);
 			long pages = kb * 1024 / getpagesize() - 1;
 			while (o.sampler.mmap_pages > 1 && o.sampler.mmap_pages > pages)
 				o.sampler.mmap_pages /= 2;

@@ -2,9 +2,11 @@
 #include "cs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 int cs_quiet;
 
@@ -234,4 +236,26 @@ const char *cs_basename(const char *path)
 {
 	const char *slash = strrchr(path, '/');
 	return slash ? slash + 1 : path;
+}
+
+ssize_t cs_read_small_file(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, size - 1);
+	int err = errno;
+	close(fd);
+	if (n < 0)
+		return -err;
+	buf[n] = 0;
+	return n;
+}
+
+long cs_read_long_file(const char *path, long dflt)
+{
+	char buf[64];
+	if (cs_read_small_file(path, buf, sizeof(buf)) <= 0)
+		return dflt;
+	return strtol(buf, NULL, 10);
 }

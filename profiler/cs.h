@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #define CSAMPLER_VERSION "0.1.0"
 
@@ -58,5 +59,11 @@ int cs_parse_u64(const char *s, uint64_t *out);
 int cs_parse_double(const char *s, double *out);
 
 const char *cs_basename(const char *path);
+
+/* Read a small file (a /proc or /sys entry) into buf, NUL-terminated. Returns the length or
+ * -errno. */
+ssize_t cs_read_small_file(const char *path, char *buf, size_t size);
+/* The number a small file starts with, or dflt when it cannot be read. */
+long cs_read_long_file(const char *path, long dflt);
 
 #endif

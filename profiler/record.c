@@ -462,14 +462,8 @@ static bool record_target_alive(pid_t pid)
 {
 	char path[64], buf[512];
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (cs_read_small_file(path, buf, sizeof(buf)) <= 0)
 		return false;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = 0;
 	const char *paren = strrchr(buf, ')'); /* the name may contain spaces and parentheses */
 	return paren && paren[1] == ' ' && paren[2] != 'Z' && paren[2] != 'X';
 }

@@ -65,21 +65,6 @@ static long perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, in
 	return syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
 }
 
-static int read_int_file(const char *path, long *out)
-{
-	char buf[64];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = 0;
-	*out = strtol(buf, NULL, 10);
-	return 0;
-}
-
 /* Online CPUs from /sys/devices/system/cpu/online ("0-3,6"). */
 static int sampler_online_cpus(struct sampler *s)
 {
@@ -147,8 +132,7 @@ static void sampler_init_attr(struct sampler *s, bool kernel)
 /* One line for a perf_event_open failure, naming the cause and the fix. */
 static int sampler_open_error(int err, pid_t pid, bool attach)
 {
-	long paranoid = 0;
-	read_int_file("/proc/sys/kernel/perf_event_paranoid", &paranoid);
+	long paranoid = cs_read_long_file("/proc/sys/kernel/perf_event_paranoid", 0);
 	switch (err) {
 	case EACCES:
 	case EPERM:
