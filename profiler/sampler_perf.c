@@ -69,10 +69,7 @@ static long perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, in
 static int sampler_online_cpus(struct sampler *s)
 {
 	char buf[1024];
-	int fd = open("/sys/devices/system/cpu/online", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
+	ssize_t n = cs_read_small_file("/sys/devices/system/cpu/online", buf, sizeof(buf));
 	s->cpus = cs_calloc(1024, sizeof(int));
 	if (n <= 0) {
 		long cnt = sysconf(_SC_NPROCESSORS_ONLN);
@@ -613,14 +610,8 @@ static void sampler_synth_comm(struct sampler *s, pid_t pid, pid_t tid)
 {
 	char path[64], name[64];
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (cs_read_small_file(path, name, sizeof(name)) <= 0)
 		return;
-	ssize_t n = read(fd, name, sizeof(name) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	name[n] = 0;
 	name[strcspn(name, "\n")] = 0;
 	struct pending *pe = sampler_push(s);
 	pe->ev = (struct sampler_event){ .type = SAMPLER_EV_COMM, .time = s->attach_time,
