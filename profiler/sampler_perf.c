@@ -77,7 +77,6 @@ static int sampler_online_cpus(struct sampler *s)
 			s->cpus[s->ncpus++] = (int)i;
 		return s->ncpus ? 0 : -ENODEV;
 	}
-	buf[n] = 0;
 	for (char *p = buf; *p && *p != '\n';) {
 		long a = strtol(p, &p, 10), b = a;
 		if (*p == '-')
