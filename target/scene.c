@@ -199,15 +199,7 @@ static void scene_make_cameras(struct splat_scene *s)
 		vec_cross(fwd, up, right);
 		vec_normalize(right);
 		vec_cross(fwd, right, down);
-		for (int k = 0; k < 3; k++) {
-			c->rotation[k] = (float)right[k];
-			c->rotation[3 + k] = (float)down[k];
-			c->rotation[6 + k] = (float)fwd[k];
-			c->centre[k] = (float)pos[k];
-		}
-		for (int r = 0; r < 3; r++)
-			c->translation[r] = -(c->rotation[3 * r] * c->centre[0] + c->rotation[3 * r + 1] * c->centre[1] +
-					      c->rotation[3 * r + 2] * c->centre[2]);
+		splat_camera_set_pose(c, right, down, fwd, pos);
 		c->width = s->width;
 		c->height = s->height;
 		c->tan_half_fov_x = (float)tan(fov / 2);

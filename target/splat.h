@@ -25,6 +25,10 @@ int splat_cpu_count(void);
 
 /* Allocate the arrays of p for capacity Gaussians (zeroed; count = 0). Free with
  * splat_params_free, which leaves p zeroed. */
+/* Set a camera's world→camera rotation (rows right, down, forward: camera x right, y down,
+ * z forward), its centre pos and the matching translation; intrinsics are left alone. */
+void splat_camera_set_pose(struct splat_camera *c, const double right[3], const double down[3],
+			   const double fwd[3], const double pos[3]);
 void splat_params_alloc(struct splat_params *p, size_t capacity);
 void splat_params_free(struct splat_params *p);
 /* Copy Gaussian src_index of src to dst_index of dst (all groups; not the background). */

@@ -70,6 +70,20 @@ int splat_cpu_count(void)
 	return n > 0 ? (int)n : 1;
 }
 
+void splat_camera_set_pose(struct splat_camera *c, const double right[3], const double down[3],
+			   const double fwd[3], const double pos[3])
+{
+	for (int k = 0; k < 3; k++) {
+		c->rotation[k] = (float)right[k];
+		c->rotation[3 + k] = (float)down[k];
+		c->rotation[6 + k] = (float)fwd[k];
+		c->centre[k] = (float)pos[k];
+	}
+	for (int r = 0; r < 3; r++)
+		c->translation[r] = -(c->rotation[3 * r] * c->centre[0] + c->rotation[3 * r + 1] * c->centre[1] +
+				      c->rotation[3 * r + 2] * c->centre[2]);
+}
+
 void splat_params_alloc(struct splat_params *p, size_t capacity)
 {
 	memset(p, 0, sizeof(*p));

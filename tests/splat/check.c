@@ -53,15 +53,7 @@ static void check_camera(struct splat_camera *c, int w, int h, double az)
 	down[1] = fwd[2] * right[0] - fwd[0] * right[2];
 	down[2] = fwd[0] * right[1] - fwd[1] * right[0];
 	memset(c, 0, sizeof(*c));
-	for (int k = 0; k < 3; k++) {
-		c->rotation[k] = (float)right[k];
-		c->rotation[3 + k] = (float)down[k];
-		c->rotation[6 + k] = (float)fwd[k];
-		c->centre[k] = (float)pos[k];
-	}
-	for (int r = 0; r < 3; r++)
-		c->translation[r] = -(c->rotation[3 * r] * c->centre[0] + c->rotation[3 * r + 1] * c->centre[1] +
-				      c->rotation[3 * r + 2] * c->centre[2]);
+	splat_camera_set_pose(c, right, down, fwd, pos);
 	c->width = w;
 	c->height = h;
 	c->tan_half_fov_x = (float)tan(25.0 * M_PI / 180);
