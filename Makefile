@@ -6,7 +6,15 @@
 #   make install    install programs and man pages under $(PREFIX)
 
 CC       ?= gcc
-NVCC     ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+ifeq ($(origin NVCC),undefined)
+NVCC     := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+endif
+# The toolkit's root, asked of nvcc itself: nvcc on PATH may be a wrapper script elsewhere
+# (/usr/local/bin/nvcc exec'ing /usr/local/cuda-13.0/bin/nvcc), so its own path says nothing.
+ifeq ($(origin CUDA_HOME),undefined)
+CUDA_HOME := $(if $(strip $(NVCC)),$(shell $(NVCC) --dryrun -c -x cu /dev/null -o /dev/null 2>&1 | \
+               sed -n 's/^\#\$$ TOP=//p' | head -n1))
+endif
 PREFIX   ?= /usr/local
 OPT      ?= -O2 -g
 WARN     := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wformat=2 -Wstrict-prototypes

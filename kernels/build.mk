@@ -1,4 +1,5 @@
-# kernels/build.mk: splat-train's CUDA backend, included by target/build.mk when $(NVCC) is set.
+# kernels/build.mk: splat-train's CUDA backend, included by target/build.mk when $(NVCC) is set
+# and it found the static CUDA runtime (SPLAT_CUDA_LIBDIR).
 # Defines SPLAT_CUDA_OBJS (build/kernels/*.o from kernels/*.cu) and SPLAT_CUDA_LIBS (the CUDA
 # runtime linked statically, so splat-train starts and falls back to the CPU on machines
 # without a driver; NVTX is header-only, nvtx3 from the toolkit, and needs only -ldl), plus two
@@ -7,9 +8,6 @@
 #                                  backend (tests/splat/t-gpu-reference.sh; SKIPPED without a GPU)
 #   bin/tests/splat-gpu-math-test  kernels/gpu_math.cuh, compiled for the host, against
 #                                  target/splat_math.h (runs everywhere)
-SPLAT_CUDA_HOME   := $(abspath $(dir $(realpath $(NVCC)))..)
-SPLAT_CUDA_LIBDIR := $(firstword $(wildcard $(SPLAT_CUDA_HOME)/lib64 $(SPLAT_CUDA_HOME)/targets/x86_64-linux/lib) \
-                       $(SPLAT_CUDA_HOME)/lib64)
 # sm_90 machine code for Hopper plus compute_90 PTX that newer GPUs compile at load time.
 SPLAT_CUDA_ARCH   ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
 NVCCFLAGS         ?= -O3 -lineinfo

@@ -16,8 +16,16 @@ SPLAT_LIBS       := -lz -lm
 SPLAT_CUDA_OBJS  :=
 SPLAT_CUDA_LIBS  :=
 SPLAT_WITH_CUDA  := 0
+# The static CUDA runtime under the toolkit root the top Makefile found (CUDA_HOME); toolkits
+# keep it in lib64, lib or targets/x86_64-linux/lib.
+SPLAT_CUDA_LIBDIR := $(if $(strip $(NVCC)),$(patsubst %/,%,$(dir $(firstword $(wildcard \
+                       $(addsuffix /libcudart_static.a,$(CUDA_HOME)/lib64 $(CUDA_HOME)/lib \
+                       $(CUDA_HOME)/targets/x86_64-linux/lib))))))
 ifneq ($(strip $(NVCC)),)
-ifneq ($(wildcard kernels/build.mk),)
+ifeq ($(SPLAT_CUDA_LIBDIR),)
+$(warning splat-train: nvcc is $(NVCC) but no libcudart_static.a under CUDA_HOME='$(CUDA_HOME)'; \
+  building the CPU backend only (set CUDA_HOME=/path/to/toolkit to enable CUDA))
+else ifneq ($(wildcard kernels/build.mk),)
 include kernels/build.mk
 SPLAT_WITH_CUDA  := 1
 $(SPLAT_OBJS) $(BUILD)/tests/splat/check.o: CPPFLAGS += -DSPLAT_HAVE_CUDA
