@@ -118,6 +118,14 @@ int flame_folded_read(FILE *f, const char *name, const struct flame_folded_ops *
 		uint64_t hash[2];
 
 		st->lines++;
+		/* Folded text never holds a NUL byte; a file that does is binary, and random bytes
+		 * can end a line in " 123" by chance, which must not pass for a stack. */
+		if (memchr(line, 0, len)) {
+			err = cs_error(EINVAL, "%s is binary (a NUL byte on line %llu), not folded "
+				       "stacks or a csampler data file; give `csampler record`'s "
+				       "output or folded text", name, (unsigned long long)st->lines);
+			break;
+		}
 		while (len > 0 && flame_is_space(line[len - 1]))
 			len--;
 		if (len == 0)

@@ -20,13 +20,18 @@ expect_error() {
 }
 printf 'not folded\nat all\n' >garbage.txt
 : >empty.folded
-head -c 3000 /dev/urandom >random.bin
+# 3000 fixed pseudo-random bytes (seeded, so every run sees the same file) with a NUL in them,
+# and the same bytes without NULs: text that is no folded stacks.
+perl -e 'srand(7); print map { chr(int(rand(256))) } 1..3000' >random.bin
+tr -d '\000' <random.bin | tr -c '\n' x >noise.txt
 mkdir adir
 expect_error "missing file" "stat missing.folded: No such file" "$CSAMPLER" flame missing.folded
 expect_error "directory" "adir is a directory" "$CSAMPLER" flame adir
 expect_error "not folded text" "no 'frame;frame;... COUNT' lines" "$CSAMPLER" flame garbage.txt
 expect_error "empty input" "no samples in empty.folded" "$CSAMPLER" flame empty.folded
-expect_error "binary input" "(no 'frame;frame|no samples)" "$CSAMPLER" flame random.bin
+expect_error "binary input" "random.bin is binary \(a NUL byte on line [0-9]+\)" "$CSAMPLER" flame random.bin
+expect_error "binary standard input" "standard input is binary" sh -c "\"\$0\" flame <random.bin" "$CSAMPLER"
+expect_error "text noise" "no 'frame;frame;... COUNT' lines" "$CSAMPLER" flame noise.txt
 expect_error "unknown option" "unknown option '--bogus'" "$CSAMPLER" flame --bogus "$DATA/basic.folded"
 expect_error "bad --minwidth" "--minwidth: 'wide'" "$CSAMPLER" flame --minwidth wide "$DATA/basic.folded"
 expect_error "bad --width" "--width: 'x'" "$CSAMPLER" flame --width x "$DATA/basic.folded"
