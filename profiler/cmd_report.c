@@ -14,7 +14,7 @@ static void report_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: csampler report [-i FILE] [--sort self|total] [--limit N] [--pid PID]\n"
-		"                       [--tid TID] [--comm NAME] [--format text|json]\n"
+		"                       [--tid TID] [--comm NAME] [--format text|json] [--stdio]\n"
 		"\n"
 		"Print the top functions by self and total samples, per-process, per-thread and\n"
 		"per-library breakdowns, the hottest source lines and the unwind quality.\n"
@@ -26,6 +26,7 @@ static void report_usage(FILE *f)
 		"      --tid TID        only samples of thread TID\n"
 		"      --comm NAME      only threads named NAME, or of a process named NAME\n"
 		"      --format FMT     'text' (default) or 'json'\n"
+		"      --stdio          the text report, as perf report --stdio (same as --format text)\n"
 		"  -h, --help           show this help\n",
 		REPORT_DEFAULT_LIMIT);
 }
@@ -33,7 +34,7 @@ static void report_usage(FILE *f)
 /* Parse argv into *o. Returns 0, 1 when --help was printed, or -EINVAL after one line. */
 static int report_parse_args(int argc, char **argv, struct report_opts *o)
 {
-	enum { OPT_SORT = 256, OPT_LIMIT, OPT_PID, OPT_TID, OPT_COMM, OPT_FORMAT };
+	enum { OPT_SORT = 256, OPT_LIMIT, OPT_PID, OPT_TID, OPT_COMM, OPT_FORMAT, OPT_STDIO };
 	static const struct option longopts[] = {
 		{ "input", required_argument, NULL, 'i' },
 		{ "sort", required_argument, NULL, OPT_SORT },
@@ -42,6 +43,7 @@ static int report_parse_args(int argc, char **argv, struct report_opts *o)
 		{ "tid", required_argument, NULL, OPT_TID },
 		{ "comm", required_argument, NULL, OPT_COMM },
 		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "stdio", no_argument, NULL, OPT_STDIO },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -91,6 +93,9 @@ static int report_parse_args(int argc, char **argv, struct report_opts *o)
 			else
 				return cs_error(EINVAL, "report: --format takes 'text' or 'json', not "
 						"'%s'", optarg);
+			break;
+		case OPT_STDIO: /* perf users' habit; csampler's report is text already */
+			o->format = REPORT_TEXT;
 			break;
 		case 'h':
 			report_usage(stdout);
