@@ -20,4 +20,7 @@ check() {
 }
 # json_get FILE EXPR: evaluate a JavaScript expression over the JSON in FILE (as `j`) with node.
 json_get() { node -e "const j=JSON.parse(require('fs').readFileSync('$1','utf8')); console.log($2)"; }
+# descendants PID: the PIDs of PID's children, grandchildren and so on, one a line. Tests kill
+# what they started by these PIDs, never by a name pattern that could hit another test run.
+descendants() { local p; for p in $(pgrep -P "$1"); do echo "$p"; descendants "$p"; done; }
 finish() { exit $((TEST_FAILS > 0)); }

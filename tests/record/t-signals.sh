@@ -7,6 +7,7 @@ for sig in INT TERM; do
 	"$CSAMPLER" record -o sig.data -- "$TPROG/rec-family" 30 >/dev/null 2>err.txt &
 	cpid=$!
 	sleep 1.5
+	family=$(descendants $cpid)
 	kill -$sig $cpid
 	for i in $(seq 50); do kill -0 $cpid 2>/dev/null || break; sleep 0.1; done
 	if kill -0 $cpid 2>/dev/null; then fail "signal $sig: csampler still running 5 s later"; kill -9 $cpid; fi
@@ -16,7 +17,7 @@ for sig in INT TERM; do
 	"$CSAMPLER" info -i sig.data --format json >info.json 2>info.err
 	ok=$(json_get info.json "!j.truncated && j.symbolized && j.samples > 500")
 	[ "$ok" = true ] && pass "signal $sig: complete, readable file" || fail "signal $sig: file: $(cat info.err) $(head -c 300 info.json)"
-	pkill -f "rec-family 30" 2>/dev/null
+	kill -9 $family 2>/dev/null
 done
 
 # SIGKILL to csampler itself: nothing can be finalized, but the chunks written so far (at
@@ -24,9 +25,10 @@ done
 "$CSAMPLER" record -o killed.data -- "$TPROG/rec-family" 30 >/dev/null 2>err.txt &
 cpid=$!
 sleep 2.5
+family=$(descendants $cpid)
 kill -KILL $cpid
 wait $cpid 2>/dev/null
-pkill -f "rec-family 30" 2>/dev/null
+kill -9 $family 2>/dev/null
 "$CSAMPLER" info -i killed.data --format json >killed.json 2>killed.err; rc=$?
 n=$(json_get killed.json j.samples 2>/dev/null)
 if [ "$rc" = 0 ] && grep -q "truncated: $n samples recovered" killed.err && [ "${n:-0}" -gt 500 ]; then
