@@ -6,7 +6,8 @@
  *
  * Hand-written hash tables: C has none in its standard library and none of csampler's
  * libraries (elfutils, zlib, zstd) exports one; glibc's hsearch allows one table a process.
- * Strings are hashed with xxHash's XXH3 (libxxhash-dev, used header-only). */
+ * Strings are hashed with xxHash's XXH3 (libxxhash-dev, used header-only and inlined here:
+ * this is the hot path of a million-line input), integer keys with cs_hash_u64 (cs.h). */
 #include "flame.h"
 #include "../profiler/cs.h"
 
@@ -17,21 +18,6 @@
 #include <xxhash.h>
 
 #define FLAME_MAP_EMPTY UINT64_MAX
-
-static uint64_t flame_mix64(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ull;
-	h ^= h >> 33;
-	return h;
-}
-
-static uint64_t flame_hash_bytes(const char *s, size_t n)
-{
-	return XXH3_64bits(s, n);
-}
 
 /* ---- uint64 -> uint32 map ---- */
 
@@ -52,7 +38,7 @@ static void flame_map_free(struct flame_map *m)
 
 static void flame_map_insert_nogrow(struct flame_map *m, uint64_t key, uint32_t val)
 {
-	size_t mask = m->cap - 1, i = flame_mix64(key) & mask;
+	size_t mask = m->cap - 1, i = cs_hash_u64(key) & mask;
 	while (m->slots[i].key != FLAME_MAP_EMPTY)
 		i = (i + 1) & mask;
 	m->slots[i].key = key;
@@ -73,7 +59,7 @@ static void flame_map_grow(struct flame_map *m)
 /* The value for key, or FLAME_NONE; *slot is where it is or would go. */
 static uint32_t flame_map_find(const struct flame_map *m, uint64_t key, size_t *slot)
 {
-	size_t mask = m->cap - 1, i = flame_mix64(key) & mask;
+	size_t mask = m->cap - 1, i = cs_hash_u64(key) & mask;
 	for (;;) {
 		if (m->slots[i].key == key) {
 			*slot = i;
@@ -98,7 +84,7 @@ static uint32_t flame_str_intern(struct flame_tree *t, const char *s)
 		size_t cap = t->str_slots_cap ? t->str_slots_cap * 2 : 64;
 		uint32_t *slots = cs_calloc(cap, sizeof(*slots));
 		for (size_t id = 1; id < t->nstrs; id++) {
-			size_t i = flame_hash_bytes(t->strs[id], strlen(t->strs[id])) & (cap - 1);
+			size_t i = XXH3_64bits(t->strs[id], strlen(t->strs[id])) & (cap - 1);
 			while (slots[i])
 				i = (i + 1) & (cap - 1);
 			slots[i] = id;
@@ -107,7 +93,7 @@ static uint32_t flame_str_intern(struct flame_tree *t, const char *s)
 		t->str_slots = slots;
 		t->str_slots_cap = cap;
 	}
-	size_t mask = t->str_slots_cap - 1, i = flame_hash_bytes(s, n) & mask;
+	size_t mask = t->str_slots_cap - 1, i = XXH3_64bits(s, n) & mask;
 	for (; t->str_slots[i]; i = (i + 1) & mask)
 		if (!strcmp(t->strs[t->str_slots[i]], s))
 			return t->str_slots[i];
@@ -161,7 +147,7 @@ static bool flame_key_is(struct flame_tree *t, uint32_t key, const struct fold_f
 static uint32_t flame_key_intern(struct flame_tree *t, const struct fold_frame *f)
 {
 	size_t n = strlen(f->name);
-	uint64_t h64 = flame_hash_bytes(f->name, n) ^ flame_mix64(f->flags);
+	uint64_t h64 = XXH3_64bits(f->name, n) ^ cs_hash_u64(f->flags);
 	uint32_t h = (uint32_t)h64 ^ (uint32_t)(h64 >> 32);
 
 	if ((t->nkeys + 1) * 2 > t->key_slots_cap)

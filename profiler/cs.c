@@ -8,6 +8,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 int cs_quiet;
 
 static void cs_vmsg(const char *prefix, const char *fmt, va_list ap)
@@ -258,4 +261,9 @@ long cs_read_long_file(const char *path, long dflt)
 	if (cs_read_small_file(path, buf, sizeof(buf)) <= 0)
 		return dflt;
 	return strtol(buf, NULL, 10);
+}
+
+uint64_t cs_hash_bytes(const void *p, size_t n, uint64_t seed)
+{
+	return XXH3_64bits_withSeed(p, n, seed);
 }

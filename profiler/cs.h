@@ -26,6 +26,20 @@ __attribute__((format(printf, 1, 2))) void cs_warn(const char *fmt, ...);
 __attribute__((format(printf, 1, 2))) void cs_info(const char *fmt, ...);
 extern int cs_quiet; /* set by -q: cs_info prints nothing (the only process-wide setting) */
 
+/* Hashing for the in-memory tables (not stored in data files, so free to change).
+ * cs_hash_u64 is MurmurHash3's 64-bit finalizer: it spreads an integer key over all bits.
+ * cs_hash_bytes is xxHash's XXH3 with a seed (libxxhash-dev, header-only in cs.c). */
+static inline uint64_t cs_hash_u64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+uint64_t cs_hash_bytes(const void *p, size_t n, uint64_t seed);
+
 /* Allocation: on failure print "out of memory" and exit(CS_EXIT_ERROR). The caller frees. */
 void *cs_malloc(size_t n);
 void *cs_calloc(size_t n, size_t size);

@@ -36,16 +36,6 @@ void *unwind_hash_find(const struct unwind_hash *h, uint64_t hash, unwind_hash_e
 void unwind_hash_insert(struct unwind_hash *h, uint64_t hash, void *item);
 void *unwind_hash_remove(struct unwind_hash *h, uint64_t hash, unwind_hash_eq eq, const void *key);
 void unwind_hash_free(struct unwind_hash *h);
-uint64_t unwind_hash_bytes(const void *p, size_t n, uint64_t seed);
-static inline uint64_t unwind_hash_u64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb33fe1fd3e2fULL;
-	x ^= x >> 33;
-	return x;
-}
 
 struct elf_load {            /* one PT_LOAD program header */
 	uint64_t offset, vaddr, filesz, memsz, align;

@@ -109,15 +109,6 @@ static void record_on_signal(int sig, siginfo_t *si, void *uc)
 	errno = saved;
 }
 
-static uint64_t hash64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
 
 static void record_write_modules(struct record *r)
 {
@@ -136,7 +127,7 @@ static void record_write_modules(struct record *r)
 
 static uint32_t record_loc(struct record *r, uint32_t module, uint64_t offset, bool caller)
 {
-	uint64_t h = hash64(offset * 31 + module * 2 + caller);
+	uint64_t h = cs_hash_u64(offset * 31 + module * 2 + caller);
 	size_t mask = r->loc_hash_cap - 1, j = h & mask;
 	while (r->loc_hash[j]) {
 		struct loc_key *k = &r->locs[r->loc_hash[j] - 1];
@@ -160,7 +151,7 @@ static uint32_t record_loc(struct record *r, uint32_t module, uint64_t offset, b
 		r->loc_hash = cs_calloc(r->loc_hash_cap, sizeof(uint32_t));
 		for (size_t i = 0; i < r->nlocs; i++) {
 			struct loc_key *k = &r->locs[i];
-			size_t p = hash64(k->offset * 31 + k->module * 2 + k->caller) & (r->loc_hash_cap - 1);
+			size_t p = cs_hash_u64(k->offset * 31 + k->module * 2 + k->caller) & (r->loc_hash_cap - 1);
 			while (r->loc_hash[p])
 				p = (p + 1) & (r->loc_hash_cap - 1);
 			r->loc_hash[p] = (uint32_t)i + 1;
@@ -173,7 +164,7 @@ static uint64_t stack_hash_of(const uint32_t *ids, size_t n)
 {
 	uint64_t h = n;
 	for (size_t i = 0; i < n; i++)
-		h = hash64(h ^ ids[i]);
+		h = cs_hash_u64(h ^ ids[i]);
 	return h;
 }
 
@@ -225,7 +216,7 @@ static bool set_add(uint32_t **set, size_t *cap, size_t *n, uint32_t v)
 		for (size_t i = 0; i < *cap; i++) {
 			if (!(*set)[i])
 				continue;
-			size_t p = hash64((*set)[i]) & (ncap - 1);
+			size_t p = cs_hash_u64((*set)[i]) & (ncap - 1);
 			while (ns[p])
 				p = (p + 1) & (ncap - 1);
 			ns[p] = (*set)[i];
@@ -234,7 +225,7 @@ static bool set_add(uint32_t **set, size_t *cap, size_t *n, uint32_t v)
 		*set = ns;
 		*cap = ncap;
 	}
-	size_t j = hash64(v + 1) & (*cap - 1);
+	size_t j = cs_hash_u64(v + 1) & (*cap - 1);
 	while ((*set)[j]) {
 		if ((*set)[j] == v + 1)
 			return false;

@@ -123,14 +123,6 @@ enum {
 	STACKS_ROOT_EMPTY = 8,   /* the stack has no frame */
 };
 
-static uint64_t stacks_hash_str(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;   /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
-}
-
 /* The canonical id of string id: equal texts get equal ids even if the file stored a string
  * twice. Computed once per string id. */
 static uint32_t stacks_canon_str(struct stacks_ctx *c, uint32_t id)
@@ -140,7 +132,7 @@ static uint32_t stacks_canon_str(struct stacks_ctx *c, uint32_t id)
 	if (c->canon[id] != STACKS_NONE)
 		return c->canon[id];
 	const char *s = c->p->strings[id];
-	uint64_t h = stacks_hash_str(s);
+	uint64_t h = cs_hash_bytes(s, strlen(s), 0);
 	/* Probe (h, k) for k = 0, 1, ... until the text matches or a new slot turns up. */
 	for (uint64_t k = 0;; k++) {
 		uint32_t *v = stacks_map_slot(&c->strings, h, k);

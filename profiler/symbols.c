@@ -436,7 +436,7 @@ static bool sym_cu_eq(const void *item, const void *key)
 static struct sym_cu_index *sym_cu_index_get(struct sym_file_index *ix, Dwarf_Die *cudie)
 {
 	Dwarf_Off off = dwarf_dieoffset(cudie);
-	uint64_t hash = unwind_hash_u64(off);
+	uint64_t hash = cs_hash_u64(off);
 	struct sym_cu_index *ci = unwind_hash_find(&ix->cus, hash, sym_cu_eq, &off);
 
 	if (!ci) {
@@ -631,7 +631,7 @@ static bool sym_entry_eq(const void *item, const void *key)
 
 static uint64_t sym_key_hash(const struct sym_key *k)
 {
-	return unwind_hash_u64(k->offset * 0x9e3779b97f4a7c15ULL ^ ((uint64_t)k->module << 1) ^
+	return cs_hash_u64(k->offset * 0x9e3779b97f4a7c15ULL ^ ((uint64_t)k->module << 1) ^
 			       k->is_caller);
 }
 

@@ -34,18 +34,6 @@
 /* ------------------------------------------------------------------------------------------ */
 /* Hash table (see elfcache.h) */
 
-uint64_t unwind_hash_bytes(const void *p, size_t n, uint64_t seed)
-{
-	const uint8_t *b = p;
-	uint64_t h = 0xcbf29ce484222325ULL ^ seed;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= b[i];
-		h *= 0x100000001b3ULL;
-	}
-	return unwind_hash_u64(h);
-}
-
 static void unwind_hash_grow(struct unwind_hash *h)
 {
 	struct unwind_hash old = *h;
@@ -133,7 +121,7 @@ static bool unwind_str_eq(const void *item, const void *key)
 
 const char *unwind_intern(struct unwind_ctx *ctx, const char *s)
 {
-	uint64_t hash = unwind_hash_bytes(s, strlen(s), 0);
+	uint64_t hash = cs_hash_bytes(s, strlen(s), 0);
 	char *found = unwind_hash_find(&ctx->strings, hash, unwind_str_eq, s);
 
 	if (!found) {
@@ -187,7 +175,7 @@ static bool unwind_proc_eq(const void *item, const void *key)
 
 static struct unwind_proc *unwind_proc_find(struct unwind_ctx *ctx, uint32_t pid)
 {
-	return unwind_hash_find(&ctx->procs, unwind_hash_u64(pid), unwind_proc_eq, &pid);
+	return unwind_hash_find(&ctx->procs, cs_hash_u64(pid), unwind_proc_eq, &pid);
 }
 
 static struct unwind_space *unwind_space_new(struct unwind_ctx *ctx)
@@ -218,7 +206,7 @@ static struct unwind_proc *unwind_proc_get(struct unwind_ctx *ctx, uint32_t pid)
 		p->pid = pid;
 		p->space = unwind_space_new(ctx);
 		p->jit_module = UINT32_MAX;
-		unwind_hash_insert(&ctx->procs, unwind_hash_u64(pid), p);
+		unwind_hash_insert(&ctx->procs, cs_hash_u64(pid), p);
 	}
 	return p;
 }
@@ -259,7 +247,7 @@ static bool unwind_file_build_id_eq(const void *item, const void *key)
 
 static uint64_t unwind_inode_hash(const struct stat *st)
 {
-	return unwind_hash_u64(((uint64_t)st->st_dev << 40) ^ (uint64_t)st->st_ino);
+	return cs_hash_u64(((uint64_t)st->st_dev << 40) ^ (uint64_t)st->st_ino);
 }
 
 static bool unwind_has_section(Elf *elf, size_t shstrndx, const char *name)
@@ -386,7 +374,7 @@ static struct elf_file *unwind_file_from_fd(struct unwind_ctx *ctx, int fd, cons
 	}
 	if (f->build_id[0]) {
 		struct elf_file *same = unwind_hash_find(&ctx->files_by_build_id,
-							  unwind_hash_bytes(f->build_id, strlen(f->build_id), 1),
+							  cs_hash_bytes(f->build_id, strlen(f->build_id), 1),
 							  unwind_file_build_id_eq, f->build_id);
 		if (same) {
 			/* Another copy of a file we know (a container's, a hard link): remember
@@ -401,7 +389,7 @@ static struct elf_file *unwind_file_from_fd(struct unwind_ctx *ctx, int fd, cons
 	unwind_hash_insert(&ctx->files_by_inode, unwind_inode_hash(&st), f);
 	if (f->build_id[0])
 		unwind_hash_insert(&ctx->files_by_build_id,
-				   unwind_hash_bytes(f->build_id, strlen(f->build_id), 1), f);
+				   cs_hash_bytes(f->build_id, strlen(f->build_id), 1), f);
 	return f;
 }
 
@@ -549,7 +537,7 @@ struct unwind_module_key {
 
 static uint64_t unwind_module_hash(const struct unwind_module_key *k)
 {
-	return unwind_hash_bytes(k->path, strlen(k->path),
+	return cs_hash_bytes(k->path, strlen(k->path),
 				 (uint64_t)k->kind ^ ((uint64_t)k->pid << 8) ^ (uintptr_t)k->file);
 }
 
@@ -860,7 +848,7 @@ int unwind_fork(struct unwind_ctx *ctx, uint32_t parent_pid, uint32_t child_pid)
 		child = cs_calloc(1, sizeof(*child));
 		child->pid = child_pid;
 		child->jit_module = UINT32_MAX;
-		unwind_hash_insert(&ctx->procs, unwind_hash_u64(child_pid), child);
+		unwind_hash_insert(&ctx->procs, cs_hash_u64(child_pid), child);
 	}
 	child->space = parent->space;
 	child->space->refs++;
@@ -879,7 +867,7 @@ int unwind_exec(struct unwind_ctx *ctx, uint32_t pid)
 
 int unwind_exit(struct unwind_ctx *ctx, uint32_t pid)
 {
-	struct unwind_proc *p = unwind_hash_remove(&ctx->procs, unwind_hash_u64(pid), unwind_proc_eq,
+	struct unwind_proc *p = unwind_hash_remove(&ctx->procs, cs_hash_u64(pid), unwind_proc_eq,
 						   &pid);
 	if (p) {
 		unwind_space_unref(p->space);

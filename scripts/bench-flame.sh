@@ -5,6 +5,7 @@
 #
 #   scripts/bench-flame.sh [LINES] [UNIQUE_STACKS]     (default 1000000 200000)
 #   FLAMEGRAPH_PL=/path/to/flamegraph.pl scripts/bench-flame.sh
+#   PREV_CSAMPLER=/path/to/old/bin/csampler scripts/bench-flame.sh   (a previous build, same run)
 #
 # The input is generated (seeded, so every run sees the same file): stacks 10 to 40 frames
 # deep over 8000 function names (C++-style, C-style and kernel "_[k]" frames), drawn as
@@ -102,6 +103,15 @@ if [ -n "${FLAMEGRAPH_PL:-}" ]; then
 	fi
 else
 	echo "flamegraph.pl  skipped: set FLAMEGRAPH_PL=/path/to/flamegraph.pl to compare"
+fi
+
+if [ -n "${PREV_CSAMPLER:-}" ]; then
+	if run "previous" "$DIR/previous.svg" "$PREV_CSAMPLER" -q flame "$INPUT"; then
+		same=$(cmp -s "$DIR/previous.svg" "$DIR/csampler.svg" && echo identical || echo different)
+		awk -v a="$WALL" -v b="$CS_WALL" -v c="$CPU" -v d="$CS_CPU" -v same="$same" 'BEGIN {
+			printf "ratio          previous/csampler %.2fx (wall), %.2fx (cpu); SVGs %s\n",
+				a / b, c / d, same }'
+	fi
 fi
 
 if command -v chromium >/dev/null && [ -f "$ROOT/tests/node_modules/playwright-core/package.json" ]; then
