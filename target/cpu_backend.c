@@ -705,26 +705,26 @@ static int cpu_set_params(void *opaque, const struct splat_params *p, const int3
 	return cpu_reset_densify_stats(ctx);
 }
 
+/* Copy src into the caller's out, which must have room; call names the backend call. */
+static int cpu_copy_out(const char *call, const struct splat_params *src, struct splat_params *out)
+{
+	if (out->capacity < src->count)
+		return splat_error(ENOSPC, "cpu backend: %s into room for %zu of %zu Gaussians", call,
+				   out->capacity, src->count);
+	splat_params_copy(out, src);
+	return 0;
+}
+
 static int cpu_get_params(void *opaque, struct splat_params *out)
 {
 	struct cpu_backend *ctx = opaque;
-
-	if (out->capacity < ctx->params.count)
-		return splat_error(ENOSPC, "cpu backend: get_params into room for %zu of %zu Gaussians",
-				   out->capacity, ctx->params.count);
-	splat_params_copy(out, &ctx->params);
-	return 0;
+	return cpu_copy_out("get_params", &ctx->params, out);
 }
 
 static int cpu_get_grads(void *opaque, struct splat_params *out)
 {
 	struct cpu_backend *ctx = opaque;
-
-	if (out->capacity < ctx->grads.count)
-		return splat_error(ENOSPC, "cpu backend: get_grads into room for %zu of %zu Gaussians",
-				   out->capacity, ctx->grads.count);
-	splat_params_copy(out, &ctx->grads);
-	return 0;
+	return cpu_copy_out("get_grads", &ctx->grads, out);
 }
 
 static int cpu_get_densify_stats(void *opaque, struct splat_densify_stats *out)
