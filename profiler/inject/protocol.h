@@ -1,0 +1,178 @@
+/* protocol.h: the wire contract between the in-target GPU library (profiler/inject/,
+ * lib/libcsampler-cupti.so, loaded into the user's CUDA program through CUDA_INJECTION64_PATH)
+ * and the recorder (profiler/record/), which merges what the library wrote into the data file.
+ * This header is all the two sides share: plain fixed-size structs, no functions, libc types only.
+ *
+ * Transport: one file per process, CSAMPLER_GPU_DIR/gpu-PID.bin (mode 0600, O_APPEND). The
+ * library writes the file header once, then whole chunks with one write(2) each; a chunk holds
+ * complete records only, so a file cut at any point (target killed) is a readable prefix.
+ *
+ *   file:    struct gpu_file_header, then records
+ *   record:  struct gpu_rec (type, size of the whole record, 8-byte aligned), then its payload;
+ *            a reader skips types it does not know by size.
+ *
+ * Environment the recorder (or `csampler env`) sets for the target:
+ *   CUDA_INJECTION64_PATH   absolute path of libcsampler-cupti.so
+ *   NVTX_INJECTION64_PATH   absolute path of libcupti.so.13 (NVTX ranges through CUPTI)
+ *   CSAMPLER_GPU_DIR        directory for gpu-PID.bin (made by the recorder, mode 0700)
+ *   CSAMPLER_GPU_STACK      max frames captured per launch (default 64, 0 = no stacks)
+ *   CSAMPLER_GPU_FLUSH_MS   watchdog for the final forced flush (default 3000)
+ *   CSAMPLER_CUPTI_PATH     libcupti to use, when not the toolkit's (tests: the stand-in)
+ * All times are CLOCK_MONOTONIC nanoseconds (CUPTI's timestamp callback is set to that clock). */
+#ifndef CSAMPLER_INJECT_PROTOCOL_H
+#define CSAMPLER_INJECT_PROTOCOL_H
+
+#include <stdint.h>
+
+#define GPU_FILE_MAGIC "CSGPU\0\0\0"
+#define GPU_PROTOCOL_VERSION 1
+#define GPU_MAX_FRAMES 128
+#define GPU_NAME_MAX 512      /* names longer than this are cut (demangled later by the reader) */
+
+struct gpu_file_header {
+	char magic[8];             /* GPU_FILE_MAGIC */
+	uint32_t version;          /* GPU_PROTOCOL_VERSION */
+	uint32_t pid, ppid;
+	uint32_t header_size;      /* sizeof(struct gpu_file_header) */
+	uint64_t start_ns;         /* CLOCK_MONOTONIC when the library initialised */
+};
+
+enum gpu_rec_type {
+	GPU_REC_INFO = 1,      /* struct gpu_info: versions, status, clock check */
+	GPU_REC_LAUNCH = 2,    /* struct gpu_launch + u64 pcs[nframes]: an API call and its stack */
+	GPU_REC_KERNEL = 3,    /* struct gpu_kernel + name (NUL-terminated, padded) */
+	GPU_REC_MEMCPY = 4,    /* struct gpu_memcpy */
+	GPU_REC_MEMSET = 5,    /* struct gpu_memset */
+	GPU_REC_SYNC = 6,      /* struct gpu_sync */
+	GPU_REC_API = 7,       /* struct gpu_api: a runtime/driver API call's span (activity) */
+	GPU_REC_MARKER = 8,    /* struct gpu_marker + name: an NVTX range */
+	GPU_REC_STATS = 9,     /* struct gpu_stats: counters, written at flush and at exit */
+	GPU_REC_NOTE = 10,     /* struct gpu_note + text: one line for the user (why CPU-only...) */
+};
+
+struct gpu_rec {
+	uint16_t type;         /* enum gpu_rec_type */
+	uint16_t flags;
+	uint32_t size;         /* whole record, header included, multiple of 8 */
+};
+
+enum gpu_status {
+	GPU_STATUS_OK = 0,
+	GPU_STATUS_NO_CUPTI = 1,          /* libcupti could not be loaded */
+	GPU_STATUS_OTHER_SUBSCRIBER = 2,  /* another tool holds CUPTI: CPU-only */
+	GPU_STATUS_CUPTI_ERROR = 3,       /* a CUPTI call failed (no driver, CUPTI newer than it) */
+};
+
+struct gpu_info {
+	uint32_t cupti_version;    /* cuptiGetVersion() */
+	uint32_t status;           /* enum gpu_status */
+	int32_t cupti_error;       /* CUptiResult of the failing call, or 0 */
+	uint32_t reserved;
+	/* Clock check: CUPTI's timestamp (cuptiGetTimestamp) against CLOCK_MONOTONIC read just
+	 * before and after it; offset = cupti - (before + after) / 2. */
+	uint64_t clock_before_ns, cupti_ns, clock_after_ns;
+	int64_t clock_offset_ns;
+};
+
+enum gpu_api_domain {
+	GPU_DOMAIN_RUNTIME = 1,
+	GPU_DOMAIN_DRIVER = 2,
+	GPU_DOMAIN_RESOURCE = 3,   /* graph node creation: keeps the capture-time stack */
+};
+
+enum gpu_launch_flags {
+	GPU_LAUNCH_STACK_TRUNCATED = 1 << 0, /* more than the frame limit */
+	GPU_LAUNCH_GRAPH_NODE = 1 << 1,      /* graph_node_id is set: a node captured here */
+};
+
+/* One API call (runtime or driver) at ENTER. A runtime call and the driver call inside it share
+ * one correlation id: the library records the outermost only. */
+struct gpu_launch {
+	uint64_t time;             /* at ENTER */
+	uint32_t tid;
+	uint32_t correlation;      /* CUPTI correlationId */
+	uint32_t cbid;             /* CUPTI callback id within domain */
+	uint16_t domain;           /* enum gpu_api_domain */
+	uint16_t nframes;          /* pcs[] that follow: return addresses, leaf (the caller of the
+				    * CUDA API) first; pcs[0] is a return address too */
+	uint64_t graph_node_id;    /* GPU_LAUNCH_GRAPH_NODE: the node created here */
+	uint32_t flags;            /* enum gpu_launch_flags */
+	uint32_t api_name_len;     /* 0, or bytes of the API name after pcs[] (NUL included) */
+	/* u64 pcs[nframes]; char api_name[api_name_len]; padding to 8 */
+};
+
+struct gpu_kernel {
+	uint64_t start, end;       /* start == end == 0: timestamp lost (counted, not stored) */
+	uint64_t queued, submitted;/* 0 when unknown */
+	uint32_t correlation;
+	uint32_t device, context, stream;
+	uint32_t grid[3], block[3];
+	uint32_t graph_id;
+	uint32_t name_len;         /* bytes of name after this struct, NUL included */
+	uint64_t graph_node_id;
+	uint32_t registers, shared_bytes;
+	/* char name[name_len]; padding to 8 */
+};
+
+enum gpu_copy_kind {           /* CUpti_ActivityMemcpyKind values, kept as they are */
+	GPU_COPY_HTOD = 1, GPU_COPY_DTOH = 2, GPU_COPY_DTOD = 8, GPU_COPY_PTOP = 10,
+};
+
+struct gpu_memcpy {
+	uint64_t start, end, bytes;
+	uint32_t correlation, device, context, stream;
+	uint8_t copy_kind, src_kind, dst_kind, async; /* CUPTI enums; async = flags & ASYNC */
+	uint32_t reserved;
+	uint64_t graph_node_id;
+};
+
+struct gpu_memset {
+	uint64_t start, end, bytes;
+	uint32_t correlation, device, context, stream;
+	uint32_t value;
+	uint32_t reserved;
+	uint64_t graph_node_id;
+};
+
+struct gpu_sync {
+	uint64_t start, end;
+	uint32_t correlation;
+	uint32_t type;             /* CUpti_ActivitySynchronizationType */
+	uint32_t context, stream;  /* stream: CUPTI_SYNCHRONIZATION_INVALID_VALUE when none */
+	uint32_t event, reserved;
+};
+
+struct gpu_api {
+	uint64_t start, end;
+	uint32_t correlation, cbid;
+	uint32_t domain;           /* enum gpu_api_domain */
+	uint32_t tid;
+};
+
+struct gpu_marker {
+	uint64_t start, end;       /* end == 0: an instantaneous mark */
+	uint32_t id, tid;
+	uint32_t domain;           /* 0: default NVTX domain */
+	uint32_t name_len;
+	/* char name[name_len]; padding to 8 */
+};
+
+struct gpu_stats {
+	uint64_t launches;         /* API ENTER records written */
+	uint64_t launches_dropped; /* launch records lost (per-thread buffer full, write failed) */
+	uint64_t activities;       /* activity records written */
+	uint64_t dropped;          /* cuptiActivityGetNumDroppedRecords, summed */
+	uint64_t lost_timestamps;  /* kernel/copy records with start == end == 0 */
+	uint64_t buffers;          /* CUPTI buffers completed */
+	uint64_t flush_timeouts;   /* forced flushes the watchdog gave up on */
+	uint64_t write_errors;     /* write(2) failures (disk full ...) */
+	uint64_t capture_ns;       /* time spent in the launch callback (stack capture included) */
+};
+
+struct gpu_note {
+	uint32_t len;              /* bytes of text after this struct, NUL included */
+	uint32_t severity;         /* 0 info, 1 warning */
+	/* char text[len]; padding to 8 */
+};
+
+#endif
