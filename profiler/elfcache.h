@@ -1,6 +1,7 @@
 /* elfcache.h: the unwinding context's internals, shared by unwind.c (address spaces, DWARF
- * unwinding) and symbols.c (names, inline chains). Not a public interface: callers use
- * unwind.h.
+ * unwinding) and symbols.c (names, inline chains); elfcache.c implements the shared part (hash
+ * table, interning, the ELF file cache). Not a public interface: callers use unwind.h and
+ * symbols.h.
  *
  * Ownership: the context owns every object below. ELF files are opened once per file (keyed by
  * device/inode and shared by build-id) and stay open until unwind_free, so names can be
@@ -23,19 +24,19 @@
  * callback. Hand-written because glibc's hsearch_r has neither removal nor non-string keys and
  * tsearch costs a comparison call per tree level on the per-sample path. The table does not own
  * its items. */
-struct unwind_hash {
-	struct unwind_hash_slot {
+struct elfcache_hash {
+	struct elfcache_hash_slot {
 		uint64_t hash;
 		void *item;        /* NULL: empty slot */
 	} *slots;
 	size_t cap, count;
 };
-typedef bool (*unwind_hash_eq)(const void *item, const void *key);
-void *unwind_hash_find(const struct unwind_hash *h, uint64_t hash, unwind_hash_eq eq,
+typedef bool (*elfcache_hash_eq)(const void *item, const void *key);
+void *elfcache_hash_find(const struct elfcache_hash *h, uint64_t hash, elfcache_hash_eq eq,
 		       const void *key);
-void unwind_hash_insert(struct unwind_hash *h, uint64_t hash, void *item);
-void *unwind_hash_remove(struct unwind_hash *h, uint64_t hash, unwind_hash_eq eq, const void *key);
-void unwind_hash_free(struct unwind_hash *h);
+void elfcache_hash_insert(struct elfcache_hash *h, uint64_t hash, void *item);
+void *elfcache_hash_remove(struct elfcache_hash *h, uint64_t hash, elfcache_hash_eq eq, const void *key);
+void elfcache_hash_free(struct elfcache_hash *h);
 
 struct elf_load {            /* one PT_LOAD program header */
 	uint64_t offset, vaddr, filesz, memsz, align;
@@ -111,29 +112,32 @@ struct unwind_space;
 struct unwind_ctx {
 	struct unwind_module_priv **modules; /* by id; each separately allocated (stable pointers) */
 	size_t nmodules, cap_modules;
-	struct unwind_hash modules_by_key;
+	struct elfcache_hash modules_by_key;
 	uint32_t kernel_module;  /* UINT32_MAX until the first kernel address */
 
 	struct elf_file **files;
 	size_t nfiles, cap_files;
-	struct unwind_hash files_by_inode;
-	struct unwind_hash files_by_build_id;
+	struct elfcache_hash files_by_inode;
+	struct elfcache_hash files_by_build_id;
 	struct elf_file *vdso;   /* this kernel's vDSO image (same for every 64-bit process) */
 	bool vdso_tried;
 
-	struct unwind_hash procs; /* pid -> struct unwind_proc */
+	struct elfcache_hash procs; /* pid -> struct unwind_proc */
 	const Dwfl_Callbacks *dwfl_callbacks; /* per-process unwinding Dwfls */
 	const Dwfl_Callbacks *sym_callbacks;  /* per-file symbolization Dwfls */
 
 	/* Strings interned for the context's lifetime (names, files, paths). */
-	struct unwind_hash strings;
+	struct elfcache_hash strings;
 
-	/* symbols.c */
+	/* symbols.c. It sets release_symbols when it first builds state here, and unwind_free
+	 * calls it: so the context's owner frees everything without unwind.c calling into
+	 * symbols.c (the two modules only share this cache). */
+	void (*release_symbols)(struct unwind_ctx *ctx);
 	struct kallsym *kallsyms;
 	size_t nkallsyms;
 	char *kallsyms_text;     /* /proc/kallsyms as read, NUL-separated */
 	bool kallsyms_loaded;
-	struct unwind_hash sym_cache;
+	struct elfcache_hash sym_cache;
 	struct sym_cache_entry *sym_entries;
 	size_t nsym_entries, cap_sym_entries;
 	struct sym_frame *sym_frames;
@@ -141,20 +145,28 @@ struct unwind_ctx {
 };
 
 /* Intern s: the returned copy lives until unwind_free. */
-const char *unwind_intern(struct unwind_ctx *ctx, const char *s);
+const char *elfcache_intern(struct unwind_ctx *ctx, const char *s);
 
 /* The duplicate-Elf find_elf callback: modules' userdata is their struct elf_file. */
-int unwind_find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+int elfcache_find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
 		    char **file_name, Elf **elfp);
 
 /* Report f to dwfl at load bias bias (vaddr + bias = address); returns the module or NULL
  * (dwfl_errmsg(-1) says why). */
-Dwfl_Module *unwind_report_file(Dwfl *dwfl, const char *name, struct elf_file *f, uint64_t bias);
+Dwfl_Module *elfcache_report_file(Dwfl *dwfl, const char *name, struct elf_file *f, uint64_t bias);
 
 /* File offset -> link-time vaddr through the PT_LOAD table (offset itself if none matches). */
 uint64_t elf_file_offset_to_vaddr(const struct elf_file *f, uint64_t offset);
 
-/* symbols.c: release what sym_resolve built. */
-void sym_free(struct unwind_ctx *ctx);
+/* The ELF file cache (elfcache.c). */
+/* Open the ELF file mapped at [start, end) in pid as path (cached by inode and build-id), or
+ * NULL when it is not ELF or cannot be opened. */
+struct elf_file *elfcache_file_open(struct unwind_ctx *ctx, uint32_t pid, uint64_t start,
+				    uint64_t end, const char *path);
+/* This kernel's vDSO image as a cached file, or NULL. */
+struct elf_file *elfcache_vdso(struct unwind_ctx *ctx);
+/* The load bias of f mapped at start from file offset pgoff. */
+uint64_t elfcache_file_bias(const struct elf_file *f, uint64_t start, uint64_t pgoff);
+void elfcache_file_free(struct elf_file *f);
 
 #endif

@@ -10,6 +10,7 @@
 #include "datafile.h"
 #include "profile.h"
 #include "stacks.h"
+#include "symbols.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-/* symbols.c: naming code locations (module, file offset) for unwind.h's sym_resolve.
+/* symbols.c: naming code locations (module, file offset) for symbols.h's sym_resolve.
  *
  * ELF files: one libdwfl module per file (shared by every process mapping it, keyed by
  * build-id), reported at its link-time addresses. libdwfl supplies the symbol tables (.symtab,
@@ -11,7 +11,7 @@
  * Kernel addresses are named from /proc/kallsyms (read once), anonymous code from
  * /tmp/perf-PID.map. Results are cached per (module, offset, is_caller); a location that has no
  * name becomes "basename+0xOFFSET". */
-#include "unwind.h"
+#include "symbols.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -46,18 +46,18 @@ static bool sym_is_hex(const char *s, size_t n)
 static const char *sym_demangle(struct unwind_ctx *ctx, const char *name)
 {
 	if (name[0] != '_' || name[1] != 'Z')
-		return unwind_intern(ctx, name);
+		return elfcache_intern(ctx, name);
 	int status = 0;
 	char *d = __cxa_demangle(name, NULL, NULL, &status);
 	if (!d || status != 0) {
 		free(d);
-		return unwind_intern(ctx, name);
+		return elfcache_intern(ctx, name);
 	}
 	/* Rust's legacy mangling is Itanium-shaped and ends in a "::h<16 hex digits>" hash. */
 	size_t len = strlen(d);
 	if (len > 19 && memcmp(d + len - 19, "::h", 3) == 0 && sym_is_hex(d + len - 16, 16))
 		d[len - 19] = 0;
-	const char *out = unwind_intern(ctx, d);
+	const char *out = elfcache_intern(ctx, d);
 	free(d);
 	return out;
 }
@@ -73,7 +73,7 @@ static const char *sym_unnamed(struct unwind_ctx *ctx, const struct unwind_modul
 	if (len > dl && strcmp(base + len - dl, " (deleted)") == 0)
 		base[len - dl] = 0;
 	char *s = cs_asprintf("%s+0x%" PRIx64, base, offset);
-	const char *out = unwind_intern(ctx, s);
+	const char *out = elfcache_intern(ctx, s);
 	free(s);
 	return out;
 }
@@ -150,7 +150,7 @@ static const char *sym_kernel_name(struct unwind_ctx *ctx, uint64_t addr)
 		else
 			hi = mid;
 	}
-	return lo ? unwind_intern(ctx, ctx->kallsyms[lo - 1].name) : NULL;
+	return lo ? elfcache_intern(ctx, ctx->kallsyms[lo - 1].name) : NULL;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -284,7 +284,7 @@ struct sym_cu_index {
 struct sym_file_index {
 	struct sym_func *funcs;
 	size_t nfuncs;
-	struct unwind_hash cus;  /* compile-unit offset -> struct sym_cu_index */
+	struct elfcache_hash cus;  /* compile-unit offset -> struct sym_cu_index */
 };
 
 static int sym_func_cmp(const void *a, const void *b)
@@ -437,7 +437,7 @@ static struct sym_cu_index *sym_cu_index_get(struct sym_file_index *ix, Dwarf_Di
 {
 	Dwarf_Off off = dwarf_dieoffset(cudie);
 	uint64_t hash = cs_hash_u64(off);
-	struct sym_cu_index *ci = unwind_hash_find(&ix->cus, hash, sym_cu_eq, &off);
+	struct sym_cu_index *ci = elfcache_hash_find(&ix->cus, hash, sym_cu_eq, &off);
 
 	if (!ci) {
 		ci = cs_calloc(1, sizeof(*ci));
@@ -445,7 +445,7 @@ static struct sym_cu_index *sym_cu_index_get(struct sym_file_index *ix, Dwarf_Di
 		sym_scope_walk(ci, cudie, -1, 0);
 		if (dwarf_getsrcfiles(cudie, &ci->files, NULL) != 0)
 			ci->files = NULL;
-		unwind_hash_insert(&ix->cus, hash, ci);
+		elfcache_hash_insert(&ix->cus, hash, ci);
 	}
 	return ci;
 }
@@ -462,7 +462,7 @@ static void sym_file_index_free(struct sym_file_index *ix)
 			free(ci);
 		}
 	}
-	unwind_hash_free(&ix->cus);
+	elfcache_hash_free(&ix->cus);
 	free(ix->funcs);
 	free(ix);
 }
@@ -479,7 +479,7 @@ static void sym_file_setup(struct unwind_ctx *ctx, struct elf_file *f, const cha
 		return;
 	}
 	dwfl_report_begin(f->sym_dwfl);
-	f->sym_mod = unwind_report_file(f->sym_dwfl, name, f, 0);
+	f->sym_mod = elfcache_report_file(f->sym_dwfl, name, f, 0);
 	dwfl_report_end(f->sym_dwfl, NULL, NULL);
 	if (!f->sym_mod) {
 		cs_warn("dwfl_report_module %s: %s; its frames will show as offsets", name,
@@ -531,7 +531,7 @@ static void sym_push(struct unwind_ctx *ctx, const char *name, const char *file,
 		sizeof(ctx->sym_frames[0]));
 	ctx->sym_frames[ctx->nsym_frames++] = (struct sym_frame){
 		.name = name,
-		.file = file && *file ? unwind_intern(ctx, file) : NULL,
+		.file = file && *file ? elfcache_intern(ctx, file) : NULL,
 		.line = line,
 		.flags = flags,
 	};
@@ -591,7 +591,7 @@ static void sym_elf_frames(struct unwind_ctx *ctx, struct unwind_module_priv *m,
 			break;
 		}
 		const char *name = sym_die_name(ctx, die);
-		sym_push(ctx, name ? name : unwind_intern(ctx, "(inlined)"), file,
+		sym_push(ctx, name ? name : elfcache_intern(ctx, "(inlined)"), file,
 			 line > 0 ? (uint32_t)line : 0, PROFILE_FRAME_INLINED);
 		/* The caller's position is where this instance was inlined. */
 		Dwarf_Attribute attr;
@@ -635,16 +635,19 @@ static uint64_t sym_key_hash(const struct sym_key *k)
 			       k->is_caller);
 }
 
+static void sym_release(struct unwind_ctx *ctx);
+
 int sym_resolve(struct unwind_ctx *ctx, struct unwind_loc loc, bool is_caller,
 		struct sym_frame *frames, int max)
 {
 	if (loc.module >= ctx->nmodules || max <= 0)
 		return -EINVAL;
+	ctx->release_symbols = sym_release;
 	struct sym_key key = { loc.module, is_caller, loc.offset, ctx->sym_entries };
 	uint64_t hash = sym_key_hash(&key);
 	struct sym_cache_entry *e;
 	/* Entries live in one growing array; the table holds indexes + 1 as pointers. */
-	uintptr_t idx = (uintptr_t)unwind_hash_find(&ctx->sym_cache, hash, sym_entry_eq, &key);
+	uintptr_t idx = (uintptr_t)elfcache_hash_find(&ctx->sym_cache, hash, sym_entry_eq, &key);
 
 	if (idx) {
 		e = &ctx->sym_entries[idx - 1];
@@ -681,7 +684,7 @@ int sym_resolve(struct unwind_ctx *ctx, struct unwind_loc loc, bool is_caller,
 		e = &ctx->sym_entries[ctx->nsym_entries++];
 		*e = (struct sym_cache_entry){ loc.module, is_caller, loc.offset, first,
 					       (uint32_t)ctx->nsym_frames - first };
-		unwind_hash_insert(&ctx->sym_cache, hash, (void *)(uintptr_t)ctx->nsym_entries);
+		elfcache_hash_insert(&ctx->sym_cache, hash, (void *)(uintptr_t)ctx->nsym_entries);
 	}
 	int n = (int)e->n < max ? (int)e->n : max;
 	/* Too little room: keep the outermost frames (the real function). */
@@ -689,7 +692,8 @@ int sym_resolve(struct unwind_ctx *ctx, struct unwind_loc loc, bool is_caller,
 	return n;
 }
 
-void sym_free(struct unwind_ctx *ctx)
+/* Installed as ctx->release_symbols: unwind_free calls it. */
+static void sym_release(struct unwind_ctx *ctx)
 {
 	for (size_t i = 0; i < ctx->nfiles; i++) {
 		struct elf_file *f = ctx->files[i];
@@ -702,7 +706,7 @@ void sym_free(struct unwind_ctx *ctx)
 	}
 	free(ctx->kallsyms);
 	free(ctx->kallsyms_text);
-	unwind_hash_free(&ctx->sym_cache);
+	elfcache_hash_free(&ctx->sym_cache);
 	free(ctx->sym_entries);
 	free(ctx->sym_frames);
 }

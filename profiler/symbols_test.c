@@ -5,6 +5,7 @@
  * records (tests/progs/marks.h); expected lines from the CALLSITE comments of their source.
  * Also: /tmp/perf-PID.map names, /proc/kallsyms, libc through its build-id debug file. */
 #include "unwind.h"
+#include "symbols.h"
 
 #include <errno.h>
 #include <fcntl.h>

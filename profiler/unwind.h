@@ -1,5 +1,5 @@
 /* unwind.h: turning sampled (user registers, user stack copy) snapshots into call stacks with
- * elfutils' libdwfl, and naming the code locations of those stacks (symbols.c).
+ * elfutils' libdwfl; symbols.h names the code locations of those stacks.
  *
  * The unwinder follows each target process' address space from the recorder's events (mmap,
  * fork, exec, exit), opens each mapped ELF file once while it is still mapped (through
@@ -95,21 +95,5 @@ int unwind_sample(struct unwind_ctx *ctx, const struct unwind_sample *s, struct 
 /* The module table. */
 size_t unwind_module_count(const struct unwind_ctx *ctx);
 const struct unwind_module *unwind_module_get(const struct unwind_ctx *ctx, uint32_t id);
-
-/* One frame of a symbolized location. The inline chain of one location is returned innermost
- * first; every frame but the last has PROFILE_FRAME_INLINED set. Strings are owned by the
- * context and live until unwind_free. */
-struct sym_frame {
-	const char *name;          /* demangled; "libfoo.so+0x1a2b" when unnamed */
-	const char *file;          /* source file or NULL */
-	uint32_t line;             /* 0 when unknown */
-	uint32_t flags;            /* PROFILE_FRAME_* */
-};
-
-/* Name location loc. is_caller: the offset is a return address (not the leaf of its stack),
- * so look up offset - 1. Returns the number of frames written (>= 1) or -errno. Caches per
- * (module, offset). Works after the target exited: files are kept open from unwind_mmap. */
-int sym_resolve(struct unwind_ctx *ctx, struct unwind_loc loc, bool is_caller,
-		struct sym_frame *frames, int max);
 
 #endif

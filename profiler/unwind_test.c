@@ -3,6 +3,7 @@
  * from the captured stack pointer (as the kernel does for a perf sample), and /proc/self/maps is
  * fed as mmap events. Also measures the per-sample unwinding cost. */
 #include "unwind.h"
+#include "symbols.h"
 
 #include <dirent.h>
 #include <inttypes.h>
