@@ -1,7 +1,9 @@
 /* cmd_record.c: `csampler record`: parse options into record_opts and run the engine. */
 #include "cmds.h"
 #include "cs.h"
+#include "profile.h"
 #include "record.h"
+#include "stacks.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -206,8 +208,17 @@ int cmd_record(int argc, char **argv)
 			return CS_EXIT_ERROR;
 		}
 	}
-	o.summary = isatty(2) && !cs_quiet;
-	status = record_run(&o);
+	bool written = false;
+	status = record_run(&o, &written);
+	/* The top-5 summary on a terminal: read back from the finished file, here rather than in
+	 * the recording engine, so the writer never depends on the reader. */
+	if (written && isatty(2) && !cs_quiet) {
+		struct profile *p;
+		if (profile_load(o.output, &p) == 0) {
+			stacks_print_summary(p, stderr, 5);
+			profile_free(p);
+		}
+	}
 	free(o.pids);
 	return status;
 }

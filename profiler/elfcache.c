@@ -19,7 +19,7 @@
 #include <gelf.h>
 
 #include "cs.h"
-#include "profile.h"
+#include "datafile.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* Hash table (see elfcache.h) */

@@ -11,23 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum profile_frame_flags {
-	PROFILE_FRAME_KERNEL = 1 << 0,   /* kernel code ("_[k]" in folded text) */
-	PROFILE_FRAME_INLINED = 1 << 1,  /* inlined into the frame below it ("_[i]") */
-	PROFILE_FRAME_JIT = 1 << 2,      /* named from /tmp/perf-PID.map ("_[j]") */
-	PROFILE_FRAME_UNNAMED = 1 << 3,  /* no symbol: name is "libfoo.so+0x1a2b" */
-	PROFILE_FRAME_GPU_KERNEL = 1 << 4, /* a GPU kernel (CUPTI; later) */
-	PROFILE_FRAME_GPU_COPY = 1 << 5,   /* a GPU memcpy/memset (later) */
-	PROFILE_FRAME_GPU_SYNC = 1 << 6,   /* time blocked in a CUDA synchronisation (later) */
-};
-
-enum profile_module_flags {
-	PROFILE_MODULE_KERNEL = 1 << 0,
-	PROFILE_MODULE_JIT = 1 << 1,
-	PROFILE_MODULE_NO_CFI = 1 << 2,      /* no .eh_frame/.debug_frame found: unwinding stops */
-	PROFILE_MODULE_NO_SYMBOLS = 1 << 3,  /* no .symtab/.dynsym/.gnu_debugdata/debug file */
-	PROFILE_MODULE_NO_DEBUGINFO = 1 << 4,/* no DWARF lines: no file:line, no inline frames */
-};
+#include "datafile.h" /* the PROFILE_* flag bits, as stored in the file */
 
 struct profile_module {
 	uint32_t path;      /* string id: the path as mapped in the target */
@@ -46,11 +30,6 @@ struct profile_frame {
 struct profile_stack {
 	uint32_t first;     /* index into profile.stack_frames of the LEAF frame */
 	uint32_t nframes;   /* frames leaf first: stack_frames[first .. first+nframes) */
-};
-
-enum profile_sample_flags {
-	PROFILE_SAMPLE_UNWIND_ERROR = 1 << 0, /* the unwinder stopped on an error, not at the root */
-	PROFILE_SAMPLE_STACK_FULL = 1 << 1,   /* the stack copy was full: likely truncated */
 };
 
 struct profile_sample {

@@ -8,8 +8,6 @@
 
 #include "cs.h"
 #include "datafile.h"
-#include "profile.h"
-#include "stacks.h"
 #include "symbols.h"
 
 #include <errno.h>
@@ -769,7 +767,7 @@ static int record_install_signals(struct record *r)
 	return 0;
 }
 
-int record_run(const struct record_opts *o)
+int record_run(const struct record_opts *o, bool *written)
 {
 	struct record r = { .o = o, .child_pidfd = -1, .sigpipe = { -1, -1 } };
 	int go_fd = -1, err_fd = -1, ret, status = CS_EXIT_ERROR;
@@ -878,13 +876,8 @@ int record_run(const struct record_opts *o)
 		r.error = ret;
 	if (!r.error) {
 		record_print_summary(&r, end_ns);
-		if (o->summary) {
-			struct profile *p;
-			if (profile_load(o->output, &p) == 0) {
-				stacks_print_summary(p, stderr, 5);
-				profile_free(p);
-			}
-		}
+		if (written)
+			*written = true;
 	}
 	if (r.child > 0) {
 		if (!r.child_exited && !r.error && !r.stop_signal) {

@@ -19,13 +19,13 @@ struct record_opts {
 	double duration_s;           /* attach (or launch) mode: stop after this; 0 = none */
 	bool keep_raw;               /* also store raw registers + stack copies */
 	bool compress;
-	bool summary;                /* print the top-5 summary at the end (a terminal) */
 	int argc_all;                /* csampler's whole command line, for the header */
 	char **argv_all;
 };
 
 /* Runs the whole recording and returns csampler's exit status: the command's status in
- * launch mode (128+N for death by signal N), 0 in attach mode, or CS_EXIT_* on failure. */
-int record_run(const struct record_opts *opts);
+ * launch mode (128+N for death by signal N), 0 in attach mode, or CS_EXIT_* on failure.
+ * *written (may be NULL) becomes true when the data file was completed. */
+int record_run(const struct record_opts *opts, bool *written);
 
 #endif

@@ -26,7 +26,7 @@
 
 #include "cs.h"
 #include "elfcache.h"
-#include "profile.h"
+#include "datafile.h"
 
 /* libstdc++'s demangler (the Itanium C++ ABI; -lstdc++ is linked). */
 extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);

@@ -29,7 +29,7 @@
 
 #include "cs.h"
 #include "elfcache.h"
-#include "profile.h"
+#include "datafile.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* Address spaces and processes */

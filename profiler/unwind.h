@@ -57,7 +57,7 @@ enum unwind_result_flags {
 struct unwind_module {
 	const char *path;          /* as mapped in the target ("[kernel.kallsyms]", "[vdso]", ...) */
 	const char *build_id;      /* lowercase hex, or "" */
-	uint32_t flags;            /* PROFILE_MODULE_* from profile.h: NO_CFI is known when the
+	uint32_t flags;            /* PROFILE_MODULE_* (datafile.h): NO_CFI is known when the
 				    * file is mapped; NO_SYMBOLS and NO_DEBUGINFO are first judged
 				    * from the file's own sections and settled by the first
 				    * sym_resolve in the module (debug files found): read them
