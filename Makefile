@@ -23,7 +23,7 @@ LDFLAGS  += -pthread
 BUILD    := build
 
 .PHONY: all deps test check demo install clean profile profile-micro profile-clean test-gpu \
-	check-layout programs
+	check-layout programs bundle
 # The dependency step must finish before anything compiles (its packages bring headers such as
 # xxhash.h), whatever -j says: a prerequisite list `all: deps programs` lets -j2 start both at
 # once. So each entry point runs deps, then builds in a sub-make that inherits the job server.
@@ -53,6 +53,11 @@ test: deps
 	@$(DEPS_SCRIPT) --test
 	@$(MAKE) --no-print-directory programs test-programs
 	@tests/run.sh
+
+# Copy the non-system shared libraries csampler needs into lib/ (for running bin/ and lib/ on
+# another machine, e.g. a GPU node without elfutils).
+bundle: all
+	@scripts/bundle-libs.sh
 
 # The include rules of the README's design section (also a test in `make test`).
 check-layout:

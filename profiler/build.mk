@@ -26,9 +26,10 @@ CSAMPLER_EXTRA_OBJS ?=
 
 $(BUILD)/profiler/%.o $(BUILD)/flamegraph/%.o $(BUILD)/tests/%.o: CPPFLAGS += -Iprofiler
 
+# $ORIGIN/../lib: libraries bundled beside a copied build (scripts/bundle-libs.sh) come first.
 bin/csampler: $(PROFILER_OBJS) $(CSAMPLER_EXTRA_OBJS)
 	@mkdir -p bin
-	$(CC) $(LDFLAGS) -o $@ $^ $(PROFILER_LIBS)
+	$(CC) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../lib' -o $@ $^ $(PROFILER_LIBS)
 
 # The unit runner links everything but main.o, plus unit_main.o from tests.
 bin/csampler-unit: $(filter-out $(BUILD)/profiler/main.o,$(PROFILER_OBJS)) $(CSAMPLER_EXTRA_OBJS) $(PROFILER_TEST_OBJS) $(BUILD)/tests/unit_main.o
