@@ -242,7 +242,7 @@ int gpu_timing_report(struct gpu_timing *t, FILE *out)
 	for (size_t s = 0; s < GPU_TIMING_SLOTS; s++)
 		if (t->ring[s].pending)
 			gpu_timing_read(t, &t->ring[s]);
-	fprintf(out, "kernel timing (--time-kernels): GPU time between CUDA events recorded on the backend's stream "
+	fprintf(out, "time-kernels: GPU time between CUDA events recorded on the backend's stream "
 		"before and after each launch; kernel names are the __global__ function names (demangled, without "
 		"parameters), mangled as CUPTI reports them in the last column; a cub row brackets every kernel of "
 		"one CUB call; a phase row spans its NVTX range's work on the stream, gaps included\n");

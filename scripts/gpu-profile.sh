@@ -93,7 +93,7 @@ run() {
 # trainer_table FILE: the kernel and cub rows of splat-train --time-kernels output as
 # NAME<TAB>CALLS<TAB>TOTAL_MS.
 trainer_table() {
-	awk '($1 == "kernel" || $1 == "cub") && NF >= 5 { printf "%s\t%s\t%s\n", $2, $3, $4 }' "$1"
+	awk '($1 == "kernel" || $1 == "cub") && NF >= 5 && $3 ~ /^[0-9]+$/ { printf "%s\t%s\t%s\n", $2, $3, $4 }' "$1"
 }
 
 # profiler_table DATA: csampler's per-kernel GPU totals of DATA as NAME<TAB>CALLS<TAB>TOTAL_MS,
@@ -312,7 +312,7 @@ fi
 echo
 if run timed "$TRAIN" "${targs[@]}" --time-kernels && grep -q '^kind ' "$out/timed.out"; then
 	echo "splat-train --time-kernels (unprofiled):"
-	sed -n '/^kernel timing/,$p' "$out/timed.out" | grep -v '^\(test\|train\) PSNR\|^gaussians\|^time\|^backend'
+	sed -n '/^time-kernels:/,$p' "$out/timed.out" | grep -v '^\(test\|train\) PSNR\|^gaussians\|^time\|^backend'
 	if problems=$(check_trainer_table "$out/timed.out"); then
 		pass "time-kernels: $(trainer_table "$out/timed.out" | wc -l) kernels and CUB calls, every one expected, calls consistent with the iterations"
 	else
