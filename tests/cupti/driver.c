@@ -902,6 +902,82 @@ static int bench(const char *mode, long rate, long launches)
 	return 0;
 }
 
+/* driver dump FILE: a summary of any gpu-PID.bin (for runs on a real GPU): info, notes, stats,
+ * record counts, and per kernel name its calls, GPU time, how many found their launch record
+ * and the first frames of one launch stack (raw addresses, for addr2line). */
+static int dump(const char *path)
+{
+	struct decoded *d = calloc(1, sizeof(*d));
+	if (decode(path, d))
+		return 1;
+	printf("pid %u ppid %u start %llu\n", d->fh.pid, d->fh.ppid,
+	       (unsigned long long)d->fh.start_ns);
+	if (d->info)
+		printf("info: cupti %u status %u error %d clock offset %lld ns (read in %llu ns)\n",
+		       d->info->cupti_version, d->info->status, d->info->cupti_error,
+		       (long long)d->info->clock_offset_ns,
+		       (unsigned long long)(d->info->clock_after_ns - d->info->clock_before_ns));
+	for (unsigned i = 0; i < d->nnotes; i++)
+		printf("note: %s\n", d->notes[i]);
+	if (d->stats)
+		printf("stats: launches %llu dropped-launches %llu activities %llu dropped %llu "
+		       "lost %llu buffers %llu flush-timeouts %llu write-errors %llu capture %.0f ns/launch\n",
+		       (unsigned long long)d->stats->launches,
+		       (unsigned long long)d->stats->launches_dropped,
+		       (unsigned long long)d->stats->activities, (unsigned long long)d->stats->dropped,
+		       (unsigned long long)d->stats->lost_timestamps,
+		       (unsigned long long)d->stats->buffers,
+		       (unsigned long long)d->stats->flush_timeouts,
+		       (unsigned long long)d->stats->write_errors,
+		       d->stats->launches ? (double)d->stats->capture_ns / d->stats->launches : 0.0);
+	static const char *names[] = { "", "info", "launch", "kernel", "memcpy", "memset", "sync",
+				       "api", "marker", "stats", "note", "overhead", "graph-clone" };
+	for (int t = 1; t < 13; t++)
+		printf("%s %u%s", names[t], d->count[t], t == 12 ? "\n" : ", ");
+	/* launches are looked up by correlation id in a table */
+	enum { H = 1 << 20 };
+	const struct gpu_launch **by_corr = calloc(H, sizeof(*by_corr));
+	for (unsigned i = 0; i < d->nlaunches; i++)
+		if (!(d->launches[i]->flags & GPU_LAUNCH_GRAPH_NODE))
+			by_corr[d->launches[i]->correlation % H] = d->launches[i];
+	struct kname { const char *name; unsigned calls, found; uint64_t ns; const uint64_t *pcs;
+		       unsigned nframes; } kn[256];
+	unsigned nk = 0;
+	size_t off = d->fh.header_size;
+	while (off < d->size) {
+		const struct gpu_rec *h = (const void *)(d->data + off);
+		off += h->size;
+		if (h->type != GPU_REC_KERNEL)
+			continue;
+		const struct gpu_kernel *k = (const void *)(h + 1);
+		const char *name = (const char *)(k + 1);
+		unsigned i;
+		for (i = 0; i < nk && strcmp(kn[i].name, name); i++)
+			;
+		if (i == nk) {
+			if (nk == 256)
+				continue;
+			kn[nk++] = (struct kname){ .name = name };
+		}
+		kn[i].calls++;
+		kn[i].ns += k->end - k->start;
+		const struct gpu_launch *l = by_corr[k->correlation % H];
+		if (l && l->correlation == k->correlation) {
+			kn[i].found++;
+			kn[i].pcs = (const uint64_t *)(l + 1);
+			kn[i].nframes = l->nframes;
+		}
+	}
+	for (unsigned i = 0; i < nk; i++) {
+		printf("kernel %-40.40s calls %6u gpu %10.3f ms launch found %6u stack",
+		       kn[i].name, kn[i].calls, kn[i].ns / 1e6, kn[i].found);
+		for (unsigned f = 0; f < kn[i].nframes && f < 6; f++)
+			printf(" %#llx", (unsigned long long)kn[i].pcs[f]);
+		putchar('\n');
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -912,6 +988,8 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	}
+	if (argc == 3 && !strcmp(argv[1], "dump"))
+		return dump(argv[2]);
 	if (argc == 5 && !strcmp(argv[1], "bench"))
 		return bench(argv[2], atol(argv[3]), atol(argv[4]));
 	if (argc == 3)

@@ -5,6 +5,7 @@
 # script.h). Also: the ABI contract with the real libcupti (symbols, version tag), and the real
 # libcupti.so.13 of the toolkit with no driver.
 . "$(dirname "$0")/../lib.sh"
+export LC_ALL=C   # sort and comm agree on symbol order
 LIB=$CSAMPLER_ROOT/lib/libcsampler-cupti.so
 TD=$CSAMPLER_ROOT/bin/tests/cupti
 DRIVER=$TD/driver
