@@ -39,6 +39,7 @@ deps:
 PROGRAMS :=
 TEST_PROGRAMS :=
 include profiler/build.mk
+-include profiler/inject/build.mk
 -include flamegraph/build.mk
 -include target/build.mk
 include tests/build.mk
