@@ -414,10 +414,11 @@ static void record_gpu_summary(struct record *r)
 		return;
 	for (size_t i = 0; i < r->ngpu_notes; i++) {
 		const struct record_gpu_note *n = &r->gpu_notes[i];
+		void (*say)(const char *, ...) = n->severity ? cs_warn : cs_info;
 		if (n->count > 1)
-			cs_info("GPU: %s (%u processes)", n->text, n->count);
+			say("GPU: %s (%u processes)", n->text, n->count);
 		else
-			cs_info("GPU: %s", n->text);
+			say("GPU: %s", n->text);
 	}
 	for (size_t i = 0; i < nproc; i++) {
 		const struct df_gpu_info *info = gpu_merge_process(r->gpu, i);
