@@ -31,7 +31,7 @@ struct gpu_stream {
 	void *arg;
 	const char *name;            /* for messages: "gpu-PID.bin" */
 	uint32_t pid;
-	uint64_t min_time;
+	uint64_t min_time, max_time;
 	uint64_t offset;             /* stream offset of the next unparsed byte */
 	bool header_done, stopped, reported;
 	struct gpu_stats base, last; /* counters of earlier images (exec) and of the current one */
@@ -52,7 +52,7 @@ struct gpu_file {
 struct gpu_merge {
 	char *dir;
 	bool every_file;
-	uint64_t min_time;
+	uint64_t min_time, max_time;
 	const struct gpu_sink *sink;
 	void *arg;
 	struct gpu_file **files;
@@ -125,7 +125,7 @@ static void gpu_emit(struct gpu_stream *s, struct df_gpu_activity *a, const char
 		gpu_bad(s);
 		return;
 	}
-	if ((a->end ? a->end : a->start) < s->min_time)
+	if ((a->end ? a->end : a->start) < s->min_time || a->start > s->max_time)
 		return;
 	s->activities++;
 	if (s->sink->activity)
@@ -178,7 +178,7 @@ static void gpu_record(struct gpu_stream *s, uint16_t type, uint16_t rflags, con
 		if ((size_t)l.nframes * 8 > room || l.api_name_len > room - (size_t)l.nframes * 8)
 			return gpu_bad(s);
 		gpu_copy_str(name, sizeof(name), p + sizeof(l) + (size_t)l.nframes * 8, l.api_name_len);
-		if (l.time < s->min_time)
+		if (l.time < s->min_time || l.time > s->max_time)
 			return;
 		uint64_t pcs[GPU_MAX_FRAMES];
 		size_t np = l.nframes < GPU_MAX_FRAMES ? l.nframes : GPU_MAX_FRAMES;
@@ -384,6 +384,7 @@ static void gpu_stream_init(struct gpu_stream *s, const char *name, uint32_t pid
 	s->name = name;
 	s->pid = pid;
 	s->min_time = min_time;
+	s->max_time = UINT64_MAX;
 	s->sink = sink;
 	s->arg = arg;
 	s->info.pid = pid;
@@ -456,6 +457,7 @@ static struct gpu_file *gpu_file_open(struct gpu_merge *m, uint32_t pid)
 	f->path = path;
 	f->fd = fd;
 	gpu_stream_init(&f->s, cs_basename(path), pid, m->min_time, m->sink, m->arg);
+	f->s.max_time = m->max_time;
 	cs_grow(&m->files, &m->cap_files, m->nfiles + 1, sizeof(*m->files));
 	m->files[m->nfiles++] = f;
 	return f;
@@ -532,9 +534,19 @@ struct gpu_merge *gpu_merge_new(const char *dir, bool every_file, uint64_t min_t
 	m->dir = cs_strdup(dir);
 	m->every_file = every_file;
 	m->min_time = min_time;
+	m->max_time = UINT64_MAX;
 	m->sink = sink;
 	m->arg = arg;
 	return m;
+}
+
+void gpu_merge_set_max_time(struct gpu_merge *m, uint64_t max_time)
+{
+	if (!m)
+		return;
+	m->max_time = max_time;
+	for (size_t i = 0; i < m->nfiles; i++)
+		m->files[i]->s.max_time = max_time;
 }
 
 void gpu_merge_add_pid(struct gpu_merge *m, uint32_t pid)
@@ -575,14 +587,18 @@ size_t gpu_merge_nprocesses(const struct gpu_merge *m)
 	return n;
 }
 
-const struct df_gpu_info *gpu_merge_process(const struct gpu_merge *m, size_t i)
+const struct df_gpu_info *gpu_merge_process(const struct gpu_merge *m, size_t i,
+					   uint64_t *merged)
 {
 	for (size_t k = 0; m && k < m->nfiles; k++) {
 		const struct gpu_stream *s = &m->files[k]->s;
 		if (!(s->header_done || s->info.flags))
 			continue;
-		if (i-- == 0)
+		if (i-- == 0) {
+			if (merged)
+				*merged = s->launches + s->activities;
 			return &s->info;
+		}
 	}
 	return NULL;
 }

@@ -34,6 +34,9 @@ struct gpu_merge;
 struct gpu_merge *gpu_merge_new(const char *dir, bool every_file, uint64_t min_time,
 				const struct gpu_sink *sink, void *arg);
 void gpu_merge_add_pid(struct gpu_merge *m, uint32_t pid);
+/* Skip records that start after max_time (attach mode: the recording's end; the program goes
+ * on writing). */
+void gpu_merge_set_max_time(struct gpu_merge *m, uint64_t max_time);
 /* Read what was appended. pid 0: every file (and look for new ones); else that process'
  * file. A launch later than time_limit stops the file's reading until a later poll (the
  * recorder has not seen that process' mappings up to then). at_end: the writers are done,
@@ -41,7 +44,8 @@ void gpu_merge_add_pid(struct gpu_merge *m, uint32_t pid);
 void gpu_merge_poll(struct gpu_merge *m, uint32_t pid, uint64_t time_limit, bool at_end);
 /* Per-process status of every file that held a valid header, in the order found. */
 size_t gpu_merge_nprocesses(const struct gpu_merge *m);
-const struct df_gpu_info *gpu_merge_process(const struct gpu_merge *m, size_t i);
+const struct df_gpu_info *gpu_merge_process(const struct gpu_merge *m, size_t i,
+					   uint64_t *merged);  /* launches + activities merged */
 /* Totals of what was handed to the sink. */
 uint64_t gpu_merge_launches(const struct gpu_merge *m);
 uint64_t gpu_merge_activities(const struct gpu_merge *m);

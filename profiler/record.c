@@ -384,22 +384,25 @@ static const struct gpu_sink record_gpu_sink = {
 };
 
 /* Whether a process' GPU status is worth a record: something was captured or went wrong. */
-static bool record_gpu_info_worth(const struct df_gpu_info *i)
+static bool record_gpu_info_worth(const struct df_gpu_info *i, uint64_t merged)
 {
-	return i->status || i->launches || i->activities || i->dropped || i->launches_dropped ||
+	return merged || i->status || i->launches || i->activities || i->dropped || i->launches_dropped ||
 	       i->lost_timestamps || i->flush_timeouts || i->write_errors || i->bad_records ||
 	       (i->flags & (DF_GPU_INFO_CUT | DF_GPU_INFO_CORRUPT));
 }
 
 /* At the end: everything the files still hold, then one DF_GPU_INFO per process. */
-static void record_gpu_finish(struct record *r)
+static void record_gpu_finish(struct record *r, uint64_t end_ns)
 {
 	if (!r->gpu)
 		return;
+	if (!r->o->argv)
+		gpu_merge_set_max_time(r->gpu, end_ns); /* attached programs go on */
 	gpu_merge_poll(r->gpu, 0, UINT64_MAX, true);
 	for (size_t i = 0; i < gpu_merge_nprocesses(r->gpu); i++) {
-		const struct df_gpu_info *info = gpu_merge_process(r->gpu, i);
-		if (record_gpu_info_worth(info) || r->ngpu_notes)
+		uint64_t merged = 0;
+		const struct df_gpu_info *info = gpu_merge_process(r->gpu, i, &merged);
+		if (record_gpu_info_worth(info, merged))
 			df_put(r->w, DF_GPU_INFO, info, sizeof(*info));
 	}
 }
@@ -421,7 +424,7 @@ static void record_gpu_summary(struct record *r)
 			say("GPU: %s", n->text);
 	}
 	for (size_t i = 0; i < nproc; i++) {
-		const struct df_gpu_info *info = gpu_merge_process(r->gpu, i);
+		const struct df_gpu_info *info = gpu_merge_process(r->gpu, i, NULL);
 		dropped += info->dropped;
 		lost += info->lost_timestamps;
 		ldrop += info->launches_dropped;
@@ -1037,7 +1040,7 @@ int record_run(const struct record_opts *o)
 	record_loop(&r);
 	uint64_t end_ns = cs_monotonic_ns();
 	if (!r.error) {
-		record_gpu_finish(&r);
+		record_gpu_finish(&r, end_ns);
 		record_symbolize(&r, true);
 		struct {
 			uint64_t samples, lost, end_time;
