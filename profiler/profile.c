@@ -495,8 +495,11 @@ static void load_gpu_finish(struct load *l)
 	if (l->gpu_bad)
 		cs_warn("%s: %llu GPU records refer to missing stacks or strings: skipped", l->path,
 			(unsigned long long)l->gpu_bad);
-	qsort(p->gpu_launches, p->ngpu_launches, sizeof(*p->gpu_launches), cmp_gpu_launch);
-	qsort(p->gpu_activities, p->ngpu_activities, sizeof(*p->gpu_activities), cmp_gpu_activity);
+	if (p->ngpu_launches)
+		qsort(p->gpu_launches, p->ngpu_launches, sizeof(*p->gpu_launches), cmp_gpu_launch);
+	if (p->ngpu_activities)
+		qsort(p->gpu_activities, p->ngpu_activities, sizeof(*p->gpu_activities),
+		      cmp_gpu_activity);
 	struct gpu_node_key *nodes = NULL;
 	size_t nnodes = 0;
 	for (size_t i = 0; i < p->ngpu_launches; i++)
