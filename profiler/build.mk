@@ -18,3 +18,8 @@ bin/csampler-unit: $(filter-out $(BUILD)/profiler/main.o,$(PROFILER_OBJS)) $(CSA
 
 PROGRAMS      += bin/csampler
 TEST_PROGRAMS += bin/csampler-unit
+
+# record --gpu and env look for libcupti.so.13 in the toolkit csampler was built with too.
+ifneq ($(strip $(CUDA_HOME)),)
+$(BUILD)/profiler/gpu_setup.o: CPPFLAGS += -DCSAMPLER_CUDA_HOME='"$(CUDA_HOME)"'
+endif
