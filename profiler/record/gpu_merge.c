@@ -496,6 +496,8 @@ static void gpu_file_poll(struct gpu_file *f, uint64_t time_limit, bool at_end)
 	size_t got_total = 0;
 
 	while (!f->s.stopped) {
+		if (!at_end && f->len >= GPU_POLL_MAX)
+			break; /* held back (time_limit): do not buffer the whole file */
 		if (f->len + GPU_READ_STEP > f->cap) {
 			f->cap = f->len + GPU_READ_STEP;
 			f->buf = cs_realloc(f->buf, f->cap);
@@ -514,7 +516,9 @@ static void gpu_file_poll(struct gpu_file *f, uint64_t time_limit, bool at_end)
 		memmove(f->buf, f->buf + used, f->len - used);
 		f->len -= used;
 		got_total += (size_t)got;
-		if (got == 0 || (!at_end && got_total > GPU_POLL_MAX))
+		/* while recording, a bounded amount per poll; a process' last drain (no time
+		 * limit: it exited) and the end read everything */
+		if (got == 0 || (!at_end && time_limit != UINT64_MAX && got_total > GPU_POLL_MAX))
 			break;
 		if (!at_end && used == 0 && f->len >= GPU_REC_MAX + GPU_HEADER_MAX)
 			break; /* held back by time_limit: wait for the sampler */

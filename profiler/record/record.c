@@ -851,7 +851,12 @@ static int record_loop(struct record *r)
 		record_consume(r);
 		uint64_t now = cs_monotonic_ns();
 		if (now - r->last_symbolize_ns > 250000000ull) {
-			gpu_merge_poll(r->gpu, 0, r->last_event_time, false);
+			/* A launch waits until the sampler's events of its time are handled (a
+			 * library mapped just before it); the queue was just drained, so whatever
+			 * is half a second old has been seen, however idle the process. */
+			uint64_t seen = now - 500000000ull;
+			gpu_merge_poll(r->gpu, 0, r->last_event_time > seen ? r->last_event_time : seen,
+				       false);
 			record_symbolize(r, false);
 			r->last_symbolize_ns = now;
 		}
