@@ -44,7 +44,8 @@ enum gpu_rec_type {
 	GPU_REC_MEMCPY = 4,    /* struct gpu_memcpy */
 	GPU_REC_MEMSET = 5,    /* struct gpu_memset */
 	GPU_REC_SYNC = 6,      /* struct gpu_sync */
-	GPU_REC_API = 7,       /* struct gpu_api: a runtime/driver API call's span (activity) */
+	GPU_REC_API = 7,       /* struct gpu_api: a runtime/driver API call's span (the library
+				* times the calls it records, from ENTER to EXIT) */
 	GPU_REC_MARKER = 8,    /* struct gpu_marker + name: an NVTX range */
 	GPU_REC_STATS = 9,     /* struct gpu_stats: counters, written at flush and at exit */
 	GPU_REC_NOTE = 10,     /* struct gpu_note + text: one line for the user (why CPU-only...) */
@@ -162,7 +163,7 @@ struct gpu_marker {
 struct gpu_stats {
 	uint64_t launches;         /* API ENTER records written */
 	uint64_t launches_dropped; /* launch records lost (per-thread buffer full, write failed) */
-	uint64_t activities;       /* activity records written */
+	uint64_t activities;       /* activity records written (API spans included) */
 	uint64_t dropped;          /* cuptiActivityGetNumDroppedRecords, summed */
 	uint64_t lost_timestamps;  /* kernel/copy records with start == end == 0 */
 	uint64_t buffers;          /* CUPTI buffers completed */

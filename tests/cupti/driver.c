@@ -116,6 +116,8 @@ static void push_activity(const struct script_call *c, uint32_t corr, uint64_t n
 	}
 }
 
+/* What a GPU with the RUNTIME/DRIVER activity kinds enabled would report: the library must
+ * leave them off (the stand-in then drops these) and time the spans itself. */
 static void push_api(const struct script_call *c, uint32_t corr)
 {
 	int runtime = c->runtime_cbid != 0;
@@ -278,8 +280,7 @@ static int NOIPA workload(int fork_midway)
 {
 	static const int needed[] = { CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
 		CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
-		CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_RUNTIME,
-		CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_MARKER,
+		CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_MARKER,
 		CUPTI_ACTIVITY_KIND_OVERHEAD };
 	for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)
 		if (!hk.kind_enabled(needed[i])) {
@@ -288,6 +289,12 @@ static int NOIPA workload(int fork_midway)
 		}
 	if (hk.kind_enabled(CUPTI_ACTIVITY_KIND_KERNEL)) {
 		fprintf(stderr, "CUPTI_ACTIVITY_KIND_KERNEL enabled (it serialises kernels)\n");
+		return 3;
+	}
+	if (hk.kind_enabled(CUPTI_ACTIVITY_KIND_RUNTIME) ||
+	    hk.kind_enabled(CUPTI_ACTIVITY_KIND_DRIVER)) {
+		fprintf(stderr, "CUPTI_ACTIVITY_KIND_RUNTIME/DRIVER enabled (a record for every API "
+			"call of the program: the library times its own calls' spans)\n");
 		return 3;
 	}
 	hk.get_timestamp(&t0);
@@ -562,6 +569,26 @@ static void check_workload(const struct decoded *d, pid_t main_tid, int all_deli
 			corr = s->correlation, start = s->start, end = s->end, stream = s->stream;
 			break;
 		}
+		case GPU_REC_API: {
+			/* the span of a launch record's call: same id, thread, call; ENTER..EXIT */
+			const struct gpu_api *x = p;
+			const struct gpu_launch *l = launch_of(d, x->correlation, 0);
+			if (!l)
+				bad("api span corr %u: no launch record", x->correlation);
+			else if (x->start != l->time || x->end < x->start || x->tid != l->tid ||
+				 x->cbid != l->cbid || x->domain != l->domain)
+				bad("api span corr %u: %llu..%llu tid %u cbid %u domain %u; launch at "
+				    "%llu tid %u cbid %u domain %u", x->correlation,
+				    (unsigned long long)x->start, (unsigned long long)x->end, x->tid,
+				    x->cbid, x->domain, (unsigned long long)l->time, l->tid, l->cbid,
+				    l->domain);
+			for (unsigned j = 0; j < i; j++)
+				if (d->recs[j]->type == GPU_REC_API &&
+				    ((const struct gpu_api *)(d->recs[j] + 1))->correlation ==
+				    x->correlation)
+					bad("api span corr %u: two spans", x->correlation);
+			continue;
+		}
 		case GPU_REC_MARKER: {
 			const struct gpu_marker *m = p;
 			const char *mn = (const char *)(m + 1);
@@ -609,7 +636,7 @@ static void check_workload(const struct decoded *d, pid_t main_tid, int all_deli
 		expect_count(d, GPU_REC_MEMCPY, SCRIPT_MEMCPYS, "memcpys");
 		expect_count(d, GPU_REC_MEMSET, SCRIPT_MEMSETS, "memsets");
 		expect_count(d, GPU_REC_SYNC, SCRIPT_SYNCS, "syncs");
-		expect_count(d, GPU_REC_API, SCRIPT_APIS, "api spans");
+		expect_count(d, GPU_REC_API, SCRIPT_SPANS, "api spans");
 		expect_count(d, GPU_REC_MARKER, 2, "markers");
 		expect_count(d, GPU_REC_OVERHEAD, 1, "overhead");
 		expect_count(d, GPU_REC_GRAPH_CLONE, 1, "graph clones");

@@ -275,8 +275,12 @@ STANDIN_EXPORT void standin_graph_node(uint64_t node_id, uint64_t original_id)
 	st.callback(st.userdata, CUPTI_CB_DOMAIN_RESOURCE, cbid, &rd);
 }
 
+/* A record of a kind the client did not enable is not produced, as with the real CUPTI. */
 STANDIN_EXPORT void standin_push(const void *record, size_t size)
 {
+	CUpti_ActivityKind kind = ((const CUpti_Activity *)record)->kind;
+	if ((unsigned)kind >= sizeof(st.kinds) || !st.kinds[kind])
+		return;
 	pthread_mutex_lock(&st.lock);
 	uint64_t rs = size;
 	size_t whole = 8 + ((size + 7) & ~(size_t)7);
