@@ -97,10 +97,39 @@ trainer_table() {
 }
 
 # profiler_table DATA: csampler's per-kernel GPU totals of DATA as NAME<TAB>CALLS<TAB>TOTAL_MS,
-# taken from `csampler report --format json`: any list of objects with a name, a count (calls,
-# count, launches or instances) and a total time whose key ends in _ns, _us, _ms or _s. Prints
-# nothing when the report has no such table.
+# taken from `csampler report --format json` (report_json_table) or, when the report has no
+# per-kernel table (a csampler without one), summed from the kernel lines of
+# `csampler info --gpu-records` (info_records_table). Says which one on stderr.
 profiler_table() {
+	report_json_table "$1" >"$out/profiler-from-report.tsv"
+	if [ -s "$out/profiler-from-report.tsv" ]; then
+		echo "gpu-profile: per-kernel totals from csampler report --format json" >&2
+		cat "$out/profiler-from-report.tsv"
+	else
+		echo "gpu-profile: csampler report --format json has no per-kernel table; per-kernel totals summed from csampler info --gpu-records" >&2
+		info_records_table "$1"
+	fi
+}
+
+# info_records_table DATA: every line 'kernel NAME pid=... dur_ns=N ...' of csampler info
+# --gpu-records, summed by NAME (the name is all between 'kernel ' and ' pid=').
+info_records_table() {
+	"$CSAMPLER" info -i "$1" --gpu-records 2>"$out/gpu-records.err" | awk '
+	/^kernel / {
+		i = index($0, " pid="); if (!i) next
+		name = substr($0, 8, i - 8)
+		if (!match($0, / dur_ns=[0-9]+/)) next
+		ns = substr($0, RSTART + 8, RLENGTH - 8) + 0
+		if (!(name in calls)) order[++n] = name
+		calls[name]++; total[name] += ns
+	}
+	END { for (k = 1; k <= n; k++) printf "%s\t%d\t%.6f\n", order[k], calls[order[k]], total[order[k]] / 1e6 }'
+}
+
+# report_json_table DATA: from `csampler report --format json`: any list of objects under a key
+# naming kernels, with a name, a count (calls, count, launches or instances) and a total time
+# whose key ends in _ns, _us, _ms or _s. Prints nothing when the report has no such table.
+report_json_table() {
 	"$CSAMPLER" report -i "$1" --format json --limit 0 >"$out/report.json" 2>"$out/report-json.err" || return 0
 	if command -v python3 >/dev/null 2>&1; then
 		python3 - "$out/report.json" <<'EOF'
@@ -332,7 +361,7 @@ if run timed-prof "$CSAMPLER" record -o "$out/timed.data" -- "$TRAIN" "${targs[@
 	if [ ! -s "$out/trainer-kernels.tsv" ]; then
 		fail "agreement: the profiled --time-kernels run printed no table"
 	elif [ ! -s "$out/profiler-kernels.tsv" ]; then
-		fail "agreement: csampler report --format json of $out/timed.data has no per-kernel GPU table (a list under a 'kernel' key with name, calls and total_ns/us/ms); nothing to compare the trainer's timing with"
+		fail "agreement: neither csampler report --format json nor csampler info --gpu-records of $out/timed.data has a kernel record; nothing to compare the trainer's timing with"
 	else
 		echo "per-kernel GPU time, same run: splat-train's CUDA events against the profiler (tolerance $tolerance%):"
 		if compare_kernel_tables "$out/trainer-kernels.tsv" "$out/profiler-kernels.tsv" "$tolerance"; then
