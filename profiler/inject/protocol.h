@@ -18,6 +18,8 @@
  *   CSAMPLER_GPU_STACK      max frames captured per launch (default 64, 0 = no stacks)
  *   CSAMPLER_GPU_FLUSH_MS   watchdog for the final forced flush (default 3000)
  *   CSAMPLER_CUPTI_PATH     libcupti to use, when not the toolkit's (tests: the stand-in)
+ *   CSAMPLER_GPU_DISABLE    captures left off, to measure their cost (kernel,memcpy,memset,
+ *                           sync,nvtx,overhead,latency,driver-api); default none
  * All times are CLOCK_MONOTONIC nanoseconds (CUPTI's timestamp callback is set to that clock). */
 #ifndef CSAMPLER_INJECT_PROTOCOL_H
 #define CSAMPLER_INJECT_PROTOCOL_H
