@@ -488,8 +488,12 @@ const char *profile_gpu_kind_name(uint32_t kind)
  * statically into the program (nvcc's default), by name: the public API (cudaLaunchKernel,
  * cudaLaunchKernel<char> whose demangled name starts with its return type), its internals
  * (libcudart_static_<hash>, __cuda*, cudart::) and nvcc's __device_stub__ functions.
- * Sets *wrapper to the kernel's identifier after a __device_stub__Z<len><identifier> frame:
- * its caller is then nvcc's host wrapper of that name. */
+ * After a __device_stub__ frame, sets *wrapper to the kernel's name: its caller is then nvcc's
+ * host wrapper, a function with the kernel's own (mangled, so demangled) name. The stub's
+ * demangled name is __device_stub__<the kernel's mangled name without '_'>(parameters); its
+ * raw name, _Z<len>__device_stub__Z<len><identifier>..., gives the identifier alone. */
+extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
+
 static bool gpu_runtime_frame(const struct profile *p, const struct profile_frame *f,
 			      char *wrapper, size_t wrapper_size)
 {
@@ -515,7 +519,16 @@ static bool gpu_runtime_frame(const struct profile *p, const struct profile_fram
 	if (strncmp(n, "__device_stub__", 15))
 		return false;
 	n += 15;
-	if (*n == 'Z') {
+	const char *paren = strchr(n, '(');
+	if (paren && n[0] == 'Z' && (size_t)(paren - n) + 2 < wrapper_size) {
+		char mangled[1024];
+		snprintf(mangled, sizeof(mangled), "_%.*s", (int)(paren - n), n);
+		int status = -1;
+		char *dm = __cxa_demangle(mangled, NULL, NULL, &status);
+		if (dm && status == 0)
+			snprintf(wrapper, wrapper_size, "%s", dm);
+		free(dm);
+	} else if (*n == 'Z') {
 		char *end;
 		unsigned long len = strtoul(n + 1, &end, 10);
 		if (end != n + 1 && len && len < wrapper_size && strlen(end) >= len) {
@@ -549,7 +562,7 @@ static void load_gpu_trim_stacks(struct load *l)
 			continue;
 		}
 		const struct profile_stack st = p->stacks[g->stack];
-		char wrapper[256] = "";
+		char wrapper[1024] = "";
 		uint32_t skip = 0;
 		while (skip < st.nframes) {
 			const struct profile_frame *f =
@@ -561,7 +574,8 @@ static void load_gpu_trim_stacks(struct load *l)
 			/* nvcc's host wrapper: named as the kernel, it calls the stub */
 			size_t wl = strlen(wrapper);
 			const char *n = profile_str(p, f->name);
-			if (wl && !strncmp(n, wrapper, wl) && (n[wl] == '(' || n[wl] == 0)) {
+			if (wl && (!strcmp(n, wrapper) ||
+				   (!strncmp(n, wrapper, wl) && (n[wl] == '(' || n[wl] == 0)))) {
 				wrapper[0] = 0;
 				skip++;
 				continue;
@@ -577,6 +591,42 @@ static void load_gpu_trim_stacks(struct load *l)
 		}
 		trimmed[g->stack] = id;
 		g->stack = id;
+	}
+	free(trimmed);
+}
+
+/* nvcc's host wrapper of a kernel (a function with the kernel's own name, which calls the stub
+ * or, the stub inlined, cudaLaunchKernel) left as a launch stack's leaf: the kernel launched
+ * there names it; the caller is the call site. Run after the join. */
+static void load_gpu_trim_wrappers(struct load *l)
+{
+	struct profile *p = l->p;
+	size_t nstacks = p->nstacks;
+	uint32_t *trimmed = NULL;
+
+	for (size_t i = 0; i < p->ngpu_activities; i++) {
+		const struct profile_gpu_activity *a = &p->gpu_activities[i];
+		if (a->kind != DF_GPU_KERNEL || a->launch == PROFILE_GPU_NO_LAUNCH || !a->name)
+			continue;
+		struct profile_gpu_launch *g = &p->gpu_launches[a->launch];
+		if (g->stack >= nstacks)
+			continue;   /* trimmed here already */
+		const struct profile_stack st = p->stacks[g->stack];
+		if (st.nframes < 2 ||
+		    strcmp(profile_str(p, p->frames[p->stack_frames[st.first]].name),
+			   profile_str(p, a->name)))
+			continue;
+		if (!trimmed) {
+			trimmed = cs_malloc(nstacks * sizeof(*trimmed));
+			for (size_t k = 0; k < nstacks; k++)
+				trimmed[k] = UINT32_MAX;
+		}
+		if (trimmed[g->stack] == UINT32_MAX) {
+			cs_grow(&p->stacks, &l->cap_stacks, p->nstacks + 1, sizeof(*p->stacks));
+			p->stacks[p->nstacks] = (struct profile_stack){ st.first + 1, st.nframes - 1 };
+			trimmed[g->stack] = (uint32_t)p->nstacks++;
+		}
+		g->stack = trimmed[g->stack];
 	}
 	free(trimmed);
 }
@@ -635,6 +685,7 @@ static void load_gpu_finish(struct load *l)
 		}
 	}
 	free(nodes);
+	load_gpu_trim_wrappers(l);
 }
 
 static void load_finish(struct load *l)

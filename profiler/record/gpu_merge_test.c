@@ -398,7 +398,8 @@ UNIT_TEST(gpu_profile_bad_ids_skipped)
 /* A launch stack starts in the CUDA runtime (a shared libcudart, or the static one's
  * cudaLaunchKernel and libcudart_static_* internals) and nvcc's stub and host wrapper: the
  * loaded launch stack starts at the program's call site; a frame named like a kernel without a
- * stub below it stays; a stack of runtime frames only is kept whole. */
+ * stub below it stays unless that kernel was launched there; a stack of runtime frames only is
+ * kept whole. */
 UNIT_TEST(gpu_launch_stack_starts_at_the_call_site)
 {
 	char *path = cs_asprintf("%s/trim.data", unit_tmpdir());
@@ -443,19 +444,25 @@ UNIT_TEST(gpu_launch_stack_starts_at_the_call_site)
 		{ 3, 5, 6, 7 },                 /* the wrapper's name without a stub: stays */
 		{ 2, 1, 2 },                    /* only runtime frames: kept whole */
 		{ 5, 2, 8, 5, 6, 7 },           /* the stub's demangled name */
+		{ 4, 2, 5, 6, 7 },              /* the wrapper without a stub, its kernel known */
 	};
-	for (uint32_t s = 0; s < 4; s++) {
+	for (uint32_t s = 0; s < 5; s++) {
 		uint32_t hdr[2] = { s, stacks[s][0] };
 		df_put2(w, DF_STACK, hdr, sizeof(hdr), &stacks[s][1], 4 * stacks[s][0]);
 	}
-	static const uint32_t launch_stack[] = { 0, 1, 2, 0, 3 };
-	for (uint32_t k = 0; k < 5; k++) {
+	static const uint32_t launch_stack[] = { 0, 1, 2, 0, 3, 4 };
+	for (uint32_t k = 0; k < 6; k++) {
 		struct df_gpu_launch l = { .time = 100 + k, .pid = 10, .tid = 10, .correlation = k + 1,
 					   .stack = launch_stack[k],
 					   .api = df_strtab_id(t, w, "cudaLaunchKernel"),
 					   .cbid = 211, .domain = 1 };
 		df_put(w, DF_GPU_LAUNCH, &l, sizeof(l));
 	}
+	/* the kernel of launch 6: its name is the wrapper's */
+	struct df_gpu_activity ka = { .kind = DF_GPU_KERNEL, .pid = 10, .correlation = 6,
+				      .start = 1000, .end = 1100,
+				      .name = df_strtab_id(t, w, "blur_kernel(float*, int)") };
+	df_put(w, DF_GPU_ACTIVITY, &ka, sizeof(ka));
 	struct {
 		uint64_t samples, lost, end_time;
 		uint32_t flags;
@@ -466,10 +473,10 @@ UNIT_TEST(gpu_launch_stack_starts_at_the_call_site)
 
 	struct profile *p;
 	UNIT_ASSERT(profile_load(path, &p) == 0);
-	UNIT_ASSERT_EQ_INT(p->ngpu_launches, 5);
+	UNIT_ASSERT_EQ_INT(p->ngpu_launches, 6);
 	static const char *const want[] = { "blur_image;main", "blur_kernel(float*, int);blur_image;main",
 					    "libcudart_static_0123abcd;cudaLaunchKernel",
-					    "blur_image;main", "blur_image;main" };
+					    "blur_image;main", "blur_image;main", "blur_image;main" };
 	for (size_t i = 0; i < p->ngpu_launches; i++) {
 		const struct profile_gpu_launch *l = &p->gpu_launches[i];
 		const struct profile_stack *st = &p->stacks[l->stack];
