@@ -21,6 +21,8 @@
 #     --keep                keep the temporary folder
 #   scripts/gpu-profile.sh --compare TRAINER PROFILER [--tolerance PCT]
 #     only compare two NAME<TAB>CALLS<TAB>TOTAL_MS tables (no GPU needed; exit 1 on a difference)
+#   scripts/gpu-profile.sh --kernel-totals DATA
+#     only print csampler's per-kernel table of a data file, NAME<TAB>CALLS<TAB>TOTAL_MS (no GPU)
 # Prints PASS:/FAIL:/SKIPPED: lines (the test suite's format) and exits 1 when a goal is
 # missed. Without a usable CUDA device (no driver, no device, or a splat-train built without
 # CUDA) it prints one SKIPPED line with the reason and exits 0.
@@ -32,6 +34,7 @@ ROOT=$PWD
 TRAIN=$ROOT/bin/splat-train
 CSAMPLER=${CSAMPLER_BIN:-$ROOT/bin/csampler}
 rounds=5 preset=micro out="" tolerance=2 slowdown_goal=5 profiler_table="" keep=0 compare=()
+totals_of=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--rounds) rounds=$2; shift ;;
@@ -43,14 +46,15 @@ while [ $# -gt 0 ]; do
 	--keep) keep=1 ;;
 	--compare) [ $# -ge 3 ] || { echo "gpu-profile: --compare needs two table files" >&2; exit 2; }
 		compare=("$(abs "$2")" "$(abs "$3")"); shift 2 ;;
-	-h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--kernel-totals) totals_of=$(abs "$2"); shift ;;
+	-h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "gpu-profile: unknown option '$1'; see --help" >&2; exit 2 ;;
 	esac
 	shift
 done
 case "$tolerance" in ''|*[!0-9.]*) echo "gpu-profile: --tolerance needs a percentage, not '$tolerance'" >&2; exit 2 ;; esac
 case "$rounds" in ''|*[!0-9]*|0) echo "gpu-profile: --rounds needs a positive integer, not '$rounds'" >&2; exit 2 ;; esac
-if [ ${#compare[@]} = 0 ]; then
+if [ ${#compare[@]} = 0 ] && [ -z "$totals_of" ]; then
 	for f in "$TRAIN" "$CSAMPLER"; do
 		[ -x "$f" ] || { echo "gpu-profile: $f is missing; run make" >&2; exit 1; }
 	done
@@ -285,6 +289,12 @@ if [ ${#compare[@]} = 2 ]; then
 	done
 	compare_kernel_tables "${compare[0]}" "${compare[1]}" "$tolerance"
 	exit $?
+fi
+
+if [ -n "$totals_of" ]; then
+	[ -r "$totals_of" ] || { echo "gpu-profile: --kernel-totals: cannot read $totals_of" >&2; exit 2; }
+	profiler_table "$totals_of"
+	exit 0
 fi
 
 # ---- is there a GPU? splat-train's own probe decides; nvidia-smi only describes it ----
