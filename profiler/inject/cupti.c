@@ -7,7 +7,8 @@
  *     the call, its correlation id and the CPU stack that made it (libunwind's local unwinder);
  *   - at its EXIT, the call's span (GPU_REC_API): timed here from the two callbacks, not with
  *     CUPTI's RUNTIME/DRIVER activity kinds, which record every API call the program makes
- *     (on an H100, splat-train made 388k such records for 96k launches; see "Cost" below);
+ *     (on an H100, splat-train made 388k such records for 96k launches; the measured costs
+ *     are at inj_disabled);
  *   - CUPTI's activity records (kernels, copies, memsets, syncs, NVTX, overhead), translated
  *     into protocol records when CUPTI hands a buffer back;
  *   - info, notes (why GPU capture is off) and counters.
