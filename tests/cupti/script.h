@@ -103,9 +103,11 @@ static inline uint64_t script_duration(uint32_t corr)
 	return 1000 + (uint64_t)(corr * 7919u) % 50000;
 }
 
+/* A driver call's own correlation id (corr + SCRIPT_DRIVER_CORR_OFFSET) starts in its runtime
+ * call's slot, not 50 s later. */
 static inline uint64_t script_offset(uint32_t corr)
 {
-	return 1000000 + (uint64_t)(corr % SCRIPT_THREAD_CORR) * 100000;
+	return 1000000 + (uint64_t)(corr % SCRIPT_THREAD_CORR % SCRIPT_DRIVER_CORR_OFFSET) * 100000;
 }
 
 /* What the checker expects in the file of a full run. */
