@@ -7,7 +7,7 @@
  *                           the parent, which has the child's address layout, then decodes
  *                           $CSAMPLER_GPU_DIR/gpu-CHILD.bin (inject/protocol.h) and checks it
  *                           against script.h. Prints "ok: ..." or "FAIL ..." lines; exit 0/1.
- *      scenarios: workload busy fork noinit hang error real
+ *      scenarios: workload syncwait busy fork noinit hang error real
  *   driver load LIB         dlopen only: exit 0, or 2 with dlerror() (version-tag test)
  *   driver bench LIB|none RATE LAUNCHES   ns per launch at RATE launches/s (bench-gpu-launch.sh)
  *
@@ -260,6 +260,71 @@ static void push_markers(int part)
 			.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD };
 		hk.push(&m, sizeof(m));
 	}
+}
+
+/* ---- the "syncwait" scenario (script.h): sync-bound, every wait on a known kernel ---- */
+
+static void syncwait_push(unsigned k, unsigned i, uint32_t corr)
+{
+	const struct script_call *c = &script_syncwait[i];
+	uint64_t start, end, queued;
+	syncwait_times(k, i, &start, &end, &queued);
+	if (c->op == OP_KERNEL) {
+		CUpti_ActivityKernel10 kr = { .kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+			.start = t0 + start, .end = t0 + end, .completed = t0 + end, .deviceId = 0,
+			.contextId = 1, .streamId = c->stream, .gridX = 1, .gridY = 1, .gridZ = 1,
+			.blockX = 128, .blockY = 1, .blockZ = 1, .correlationId = corr,
+			.name = c->name, .queued = t0 + queued, .submitted = t0 + queued + 100 };
+		hk.push(&kr, sizeof(kr));
+	} else {
+		CUpti_ActivitySynchronization2 sy = { .kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+			.type = i == 2 ? CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE :
+					 CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE,
+			.start = t0 + start, .end = t0 + end, .correlationId = corr, .contextId = 1,
+			.streamId = i == 2 ? c->stream : CUPTI_SYNCHRONIZATION_INVALID_VALUE,
+			.cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE };
+		hk.push(&sy, sizeof(sy));
+	}
+	uint64_t slot = syncwait_slot(k);
+	uint64_t a0 = c->op == OP_KERNEL ? slot - (i ? 24000 : 30000) : start - 500;
+	uint64_t a1 = c->op == OP_KERNEL ? slot - (i ? 22000 : 25000) : end + 500;
+	CUpti_ActivityAPI a = { .kind = CUPTI_ACTIVITY_KIND_RUNTIME, .cbid = c->runtime_cbid,
+				.start = t0 + a0, .end = t0 + a1, .processId = (uint32_t)getpid(),
+				.threadId = (uint32_t)gettid(), .correlationId = corr };
+	hk.push(&a, sizeof(a));
+}
+
+#define SYNCWAIT_FN(fname, index)                                                   \
+	void NOIPA fname(unsigned step)                                             \
+	{                                                                           \
+		uint32_t corr = script_corr(0, step, index);                        \
+		CUDA_CALL(&script_syncwait[index], corr, 0);                        \
+		KEEP_FRAME();                                                       \
+		syncwait_push(step, index, corr);                                   \
+	}
+SYNCWAIT_FN(sw_launch_loss, 0)
+SYNCWAIT_FN(sw_launch_aux, 1)
+SYNCWAIT_FN(sw_wait_stream, 2)
+SYNCWAIT_FN(sw_wait_device, 3)
+
+void NOIPA sw_step(unsigned step)
+{
+	sw_launch_loss(step);
+	sw_launch_aux(step);
+	sw_wait_stream(step);
+	sw_wait_device(step);
+	KEEP_FRAME();
+}
+
+static int NOIPA syncwait(void)
+{
+	hk.get_timestamp(&t0);
+	for (unsigned k = 0; k < SYNCWAIT_STEPS; k++) {
+		sw_step(k);
+		KEEP_FRAME();
+	}
+	hk.deliver();
+	return 0;
 }
 
 /* A process forked after CUDA init: it makes calls of its own and exits normally; none of it, and
@@ -717,6 +782,8 @@ static int play(const char *scenario, const char *lib)
 		}
 		return 0;
 	}
+	if (!strcmp(scenario, "syncwait"))
+		return syncwait();
 	return workload(!strcmp(scenario, "fork"));
 }
 
@@ -756,6 +823,16 @@ static int run_scenario(const char *scenario, const char *lib)
 		bad("header pid %u, child %d", d->fh.pid, (int)pid);
 	if (!strcmp(scenario, "workload")) {
 		check_workload(d, pid, 1);
+	} else if (!strcmp(scenario, "syncwait")) {
+		if (d->count[GPU_REC_KERNEL] != 2 * SYNCWAIT_STEPS ||
+		    d->count[GPU_REC_SYNC] != 2 * SYNCWAIT_STEPS ||
+		    d->count[GPU_REC_API] != 4 * SYNCWAIT_STEPS)
+			bad("syncwait: %u kernels, %u syncs, %u API spans (want %u, %u, %u)",
+			    d->count[GPU_REC_KERNEL], d->count[GPU_REC_SYNC], d->count[GPU_REC_API],
+			    2 * SYNCWAIT_STEPS, 2 * SYNCWAIT_STEPS, 4 * SYNCWAIT_STEPS);
+		else
+			printf("ok: syncwait: %u kernels, %u syncs\n", d->count[GPU_REC_KERNEL],
+			       d->count[GPU_REC_SYNC]);
 	} else if (!strcmp(scenario, "fork")) {
 		if (count_files(dir) != 1)
 			bad("fork: %u files in %s (the forked child wrote one)", count_files(dir), dir);
