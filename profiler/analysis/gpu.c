@@ -515,7 +515,9 @@ static void gpu_latency(struct gpu_ctx *c)
 	L->min_ns = c->lat[c->nlat - 1].latency_ns;
 	/* sorted descending: the median is the element at rank n/2 from the bottom */
 	L->median_ns = c->lat[c->nlat - 1 - (c->nlat - 1) / 2].latency_ns;
-	L->p95_ns = c->lat[(c->nlat - 1) - (size_t)((double)(c->nlat - 1) * 0.95)].latency_ns;
+	/* nearest rank: the ceil(0.95 n)-th smallest */
+	size_t rank = (c->nlat * 95 + 99) / 100;
+	L->p95_ns = c->lat[c->nlat - rank].latency_ns;
 	for (size_t i = 0; i < c->nlat && i < GPU_TOP_WAITERS; i++)
 		L->top[L->ntop++] = c->lat[i];
 	for (size_t i = 0; i < L->ntop; i++) {

@@ -64,7 +64,8 @@ struct gpu_util {
 
 struct gpu_sync_thread {
 	uint32_t pid, tid;
-	uint64_t waits, blocked_ns;            /* records, and the union of their intervals */
+	uint64_t waits, blocked_ns;            /* sync records and sync API spans, and the
+						* union of their intervals */
 };
 
 /* Waits grouped by what they waited for. */

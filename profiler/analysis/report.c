@@ -422,7 +422,7 @@ static void report_text_gpu(FILE *f, const struct profile *p, const struct gpu_a
 
 	if (g->nsync_threads) {
 		fprintf(f, "\nCPU blocked in synchronisation: %.3f ms in %" PRIu64 " waits\n%8s %8s "
-			"%8s %11s\n", report_ms(g->blocked_ns), g->sync_waits, "PID", "TID", "Waits",
+			"%8s %11s\n", report_ms(g->blocked_ns), g->sync_waits, "PID", "TID", "Records",
 			"Blocked ms");
 		for (size_t i = 0; i < g->nsync_threads; i++) {
 			const struct gpu_sync_thread *t = &g->sync_threads[i];

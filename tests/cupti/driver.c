@@ -10,6 +10,7 @@
  *      scenarios: workload syncwait busy fork noinit hang error real
  *   driver load LIB         dlopen only: exit 0, or 2 with dlerror() (version-tag test)
  *   driver bench LIB|none RATE LAUNCHES   ns per launch at RATE launches/s (bench-gpu-launch.sh)
+ *   driver expect           the workload's report figures, from script.h alone (t-gpu-report.sh)
  *
  * The workload functions are noipa so that each scripted call has a distinct, known call path;
  * the checker resolves the recorded return addresses with dladdr (the driver links -rdynamic). */
@@ -1055,6 +1056,114 @@ static int dump(const char *path)
 	return 0;
 }
 
+/* driver expect: the figures csampler report must give for the "workload" scenario, computed
+ * from script.h alone (the records the workload pushes, replayed here): per kernel name calls,
+ * total, min, max ns; busy ns per stream and for the device (unions of the copies', memsets'
+ * and kernels' intervals); the window (first to last record, API spans included); the blocked
+ * time of the main thread (union of its syncs and its sync API spans). Times from t0. */
+struct exp_rec { int op; uint32_t stream; uint64_t start, end; const char *name; };
+
+static int cmp_exp(const void *a, const void *b)
+{
+	const struct exp_rec *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static uint64_t exp_union(struct exp_rec *r, unsigned n, int (*keep)(const struct exp_rec *, long),
+			  long arg)
+{
+	uint64_t busy = 0, cs = 0, ce = 0;
+	int open = 0;
+	qsort(r, n, sizeof(*r), cmp_exp);
+	for (unsigned i = 0; i < n; i++) {
+		if (!keep(&r[i], arg))
+			continue;
+		if (!open || r[i].start > ce) {
+			busy += open ? ce - cs : 0;
+			cs = r[i].start, ce = r[i].end, open = 1;
+		} else if (r[i].end > ce) {
+			ce = r[i].end;
+		}
+	}
+	return busy + (open ? ce - cs : 0);
+}
+
+static int keep_stream(const struct exp_rec *r, long s)
+{
+	return r->op != OP_SYNC && r->op != 0 && (s < 0 || r->stream == (uint32_t)s);
+}
+
+static int keep_wait(const struct exp_rec *r, long unused)
+{
+	(void)unused;
+	return r->op == OP_SYNC;
+}
+
+static int expect(void)
+{
+	static struct exp_rec r[4096], w[256];
+	unsigned n = 0, nw = 0;
+	uint64_t first = UINT64_MAX, last = 0;
+	for (unsigned t = 0; t <= SCRIPT_WORKERS; t++)
+		for (unsigned step = 0; step <= SCRIPT_STEPS; step++)
+			for (unsigned i = 0; i < 16; i++) {
+				uint32_t corr = script_corr(t, step, i);
+				const struct script_call *c = script_lookup(corr, NULL);
+				if (!c)
+					continue;
+				/* the API span of the outermost call */
+				uint64_t a0 = script_offset(corr) - 5000, a1 = script_offset(corr) - 1000;
+				first = a0 < first ? a0 : first;
+				last = a1 > last ? a1 : last;
+				if (c->op == OP_SYNC)
+					w[nw++] = (struct exp_rec){ OP_SYNC, 0, a0, a1, NULL };
+				if (t == 0 && step == SCRIPT_STEPS && i == TAIL_LOST_KERNEL)
+					continue;   /* lost timestamps: not in the file */
+				uint32_t rc = t == 0 && step == SCRIPT_STEPS && i == TAIL_COPY_WEIGHTS ?
+					      corr + SCRIPT_DRIVER_CORR_OFFSET : corr;
+				struct exp_rec e = { c->op == OP_GRAPH_LAUNCH ? OP_KERNEL : c->op,
+						     c->stream, script_offset(rc),
+						     script_offset(rc) + script_duration(rc), c->name };
+				first = e.start < first ? e.start : first;
+				last = e.end > last ? e.end : last;
+				if (e.op == OP_SYNC)
+					w[nw++] = e;
+				else
+					r[n++] = e;
+			}
+	/* kernels by name, in the order met */
+	const char *names[16];
+	unsigned nn = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (r[i].op != OP_KERNEL)
+			continue;
+		unsigned k = 0;
+		while (k < nn && strcmp(names[k], r[i].name))
+			k++;
+		if (k == nn)
+			names[nn++] = r[i].name;
+	}
+	for (unsigned k = 0; k < nn; k++) {
+		uint64_t calls = 0, total = 0, mn = UINT64_MAX, mx = 0;
+		for (unsigned i = 0; i < n; i++) {
+			if (r[i].op != OP_KERNEL || strcmp(r[i].name, names[k]))
+				continue;
+			uint64_t d = r[i].end - r[i].start;
+			calls++, total += d;
+			mn = d < mn ? d : mn;
+			mx = d > mx ? d : mx;
+		}
+		printf("kernel\t%s\t%llu\t%llu\t%llu\t%llu\n", names[k], (unsigned long long)calls,
+		       (unsigned long long)total, (unsigned long long)mn, (unsigned long long)mx);
+	}
+	for (long s = 0; s <= 3; s++)
+		printf("stream\t%ld\t%llu\n", s, (unsigned long long)exp_union(r, n, keep_stream, s));
+	printf("device\t0\t%llu\n", (unsigned long long)exp_union(r, n, keep_stream, -1));
+	printf("window\t%llu\n", (unsigned long long)(last - first));
+	printf("blocked\t%llu\n", (unsigned long long)exp_union(w, nw, keep_wait, 0));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1065,6 +1174,8 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	}
+	if (argc == 2 && !strcmp(argv[1], "expect"))
+		return expect();
 	if (argc == 3 && !strcmp(argv[1], "dump"))
 		return dump(argv[2]);
 	if (argc == 5 && !strcmp(argv[1], "bench"))
