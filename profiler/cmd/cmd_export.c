@@ -129,7 +129,7 @@ static int export_write(const struct export_args *a, const struct profile *p, bo
 		f = fopen(tmp, "w");
 		if (!f) {
 			err = cs_error(errno, "export: cannot create %s: %s; check that its directory "
-				       "exists and is writable", tmp, strerror(errno));
+				       "exists and is writable", a->output, strerror(errno));
 			free(tmp);
 			return err;
 		}

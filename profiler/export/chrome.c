@@ -58,7 +58,7 @@ struct chrome_ctx {
 	bool first;              /* no event written yet: no comma before the next */
 	struct cs_buf esc;       /* reused by chrome_str */
 	uint64_t period_ns;      /* one sample stands for this much time */
-	uint32_t *launch_api;    /* launch index -> its API span's activity index, or UINT32_MAX */
+	uint64_t *flow_start;    /* launch index -> where its flow arrow leaves its CPU thread */
 	struct chrome_gpu *gpus;
 	size_t ngpus;
 	uint64_t *boundaries;    /* a thread's span starts and ends, sorted unique */
@@ -631,8 +631,56 @@ static void chrome_write_gpu(struct chrome_ctx *c)
 }
 
 /* A flow from the launching call on its CPU thread to each kernel, copy and memset. The
- * start is the API span's start when the launch has one (so the arrow leaves that slice),
- * else the launch record's time (a driver call inside a runtime call's span). */
+ * arrow leaves the launch's API span at its start. A launch without a span of its own (the
+ * driver call that a runtime call makes, which CUPTI's API records leave out) leaves the span
+ * of the call it is nested in: the last launch before it on its thread that has a span. */
+static const struct profile *chrome_sort_launches;
+static int cmp_launch_thread(const void *x, const void *y)
+{
+	const struct profile_gpu_launch *a = &chrome_sort_launches->gpu_launches[*(const uint32_t *)x],
+				       *b = &chrome_sort_launches->gpu_launches[*(const uint32_t *)y];
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	if (a->time != b->time)
+		return a->time < b->time ? -1 : 1;
+	return *(const uint32_t *)x < *(const uint32_t *)y ? -1 : 1;
+}
+
+static void chrome_flow_starts(struct chrome_ctx *c)
+{
+	const struct profile *p = c->p;
+	uint32_t *api = cs_calloc(p->ngpu_launches + 1, sizeof(*api));
+	uint32_t *order = cs_calloc(p->ngpu_launches + 1, sizeof(*order));
+
+	memset(api, 0xff, (p->ngpu_launches + 1) * sizeof(*api));
+	for (size_t i = 0; i < p->ngpu_activities; i++) {
+		const struct profile_gpu_activity *a = &p->gpu_activities[i];
+		if (a->kind == PROFILE_GPU_API && a->start && a->launch < p->ngpu_launches &&
+		    api[a->launch] == UINT32_MAX)
+			api[a->launch] = (uint32_t)i;
+	}
+	for (size_t i = 0; i < p->ngpu_launches; i++)
+		order[i] = (uint32_t)i;
+	chrome_sort_launches = p;
+	qsort(order, p->ngpu_launches, sizeof(*order), cmp_launch_thread);
+	c->flow_start = cs_calloc(p->ngpu_launches + 1, sizeof(*c->flow_start));
+	uint64_t outer = 0;
+	for (size_t k = 0; k < p->ngpu_launches; k++) {
+		const struct profile_gpu_launch *g = &p->gpu_launches[order[k]];
+		if (k && (g->pid != p->gpu_launches[order[k - 1]].pid ||
+			  g->tid != p->gpu_launches[order[k - 1]].tid))
+			outer = 0;
+		if (api[order[k]] != UINT32_MAX)
+			outer = c->flow_start[order[k]] = p->gpu_activities[api[order[k]]].start;
+		else
+			c->flow_start[order[k]] = outer ? outer : g->time;
+	}
+	free(order);
+	free(api);
+}
+
 static void chrome_write_flows(struct chrome_ctx *c)
 {
 	const struct profile *p = c->p;
@@ -643,9 +691,7 @@ static void chrome_write_flows(struct chrome_ctx *c)
 		if (!chrome_is_gpu_work(a) || l == PROFILE_GPU_NO_LAUNCH || l >= p->ngpu_launches)
 			continue;
 		const struct profile_gpu_launch *g = &p->gpu_launches[l];
-		uint64_t t = g->time;
-		if (c->launch_api[l] != UINT32_MAX)
-			t = p->gpu_activities[c->launch_api[l]].start;
+		uint64_t t = c->flow_start[l];
 		uint64_t id = chrome_flow_id(c, a->pid, g->correlation);
 		chrome_begin(c, 's', g->pid, g->tid, t);
 		fprintf(c->f, ",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":%" PRIu64 "}", id);
@@ -666,15 +712,7 @@ int export_chrome_write(FILE *f, const struct profile *p)
 
 	if (rate && !cs_parse_double(rate, &hz) && hz >= 1 && hz <= 1e9)
 		c.period_ns = (uint64_t)(1e9 / hz + 0.5);
-	c.launch_api = cs_calloc(p->ngpu_launches + 1, sizeof(*c.launch_api));
-	memset(c.launch_api, 0xff, (p->ngpu_launches + 1) * sizeof(*c.launch_api));
-	for (size_t i = 0; i < p->ngpu_activities; i++) {
-		const struct profile_gpu_activity *a = &p->gpu_activities[i];
-		if (a->kind == PROFILE_GPU_API && a->launch != PROFILE_GPU_NO_LAUNCH &&
-		    a->launch < p->ngpu_launches && c.launch_api[a->launch] == UINT32_MAX)
-			c.launch_api[a->launch] = (uint32_t)i;
-	}
-
+	chrome_flow_starts(&c);
 	fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":", f);
 	chrome_str(&c, "csampler " CSAMPLER_VERSION);
 	fputs(",\"cmdline\":", f);
@@ -708,7 +746,7 @@ int export_chrome_write(FILE *f, const struct profile *p)
 	chrome_write_flows(&c);
 	fputs("\n]}\n", f);
 
-	free(c.launch_api);
+	free(c.flow_start);
 	free(c.gpus);
 	free(c.boundaries);
 	free(c.slices);
