@@ -19,6 +19,11 @@
  * timestamp, so every reader sees equal ends as equal; with "X" each reader computes ts + dur in
  * floating point and may put a child's end one ulp after its parent's (speedscope then unnests
  * the rest of the thread). A GPU stream's slices do not nest, so "X" is exact there.
+ * Arguments go on the "E" event (Chrome and Perfetto merge them into the slice): speedscope
+ * names a frame by its "B" event's name and arguments, and where one slice ends and an equal
+ * one begins at the same time it opens the new one first unless the two events differ, so
+ * every "E" carries arguments and no "B" does. Empty CPU slices are left out for the same
+ * reason (speedscope cannot pair a "B" and "E" at one time).
  *
  * Times are microseconds from the recording's start with three decimals (nanoseconds), printed
  * from integers so that no precision is lost. The JSON is written by hand with base's escaping
@@ -366,6 +371,13 @@ static void chrome_slice_fields(struct chrome_ctx *c, const struct chrome_slice 
 		const char *name = profile_str(p, p->frames[s->ref].name);
 		fputs(",\"cat\":\"cpu\",\"name\":", c->f);
 		chrome_str(c, *name ? name : "[unknown]");
+		if (end) {
+			uint32_t m = p->frames[s->ref].module;
+			fputs(",\"args\":{\"module\":", c->f);
+			chrome_str(c, m < p->nmodules ?
+				      cs_basename(profile_str(p, p->modules[m].path)) : "");
+			fputc('}', c->f);
+		}
 		break;
 	}
 	case SL_NVTX:
@@ -425,6 +437,8 @@ static void chrome_write_thread(struct chrome_ctx *c, uint32_t pid, uint32_t tid
 			depth--;
 		if (depth && s.end > c->slices[stack[depth - 1]].end)
 			s.end = c->slices[stack[depth - 1]].end;
+		if (s.end == s.start)
+			continue;   /* nothing to draw, and readers pair empty B/E events badly */
 		chrome_add_slice(c, s);
 		stack[depth++] = c->nslices - 1;
 	}
