@@ -117,31 +117,22 @@ static void push_activity(const struct script_call *c, uint32_t corr, uint64_t n
 	}
 }
 
-/* What a GPU with the RUNTIME/DRIVER activity kinds enabled would report: the library must
- * leave them off (the stand-in then drops these) and time the spans itself. */
-static void push_api(const struct script_call *c, uint32_t corr)
-{
-	int runtime = c->runtime_cbid != 0;
-	CUpti_ActivityAPI a = { .kind = runtime ? CUPTI_ACTIVITY_KIND_RUNTIME :
-						  CUPTI_ACTIVITY_KIND_DRIVER,
-				.cbid = runtime ? c->runtime_cbid : c->driver_cbid,
-				.start = t0 + script_offset(corr) - 5000,
-				.end = t0 + script_offset(corr) - 1000,
-				.processId = (uint32_t)getpid(), .threadId = (uint32_t)gettid(),
-				.correlationId = corr };
-	hk.push(&a, sizeof(a));
-}
-
 /* The CPU's side: one scripted API call. A macro, not a function, so that the stand-in's
- * callbacks run directly under the scripted function (pcs[0]). */
+ * callbacks run directly under the scripted function (pcs[0]). The library times the call
+ * (its API span) with CUPTI's clock, which the stand-in makes [enter, exit]: by default
+ * [offset - 5 us, offset - 1 us] from t0 (script.h), the real clock when t0 is not set. */
 #define CUDA_CALL(c, corr_, driver_corr_)                                                  \
+	CUDA_CALL_AT(c, corr_, driver_corr_, t0 ? t0 + script_offset(corr_) - 5000 : 0,   \
+		     t0 ? t0 + script_offset(corr_) - 1000 : 0)
+#define CUDA_CALL_AT(c, corr_, driver_corr_, enter_, exit_)                                \
 	do {                                                                               \
 		struct standin_call sc_ = { .runtime_cbid = (c)->runtime_cbid,              \
 					    .driver_cbid = (c)->driver_cbid,                \
 					    .runtime_name = (c)->runtime_name,              \
 					    .driver_name = (c)->driver_name,                \
 					    .symbol = (c)->name, .corr = (corr_),           \
-					    .driver_corr = (driver_corr_) };                \
+					    .driver_corr = (driver_corr_),                  \
+					    .enter_ns = (enter_), .exit_ns = (exit_) };     \
 		hk.call(&sc_);                                                             \
 		KEEP_FRAME();                                                              \
 	} while (0)
@@ -155,7 +146,6 @@ static void push_api(const struct script_call *c, uint32_t corr)
 		CUDA_CALL(&table[index], corr, 0);                                  \
 		KEEP_FRAME();                                                       \
 		push_activity(&table[index], corr, 0, 0);                           \
-		push_api(&table[index], corr);                                      \
 	}
 SCRIPTED_FN(launch_forward, script_main, 0)
 SCRIPTED_FN(launch_backward, script_main, 1)
@@ -190,7 +180,6 @@ void NOIPA launch_lost(void)
 	CUDA_CALL(&script_tail[TAIL_LOST_KERNEL], corr, 0);
 	KEEP_FRAME();
 	push_activity(&script_tail[TAIL_LOST_KERNEL], corr, 0, 1);
-	push_api(&script_tail[TAIL_LOST_KERNEL], corr);
 }
 
 void NOIPA copy_weights(void)
@@ -201,7 +190,6 @@ void NOIPA copy_weights(void)
 	KEEP_FRAME();
 	/* the copy is the driver call's: its correlation id */
 	push_activity(&script_tail[TAIL_COPY_WEIGHTS], dcorr, 0, 0);
-	push_api(&script_tail[TAIL_COPY_WEIGHTS], corr);
 }
 
 void NOIPA build_graph(void)
@@ -222,7 +210,6 @@ void NOIPA run_graph(void)
 	CUDA_CALL(&script_tail[TAIL_GRAPH_LAUNCH], corr, 0);
 	KEEP_FRAME();
 	push_activity(&script_tail[TAIL_GRAPH_LAUNCH], corr, SCRIPT_GRAPH_CLONE, 0);
-	push_api(&script_tail[TAIL_GRAPH_LAUNCH], corr);
 }
 
 void NOIPA train_tail(void)
@@ -288,20 +275,25 @@ static void syncwait_push(unsigned k, unsigned i, uint32_t corr)
 			.cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE };
 		hk.push(&sy, sizeof(sy));
 	}
-	uint64_t slot = syncwait_slot(k);
-	uint64_t a0 = c->op == OP_KERNEL ? slot - (i ? 24000 : 30000) : start - 500;
-	uint64_t a1 = c->op == OP_KERNEL ? slot - (i ? 22000 : 25000) : end + 500;
-	CUpti_ActivityAPI a = { .kind = CUPTI_ACTIVITY_KIND_RUNTIME, .cbid = c->runtime_cbid,
-				.start = t0 + a0, .end = t0 + a1, .processId = (uint32_t)getpid(),
-				.threadId = (uint32_t)gettid(), .correlationId = corr };
-	hk.push(&a, sizeof(a));
+}
+
+/* The API span of record i of step k, from t0 (script.h). */
+static void syncwait_api(unsigned k, unsigned i, uint64_t *a0, uint64_t *a1)
+{
+	uint64_t slot = syncwait_slot(k), start, end, queued;
+	syncwait_times(k, i, &start, &end, &queued);
+	int kernel = script_syncwait[i].op == OP_KERNEL;
+	*a0 = kernel ? slot - (i ? 24000 : 30000) : start - 500;
+	*a1 = kernel ? slot - (i ? 22000 : 25000) : end + 500;
 }
 
 #define SYNCWAIT_FN(fname, index)                                                   \
 	void NOIPA fname(unsigned step)                                             \
 	{                                                                           \
 		uint32_t corr = script_corr(0, step, index);                        \
-		CUDA_CALL(&script_syncwait[index], corr, 0);                        \
+		uint64_t a0, a1;                                                    \
+		syncwait_api(step, index, &a0, &a1);                                \
+		CUDA_CALL_AT(&script_syncwait[index], corr, 0, t0 + a0, t0 + a1);   \
 		KEEP_FRAME();                                                       \
 		syncwait_push(step, index, corr);                                   \
 	}
