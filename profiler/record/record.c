@@ -756,7 +756,9 @@ static void *record_reader(void *arg)
 				index[n] = i, fds[n++] = rings[i];
 		int nwatched = n;
 		fds[n++] = (struct pollfd){ .fd = q->stop_fd, .events = POLLIN };
-		poll(fds, (nfds_t)n, 50);
+		/* Python frames are read when the main thread gets to a sample: collecting often
+		 * keeps that close to when the sample was taken (unwind/python.h). */
+		poll(fds, (nfds_t)n, r->o->no_python ? 50 : 5);
 		for (int i = 0; i < nwatched; i++)
 			if (fds[i].revents & (POLLHUP | POLLERR))
 				hup[index[i]] = true;
