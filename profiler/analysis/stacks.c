@@ -698,6 +698,10 @@ int stacks_aggregate(const struct profile *p, const struct stacks_filter *filter
 			out->unwind.unwind_errors += w;
 		if (s->flags & PROFILE_SAMPLE_STACK_FULL)
 			out->unwind.stack_full += w;
+		if (s->flags & PROFILE_SAMPLE_PYTHON_UNREAD)
+			out->unwind.python_unread += w;
+		if (s->flags & PROFILE_SAMPLE_PYTHON_CHANGED)
+			out->unwind.python_changed += w;
 		uint8_t cls = stacks_root_class(&g.c, s->stack);
 		if (cls & STACKS_ROOT_EMPTY) {
 			out->unwind.empty += w;
