@@ -112,6 +112,7 @@ struct py_module_info {
 struct py_code {                       /* a code object seen in a process */
 	uint64_t addr, qualname, filename, linetable;
 	uint32_t first_line;
+	int32_t first_traceable;       /* _co_firsttraceable */
 	const char *name, *file;       /* interned */
 	uint8_t *table;
 	size_t ntable;
@@ -335,9 +336,10 @@ static struct py_code *py_code_get(struct unwind_ctx *ctx, struct py_proc *p, ui
 	uint64_t qualname = py_u64(buf, L->code_qualname), filename = py_u64(buf, L->code_filename);
 	uint64_t linetable = py_u64(buf, L->code_linetable);
 	uint32_t first_line = py_u32(buf, L->code_firstlineno);
+	int32_t first_traceable = (int32_t)py_u32(buf, L->code_firsttraceable);
 	struct py_code *c = elfcache_hash_find(&p->codes, cs_hash_u64(addr), py_code_eq, &addr);
 	if (c && c->qualname == qualname && c->filename == filename && c->linetable == linetable &&
-	    c->first_line == first_line)
+	    c->first_line == first_line && c->first_traceable == first_traceable)
 		return c;
 	if (c) {
 		/* Freed and reused for another code object. */
@@ -355,6 +357,7 @@ static struct py_code *py_code_get(struct unwind_ctx *ctx, struct py_proc *p, ui
 	c->filename = filename;
 	c->linetable = linetable;
 	c->first_line = first_line;
+	c->first_traceable = first_traceable;
 	c->name = elfcache_intern(ctx, name);
 	c->file = elfcache_intern(ctx, file);
 	uint64_t size;
@@ -624,10 +627,7 @@ static int py_read_chain(struct unwind_ctx *ctx, struct py_state *st, struct py_
 		if (!c)
 			return -1;
 		uint64_t code0 = code_addr + L->code_code;
-		uint8_t cb[4];
-		int32_t first_traceable = 0;
-		if (py_read(p->pid, code_addr + L->code_firsttraceable, cb, 4))
-			memcpy(&first_traceable, cb, 4);
+		int32_t first_traceable = c->first_traceable;
 		/* A frame still being set up (before its RESUME) is not shown, as CPython's own
 		 * tracebacks do; it still closes its native activation when it is the entry. */
 		bool incomplete = owner != L->owner_generator &&
