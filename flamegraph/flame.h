@@ -67,6 +67,7 @@ enum flame_kind {
 	FLAME_KIND_GPU_SYNC,   /* time blocked in a CUDA synchronisation */
 	FLAME_KIND_JIT,
 	FLAME_KIND_OTHER,      /* frames narrower than --minwidth, merged */
+	FLAME_KIND_PYTHON,     /* a Python function (CPython frames read by record) */
 	FLAME_KIND_COUNT
 };
 /* Or-ed into the kind written for the JavaScript: the frame was inlined. */
@@ -74,7 +75,7 @@ enum flame_kind {
 
 /* The kind of a frame named name in module (basename, or NULL) with PROFILE_FRAME_* flags.
  * Without a module (folded text) the name alone decides: "_[k]"-style flags, "[libc.so.6]",
- * "libfoo.so+0x12", "module`func" and well-known libc/CUDA function prefixes. */
+ * "libfoo.so+0x12", "module`func", py-spy's "func (file.py:LINE)" and well-known libc/CUDA function prefixes. */
 enum flame_kind flame_classify(const char *name, const char *module, uint32_t flags);
 
 /* ---- the merged call tree (flame_tree.c) --------------------------------------------- */

@@ -21,9 +21,9 @@
 	var names = D.names, kinds = D.kinds;
 	var charW = D.fs * D.fw;
 	var KIND = ["all", "own code", "system libraries", "kernel", "CUDA runtime and driver",
-		"GPU kernels", "GPU copies", "GPU synchronisation", "JIT", "merged narrow frames"];
+		"GPU kernels", "GPU copies", "GPU synchronisation", "JIT", "merged narrow frames", "Python"];
 	var KIND_PALETTE = ["hot", "hot", "system", "aqua", "green", "purple", "pink", "grey",
-		"yellow", "lightgrey"];
+		"yellow", "lightgrey", "orange"];
 
 	/* Pre-order -> positions in counts: x0 (left edge), end (one past the subtree). */
 	(function () {

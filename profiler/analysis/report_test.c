@@ -234,7 +234,7 @@ UNIT_TEST(report_json_golden)
 "\"total\":100,\"no_cfi\":false,\"no_symbols\":false,\"no_debuginfo\":false}\n"
 "],\n"
 "\"unwind\":{\"complete_pct\":95.24,\"complete\":100,\"empty\":0,\"unwind_errors\":0,"
-"\"stack_full\":5,\"stack_size\":8192,\"suggested_stack_size\":16384,\n"
+"\"stack_full\":5,\"python_unread\":0,\"python_changed\":0,\"stack_size\":8192,\"suggested_stack_size\":16384,\n"
 "\"lacking\":[\n"
 "  {\"path\":\"/opt/libfoo.so\",\"name\":\"libfoo.so\",\"self\":5,\"total\":5,\"no_cfi\":true,"
 "\"no_symbols\":true,\"no_debuginfo\":false}],\n"

@@ -698,6 +698,10 @@ int stacks_aggregate(const struct profile *p, const struct stacks_filter *filter
 			out->unwind.unwind_errors += w;
 		if (s->flags & PROFILE_SAMPLE_STACK_FULL)
 			out->unwind.stack_full += w;
+		if (s->flags & PROFILE_SAMPLE_PYTHON_UNREAD)
+			out->unwind.python_unread += w;
+		if (s->flags & PROFILE_SAMPLE_PYTHON_CHANGED)
+			out->unwind.python_changed += w;
 		uint8_t cls = stacks_root_class(&g.c, s->stack);
 		if (cls & STACKS_ROOT_EMPTY) {
 			out->unwind.empty += w;
@@ -943,10 +947,9 @@ out:
 	return err;
 }
 
-void fold_format_frame(struct cs_buf *b, const struct fold_frame *f)
+/* ';' separates frames and a newline ends the record: neither may appear in a name. */
+static void fold_put_escaped(struct cs_buf *b, const char *s)
 {
-	/* ';' separates frames and a newline ends the record: neither may appear in a name. */
-	const char *s = f->name;
 	while (*s) {
 		size_t run = strcspn(s, ";\n\r");
 		cs_buf_put(b, s, run);
@@ -955,6 +958,20 @@ void fold_format_frame(struct cs_buf *b, const struct fold_frame *f)
 			break;
 		cs_buf_put(b, *s == ';' ? ":" : "?", 1);
 		s++;
+	}
+}
+
+void fold_format_frame(struct cs_buf *b, const struct fold_frame *f)
+{
+	fold_put_escaped(b, f->name);
+	/* A Python frame as py-spy writes it: "function (file.py:line)". */
+	if (f->flags & PROFILE_FRAME_PYTHON) {
+		if (f->file) {
+			cs_buf_put(b, " (", 2);
+			fold_put_escaped(b, f->file);
+			cs_buf_printf(b, ":%u)", f->line);
+		}
+		return;
 	}
 	if (f->flags & PROFILE_FRAME_KERNEL)
 		cs_buf_put(b, "_[k]", 4);

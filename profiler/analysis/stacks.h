@@ -67,6 +67,8 @@ struct stacks_unwind {
 	uint64_t empty;          /* samples without any frame */
 	uint64_t unwind_errors;  /* samples with PROFILE_SAMPLE_UNWIND_ERROR */
 	uint64_t stack_full;     /* samples with PROFILE_SAMPLE_STACK_FULL (likely truncated) */
+	uint64_t python_unread;  /* PROFILE_SAMPLE_PYTHON_UNREAD: Python frames not read */
+	uint64_t python_changed; /* PROFILE_SAMPLE_PYTHON_CHANGED: read after the stack moved on */
 	double complete_pct;     /* 0..100 of the filtered samples */
 	uint64_t stack_size;     /* the recording's --stack-size (header), 0 when unknown */
 	uint64_t suggested_stack_size; /* 0 when no truncation was seen or none can help */

@@ -40,6 +40,7 @@ enum profile_frame_flags {
 	PROFILE_FRAME_GPU_KERNEL = 1 << 4, /* a GPU kernel (CUPTI; later) */
 	PROFILE_FRAME_GPU_COPY = 1 << 5,   /* a GPU memcpy/memset (later) */
 	PROFILE_FRAME_GPU_SYNC = 1 << 6,   /* time blocked in a CUDA synchronisation (later) */
+	PROFILE_FRAME_PYTHON = 1 << 7,     /* a Python function: name, file.py, line being run */
 };
 
 enum profile_module_flags {
@@ -48,11 +49,18 @@ enum profile_module_flags {
 	PROFILE_MODULE_NO_CFI = 1 << 2,      /* no .eh_frame/.debug_frame found: unwinding stops */
 	PROFILE_MODULE_NO_SYMBOLS = 1 << 3,  /* no .symtab/.dynsym/.gnu_debugdata/debug file */
 	PROFILE_MODULE_NO_DEBUGINFO = 1 << 4,/* no DWARF lines: no file:line, no inline frames */
+	PROFILE_MODULE_PYTHON = 1 << 5,      /* "[python]": offsets are Python frame ids, each
+					      * named by one DF_SYMBOL (PROFILE_FRAME_PYTHON) */
 };
 
 enum profile_sample_flags {
 	PROFILE_SAMPLE_UNWIND_ERROR = 1 << 0, /* the unwinder stopped on an error, not at the root */
 	PROFILE_SAMPLE_STACK_FULL = 1 << 1,   /* the stack copy was full: likely truncated */
+	PROFILE_SAMPLE_PYTHON_UNREAD = 1 << 2,/* the stack runs Python code whose frames could not
+					       * be read: native frames only */
+	PROFILE_SAMPLE_PYTHON_CHANGED = 1 << 3,/* the Python frames read did not match the native
+					       * stack's interpreter activations (the program
+					       * moved on before the read): merged best effort */
 };
 
 enum df_record_type {
