@@ -11,7 +11,7 @@ PROFILER_FORMAT   := datafile
 PROFILER_SAMPLER  := sampler_perf
 PROFILER_UNWIND   := elfcache unwind symbols
 PROFILER_RECORD   := record gpu_merge gpu_setup
-PROFILER_ANALYSIS := profile stacks report
+PROFILER_ANALYSIS := profile stacks fold_gpu report
 PROFILER_SRCS := profiler/main.c \
 	$(PROFILER_CMD:%=profiler/cmd/%.c) $(PROFILER_BASE:%=profiler/base/%.c) \
 	$(PROFILER_FORMAT:%=profiler/format/%.c) $(PROFILER_SAMPLER:%=profiler/sampler/%.c) \
