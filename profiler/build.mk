@@ -18,7 +18,7 @@ PROFILER_SRCS := profiler/main.c \
 	$(PROFILER_UNWIND:%=profiler/unwind/%.c) $(PROFILER_RECORD:%=profiler/record/%.c) \
 	$(PROFILER_ANALYSIS:%=profiler/analysis/%.c)
 PROFILER_TESTS := base/cs format/datafile unwind/unwind unwind/symbols \
-	analysis/profile_builder analysis/stacks analysis/report record/gpu_merge
+	analysis/profile_builder analysis/stacks analysis/fold_gpu analysis/report record/gpu_merge
 PROFILER_OBJS      := $(PROFILER_SRCS:%.c=$(BUILD)/%.o)
 PROFILER_TEST_OBJS := $(PROFILER_TESTS:%=$(BUILD)/profiler/%_test.o)
 PROFILER_LIBS      := -ldw -lelf -lz -lzstd -llzma -lstdc++
