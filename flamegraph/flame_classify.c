@@ -137,6 +137,17 @@ enum flame_kind flame_classify(const char *name, const char *module, uint32_t fl
 		return FLAME_KIND_KERNEL;
 	if (flags & PROFILE_FRAME_JIT)
 		return FLAME_KIND_JIT;
+	if (name[0] == '[' && !(module && *module)) {
+		/* The GPU view's frames (fold_gpu.c), before "[module]" below takes them. */
+		if (!strncmp(name, "[gpu] ", 6))
+			return FLAME_KIND_GPU_KERNEL;
+		if (!strncmp(name, "[memcpy ", 8) || !strcmp(name, "[memset]"))
+			return FLAME_KIND_GPU_COPY;
+		if (!strcmp(name, "[sync]"))
+			return FLAME_KIND_GPU_SYNC;
+		if (!strncmp(name, "[nvtx] ", 7))
+			return FLAME_KIND_NVTX;
+	}
 	if ((flags & PROFILE_FRAME_PYTHON) || flame_python_name(name))
 		return FLAME_KIND_PYTHON;
 	if (module && *module)

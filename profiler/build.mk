@@ -11,7 +11,7 @@ PROFILER_FORMAT   := datafile
 PROFILER_SAMPLER  := sampler_perf
 PROFILER_UNWIND   := elfcache unwind symbols python
 PROFILER_RECORD   := record gpu_merge gpu_setup
-PROFILER_ANALYSIS := profile stacks report gpu
+PROFILER_ANALYSIS := profile stacks fold_gpu report gpu
 PROFILER_EXPORT   := export chrome
 PROFILER_SRCS := profiler/main.c \
 	$(PROFILER_CMD:%=profiler/cmd/%.c) $(PROFILER_BASE:%=profiler/base/%.c) \
@@ -19,7 +19,8 @@ PROFILER_SRCS := profiler/main.c \
 	$(PROFILER_UNWIND:%=profiler/unwind/%.c) $(PROFILER_RECORD:%=profiler/record/%.c) \
 	$(PROFILER_ANALYSIS:%=profiler/analysis/%.c) $(PROFILER_EXPORT:%=profiler/export/%.c)
 PROFILER_TESTS := base/cs format/datafile unwind/unwind unwind/symbols \
-	analysis/profile_builder analysis/stacks analysis/report analysis/gpu record/gpu_merge unwind/python
+	analysis/profile_builder analysis/stacks analysis/fold_gpu analysis/report analysis/gpu \
+	record/gpu_merge unwind/python
 PROFILER_OBJS      := $(PROFILER_SRCS:%.c=$(BUILD)/%.o)
 PROFILER_TEST_OBJS := $(PROFILER_TESTS:%=$(BUILD)/profiler/%_test.o)
 PROFILER_LIBS      := -ldw -lelf -lz -lzstd -llzma -lstdc++

@@ -816,7 +816,7 @@ static const char *stacks_fold_root(struct stacks_fold *fo, uint32_t root)
 	return fo->root_names[root];
 }
 
-static void stacks_fold_frame(const struct profile *p, uint32_t fid, struct fold_frame *out)
+void fold_frame_of(const struct profile *p, uint32_t fid, struct fold_frame *out)
 {
 	const struct profile_frame *f = stacks_frame(p, fid);
 	const char *module = f->module < p->nmodules ? profile_str(p, p->modules[f->module].path)
@@ -840,8 +840,8 @@ static int stacks_fold_emit(struct stacks_fold *fo, uint32_t root, uint32_t stac
 	cs_grow(&fo->frames, &fo->frames_cap, n + 1, sizeof(*fo->frames));
 	fo->frames[0] = (struct fold_frame){ .name = stacks_fold_root(fo, root) };
 	for (size_t i = 0; i < n; i++)
-		stacks_fold_frame(fo->c.p, fr[n - 1 - i], &fo->frames[1 + i]);
-	return fn(arg, fo->frames, n + 1, count);
+		fold_frame_of(fo->c.p, fr[n - 1 - i], &fo->frames[1 + i]);
+	return fn(arg, fo->frames, n + 1, count, 0);
 }
 
 /* qsort_r order of merged entries: root name, then frame names root first, then depth. */
@@ -864,8 +864,8 @@ static int stacks_fold_cmp(const void *x, const void *y, void *arg)
 		if (ia == ib)
 			continue;
 		struct fold_frame ffa, ffb;
-		stacks_fold_frame(p, ia, &ffa);
-		stacks_fold_frame(p, ib, &ffb);
+		fold_frame_of(p, ia, &ffa);
+		fold_frame_of(p, ib, &ffb);
 		r = strcmp(ffa.name, ffb.name);
 		if (!r)
 			r = strcmp(ffa.module ? ffa.module : "", ffb.module ? ffb.module : "");
@@ -894,6 +894,8 @@ int fold_profile(const struct profile *p, const struct fold_opts *opts, fold_fn 
 	struct stacks_map emap = { 0 };
 	int err;
 
+	if (opts && opts->source != FOLD_CPU)
+		return fold_profile_gpu(p, opts, fn, arg);
 	memset(&fo, 0, sizeof(fo));
 	fo.opts = opts ? opts : &defaults;
 	struct stacks_filter filter = { .pid = fo.opts->pid, .tid = fo.opts->tid,
@@ -995,7 +997,7 @@ struct stacks_folded {
 };
 
 static int stacks_folded_collect(void *arg, const struct fold_frame *frames, size_t nframes,
-				 uint64_t count)
+				 uint64_t count, uint64_t calls)
 {
 	struct stacks_folded *sf = arg;
 
