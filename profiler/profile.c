@@ -453,7 +453,10 @@ static void load_finish(struct load *l)
 	p->finalized = l->symbolized;
 }
 
-int profile_load(const char *path, struct profile **out)
+/* profile_load and profile_load_mem: buf NULL reads the file path, else buf[0..len) named
+ * path in messages. */
+static int profile_load_from(const char *path, const void *buf, size_t len,
+			     struct profile **out)
 {
 	struct load l = { .path = path };
 	int ret;
@@ -462,7 +465,7 @@ int profile_load(const char *path, struct profile **out)
 	l.p->format_version = DF_VERSION;
 	cs_grow(&l.p->strings, &l.cap_strings, 1, sizeof(char *));
 	l.p->strings[l.p->nstrings++] = cs_strdup("");
-	ret = df_read(path, load_record, &l);
+	ret = buf ? df_read_mem(buf, len, path, load_record, &l) : df_read(path, load_record, &l);
 	if (ret < 0)
 		goto out;
 	if (ret == 1) {
@@ -488,6 +491,16 @@ out:
 	free(l.forks);
 	free(l.hash);
 	return ret;
+}
+
+int profile_load(const char *path, struct profile **out)
+{
+	return profile_load_from(path, NULL, 0, out);
+}
+
+int profile_load_mem(const void *buf, size_t len, const char *name, struct profile **out)
+{
+	return profile_load_from(name, buf ? buf : "", len, out);
 }
 
 void profile_free(struct profile *p)
