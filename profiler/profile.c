@@ -359,7 +359,7 @@ static void load_finish(struct load *l)
 		l->comms[i].str = load_intern(l, l->comms[i].name);
 		l->comms[i].name = NULL;
 	}
-	qsort(l->comms, l->ncomms, sizeof(*l->comms), cmp_comm);
+	cs_qsort(l->comms, l->ncomms, sizeof(*l->comms), cmp_comm);
 
 	/* frames: every location gets its chain (symbols) or a made-up "file+0xOFF" name */
 	for (size_t i = 0; i < l->nlocs; i++) {
@@ -402,7 +402,7 @@ static void load_finish(struct load *l)
 		st->first = first;
 		st->nframes = n;
 	}
-	qsort(p->samples, p->nsamples_records, sizeof(*p->samples), cmp_sample_time);
+	cs_qsort(p->samples, p->nsamples_records, sizeof(*p->samples), cmp_sample_time);
 
 	/* threads and processes */
 	struct tid_key *keys = cs_malloc((p->nsamples_records + l->ncomms + 1) * sizeof(*keys));
@@ -410,7 +410,7 @@ static void load_finish(struct load *l)
 	for (size_t i = 0; i < p->nsamples_records; i++)
 		keys[nkeys++] = (struct tid_key){ p->samples[i].pid, p->samples[i].tid,
 						  p->samples[i].weight };
-	qsort(keys, nkeys, sizeof(*keys), cmp_tid);
+	cs_qsort(keys, nkeys, sizeof(*keys), cmp_tid);
 	size_t tcap = 0, pcap = 0;
 	for (size_t i = 0; i < nkeys;) {
 		size_t j = i;
