@@ -344,7 +344,15 @@ static uint32_t load_comm_of(const struct load *l, uint32_t tid)
 	return 0;
 }
 
-static void load_finish(struct load *l)
+/* The most frames all stacks together may expand to (1 GiB of frame ids). A stack is a list
+ * of locations and each location expands to its inline chain, so a few kilobytes of zstd
+ * records naming the same deep location over and over once grew to 16 GB and two minutes in
+ * `csampler info`, and past 2^32 frames the uint32_t indexes of profile_stack wrap (found by
+ * review alongside tests/fuzz/fuzz_datafile). `record` writes at most 1024 locations per stack
+ * and 64 frames per location; real profiles stay orders of magnitude below this. */
+#define PROFILE_MAX_STACK_FRAMES (1u << 28)
+
+static int load_finish(struct load *l)
 {
 	struct profile *p = l->p;
 
@@ -386,7 +394,16 @@ static void load_finish(struct load *l)
 			loc->frame_n = 1;
 		}
 	}
-	/* stacks: expand locations into frames, leaf first */
+	/* stacks: expand locations into frames, leaf first; first count them, to refuse a
+	 * file that expands beyond PROFILE_MAX_STACK_FRAMES before allocating */
+	uint64_t total = 0;
+	for (size_t i = 0; i < l->nstack_locs; i++)
+		total += l->locs[l->stack_locs[i]].frame_n;
+	if (total > PROFILE_MAX_STACK_FRAMES)
+		return cs_error(EFBIG, "%s: corrupt: its %zu stacks expand to %llu frames "
+				"(csampler loads at most %u); check where the file came from",
+				l->path, p->nstacks, (unsigned long long)total,
+				PROFILE_MAX_STACK_FRAMES);
 	size_t cap = 0;
 	for (size_t s = 0; s < p->nstacks; s++) {
 		struct profile_stack *st = &p->stacks[s];
@@ -451,6 +468,7 @@ static void load_finish(struct load *l)
 	if (p->end_ns < p->start_ns)
 		p->end_ns = p->start_ns;
 	p->finalized = l->symbolized;
+	return 0;
 }
 
 /* profile_load and profile_load_mem: buf NULL reads the file path, else buf[0..len) named
@@ -473,7 +491,9 @@ static int profile_load_from(const char *path, const void *buf, size_t len,
 		cs_warn("%s: truncated: %llu samples recovered", path,
 			(unsigned long long)l.p->nsamples);
 	}
-	load_finish(&l);
+	ret = load_finish(&l);
+	if (ret < 0)
+		goto out;
 	*out = l.p;
 	l.p = NULL;
 	ret = 0;

@@ -7,7 +7,7 @@
 #   tests/fuzz/hostile.py --fix-crc F  rewrite F's chunk CRCs (a crash input found by the fuzz
 #                                      build, which ignores CRCs, then reaches the same code in
 #                                      the normal build)
-import struct, sys, zlib
+import struct, subprocess, sys, zlib
 
 def header(version=1, min_reader=1, header_size=64):
     h = b"CSAMPLER" + struct.pack("<IIQI", version, min_reader, 0, header_size)
@@ -50,6 +50,24 @@ FILES = {
     "hostile-optional-type.data": header() + chunk([MODULE, LOC, STACK, rec(200, b"future"),
                                                     sample(0, 3), END]),
 }
+
+def zchunk(records):
+    raw = b"".join(records)
+    z = subprocess.run(["zstd", "-19", "-c"], input=raw, capture_output=True, check=True).stdout
+    return struct.pack("<IIIIII", 0x4B4E4843, 1, len(z), len(raw), zlib.crc32(z),
+                       len(records)) + z
+
+# 4,100 stacks of 1,024 times the same location, whose inline chain is 64 frames (record's
+# limits): 2^28 + 262,144 frames once expanded, from about 20 KB of zstd chunks.
+def frames_bomb():
+    sym = rec(12, struct.pack("<II", 0, 64) + struct.pack("<IIII", 0, 0, 0, 0) * 64)
+    out = header() + chunk([MODULE, LOC, sym])
+    stacks = [rec(9, struct.pack("<II", i, 1024) + b"\0" * 4096) for i in range(4100)]
+    for i in range(0, len(stacks), 2000):
+        out += zchunk(stacks[i:i + 2000])
+    return out + chunk([sample(0), END])
+
+FILES["datafile-frames-bomb.data"] = frames_bomb()
 
 def fix_crc(path):
     b = bytearray(open(path, "rb").read())
