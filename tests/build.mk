@@ -21,3 +21,4 @@ test-programs: $(TEST_PROGRAMS)
 
 # Programs of the record tests (tests/record/) that need libraries.
 bin/tests/deny-perf: PROG_LIBS = -lseccomp
+-include tests/cupti/build.mk
