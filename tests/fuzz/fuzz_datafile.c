@@ -3,11 +3,11 @@
  * then profile_load's id validation and model building); a profile that loads is then walked
  * by what `report`, `folded` and `flame` do with it, since those trust the loader's checks.
  * Built and run by `make fuzz` (tests/fuzz/build.mk). */
-#include "cs.h"
-#include "fold.h"
-#include "profile.h"
-#include "report.h"
-#include "stacks.h"
+#include "base/cs.h"
+#include "analysis/fold.h"
+#include "analysis/profile.h"
+#include "analysis/report.h"
+#include "analysis/stacks.h"
 
 #include <stddef.h>
 #include <stdint.h>

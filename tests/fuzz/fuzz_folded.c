@@ -4,7 +4,7 @@
  * `csampler flame` does. The input's length picks one of four option sets (plain, flame
  * chart, reversed icicle, layout dump) so that every mutation path reaches them all.
  * Built and run by `make fuzz` (tests/fuzz/build.mk). */
-#include "cs.h"
+#include "base/cs.h"
 #include "../../flamegraph/flame.h"
 
 #include <stddef.h>
