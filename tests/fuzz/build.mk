@@ -7,7 +7,8 @@
 #   make fuzz-build              build only: bin/fuzz/fuzz_NAME and bin/fuzz/fuzz_NAME-cov
 # A harness is tests/fuzz/fuzz_NAME.c defining LLVMFuzzerTestOneInput, seeded from
 # tests/fuzz/seeds/NAME/; adding one is one line here:  FUZZ_HARNESSES += NAME
-# (optionally FUZZ_FILES_NAME := the basenames whose line coverage run.sh reports).
+# (optionally FUZZ_FILES_NAME := the basenames whose line coverage run.sh reports, and
+# FUZZ_SRCS_NAME := sources outside bin/csampler that only this harness links).
 # Objects go under build/fuzz/{asan,cov}/, the working corpora and crash artifacts under
 # build/fuzz/{corpus,artifacts}/NAME/.
 FUZZ_HARNESSES := datafile
@@ -57,15 +58,23 @@ $(FUZZ_BUILD)/cov/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_COV) -fsanitize=fuzzer-no-link -c -o $@ $<
 
-bin/fuzz/fuzz_%: $(FUZZ_BUILD)/asan/tests/fuzz/fuzz_%.o $(FUZZ_ASAN_OBJS)
+# $(call fuzz_own_objs,asan|cov,NAME): the objects of FUZZ_SRCS_NAME (a function, so that
+# its % is not taken for the pattern rules' stem).
+fuzz_own_objs = $(patsubst %.c,$(FUZZ_BUILD)/$1/%.o,$(FUZZ_SRCS_$2))
+
+.SECONDEXPANSION:
+bin/fuzz/fuzz_%: $(FUZZ_BUILD)/asan/tests/fuzz/fuzz_%.o $(FUZZ_ASAN_OBJS) \
+		 $$(call fuzz_own_objs,asan,$$*)
 	@mkdir -p bin/fuzz
 	$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_ASAN) -pthread -o $@ $^ $(PROFILER_LIBS)
 
-bin/fuzz/fuzz_%-cov: $(FUZZ_BUILD)/cov/tests/fuzz/fuzz_%.o $(FUZZ_COV_OBJS)
+bin/fuzz/fuzz_%-cov: $(FUZZ_BUILD)/cov/tests/fuzz/fuzz_%.o $(FUZZ_COV_OBJS) \
+		     $$(call fuzz_own_objs,cov,$$*)
 	@mkdir -p bin/fuzz
 	$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_COV) -pthread -o $@ $^ $(PROFILER_LIBS)
 
 # Keep the objects between runs (make would delete them as intermediates of the patterns).
 .SECONDARY: $(FUZZ_ASAN_OBJS) $(FUZZ_COV_OBJS) \
 	    $(foreach h,$(FUZZ_HARNESSES),$(FUZZ_BUILD)/asan/tests/fuzz/fuzz_$(h).o \
-	    $(FUZZ_BUILD)/cov/tests/fuzz/fuzz_$(h).o)
+	    $(FUZZ_BUILD)/cov/tests/fuzz/fuzz_$(h).o $(call fuzz_own_objs,asan,$(h)) \
+	    $(call fuzz_own_objs,cov,$(h)))

@@ -19,6 +19,8 @@ for arg in "$@"; do
   artifacts=build/fuzz/artifacts/$name
   log=build/fuzz/$name.log
   mkdir -p "$corpus" "$artifacts"
+  seeds=tests/fuzz/seeds/$name
+  [ -d "$seeds" ] || seeds=""
   before=$(ls "$artifacts" | wc -l)
   echo "fuzz: $name for ${seconds}s (log: $log)"
   # -close_fd_mask=2: the readers' one-line errors would flood the log; sanitizer reports
@@ -26,7 +28,7 @@ for arg in "$@"; do
   # shellcheck disable=SC2086
   nice -n 10 "$bin" -max_total_time="$seconds" -print_final_stats=1 -close_fd_mask=2 \
     -timeout=10 -rss_limit_mb=2048 -max_len=16384 -artifact_prefix="$artifacts/" \
-    ${FUZZ_ARGS:-} "$corpus" "tests/fuzz/seeds/$name" >"$log" 2>&1
+    ${FUZZ_ARGS:-} "$corpus" $seeds >"$log" 2>&1
   rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n1)
@@ -42,18 +44,19 @@ for arg in "$@"; do
   if [ -x "$bin-cov" ] && command -v llvm-profdata >/dev/null && command -v llvm-cov >/dev/null; then
     rm -f "build/fuzz/$name.profraw"
     LLVM_PROFILE_FILE="build/fuzz/$name.profraw" "$bin-cov" -runs=0 -close_fd_mask=2 \
-      "$corpus" "tests/fuzz/seeds/$name" >/dev/null 2>&1
+      "$corpus" $seeds >/dev/null 2>&1
     llvm-profdata merge -sparse -o "build/fuzz/$name.profdata" "build/fuzz/$name.profraw"
     srcs=""
     for f in $files; do
       srcs="$srcs $(find profiler flamegraph -name "$f" -not -path '*/build/*' | head -n1)"
     done
     # llvm-cov report's columns: file, regions (3), functions (3), lines (3), branches (3).
+    # Without FILES (FUZZ_FILES_NAME unset): only the total over everything linked.
     lines=$(llvm-cov report "$bin-cov" -instr-profile="build/fuzz/$name.profdata" $srcs |
-      awk 'NR > 2 && NF >= 10 && $1 !~ /^-/ {
+      awk -v files="$files" 'NR > 2 && NF >= 10 && $1 !~ /^-/ {
              n = $8 - $9; f = $1; sub(/.*\//, "", f)
              if (f == "TOTAL") tot = sprintf("total %d/%d lines (%s)", n, $8, $10)
-             else out = out sprintf("%s %s, ", f, $10) }
+             else if (files != "") out = out sprintf("%s %s, ", f, $10) }
            END { print out tot }')
   fi
   line="$name: ${execs:-0} executions, ${rate:-0} exec/s, $crashes crashes, libFuzzer ${cov:-cov: ?}, corpus $(ls "$corpus" | wc -l) files; line coverage: $lines"
