@@ -33,6 +33,7 @@ for arg in "$@"; do
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n1)
   cov=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$log" | tail -n1)
+  units=$(grep -o 'corp: [0-9]*' "$log" | tail -n1 | tr -dc 0-9) # libFuzzer's, not the dir's
   crashes=$(( $(ls "$artifacts" | wc -l) - before ))
   if [ "$rc" != 0 ] || [ "$crashes" != 0 ]; then
     status=1
@@ -59,7 +60,7 @@ for arg in "$@"; do
              else if (files != "") out = out sprintf("%s %s, ", f, $10) }
            END { print out tot }')
   fi
-  line="$name: ${execs:-0} executions, ${rate:-0} exec/s, $crashes crashes, libFuzzer ${cov:-cov: ?}, corpus $(ls "$corpus" | wc -l) files; line coverage: $lines"
+  line="$name: ${execs:-0} executions, ${rate:-0} exec/s, $crashes crashes, libFuzzer ${cov:-cov: ?}, corpus ${units:-0} inputs; line coverage: $lines"
   echo "fuzz: $line"
   summary="$summary$line"$'\n'
 done
