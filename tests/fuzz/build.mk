@@ -13,7 +13,7 @@
 # build/fuzz/{corpus,artifacts}/NAME/.
 FUZZ_HARNESSES := datafile
 FUZZ_HARNESSES += folded
-FUZZ_FILES_datafile := datafile.c profile.c stacks.c report.c
+FUZZ_FILES_datafile := datafile.c profile.c stacks.c report.c gpu.c
 FUZZ_FILES_folded   := flame_folded.c flame_input.c flame_tree.c flame_layout.c flame_svg.c
 
 FUZZ_SECONDS ?= 60

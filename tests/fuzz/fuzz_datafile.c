@@ -1,10 +1,12 @@
 /* fuzz_datafile.c: libFuzzer harness for the data-file reader. Each input is a whole data
  * file, read from memory by profile_load_mem() (df_read's chunk, CRC, zstd and record checks,
  * then profile_load's id validation and model building); a profile that loads is then walked
- * by what `report`, `folded` and `flame` do with it, since those trust the loader's checks.
+ * by what `report` (with its GPU tables), `folded` and `flame` do with it, since those trust
+ * the loader's checks.
  * Built and run by `make fuzz` (tests/fuzz/build.mk). */
 #include "base/cs.h"
 #include "analysis/fold.h"
+#include "analysis/gpu.h"
 #include "analysis/profile.h"
 #include "analysis/report.h"
 #include "analysis/stacks.h"
@@ -40,10 +42,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct stacks_filter all = STACKS_FILTER_ALL;
 	if (!stacks_aggregate(p, &all, &r)) {
 		struct report_opts ro = REPORT_OPTS_DEFAULT;
+		struct gpu_analysis g = { 0 };
 		stacks_sort_functions(&r, STACKS_SORT_TOTAL);
+		if (p->ngpu_activities) { /* as cmd_report.c does */
+			gpu_analyze(p, &all, &g);
+			ro.gpu = &g;
+		}
 		report_write(fuzz_sink, p, &r, &ro);
 		ro.format = REPORT_JSON;
 		report_write(fuzz_sink, p, &r, &ro);
+		gpu_analysis_free(&g);
 		stacks_report_free(&r);
 	}
 	struct fold_opts fo = FOLD_OPTS_DEFAULT;
