@@ -32,10 +32,11 @@ bin/csampler: $(PROFILER_OBJS) $(CSAMPLER_EXTRA_OBJS)
 	@mkdir -p bin
 	$(CC) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../lib' -o $@ $^ $(PROFILER_LIBS)
 
-# The unit runner links everything but main.o, plus unit_main.o from tests.
+# The unit runner links everything but main.o, plus unit_main.o from tests; the same run path,
+# so that tests/run.sh (make test-gpu) runs it on a GPU node that has the bundled libraries only.
 bin/csampler-unit: $(filter-out $(BUILD)/profiler/main.o,$(PROFILER_OBJS)) $(CSAMPLER_EXTRA_OBJS) $(PROFILER_TEST_OBJS) $(BUILD)/tests/unit_main.o
 	@mkdir -p bin
-	$(CC) $(LDFLAGS) -o $@ $^ $(PROFILER_LIBS)
+	$(CC) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../lib' -o $@ $^ $(PROFILER_LIBS)
 
 PROGRAMS      += bin/csampler
 TEST_PROGRAMS += bin/csampler-unit

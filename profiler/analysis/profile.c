@@ -483,10 +483,161 @@ const char *profile_gpu_kind_name(uint32_t kind)
 	return kind < PROFILE_GPU_NKINDS ? names[kind] : "?";
 }
 
-/* Sort the GPU arrays, intern the notes and join every activity to its launch. */
+/* Is frame f the CUDA runtime's, the driver's, CUPTI's or nvcc's launch code rather than the
+ * program's? By module (a shared libcudart, libcuda, libcupti) and, for the runtime linked
+ * statically into the program (nvcc's default), by name: the public API (cudaLaunchKernel,
+ * cudaLaunchKernel<char> whose demangled name starts with its return type), its internals
+ * (libcudart_static_<hash>, __cuda*, cudart::) and nvcc's __device_stub__ functions.
+ * After a __device_stub__ frame, sets *wrapper to the kernel's name: its caller is then nvcc's
+ * host wrapper, a function with the kernel's own (mangled, so demangled) name. The stub's
+ * demangled name is __device_stub__<the kernel's mangled name without '_'>(parameters); its
+ * raw name, _Z<len>__device_stub__Z<len><identifier>..., gives the identifier alone. */
+extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
+
+static bool gpu_runtime_frame(const struct profile *p, const struct profile_frame *f,
+			      char *wrapper, size_t wrapper_size)
+{
+	static const char *const libs[] = { "libcudart.so", "libcuda.so", "libcupti.so",
+					    "libcsampler-cupti.so" };
+	const char *mod = cs_basename(profile_str(p, p->modules[f->module].path));
+	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++)
+		if (!strncmp(mod, libs[i], strlen(libs[i])))
+			return true;
+	const char *n = profile_str(p, f->name);
+	if (!strncmp(n, "cudaError ", 10))
+		n += 10;
+	if (!strncmp(n, "cuda", 4) && n[4] >= 'A' && n[4] <= 'Z')
+		return true;
+	if (!strncmp(n, "__cuda", 6) || !strncmp(n, "cudart::", 8) ||
+	    !strncmp(n, "libcudart_static_", 17))
+		return true;
+	if (n[0] == '_' && n[1] == 'Z') {     /* the stub's odd mangled name stays mangled */
+		n += 2;
+		while (*n >= '0' && *n <= '9')
+			n++;
+	}
+	if (strncmp(n, "__device_stub__", 15))
+		return false;
+	n += 15;
+	const char *paren = strchr(n, '(');
+	if (paren && n[0] == 'Z' && (size_t)(paren - n) + 2 < wrapper_size) {
+		char mangled[1024];
+		snprintf(mangled, sizeof(mangled), "_%.*s", (int)(paren - n), n);
+		int status = -1;
+		char *dm = __cxa_demangle(mangled, NULL, NULL, &status);
+		if (dm && status == 0)
+			snprintf(wrapper, wrapper_size, "%s", dm);
+		free(dm);
+	} else if (*n == 'Z') {
+		char *end;
+		unsigned long len = strtoul(n + 1, &end, 10);
+		if (end != n + 1 && len && len < wrapper_size && strlen(end) >= len) {
+			memcpy(wrapper, end, len);
+			wrapper[len] = 0;
+		}
+	}
+	return true;
+}
+
+/* A launch's stack as recorded starts inside the CUDA runtime (cudaLaunchKernel and what it
+ * calls) and nvcc's launch stub; the call site that matters is the program's. Each launch
+ * stack gets a second stack without those leaf frames (the same frames, from the first of the
+ * program's: a sub-range of stack_frames, nothing copied); a stack made only of them is kept
+ * whole. The data file keeps the recorded stack. */
+static void load_gpu_trim_stacks(struct load *l)
+{
+	struct profile *p = l->p;
+	size_t nstacks = p->nstacks;
+	uint32_t *trimmed = NULL;
+
+	for (size_t i = 0; i < p->ngpu_launches; i++) {
+		struct profile_gpu_launch *g = &p->gpu_launches[i];
+		if (!trimmed) {
+			trimmed = cs_malloc(nstacks * sizeof(*trimmed));
+			for (size_t k = 0; k < nstacks; k++)
+				trimmed[k] = UINT32_MAX;
+		}
+		if (trimmed[g->stack] != UINT32_MAX) {
+			g->stack = trimmed[g->stack];
+			continue;
+		}
+		const struct profile_stack st = p->stacks[g->stack];
+		char wrapper[1024] = "";
+		uint32_t skip = 0;
+		while (skip < st.nframes) {
+			const struct profile_frame *f =
+				&p->frames[p->stack_frames[st.first + skip]];
+			if (gpu_runtime_frame(p, f, wrapper, sizeof(wrapper))) {
+				skip++;
+				continue;
+			}
+			/* nvcc's host wrapper: named as the kernel, it calls the stub */
+			size_t wl = strlen(wrapper);
+			const char *n = profile_str(p, f->name);
+			if (wl && (!strcmp(n, wrapper) ||
+				   (!strncmp(n, wrapper, wl) && (n[wl] == '(' || n[wl] == 0)))) {
+				wrapper[0] = 0;
+				skip++;
+				continue;
+			}
+			break;
+		}
+		uint32_t id = g->stack;
+		if (skip && skip < st.nframes) {
+			cs_grow(&p->stacks, &l->cap_stacks, p->nstacks + 1, sizeof(*p->stacks));
+			p->stacks[p->nstacks] = (struct profile_stack){ st.first + skip,
+									st.nframes - skip };
+			id = (uint32_t)p->nstacks++;
+		}
+		trimmed[g->stack] = id;
+		g->stack = id;
+	}
+	free(trimmed);
+}
+
+/* nvcc's host wrapper of a kernel (a function with the kernel's own name, which calls the stub
+ * or, the stub inlined, cudaLaunchKernel) left as a launch stack's leaf: the kernel launched
+ * there names it; the caller is the call site. Run after the join. */
+static void load_gpu_trim_wrappers(struct load *l)
+{
+	struct profile *p = l->p;
+	size_t nstacks = p->nstacks;
+	uint32_t *trimmed = NULL;
+
+	for (size_t i = 0; i < p->ngpu_activities; i++) {
+		const struct profile_gpu_activity *a = &p->gpu_activities[i];
+		if (a->kind != DF_GPU_KERNEL || a->launch == PROFILE_GPU_NO_LAUNCH || !a->name)
+			continue;
+		struct profile_gpu_launch *g = &p->gpu_launches[a->launch];
+		if (g->stack >= nstacks)
+			continue;   /* trimmed here already */
+		const struct profile_stack st = p->stacks[g->stack];
+		if (st.nframes < 2 ||
+		    strcmp(profile_str(p, p->frames[p->stack_frames[st.first]].name),
+			   profile_str(p, a->name)))
+			continue;
+		if (!trimmed) {
+			trimmed = cs_malloc(nstacks * sizeof(*trimmed));
+			for (size_t k = 0; k < nstacks; k++)
+				trimmed[k] = UINT32_MAX;
+		}
+		if (trimmed[g->stack] == UINT32_MAX) {
+			cs_grow(&p->stacks, &l->cap_stacks, p->nstacks + 1, sizeof(*p->stacks));
+			p->stacks[p->nstacks] = (struct profile_stack){ st.first + 1, st.nframes - 1 };
+			trimmed[g->stack] = (uint32_t)p->nstacks++;
+		}
+		g->stack = trimmed[g->stack];
+	}
+	free(trimmed);
+}
+
+/* Sort the GPU arrays, intern the notes, trim the launch stacks to the program's frames and
+ * join every activity to its launch. */
 static void load_gpu_finish(struct load *l)
 {
 	struct profile *p = l->p;
+
+	load_gpu_trim_stacks(l);
 
 	for (size_t i = 0; i < p->ngpu_notes; i++) {
 		p->gpu_notes[i].text = load_intern(l, l->gpu_note_texts[i]);
@@ -534,6 +685,7 @@ static void load_gpu_finish(struct load *l)
 		}
 	}
 	free(nodes);
+	load_gpu_trim_wrappers(l);
 }
 
 /* The most frames all stacks together may expand to (1 GiB of frame ids). A stack is a list
