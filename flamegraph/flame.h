@@ -229,6 +229,11 @@ int flame_folded_read(FILE *f, const char *name, const struct flame_folded_ops *
 int flame_input_read(struct flame_tree *t, const char *path, int series,
 		     const struct flame_opts *o, bool allow_two_counts);
 
+/* The folded-text half of flame_input_read, from an open stream f named name in messages
+ * (the fuzz harness reads from memory through fmemopen). */
+int flame_input_read_folded(struct flame_tree *t, FILE *f, const char *name, int series,
+			    const struct flame_opts *o, bool allow_two_counts);
+
 /* The inputs of a flame command: o->inputs, else stdin when it is a pipe or a file, else
  * ./csampler.data. Sets *paths and *n (paths[i] NULL = stdin); free *paths with free(). */
 void flame_input_default(const struct flame_opts *o, const char ***paths, size_t *n);

@@ -121,6 +121,16 @@ static int flame_input_folded(struct flame_input_ctx *c, FILE *f)
 	return 0;
 }
 
+int flame_input_read_folded(struct flame_tree *t, FILE *f, const char *name, int series,
+			    const struct flame_opts *o, bool allow_two_counts)
+{
+	struct flame_input_ctx c = {
+		.tree = t, .name = name, .series = series, .factor = o->factor,
+		.allow_two_counts = allow_two_counts,
+	};
+	return flame_input_folded(&c, f);
+}
+
 int flame_input_read(struct flame_tree *t, const char *path, int series,
 		     const struct flame_opts *o, bool allow_two_counts)
 {

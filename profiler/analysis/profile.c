@@ -688,7 +688,15 @@ static void load_gpu_finish(struct load *l)
 	load_gpu_trim_wrappers(l);
 }
 
-static void load_finish(struct load *l)
+/* The most frames all stacks together may expand to (1 GiB of frame ids). A stack is a list
+ * of locations and each location expands to its inline chain, so a few kilobytes of zstd
+ * records naming the same deep location over and over once grew to 16 GB and two minutes in
+ * `csampler info`, and past 2^32 frames the uint32_t indexes of profile_stack wrap (found by
+ * review alongside tests/fuzz/fuzz_datafile). `record` writes at most 1024 locations per stack
+ * and 64 frames per location; real profiles stay orders of magnitude below this. */
+#define PROFILE_MAX_STACK_FRAMES (1u << 28)
+
+static int load_finish(struct load *l)
 {
 	struct profile *p = l->p;
 
@@ -703,7 +711,7 @@ static void load_finish(struct load *l)
 		l->comms[i].str = load_intern(l, l->comms[i].name);
 		l->comms[i].name = NULL;
 	}
-	qsort(l->comms, l->ncomms, sizeof(*l->comms), cmp_comm);
+	cs_qsort(l->comms, l->ncomms, sizeof(*l->comms), cmp_comm);
 
 	/* frames: every location gets its chain (symbols) or a made-up "file+0xOFF" name */
 	for (size_t i = 0; i < l->nlocs; i++) {
@@ -730,7 +738,16 @@ static void load_finish(struct load *l)
 			loc->frame_n = 1;
 		}
 	}
-	/* stacks: expand locations into frames, leaf first */
+	/* stacks: expand locations into frames, leaf first; first count them, to refuse a
+	 * file that expands beyond PROFILE_MAX_STACK_FRAMES before allocating */
+	uint64_t total = 0;
+	for (size_t i = 0; i < l->nstack_locs; i++)
+		total += l->locs[l->stack_locs[i]].frame_n;
+	if (total > PROFILE_MAX_STACK_FRAMES)
+		return cs_error(EFBIG, "%s: corrupt: its %zu stacks expand to %llu frames "
+				"(csampler loads at most %u); check where the file came from",
+				l->path, p->nstacks, (unsigned long long)total,
+				PROFILE_MAX_STACK_FRAMES);
 	size_t cap = 0;
 	for (size_t s = 0; s < p->nstacks; s++) {
 		struct profile_stack *st = &p->stacks[s];
@@ -746,7 +763,7 @@ static void load_finish(struct load *l)
 		st->first = first;
 		st->nframes = n;
 	}
-	qsort(p->samples, p->nsamples_records, sizeof(*p->samples), cmp_sample_time);
+	cs_qsort(p->samples, p->nsamples_records, sizeof(*p->samples), cmp_sample_time);
 
 	/* threads and processes */
 	struct tid_key *keys = cs_malloc((p->nsamples_records + l->ncomms + 1) * sizeof(*keys));
@@ -754,7 +771,7 @@ static void load_finish(struct load *l)
 	for (size_t i = 0; i < p->nsamples_records; i++)
 		keys[nkeys++] = (struct tid_key){ p->samples[i].pid, p->samples[i].tid,
 						  p->samples[i].weight };
-	qsort(keys, nkeys, sizeof(*keys), cmp_tid);
+	cs_qsort(keys, nkeys, sizeof(*keys), cmp_tid);
 	size_t tcap = 0, pcap = 0;
 	for (size_t i = 0; i < nkeys;) {
 		size_t j = i;
@@ -796,9 +813,13 @@ static void load_finish(struct load *l)
 		p->end_ns = p->start_ns;
 	p->finalized = l->symbolized;
 	load_gpu_finish(l);
+	return 0;
 }
 
-int profile_load(const char *path, struct profile **out)
+/* profile_load and profile_load_mem: buf NULL reads the file path, else buf[0..len) named
+ * path in messages. */
+static int profile_load_from(const char *path, const void *buf, size_t len,
+			     struct profile **out)
 {
 	struct load l = { .path = path };
 	int ret;
@@ -807,7 +828,7 @@ int profile_load(const char *path, struct profile **out)
 	l.p->format_version = DF_VERSION;
 	cs_grow(&l.p->strings, &l.cap_strings, 1, sizeof(char *));
 	l.p->strings[l.p->nstrings++] = cs_strdup("");
-	ret = df_read(path, load_record, &l);
+	ret = buf ? df_read_mem(buf, len, path, load_record, &l) : df_read(path, load_record, &l);
 	if (ret < 0)
 		goto out;
 	if (ret == 1) {
@@ -815,7 +836,9 @@ int profile_load(const char *path, struct profile **out)
 		cs_warn("%s: truncated: %llu samples recovered", path,
 			(unsigned long long)l.p->nsamples);
 	}
-	load_finish(&l);
+	ret = load_finish(&l);
+	if (ret < 0)
+		goto out;
 	*out = l.p;
 	l.p = NULL;
 	ret = 0;
@@ -836,6 +859,16 @@ out:
 		free(l.gpu_note_texts[i]);
 	free(l.gpu_note_texts);
 	return ret;
+}
+
+int profile_load(const char *path, struct profile **out)
+{
+	return profile_load_from(path, NULL, 0, out);
+}
+
+int profile_load_mem(const void *buf, size_t len, const char *name, struct profile **out)
+{
+	return profile_load_from(name, buf ? buf : "", len, out);
 }
 
 void profile_free(struct profile *p)

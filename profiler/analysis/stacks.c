@@ -548,8 +548,8 @@ static int stacks_cmp_total(const void *x, const void *y)
 
 void stacks_sort_functions(struct stacks_report *r, enum stacks_sort by)
 {
-	qsort(r->functions, r->nfunctions, sizeof(*r->functions),
-	      by == STACKS_SORT_TOTAL ? stacks_cmp_total : stacks_cmp_self);
+	cs_qsort(r->functions, r->nfunctions, sizeof(*r->functions),
+		 by == STACKS_SORT_TOTAL ? stacks_cmp_total : stacks_cmp_self);
 }
 
 /* A --stack-size to try when copies were full: twice the current size (four times when a
@@ -616,7 +616,7 @@ static void stacks_build_report(struct stacks_agg *g, struct stacks_report *r)
 		s->module = profile_str(p, g->libs[fa->lib].path);
 		s->samples = fa->stop;
 	}
-	qsort(r->unwind.stops, r->unwind.nstops, sizeof(*r->unwind.stops), stacks_cmp_stop);
+	cs_qsort(r->unwind.stops, r->unwind.nstops, sizeof(*r->unwind.stops), stacks_cmp_stop);
 
 	r->processes = cs_calloc(g->c.nprows, sizeof(*r->processes));
 	for (size_t i = 0; i < g->c.nprows; i++) {
@@ -626,7 +626,7 @@ static void stacks_build_report(struct stacks_agg *g, struct stacks_report *r)
 				.pid = pr->pid, .comm = profile_str(p, pr->comm),
 				.samples = pr->samples };
 	}
-	qsort(r->processes, r->nprocesses, sizeof(*r->processes), stacks_cmp_process);
+	cs_qsort(r->processes, r->nprocesses, sizeof(*r->processes), stacks_cmp_process);
 
 	r->threads = cs_calloc(g->c.ntrows, sizeof(*r->threads));
 	for (size_t i = 0; i < g->c.ntrows; i++) {
@@ -636,7 +636,7 @@ static void stacks_build_report(struct stacks_agg *g, struct stacks_report *r)
 				.pid = t->pid, .tid = t->tid, .comm = profile_str(p, t->comm),
 				.samples = t->samples };
 	}
-	qsort(r->threads, r->nthreads, sizeof(*r->threads), stacks_cmp_thread);
+	cs_qsort(r->threads, r->nthreads, sizeof(*r->threads), stacks_cmp_thread);
 
 	r->libraries = cs_calloc(g->nlibs, sizeof(*r->libraries));
 	r->unwind.lacking = cs_calloc(g->nlibs, sizeof(*r->unwind.lacking));
@@ -653,9 +653,9 @@ static void stacks_build_report(struct stacks_agg *g, struct stacks_report *r)
 		    !(lb->flags & (PROFILE_MODULE_KERNEL | PROFILE_MODULE_JIT)))
 			r->unwind.lacking[r->unwind.nlacking++] = l;
 	}
-	qsort(r->libraries, r->nlibraries, sizeof(*r->libraries), stacks_cmp_library);
-	qsort(r->unwind.lacking, r->unwind.nlacking, sizeof(*r->unwind.lacking),
-	      stacks_cmp_lacking);
+	cs_qsort(r->libraries, r->nlibraries, sizeof(*r->libraries), stacks_cmp_library);
+	cs_qsort(r->unwind.lacking, r->unwind.nlacking, sizeof(*r->unwind.lacking),
+		 stacks_cmp_lacking);
 
 	r->unwind.complete_pct = r->samples ? 100.0 * (double)r->unwind.complete / (double)r->samples
 					    : 0.0;
@@ -931,7 +931,7 @@ int fold_profile(const struct profile *p, const struct fold_opts *opts, fold_fn 
 
 	for (size_t i = 0; i < nentries; i++)
 		stacks_fold_root(&fo, entries[i].root);
-	qsort_r(entries, nentries, sizeof(*entries), stacks_fold_cmp, &fo);
+	cs_qsort_r(entries, nentries, sizeof(*entries), stacks_fold_cmp, &fo);
 	for (size_t i = 0; i < nentries; i++) {
 		err = stacks_fold_emit(&fo, entries[i].root, entries[i].stack, entries[i].count,
 				       fn, arg);
@@ -1031,7 +1031,7 @@ int stacks_write_folded(FILE *f, const struct profile *p, const struct fold_opts
 	if (err < 0)
 		goto out;
 	/* Frames that differ only in file:line print alike: sort the text and merge equal lines. */
-	qsort_r(sf.lines, sf.nlines, sizeof(*sf.lines), stacks_folded_cmp, sf.text.data);
+	cs_qsort_r(sf.lines, sf.nlines, sizeof(*sf.lines), stacks_folded_cmp, sf.text.data);
 	for (size_t i = 0; i < sf.nlines;) {
 		const char *key = sf.text.data + sf.lines[i].key;
 		uint64_t count = 0;

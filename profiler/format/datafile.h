@@ -202,6 +202,8 @@ int df_writer_close(struct df_writer *w);
  * -errno to stop. */
 typedef int (*df_record_fn)(void *arg, uint16_t type, const uint8_t *payload, size_t len);
 int df_read(const char *path, df_record_fn fn, void *arg);
+/* The same over a whole file already in memory, buf[0..len); name is used in messages. */
+int df_read_mem(const void *buf, size_t len, const char *name, df_record_fn fn, void *arg);
 
 /* Growable string interning for writers: same string, same id (ids from 1). */
 struct df_strtab;
