@@ -851,6 +851,8 @@ static int record_loop(struct record *r)
 	}
 	sampler_disable(r->sampler);
 	record_stop_reader(r);
+	if (r->error)
+		return r->error; /* nothing more can be written: the queue is freed unread */
 	record_consume(r);
 	sampler_drain(r->sampler, record_event, r);
 	return r->error;
