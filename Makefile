@@ -22,16 +22,24 @@ CFLAGS   += $(OPT) $(WARN) -std=gnu11 -D_GNU_SOURCE -MMD -MP -pthread
 LDFLAGS  += -pthread
 BUILD    := build
 
-.PHONY: all deps test check demo install clean profile profile-micro profile-clean test-gpu
-all: deps programs
+.PHONY: all deps test check demo install clean profile profile-micro profile-clean test-gpu \
+	check-layout programs bundle
+# The dependency step must finish before anything compiles (its packages bring headers such as
+# xxhash.h), whatever -j says: a prerequisite list `all: deps programs` lets -j2 start both at
+# once. So each entry point runs deps, then builds in a sub-make that inherits the job server.
+# tests/build/t-parallel-deps.sh checks the order.
+all: deps
+	@$(MAKE) --no-print-directory programs
 
 # Runs on every make: a quick dpkg query when everything is present.
+DEPS_SCRIPT ?= scripts/install-deps.sh
 deps:
-	@scripts/install-deps.sh
+	@$(DEPS_SCRIPT)
 
 PROGRAMS :=
 TEST_PROGRAMS :=
 include profiler/build.mk
+-include profiler/inject/build.mk
 -include flamegraph/build.mk
 -include target/build.mk
 include tests/build.mk
@@ -43,16 +51,27 @@ $(BUILD)/%.o: %.c
 	$(CC) $(CFLAGS) $(CPPFLAGS) -c -o $@ $<
 
 test: deps
-	@scripts/install-deps.sh --test
+	@$(DEPS_SCRIPT) --test
 	@$(MAKE) --no-print-directory programs test-programs
 	@tests/run.sh
 
+# Copy the non-system shared libraries csampler needs into lib/ (for running bin/ and lib/ on
+# another machine, e.g. a GPU node without elfutils).
+bundle: all
+	@scripts/bundle-libs.sh
+
+# The include rules of the README's design section (also a test in `make test`).
+check-layout:
+	@scripts/check-layout.sh
+
 check: test
 
-demo: deps programs
+demo: deps
+	@$(MAKE) --no-print-directory programs
 	@scripts/demo.sh
 
-install: programs
+install: deps
+	@$(MAKE) --no-print-directory programs
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5
 	install -m 755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/

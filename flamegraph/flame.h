@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../profiler/fold.h"
+#include "analysis/fold.h"
 
 /* ---- options (flame_opts.c) ---------------------------------------------------------- */
 

@@ -2,7 +2,7 @@
  * GPU work, JIT), for its colour and the legend. Data files give the module; folded text
  * only the name, so well-known naming conventions stand in for it. */
 #include "flame.h"
-#include "../profiler/cs.h"
+#include "base/cs.h"
 
 #include <string.h>
 

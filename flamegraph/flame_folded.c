@@ -3,7 +3,7 @@
  * difffolded.pl's "stack BEFORE AFTER". Lines are read one at a time; the previous line is kept
  * so that sorted input (the usual case) tells the tree which leading frames are unchanged. */
 #include "flame.h"
-#include "../profiler/cs.h"
+#include "base/cs.h"
 
 #include <errno.h>
 #include <stdlib.h>

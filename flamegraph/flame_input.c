@@ -2,8 +2,8 @@
  * and walked by fold_profile, from profiler/) or folded text (flame_folded.c), from files or
  * standard input, told apart by profile_is_datafile(). */
 #include "flame.h"
-#include "../profiler/cs.h"
-#include "../profiler/profile.h"
+#include "base/cs.h"
+#include "analysis/profile.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -4,7 +4,7 @@
  * placed after its siblings, so that the widths still add up. Also the page geometry, shared
  * by the SVG writer, the text dump and (through the SVG's data) flame.js. */
 #include "flame.h"
-#include "../profiler/cs.h"
+#include "base/cs.h"
 
 #include <errno.h>
 #include <stdlib.h>

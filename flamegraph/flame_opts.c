@@ -3,7 +3,7 @@
  * two dashes and "=VALUE" or a separate argument, as flamegraph.pl's Getopt::Long does, so
  * that csampler flame drops in for flamegraph.pl. */
 #include "flame.h"
-#include "../profiler/cs.h"
+#include "base/cs.h"
 
 #include <errno.h>
 #include <stddef.h>

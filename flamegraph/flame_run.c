@@ -1,7 +1,7 @@
 /* flame_run.c: what `csampler flame` and `csampler diff` share once their options are parsed:
  * read the inputs into one tree, lay it out, write the SVG (or the --dump-layout text). */
 #include "flame.h"
-#include "../profiler/cs.h"
+#include "base/cs.h"
 
 #include <errno.h>
 #include <stdlib.h>

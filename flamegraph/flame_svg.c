@@ -7,7 +7,7 @@
  * and subtitle, JSON with < > & as \u escapes inside the data, which therefore can neither
  * open a tag nor end the element it lives in. flame.js puts names in the page as text only. */
 #include "flame.h"
-#include "../profiler/cs.h"
+#include "base/cs.h"
 
 #include <errno.h>
 #include <math.h>

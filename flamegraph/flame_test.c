@@ -2,8 +2,8 @@
  * annotations, shared prefixes), escaping, frame kinds, the tree and the layout (merging of
  * narrow frames, flame charts, diffs). Run by bin/csampler-unit. */
 #include "flame.h"
-#include "../profiler/cs.h"
-#include "../profiler/unit.h"
+#include "base/cs.h"
+#include "base/unit.h"
 
 #include <errno.h>
 #include <string.h>

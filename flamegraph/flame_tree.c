@@ -9,7 +9,7 @@
  * Strings are hashed with xxHash's XXH3 (libxxhash-dev, used header-only and inlined here:
  * this is the hot path of a million-line input), integer keys with cs_hash_u64 (cs.h). */
 #include "flame.h"
-#include "../profiler/cs.h"
+#include "base/cs.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -88,7 +88,7 @@ int gpu_adam(struct gpu_ctx *ctx, const struct splat_adam_config *cfg)
 	struct gpu_adam_rates lr;
 	float bc1, bc2;
 
-	GPU_RANGE_PUSH("optimizer");
+	GPU_PHASE_BEGIN(ctx, "optimizer");
 	if (cfg->step < 1) {
 		err = splat_error(EINVAL, "cuda backend: Adam step %d; steps count from 1", cfg->step);
 		goto out;
@@ -106,11 +106,13 @@ int gpu_adam(struct gpu_ctx *ctx, const struct splat_adam_config *cfg)
 	lr.group[GPU_GROUP_BACKGROUND] = cfg->lr_background;
 	lr.sh_dc = cfg->lr_sh_dc;
 	gpu_adam_bias(cfg->step, &bc1, &bc2);
+	GPU_TIME_KERNEL_BEGIN(ctx, gpu_adam_kernel);
 	gpu_adam_kernel<<<gpu_blocks(scalars, 256), 256, 0, ctx->stream>>>(ctx->count, ctx->cap, lr, bc1, bc2, ctx->params,
 									   ctx->adam_m, ctx->adam_v, ctx->grads);
+	GPU_TIME_END(ctx);
 	GPU_CHECK_LAUNCH("gpu_adam_kernel");
 out:
-	GPU_RANGE_POP();
+	GPU_PHASE_END(ctx);
 	return err;
 }
 
@@ -129,9 +131,11 @@ int gpu_remap_moments(struct gpu_ctx *ctx, size_t old_count, size_t new_count, c
 	if (new_count > 0) {
 		GPU_CHECK(cudaMemcpyAsync(ctx->moment_source, moment_source, new_count * sizeof(int32_t),
 					  cudaMemcpyHostToDevice, ctx->stream));
+		GPU_TIME_KERNEL_BEGIN(ctx, gpu_remap_moments_kernel);
 		gpu_remap_moments_kernel<<<gpu_blocks(scalars, 256), 256, 0, ctx->stream>>>(
 			new_count, old_count, ctx->cap, ctx->moment_source, ctx->adam_m, ctx->adam_v, ctx->adam_m_spare,
 			ctx->adam_v_spare);
+		GPU_TIME_END(ctx);
 		GPU_CHECK_LAUNCH("gpu_remap_moments_kernel");
 	}
 	/* the background keeps its moments */

@@ -103,6 +103,7 @@ static void gpu_destroy(void *opaque)
 		cudaFree(dev[k]);
 	cudaFreeHost(ctx->host_pairs);
 	cudaFreeHost(ctx->host_loss);
+	gpu_timing_destroy(ctx->timing);   /* after the synchronisation above: its events are done */
 	if (ctx->stream)
 		cudaStreamDestroy(ctx->stream);
 	cudaGetLastError();
@@ -115,12 +116,12 @@ static int gpu_reset_densify_stats(void *opaque)
 	struct gpu_ctx *ctx = (struct gpu_ctx *)opaque;
 	int err = 0;
 
-	GPU_RANGE_PUSH("densify");
+	GPU_PHASE_BEGIN(ctx, "densify");
 	GPU_CHECK(cudaMemsetAsync(ctx->ds_grad, 0, ctx->cap * sizeof(float), ctx->stream));
 	GPU_CHECK(cudaMemsetAsync(ctx->ds_radius, 0, ctx->cap * sizeof(float), ctx->stream));
 	GPU_CHECK(cudaMemsetAsync(ctx->ds_count, 0, ctx->cap * sizeof(int32_t), ctx->stream));
 out:
-	GPU_RANGE_POP();
+	GPU_PHASE_END(ctx);
 	return err;
 }
 
@@ -150,6 +151,8 @@ static int gpu_create(const struct splat_backend_config *cfg, void **ctxp)
 	block_bytes = GPU_BLOCK_FLOATS(cap) * sizeof(float);
 
 	GPU_CHECK(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
+	if (cfg->time_kernels && (err = gpu_timing_create(ctx->stream, &ctx->timing)))
+		goto out;
 	if ((err = gpu_malloc(&ctx->params, block_bytes, "the parameters")) ||
 	    (err = gpu_malloc(&ctx->grads, block_bytes, "the gradients")) ||
 	    (err = gpu_malloc(&ctx->adam_m, block_bytes, "Adam's first moments")) ||
@@ -264,6 +267,7 @@ static int gpu_set_params(void *opaque, const struct splat_params *p, const int3
 	if (n > ctx->cap)
 		return splat_error(ENOSPC, "cuda backend: %zu Gaussians, but the backend was created for %zu; "
 				   "raise --max-gaussians", n, ctx->cap);
+	GPU_PHASE_BEGIN(ctx, "set_params");
 	GPU_CHECK(gpu_copy_group(d.means, p->means, n, 3, cudaMemcpyHostToDevice, ctx->stream));
 	GPU_CHECK(gpu_copy_group(d.log_scales, p->log_scales, n, 3, cudaMemcpyHostToDevice, ctx->stream));
 	GPU_CHECK(gpu_copy_group(d.quats, p->quats, n, 4, cudaMemcpyHostToDevice, ctx->stream));
@@ -282,6 +286,7 @@ static int gpu_set_params(void *opaque, const struct splat_params *p, const int3
 	 * report a failed copy here rather than at the next render */
 	GPU_CHECK(cudaStreamSynchronize(ctx->stream));
 out:
+	GPU_PHASE_END(ctx);
 	return err;
 }
 
@@ -358,15 +363,24 @@ static int gpu_get_densify_stats(void *opaque, struct splat_densify_stats *out)
 	size_t n = ctx->count;
 	int err = 0;
 
-	GPU_RANGE_PUSH("densify");
+	GPU_PHASE_BEGIN(ctx, "densify");
 	GPU_CHECK(cudaMemcpyAsync(out->grad_accum, ctx->ds_grad, n * sizeof(float), cudaMemcpyDeviceToHost, ctx->stream));
 	GPU_CHECK(cudaMemcpyAsync(out->count, ctx->ds_count, n * sizeof(int32_t), cudaMemcpyDeviceToHost, ctx->stream));
 	GPU_CHECK(cudaMemcpyAsync(out->max_radius, ctx->ds_radius, n * sizeof(float), cudaMemcpyDeviceToHost,
 				  ctx->stream));
 	GPU_CHECK(cudaStreamSynchronize(ctx->stream));
 out:
-	GPU_RANGE_POP();
+	GPU_PHASE_END(ctx);
 	return err;
+}
+
+static int gpu_report_timing(void *opaque, FILE *out)
+{
+	struct gpu_ctx *ctx = (struct gpu_ctx *)opaque;
+
+	if (!ctx->timing)
+		return splat_error(EINVAL, "cuda backend: report_timing of a backend created without time_kernels");
+	return gpu_timing_report(ctx->timing, out);
 }
 
 const struct splat_backend_ops splat_cuda_backend = {
@@ -384,4 +398,5 @@ const struct splat_backend_ops splat_cuda_backend = {
 	gpu_adam_step,            /* adam_step */
 	gpu_get_densify_stats,    /* get_densify_stats */
 	gpu_reset_densify_stats,  /* reset_densify_stats */
+	gpu_report_timing,        /* report_timing */
 };

@@ -136,6 +136,9 @@ struct gpu_ctx {
 	/* pinned host words for the synchronising reads */
 	unsigned long long *host_pairs;
 	float *host_loss;
+
+	/* --time-kernels (gpu_timing.cu); NULL without it */
+	struct gpu_timing *timing;
 };
 
 /* Phase functions (the ops of backend.h, minus the context cast); each returns 0 or -errno. */
@@ -153,8 +156,51 @@ static inline unsigned gpu_blocks(size_t n, unsigned threads)
 	return (unsigned)((n + threads - 1) / threads);
 }
 
-/* NVTX ranges: the phases as a profiler's timeline shows them. */
-#define GPU_RANGE_PUSH(name) nvtxRangePushA(name)
-#define GPU_RANGE_POP() nvtxRangePop()
+/* --time-kernels (gpu_timing.cu): CUDA events around each launch, CUB call and phase. */
+enum gpu_time_kind { GPU_TIME_KERNEL, GPU_TIME_CUB, GPU_TIME_PHASE };
+struct gpu_timing;
+int gpu_timing_create(cudaStream_t stream, struct gpu_timing **out);
+void gpu_timing_destroy(struct gpu_timing *t);
+/* name: a string literal; func: the __global__ function of a kernel, else NULL */
+void gpu_timing_begin(struct gpu_timing *t, enum gpu_time_kind kind, const char *name, const void *func);
+void gpu_timing_end(struct gpu_timing *t);
+void gpu_timing_end_phase(struct gpu_timing *t);
+/* Synchronise, read every bracket back and print the table; 0 or -EIO. */
+int gpu_timing_report(struct gpu_timing *t, FILE *out);
+
+/* Bracket one kernel launch or one CUB call: GPU_TIME_KERNEL_BEGIN(ctx, k); k<<<...>>>(...);
+ * GPU_TIME_END(ctx). Without --time-kernels each is a test of ctx->timing and nothing else. */
+#define GPU_TIME_KERNEL_BEGIN(ctx, kernel)                                                      \
+	do {                                                                                    \
+		if ((ctx)->timing)                                                              \
+			gpu_timing_begin((ctx)->timing, GPU_TIME_KERNEL, #kernel, (const void *)(kernel)); \
+	} while (0)
+#define GPU_TIME_CUB_BEGIN(ctx, call)                                                           \
+	do {                                                                                    \
+		if ((ctx)->timing)                                                              \
+			gpu_timing_begin((ctx)->timing, GPU_TIME_CUB, call, NULL);              \
+	} while (0)
+#define GPU_TIME_END(ctx)                                                                       \
+	do {                                                                                    \
+		if ((ctx)->timing)                                                              \
+			gpu_timing_end((ctx)->timing);                                          \
+	} while (0)
+
+/* Phases: an NVTX range (what a profiler's timeline shows) and, with --time-kernels, a timed
+ * bracket of the same name, so the two cannot disagree. Every BEGIN has exactly one END on
+ * every path (functions put the END after their `out:` label). Phases: forward, loss,
+ * backward, optimizer, densify, set_params. */
+#define GPU_PHASE_BEGIN(ctx, name)                                                              \
+	do {                                                                                    \
+		nvtxRangePushA(name);                                                           \
+		if ((ctx)->timing)                                                              \
+			gpu_timing_begin((ctx)->timing, GPU_TIME_PHASE, name, NULL);            \
+	} while (0)
+#define GPU_PHASE_END(ctx)                                                                      \
+	do {                                                                                    \
+		if ((ctx)->timing)                                                              \
+			gpu_timing_end_phase((ctx)->timing);                                    \
+		nvtxRangePop();                                                                 \
+	} while (0)
 
 #endif

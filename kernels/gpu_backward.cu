@@ -175,7 +175,7 @@ int gpu_backward_pass(struct gpu_ctx *ctx, const float *dl_dimage)
 	const struct splat_camera *cam = ctx->cams + ctx->view;
 	dim3 tile_grid((unsigned)ctx->tiles_x, (unsigned)ctx->tiles_y), tile_block(SPLAT_TILE, SPLAT_TILE);
 
-	GPU_RANGE_PUSH("backward");
+	GPU_PHASE_BEGIN(ctx, "backward");
 	if (!ctx->rendered) {
 		err = splat_error(EINVAL, "cuda backend: backward before any render");
 		goto out;
@@ -189,27 +189,33 @@ int gpu_backward_pass(struct gpu_ctx *ctx, const float *dl_dimage)
 	}
 	GPU_CHECK(cudaMemsetAsync(ctx->g2, 0, GPU_G2_N * n * sizeof(float), ctx->stream));
 	GPU_CHECK(cudaMemsetAsync(g.background, 0, 3 * sizeof(float), ctx->stream));
+	GPU_TIME_KERNEL_BEGIN(ctx, gpu_blend_backward_kernel);
 	gpu_blend_backward_kernel<<<tile_grid, tile_block, 0, ctx->stream>>>(
 		ctx->tile_range, ctx->sorted_vals, ctx->uv, ctx->conic_opacity, ctx->rgb, p.background, ctx->width,
 		ctx->height, ctx->t_final, ctx->n_contrib, ctx->dl_dimage, ctx->g2, g.background);
+	GPU_TIME_END(ctx);
 	GPU_CHECK_LAUNCH("gpu_blend_backward_kernel");
 	if (n > 0) {
+		GPU_TIME_KERNEL_BEGIN(ctx, gpu_project_backward_kernel);
 		gpu_project_backward_kernel<<<gpu_blocks(n, 128), 128, 0, ctx->stream>>>(
 			n, p.means, p.log_scales, p.quats, p.sh, cam, ctx->sh_degree, ctx->tiles_touched, ctx->conic_opacity,
 			ctx->clamped, ctx->g2, g.means, g.log_scales, g.quats, g.opacity_logits, g.sh);
+		GPU_TIME_END(ctx);
 		GPU_CHECK_LAUNCH("gpu_project_backward_kernel");
 	}
 	ctx->grads_count = n;
-	GPU_RANGE_POP();
-	GPU_RANGE_PUSH("densify");
+	GPU_PHASE_END(ctx);
+	GPU_PHASE_BEGIN(ctx, "densify");
 	if (n > 0) {
+		GPU_TIME_KERNEL_BEGIN(ctx, gpu_densify_stats_kernel);
 		gpu_densify_stats_kernel<<<gpu_blocks(n, 256), 256, 0, ctx->stream>>>(
 			n, ctx->width, ctx->height, ctx->tiles_touched, ctx->radius, ctx->g2, ctx->ds_grad, ctx->ds_count,
 			ctx->ds_radius);
+		GPU_TIME_END(ctx);
 		GPU_CHECK_LAUNCH("gpu_densify_stats_kernel");
 	}
 out:
 	/* closes whichever range is open: "backward", or "densify" once the stats started */
-	GPU_RANGE_POP();
+	GPU_PHASE_END(ctx);
 	return err;
 }

@@ -174,7 +174,7 @@ int gpu_loss(struct gpu_ctx *ctx, float *loss_out)
 	float l1_scale = (float)SPLAT_LOSS_L1_WEIGHT / (float)(3 * ctx->hw);
 	const float *gt;
 
-	GPU_RANGE_PUSH("backward");
+	GPU_PHASE_BEGIN(ctx, "loss");
 	if (!ctx->rendered) {
 		err = splat_error(EINVAL, "cuda backend: loss_grad before any render");
 		goto out;
@@ -184,22 +184,28 @@ int gpu_loss(struct gpu_ctx *ctx, float *loss_out)
 		goto out;
 	}
 	gt = ctx->gt + ctx->view * 3 * ctx->hw;
+	GPU_TIME_KERNEL_BEGIN(ctx, gpu_ssim_forward_kernel);
 	gpu_ssim_forward_kernel<<<grid, block, 0, ctx->stream>>>(ctx->image, gt, ctx->width, ctx->height, ctx->window,
 								  partial_scale, ctx->ssim_partials, ctx->loss_partials);
+	GPU_TIME_END(ctx);
 	GPU_CHECK_LAUNCH("gpu_ssim_forward_kernel");
+	GPU_TIME_KERNEL_BEGIN(ctx, gpu_ssim_backward_kernel);
 	gpu_ssim_backward_kernel<<<grid, block, 0, ctx->stream>>>(ctx->ssim_partials, ctx->image, gt, ctx->width,
 								   ctx->height, ctx->window, l1_scale, ctx->dl_dimage);
+	GPU_TIME_END(ctx);
 	GPU_CHECK_LAUNCH("gpu_ssim_backward_kernel");
 	ctx->have_loss_grad = 1;
 	if (loss_out) {
+		GPU_TIME_KERNEL_BEGIN(ctx, gpu_loss_reduce_kernel);
 		gpu_loss_reduce_kernel<<<1, GPU_LOSS_REDUCE_THREADS, 0, ctx->stream>>>(
 			ctx->loss_partials, ctx->loss_blocks, 3.0 * (double)ctx->hw, ctx->loss);
+		GPU_TIME_END(ctx);
 		GPU_CHECK_LAUNCH("gpu_loss_reduce_kernel");
 		GPU_CHECK(cudaMemcpyAsync(ctx->host_loss, ctx->loss, sizeof(float), cudaMemcpyDeviceToHost, ctx->stream));
 		GPU_CHECK(cudaStreamSynchronize(ctx->stream));
 		*loss_out = *ctx->host_loss;
 	}
 out:
-	GPU_RANGE_POP();
+	GPU_PHASE_END(ctx);
 	return err;
 }

@@ -199,7 +199,7 @@ int gpu_render_view(struct gpu_ctx *ctx, size_t view, int sh_degree)
 	cub::DoubleBuffer<uint64_t> keys(ctx->keys[0], ctx->keys[1]);
 	cub::DoubleBuffer<uint32_t> vals(ctx->vals[0], ctx->vals[1]);
 
-	GPU_RANGE_PUSH("forward");
+	GPU_PHASE_BEGIN(ctx, "forward");
 	if (view >= ctx->n_views) {
 		err = splat_error(EINVAL, "cuda backend: render of view %zu, but only %zu views were set", view,
 				  ctx->n_views);
@@ -211,13 +211,17 @@ int gpu_render_view(struct gpu_ctx *ctx, size_t view, int sh_degree)
 	ctx->sh_degree = sh_degree < 0 ? 0 : sh_degree > SPLAT_MAX_SH_DEGREE ? SPLAT_MAX_SH_DEGREE : sh_degree;
 	ctx->pairs = 0;
 	if (n > 0) {
+		GPU_TIME_KERNEL_BEGIN(ctx, gpu_preprocess_kernel);
 		gpu_preprocess_kernel<<<gpu_blocks(n, 128), 128, 0, ctx->stream>>>(
 			n, p.means, p.log_scales, p.quats, p.opacity_logits, p.sh, cam, ctx->sh_degree, ctx->uv,
 			ctx->depth, ctx->conic_opacity, ctx->radius, ctx->rect, ctx->rgb, ctx->clamped, ctx->tiles_touched);
+		GPU_TIME_END(ctx);
 		GPU_CHECK_LAUNCH("gpu_preprocess_kernel");
 		temp_bytes = ctx->cub_temp_bytes;
+		GPU_TIME_CUB_BEGIN(ctx, "cub::DeviceScan::InclusiveSum");
 		GPU_CHECK(cub::DeviceScan::InclusiveSum(ctx->cub_temp, temp_bytes, ctx->tiles_touched, ctx->tile_offsets,
 							(int)n, ctx->stream));
+		GPU_TIME_END(ctx);
 		/* The one synchronisation of an iteration: the pair count sizes the sort. */
 		GPU_CHECK(cudaMemcpyAsync(ctx->host_pairs, ctx->tile_offsets + n - 1, sizeof(*ctx->host_pairs),
 					  cudaMemcpyDeviceToHost, ctx->stream));
@@ -235,27 +239,35 @@ int gpu_render_view(struct gpu_ctx *ctx, size_t view, int sh_degree)
 	if (ctx->pairs > 0) {
 		keys = cub::DoubleBuffer<uint64_t>(ctx->keys[0], ctx->keys[1]);
 		vals = cub::DoubleBuffer<uint32_t>(ctx->vals[0], ctx->vals[1]);
+		GPU_TIME_KERNEL_BEGIN(ctx, gpu_duplicate_kernel);
 		gpu_duplicate_kernel<<<gpu_blocks(n, 128), 128, 0, ctx->stream>>>(
 			n, ctx->tiles_touched, ctx->tile_offsets, ctx->depth, ctx->rect, ctx->tiles_x, keys.Current(),
 			vals.Current());
+		GPU_TIME_END(ctx);
 		GPU_CHECK_LAUNCH("gpu_duplicate_kernel");
 		temp_bytes = ctx->cub_temp_bytes;
 		/* CUB's radix sort is stable: equal (tile, depth) keys keep Gaussian-index order. */
+		GPU_TIME_CUB_BEGIN(ctx, "cub::DeviceRadixSort::SortPairs");
 		GPU_CHECK(cub::DeviceRadixSort::SortPairs(ctx->cub_temp, temp_bytes, keys, vals, (int)ctx->pairs, 0,
 							  32 + ctx->tile_bits, ctx->stream));
+		GPU_TIME_END(ctx);
+		GPU_TIME_KERNEL_BEGIN(ctx, gpu_tile_ranges_kernel);
 		gpu_tile_ranges_kernel<<<gpu_blocks(ctx->pairs, 256), 256, 0, ctx->stream>>>(ctx->pairs, keys.Current(),
 											    ctx->tile_range);
+		GPU_TIME_END(ctx);
 		GPU_CHECK_LAUNCH("gpu_tile_ranges_kernel");
 		ctx->sorted_vals = vals.Current();
 	} else {
 		ctx->sorted_vals = ctx->vals[0];
 	}
+	GPU_TIME_KERNEL_BEGIN(ctx, gpu_blend_forward_kernel);
 	gpu_blend_forward_kernel<<<tile_grid, tile_block, 0, ctx->stream>>>(
 		ctx->tile_range, ctx->sorted_vals, ctx->uv, ctx->conic_opacity, ctx->rgb, p.background, ctx->width,
 		ctx->height, ctx->image, ctx->t_final, ctx->n_contrib);
+	GPU_TIME_END(ctx);
 	GPU_CHECK_LAUNCH("gpu_blend_forward_kernel");
 	ctx->rendered = 1;
 out:
-	GPU_RANGE_POP();
+	GPU_PHASE_END(ctx);
 	return err;
 }

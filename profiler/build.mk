@@ -1,15 +1,35 @@
-# profiler/build.mk: bin/csampler and its unit-test runner bin/csampler-unit.
-# Every profiler/*.c is part of csampler; *_test.c files hold unit tests (see unit.h).
+# profiler/build.mk: bin/csampler and its unit-test runner bin/csampler-unit, from explicit
+# source lists per folder (no wildcard: a file in a folder is part of csampler only when it is
+# named here, so the in-target library under inject/ can never be linked into the CLI).
+# Each folder's *_test.c files hold its unit tests (see base/unit.h). Sources include each
+# other as "folder/file.h" (-Iprofiler); `make check-layout` enforces which folder may include
+# which (scripts/check-layout.sh, the README's design section).
 # flamegraph/build.mk adds its objects to CSAMPLER_EXTRA_OBJS.
-PROFILER_SRCS      := $(filter-out %_test.c, $(wildcard profiler/*.c))
+PROFILER_CMD      := cmd_diff cmd_flame cmd_folded cmd_info cmd_record cmd_report
+PROFILER_BASE     := cs
+PROFILER_FORMAT   := datafile
+PROFILER_SAMPLER  := sampler_perf
+PROFILER_UNWIND   := elfcache unwind symbols
+PROFILER_RECORD   := record
+PROFILER_ANALYSIS := profile stacks report
+PROFILER_SRCS := profiler/main.c \
+	$(PROFILER_CMD:%=profiler/cmd/%.c) $(PROFILER_BASE:%=profiler/base/%.c) \
+	$(PROFILER_FORMAT:%=profiler/format/%.c) $(PROFILER_SAMPLER:%=profiler/sampler/%.c) \
+	$(PROFILER_UNWIND:%=profiler/unwind/%.c) $(PROFILER_RECORD:%=profiler/record/%.c) \
+	$(PROFILER_ANALYSIS:%=profiler/analysis/%.c)
+PROFILER_TESTS := base/cs format/datafile unwind/unwind unwind/symbols \
+	analysis/profile_builder analysis/stacks analysis/report
 PROFILER_OBJS      := $(PROFILER_SRCS:%.c=$(BUILD)/%.o)
-PROFILER_TEST_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard profiler/*_test.c))
+PROFILER_TEST_OBJS := $(PROFILER_TESTS:%=$(BUILD)/profiler/%_test.o)
 PROFILER_LIBS      := -ldw -lelf -lz -lzstd -llzma -lstdc++
 CSAMPLER_EXTRA_OBJS ?=
 
+$(BUILD)/profiler/%.o $(BUILD)/flamegraph/%.o $(BUILD)/tests/%.o: CPPFLAGS += -Iprofiler
+
+# $ORIGIN/../lib: libraries bundled beside a copied build (scripts/bundle-libs.sh) come first.
 bin/csampler: $(PROFILER_OBJS) $(CSAMPLER_EXTRA_OBJS)
 	@mkdir -p bin
-	$(CC) $(LDFLAGS) -o $@ $^ $(PROFILER_LIBS)
+	$(CC) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../lib' -o $@ $^ $(PROFILER_LIBS)
 
 # The unit runner links everything but main.o, plus unit_main.o from tests.
 bin/csampler-unit: $(filter-out $(BUILD)/profiler/main.o,$(PROFILER_OBJS)) $(CSAMPLER_EXTRA_OBJS) $(PROFILER_TEST_OBJS) $(BUILD)/tests/unit_main.o

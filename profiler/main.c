@@ -1,7 +1,7 @@
 /* main.c: csampler's entry point: the subcommand table and the global options.
  * Adding a subcommand touches one row of csampler_commands and one line of cmds.h. */
-#include "cmds.h"
-#include "cs.h"
+#include "cmd/cmds.h"
+#include "base/cs.h"
 
 #include <errno.h>
 #include <string.h>

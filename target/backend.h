@@ -55,6 +55,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define SPLAT_SH_COEFFS      16         /* degree 3: 1 + 3 + 5 + 7 coefficients per channel */
 #define SPLAT_MAX_SH_DEGREE  3
@@ -119,6 +120,8 @@ struct splat_backend_config {
 	int width, height;      /* size of every view */
 	int threads;            /* CPU worker threads (>= 1); other backends ignore it */
 	size_t max_gaussians;   /* set_params never passes more; size buffers for it */
+	int time_kernels;       /* 1: time every kernel launch and phase (report_timing prints
+				 * the table); 0: no timing at all. Backends without kernels ignore it */
 };
 
 struct splat_backend_ops {
@@ -165,6 +168,11 @@ struct splat_backend_ops {
 
 	int (*get_densify_stats)(void *ctx, struct splat_densify_stats *out);
 	int (*reset_densify_stats)(void *ctx);
+
+	/* Print the per-kernel and per-phase timing table of a backend created with time_kernels
+	 * (format in splat-train(1), --time-kernels). Synchronises. NULL in a backend that has no
+	 * kernels to time (cpu). */
+	int (*report_timing)(void *ctx, FILE *out);
 };
 
 /* The float32 multithreaded CPU backend (target/cpu_backend.c). */

@@ -13,7 +13,7 @@ enum opt_kind { OPT_INT, OPT_U64, OPT_STRING, OPT_FLAG };
 
 enum opt_id {
 	O_PRESET, O_ITERS, O_SEED, O_WIDTH, O_HEIGHT, O_DOWNSAMPLE, O_DENSIFY, O_MAXG, O_LOG,
-	O_THREADS, O_BACKEND, O_SAVE_IMAGES, O_SAVE, O_HELP, O_VERSION,
+	O_THREADS, O_BACKEND, O_SAVE_IMAGES, O_SAVE, O_TIME_KERNELS, O_HELP, O_VERSION,
 };
 
 static const struct main_option {
@@ -36,6 +36,8 @@ static const struct main_option {
 	{ O_BACKEND, "backend", "B", OPT_STRING, 0, 0, "auto (default), cpu or cuda" },
 	{ O_SAVE_IMAGES, "save-images", "DIR", OPT_STRING, 0, 0, "write test renders and ground truth (PNG)" },
 	{ O_SAVE, "save", "PATH", OPT_STRING, 0, 0, "write the trained Gaussians as a 3DGS .ply" },
+	{ O_TIME_KERNELS, "time-kernels", NULL, OPT_FLAG, 0, 0,
+	  "cuda backend: time each kernel and phase with CUDA events, print a table at exit" },
 	{ O_HELP, "help", NULL, OPT_FLAG, 0, 0, "this help" },
 	{ O_VERSION, "version", NULL, OPT_FLAG, 0, 0, "print the version" },
 };
@@ -209,6 +211,7 @@ int main(int argc, char **argv)
 		opt.save_images_dir = val[O_SAVE_IMAGES].s;
 	if (val[O_SAVE].set)
 		opt.save_path = val[O_SAVE].s;
+	opt.time_kernels = val[O_TIME_KERNELS].set;
 
 	if (train_run(&opt, &res))
 		return 1;

@@ -159,6 +159,7 @@ struct train_options {
 	enum splat_backend_choice backend;
 	const char *save_images_dir; /* NULL: none */
 	const char *save_path;       /* NULL: none */
+	int time_kernels;            /* --time-kernels: the CUDA backend's per-kernel table */
 	/* For the tests (no flag): start the student at the teacher with every SH band active,
 	 * and evaluate the test views every eval_every iterations (0: only at start and end). */
 	int init_from_teacher;

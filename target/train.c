@@ -262,6 +262,9 @@ int train_run(const struct train_options *o, struct train_result *res)
 	if (!(tr.ops = splat_backend_select(o->backend)))
 		return -ENODEV;
 	res->backend = tr.ops->name;
+	if (o->time_kernels && !tr.ops->report_timing)
+		fprintf(stderr, "splat-train: --time-kernels times the cuda backend's kernels; the %s backend has none, "
+			"so no timing table is printed\n", tr.ops->name);
 	if ((err = scene_generate(&tr.scene, o->seed, o->width, o->height, o->threads)))
 		return err;
 	hw3 = 3 * (size_t)o->width * o->height;
@@ -275,7 +278,7 @@ int train_run(const struct train_options *o, struct train_result *res)
 	tr.order = splat_calloc(SCENE_VIEWS, sizeof(size_t));
 
 	struct splat_backend_config cfg = { .width = o->width, .height = o->height, .threads = o->threads,
-					    .max_gaussians = cap };
+					    .max_gaussians = cap, .time_kernels = o->time_kernels };
 	if ((err = tr.ops->create(&cfg, &tr.ctx)) ||
 	    (err = tr.ops->set_views(tr.ctx, tr.scene.cams, SCENE_VIEWS, tr.scene.gt)))
 		goto out;
@@ -348,6 +351,9 @@ int train_run(const struct train_options *o, struct train_result *res)
 	res->gaussians = count;
 	err = train_write_outputs(&tr, sh_degree);
 	res->seconds = splat_now_seconds() - t_start;
+	/* after the timed work, so res->seconds does not include printing the table */
+	if (!err && o->time_kernels && tr.ops->report_timing)
+		err = tr.ops->report_timing(tr.ctx, stdout);
 out:
 	if (tr.ctx)
 		tr.ops->destroy(tr.ctx);

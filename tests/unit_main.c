@@ -1,7 +1,7 @@
-/* unit_main.c: runner for the unit tests registered with UNIT_TEST (profiler/unit.h).
+/* unit_main.c: runner for the unit tests registered with UNIT_TEST (profiler/base/unit.h).
  * Each test runs in a forked child with its own scratch directory; a non-zero exit, a signal or a
  * 60 s timeout is a failure. Usage: csampler-unit [NAME-SUBSTRING]. */
-#include "../profiler/unit.h"
+#include "base/unit.h"
 
 #include <errno.h>
 #include <signal.h>

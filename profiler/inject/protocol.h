@@ -48,6 +48,8 @@ enum gpu_rec_type {
 	GPU_REC_MARKER = 8,    /* struct gpu_marker + name: an NVTX range */
 	GPU_REC_STATS = 9,     /* struct gpu_stats: counters, written at flush and at exit */
 	GPU_REC_NOTE = 10,     /* struct gpu_note + text: one line for the user (why CPU-only...) */
+	GPU_REC_OVERHEAD = 11, /* struct gpu_overhead: time CUPTI/the driver spent on itself */
+	GPU_REC_GRAPH_CLONE = 12, /* struct gpu_graph_clone: a graph node cloned at instantiation */
 };
 
 struct gpu_rec {
@@ -167,6 +169,23 @@ struct gpu_stats {
 	uint64_t flush_timeouts;   /* forced flushes the watchdog gave up on */
 	uint64_t write_errors;     /* write(2) failures (disk full ...) */
 	uint64_t capture_ns;       /* time spent in the launch callback (stack capture included) */
+};
+
+/* CUPTI_ACTIVITY_KIND_OVERHEAD: buffer flushes, driver compilation, instrumentation ... */
+struct gpu_overhead {
+	uint64_t start, end;
+	uint32_t kind;             /* CUpti_ActivityOverheadKind */
+	uint32_t object_kind;      /* CUpti_ActivityObjectKind: 1 process, 2 thread, 3 device ... */
+	uint32_t object_id[3];     /* {pid, tid} or {device, context, stream} */
+	uint32_t correlation;      /* 0 when none */
+};
+
+/* Kernels of an instantiated graph carry the id of the node's clone (made by
+ * cudaGraphInstantiate), not of the node created at capture time, whose GPU_REC_LAUNCH
+ * (GPU_LAUNCH_GRAPH_NODE) holds the capture stack: this maps one to the other. */
+struct gpu_graph_clone {
+	uint64_t node_id;          /* the clone: kernels' graph_node_id */
+	uint64_t original_id;      /* the node it was cloned from */
 };
 
 struct gpu_note {

@@ -1,4 +1,4 @@
-/* symbols.c: the program profiler/symbols_test.c symbolizes (built -O2 -g; the test derives
+/* symbols.c: the program profiler/unwind/symbols_test.c symbolizes (built -O2 -g; the test derives
  * stripped, debuglink and MiniDebugInfo copies from it). Each MARK(id) records an address the
  * test names; the comments CALLSITE-n mark the lines the test expects for inlined callers.
  * Run with a number of seconds it sleeps (the deleted-file test runs it); otherwise it only

@@ -1,4 +1,4 @@
-// symbols_cxx.cc: the C++ program profiler/symbols_test.c symbolizes: a templated member
+// symbols_cxx.cc: the C++ program profiler/unwind/symbols_test.c symbolizes: a templated member
 // function in a namespace, whose MARK(1) the test expects as a demangled name.
 #include <cstdio>
 

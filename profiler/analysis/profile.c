@@ -1,0 +1,535 @@
+/* profile.c: profile_load(): reads a data file (datafile.c) into the in-memory model of
+ * profile.h, validating every id, and expands each stack's locations into named frames. */
+#include "analysis/profile.h"
+
+#include "base/cs.h"
+#include "format/datafile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct load_loc {
+	uint32_t module, flags;
+	uint64_t offset;
+	uint32_t sym_first, sym_n;   /* into load.syms, sym_n == 0: not symbolized */
+	uint32_t frame_first, frame_n;
+};
+
+struct load_sym {
+	uint32_t name, file, line, flags;
+};
+
+struct load_comm {
+	uint32_t pid, tid, str;  /* str: interned in load_finish */
+	uint64_t seq;            /* arrival order: the last name of a tid wins */
+	char *name;              /* owned until interned */
+};
+
+struct load_fork {
+	uint32_t pid, ppid;
+};
+
+struct load {
+	const char *path;
+	struct profile *p;
+	size_t cap_strings, cap_modules, cap_samples, cap_header, cap_stack_frames, cap_stacks;
+	struct load_loc *locs;
+	size_t nlocs, cap_locs;
+	uint32_t *stack_locs;         /* raw loc ids of every stack, leaf first */
+	size_t nstack_locs, cap_stack_locs;
+	struct load_sym *syms;
+	size_t nsyms, cap_syms;
+	struct load_comm *comms;
+	size_t ncomms, cap_comms;
+	struct load_fork *forks;
+	size_t nforks, cap_forks;
+	char **module_names;          /* by module id: path, build-id (owned until interned) */
+	size_t cap_module_names;
+	/* synthesized-string lookup (open addressing), built after reading */
+	uint32_t *hash;
+	size_t hash_cap;
+	bool symbolized;
+	uint64_t end_time;
+};
+
+static int load_corrupt(struct load *l, const char *what)
+{
+	return cs_error(EINVAL, "%s: corrupt %s record", l->path, what);
+}
+
+/* Checks that payload has at least n bytes. */
+#define NEED(n, what)                                           \
+	do {                                                    \
+		if (len < (n))                                  \
+			return load_corrupt(l, what);           \
+	} while (0)
+
+static uint32_t rd32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static uint64_t rd64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
+/* A NUL-terminated string inside [p, p+len), or NULL. */
+static const char *rdstr(const uint8_t *p, size_t len)
+{
+	return memchr(p, 0, len) ? (const char *)p : NULL;
+}
+
+static int load_record(void *arg, uint16_t type, const uint8_t *d, size_t len)
+{
+	struct load *l = arg;
+	struct profile *p = l->p;
+
+	switch (type) {
+	case DF_HEADER_KV: {
+		const char *k = rdstr(d, len);
+		if (!k)
+			return load_corrupt(l, "header");
+		size_t kl = strlen(k) + 1;
+		const char *v = rdstr(d + kl, len - kl);
+		if (!v)
+			return load_corrupt(l, "header");
+		cs_grow(&p->header, &l->cap_header, p->nheader + 1, sizeof(*p->header));
+		p->header[p->nheader++] = (struct profile_kv){ cs_strdup(k), cs_strdup(v) };
+		break;
+	}
+	case DF_STRING: {
+		NEED(5, "string");
+		uint32_t id = rd32(d);
+		const char *s = rdstr(d + 4, len - 4);
+		if (!s || id != p->nstrings)
+			return load_corrupt(l, "string");
+		cs_grow(&p->strings, &l->cap_strings, p->nstrings + 1, sizeof(char *));
+		p->strings[p->nstrings++] = cs_strdup(s);
+		break;
+	}
+	case DF_COMM: {
+		NEED(21, "comm");
+		const char *name = rdstr(d + 20, len - 20);
+		if (!name)
+			return load_corrupt(l, "comm");
+		cs_grow(&l->comms, &l->cap_comms, l->ncomms + 1, sizeof(*l->comms));
+		l->comms[l->ncomms] = (struct load_comm){ .pid = rd32(d), .tid = rd32(d + 4),
+							   .seq = l->ncomms, .name = cs_strdup(name) };
+		l->ncomms++;
+		break;
+	}
+	case DF_MMAP:
+		NEED(49, "mmap");
+		if (!rdstr(d + 48, len - 48))
+			return load_corrupt(l, "mmap");
+		break;
+	case DF_FORK:
+		NEED(24, "fork");
+		if (rd32(d) == rd32(d + 8) && rd32(d) != rd32(d + 4)) {
+			cs_grow(&l->forks, &l->cap_forks, l->nforks + 1, sizeof(*l->forks));
+			l->forks[l->nforks++] = (struct load_fork){ rd32(d), rd32(d + 4) };
+		}
+		break;
+	case DF_EXIT:
+		NEED(24, "exit");
+		break;
+	case DF_LOST:
+		NEED(16, "lost");
+		p->lost += rd64(d + 8);
+		break;
+	case DF_MODULE: {
+		NEED(10, "module");
+		uint32_t id = rd32(d), flags = rd32(d + 4);
+		const char *path = rdstr(d + 8, len - 8);
+		if (!path || id > p->nmodules)
+			return load_corrupt(l, "module");
+		size_t pl = strlen(path) + 1;
+		const char *bid = rdstr(d + 8 + pl, len - 8 - pl);
+		if (!bid)
+			return load_corrupt(l, "module");
+		if (id == p->nmodules) {
+			cs_grow(&p->modules, &l->cap_modules, p->nmodules + 1, sizeof(*p->modules));
+			cs_grow(&l->module_names, &l->cap_module_names, 2 * (p->nmodules + 1),
+				sizeof(char *));
+			l->module_names[2 * id] = l->module_names[2 * id + 1] = NULL;
+			p->nmodules++;
+		}
+		/* The names are interned after reading, outside the file's string ids. */
+		free(l->module_names[2 * id]);
+		free(l->module_names[2 * id + 1]);
+		l->module_names[2 * id] = cs_strdup(path);
+		l->module_names[2 * id + 1] = cs_strdup(bid);
+		p->modules[id].flags = flags;
+		break;
+	}
+	case DF_LOC: {
+		NEED(20, "location");
+		uint32_t id = rd32(d), module = rd32(d + 4);
+		if (id != l->nlocs || module >= p->nmodules)
+			return load_corrupt(l, "location");
+		cs_grow(&l->locs, &l->cap_locs, l->nlocs + 1, sizeof(*l->locs));
+		l->locs[l->nlocs++] = (struct load_loc){ .module = module, .offset = rd64(d + 8),
+							 .flags = rd32(d + 16) };
+		break;
+	}
+	case DF_STACK: {
+		NEED(8, "stack");
+		uint32_t id = rd32(d), n = rd32(d + 4);
+		if (id != p->nstacks || n > (len - 8) / 4 || len != 8 + (size_t)n * 4)
+			return load_corrupt(l, "stack");
+		cs_grow(&l->stack_locs, &l->cap_stack_locs, l->nstack_locs + n, sizeof(uint32_t));
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t loc = rd32(d + 8 + 4 * i);
+			if (loc >= l->nlocs)
+				return load_corrupt(l, "stack");
+			l->stack_locs[l->nstack_locs + i] = loc;
+		}
+		cs_grow(&p->stacks, &l->cap_stacks, p->nstacks + 1, sizeof(*p->stacks));
+		p->stacks[p->nstacks++] = (struct profile_stack){ (uint32_t)l->nstack_locs, n };
+		l->nstack_locs += n;
+		break;
+	}
+	case DF_SAMPLE: {
+		NEED(32, "sample");
+		struct profile_sample s = { .time = rd64(d), .pid = rd32(d + 8), .tid = rd32(d + 12),
+					    .cpu = rd32(d + 16), .stack = rd32(d + 20),
+					    .flags = rd32(d + 24), .weight = rd32(d + 28) };
+		if (s.stack >= p->nstacks)
+			return load_corrupt(l, "sample");
+		cs_grow(&p->samples, &l->cap_samples, p->nsamples_records + 1, sizeof(s));
+		p->samples[p->nsamples_records++] = s;
+		p->nsamples += s.weight;
+		break;
+	}
+	case DF_SYMBOL: {
+		NEED(8, "symbol");
+		uint32_t loc = rd32(d), n = rd32(d + 4);
+		if (loc >= l->nlocs || n == 0 || n > (len - 8) / 16 || len != 8 + (size_t)n * 16)
+			return load_corrupt(l, "symbol");
+		cs_grow(&l->syms, &l->cap_syms, l->nsyms + n, sizeof(*l->syms));
+		for (uint32_t i = 0; i < n; i++) {
+			const uint8_t *f = d + 8 + 16 * i;
+			struct load_sym s = { rd32(f), rd32(f + 4), rd32(f + 8), rd32(f + 12) };
+			if (s.name >= p->nstrings || s.file >= p->nstrings)
+				return load_corrupt(l, "symbol");
+			l->syms[l->nsyms + i] = s;
+		}
+		l->locs[loc].sym_first = (uint32_t)l->nsyms;
+		l->locs[loc].sym_n = n;
+		l->nsyms += n;
+		break;
+	}
+	case DF_END:
+		NEED(28, "end");
+		l->end_time = rd64(d + 16);
+		l->symbolized = rd32(d + 24) & 1;
+		break;
+	case DF_RAW_SAMPLE:
+		p->nraw_samples++; /* counted so info can say the file holds stack memory */
+		break;
+	default:
+		if (type < 128)
+			return cs_error(EPROTONOSUPPORT,
+					"%s: unknown record type %u: written by a newer csampler?",
+					l->path, type);
+		break; /* optional record: skip */
+	}
+	return 0;
+}
+
+/* ---- string lookup for names the loader makes up ---- */
+
+static uint64_t load_hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static void load_hash_insert(struct load *l, uint32_t id)
+{
+	size_t j = load_hash_str(l->p->strings[id]) & (l->hash_cap - 1);
+	while (l->hash[j] != UINT32_MAX)
+		j = (j + 1) & (l->hash_cap - 1);
+	l->hash[j] = id;
+}
+
+static void load_hash_build(struct load *l)
+{
+	free(l->hash);
+	l->hash_cap = 1024;
+	while (l->hash_cap < l->p->nstrings * 2 + 2)
+		l->hash_cap *= 2;
+	l->hash = cs_malloc(l->hash_cap * sizeof(uint32_t));
+	memset(l->hash, 0xff, l->hash_cap * sizeof(uint32_t));
+	for (uint32_t i = 1; i < l->p->nstrings; i++)
+		load_hash_insert(l, i);
+}
+
+/* The id of s, adding it to the string table when new. Takes ownership of s. */
+static uint32_t load_intern(struct load *l, char *s)
+{
+	struct profile *p = l->p;
+	if (!*s) {
+		free(s);
+		return 0;
+	}
+	size_t j = load_hash_str(s) & (l->hash_cap - 1);
+	while (l->hash[j] != UINT32_MAX) {
+		if (!strcmp(p->strings[l->hash[j]], s)) {
+			free(s);
+			return l->hash[j];
+		}
+		j = (j + 1) & (l->hash_cap - 1);
+	}
+	cs_grow(&p->strings, &l->cap_strings, p->nstrings + 1, sizeof(char *));
+	p->strings[p->nstrings] = s;
+	if ((p->nstrings + 1) * 2 > l->hash_cap)
+		load_hash_build(l), p->nstrings++;
+	else
+		load_hash_insert(l, (uint32_t)p->nstrings++);
+	return (uint32_t)p->nstrings - 1;
+}
+
+static int cmp_comm(const void *a, const void *b)
+{
+	const struct load_comm *x = a, *y = b;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int cmp_sample_time(const void *a, const void *b)
+{
+	const struct profile_sample *x = a, *y = b;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return 0;
+}
+
+struct tid_key {
+	uint32_t pid, tid;
+	uint64_t samples;
+};
+
+static int cmp_tid(const void *a, const void *b)
+{
+	const struct tid_key *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+static uint32_t load_comm_of(const struct load *l, uint32_t tid)
+{
+	/* comms are sorted by (tid, arrival); take the last one of tid */
+	size_t lo = 0, hi = l->ncomms;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (l->comms[mid].tid <= tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo > 0 && l->comms[lo - 1].tid == tid)
+		return l->comms[lo - 1].str;
+	return 0;
+}
+
+static void load_finish(struct load *l)
+{
+	struct profile *p = l->p;
+
+	load_hash_build(l);
+	for (size_t i = 0; i < p->nmodules; i++) {
+		p->modules[i].path = load_intern(l, l->module_names[2 * i]);
+		p->modules[i].build_id = load_intern(l, l->module_names[2 * i + 1]);
+		l->module_names[2 * i] = l->module_names[2 * i + 1] = NULL;
+	}
+	/* comm names: intern, then sort by (tid, arrival order) */
+	for (size_t i = 0; i < l->ncomms; i++) {
+		l->comms[i].str = load_intern(l, l->comms[i].name);
+		l->comms[i].name = NULL;
+	}
+	qsort(l->comms, l->ncomms, sizeof(*l->comms), cmp_comm);
+
+	/* frames: every location gets its chain (symbols) or a made-up "file+0xOFF" name */
+	for (size_t i = 0; i < l->nlocs; i++) {
+		struct load_loc *loc = &l->locs[i];
+		const struct profile_module *m = &p->modules[loc->module];
+		uint32_t kernel = (m->flags & PROFILE_MODULE_KERNEL) ? PROFILE_FRAME_KERNEL : 0;
+		loc->frame_first = (uint32_t)p->nframes;
+		if (loc->sym_n) {
+			cs_grow(&p->frames, &l->cap_stack_frames, p->nframes + loc->sym_n,
+				sizeof(*p->frames));
+			for (uint32_t k = 0; k < loc->sym_n; k++) {
+				const struct load_sym *s = &l->syms[loc->sym_first + k];
+				p->frames[p->nframes++] = (struct profile_frame){
+					s->name, loc->module, s->file, s->line, s->flags | kernel };
+			}
+			loc->frame_n = loc->sym_n;
+		} else {
+			cs_grow(&p->frames, &l->cap_stack_frames, p->nframes + 1, sizeof(*p->frames));
+			char *name = cs_asprintf("%s+0x%llx", cs_basename(profile_str(p, m->path)),
+						 (unsigned long long)loc->offset);
+			uint32_t id = load_intern(l, name);
+			p->frames[p->nframes++] = (struct profile_frame){
+				id, loc->module, 0, 0, PROFILE_FRAME_UNNAMED | kernel };
+			loc->frame_n = 1;
+		}
+	}
+	/* stacks: expand locations into frames, leaf first */
+	size_t cap = 0;
+	for (size_t s = 0; s < p->nstacks; s++) {
+		struct profile_stack *st = &p->stacks[s];
+		uint32_t first = (uint32_t)p->nstack_frames, n = 0;
+		for (uint32_t k = 0; k < st->nframes; k++) {
+			const struct load_loc *loc = &l->locs[l->stack_locs[st->first + k]];
+			cs_grow(&p->stack_frames, &cap, p->nstack_frames + loc->frame_n,
+				sizeof(uint32_t));
+			for (uint32_t f = 0; f < loc->frame_n; f++)
+				p->stack_frames[p->nstack_frames++] = loc->frame_first + f;
+			n += loc->frame_n;
+		}
+		st->first = first;
+		st->nframes = n;
+	}
+	qsort(p->samples, p->nsamples_records, sizeof(*p->samples), cmp_sample_time);
+
+	/* threads and processes */
+	struct tid_key *keys = cs_malloc((p->nsamples_records + l->ncomms + 1) * sizeof(*keys));
+	size_t nkeys = 0;
+	for (size_t i = 0; i < p->nsamples_records; i++)
+		keys[nkeys++] = (struct tid_key){ p->samples[i].pid, p->samples[i].tid,
+						  p->samples[i].weight };
+	qsort(keys, nkeys, sizeof(*keys), cmp_tid);
+	size_t tcap = 0, pcap = 0;
+	for (size_t i = 0; i < nkeys;) {
+		size_t j = i;
+		uint64_t n = 0;
+		while (j < nkeys && keys[j].pid == keys[i].pid && keys[j].tid == keys[i].tid)
+			n += keys[j++].samples;
+		cs_grow(&p->threads, &tcap, p->nthreads + 1, sizeof(*p->threads));
+		p->threads[p->nthreads++] = (struct profile_thread){
+			keys[i].pid, keys[i].tid, load_comm_of(l, keys[i].tid), n };
+		i = j;
+	}
+	for (size_t i = 0; i < p->nthreads;) {
+		size_t j = i;
+		uint64_t n = 0;
+		uint32_t pid = p->threads[i].pid, comm = load_comm_of(l, pid), ppid = 0;
+		while (j < p->nthreads && p->threads[j].pid == pid)
+			n += p->threads[j++].samples;
+		if (!comm)
+			comm = p->threads[i].comm;
+		for (size_t f = 0; f < l->nforks; f++)
+			if (l->forks[f].pid == pid)
+				ppid = l->forks[f].ppid;
+		cs_grow(&p->processes, &pcap, p->nprocesses + 1, sizeof(*p->processes));
+		p->processes[p->nprocesses++] = (struct profile_process){ pid, ppid, comm, n };
+		i = j;
+	}
+	free(keys);
+
+	const char *start = profile_header(p, "start_monotonic_ns");
+	uint64_t v;
+	if (start && cs_parse_u64(start, &v) == 0)
+		p->start_ns = v;
+	else if (p->nsamples_records)
+		p->start_ns = p->samples[0].time;
+	p->end_ns = l->end_time;
+	if (!p->end_ns && p->nsamples_records)
+		p->end_ns = p->samples[p->nsamples_records - 1].time;
+	if (p->end_ns < p->start_ns)
+		p->end_ns = p->start_ns;
+	p->finalized = l->symbolized;
+}
+
+int profile_load(const char *path, struct profile **out)
+{
+	struct load l = { .path = path };
+	int ret;
+
+	l.p = cs_calloc(1, sizeof(*l.p));
+	l.p->format_version = DF_VERSION;
+	cs_grow(&l.p->strings, &l.cap_strings, 1, sizeof(char *));
+	l.p->strings[l.p->nstrings++] = cs_strdup("");
+	ret = df_read(path, load_record, &l);
+	if (ret < 0)
+		goto out;
+	if (ret == 1) {
+		l.p->truncated = true;
+		cs_warn("%s: truncated: %llu samples recovered", path,
+			(unsigned long long)l.p->nsamples);
+	}
+	load_finish(&l);
+	*out = l.p;
+	l.p = NULL;
+	ret = 0;
+out:
+	for (size_t i = 0; i < l.ncomms; i++)
+		free(l.comms[i].name);
+	for (size_t i = 0; l.p && i < 2 * l.p->nmodules; i++)
+		free(l.module_names[i]);
+	free(l.module_names);
+	profile_free(l.p);
+	free(l.locs);
+	free(l.stack_locs);
+	free(l.syms);
+	free(l.comms);
+	free(l.forks);
+	free(l.hash);
+	return ret;
+}
+
+void profile_free(struct profile *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->nheader; i++) {
+		free((char *)p->header[i].key);
+		free((char *)p->header[i].value);
+	}
+	for (size_t i = 0; i < p->nstrings; i++)
+		free(p->strings[i]);
+	free(p->header);
+	free(p->strings);
+	free(p->modules);
+	free(p->frames);
+	free(p->stack_frames);
+	free(p->stacks);
+	free(p->samples);
+	free(p->threads);
+	free(p->processes);
+	free(p);
+}
+
+const char *profile_header(const struct profile *p, const char *key)
+{
+	for (size_t i = p->nheader; i-- > 0;)
+		if (!strcmp(p->header[i].key, key))
+			return p->header[i].value;
+	return NULL;
+}
+
+bool profile_is_datafile(const char *path)
+{
+	char magic[8];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, magic, sizeof(magic));
+	close(fd);
+	return n == (ssize_t)sizeof(magic) && !memcmp(magic, DF_MAGIC, 8);
+}

@@ -1,0 +1,544 @@
+/* report.c: formats an aggregated profile (struct stacks_report) as `csampler report` prints
+ * it: a perf-like text report, or JSON with every string escaped. No counting happens here. */
+#include "analysis/report.h"
+
+#include "base/cs.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double report_pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+static double report_duration_s(const struct profile *p)
+{
+	return p->end_ns > p->start_ns ? (double)(p->end_ns - p->start_ns) / 1e9 : 0.0;
+}
+
+/* The requested sampling rate from the header, or 0 when unknown. */
+static double report_rate_hz(const struct profile *p)
+{
+	const char *s = profile_header(p, "rate_hz");
+	double v;
+	return s && cs_parse_double(s, &v) == 0 && v > 0 ? v : 0.0;
+}
+
+/* The profiled command ("target"), or csampler's own command line when that is all there is. */
+static const char *report_command(const struct profile *p)
+{
+	const char *s = profile_header(p, "target");
+	if (!s || !*s)
+		s = profile_header(p, "cmdline");
+	return s && *s ? s : NULL;
+}
+
+static size_t report_rows(size_t n, const struct report_opts *o)
+{
+	return o->limit && o->limit < n ? o->limit : n;
+}
+
+static const char *report_library_name(const char *path)
+{
+	return *path ? cs_basename(path) : "(unknown)";
+}
+
+/* perf's marker of where a function runs: [k] kernel, [j] JIT, [i] inlined, [.] user. */
+static const char *report_frame_marker(uint32_t flags)
+{
+	if (flags & PROFILE_FRAME_KERNEL)
+		return "[k]";
+	if (flags & PROFILE_FRAME_JIT)
+		return "[j]";
+	if (flags & PROFILE_FRAME_INLINED)
+		return "[i]";
+	return "[.]";
+}
+
+/* "no CFI, no symbols" for a library's flags, into buf. */
+static const char *report_lib_notes(uint32_t flags, char *buf, size_t len)
+{
+	buf[0] = 0;
+	if (flags & PROFILE_MODULE_NO_CFI)
+		snprintf(buf + strlen(buf), len - strlen(buf), "%sno CFI", *buf ? ", " : "");
+	if (flags & PROFILE_MODULE_NO_SYMBOLS)
+		snprintf(buf + strlen(buf), len - strlen(buf), "%sno symbols", *buf ? ", " : "");
+	if (flags & PROFILE_MODULE_NO_DEBUGINFO)
+		snprintf(buf + strlen(buf), len - strlen(buf), "%sno debug info",
+			 *buf ? ", " : "");
+	return buf;
+}
+
+static void report_text_header(FILE *f, const struct profile *p, const struct stacks_report *r,
+			       const struct report_opts *o)
+{
+	const struct stacks_filter *flt = &o->filter;
+	const char *cmd = report_command(p);
+	double dur = report_duration_s(p), rate = report_rate_hz(p);
+	const char *callgraph = profile_header(p, "callgraph");
+
+	fprintf(f, "# csampler report of %s\n", o->input);
+	const char *cmdline = profile_header(p, "cmdline");
+	fprintf(f, "# command:   %s\n", cmd ? cmd : "(not recorded)");
+	if (cmdline && *cmdline && cmd != cmdline)
+		fprintf(f, "# recorded:  %s\n", cmdline);
+	fprintf(f, "# duration:  %.3f s\n", dur);
+	if (flt->pid >= 0 || flt->tid >= 0 || flt->comm) {
+		fprintf(f, "# samples:   %" PRIu64 " of %" PRIu64 " pass the filter:", r->samples,
+			p->nsamples);
+		if (flt->pid >= 0)
+			fprintf(f, " pid %" PRId64, flt->pid);
+		if (flt->tid >= 0)
+			fprintf(f, " tid %" PRId64, flt->tid);
+		if (flt->comm)
+			fprintf(f, " comm '%s'", flt->comm);
+		fputc('\n', f);
+	} else {
+		fprintf(f, "# samples:   %" PRIu64 "\n", r->samples);
+	}
+	fprintf(f, "# lost:      %" PRIu64 " (%.2f%% of all samples)\n", p->lost,
+		report_pct(p->lost, p->nsamples + p->lost));
+	fprintf(f, "# rate:      ");
+	if (rate > 0)
+		fprintf(f, "%g Hz requested, ", rate);
+	fprintf(f, "%.1f samples/s recorded\n", dur > 0 ? (double)p->nsamples / dur : 0.0);
+	if (callgraph && *callgraph) {
+		fprintf(f, "# unwinding: %s", callgraph);
+		if (r->unwind.stack_size)
+			fprintf(f, ", %" PRIu64 "-byte stack copies", r->unwind.stack_size);
+		fputc('\n', f);
+	}
+	if (p->truncated)
+		fprintf(f, "# WARNING: truncated file: the recording ended early; the %" PRIu64
+			" samples that were read are reported\n", p->nsamples);
+	if (!p->finalized)
+		fprintf(f, "# WARNING: the stacks were never symbolized (recording cut short "
+			"before finalizing): names may be missing\n");
+}
+
+/* Width of the name column for the functions with a known hottest line. */
+static int report_name_width(const struct stacks_function *fns, size_t rows, int cap)
+{
+	int w = 8;
+	for (size_t i = 0; i < rows; i++) {
+		int n = (int)strlen(fns[i].name);
+		if ((fns[i].hot_line || fns[i].hot_file) && n > w)
+			w = n;
+	}
+	return w > cap ? cap : w;
+}
+
+/* The rows of a table of functions ordered by `by`: up to the limit, and in a table by self
+ * only the functions that have self samples. */
+static size_t report_function_rows(const struct stacks_function *fns, size_t n,
+				   enum stacks_sort by, const struct report_opts *o)
+{
+	size_t rows = report_rows(n, o);
+	if (by == STACKS_SORT_SELF)
+		while (rows && !fns[rows - 1].self)
+			rows--;
+	return rows;
+}
+
+static void report_text_functions(FILE *f, const struct stacks_function *fns, size_t n,
+				  uint64_t samples, enum stacks_sort by,
+				  const struct report_opts *o)
+{
+	size_t rows = report_function_rows(fns, n, by, o);
+	int libw = 7;
+
+	for (size_t i = 0; i < rows; i++) {
+		int len = (int)strlen(report_library_name(fns[i].module));
+		if (len > libw)
+			libw = len;
+	}
+	fprintf(f, "\nTop functions by %s samples (%zu of %zu)\n",
+		by == STACKS_SORT_TOTAL ? "total (inclusive)" : "self", rows, n);
+	fprintf(f, "%8s %8s %8s %8s  %-*s  %s\n", "Self%", "Self", "Total%", "Total", libw,
+		"Library", "Function");
+	for (size_t i = 0; i < rows; i++) {
+		const struct stacks_function *fn = &fns[i];
+		fprintf(f, "%7.2f%% %8" PRIu64 " %7.2f%% %8" PRIu64 "  %-*s  %s %s\n",
+			report_pct(fn->self, samples), fn->self, report_pct(fn->total, samples),
+			fn->total, libw, report_library_name(fn->module),
+			report_frame_marker(fn->frame_flags), fn->name);
+	}
+}
+
+/* The hottest source line of each function of the first table. */
+static void report_text_lines(FILE *f, const struct stacks_report *r, const struct report_opts *o)
+{
+	size_t rows = report_function_rows(r->functions, r->nfunctions, o->sort, o), shown = 0;
+	int namew = report_name_width(r->functions, rows, 40);
+
+	for (size_t i = 0; i < rows; i++) {
+		const struct stacks_function *fn = &r->functions[i];
+		if (!fn->hot_line && !fn->hot_file)
+			continue;
+		if (!shown++)
+			fprintf(f, "\nSource lines of the hottest functions\n%8s %8s  %-*s  %s\n",
+				"Self%", "Total%", namew, "Function",
+				"Hottest line (its share of the function)");
+		uint64_t of = fn->self ? fn->self : fn->total;
+		fprintf(f, "%7.2f%% %7.2f%%  %-*s  %s:%u (%" PRIu64 " samples, %.1f%% of its %s)\n",
+			report_pct(fn->self, r->samples), report_pct(fn->total, r->samples), namew,
+			fn->name, fn->hot_file ? fn->hot_file : "?", fn->hot_line, fn->hot_samples,
+			report_pct(fn->hot_samples, of), fn->self ? "self" : "total");
+	}
+}
+
+static void report_text_breakdowns(FILE *f, const struct stacks_report *r,
+				   const struct report_opts *o)
+{
+	fprintf(f, "\nProcesses\n%8s %8s %8s  %s\n", "Samples%", "Samples", "PID", "Command");
+	for (size_t i = 0; i < r->nprocesses; i++) {
+		const struct stacks_process *pr = &r->processes[i];
+		fprintf(f, "%7.2f%% %8" PRIu64 " %8u  %s\n", report_pct(pr->samples, r->samples),
+			pr->samples, pr->pid, *pr->comm ? pr->comm : "?");
+	}
+
+	size_t rows = report_rows(r->nthreads, o);
+	fprintf(f, "\nThreads (%zu of %zu)\n%8s %8s %8s %8s  %s\n", rows, r->nthreads, "Samples%",
+		"Samples", "PID", "TID", "Name");
+	for (size_t i = 0; i < rows; i++) {
+		const struct stacks_thread *t = &r->threads[i];
+		fprintf(f, "%7.2f%% %8" PRIu64 " %8u %8u  %s\n", report_pct(t->samples, r->samples),
+			t->samples, t->pid, t->tid, *t->comm ? t->comm : "?");
+	}
+
+	fprintf(f, "\nLibraries\n%8s %8s %8s %8s  %s\n", "Self%", "Self", "Total%", "Total",
+		"Library");
+	for (size_t i = 0; i < r->nlibraries; i++) {
+		const struct stacks_library *l = &r->libraries[i];
+		char notes[64];
+		report_lib_notes(l->flags, notes, sizeof(notes));
+		fprintf(f, "%7.2f%% %8" PRIu64 " %7.2f%% %8" PRIu64 "  %s%s%s%s\n",
+			report_pct(l->self, r->samples), l->self, report_pct(l->total, r->samples),
+			l->total, *l->path ? l->path : "(unknown)", *notes ? " (" : "", notes,
+			*notes ? ")" : "");
+	}
+}
+
+static void report_text_unwind(FILE *f, const struct stacks_report *r)
+{
+	const struct stacks_unwind *u = &r->unwind;
+
+	fprintf(f, "\nUnwind quality\n");
+	fprintf(f, "  complete stacks: %.2f%% (%" PRIu64 " of %" PRIu64 " samples reach _start or "
+		"__libc_start_main on a main thread, clone or start_thread on others)\n",
+		u->complete_pct, u->complete, r->samples);
+	if (u->empty)
+		fprintf(f, "  samples without any frame: %" PRIu64 "\n", u->empty);
+	if (u->unwind_errors)
+		fprintf(f, "  samples where the unwinder stopped on an error: %" PRIu64 "\n",
+			u->unwind_errors);
+	if (u->stack_full) {
+		fprintf(f, "  samples whose stack copy was full (likely truncated): %" PRIu64
+			" (%.2f%%)\n", u->stack_full, report_pct(u->stack_full, r->samples));
+		if (u->suggested_stack_size && u->stack_size)
+			fprintf(f, "  suggestion: record again with --stack-size %" PRIu64
+				" (this recording used %" PRIu64 ")\n", u->suggested_stack_size,
+				u->stack_size);
+		else if (u->suggested_stack_size)
+			fprintf(f, "  suggestion: record again with --stack-size %" PRIu64 "\n",
+				u->suggested_stack_size);
+		else if (u->stack_size_at_max)
+			fprintf(f, "  the stack copy is already at the kernel's maximum (%u bytes): "
+				"stacks deeper than that cannot be copied whole\n",
+				STACKS_MAX_STACK_SIZE);
+	}
+	if (u->nstops) {
+		fprintf(f, "  incomplete stacks stop in:\n");
+		for (size_t i = 0; i < u->nstops && i < 5; i++)
+			fprintf(f, "%10" PRIu64 "  %s  [%s]\n", u->stops[i].samples, u->stops[i].name,
+				report_library_name(u->stops[i].module));
+	}
+	if (u->nlacking) {
+		fprintf(f, "  libraries lacking unwind info or symbols (install their debug "
+			"packages, or rebuild them with -g and unstripped):\n");
+		for (size_t i = 0; i < u->nlacking; i++) {
+			const struct stacks_library *l = &u->lacking[i];
+			char notes[64];
+			fprintf(f, "%10" PRIu64 "  %s (%s)\n", l->total,
+				*l->path ? l->path : "(unknown)",
+				report_lib_notes(l->flags, notes, sizeof(notes)));
+		}
+	}
+}
+
+static void report_write_text(FILE *f, const struct profile *p, const struct stacks_report *r,
+			      const struct report_opts *o)
+{
+	report_text_header(f, p, r, o);
+	if (!r->samples) {
+		fprintf(f, "\nNo samples%s.\n", p->nsamples ? " pass the filter" : " were recorded");
+		return;
+	}
+	/* The table in --sort order, then the same functions in the other order. */
+	enum stacks_sort other = o->sort == STACKS_SORT_SELF ? STACKS_SORT_TOTAL : STACKS_SORT_SELF;
+	struct stacks_report resorted = *r;
+	resorted.functions = cs_malloc(r->nfunctions * sizeof(*r->functions) + 1);
+	memcpy(resorted.functions, r->functions, r->nfunctions * sizeof(*r->functions));
+	stacks_sort_functions(&resorted, other);
+	report_text_functions(f, r->functions, r->nfunctions, r->samples, o->sort, o);
+	report_text_functions(f, resorted.functions, r->nfunctions, r->samples, other, o);
+	free(resorted.functions);
+	report_text_lines(f, r, o);
+	report_text_breakdowns(f, r, o);
+	report_text_unwind(f, r);
+}
+
+/* ---- JSON ---- */
+
+static void report_json_key(FILE *f, const char *key)
+{
+	cs_fputs_json(f, key);
+	fputc(':', f);
+}
+
+static void report_json_str(FILE *f, const char *key, const char *value)
+{
+	report_json_key(f, key);
+	if (value)
+		cs_fputs_json(f, value);
+	else
+		fputs("null", f);
+}
+
+static void report_json_u64(FILE *f, const char *key, uint64_t v)
+{
+	report_json_key(f, key);
+	fprintf(f, "%" PRIu64, v);
+}
+
+static void report_json_double(FILE *f, const char *key, double v, int decimals)
+{
+	report_json_key(f, key);
+	fprintf(f, "%.*f", decimals, v);
+}
+
+static void report_json_bool(FILE *f, const char *key, bool v)
+{
+	report_json_key(f, key);
+	fputs(v ? "true" : "false", f);
+}
+
+static void report_json_library(FILE *f, const struct stacks_library *l)
+{
+	fputc('{', f);
+	report_json_str(f, "path", l->path);
+	fputc(',', f);
+	report_json_str(f, "name", report_library_name(l->path));
+	fputc(',', f);
+	report_json_u64(f, "self", l->self);
+	fputc(',', f);
+	report_json_u64(f, "total", l->total);
+	fputc(',', f);
+	report_json_bool(f, "no_cfi", l->flags & PROFILE_MODULE_NO_CFI);
+	fputc(',', f);
+	report_json_bool(f, "no_symbols", l->flags & PROFILE_MODULE_NO_SYMBOLS);
+	fputc(',', f);
+	report_json_bool(f, "no_debuginfo", l->flags & PROFILE_MODULE_NO_DEBUGINFO);
+	fputc('}', f);
+}
+
+static void report_json_functions(FILE *f, const struct stacks_report *r,
+				  const struct report_opts *o)
+{
+	size_t rows = report_rows(r->nfunctions, o);
+
+	report_json_key(f, "functions");
+	fputs("[\n", f);
+	for (size_t i = 0; i < rows; i++) {
+		const struct stacks_function *fn = &r->functions[i];
+		fputs("  {", f);
+		report_json_str(f, "name", fn->name);
+		fputc(',', f);
+		report_json_str(f, "library", fn->module);
+		fputc(',', f);
+		report_json_u64(f, "self", fn->self);
+		fputc(',', f);
+		report_json_u64(f, "total", fn->total);
+		fputc(',', f);
+		report_json_double(f, "self_pct", report_pct(fn->self, r->samples), 2);
+		fputc(',', f);
+		report_json_double(f, "total_pct", report_pct(fn->total, r->samples), 2);
+		fputc(',', f);
+		report_json_bool(f, "kernel", fn->frame_flags & PROFILE_FRAME_KERNEL);
+		fputc(',', f);
+		report_json_bool(f, "inlined", fn->frame_flags & PROFILE_FRAME_INLINED);
+		fputc(',', f);
+		report_json_bool(f, "jit", fn->frame_flags & PROFILE_FRAME_JIT);
+		fputc(',', f);
+		report_json_str(f, "file", fn->hot_file);
+		fputc(',', f);
+		report_json_key(f, "line");
+		if (fn->hot_line)
+			fprintf(f, "%u", fn->hot_line);
+		else
+			fputs("null", f);
+		fputc(',', f);
+		report_json_u64(f, "line_samples", fn->hot_samples);
+		fputs(i + 1 < rows ? "},\n" : "}\n", f);
+	}
+	fputs("],\n", f);
+}
+
+static void report_json_breakdowns(FILE *f, const struct stacks_report *r)
+{
+	report_json_key(f, "processes");
+	fputs("[\n", f);
+	for (size_t i = 0; i < r->nprocesses; i++) {
+		const struct stacks_process *pr = &r->processes[i];
+		fputs("  {", f);
+		report_json_u64(f, "pid", pr->pid);
+		fputc(',', f);
+		report_json_str(f, "comm", pr->comm);
+		fputc(',', f);
+		report_json_u64(f, "samples", pr->samples);
+		fputs(i + 1 < r->nprocesses ? "},\n" : "}\n", f);
+	}
+	fputs("],\n", f);
+
+	report_json_key(f, "threads");
+	fputs("[\n", f);
+	for (size_t i = 0; i < r->nthreads; i++) {
+		const struct stacks_thread *t = &r->threads[i];
+		fputs("  {", f);
+		report_json_u64(f, "pid", t->pid);
+		fputc(',', f);
+		report_json_u64(f, "tid", t->tid);
+		fputc(',', f);
+		report_json_str(f, "comm", t->comm);
+		fputc(',', f);
+		report_json_u64(f, "samples", t->samples);
+		fputs(i + 1 < r->nthreads ? "},\n" : "}\n", f);
+	}
+	fputs("],\n", f);
+
+	report_json_key(f, "libraries");
+	fputs("[\n", f);
+	for (size_t i = 0; i < r->nlibraries; i++) {
+		fputs("  ", f);
+		report_json_library(f, &r->libraries[i]);
+		fputs(i + 1 < r->nlibraries ? ",\n" : "\n", f);
+	}
+	fputs("],\n", f);
+}
+
+static void report_json_unwind(FILE *f, const struct stacks_report *r)
+{
+	const struct stacks_unwind *u = &r->unwind;
+
+	report_json_key(f, "unwind");
+	fputc('{', f);
+	report_json_double(f, "complete_pct", u->complete_pct, 2);
+	fputc(',', f);
+	report_json_u64(f, "complete", u->complete);
+	fputc(',', f);
+	report_json_u64(f, "empty", u->empty);
+	fputc(',', f);
+	report_json_u64(f, "unwind_errors", u->unwind_errors);
+	fputc(',', f);
+	report_json_u64(f, "stack_full", u->stack_full);
+	fputc(',', f);
+	report_json_key(f, "stack_size");
+	if (u->stack_size)
+		fprintf(f, "%" PRIu64, u->stack_size);
+	else
+		fputs("null", f);
+	fputc(',', f);
+	report_json_key(f, "suggested_stack_size");
+	if (u->suggested_stack_size)
+		fprintf(f, "%" PRIu64, u->suggested_stack_size);
+	else
+		fputs("null", f);
+	fputs(",\n", f);
+	report_json_key(f, "lacking");
+	fputc('[', f);
+	for (size_t i = 0; i < u->nlacking; i++) {
+		fputs(i ? ",\n  " : "\n  ", f);
+		report_json_library(f, &u->lacking[i]);
+	}
+	fputs("],\n", f);
+	report_json_key(f, "stops");
+	fputc('[', f);
+	for (size_t i = 0; i < u->nstops; i++) {
+		fputs(i ? ",\n  {" : "\n  {", f);
+		report_json_str(f, "name", u->stops[i].name);
+		fputc(',', f);
+		report_json_str(f, "library", u->stops[i].module);
+		fputc(',', f);
+		report_json_u64(f, "samples", u->stops[i].samples);
+		fputc('}', f);
+	}
+	fputs("]}\n", f);
+}
+
+static void report_write_json(FILE *f, const struct profile *p, const struct stacks_report *r,
+			      const struct report_opts *o)
+{
+	const struct stacks_filter *flt = &o->filter;
+	double rate = report_rate_hz(p);
+
+	fputc('{', f);
+	report_json_str(f, "file", o->input);
+	fputc(',', f);
+	report_json_str(f, "command", report_command(p));
+	fputc(',', f);
+	report_json_str(f, "cmdline", profile_header(p, "cmdline"));
+	fputs(",\n", f);
+	report_json_u64(f, "samples", r->samples);
+	fputc(',', f);
+	report_json_u64(f, "samples_unfiltered", p->nsamples);
+	fputc(',', f);
+	report_json_u64(f, "lost", p->lost);
+	fputc(',', f);
+	report_json_double(f, "duration_s", report_duration_s(p), 6);
+	fputc(',', f);
+	report_json_key(f, "rate_hz");
+	if (rate > 0)
+		fprintf(f, "%g", rate);
+	else
+		fputs("null", f);
+	fputc(',', f);
+	report_json_bool(f, "truncated", p->truncated);
+	fputc(',', f);
+	report_json_bool(f, "finalized", p->finalized);
+	fputs(",\n", f);
+	report_json_str(f, "sort", o->sort == STACKS_SORT_TOTAL ? "total" : "self");
+	fputc(',', f);
+	report_json_key(f, "filter");
+	fputc('{', f);
+	report_json_key(f, "pid");
+	if (flt->pid >= 0)
+		fprintf(f, "%" PRId64, flt->pid);
+	else
+		fputs("null", f);
+	fputc(',', f);
+	report_json_key(f, "tid");
+	if (flt->tid >= 0)
+		fprintf(f, "%" PRId64, flt->tid);
+	else
+		fputs("null", f);
+	fputc(',', f);
+	report_json_str(f, "comm", flt->comm);
+	fputs("},\n", f);
+	report_json_functions(f, r, o);
+	report_json_breakdowns(f, r);
+	report_json_unwind(f, r);
+	fputs("}\n", f);
+}
+
+int report_write(FILE *f, const struct profile *p, const struct stacks_report *r,
+		 const struct report_opts *o)
+{
+	if (o->format == REPORT_JSON)
+		report_write_json(f, p, r, o);
+	else
+		report_write_text(f, p, r, o);
+	return ferror(f) ? -EIO : 0;
+}

@@ -1,0 +1,32 @@
+/* report.h: `csampler report`'s output: an aggregated profile (stacks.h) written as text for
+ * people or as JSON for programs. cmd_report.c parses the options, stacks.c does the counting,
+ * this module only formats. */
+#ifndef CSAMPLER_REPORT_H
+#define CSAMPLER_REPORT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "analysis/profile.h"
+#include "analysis/stacks.h"
+
+enum report_format { REPORT_TEXT, REPORT_JSON };
+
+struct report_opts {
+	const char *input;                 /* the data file's name, shown in the header */
+	enum stacks_sort sort;             /* order of the function table */
+	size_t limit;                      /* rows per table (functions, threads); 0 = all */
+	enum report_format format;
+	struct stacks_filter filter;       /* shown in the header; already applied to the report */
+};
+#define REPORT_DEFAULT_LIMIT 20
+#define REPORT_OPTS_DEFAULT { .input = "csampler.data", .sort = STACKS_SORT_SELF,            \
+			      .limit = REPORT_DEFAULT_LIMIT, .format = REPORT_TEXT,             \
+			      .filter = STACKS_FILTER_ALL }
+
+/* Write r (aggregated from p, its functions already sorted by o->sort) to f in o->format.
+ * Returns 0, or -EIO when writing to f failed (nothing is printed about it here). */
+int report_write(FILE *f, const struct profile *p, const struct stacks_report *r,
+		 const struct report_opts *o);
+
+#endif

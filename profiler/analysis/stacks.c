@@ -1,0 +1,1043 @@
+/* stacks.c: walks a loaded profile (profile.h) and aggregates its samples: the engine under
+ * `report` (stacks_aggregate), the record-time summary, and the folded-stack stream that
+ * `folded`, `flame` and `diff` read (fold_profile, fold.h).
+ *
+ * Cost model: one pass over the samples doing an integer hash lookup (thread) and array
+ * additions per sample, then one pass over the distinct stacks that were hit. Names are
+ * compared only once per distinct frame, thread or stack, never per sample. */
+#include "analysis/stacks.h"
+
+#include "base/cs.h"
+#include "analysis/fold.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STACKS_NONE UINT32_MAX
+
+/* ---- an open-addressing hash map from a pair of u64 keys to a u32 id ----
+ * Hand-written because neither libc (hsearch: one global table, string keys only) nor the
+ * libraries we link (elfutils, zlib, zstd) offer an integer-keyed hash table. */
+
+struct stacks_slot {
+	uint64_t a, b;
+	uint32_t val;   /* STACKS_NONE: empty slot */
+};
+
+struct stacks_map {
+	struct stacks_slot *slots;
+	size_t cap, n;  /* cap is a power of two */
+};
+
+static uint64_t stacks_hash2(uint64_t a, uint64_t b)
+{
+	uint64_t h = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull + (a << 6) + (a >> 2));
+	h ^= h >> 31;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 29;
+	return h;
+}
+
+static void stacks_map_rehash(struct stacks_map *m, size_t cap)
+{
+	struct stacks_slot *old = m->slots;
+	size_t oldcap = m->cap;
+
+	m->slots = cs_malloc(cap * sizeof(*m->slots));
+	for (size_t i = 0; i < cap; i++)
+		m->slots[i].val = STACKS_NONE;
+	m->cap = cap;
+	for (size_t i = 0; i < oldcap; i++) {
+		if (old[i].val == STACKS_NONE)
+			continue;
+		size_t j = stacks_hash2(old[i].a, old[i].b) & (cap - 1);
+		while (m->slots[j].val != STACKS_NONE)
+			j = (j + 1) & (cap - 1);
+		m->slots[j] = old[i];
+	}
+	free(old);
+}
+
+/* The value slot for (a, b); a new key gets *val == STACKS_NONE for the caller to set. */
+static uint32_t *stacks_map_slot(struct stacks_map *m, uint64_t a, uint64_t b)
+{
+	if ((m->n + 1) * 4 > m->cap * 3)
+		stacks_map_rehash(m, m->cap ? m->cap * 2 : 64);
+	size_t j = stacks_hash2(a, b) & (m->cap - 1);
+	while (m->slots[j].val != STACKS_NONE) {
+		if (m->slots[j].a == a && m->slots[j].b == b)
+			return &m->slots[j].val;
+		j = (j + 1) & (m->cap - 1);
+	}
+	m->slots[j].a = a;
+	m->slots[j].b = b;
+	m->n++;
+	return &m->slots[j].val;
+}
+
+static void stacks_map_free(struct stacks_map *m)
+{
+	free(m->slots);
+	memset(m, 0, sizeof(*m));
+}
+
+/* ---- the walking context shared by aggregation and folding ---- */
+
+/* A thread as the samples see it: one per (pid, tid), from profile.threads or made up for a
+ * sample whose thread the profile does not list. */
+struct stacks_trow {
+	uint32_t pid, tid;
+	uint32_t comm;       /* string id, 0 when unknown */
+	uint32_t prow;       /* index into ctx.prows */
+	bool match;          /* passes the filter */
+	uint64_t samples;
+};
+
+struct stacks_prow {
+	uint32_t pid;
+	uint32_t comm;       /* string id, 0 when unknown */
+	uint64_t samples;
+};
+
+struct stacks_ctx {
+	const struct profile *p;
+	struct stacks_filter filter;
+	uint32_t *canon;             /* per string id: the first id with the same text, lazily */
+	struct stacks_map strings;   /* (text hash, 0) chains resolved by strcmp, see canon_str */
+	struct stacks_trow *trows;
+	size_t ntrows, trows_cap;
+	struct stacks_map tmap;      /* (pid, tid) -> trow */
+	struct stacks_prow *prows;
+	size_t nprows, prows_cap;
+	struct stacks_map pmap;      /* (pid, 0) -> prow */
+	uint32_t last_pid, last_tid, last_trow; /* samples come in runs of one thread */
+	uint8_t *root_class;         /* per stack id: STACKS_ROOT_* bits, 0 = not computed */
+};
+
+enum {
+	STACKS_ROOT_KNOWN = 1,
+	STACKS_ROOT_MAIN = 2,    /* outermost frame is a main thread's entry point */
+	STACKS_ROOT_THREAD = 4,  /* outermost frame is a new thread's entry point */
+	STACKS_ROOT_EMPTY = 8,   /* the stack has no frame */
+};
+
+/* The canonical id of string id: equal texts get equal ids even if the file stored a string
+ * twice. Computed once per string id. */
+static uint32_t stacks_canon_str(struct stacks_ctx *c, uint32_t id)
+{
+	if (id >= c->p->nstrings)
+		return 0;
+	if (c->canon[id] != STACKS_NONE)
+		return c->canon[id];
+	const char *s = c->p->strings[id];
+	uint64_t h = cs_hash_bytes(s, strlen(s), 0);
+	/* Probe (h, k) for k = 0, 1, ... until the text matches or a new slot turns up. */
+	for (uint64_t k = 0;; k++) {
+		uint32_t *v = stacks_map_slot(&c->strings, h, k);
+		if (*v == STACKS_NONE)
+			*v = id;
+		if (*v == id || !strcmp(c->p->strings[*v], s)) {
+			c->canon[id] = *v;
+			return *v;
+		}
+	}
+}
+
+static const char *stacks_str(const struct stacks_ctx *c, uint32_t id)
+{
+	return profile_str(c->p, id);
+}
+
+static uint32_t stacks_prow_of(struct stacks_ctx *c, uint32_t pid)
+{
+	uint32_t *v = stacks_map_slot(&c->pmap, pid, 0);
+	if (*v == STACKS_NONE) {
+		cs_grow(&c->prows, &c->prows_cap, c->nprows + 1, sizeof(*c->prows));
+		c->prows[c->nprows] = (struct stacks_prow){ .pid = pid };
+		*v = (uint32_t)c->nprows++;
+	}
+	return *v;
+}
+
+static bool stacks_filter_match(const struct stacks_ctx *c, const struct stacks_trow *t)
+{
+	const struct stacks_filter *f = &c->filter;
+	if (f->pid >= 0 && (int64_t)t->pid != f->pid)
+		return false;
+	if (f->tid >= 0 && (int64_t)t->tid != f->tid)
+		return false;
+	if (f->comm && strcmp(stacks_str(c, t->comm), f->comm) &&
+	    strcmp(stacks_str(c, c->prows[t->prow].comm), f->comm))
+		return false;
+	return true;
+}
+
+static uint32_t stacks_add_trow(struct stacks_ctx *c, uint32_t pid, uint32_t tid, uint32_t comm)
+{
+	uint32_t *v = stacks_map_slot(&c->tmap, pid, tid);
+	if (*v != STACKS_NONE) {
+		if (comm)
+			c->trows[*v].comm = comm;
+		return *v;
+	}
+	cs_grow(&c->trows, &c->trows_cap, c->ntrows + 1, sizeof(*c->trows));
+	c->trows[c->ntrows] = (struct stacks_trow){ .pid = pid, .tid = tid, .comm = comm };
+	*v = (uint32_t)c->ntrows++;
+	return *v;
+}
+
+/* Fill in names and the filter verdict of trows[from..]: process names first, then threads
+ * fall back to their process' name, processes to their main thread's. */
+static void stacks_finish_trows(struct stacks_ctx *c, size_t from)
+{
+	for (size_t i = from; i < c->ntrows; i++) {
+		struct stacks_trow *t = &c->trows[i];
+		t->prow = stacks_prow_of(c, t->pid);
+		struct stacks_prow *pr = &c->prows[t->prow];
+		if (!pr->comm && t->comm && (t->tid == t->pid))
+			pr->comm = t->comm;
+	}
+	for (size_t i = from; i < c->ntrows; i++) {
+		struct stacks_trow *t = &c->trows[i];
+		struct stacks_prow *pr = &c->prows[t->prow];
+		if (!pr->comm && t->comm)
+			pr->comm = t->comm;
+		if (!t->comm)
+			t->comm = pr->comm;
+		t->match = stacks_filter_match(c, t);
+	}
+}
+
+static int stacks_ctx_init(struct stacks_ctx *c, const struct profile *p,
+			   const struct stacks_filter *filter)
+{
+	static const struct stacks_filter all = STACKS_FILTER_ALL;
+
+	memset(c, 0, sizeof(*c));
+	c->p = p;
+	c->filter = filter ? *filter : all;
+	if (c->filter.pid > UINT32_MAX || c->filter.tid > UINT32_MAX)
+		return -EINVAL;
+	c->canon = cs_malloc((p->nstrings ? p->nstrings : 1) * sizeof(*c->canon));
+	memset(c->canon, 0xff, (p->nstrings ? p->nstrings : 1) * sizeof(*c->canon));
+	c->root_class = cs_calloc(p->nstacks ? p->nstacks : 1, 1);
+	for (size_t i = 0; i < p->nprocesses; i++) {
+		uint32_t r = stacks_prow_of(c, p->processes[i].pid);
+		if (p->processes[i].comm)
+			c->prows[r].comm = p->processes[i].comm;
+	}
+	for (size_t i = 0; i < p->nthreads; i++)
+		stacks_add_trow(c, p->threads[i].pid, p->threads[i].tid, p->threads[i].comm);
+	stacks_finish_trows(c, 0);
+	c->last_trow = STACKS_NONE;
+	return 0;
+}
+
+static void stacks_ctx_free(struct stacks_ctx *c)
+{
+	free(c->canon);
+	stacks_map_free(&c->strings);
+	free(c->trows);
+	stacks_map_free(&c->tmap);
+	free(c->prows);
+	stacks_map_free(&c->pmap);
+	free(c->root_class);
+}
+
+/* The thread row of a sample (one hash lookup, skipped for runs of the same thread). */
+static struct stacks_trow *stacks_sample_trow(struct stacks_ctx *c, const struct profile_sample *s)
+{
+	if (c->last_trow != STACKS_NONE && s->pid == c->last_pid && s->tid == c->last_tid)
+		return &c->trows[c->last_trow];
+	size_t before = c->ntrows;
+	uint32_t r = stacks_add_trow(c, s->pid, s->tid, 0);
+	if (c->ntrows != before)
+		stacks_finish_trows(c, before);
+	c->last_pid = s->pid;
+	c->last_tid = s->tid;
+	c->last_trow = r;
+	return &c->trows[r];
+}
+
+/* The stack's frames (leaf first), or NULL with *n = 0 for a bad or empty stack id. */
+static const uint32_t *stacks_frames(const struct profile *p, uint32_t stack, size_t *n)
+{
+	*n = 0;
+	if (stack >= p->nstacks)
+		return NULL;
+	const struct profile_stack *st = &p->stacks[stack];
+	if (st->first > p->nstack_frames || st->nframes > p->nstack_frames - st->first)
+		return NULL;
+	*n = st->nframes;
+	return p->stack_frames + st->first;
+}
+
+static const struct profile_frame *stacks_frame(const struct profile *p, uint32_t id)
+{
+	static const struct profile_frame missing = { .module = STACKS_NONE };
+	return id < p->nframes ? &p->frames[id] : &missing;
+}
+
+bool stacks_root_is_complete(const char *root, bool main_thread)
+{
+	/* glibc's entry points under every name its symbol tables give them (the .dynsym alias,
+	 * the debug file's internal names), as they end a fully unwound stack. */
+	static const char *const main_roots[] = {
+		"_start", "__libc_start_main", "__libc_start_main_impl",
+		"__libc_start_main_alias_1", "__libc_start_main_alias_2", "__libc_start_call_main",
+	};
+	static const char *const thread_roots[] = {
+		"clone", "__clone", "__GI___clone", "clone3", "__clone3", "__GI___clone3",
+		"start_thread",
+	};
+	const char *const *names = main_thread ? main_roots : thread_roots;
+	size_t n = main_thread ? sizeof(main_roots) / sizeof(main_roots[0])
+			       : sizeof(thread_roots) / sizeof(thread_roots[0]);
+	size_t len = strcspn(root, "@"); /* "__libc_start_main@@GLIBC_2.34" */
+
+	for (size_t i = 0; i < n; i++)
+		if (strlen(names[i]) == len && !strncmp(names[i], root, len))
+			return true;
+	return false;
+}
+
+static uint8_t stacks_root_class(struct stacks_ctx *c, uint32_t stack)
+{
+	if (stack >= c->p->nstacks)
+		return STACKS_ROOT_KNOWN | STACKS_ROOT_EMPTY;
+	if (c->root_class[stack])
+		return c->root_class[stack];
+	size_t n;
+	const uint32_t *fr = stacks_frames(c->p, stack, &n);
+	uint8_t cls = STACKS_ROOT_KNOWN;
+	if (!n) {
+		cls |= STACKS_ROOT_EMPTY;
+	} else {
+		const char *root = stacks_str(c, stacks_frame(c->p, fr[n - 1])->name);
+		if (stacks_root_is_complete(root, true))
+			cls |= STACKS_ROOT_MAIN;
+		if (stacks_root_is_complete(root, false))
+			cls |= STACKS_ROOT_THREAD;
+	}
+	c->root_class[stack] = cls;
+	return cls;
+}
+
+/* ---- aggregation ---- */
+
+struct stacks_func_acc {
+	uint32_t name, lib;        /* canonical name string id, library index */
+	uint32_t flags;
+	uint32_t stamp;            /* last stack (+1) counted in total */
+	uint64_t self, total, stop;
+	uint32_t hot;              /* best line index, STACKS_NONE */
+};
+
+struct stacks_lib_acc {
+	uint32_t path;             /* canonical string id */
+	uint32_t flags;
+	uint32_t stamp;
+	uint64_t self, total;
+};
+
+struct stacks_line_acc {
+	uint32_t func, file, line;
+	uint32_t stamp;
+	uint64_t self, total;
+};
+
+struct stacks_agg {
+	struct stacks_ctx c;
+	uint32_t *frame_func, *frame_line, *module_lib;
+	struct stacks_func_acc *funcs;
+	size_t nfuncs, funcs_cap;
+	struct stacks_map fmap;    /* (name, lib) -> func */
+	struct stacks_lib_acc *libs;
+	size_t nlibs, libs_cap;
+	struct stacks_map lmap;    /* (path, 0) -> lib */
+	struct stacks_line_acc *lines;
+	size_t nlines, lines_cap;
+	struct stacks_map linemap; /* (func << 32 | file, line) -> line */
+};
+
+static uint32_t stacks_lib_of(struct stacks_agg *g, uint32_t module)
+{
+	const struct profile *p = g->c.p;
+	if (module < p->nmodules && g->module_lib[module] != STACKS_NONE)
+		return g->module_lib[module];
+	uint32_t path = module < p->nmodules ? stacks_canon_str(&g->c, p->modules[module].path) : 0;
+	uint32_t *v = stacks_map_slot(&g->lmap, path, 0);
+	if (*v == STACKS_NONE) {
+		cs_grow(&g->libs, &g->libs_cap, g->nlibs + 1, sizeof(*g->libs));
+		g->libs[g->nlibs] = (struct stacks_lib_acc){ .path = path };
+		*v = (uint32_t)g->nlibs++;
+	}
+	if (module < p->nmodules) {
+		g->libs[*v].flags |= p->modules[module].flags;
+		g->module_lib[module] = *v;
+	}
+	return *v;
+}
+
+/* The function and source line of frame id fid, resolved once per frame id (a frame id beyond
+ * the table resolves to a shared "missing frame" function in no library). */
+static void stacks_frame_ids(struct stacks_agg *g, uint32_t fid, uint32_t *func, uint32_t *line)
+{
+	const struct profile *p = g->c.p;
+	if (fid < p->nframes && g->frame_func[fid] != STACKS_NONE) {
+		*func = g->frame_func[fid];
+		*line = g->frame_line[fid];
+		return;
+	}
+	const struct profile_frame *f = stacks_frame(p, fid);
+	uint32_t lib = stacks_lib_of(g, f->module);
+	uint32_t name = stacks_canon_str(&g->c, f->name);
+	uint32_t *v = stacks_map_slot(&g->fmap, name, lib);
+	if (*v == STACKS_NONE) {
+		cs_grow(&g->funcs, &g->funcs_cap, g->nfuncs + 1, sizeof(*g->funcs));
+		g->funcs[g->nfuncs] = (struct stacks_func_acc){ .name = name, .lib = lib,
+							      .hot = STACKS_NONE };
+		*v = (uint32_t)g->nfuncs++;
+	}
+	*func = *v;
+	g->funcs[*func].flags |= f->flags;
+
+	uint32_t file = stacks_canon_str(&g->c, f->file);
+	v = stacks_map_slot(&g->linemap, (uint64_t)*func << 32 | file, f->line);
+	if (*v == STACKS_NONE) {
+		cs_grow(&g->lines, &g->lines_cap, g->nlines + 1, sizeof(*g->lines));
+		g->lines[g->nlines] = (struct stacks_line_acc){ .func = *func, .file = file,
+							      .line = f->line };
+		*v = (uint32_t)g->nlines++;
+	}
+	*line = *v;
+	if (fid < p->nframes) {
+		g->frame_func[fid] = *func;
+		g->frame_line[fid] = *line;
+	}
+}
+
+/* Add the stack's weight w to its functions, lines and libraries (each at most once). */
+static void stacks_add_stack(struct stacks_agg *g, uint32_t stack, uint64_t w, uint64_t incomplete)
+{
+	size_t n;
+	const uint32_t *fr = stacks_frames(g->c.p, stack, &n);
+	uint32_t stamp = stack + 1;
+
+	for (size_t i = 0; i < n; i++) {
+		uint32_t func, line;
+		stacks_frame_ids(g, fr[i], &func, &line);
+		struct stacks_func_acc *fa = &g->funcs[func];
+		struct stacks_line_acc *la = &g->lines[line];
+		struct stacks_lib_acc *lb = &g->libs[fa->lib];
+		if (i == 0) {
+			fa->self += w;
+			la->self += w;
+			lb->self += w;
+		}
+		if (fa->stamp != stamp) {
+			fa->stamp = stamp;
+			fa->total += w;
+		}
+		if (la->stamp != stamp) {
+			la->stamp = stamp;
+			la->total += w;
+		}
+		if (lb->stamp != stamp) {
+			lb->stamp = stamp;
+			lb->total += w;
+		}
+		if (i == n - 1 && incomplete)
+			fa->stop += incomplete;
+	}
+}
+
+/* Pick each function's hottest known source line: by self samples, or by total samples for a
+ * function that never was the leaf. Ties go to the lower line for a stable answer. */
+static void stacks_pick_hot_lines(struct stacks_agg *g)
+{
+	for (size_t i = 0; i < g->nlines; i++) {
+		struct stacks_line_acc *la = &g->lines[i];
+		if (!la->file && !la->line)
+			continue;
+		struct stacks_func_acc *fa = &g->funcs[la->func];
+		bool by_self = fa->self > 0;
+		uint64_t v = by_self ? la->self : la->total;
+		if (!v)
+			continue;
+		if (fa->hot == STACKS_NONE) {
+			fa->hot = (uint32_t)i;
+			continue;
+		}
+		const struct stacks_line_acc *best = &g->lines[fa->hot];
+		uint64_t bv = by_self ? best->self : best->total;
+		if (v > bv || (v == bv && la->line < best->line))
+			fa->hot = (uint32_t)i;
+	}
+}
+
+static int stacks_cmp_u64_desc(uint64_t a, uint64_t b)
+{
+	return a < b ? 1 : a > b ? -1 : 0;
+}
+
+static int stacks_cmp_process(const void *x, const void *y)
+{
+	const struct stacks_process *a = x, *b = y;
+	int r = stacks_cmp_u64_desc(a->samples, b->samples);
+	return r ? r : (a->pid > b->pid) - (a->pid < b->pid);
+}
+
+static int stacks_cmp_thread(const void *x, const void *y)
+{
+	const struct stacks_thread *a = x, *b = y;
+	int r = stacks_cmp_u64_desc(a->samples, b->samples);
+	if (r)
+		return r;
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	return (a->tid > b->tid) - (a->tid < b->tid);
+}
+
+static int stacks_cmp_library(const void *x, const void *y)
+{
+	const struct stacks_library *a = x, *b = y;
+	int r = stacks_cmp_u64_desc(a->self, b->self);
+	r = r ? r : stacks_cmp_u64_desc(a->total, b->total);
+	return r ? r : strcmp(a->path, b->path);
+}
+
+static int stacks_cmp_lacking(const void *x, const void *y)
+{
+	const struct stacks_library *a = x, *b = y;
+	int r = stacks_cmp_u64_desc(a->total, b->total);
+	return r ? r : strcmp(a->path, b->path);
+}
+
+static int stacks_cmp_stop(const void *x, const void *y)
+{
+	const struct stacks_stop *a = x, *b = y;
+	int r = stacks_cmp_u64_desc(a->samples, b->samples);
+	r = r ? r : strcmp(a->name, b->name);
+	return r ? r : strcmp(a->module, b->module);
+}
+
+static int stacks_cmp_func_names(const struct stacks_function *a, const struct stacks_function *b)
+{
+	int r = strcmp(a->name, b->name);
+	return r ? r : strcmp(a->module, b->module);
+}
+
+static int stacks_cmp_self(const void *x, const void *y)
+{
+	const struct stacks_function *a = x, *b = y;
+	int r = stacks_cmp_u64_desc(a->self, b->self);
+	r = r ? r : stacks_cmp_u64_desc(a->total, b->total);
+	return r ? r : stacks_cmp_func_names(a, b);
+}
+
+static int stacks_cmp_total(const void *x, const void *y)
+{
+	const struct stacks_function *a = x, *b = y;
+	int r = stacks_cmp_u64_desc(a->total, b->total);
+	r = r ? r : stacks_cmp_u64_desc(a->self, b->self);
+	return r ? r : stacks_cmp_func_names(a, b);
+}
+
+void stacks_sort_functions(struct stacks_report *r, enum stacks_sort by)
+{
+	qsort(r->functions, r->nfunctions, sizeof(*r->functions),
+	      by == STACKS_SORT_TOTAL ? stacks_cmp_total : stacks_cmp_self);
+}
+
+/* A --stack-size to try when copies were full: twice the current size (four times when a
+ * quarter or more of the samples were cut), capped at the kernel's maximum. An unknown current
+ * size is taken as perf's default of 8192 bytes. */
+static void stacks_suggest_stack_size(const struct profile *p, uint64_t samples,
+				      struct stacks_unwind *u)
+{
+	const char *hdr = profile_header(p, "stack_size");
+	uint64_t cur = 0;
+
+	if (!hdr || cs_parse_u64(hdr, &cur) < 0)
+		cur = 0;
+	u->stack_size = cur;
+	if (!u->stack_full)
+		return;
+	uint64_t base = cur ? cur : 8192;
+	uint64_t want = base * (u->stack_full * 4 >= samples ? 4 : 2);
+	want = (want + 7) & ~7ull;
+	if (want > STACKS_MAX_STACK_SIZE)
+		want = STACKS_MAX_STACK_SIZE;
+	if (cur >= STACKS_MAX_STACK_SIZE || want <= cur)
+		u->stack_size_at_max = true;
+	else
+		u->suggested_stack_size = want;
+}
+
+/* Build the report's arrays from the accumulators. */
+static void stacks_build_report(struct stacks_agg *g, struct stacks_report *r)
+{
+	const struct profile *p = g->c.p;
+
+	r->functions = cs_calloc(g->nfuncs, sizeof(*r->functions));
+	size_t nstops = 0;
+	for (size_t i = 0; i < g->nfuncs; i++) {
+		const struct stacks_func_acc *fa = &g->funcs[i];
+		nstops += fa->stop > 0;
+		if (!fa->total)
+			continue;
+		struct stacks_function *f = &r->functions[r->nfunctions++];
+		f->name = profile_str(p, fa->name);
+		if (!*f->name)
+			f->name = "[missing frame]";
+		f->module = profile_str(p, g->libs[fa->lib].path);
+		f->frame_flags = fa->flags;
+		f->self = fa->self;
+		f->total = fa->total;
+		if (fa->hot != STACKS_NONE) {
+			const struct stacks_line_acc *la = &g->lines[fa->hot];
+			f->hot_file = la->file ? profile_str(p, la->file) : NULL;
+			f->hot_line = la->line;
+			f->hot_samples = fa->self ? la->self : la->total;
+		}
+	}
+	stacks_sort_functions(r, STACKS_SORT_SELF);
+
+	r->unwind.stops = cs_calloc(nstops, sizeof(*r->unwind.stops));
+	for (size_t i = 0; i < g->nfuncs; i++) {
+		const struct stacks_func_acc *fa = &g->funcs[i];
+		if (!fa->stop)
+			continue;
+		struct stacks_stop *s = &r->unwind.stops[r->unwind.nstops++];
+		s->name = profile_str(p, fa->name);
+		s->module = profile_str(p, g->libs[fa->lib].path);
+		s->samples = fa->stop;
+	}
+	qsort(r->unwind.stops, r->unwind.nstops, sizeof(*r->unwind.stops), stacks_cmp_stop);
+
+	r->processes = cs_calloc(g->c.nprows, sizeof(*r->processes));
+	for (size_t i = 0; i < g->c.nprows; i++) {
+		const struct stacks_prow *pr = &g->c.prows[i];
+		if (pr->samples)
+			r->processes[r->nprocesses++] = (struct stacks_process){
+				.pid = pr->pid, .comm = profile_str(p, pr->comm),
+				.samples = pr->samples };
+	}
+	qsort(r->processes, r->nprocesses, sizeof(*r->processes), stacks_cmp_process);
+
+	r->threads = cs_calloc(g->c.ntrows, sizeof(*r->threads));
+	for (size_t i = 0; i < g->c.ntrows; i++) {
+		const struct stacks_trow *t = &g->c.trows[i];
+		if (t->samples)
+			r->threads[r->nthreads++] = (struct stacks_thread){
+				.pid = t->pid, .tid = t->tid, .comm = profile_str(p, t->comm),
+				.samples = t->samples };
+	}
+	qsort(r->threads, r->nthreads, sizeof(*r->threads), stacks_cmp_thread);
+
+	r->libraries = cs_calloc(g->nlibs, sizeof(*r->libraries));
+	r->unwind.lacking = cs_calloc(g->nlibs, sizeof(*r->unwind.lacking));
+	for (size_t i = 0; i < g->nlibs; i++) {
+		const struct stacks_lib_acc *lb = &g->libs[i];
+		if (!lb->total)
+			continue;
+		struct stacks_library l = { .path = profile_str(p, lb->path),
+					    .flags = lb->flags, .self = lb->self,
+					    .total = lb->total };
+		r->libraries[r->nlibraries++] = l;
+		/* Kernel and JIT code are not unwound with CFI: their flags say nothing useful. */
+		if ((lb->flags & (PROFILE_MODULE_NO_CFI | PROFILE_MODULE_NO_SYMBOLS)) &&
+		    !(lb->flags & (PROFILE_MODULE_KERNEL | PROFILE_MODULE_JIT)))
+			r->unwind.lacking[r->unwind.nlacking++] = l;
+	}
+	qsort(r->libraries, r->nlibraries, sizeof(*r->libraries), stacks_cmp_library);
+	qsort(r->unwind.lacking, r->unwind.nlacking, sizeof(*r->unwind.lacking),
+	      stacks_cmp_lacking);
+
+	r->unwind.complete_pct = r->samples ? 100.0 * (double)r->unwind.complete / (double)r->samples
+					    : 0.0;
+	stacks_suggest_stack_size(p, r->samples, &r->unwind);
+}
+
+int stacks_aggregate(const struct profile *p, const struct stacks_filter *filter,
+		     struct stacks_report *out)
+{
+	struct stacks_agg g;
+	uint64_t *stack_w = NULL, *stack_incomplete = NULL;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	memset(&g, 0, sizeof(g));
+	err = stacks_ctx_init(&g.c, p, filter);
+	if (err < 0)
+		goto out;
+	size_t nst = p->nstacks ? p->nstacks : 1, nfr = p->nframes ? p->nframes : 1;
+	stack_w = cs_calloc(nst, sizeof(*stack_w));
+	stack_incomplete = cs_calloc(nst, sizeof(*stack_incomplete));
+	g.frame_func = cs_malloc(nfr * sizeof(*g.frame_func));
+	g.frame_line = cs_malloc(nfr * sizeof(*g.frame_line));
+	memset(g.frame_func, 0xff, nfr * sizeof(*g.frame_func));
+	memset(g.frame_line, 0xff, nfr * sizeof(*g.frame_line));
+	g.module_lib = cs_malloc((p->nmodules ? p->nmodules : 1) * sizeof(*g.module_lib));
+	memset(g.module_lib, 0xff, (p->nmodules ? p->nmodules : 1) * sizeof(*g.module_lib));
+
+	/* Pass 1: per sample, only integer work. */
+	for (size_t i = 0; i < p->nsamples_records; i++) {
+		const struct profile_sample *s = &p->samples[i];
+		struct stacks_trow *t = stacks_sample_trow(&g.c, s);
+		if (!t->match)
+			continue;
+		uint64_t w = s->weight;
+		out->samples += w;
+		t->samples += w;
+		g.c.prows[t->prow].samples += w;
+		if (s->flags & PROFILE_SAMPLE_UNWIND_ERROR)
+			out->unwind.unwind_errors += w;
+		if (s->flags & PROFILE_SAMPLE_STACK_FULL)
+			out->unwind.stack_full += w;
+		uint8_t cls = stacks_root_class(&g.c, s->stack);
+		if (cls & STACKS_ROOT_EMPTY) {
+			out->unwind.empty += w;
+			continue;
+		}
+		stack_w[s->stack] += w;
+		if (cls & (s->pid == s->tid ? STACKS_ROOT_MAIN : STACKS_ROOT_THREAD))
+			out->unwind.complete += w;
+		else
+			stack_incomplete[s->stack] += w;
+	}
+
+	/* Pass 2: per distinct stack that was hit. */
+	for (size_t st = 0; st < p->nstacks; st++)
+		if (stack_w[st])
+			stacks_add_stack(&g, (uint32_t)st, stack_w[st], stack_incomplete[st]);
+	stacks_pick_hot_lines(&g);
+	stacks_build_report(&g, out);
+out:
+	free(stack_w);
+	free(stack_incomplete);
+	free(g.frame_func);
+	free(g.frame_line);
+	free(g.module_lib);
+	free(g.funcs);
+	stacks_map_free(&g.fmap);
+	free(g.libs);
+	stacks_map_free(&g.lmap);
+	free(g.lines);
+	stacks_map_free(&g.linemap);
+	stacks_ctx_free(&g.c);
+	return err;
+}
+
+void stacks_report_free(struct stacks_report *r)
+{
+	free(r->functions);
+	free(r->processes);
+	free(r->threads);
+	free(r->libraries);
+	free(r->unwind.lacking);
+	free(r->unwind.stops);
+	memset(r, 0, sizeof(*r));
+}
+
+void stacks_print_summary(const struct profile *p, FILE *f, int top)
+{
+	struct stacks_report r;
+
+	if (stacks_aggregate(p, NULL, &r) < 0)
+		return;
+	if (!r.samples) {
+		fprintf(f, "csampler: no samples recorded\n");
+		goto out;
+	}
+	fprintf(f, "csampler: %llu samples, %.1f%% of stacks complete; top functions by self:\n",
+		(unsigned long long)r.samples, r.unwind.complete_pct);
+	for (size_t i = 0; i < r.nfunctions && (int)i < top; i++) {
+		const struct stacks_function *fn = &r.functions[i];
+		if (!fn->self)
+			break;
+		fprintf(f, "  %6.2f%%  %s", 100.0 * (double)fn->self / (double)r.samples, fn->name);
+		/* "[kernel.kallsyms]", "[vdso]" are bracketed already */
+		if (*fn->module)
+			fprintf(f, fn->module[0] == '[' ? "  %s" : "  [%s]", cs_basename(fn->module));
+		fputc('\n', f);
+	}
+	fprintf(f, "csampler: 'csampler report' shows the rest\n");
+out:
+	stacks_report_free(&r);
+}
+
+/* ---- folded stacks (fold.h) ---- */
+
+struct stacks_fold_entry {
+	uint32_t root;      /* trow (per thread) or prow index */
+	uint32_t stack;     /* stack id, or STACKS_NONE for a sample without frames */
+	uint64_t count;
+};
+
+struct stacks_fold {
+	struct stacks_ctx c;
+	const struct fold_opts *opts;
+	char **root_names;          /* per trow/prow, made on first use; owned here */
+	size_t nroot_names;
+	struct fold_frame *frames;  /* the buffer handed to the callback */
+	size_t frames_cap;
+};
+
+static const char *stacks_fold_root(struct stacks_fold *fo, uint32_t root)
+{
+	size_t n = fo->opts->per_thread ? fo->c.ntrows : fo->c.nprows;
+	if (fo->nroot_names < n) {
+		fo->root_names = cs_realloc(fo->root_names, n * sizeof(*fo->root_names));
+		memset(fo->root_names + fo->nroot_names, 0,
+		       (n - fo->nroot_names) * sizeof(*fo->root_names));
+		fo->nroot_names = n;
+	}
+	if (!fo->root_names[root]) {
+		if (fo->opts->per_thread) {
+			const struct stacks_trow *t = &fo->c.trows[root];
+			const char *comm = profile_str(fo->c.p, t->comm);
+			fo->root_names[root] = *comm ? cs_asprintf("%s-%u", comm, t->tid)
+						     : cs_asprintf("tid-%u", t->tid);
+		} else {
+			const struct stacks_prow *pr = &fo->c.prows[root];
+			const char *comm = profile_str(fo->c.p, pr->comm);
+			fo->root_names[root] = *comm ? cs_strdup(comm)
+						     : cs_asprintf("pid-%u", pr->pid);
+		}
+	}
+	return fo->root_names[root];
+}
+
+static void stacks_fold_frame(const struct profile *p, uint32_t fid, struct fold_frame *out)
+{
+	const struct profile_frame *f = stacks_frame(p, fid);
+	const char *module = f->module < p->nmodules ? profile_str(p, p->modules[f->module].path)
+						     : "";
+	out->name = profile_str(p, f->name);
+	if (!*out->name)
+		out->name = *module ? cs_basename(module) : "[missing frame]";
+	out->module = *module ? cs_basename(module) : NULL;
+	out->file = f->file ? profile_str(p, f->file) : NULL;
+	out->line = f->line;
+	out->flags = f->flags;
+}
+
+/* Hand one stack, root first, to the callback. */
+static int stacks_fold_emit(struct stacks_fold *fo, uint32_t root, uint32_t stack, uint64_t count,
+			    fold_fn fn, void *arg)
+{
+	size_t n = 0;
+	const uint32_t *fr = stack == STACKS_NONE ? NULL : stacks_frames(fo->c.p, stack, &n);
+
+	cs_grow(&fo->frames, &fo->frames_cap, n + 1, sizeof(*fo->frames));
+	fo->frames[0] = (struct fold_frame){ .name = stacks_fold_root(fo, root) };
+	for (size_t i = 0; i < n; i++)
+		stacks_fold_frame(fo->c.p, fr[n - 1 - i], &fo->frames[1 + i]);
+	return fn(arg, fo->frames, n + 1, count);
+}
+
+/* qsort_r order of merged entries: root name, then frame names root first, then depth. */
+static int stacks_fold_cmp(const void *x, const void *y, void *arg)
+{
+	struct stacks_fold *fo = arg;
+	const struct stacks_fold_entry *a = x, *b = y;
+	const struct profile *p = fo->c.p;
+	int r = 0;
+
+	if (a->root != b->root)
+		r = strcmp(fo->root_names[a->root], fo->root_names[b->root]);
+	if (r)
+		return r;
+	size_t na = 0, nb = 0;
+	const uint32_t *fa = a->stack == STACKS_NONE ? NULL : stacks_frames(p, a->stack, &na);
+	const uint32_t *fb = b->stack == STACKS_NONE ? NULL : stacks_frames(p, b->stack, &nb);
+	for (size_t i = 0; i < na && i < nb; i++) {
+		uint32_t ia = fa[na - 1 - i], ib = fb[nb - 1 - i];
+		if (ia == ib)
+			continue;
+		struct fold_frame ffa, ffb;
+		stacks_fold_frame(p, ia, &ffa);
+		stacks_fold_frame(p, ib, &ffb);
+		r = strcmp(ffa.name, ffb.name);
+		if (!r)
+			r = strcmp(ffa.module ? ffa.module : "", ffb.module ? ffb.module : "");
+		if (!r)
+			r = (ffa.flags > ffb.flags) - (ffa.flags < ffb.flags);
+		if (!r)
+			r = strcmp(ffa.file ? ffa.file : "", ffb.file ? ffb.file : "");
+		if (!r)
+			r = (ffa.line > ffb.line) - (ffa.line < ffb.line);
+		if (r)
+			return r;
+	}
+	if (na != nb)
+		return na < nb ? -1 : 1;
+	if (a->root != b->root)
+		return a->root < b->root ? -1 : 1;
+	return (a->stack > b->stack) - (a->stack < b->stack);
+}
+
+int fold_profile(const struct profile *p, const struct fold_opts *opts, fold_fn fn, void *arg)
+{
+	static const struct fold_opts defaults = FOLD_OPTS_DEFAULT;
+	struct stacks_fold fo;
+	struct stacks_fold_entry *entries = NULL;
+	size_t nentries = 0, cap = 0;
+	struct stacks_map emap = { 0 };
+	int err;
+
+	memset(&fo, 0, sizeof(fo));
+	fo.opts = opts ? opts : &defaults;
+	struct stacks_filter filter = { .pid = fo.opts->pid, .tid = fo.opts->tid,
+					.comm = fo.opts->comm };
+	err = stacks_ctx_init(&fo.c, p, &filter);
+	if (err < 0)
+		goto out;
+
+	for (size_t i = 0; i < p->nsamples_records; i++) {
+		const struct profile_sample *s = &p->samples[i];
+		struct stacks_trow *t = stacks_sample_trow(&fo.c, s);
+		if (!t->match)
+			continue;
+		uint32_t root = fo.opts->per_thread ? (uint32_t)(t - fo.c.trows) : t->prow;
+		uint32_t stack = (stacks_root_class(&fo.c, s->stack) & STACKS_ROOT_EMPTY)
+				 ? STACKS_NONE : s->stack;
+		if (fo.opts->time_order) {
+			err = stacks_fold_emit(&fo, root, stack, s->weight, fn, arg);
+			if (err < 0)
+				goto out;
+			continue;
+		}
+		uint32_t *v = stacks_map_slot(&emap, root, stack);
+		if (*v == STACKS_NONE) {
+			cs_grow(&entries, &cap, nentries + 1, sizeof(*entries));
+			entries[nentries] = (struct stacks_fold_entry){ .root = root, .stack = stack };
+			*v = (uint32_t)nentries++;
+		}
+		entries[*v].count += s->weight;
+	}
+	if (fo.opts->time_order)
+		goto out;
+
+	for (size_t i = 0; i < nentries; i++)
+		stacks_fold_root(&fo, entries[i].root);
+	qsort_r(entries, nentries, sizeof(*entries), stacks_fold_cmp, &fo);
+	for (size_t i = 0; i < nentries; i++) {
+		err = stacks_fold_emit(&fo, entries[i].root, entries[i].stack, entries[i].count,
+				       fn, arg);
+		if (err < 0)
+			goto out;
+	}
+out:
+	for (size_t i = 0; i < fo.nroot_names; i++)
+		free(fo.root_names[i]);
+	free(fo.root_names);
+	free(fo.frames);
+	free(entries);
+	stacks_map_free(&emap);
+	stacks_ctx_free(&fo.c);
+	return err;
+}
+
+void fold_format_frame(struct cs_buf *b, const struct fold_frame *f)
+{
+	/* ';' separates frames and a newline ends the record: neither may appear in a name. */
+	const char *s = f->name;
+	while (*s) {
+		size_t run = strcspn(s, ";\n\r");
+		cs_buf_put(b, s, run);
+		s += run;
+		if (!*s)
+			break;
+		cs_buf_put(b, *s == ';' ? ":" : "?", 1);
+		s++;
+	}
+	if (f->flags & PROFILE_FRAME_KERNEL)
+		cs_buf_put(b, "_[k]", 4);
+	else if (f->flags & PROFILE_FRAME_JIT)
+		cs_buf_put(b, "_[j]", 4);
+	else if (f->flags & PROFILE_FRAME_INLINED)
+		cs_buf_put(b, "_[i]", 4);
+}
+
+/* ---- folded text and option helpers ---- */
+
+struct stacks_folded_line {
+	size_t key;         /* offset of the NUL-terminated "root;...;leaf" in the text buffer */
+	uint64_t count;
+};
+
+struct stacks_folded {
+	struct cs_buf text;
+	struct stacks_folded_line *lines;
+	size_t nlines, cap;
+};
+
+static int stacks_folded_collect(void *arg, const struct fold_frame *frames, size_t nframes,
+				 uint64_t count)
+{
+	struct stacks_folded *sf = arg;
+
+	cs_grow(&sf->lines, &sf->cap, sf->nlines + 1, sizeof(*sf->lines));
+	sf->lines[sf->nlines++] = (struct stacks_folded_line){ .key = sf->text.len,
+							       .count = count };
+	for (size_t i = 0; i < nframes; i++) {
+		if (i)
+			cs_buf_put(&sf->text, ";", 1);
+		fold_format_frame(&sf->text, &frames[i]);
+	}
+	cs_buf_put(&sf->text, "", 1); /* keep the NUL inside the buffer as the separator */
+	return 0;
+}
+
+static int stacks_folded_cmp(const void *x, const void *y, void *arg)
+{
+	const char *text = arg;
+	const struct stacks_folded_line *a = x, *b = y;
+	return strcmp(text + a->key, text + b->key);
+}
+
+int stacks_write_folded(FILE *f, const struct profile *p, const struct fold_opts *opts)
+{
+	struct stacks_folded sf = { 0 };
+	struct fold_opts merged = opts ? *opts : (struct fold_opts)FOLD_OPTS_DEFAULT;
+	int err;
+
+	merged.time_order = 0;
+	err = fold_profile(p, &merged, stacks_folded_collect, &sf);
+	if (err < 0)
+		goto out;
+	/* Frames that differ only in file:line print alike: sort the text and merge equal lines. */
+	qsort_r(sf.lines, sf.nlines, sizeof(*sf.lines), stacks_folded_cmp, sf.text.data);
+	for (size_t i = 0; i < sf.nlines;) {
+		const char *key = sf.text.data + sf.lines[i].key;
+		uint64_t count = 0;
+		size_t j = i;
+		for (; j < sf.nlines && !strcmp(key, sf.text.data + sf.lines[j].key); j++)
+			count += sf.lines[j].count;
+		if (count)
+			fprintf(f, "%s %" PRIu64 "\n", key, count);
+		i = j;
+	}
+	if (ferror(f))
+		err = -EIO;
+out:
+	cs_buf_free(&sf.text);
+	free(sf.lines);
+	return err;
+}
+
+int stacks_parse_id(const char *opt, const char *value, int64_t *out)
+{
+	uint64_t v;
+
+	if (cs_parse_u64(value, &v) < 0 || v > INT32_MAX)
+		return cs_error(EINVAL, "%s: '%s' is not a process or thread id (a number such as "
+				"1234)", opt, value);
+	*out = (int64_t)v;
+	return 0;
+}

@@ -1,0 +1,546 @@
+/* stacks_test.c: unit tests of the aggregation engine and the folded-stack stream (stacks.c)
+ * over synthetic profiles from profile_builder.h. */
+#include "analysis/fold.h"
+#include "analysis/profile_builder.h"
+#include "analysis/stacks.h"
+#include "base/unit.h"
+
+#include "base/cs.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LIBC "/lib/x86_64-linux-gnu/libc.so.6"
+
+/* The profile most tests share: process "app" (pid 100) with its main thread and a worker
+ * thread (tid 101, "worker"):
+ *   60 main-thread samples in work_a (50 on a.c:10, 10 on a.c:12) under compute
+ *   10 main-thread samples in leaf_c under a three-deep recursion of rec
+ *   30 worker samples in work_b, inlined into worker_main, below start_thread and clone3
+ *    5 worker samples in a library without CFI, whose stacks stop there (incomplete)
+ * = 105 samples, 100 of them complete. */
+static void build_app(struct pbuild *b)
+{
+	pb_init(b);
+	pb_process(b, 100, 1, "app");
+	pb_thread(b, 100, 100, "app");
+	pb_thread(b, 100, 101, "worker");
+	uint32_t s1 = pb_stack(b, "_start;__libc_start_main@" LIBC ";main=app.c:40;compute;"
+				  "work_a=a.c:10");
+	uint32_t s2 = pb_stack(b, "_start;__libc_start_main@" LIBC ";main=app.c:40;compute;"
+				  "work_a=a.c:12");
+	uint32_t s3 = pb_stack(b, "clone3@" LIBC ";start_thread@" LIBC ";worker_main=w.c:3;"
+				  "work_b_[i]=w.c:7");
+	uint32_t s4 = pb_stack(b, "_start;__libc_start_main@" LIBC ";main=app.c:41;rec;rec;rec;"
+				  "leaf_c");
+	uint32_t s5 = pb_stack(b, "libfoo.so+0x1234@/opt/libfoo.so;foo_leaf@/opt/libfoo.so");
+	pb_module(b, "/opt/libfoo.so", PROFILE_MODULE_NO_CFI | PROFILE_MODULE_NO_SYMBOLS);
+	pb_samples(b, 100, 100, s1, 25, 0);
+	pb_samples(b, 100, 101, s3, 30, 0);
+	pb_samples(b, 100, 100, s1, 25, 0);
+	pb_samples(b, 100, 100, s2, 10, 0);
+	pb_samples(b, 100, 100, s4, 10, 0);
+	pb_samples(b, 100, 101, s5, 5, 0);
+}
+
+static const struct stacks_function *find_func(const struct stacks_report *r, const char *name)
+{
+	for (size_t i = 0; i < r->nfunctions; i++)
+		if (!strcmp(r->functions[i].name, name))
+			return &r->functions[i];
+	return NULL;
+}
+
+UNIT_TEST(stacks_self_total)
+{
+	struct pbuild b;
+	struct stacks_report r;
+	build_app(&b);
+	UNIT_ASSERT(stacks_aggregate(&b.p, NULL, &r) == 0);
+	UNIT_ASSERT_EQ_INT(r.samples, 105);
+
+	const struct stacks_function *f = find_func(&r, "work_a");
+	UNIT_ASSERT(f);
+	UNIT_ASSERT_EQ_INT(f->self, 60);
+	UNIT_ASSERT_EQ_INT(f->total, 60);
+	UNIT_ASSERT(!strcmp(f->module, "/usr/bin/app"));
+	/* Sorted by self: work_a, then work_b, leaf_c, libfoo's leaf. */
+	UNIT_ASSERT(!strcmp(r.functions[0].name, "work_a"));
+	UNIT_ASSERT(!strcmp(r.functions[1].name, "work_b"));
+	UNIT_ASSERT(r.functions[1].frame_flags & PROFILE_FRAME_INLINED);
+	UNIT_ASSERT(!strcmp(r.functions[2].name, "leaf_c"));
+
+	f = find_func(&r, "main");
+	UNIT_ASSERT(f && f->self == 0 && f->total == 70);
+	f = find_func(&r, "compute");
+	UNIT_ASSERT(f && f->self == 0 && f->total == 60);
+	/* Recursion counts once per sample. */
+	f = find_func(&r, "rec");
+	UNIT_ASSERT(f && f->self == 0);
+	UNIT_ASSERT_EQ_INT(f->total, 10);
+	f = find_func(&r, "_start");
+	UNIT_ASSERT(f && f->total == 70);
+	/* Sum of self over functions = samples with frames. */
+	uint64_t self = 0;
+	for (size_t i = 0; i < r.nfunctions; i++)
+		self += r.functions[i].self;
+	UNIT_ASSERT_EQ_INT(self, 105);
+
+	stacks_sort_functions(&r, STACKS_SORT_TOTAL);
+	UNIT_ASSERT(!strcmp(r.functions[0].name, "__libc_start_main"));
+	UNIT_ASSERT_EQ_INT(r.functions[0].total, 70);
+	UNIT_ASSERT(!strcmp(r.functions[1].name, "_start")); /* same counts: by name */
+	UNIT_ASSERT(!strcmp(r.functions[2].name, "main"));
+	stacks_report_free(&r);
+	pb_free(&b);
+}
+
+UNIT_TEST(stacks_hot_lines)
+{
+	struct pbuild b;
+	struct stacks_report r;
+	build_app(&b);
+	UNIT_ASSERT(stacks_aggregate(&b.p, NULL, &r) == 0);
+	const struct stacks_function *f = find_func(&r, "work_a");
+	UNIT_ASSERT(f && f->hot_file && !strcmp(f->hot_file, "a.c"));
+	UNIT_ASSERT_EQ_INT(f->hot_line, 10);
+	UNIT_ASSERT_EQ_INT(f->hot_samples, 50);
+	/* main has no self samples: its hottest line is the call site seen most. */
+	f = find_func(&r, "main");
+	UNIT_ASSERT(f && f->hot_file && !strcmp(f->hot_file, "app.c"));
+	UNIT_ASSERT_EQ_INT(f->hot_line, 40);
+	UNIT_ASSERT_EQ_INT(f->hot_samples, 60);
+	f = find_func(&r, "compute");
+	UNIT_ASSERT(f && !f->hot_file && !f->hot_line);
+	stacks_report_free(&r);
+	pb_free(&b);
+}
+
+UNIT_TEST(stacks_breakdowns)
+{
+	struct pbuild b;
+	struct stacks_report r;
+	build_app(&b);
+	UNIT_ASSERT(stacks_aggregate(&b.p, NULL, &r) == 0);
+	UNIT_ASSERT_EQ_INT(r.nprocesses, 1);
+	UNIT_ASSERT(r.processes[0].pid == 100 && !strcmp(r.processes[0].comm, "app"));
+	UNIT_ASSERT_EQ_INT(r.processes[0].samples, 105);
+	UNIT_ASSERT_EQ_INT(r.nthreads, 2);
+	UNIT_ASSERT(r.threads[0].tid == 100 && !strcmp(r.threads[0].comm, "app"));
+	UNIT_ASSERT_EQ_INT(r.threads[0].samples, 70);
+	UNIT_ASSERT(r.threads[1].tid == 101 && !strcmp(r.threads[1].comm, "worker"));
+	UNIT_ASSERT_EQ_INT(r.threads[1].samples, 35);
+
+	/* Libraries: app (self 100: work_a 60, work_b 30, leaf_c 10), libc (total 100),
+	 * libfoo (self 5). */
+	UNIT_ASSERT_EQ_INT(r.nlibraries, 3);
+	UNIT_ASSERT(!strcmp(r.libraries[0].path, "/usr/bin/app"));
+	UNIT_ASSERT_EQ_INT(r.libraries[0].self, 100);
+	UNIT_ASSERT_EQ_INT(r.libraries[0].total, 100);
+	UNIT_ASSERT(!strcmp(r.libraries[1].path, "/opt/libfoo.so"));
+	UNIT_ASSERT_EQ_INT(r.libraries[1].self, 5);
+	UNIT_ASSERT(!strcmp(r.libraries[2].path, LIBC));
+	UNIT_ASSERT_EQ_INT(r.libraries[2].self, 0);
+	UNIT_ASSERT_EQ_INT(r.libraries[2].total, 100);
+	stacks_report_free(&r);
+	pb_free(&b);
+}
+
+UNIT_TEST(stacks_unwind_quality)
+{
+	struct pbuild b;
+	struct stacks_report r;
+	build_app(&b);
+	UNIT_ASSERT(stacks_aggregate(&b.p, NULL, &r) == 0);
+	UNIT_ASSERT_EQ_INT(r.unwind.complete, 100);
+	UNIT_ASSERT(r.unwind.complete_pct > 95.23 && r.unwind.complete_pct < 95.24);
+	UNIT_ASSERT_EQ_INT(r.unwind.nstops, 1);
+	UNIT_ASSERT(!strcmp(r.unwind.stops[0].name, "libfoo.so+0x1234"));
+	UNIT_ASSERT_EQ_INT(r.unwind.stops[0].samples, 5);
+	UNIT_ASSERT_EQ_INT(r.unwind.nlacking, 1);
+	UNIT_ASSERT(!strcmp(r.unwind.lacking[0].path, "/opt/libfoo.so"));
+	UNIT_ASSERT_EQ_INT(r.unwind.lacking[0].total, 5);
+	UNIT_ASSERT(r.unwind.lacking[0].flags & PROFILE_MODULE_NO_CFI);
+	UNIT_ASSERT_EQ_INT(r.unwind.stack_full, 0);
+	UNIT_ASSERT_EQ_INT(r.unwind.suggested_stack_size, 0);
+	stacks_report_free(&r);
+	pb_free(&b);
+}
+
+/* A stack is complete only when its root fits the kind of thread it was sampled on. */
+UNIT_TEST(stacks_completeness_rules)
+{
+	UNIT_ASSERT(stacks_root_is_complete("_start", true));
+	UNIT_ASSERT(stacks_root_is_complete("__libc_start_main", true));
+	UNIT_ASSERT(stacks_root_is_complete("__libc_start_main@@GLIBC_2.34", true));
+	UNIT_ASSERT(stacks_root_is_complete("__libc_start_call_main", true));
+	UNIT_ASSERT(stacks_root_is_complete("clone3", false));
+	UNIT_ASSERT(stacks_root_is_complete("__GI___clone3", false));
+	UNIT_ASSERT(stacks_root_is_complete("start_thread", false));
+	UNIT_ASSERT(stacks_root_is_complete("clone", false));
+	UNIT_ASSERT(!stacks_root_is_complete("clone3", true));
+	UNIT_ASSERT(!stacks_root_is_complete("_start", false));
+	UNIT_ASSERT(!stacks_root_is_complete("main", true));
+	UNIT_ASSERT(!stacks_root_is_complete("_start_x", true));
+	UNIT_ASSERT(!stacks_root_is_complete("", true));
+
+	struct pbuild b;
+	struct stacks_report r;
+	pb_init(&b);
+	uint32_t main_root = pb_stack(&b, "_start;main;f");
+	uint32_t thread_root = pb_stack(&b, "clone;start_thread;g");
+	uint32_t cut = pb_stack(&b, "main;f");
+	uint32_t empty = pb_stack(&b, "");
+	pb_samples(&b, 7, 7, main_root, 4, 0);    /* complete */
+	pb_samples(&b, 7, 8, main_root, 1, 0);    /* _start on a non-main thread: not */
+	pb_samples(&b, 7, 8, thread_root, 3, 0);  /* complete */
+	pb_samples(&b, 7, 7, thread_root, 1, 0);  /* clone on the main thread: not */
+	pb_samples(&b, 7, 7, cut, 1, PROFILE_SAMPLE_UNWIND_ERROR);
+	pb_samples(&b, 7, 7, empty, 2, 0);
+	pb_samples(&b, 7, 7, 999, 1, 0);          /* a stack id beyond the table: no frames */
+	UNIT_ASSERT(stacks_aggregate(&b.p, NULL, &r) == 0);
+	UNIT_ASSERT_EQ_INT(r.samples, 13);
+	UNIT_ASSERT_EQ_INT(r.unwind.complete, 7);
+	UNIT_ASSERT_EQ_INT(r.unwind.empty, 3);
+	UNIT_ASSERT_EQ_INT(r.unwind.unwind_errors, 1);
+	UNIT_ASSERT(r.unwind.complete_pct > 53.84 && r.unwind.complete_pct < 53.85);
+	/* Stops: _start (1), clone (1), main (1), sorted by name on ties. */
+	UNIT_ASSERT_EQ_INT(r.unwind.nstops, 3);
+	UNIT_ASSERT(!strcmp(r.unwind.stops[0].name, "_start"));
+	UNIT_ASSERT(!strcmp(r.unwind.stops[1].name, "clone"));
+	UNIT_ASSERT(!strcmp(r.unwind.stops[2].name, "main"));
+	/* Process and thread names nobody recorded come out empty, not made up. */
+	UNIT_ASSERT_EQ_INT(r.nthreads, 2);
+	UNIT_ASSERT(!strcmp(r.threads[0].comm, ""));
+	stacks_report_free(&r);
+	pb_free(&b);
+}
+
+UNIT_TEST(stacks_filters)
+{
+	struct pbuild b;
+	struct stacks_report r;
+	build_app(&b);
+	pb_process(&b, 200, 1, "other");
+	pb_thread(&b, 200, 200, "other");
+	pb_samples(&b, 200, 200, pb_stack(&b, "_start;main;spin@/usr/bin/other"), 20, 0);
+
+	struct stacks_filter by_tid = { .pid = -1, .tid = 101, .comm = NULL };
+	UNIT_ASSERT(stacks_aggregate(&b.p, &by_tid, &r) == 0);
+	UNIT_ASSERT_EQ_INT(r.samples, 35);
+	UNIT_ASSERT_EQ_INT(r.nthreads, 1);
+	UNIT_ASSERT(find_func(&r, "work_b") && !find_func(&r, "work_a"));
+	UNIT_ASSERT_EQ_INT(r.unwind.complete, 30);
+	stacks_report_free(&r);
+
+	struct stacks_filter by_pid = { .pid = 200, .tid = -1, .comm = NULL };
+	UNIT_ASSERT(stacks_aggregate(&b.p, &by_pid, &r) == 0);
+	UNIT_ASSERT_EQ_INT(r.samples, 20);
+	UNIT_ASSERT(r.nfunctions == 3 && !strcmp(r.functions[0].name, "spin"));
+	UNIT_ASSERT(r.unwind.complete_pct == 100.0);
+	stacks_report_free(&r);
+
+	/* --comm matches a thread's own name ... */
+	struct stacks_filter by_thread_name = { .pid = -1, .tid = -1, .comm = "worker" };
+	UNIT_ASSERT(stacks_aggregate(&b.p, &by_thread_name, &r) == 0);
+	UNIT_ASSERT_EQ_INT(r.samples, 35);
+	stacks_report_free(&r);
+	/* ... or its process' name. */
+	struct stacks_filter by_process_name = { .pid = -1, .tid = -1, .comm = "app" };
+	UNIT_ASSERT(stacks_aggregate(&b.p, &by_process_name, &r) == 0);
+	UNIT_ASSERT_EQ_INT(r.samples, 105);
+	UNIT_ASSERT_EQ_INT(r.nprocesses, 1);
+	stacks_report_free(&r);
+
+	struct stacks_filter both = { .pid = 100, .tid = 200, .comm = NULL };
+	UNIT_ASSERT(stacks_aggregate(&b.p, &both, &r) == 0);
+	UNIT_ASSERT_EQ_INT(r.samples, 0);
+	UNIT_ASSERT_EQ_INT(r.nfunctions, 0);
+	UNIT_ASSERT(r.unwind.complete_pct == 0.0);
+	stacks_report_free(&r);
+
+	struct stacks_filter bad = { .pid = (int64_t)1 << 40, .tid = -1, .comm = NULL };
+	UNIT_ASSERT(stacks_aggregate(&b.p, &bad, &r) < 0);
+	stacks_report_free(&r);
+	pb_free(&b);
+}
+
+UNIT_TEST(stacks_weights_and_duplicate_strings)
+{
+	struct pbuild b;
+	struct stacks_report r;
+	pb_init(&b);
+	uint32_t s = pb_stack(&b, "_start;main;hot");
+	pb_sample_weighted(&b, 1, 1, s, 7, 0);
+	/* The same name stored as a second string id (a writer that did not intern) is still
+	 * the same function. */
+	cs_grow(&b.p.strings, &b.strings_cap, b.p.nstrings + 1, sizeof(char *));
+	b.p.strings[b.p.nstrings] = cs_strdup("hot");
+	uint32_t dup = (uint32_t)b.p.nstrings++;
+	uint32_t fr = pb_frame(&b, "x", 0, NULL, 0, 0);
+	b.p.frames[fr].name = dup;
+	b.p.frames[fr].module = b.p.frames[b.p.stack_frames[b.p.stacks[s].first]].module;
+	uint32_t s2 = pb_stack(&b, "_start;main");
+	/* Append the duplicate-named leaf by hand: stack s2 + [fr]. */
+	uint32_t ids[3] = { fr, b.p.stack_frames[b.p.stacks[s2].first],
+			    b.p.stack_frames[b.p.stacks[s2].first + 1] };
+	cs_grow(&b.p.stack_frames, &b.stack_frames_cap, b.p.nstack_frames + 3, sizeof(uint32_t));
+	memcpy(b.p.stack_frames + b.p.nstack_frames, ids, sizeof(ids));
+	b.p.stacks[s2] = (struct profile_stack){ .first = (uint32_t)b.p.nstack_frames,
+						 .nframes = 3 };
+	b.p.nstack_frames += 3;
+	pb_sample_weighted(&b, 1, 1, s2, 3, PROFILE_SAMPLE_STACK_FULL);
+
+	UNIT_ASSERT(stacks_aggregate(&b.p, NULL, &r) == 0);
+	UNIT_ASSERT_EQ_INT(r.samples, 10);
+	const struct stacks_function *f = find_func(&r, "hot");
+	UNIT_ASSERT(f);
+	UNIT_ASSERT_EQ_INT(f->self, 10);
+	UNIT_ASSERT_EQ_INT(r.nfunctions, 3);
+	UNIT_ASSERT_EQ_INT(r.unwind.stack_full, 3);
+	stacks_report_free(&r);
+	pb_free(&b);
+}
+
+UNIT_TEST(stacks_stack_size_suggestion)
+{
+	struct pbuild b;
+	struct stacks_report r;
+	pb_init(&b);
+	pb_header(&b, "stack_size", "8192");
+	uint32_t s = pb_stack(&b, "_start;main;deep");
+	pb_samples(&b, 1, 1, s, 9, 0);
+	pb_samples(&b, 1, 1, s, 1, PROFILE_SAMPLE_STACK_FULL);
+	UNIT_ASSERT(stacks_aggregate(&b.p, NULL, &r) == 0);
+	UNIT_ASSERT_EQ_INT(r.unwind.stack_size, 8192);
+	UNIT_ASSERT_EQ_INT(r.unwind.suggested_stack_size, 16384); /* 10% cut: double */
+	stacks_report_free(&r);
+
+	pb_samples(&b, 1, 1, s, 4, PROFILE_SAMPLE_STACK_FULL);
+	UNIT_ASSERT(stacks_aggregate(&b.p, NULL, &r) == 0);
+	UNIT_ASSERT_EQ_INT(r.unwind.suggested_stack_size, 32768); /* 5 of 14 cut: x4 */
+	stacks_report_free(&r);
+
+	free((char *)b.p.header[0].value);
+	b.p.header[0].value = cs_strdup("4096");
+	UNIT_ASSERT(stacks_aggregate(&b.p, NULL, &r) == 0);
+	UNIT_ASSERT_EQ_INT(r.unwind.stack_size, 4096);
+	UNIT_ASSERT_EQ_INT(r.unwind.suggested_stack_size, 16384);
+	stacks_report_free(&r);
+	pb_free(&b);
+
+	pb_init(&b);
+	pb_header(&b, "stack_size", "65528");
+	s = pb_stack(&b, "main;deep");
+	pb_samples(&b, 1, 1, s, 1, PROFILE_SAMPLE_STACK_FULL);
+	UNIT_ASSERT(stacks_aggregate(&b.p, NULL, &r) == 0);
+	UNIT_ASSERT_EQ_INT(r.unwind.suggested_stack_size, 0);
+	UNIT_ASSERT(r.unwind.stack_size_at_max);
+	stacks_report_free(&r);
+	pb_free(&b);
+
+	/* Unknown size: from perf's default of 8192. */
+	pb_init(&b);
+	s = pb_stack(&b, "main;deep");
+	pb_samples(&b, 1, 1, s, 1, PROFILE_SAMPLE_STACK_FULL);
+	pb_samples(&b, 1, 1, s, 9, 0);
+	UNIT_ASSERT(stacks_aggregate(&b.p, NULL, &r) == 0);
+	UNIT_ASSERT_EQ_INT(r.unwind.stack_size, 0);
+	UNIT_ASSERT_EQ_INT(r.unwind.suggested_stack_size, 16384);
+	stacks_report_free(&r);
+	pb_free(&b);
+}
+
+/* ---- folded ---- */
+
+static char *folded_text(const struct profile *p, const struct fold_opts *o)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	UNIT_ASSERT(f);
+	UNIT_ASSERT(stacks_write_folded(f, p, o) == 0);
+	fclose(f);
+	return text;
+}
+
+static void expect_text(const char *got, const char *want)
+{
+	if (strcmp(got, want)) {
+		fprintf(stderr, "got:\n%s\nwanted:\n%s\n", got, want);
+		UNIT_ASSERT(!"text differs");
+	}
+}
+
+UNIT_TEST(stacks_folded_merged)
+{
+	struct pbuild b;
+	build_app(&b);
+	char *text = folded_text(&b.p, NULL);
+	/* The two work_a stacks differ only in the line: one folded line. */
+	expect_text(text,
+		    "app;_start;__libc_start_main;main;compute;work_a 60\n"
+		    "app;_start;__libc_start_main;main;rec;rec;rec;leaf_c 10\n"
+		    "app;clone3;start_thread;worker_main;work_b_[i] 30\n"
+		    "app;libfoo.so+0x1234;foo_leaf 5\n");
+	free(text);
+
+	struct fold_opts o = FOLD_OPTS_DEFAULT;
+	o.per_thread = 1;
+	text = folded_text(&b.p, &o);
+	expect_text(text,
+		    "app-100;_start;__libc_start_main;main;compute;work_a 60\n"
+		    "app-100;_start;__libc_start_main;main;rec;rec;rec;leaf_c 10\n"
+		    "worker-101;clone3;start_thread;worker_main;work_b_[i] 30\n"
+		    "worker-101;libfoo.so+0x1234;foo_leaf 5\n");
+	free(text);
+
+	o.tid = 101;
+	o.per_thread = 0;
+	text = folded_text(&b.p, &o);
+	expect_text(text,
+		    "app;clone3;start_thread;worker_main;work_b_[i] 30\n"
+		    "app;libfoo.so+0x1234;foo_leaf 5\n");
+	free(text);
+	pb_free(&b);
+}
+
+UNIT_TEST(stacks_folded_annotations)
+{
+	struct pbuild b;
+	pb_init(&b);
+	pb_process(&b, 5, 1, "java");
+	pb_thread(&b, 5, 5, "java");
+	pb_thread(&b, 5, 6, "C2 Compiler");
+	/* No thread entry for tid 9: its root falls back to the process name. */
+	uint32_t k = pb_stack(&b, "_start;main;read;entry_SYSCALL_64_[k];ksys_read_[k]");
+	uint32_t j = pb_stack(&b, "clone3;start_thread;Interpreter_[j];LFoo::bar_[j]");
+	uint32_t i = pb_stack(&b, "_start;main;std::vector<int>::push_back_[i]");
+	uint32_t odd = pb_stack(&b, "_start;main;a;b");
+	/* A name with ';' and a newline must not break the format. */
+	b.p.frames[b.p.stack_frames[b.p.stacks[odd].first]].name = pb_str(&b, "x;y\nz");
+	pb_samples(&b, 5, 5, k, 3, 0);
+	pb_samples(&b, 5, 6, j, 2, 0);
+	pb_samples(&b, 5, 9, i, 4, 0);
+	pb_samples(&b, 5, 5, odd, 1, 0);
+	pb_samples(&b, 5, 5, pb_stack(&b, ""), 2, 0);
+
+	char *text = folded_text(&b.p, NULL);
+	expect_text(text,
+		    "java 2\n"
+		    "java;_start;main;a;x:y?z 1\n"
+		    "java;_start;main;read;entry_SYSCALL_64_[k];ksys_read_[k] 3\n"
+		    "java;_start;main;std::vector<int>::push_back_[i] 4\n"
+		    "java;clone3;start_thread;Interpreter_[j];LFoo::bar_[j] 2\n");
+	free(text);
+
+	struct fold_opts o = FOLD_OPTS_DEFAULT;
+	o.per_thread = 1;
+	text = folded_text(&b.p, &o);
+	expect_text(text,
+		    "C2 Compiler-6;clone3;start_thread;Interpreter_[j];LFoo::bar_[j] 2\n"
+		    "java-5 2\n"
+		    "java-5;_start;main;a;x:y?z 1\n"
+		    "java-5;_start;main;read;entry_SYSCALL_64_[k];ksys_read_[k] 3\n"
+		    "java-9;_start;main;std::vector<int>::push_back_[i] 4\n");
+	free(text);
+
+	o.per_thread = 0;
+	o.comm = "C2 Compiler";
+	text = folded_text(&b.p, &o);
+	expect_text(text, "java;clone3;start_thread;Interpreter_[j];LFoo::bar_[j] 2\n");
+	free(text);
+	pb_free(&b);
+}
+
+UNIT_TEST(stacks_fold_frames_and_order)
+{
+	struct cs_buf buf = { 0 };
+	struct fold_frame fr = { .name = "f", .flags = PROFILE_FRAME_KERNEL };
+	fold_format_frame(&buf, &fr);
+	fr.flags = PROFILE_FRAME_INLINED;
+	fold_format_frame(&buf, &fr);
+	fr.flags = PROFILE_FRAME_JIT;
+	fold_format_frame(&buf, &fr);
+	fr.flags = PROFILE_FRAME_UNNAMED;
+	fold_format_frame(&buf, &fr);
+	UNIT_ASSERT(!strcmp(buf.data, "f_[k]f_[i]f_[j]f"));
+	cs_buf_free(&buf);
+}
+
+struct fold_record {
+	char lines[16][128];
+	int n;
+	const char *module_of_leaf;
+	uint32_t line_of_leaf;
+};
+
+static int record_fold(void *arg, const struct fold_frame *frames, size_t nframes,
+		       uint64_t count)
+{
+	struct fold_record *rec = arg;
+	struct cs_buf b = { 0 };
+	for (size_t i = 0; i < nframes; i++) {
+		if (i)
+			cs_buf_put(&b, ";", 1);
+		fold_format_frame(&b, &frames[i]);
+	}
+	cs_buf_printf(&b, " %llu", (unsigned long long)count);
+	if (rec->n < 16)
+		snprintf(rec->lines[rec->n++], sizeof(rec->lines[0]), "%s", b.data);
+	rec->module_of_leaf = frames[nframes - 1].module;
+	rec->line_of_leaf = frames[nframes - 1].line;
+	cs_buf_free(&b);
+	return rec->n == 3 ? -EINTR : 0;
+}
+
+UNIT_TEST(stacks_fold_time_order)
+{
+	struct pbuild b;
+	pb_init(&b);
+	pb_process(&b, 1, 0, "p");
+	uint32_t a = pb_stack(&b, "main;a=a.c:5");
+	uint32_t c = pb_stack(&b, "main;c@/lib/libc.so.6");
+	pb_samples(&b, 1, 1, a, 1, 0);
+	pb_samples(&b, 1, 1, c, 1, 0);
+	pb_sample_weighted(&b, 1, 1, a, 4, 0);
+
+	struct fold_opts o = FOLD_OPTS_DEFAULT;
+	o.time_order = 1;
+	struct fold_record rec = { 0 };
+	UNIT_ASSERT(fold_profile(&b.p, &o, record_fold, &rec) == -EINTR); /* stops at 3 */
+	UNIT_ASSERT_EQ_INT(rec.n, 3);
+	UNIT_ASSERT(!strcmp(rec.lines[0], "p;main;a 1"));
+	UNIT_ASSERT(!strcmp(rec.lines[1], "p;main;c 1"));
+	UNIT_ASSERT(!strcmp(rec.lines[2], "p;main;a 4"));
+	UNIT_ASSERT(rec.module_of_leaf && !strcmp(rec.module_of_leaf, "app"));
+	UNIT_ASSERT_EQ_INT(rec.line_of_leaf, 5);
+
+	/* Merged: a's samples together, in name order. */
+	memset(&rec, 0, sizeof(rec));
+	UNIT_ASSERT(fold_profile(&b.p, NULL, record_fold, &rec) == 0);
+	UNIT_ASSERT_EQ_INT(rec.n, 2);
+	UNIT_ASSERT(!strcmp(rec.lines[0], "p;main;a 5"));
+	UNIT_ASSERT(!strcmp(rec.lines[1], "p;main;c 1"));
+	UNIT_ASSERT(rec.module_of_leaf && !strcmp(rec.module_of_leaf, "libc.so.6"));
+	pb_free(&b);
+}
+
+UNIT_TEST(stacks_summary)
+{
+	struct pbuild b;
+	char *text = NULL;
+	size_t len = 0;
+	build_app(&b);
+	FILE *f = open_memstream(&text, &len);
+	stacks_print_summary(&b.p, f, 2);
+	fclose(f);
+	expect_text(text,
+		    "csampler: 105 samples, 95.2% of stacks complete; top functions by self:\n"
+		    "   57.14%  work_a  [app]\n"
+		    "   28.57%  work_b  [app]\n"
+		    "csampler: 'csampler report' shows the rest\n");
+	free(text);
+	pb_free(&b);
+}

@@ -1,0 +1,269 @@
+/* cs.c: messages, checked allocation, buffers, escaping and parsing shared by all modules. */
+#include "base/cs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+int cs_quiet;
+
+static void cs_vmsg(const char *prefix, const char *fmt, va_list ap)
+{
+	char line[4096];
+	vsnprintf(line, sizeof(line), fmt, ap);
+	fprintf(stderr, "csampler: %s%s\n", prefix, line);
+}
+
+int cs_error(int err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	cs_vmsg("", fmt, ap);
+	va_end(ap);
+	return err > 0 ? -err : (err < 0 ? err : -EINVAL);
+}
+
+void cs_warn(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	cs_vmsg("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+void cs_info(const char *fmt, ...)
+{
+	va_list ap;
+	if (cs_quiet)
+		return;
+	va_start(ap, fmt);
+	cs_vmsg("", fmt, ap);
+	va_end(ap);
+}
+
+static void cs_oom(size_t n)
+{
+	fprintf(stderr, "csampler: out of memory allocating %zu bytes\n", n);
+	exit(CS_EXIT_ERROR);
+}
+
+void *cs_malloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		cs_oom(n);
+	return p;
+}
+
+void *cs_calloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (!p)
+		cs_oom(n * size);
+	return p;
+}
+
+void *cs_realloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+	if (!q)
+		cs_oom(n);
+	return q;
+}
+
+char *cs_strdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	return memcpy(cs_malloc(n), s, n);
+}
+
+char *cs_asprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	va_start(ap, fmt);
+	int n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		cs_oom(strlen(fmt));
+	return s;
+}
+
+void cs_grow(void *arr, size_t *cap, size_t need, size_t elem)
+{
+	void **a = arr;
+	size_t c = *cap;
+	if (need <= c)
+		return;
+	if (c < 16)
+		c = 16;
+	while (c < need)
+		c *= 2;
+	*a = cs_realloc(*a, c * elem);
+	*cap = c;
+}
+
+void cs_buf_put(struct cs_buf *b, const void *p, size_t n)
+{
+	cs_grow(&b->data, &b->cap, b->len + n + 1, 1);
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = 0;
+}
+
+void cs_buf_printf(struct cs_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	char small[512];
+	va_start(ap, fmt);
+	int n = vsnprintf(small, sizeof(small), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n < sizeof(small)) {
+		cs_buf_put(b, small, n);
+		return;
+	}
+	cs_grow(&b->data, &b->cap, b->len + n + 1, 1);
+	va_start(ap, fmt);
+	vsnprintf(b->data + b->len, n + 1, fmt, ap);
+	va_end(ap);
+	b->len += n;
+}
+
+void cs_buf_free(struct cs_buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}
+
+void cs_buf_xml_escape(struct cs_buf *b, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '&': cs_buf_put(b, "&amp;", 5); break;
+		case '<': cs_buf_put(b, "&lt;", 4); break;
+		case '>': cs_buf_put(b, "&gt;", 4); break;
+		case '"': cs_buf_put(b, "&quot;", 6); break;
+		case '\'': cs_buf_put(b, "&#39;", 5); break;
+		default:
+			/* Control characters are not allowed in XML 1.0: replace them. */
+			if ((unsigned char)*s < 0x20 && *s != '\t')
+				cs_buf_put(b, "?", 1);
+			else
+				cs_buf_put(b, s, 1);
+		}
+	}
+}
+
+void cs_buf_json_escape(struct cs_buf *b, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\') {
+			char e[2] = { '\\', (char)c };
+			cs_buf_put(b, e, 2);
+		} else if (c < 0x20) {
+			cs_buf_printf(b, "\\u%04x", c);
+		} else {
+			cs_buf_put(b, s, 1);
+		}
+	}
+}
+
+void cs_fputs_json(FILE *f, const char *s)
+{
+	struct cs_buf b = { 0 };
+	cs_buf_put(&b, "\"", 1);
+	cs_buf_json_escape(&b, s ? s : "");
+	cs_buf_put(&b, "\"", 1);
+	fwrite(b.data, 1, b.len, f);
+	cs_buf_free(&b);
+}
+
+static uint64_t cs_clock_ns(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t cs_monotonic_ns(void)
+{
+	return cs_clock_ns(CLOCK_MONOTONIC);
+}
+
+uint64_t cs_realtime_ns(void)
+{
+	return cs_clock_ns(CLOCK_REALTIME);
+}
+
+int cs_parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (errno == ERANGE)
+		return -ERANGE;
+	if (*end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int cs_parse_double(const char *s, double *out)
+{
+	char *end;
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno == ERANGE)
+		return -ERANGE;
+	if (*end || v != v)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+const char *cs_basename(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+ssize_t cs_read_small_file(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, size - 1);
+	int err = errno;
+	close(fd);
+	if (n < 0)
+		return -err;
+	buf[n] = 0;
+	return n;
+}
+
+long cs_read_long_file(const char *path, long dflt)
+{
+	char buf[64];
+	if (cs_read_small_file(path, buf, sizeof(buf)) <= 0)
+		return dflt;
+	return strtol(buf, NULL, 10);
+}
+
+uint64_t cs_hash_bytes(const void *p, size_t n, uint64_t seed)
+{
+	return XXH3_64bits_withSeed(p, n, seed);
+}

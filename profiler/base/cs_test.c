@@ -1,0 +1,34 @@
+/* cs_test.c: unit tests of the shared helpers in cs.c. */
+#include "base/cs.h"
+#include "base/unit.h"
+
+#include <string.h>
+
+UNIT_TEST(cs_xml_escape)
+{
+	struct cs_buf b = { 0 };
+	cs_buf_xml_escape(&b, "<script>a&b\"'</script>");
+	UNIT_ASSERT(!strcmp(b.data, "&lt;script&gt;a&amp;b&quot;&#39;&lt;/script&gt;"));
+	cs_buf_free(&b);
+}
+
+UNIT_TEST(cs_json_escape)
+{
+	struct cs_buf b = { 0 };
+	cs_buf_json_escape(&b, "a\"b\\c\n\x01");
+	UNIT_ASSERT(!strcmp(b.data, "a\\\"b\\\\c\\u000a\\u0001"));
+	cs_buf_free(&b);
+}
+
+UNIT_TEST(cs_parse_numbers)
+{
+	uint64_t v;
+	double d;
+	UNIT_ASSERT(cs_parse_u64("999", &v) == 0 && v == 999);
+	UNIT_ASSERT(cs_parse_u64("0x10", &v) == 0 && v == 16);
+	UNIT_ASSERT(cs_parse_u64("-1", &v) < 0);
+	UNIT_ASSERT(cs_parse_u64("12abc", &v) < 0);
+	UNIT_ASSERT(cs_parse_u64("", &v) < 0);
+	UNIT_ASSERT(cs_parse_double("2.5", &d) == 0 && d == 2.5);
+	UNIT_ASSERT(cs_parse_double("nan", &d) < 0);
+}

@@ -1,0 +1,114 @@
+/* cmd_folded.c: `csampler folded`: load a data file and print its stacks as folded text
+ * ("root;...;leaf COUNT"), the input of FlameGraph and inferno. Folding is in stacks.c. */
+#include "cmd/cmds.h"
+#include "base/cs.h"
+#include "analysis/fold.h"
+#include "analysis/profile.h"
+#include "analysis/stacks.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <string.h>
+
+static void folded_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: csampler folded [-i FILE] [--per-thread] [--pid PID] [--tid TID]\n"
+		"                       [--comm NAME]\n"
+		"\n"
+		"Print the recorded stacks as folded text, one 'root;...;leaf COUNT' line per\n"
+		"distinct stack, with the annotations _[k] (kernel), _[i] (inlined), _[j] (JIT).\n"
+		"\n"
+		"  -i, --input FILE     data file to read (default ./csampler.data)\n"
+		"      --per-thread     root frame 'comm-tid' instead of the process name\n"
+		"      --pid PID        only samples of process PID\n"
+		"      --tid TID        only samples of thread TID\n"
+		"      --comm NAME      only threads named NAME, or of a process named NAME\n"
+		"  -h, --help           show this help\n");
+}
+
+/* Parse argv. Returns 0, 1 when --help was printed, or -EINVAL after one line. */
+static int folded_parse_args(int argc, char **argv, const char **input, struct fold_opts *o)
+{
+	enum { OPT_PER_THREAD = 256, OPT_PID, OPT_TID, OPT_COMM };
+	static const struct option longopts[] = {
+		{ "input", required_argument, NULL, 'i' },
+		{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
+		{ "pid", required_argument, NULL, OPT_PID },
+		{ "tid", required_argument, NULL, OPT_TID },
+		{ "comm", required_argument, NULL, OPT_COMM },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool input_given = false;
+	int c;
+
+	optind = 0; /* glibc: start a fresh scan */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":i:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			*input = optarg;
+			input_given = true;
+			break;
+		case OPT_PER_THREAD:
+			o->per_thread = 1;
+			break;
+		case OPT_PID:
+			if (stacks_parse_id("folded: --pid", optarg, &o->pid) < 0)
+				return -EINVAL;
+			break;
+		case OPT_TID:
+			if (stacks_parse_id("folded: --tid", optarg, &o->tid) < 0)
+				return -EINVAL;
+			break;
+		case OPT_COMM:
+			o->comm = optarg;
+			break;
+		case 'h':
+			folded_usage(stdout);
+			return 1;
+		case ':':
+			return cs_error(EINVAL, "folded: option '%s' needs a value; see 'csampler "
+					"folded --help'", argv[optind - 1]);
+		default:
+			return cs_error(EINVAL, "folded: unknown option '%s'; see 'csampler folded "
+					"--help'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc && !input_given)
+		*input = argv[optind++];
+	if (optind < argc)
+		return cs_error(EINVAL, "folded: unexpected argument '%s'; see 'csampler folded "
+				"--help'", argv[optind]);
+	return 0;
+}
+
+int cmd_folded(int argc, char **argv)
+{
+	struct fold_opts o = FOLD_OPTS_DEFAULT;
+	const char *input = "csampler.data";
+	struct profile *p = NULL;
+	int status = CS_EXIT_ERROR;
+	int err;
+
+	err = folded_parse_args(argc, argv, &input, &o);
+	if (err)
+		return err > 0 ? 0 : CS_EXIT_ERROR;
+	if (profile_load(input, &p) < 0)
+		goto out; /* profile_load printed why */
+	err = stacks_write_folded(stdout, p, &o);
+	if (err == -EIO || (!err && fflush(stdout) == EOF)) {
+		cs_error(EIO, "folded: writing to standard output: %s", strerror(errno ? errno : EIO));
+		goto out;
+	}
+	if (err < 0) {
+		cs_error(-err, "folded: folding %s failed: %s", input, strerror(-err));
+		goto out;
+	}
+	status = 0;
+out:
+	if (p)
+		profile_free(p);
+	return status;
+}

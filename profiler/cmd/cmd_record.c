@@ -1,0 +1,224 @@
+/* cmd_record.c: `csampler record`: parse options into record_opts and run the engine. */
+#include "cmd/cmds.h"
+#include "base/cs.h"
+#include "analysis/profile.h"
+#include "record/record.h"
+#include "analysis/stacks.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Chosen by measurement (scripts/bench-record.sh, README): 32 KiB reaches the outermost frame
+ * on deep stacks where perf's 8 KiB default truncates most of them, at a fraction of the
+ * 64 KiB maximum's copying cost. */
+#define RECORD_DEFAULT_STACK 32768
+#define RECORD_MAX_STACK 65528
+#define RECORD_DEFAULT_PAGES 2048
+#define RECORD_MAX_PIDS 1024 /* record.c polls one pidfd per target */
+
+static const char record_usage[] =
+	"usage: csampler record [options] -- COMMAND [ARGS...]\n"
+	"       csampler record [options] -p PID[,PID...] [--duration SEC]\n"
+	"\n"
+	"  -o, --output FILE      data file (default ./csampler.data; an old one becomes FILE.old)\n"
+	"  -F, --freq HZ          samples per second per CPU-busy thread (default 999)\n"
+	"  -g, --call-graph MODE  dwarf (default), dwarf,SIZE or fp\n"
+	"      --stack-size BYTES user stack bytes copied per sample in dwarf mode (default 32768, max 65528)\n"
+	"  -m, --mmap-pages N     ring buffer pages per CPU, a power of two (default 2048)\n"
+	"  -p, --pid PID[,PID]    attach to running processes and all their threads\n"
+	"      --duration SEC     stop after SEC seconds\n"
+	"      --keep-raw         also keep the raw registers and stack copies in the file\n"
+	"      --no-compress      write uncompressed chunks\n"
+	"  -q, --quiet            no summary\n";
+
+__attribute__((format(printf, 1, 2))) static int record_bad(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "csampler: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	return CS_EXIT_ERROR;
+}
+
+static int parse_stack_size(const char *s, uint32_t *out)
+{
+	uint64_t v;
+	if (cs_parse_u64(s, &v) || v < 8 || v > RECORD_MAX_STACK)
+		return -EINVAL;
+	*out = (uint32_t)((v + 7) & ~7ull);
+	if (*out > RECORD_MAX_STACK)
+		*out = RECORD_MAX_STACK;
+	return 0;
+}
+
+static int parse_pids(const char *s, struct record_opts *o)
+{
+	char *copy = cs_strdup(s), *save = NULL;
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		uint64_t v;
+		if (cs_parse_u64(tok, &v) || v == 0 || v > 0x7fffffff) {
+			free(copy);
+			return -EINVAL;
+		}
+		if (o->npids >= RECORD_MAX_PIDS) {
+			free(copy);
+			return -E2BIG;
+		}
+		o->pids = cs_realloc(o->pids, (o->npids + 1) * sizeof(pid_t));
+		o->pids[o->npids++] = (pid_t)v;
+	}
+	free(copy);
+	return o->npids ? 0 : -EINVAL;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	enum { OPT_STACK = 256, OPT_DURATION, OPT_KEEP_RAW, OPT_NO_COMPRESS };
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "freq", required_argument, NULL, 'F' },
+		{ "call-graph", required_argument, NULL, 'g' },
+		{ "stack-size", required_argument, NULL, OPT_STACK },
+		{ "mmap-pages", required_argument, NULL, 'm' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "duration", required_argument, NULL, OPT_DURATION },
+		{ "keep-raw", no_argument, NULL, OPT_KEEP_RAW },
+		{ "no-compress", no_argument, NULL, OPT_NO_COMPRESS },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct record_opts o = {
+		.output = "csampler.data",
+		.sampler = { .freq_hz = 999, .callgraph = SAMPLER_CALLGRAPH_DWARF,
+			     .stack_size = RECORD_DEFAULT_STACK, .mmap_pages = 0 },
+		.compress = true,
+		.argc_all = argc,
+		.argv_all = argv,
+	};
+	int c, status;
+	uint64_t v;
+	long max_rate = cs_read_long_file("/proc/sys/kernel/perf_event_max_sample_rate", 100000);
+
+	opterr = 0;
+	optind = 1;
+	/* '+': stop at the first non-option, which starts the command (as perf record does) */
+	while ((c = getopt_long(argc, argv, "+o:F:g:m:p:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			if (!*optarg)
+				return record_bad("empty output path: give -o FILE");
+			o.output = optarg;
+			break;
+		case 'F':
+			if (cs_parse_u64(optarg, &v) || v == 0 || v > (uint64_t)max_rate) {
+				fprintf(stderr,
+					"csampler: invalid rate '-F %s': give a frequency in Hz from 1 to %ld (kernel.perf_event_max_sample_rate)\n",
+					optarg, max_rate);
+				return CS_EXIT_ERROR;
+			}
+			o.sampler.freq_hz = v;
+			break;
+		case 'g':
+			if (!strcmp(optarg, "fp")) {
+				o.sampler.callgraph = SAMPLER_CALLGRAPH_FP;
+			} else if (!strcmp(optarg, "dwarf")) {
+				o.sampler.callgraph = SAMPLER_CALLGRAPH_DWARF;
+			} else if (!strncmp(optarg, "dwarf,", 6)) {
+				o.sampler.callgraph = SAMPLER_CALLGRAPH_DWARF;
+				if (parse_stack_size(optarg + 6, &o.sampler.stack_size))
+					return record_bad("invalid stack size in '-g %s': give bytes from 8 to 65528", optarg);
+			} else {
+				return record_bad("invalid call-graph mode '%s': use dwarf, dwarf,SIZE or fp", optarg);
+			}
+			break;
+		case OPT_STACK:
+			if (parse_stack_size(optarg, &o.sampler.stack_size))
+				return record_bad("invalid stack size '%s': give bytes from 8 to 65528", optarg);
+			break;
+		case 'm':
+			if (cs_parse_u64(optarg, &v) || v == 0 || (v & (v - 1)) || v > (1u << 20))
+				return record_bad("invalid ring buffer size '-m %s': give a power of two number of pages, e.g. 256", optarg);
+			o.sampler.mmap_pages = (uint32_t)v;
+			break;
+		case 'p':
+			if ((c = parse_pids(optarg, &o)) == -E2BIG)
+				return record_bad("too many PIDs: -p takes at most %d", RECORD_MAX_PIDS);
+			if (c)
+				return record_bad("invalid PID list '%s': give -p PID[,PID...]", optarg);
+			break;
+		case OPT_DURATION: {
+			double d;
+			if (cs_parse_double(optarg, &d) || d <= 0 || d > 1e7)
+				return record_bad("invalid duration '%s': give seconds, e.g. --duration 10", optarg);
+			o.duration_s = d;
+			break;
+		}
+		case OPT_KEEP_RAW:
+			o.keep_raw = true;
+			break;
+		case OPT_NO_COMPRESS:
+			o.compress = false;
+			break;
+		case 'q':
+			cs_quiet = 1;
+			break;
+		case 'h':
+			fputs(record_usage, stdout);
+			return 0;
+		default:
+			if (optopt && optopt < 256)
+				fprintf(stderr, "csampler: record: unknown option '-%c' or missing value; see 'csampler record --help'\n", optopt);
+			else
+				fprintf(stderr, "csampler: record: unknown option '%s' or missing value; see 'csampler record --help'\n",
+					argv[optind - 1]);
+			return CS_EXIT_ERROR;
+		}
+	}
+	if (optind < argc)
+		o.argv = argv + optind;
+	if (o.argv && o.npids) {
+		free(o.pids);
+		return record_bad("give either a command or -p PID, not both");
+	}
+	if (!o.argv && !o.npids)
+		return record_bad("nothing to record: give a command after -- or attach with -p PID");
+	if (!o.sampler.mmap_pages) {
+		/* An unprivileged user may lock perf_event_mlock_kb per CPU (plus RLIMIT_MEMLOCK). */
+		o.sampler.mmap_pages = RECORD_DEFAULT_PAGES;
+		if (geteuid() != 0) {
+			long kb = cs_read_long_file("/proc/sys/kernel/perf_event_mlock_kb", 516);
+			long pages = kb * 1024 / getpagesize() - 1;
+			while (o.sampler.mmap_pages > 1 && o.sampler.mmap_pages > pages)
+				o.sampler.mmap_pages /= 2;
+		}
+	}
+	for (size_t i = 0; i < o.npids; i++) {
+		if (kill(o.pids[i], 0) < 0 && errno == ESRCH) {
+			fprintf(stderr, "csampler: no such process %d: check the PID with ps\n", (int)o.pids[i]);
+			free(o.pids);
+			return CS_EXIT_ERROR;
+		}
+	}
+	bool written = false;
+	status = record_run(&o, &written);
+	/* The top-5 summary on a terminal: read back from the finished file, here rather than in
+	 * the recording engine, so the writer never depends on the reader. */
+	if (written && isatty(2) && !cs_quiet) {
+		struct profile *p;
+		if (profile_load(o.output, &p) == 0) {
+			stacks_print_summary(p, stderr, 5);
+			profile_free(p);
+		}
+	}
+	free(o.pids);
+	return status;
+}

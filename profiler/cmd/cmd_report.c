@@ -1,0 +1,149 @@
+/* cmd_report.c: `csampler report`: load a data file, aggregate it (stacks.c) and print the
+ * perf-like report or its JSON form (report.c). Only option parsing lives here. */
+#include "cmd/cmds.h"
+#include "base/cs.h"
+#include "analysis/profile.h"
+#include "analysis/report.h"
+#include "analysis/stacks.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <string.h>
+
+static void report_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: csampler report [-i FILE] [--sort self|total] [--limit N] [--pid PID]\n"
+		"                       [--tid TID] [--comm NAME] [--format text|json] [--stdio]\n"
+		"\n"
+		"Print the top functions by self and total samples, per-process, per-thread and\n"
+		"per-library breakdowns, the hottest source lines and the unwind quality.\n"
+		"\n"
+		"  -i, --input FILE     data file to read (default ./csampler.data)\n"
+		"      --sort KEY       order functions by 'self' (default) or 'total' samples\n"
+		"      --limit N        rows per table, 0 for all (default %d)\n"
+		"      --pid PID        only samples of process PID\n"
+		"      --tid TID        only samples of thread TID\n"
+		"      --comm NAME      only threads named NAME, or of a process named NAME\n"
+		"      --format FMT     'text' (default) or 'json'\n"
+		"      --stdio          the text report, as perf report --stdio (same as --format text)\n"
+		"  -h, --help           show this help\n",
+		REPORT_DEFAULT_LIMIT);
+}
+
+/* Parse argv into *o. Returns 0, 1 when --help was printed, or -EINVAL after one line. */
+static int report_parse_args(int argc, char **argv, struct report_opts *o)
+{
+	enum { OPT_SORT = 256, OPT_LIMIT, OPT_PID, OPT_TID, OPT_COMM, OPT_FORMAT, OPT_STDIO };
+	static const struct option longopts[] = {
+		{ "input", required_argument, NULL, 'i' },
+		{ "sort", required_argument, NULL, OPT_SORT },
+		{ "limit", required_argument, NULL, OPT_LIMIT },
+		{ "pid", required_argument, NULL, OPT_PID },
+		{ "tid", required_argument, NULL, OPT_TID },
+		{ "comm", required_argument, NULL, OPT_COMM },
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "stdio", no_argument, NULL, OPT_STDIO },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool input_given = false;
+	uint64_t v;
+	int c;
+
+	optind = 0; /* glibc: start a fresh scan (the command may run twice in one process) */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":i:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			o->input = optarg;
+			input_given = true;
+			break;
+		case OPT_SORT:
+			if (!strcmp(optarg, "self"))
+				o->sort = STACKS_SORT_SELF;
+			else if (!strcmp(optarg, "total"))
+				o->sort = STACKS_SORT_TOTAL;
+			else
+				return cs_error(EINVAL, "report: --sort takes 'self' or 'total', not "
+						"'%s'", optarg);
+			break;
+		case OPT_LIMIT:
+			if (cs_parse_u64(optarg, &v) < 0 || v > SIZE_MAX)
+				return cs_error(EINVAL, "report: --limit takes a number of rows (0 for "
+						"all), not '%s'", optarg);
+			o->limit = (size_t)v;
+			break;
+		case OPT_PID:
+			if (stacks_parse_id("report: --pid", optarg, &o->filter.pid) < 0)
+				return -EINVAL;
+			break;
+		case OPT_TID:
+			if (stacks_parse_id("report: --tid", optarg, &o->filter.tid) < 0)
+				return -EINVAL;
+			break;
+		case OPT_COMM:
+			o->filter.comm = optarg;
+			break;
+		case OPT_FORMAT:
+			if (!strcmp(optarg, "text"))
+				o->format = REPORT_TEXT;
+			else if (!strcmp(optarg, "json"))
+				o->format = REPORT_JSON;
+			else
+				return cs_error(EINVAL, "report: --format takes 'text' or 'json', not "
+						"'%s'", optarg);
+			break;
+		case OPT_STDIO: /* perf users' habit; csampler's report is text already */
+			o->format = REPORT_TEXT;
+			break;
+		case 'h':
+			report_usage(stdout);
+			return 1;
+		case ':':
+			return cs_error(EINVAL, "report: option '%s' needs a value; see 'csampler "
+					"report --help'", argv[optind - 1]);
+		default:
+			return cs_error(EINVAL, "report: unknown option '%s'; see 'csampler report "
+					"--help'", argv[optind - 1]);
+		}
+	}
+	/* One operand is taken as the input file, as `csampler report my.data`. */
+	if (optind < argc && !input_given)
+		o->input = argv[optind++];
+	if (optind < argc)
+		return cs_error(EINVAL, "report: unexpected argument '%s'; see 'csampler report "
+				"--help'", argv[optind]);
+	return 0;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	struct report_opts o = REPORT_OPTS_DEFAULT;
+	struct profile *p = NULL;
+	struct stacks_report r = { 0 };
+	int status = CS_EXIT_ERROR;
+	int err;
+
+	err = report_parse_args(argc, argv, &o);
+	if (err)
+		return err > 0 ? 0 : CS_EXIT_ERROR;
+	if (profile_load(o.input, &p) < 0)
+		goto out; /* profile_load printed why */
+	err = stacks_aggregate(p, &o.filter, &r);
+	if (err < 0) {
+		cs_error(-err, "report: aggregating %s failed: %s", o.input, strerror(-err));
+		goto out;
+	}
+	stacks_sort_functions(&r, o.sort);
+	if (report_write(stdout, p, &r, &o) < 0 || fflush(stdout) == EOF) {
+		cs_error(EIO, "report: writing to standard output: %s", strerror(errno ? errno : EIO));
+		goto out;
+	}
+	status = 0;
+out:
+	stacks_report_free(&r);
+	if (p)
+		profile_free(p);
+	return status;
+}

@@ -1,0 +1,1182 @@
+/* cupti.c: lib/libcsampler-cupti.so, the in-target half of csampler's GPU capture.
+ *
+ * The CUDA driver loads this library into an unmodified program through CUDA_INJECTION64_PATH
+ * and calls InitializeInjection() at cuInit. From then on it records, into
+ * CSAMPLER_GPU_DIR/gpu-PID.bin (format: inject/protocol.h):
+ *   - at the ENTER of every launch, copy, memset, sync, malloc/free and graph launch API call,
+ *     the call, its correlation id and the CPU stack that made it (libunwind's local unwinder);
+ *   - CUPTI's activity records (kernels, copies, memsets, syncs, API spans, NVTX, overhead),
+ *     translated into protocol records when CUPTI hands a buffer back;
+ *   - info, notes (why GPU capture is off) and counters.
+ *
+ * It runs inside someone else's program: it never exits, never prints, never takes a lock on the
+ * launch path, and turns itself off (one GPU_REC_NOTE) when CUPTI cannot be used. Launch records
+ * go to a per-thread buffer written with one write(2) per chunk; CUPTI buffers come from a pool
+ * reserved at start. The final flush runs under a watchdog so a hung CUPTI cannot hang the exit.
+ *
+ * Why libunwind and not a copy of registers and stack: measured with scripts/bench-gpu-launch.sh
+ * (launches 30 frames deep, 10k and 100k launches/s), unwinding return addresses in place with
+ * its per-thread cache costs 0.6-1.2 us per launch and writes ~8 bytes a frame; copying 32 KiB of
+ * stack per launch cost 6-49 us (3 GB/s to write at 100k/s, and still to be unwound later), and
+ * glibc's backtrace() 4-8 us. */
+#define UNW_LOCAL_ONLY
+#include <cupti.h>   /* only this one: its runtime-API meta header has no include guard */
+#include <libunwind.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "inject/protocol.h"
+
+#define INJ_EXPORT __attribute__((visibility("default")))
+
+/* The CUDA 13 record layouts this file reads, pinned: a header that moves a field breaks the
+ * build here instead of producing wrong profiles (cupti.md lists the same figures). */
+_Static_assert(sizeof(CUpti_ActivityKernel10) == 216, "CUpti_ActivityKernel10 size");
+_Static_assert(offsetof(CUpti_ActivityKernel10, start) == 16, "Kernel10.start");
+_Static_assert(offsetof(CUpti_ActivityKernel10, end) == 24, "Kernel10.end");
+_Static_assert(offsetof(CUpti_ActivityKernel10, streamId) == 48, "Kernel10.streamId");
+_Static_assert(offsetof(CUpti_ActivityKernel10, correlationId) == 92, "Kernel10.correlationId");
+_Static_assert(offsetof(CUpti_ActivityKernel10, name) == 104, "Kernel10.name");
+_Static_assert(offsetof(CUpti_ActivityKernel10, queued) == 120, "Kernel10.queued");
+_Static_assert(offsetof(CUpti_ActivityKernel10, submitted) == 128, "Kernel10.submitted");
+_Static_assert(offsetof(CUpti_ActivityKernel10, graphNodeId) == 144, "Kernel10.graphNodeId");
+_Static_assert(offsetof(CUpti_ActivityKernel10, graphId) == 156, "Kernel10.graphId");
+_Static_assert(sizeof(CUpti_ActivityMemcpy6) == 96, "CUpti_ActivityMemcpy6 size");
+_Static_assert(offsetof(CUpti_ActivityMemcpy6, bytes) == 8, "Memcpy6.bytes");
+_Static_assert(offsetof(CUpti_ActivityMemcpy6, correlationId) == 44, "Memcpy6.correlationId");
+_Static_assert(offsetof(CUpti_ActivityMemcpy6, graphNodeId) == 64, "Memcpy6.graphNodeId");
+_Static_assert(sizeof(CUpti_ActivityMemset4) == 88, "CUpti_ActivityMemset4 size");
+_Static_assert(offsetof(CUpti_ActivityMemset4, correlationId) == 44, "Memset4.correlationId");
+_Static_assert(offsetof(CUpti_ActivityMemset4, graphNodeId) == 64, "Memset4.graphNodeId");
+_Static_assert(sizeof(CUpti_ActivitySynchronization2) == 56, "Synchronization2 size");
+_Static_assert(offsetof(CUpti_ActivitySynchronization2, correlationId) == 24, "Sync2.corr");
+_Static_assert(sizeof(CUpti_ActivityAPI) == 40, "CUpti_ActivityAPI size");
+_Static_assert(offsetof(CUpti_ActivityAPI, correlationId) == 32, "API.correlationId");
+_Static_assert(sizeof(CUpti_ActivityMarker2) == 56, "CUpti_ActivityMarker2 size");
+_Static_assert(offsetof(CUpti_ActivityMarker2, name) == 40, "Marker2.name");
+_Static_assert(sizeof(CUpti_ActivityOverhead3) == 56, "CUpti_ActivityOverhead3 size");
+_Static_assert(sizeof(CUpti_CallbackData) == 72, "CUpti_CallbackData size");
+_Static_assert(offsetof(CUpti_CallbackData, correlationId) == 64, "CallbackData.correlationId");
+
+enum {
+	INJ_THREAD_BUF = 128 << 10,   /* launch records per thread before one write(2) */
+	INJ_THREAD_SLOTS = 64,        /* thread states reserved at start (more are mapped later) */
+	INJ_POOL_BUFFERS = 16,        /* CUPTI activity buffers reserved at start */
+	INJ_POOL_BUFFER_SIZE = 4 << 20,
+	INJ_OUT_CHUNK = 32 << 10,     /* activity records translated per write(2) */
+	INJ_SKIP_FRAMES = 24,         /* room for our own, libcupti's and libcuda's frames */
+	INJ_MAX_SKIP_RANGES = 16,
+	INJ_API_NAME_MAX = 64,
+	INJ_MARKER_SLOTS = 1024,      /* NVTX ranges open at once (START seen, END not yet) */
+	INJ_MARKER_NAME = 256,
+};
+#define INJ_PERIODIC_FLUSH_NS 1000000000ull /* a thread's launches reach the file within ~1 s */
+
+enum inj_state { INJ_OFF = 0, INJ_ACTIVE = 1, INJ_INERT = 2 };
+
+/* One thread's launch-record buffer and API nesting. Only its owner appends; the exit flush
+ * takes over a buffer whose owner is not inside an append (busy/closing, Dekker-style). */
+struct inj_thread {
+	_Atomic int busy;
+	_Atomic int in_use;              /* a live thread owns this slot */
+	struct inj_thread *next;         /* global list, push-only */
+	uint32_t tid;
+	int depth;                       /* enabled API calls open on this thread */
+	uint32_t outer_corr;             /* correlation id of the outermost one */
+	uint16_t outer_nframes, outer_flags;
+	uint64_t last_flush;
+	_Atomic uint64_t launches, launches_dropped, capture_ns;
+	size_t len;
+	uint64_t pcs[GPU_MAX_FRAMES + INJ_SKIP_FRAMES];
+	char buf[INJ_THREAD_BUF] __attribute__((aligned(8)));
+};
+
+struct inj_range { uintptr_t lo, hi; };
+
+struct inj_marker {
+	uint32_t id;                     /* 0: free */
+	uint32_t tid, domain;
+	uint64_t start;
+	char name[INJ_MARKER_NAME];
+};
+
+struct inj_ctx {
+	_Atomic int state;               /* enum inj_state */
+	_Atomic int closing;             /* exit flush under way: owners stop appending */
+	int fd;
+	int max_frames;
+	unsigned flush_ms;
+	uint32_t cupti_version;
+	CUpti_SubscriberHandle subscriber;
+	pthread_key_t thread_key;
+	_Atomic(struct inj_thread *) threads;
+	struct inj_thread *slots;        /* INJ_THREAD_SLOTS reserved (lazily touched) */
+	_Atomic unsigned next_slot;
+	struct inj_range skip[INJ_MAX_SKIP_RANGES];
+	int nskip;
+	/* CUPTI buffer pool: bit i set = buffer i free */
+	uint8_t *pool;
+	_Atomic uint32_t pool_free;
+	/* counters (launch counters live per thread) */
+	_Atomic uint64_t activities, dropped, lost_timestamps, buffers, flush_timeouts, write_errors;
+	_Atomic int write_broken;        /* a short write: stop writing, never emit a cut record */
+	/* final flush */
+	_Atomic int flushing, flush_stuck;
+	pthread_mutex_t flush_lock;
+	pthread_cond_t flush_cond;
+	int flush_done;
+	/* NVTX ranges waiting for their END record (completion path only) */
+	pthread_mutex_t marker_lock;
+	struct inj_marker markers[INJ_MARKER_SLOTS];
+	_Atomic int initialised;
+};
+
+static struct inj_ctx inj = { .fd = -1,
+	.flush_lock = PTHREAD_MUTEX_INITIALIZER, .marker_lock = PTHREAD_MUTEX_INITIALIZER };
+static __thread struct inj_thread *inj_self;
+
+static uint64_t inj_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* CUPTI's clock: the same CLOCK_MONOTONIC as perf's samples (attr.clockid). */
+static uint64_t CUPTIAPI inj_timestamp(void)
+{
+	return inj_now();
+}
+
+static size_t inj_align8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+/* One write(2) of whole records. A short write would leave a cut record in the middle of the
+ * file, so after one nothing more is written; failures are counted, never reported inline. */
+static void inj_write(const void *buf, size_t len)
+{
+	if (!len || inj.fd < 0 || atomic_load_explicit(&inj.write_broken, memory_order_relaxed))
+		return;
+	ssize_t n;
+	do
+		n = write(inj.fd, buf, len);
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)len)
+		return;
+	atomic_fetch_add_explicit(&inj.write_errors, 1, memory_order_relaxed);
+	if (n >= 0)
+		atomic_store(&inj.write_broken, 1);
+}
+
+static void inj_note(uint32_t severity, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void inj_note(uint32_t severity, const char *fmt, ...)
+{
+	char rec[512] __attribute__((aligned(8)));
+	struct gpu_rec *h = (struct gpu_rec *)rec;
+	struct gpu_note *n = (struct gpu_note *)(h + 1);
+	char *text = (char *)(n + 1);
+	size_t room = sizeof(rec) - (size_t)(text - rec);
+	va_list ap;
+	va_start(ap, fmt);
+	int len = vsnprintf(text, room, fmt, ap);
+	va_end(ap);
+	if (len < 0)
+		return;
+	if ((size_t)len >= room)
+		len = (int)room - 1;
+	size_t size = inj_align8((size_t)(text - rec) + (size_t)len + 1);
+	memset(text + len, 0, size - (size_t)(text - rec) - (size_t)len);
+	*h = (struct gpu_rec){ .type = GPU_REC_NOTE, .size = (uint32_t)size };
+	*n = (struct gpu_note){ .len = (uint32_t)len + 1, .severity = severity };
+	inj_write(rec, size);
+}
+
+static const char *inj_result_name(CUptiResult r)
+{
+	const char *s = NULL;
+	if (cuptiGetResultString(r, &s) != CUPTI_SUCCESS || !s)
+		return "unknown CUPTI error";
+	return s;
+}
+
+static void inj_write_info(uint32_t status, CUptiResult err)
+{
+	struct {
+		struct gpu_rec h;
+		struct gpu_info i;
+	} r = { .h = { .type = GPU_REC_INFO, .size = sizeof(r) } };
+	_Static_assert(sizeof(r) % 8 == 0, "gpu_info record padded");
+	r.i.cupti_version = inj.cupti_version;
+	r.i.status = status;
+	r.i.cupti_error = (int32_t)err;
+	uint64_t cupti_ns = 0;
+	r.i.clock_before_ns = inj_now();
+	CUptiResult tr = cuptiGetTimestamp(&cupti_ns);
+	r.i.clock_after_ns = inj_now();
+	if (tr == CUPTI_SUCCESS) {
+		r.i.cupti_ns = cupti_ns;
+		r.i.clock_offset_ns = (int64_t)(cupti_ns -
+			(r.i.clock_before_ns + (r.i.clock_after_ns - r.i.clock_before_ns) / 2));
+	}
+	inj_write(&r, sizeof(r));
+}
+
+static void inj_write_stats(void)
+{
+	struct {
+		struct gpu_rec h;
+		struct gpu_stats s;
+	} r = { .h = { .type = GPU_REC_STATS, .size = sizeof(r) } };
+	_Static_assert(sizeof(r) % 8 == 0, "gpu_stats record padded");
+	for (struct inj_thread *t = atomic_load(&inj.threads); t; t = t->next) {
+		r.s.launches += atomic_load_explicit(&t->launches, memory_order_relaxed);
+		r.s.launches_dropped += atomic_load_explicit(&t->launches_dropped,
+							   memory_order_relaxed);
+		r.s.capture_ns += atomic_load_explicit(&t->capture_ns, memory_order_relaxed);
+	}
+	r.s.activities = atomic_load(&inj.activities);
+	r.s.dropped = atomic_load(&inj.dropped);
+	r.s.lost_timestamps = atomic_load(&inj.lost_timestamps);
+	r.s.buffers = atomic_load(&inj.buffers);
+	r.s.flush_timeouts = atomic_load(&inj.flush_timeouts);
+	r.s.write_errors = atomic_load(&inj.write_errors);
+	inj_write(&r, sizeof(r));
+}
+
+/* ---- per-thread launch buffers ---- */
+
+static void inj_thread_write(struct inj_thread *t)
+{
+	inj_write(t->buf, t->len);
+	t->len = 0;
+}
+
+static void inj_thread_exit(void *arg)
+{
+	struct inj_thread *t = arg;
+	atomic_store(&t->busy, 1);
+	if (!atomic_load(&inj.closing) && atomic_load(&inj.state) == INJ_ACTIVE)
+		inj_thread_write(t);
+	atomic_store_explicit(&t->busy, 0, memory_order_release);
+	atomic_store_explicit(&t->in_use, 0, memory_order_release);
+}
+
+static struct inj_thread *inj_thread_get(void)
+{
+	struct inj_thread *t = inj_self;
+	if (t)
+		return t;
+	/* First API call of this thread: reuse a slot of a finished thread, else take a reserved
+	 * one, else map one (the only allocation, once per thread). */
+	for (t = atomic_load(&inj.threads); t; t = t->next) {
+		int expected = 0;
+		if (atomic_compare_exchange_strong(&t->in_use, &expected, 1))
+			break;
+	}
+	if (!t) {
+		unsigned i = atomic_fetch_add(&inj.next_slot, 1);
+		if (inj.slots && i < INJ_THREAD_SLOTS) {
+			t = &inj.slots[i];
+		} else {
+			void *p = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (p == MAP_FAILED)
+				return NULL;
+			t = p;
+		}
+		atomic_store(&t->in_use, 1);
+		struct inj_thread *head = atomic_load(&inj.threads);
+		do
+			t->next = head;
+		while (!atomic_compare_exchange_weak(&inj.threads, &head, t));
+	}
+	t->tid = (uint32_t)gettid();
+	t->depth = 0;
+	t->last_flush = inj_now();
+	inj_self = t;
+	pthread_setspecific(inj.thread_key, t);
+	return t;
+}
+
+/* Is pc in our own, libcupti's or libcuda's code? Those leading frames are not the caller. */
+static int inj_skipped_pc(uintptr_t pc)
+{
+	for (int i = 0; i < inj.nskip; i++)
+		if (pc >= inj.skip[i].lo && pc < inj.skip[i].hi)
+			return 1;
+	return 0;
+}
+
+/* Unwind this thread's stack into t->pcs: returns the index of the first frame outside the
+ * CUDA/CUPTI/our libraries and the frame count from there, flags truncation. */
+static int __attribute__((noinline)) inj_capture(struct inj_thread *t, int *first,
+						  uint16_t *flags)
+{
+	int want = inj.max_frames + INJ_SKIP_FRAMES;
+	int n = unw_backtrace((void **)t->pcs, want);
+	int i = 0;
+	while (i < n && i < INJ_SKIP_FRAMES && inj_skipped_pc((uintptr_t)t->pcs[i]))
+		i++;
+	*first = i;
+	int count = n - i;
+	if (count > inj.max_frames)
+		count = inj.max_frames;
+	if (n == want || count == inj.max_frames)
+		*flags |= GPU_LAUNCH_STACK_TRUNCATED;
+	return count;
+}
+
+/* Append one GPU_REC_LAUNCH for t to its buffer. */
+static void inj_append_launch(struct inj_thread *t, uint64_t time, uint32_t corr, uint32_t cbid,
+			      uint16_t domain, const uint64_t *pcs, int nframes, uint16_t flags,
+			      uint64_t graph_node_id, const char *api_name)
+{
+	size_t name_len = 0;
+	if (api_name) {
+		name_len = strnlen(api_name, INJ_API_NAME_MAX - 1) + 1;
+	}
+	size_t fixed = sizeof(struct gpu_rec) + sizeof(struct gpu_launch);
+	size_t size = inj_align8(fixed + (size_t)nframes * 8 + name_len);
+	if (t->len + size > sizeof(t->buf))
+		inj_thread_write(t);
+	char *p = t->buf + t->len;
+	struct gpu_rec *h = (struct gpu_rec *)p;
+	struct gpu_launch *l = (struct gpu_launch *)(h + 1);
+	*h = (struct gpu_rec){ .type = GPU_REC_LAUNCH, .size = (uint32_t)size };
+	*l = (struct gpu_launch){ .time = time, .tid = t->tid, .correlation = corr, .cbid = cbid,
+				  .domain = domain, .nframes = (uint16_t)nframes,
+				  .graph_node_id = graph_node_id, .flags = flags,
+				  .api_name_len = (uint32_t)name_len };
+	memcpy(p + fixed, pcs, (size_t)nframes * 8);
+	char *tail = p + fixed + (size_t)nframes * 8;
+	if (name_len) {
+		memcpy(tail, api_name, name_len - 1);
+		tail[name_len - 1] = 0;
+	}
+	memset(tail + name_len, 0, size - fixed - (size_t)nframes * 8 - name_len);
+	t->len += size;
+	atomic_store_explicit(&t->launches,
+			      atomic_load_explicit(&t->launches, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+}
+
+static void inj_count(_Atomic uint64_t *c, uint64_t n)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+			      memory_order_relaxed);
+}
+
+/* Enter the thread's buffer: 0 when the caller may append (then inj_leave). */
+static int inj_enter(struct inj_thread *t)
+{
+	atomic_store(&t->busy, 1);    /* seq_cst: ordered before the load of closing */
+	if (atomic_load(&inj.closing)) {
+		atomic_store_explicit(&t->busy, 0, memory_order_release);
+		inj_count(&t->launches_dropped, 1);
+		return -1;
+	}
+	return 0;
+}
+
+static void inj_leave(struct inj_thread *t, uint64_t now)
+{
+	if (now - t->last_flush > INJ_PERIODIC_FLUSH_NS) {
+		inj_thread_write(t);
+		t->last_flush = now;
+	}
+	atomic_store_explicit(&t->busy, 0, memory_order_release);
+}
+
+static void inj_flush(const char *why);
+
+/* ---- API callbacks ---- */
+
+static int inj_is_flush_point(CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
+{
+	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+		return cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020 ||
+		       cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000;
+	return cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop ||
+	       cbid == CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxReset_v2;
+}
+
+static void inj_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+		    const CUpti_CallbackData *cb)
+{
+	if (inj_is_flush_point(domain, cbid)) {
+		if (cb->callbackSite == CUPTI_API_ENTER)
+			inj_flush(cb->functionName);
+		return;
+	}
+	struct inj_thread *t = inj_thread_get();
+	if (!t)
+		return;
+	if (cb->callbackSite == CUPTI_API_EXIT) {
+		if (t->depth > 0)
+			t->depth--;
+		return;
+	}
+	uint64_t start = inj_now();
+	if (inj_enter(t))
+		return;
+	uint16_t d = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? GPU_DOMAIN_RUNTIME : GPU_DOMAIN_DRIVER;
+	if (t->depth++ > 0) {
+		/* Inside an outer call already recorded (cudaLaunchKernel -> cuLaunchKernel): same
+		 * correlation id, nothing to add. A different id gets its own record with the
+		 * outer call's stack, so that activity keyed on it still finds its launch. */
+		if (cb->correlationId != t->outer_corr)
+			inj_append_launch(t, start, cb->correlationId, cbid, d,
+					  t->pcs + (GPU_MAX_FRAMES + INJ_SKIP_FRAMES -
+						    t->outer_nframes), t->outer_nframes,
+					  t->outer_flags, 0, cb->functionName);
+		inj_leave(t, start);
+		return;
+	}
+	int first = 0, n = 0;
+	uint16_t flags = 0;
+	if (inj.max_frames > 0)
+		n = inj_capture(t, &first, &flags);
+	inj_append_launch(t, start, cb->correlationId, cbid, d, t->pcs + first, n, flags, 0,
+			  cb->functionName);
+	/* Keep the stack at the end of pcs[] for nested calls with another correlation id. */
+	size_t keep = GPU_MAX_FRAMES + INJ_SKIP_FRAMES - (size_t)n;
+	if (n)
+		memmove(t->pcs + keep, t->pcs + first, (size_t)n * 8);
+	t->outer_corr = cb->correlationId;
+	t->outer_nframes = (uint16_t)n;
+	t->outer_flags = flags;
+	uint64_t end = inj_now();
+	inj_count(&t->capture_ns, end - start);
+	inj_leave(t, end);
+}
+
+/* A graph node created (stream capture, cudaGraphAdd*Node): its creation stack is the one its
+ * kernels belong to. A clone (cudaGraphInstantiate) maps the executed node back to it. */
+static void inj_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
+{
+	const CUpti_GraphData *g = rd ? rd->resourceDescriptor : NULL;
+	if (!g || !g->node)
+		return;
+	uint64_t node_id = 0;
+	if (cuptiGetGraphNodeId(g->node, &node_id) != CUPTI_SUCCESS)
+		return;
+	if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
+		uint64_t orig = 0;
+		if (!g->originalNode || cuptiGetGraphNodeId(g->originalNode, &orig) != CUPTI_SUCCESS)
+			return;
+		struct {
+			struct gpu_rec h;
+			struct gpu_graph_clone c;
+		} r = { .h = { .type = GPU_REC_GRAPH_CLONE, .size = sizeof(r) },
+			.c = { .node_id = node_id, .original_id = orig } };
+		inj_write(&r, sizeof(r));
+		return;
+	}
+	struct inj_thread *t = inj_thread_get();
+	if (!t)
+		return;
+	uint64_t start = inj_now();
+	if (inj_enter(t))
+		return;
+	int first = 0, n = 0;
+	uint16_t flags = GPU_LAUNCH_GRAPH_NODE;
+	if (inj.max_frames > 0)
+		n = inj_capture(t, &first, &flags);
+	/* The correlation id of the API call that created it (cudaLaunchKernel under capture,
+	 * cudaGraphAddKernelNode) when one is open on this thread. */
+	inj_append_launch(t, start, t->depth > 0 ? t->outer_corr : 0, cbid, GPU_DOMAIN_RESOURCE,
+			  t->pcs + first, n, flags, node_id, NULL);
+	uint64_t end = inj_now();
+	inj_count(&t->capture_ns, end - start);
+	inj_leave(t, end);
+}
+
+static void CUPTIAPI inj_callback(void *userdata, CUpti_CallbackDomain domain,
+				  CUpti_CallbackId cbid, const void *cbdata)
+{
+	if (atomic_load_explicit(&inj.state, memory_order_acquire) != INJ_ACTIVE || !cbdata)
+		return;
+	int saved_errno = errno;
+	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API)
+		inj_api(domain, cbid, cbdata);
+	else if (domain == CUPTI_CB_DOMAIN_RESOURCE)
+		inj_resource(cbid, cbdata);
+	errno = saved_errno;
+}
+
+/* ---- activity buffers ---- */
+
+static void CUPTIAPI inj_buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+	*max_records = 0;
+	uint32_t m = atomic_load(&inj.pool_free);
+	while (m) {
+		int i = __builtin_ctz(m);
+		if (atomic_compare_exchange_weak(&inj.pool_free, &m, m & ~(1u << i))) {
+			*buffer = inj.pool + (size_t)i * INJ_POOL_BUFFER_SIZE;
+			*size = INJ_POOL_BUFFER_SIZE;
+			return;
+		}
+	}
+	/* Pool exhausted (many threads with buffers in flight): one more, unmapped when done. */
+	void *p = mmap(NULL, INJ_POOL_BUFFER_SIZE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		*buffer = NULL;  /* CUPTI drops the records and counts them */
+		*size = 0;
+		return;
+	}
+	*buffer = p;
+	*size = INJ_POOL_BUFFER_SIZE;
+}
+
+static void inj_buffer_release(uint8_t *buffer)
+{
+	if (inj.pool && buffer >= inj.pool &&
+	    buffer < inj.pool + (size_t)INJ_POOL_BUFFERS * INJ_POOL_BUFFER_SIZE) {
+		size_t i = (size_t)(buffer - inj.pool) / INJ_POOL_BUFFER_SIZE;
+		atomic_fetch_or(&inj.pool_free, 1u << i);
+	} else if (buffer) {
+		munmap(buffer, INJ_POOL_BUFFER_SIZE);
+	}
+}
+
+/* Translated records gather here and leave with one write(2) each chunk. */
+struct inj_out {
+	size_t len;
+	char buf[INJ_OUT_CHUNK] __attribute__((aligned(8)));
+};
+
+static void *inj_out_reserve(struct inj_out *o, uint16_t type, size_t payload)
+{
+	size_t size = inj_align8(sizeof(struct gpu_rec) + payload);
+	if (o->len + size > sizeof(o->buf)) {
+		inj_write(o->buf, o->len);
+		o->len = 0;
+	}
+	char *p = o->buf + o->len;
+	memset(p, 0, size);
+	*(struct gpu_rec *)p = (struct gpu_rec){ .type = type, .size = (uint32_t)size };
+	o->len += size;
+	atomic_fetch_add_explicit(&inj.activities, 1, memory_order_relaxed);
+	return p + sizeof(struct gpu_rec);
+}
+
+static size_t inj_name_len(const char *name, size_t max)
+{
+	return name ? strnlen(name, max - 1) + 1 : 1;
+}
+
+static void inj_copy_name(char *dst, const char *name, size_t len)
+{
+	if (name)
+		memcpy(dst, name, len - 1);
+	dst[len - 1] = 0;
+}
+
+static void inj_kernel(struct inj_out *o, const CUpti_ActivityKernel10 *k)
+{
+	if (k->start == 0 && k->end == 0) {
+		atomic_fetch_add_explicit(&inj.lost_timestamps, 1, memory_order_relaxed);
+		return;
+	}
+	size_t nl = inj_name_len(k->name, GPU_NAME_MAX);
+	struct gpu_kernel *g = inj_out_reserve(o, GPU_REC_KERNEL, sizeof(*g) + nl);
+	*g = (struct gpu_kernel){
+		.start = k->start, .end = k->end, .queued = k->queued, .submitted = k->submitted,
+		.correlation = k->correlationId, .device = k->deviceId, .context = k->contextId,
+		.stream = k->streamId,
+		.grid = { (uint32_t)k->gridX, (uint32_t)k->gridY, (uint32_t)k->gridZ },
+		.block = { (uint32_t)k->blockX, (uint32_t)k->blockY, (uint32_t)k->blockZ },
+		.graph_id = k->graphId, .name_len = (uint32_t)nl, .graph_node_id = k->graphNodeId,
+		.registers = k->registersPerThread,
+		.shared_bytes = (uint32_t)(k->staticSharedMemory + k->dynamicSharedMemory) };
+	/* queued/submitted are CUPTI_TIMESTAMP_UNKNOWN when latency timestamps are off */
+	if (g->queued == CUPTI_TIMESTAMP_UNKNOWN)
+		g->queued = 0;
+	if (g->submitted == CUPTI_TIMESTAMP_UNKNOWN)
+		g->submitted = 0;
+	inj_copy_name((char *)(g + 1), k->name, nl);
+}
+
+static void inj_memcpy(struct inj_out *o, const CUpti_ActivityMemcpy6 *m)
+{
+	if (m->start == 0 && m->end == 0) {
+		atomic_fetch_add_explicit(&inj.lost_timestamps, 1, memory_order_relaxed);
+		return;
+	}
+	struct gpu_memcpy *g = inj_out_reserve(o, GPU_REC_MEMCPY, sizeof(*g));
+	*g = (struct gpu_memcpy){
+		.start = m->start, .end = m->end, .bytes = m->bytes,
+		.correlation = m->correlationId, .device = m->deviceId, .context = m->contextId,
+		.stream = m->streamId, .copy_kind = m->copyKind, .src_kind = m->srcKind,
+		.dst_kind = m->dstKind, .async = !!(m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC),
+		.graph_node_id = m->graphNodeId };
+}
+
+static void inj_memset(struct inj_out *o, const CUpti_ActivityMemset4 *m)
+{
+	if (m->start == 0 && m->end == 0) {
+		atomic_fetch_add_explicit(&inj.lost_timestamps, 1, memory_order_relaxed);
+		return;
+	}
+	struct gpu_memset *g = inj_out_reserve(o, GPU_REC_MEMSET, sizeof(*g));
+	*g = (struct gpu_memset){
+		.start = m->start, .end = m->end, .bytes = m->bytes,
+		.correlation = m->correlationId, .device = m->deviceId, .context = m->contextId,
+		.stream = m->streamId, .value = m->value, .graph_node_id = m->graphNodeId };
+}
+
+static void inj_sync(struct inj_out *o, const CUpti_ActivitySynchronization2 *s)
+{
+	struct gpu_sync *g = inj_out_reserve(o, GPU_REC_SYNC, sizeof(*g));
+	*g = (struct gpu_sync){ .start = s->start, .end = s->end, .correlation = s->correlationId,
+				.type = s->type, .context = s->contextId, .stream = s->streamId,
+				.event = s->cudaEventId };
+}
+
+static void inj_api_activity(struct inj_out *o, const CUpti_ActivityAPI *a, uint32_t domain)
+{
+	struct gpu_api *g = inj_out_reserve(o, GPU_REC_API, sizeof(*g));
+	*g = (struct gpu_api){ .start = a->start, .end = a->end, .correlation = a->correlationId,
+			       .cbid = a->cbid, .domain = domain, .tid = a->threadId };
+}
+
+static void inj_overhead(struct inj_out *o, const CUpti_ActivityOverhead3 *a)
+{
+	struct gpu_overhead *g = inj_out_reserve(o, GPU_REC_OVERHEAD, sizeof(*g));
+	*g = (struct gpu_overhead){ .start = a->start, .end = a->end, .kind = a->overheadKind,
+				    .object_kind = a->objectKind,
+				    .correlation = a->correlationId };
+	memcpy(g->object_id, &a->objectId, sizeof(g->object_id));
+}
+
+/* FNV-1a of an NVTX domain's name: 0 stays the default domain. */
+static uint32_t inj_domain_id(const char *domain)
+{
+	if (!domain || !*domain)
+		return 0;
+	uint32_t h = 2166136261u;
+	for (const unsigned char *p = (const unsigned char *)domain; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	return h ? h : 1;
+}
+
+static void inj_marker_emit(struct inj_out *o, uint64_t start, uint64_t end, uint32_t id,
+			    uint32_t tid, uint32_t domain, const char *name)
+{
+	size_t nl = inj_name_len(name, GPU_NAME_MAX);
+	struct gpu_marker *g = inj_out_reserve(o, GPU_REC_MARKER, sizeof(*g) + nl);
+	*g = (struct gpu_marker){ .start = start, .end = end, .id = id, .tid = tid,
+				  .domain = domain, .name_len = (uint32_t)nl };
+	inj_copy_name((char *)(g + 1), name, nl);
+}
+
+/* CUPTI gives an NVTX range as a START record (with the name) and an END record, possibly in
+ * different buffers: pair them by id here, so the file holds whole ranges. */
+static void inj_marker(struct inj_out *o, const CUpti_ActivityMarker2 *m)
+{
+	uint32_t tid = m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? m->objectId.pt.threadId : 0;
+	uint32_t domain = inj_domain_id(m->domain);
+	if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) {
+		inj_marker_emit(o, m->timestamp, 0, m->id, tid, domain, m->name);
+		return;
+	}
+	uint32_t h = (m->id * 2654435761u) % INJ_MARKER_SLOTS;
+	pthread_mutex_lock(&inj.marker_lock);
+	if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
+		for (uint32_t i = 0; i < INJ_MARKER_SLOTS; i++) {
+			struct inj_marker *s = &inj.markers[(h + i) % INJ_MARKER_SLOTS];
+			if (s->id == 0) {
+				s->id = m->id ? m->id : UINT32_MAX;
+				s->tid = tid;
+				s->domain = domain;
+				s->start = m->timestamp;
+				snprintf(s->name, sizeof(s->name), "%s", m->name ? m->name : "");
+				pthread_mutex_unlock(&inj.marker_lock);
+				return;
+			}
+		}
+		pthread_mutex_unlock(&inj.marker_lock);
+		/* Table full: keep the range as a mark at its start rather than lose it. */
+		inj_marker_emit(o, m->timestamp, 0, m->id, tid, domain, m->name);
+		return;
+	}
+	if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
+		for (uint32_t i = 0; i < INJ_MARKER_SLOTS; i++) {
+			struct inj_marker *s = &inj.markers[(h + i) % INJ_MARKER_SLOTS];
+			if (s->id == (m->id ? m->id : UINT32_MAX)) {
+				struct inj_marker copy = *s;
+				s->id = 0;
+				pthread_mutex_unlock(&inj.marker_lock);
+				inj_marker_emit(o, copy.start, m->timestamp, m->id, copy.tid,
+						copy.domain, copy.name);
+				return;
+			}
+		}
+	}
+	pthread_mutex_unlock(&inj.marker_lock);
+}
+
+/* Ranges still open at exit: they lasted at least until now. */
+static void inj_markers_close(struct inj_out *o)
+{
+	uint64_t now = inj_now();
+	pthread_mutex_lock(&inj.marker_lock);
+	for (uint32_t i = 0; i < INJ_MARKER_SLOTS; i++) {
+		struct inj_marker *s = &inj.markers[i];
+		if (s->id) {
+			inj_marker_emit(o, s->start, now, s->id == UINT32_MAX ? 0 : s->id,
+					s->tid, s->domain, s->name);
+			s->id = 0;
+		}
+	}
+	pthread_mutex_unlock(&inj.marker_lock);
+}
+
+static void CUPTIAPI inj_buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
+					  size_t size, size_t valid)
+{
+	int state = atomic_load(&inj.state);
+	if (state == INJ_ACTIVE && buffer) {
+		/* One translation buffer per completing thread (CUPTI's worker, or an application
+		 * thread inside an API call), mapped at its first buffer. */
+		static __thread struct inj_out *out;
+		if (!out) {
+			void *p = mmap(NULL, sizeof(*out), PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			out = p == MAP_FAILED ? NULL : p;
+		}
+		if (!out) {
+			atomic_fetch_add(&inj.write_errors, 1);
+			inj_buffer_release(buffer);
+			return;
+		}
+		struct inj_out *o = out;
+		o->len = 0;
+		CUpti_Activity *rec = NULL;
+		while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+			switch (rec->kind) {
+			case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+			case CUPTI_ACTIVITY_KIND_KERNEL:
+				inj_kernel(o, (const CUpti_ActivityKernel10 *)rec);
+				break;
+			case CUPTI_ACTIVITY_KIND_MEMCPY:
+				inj_memcpy(o, (const CUpti_ActivityMemcpy6 *)rec);
+				break;
+			case CUPTI_ACTIVITY_KIND_MEMSET:
+				inj_memset(o, (const CUpti_ActivityMemset4 *)rec);
+				break;
+			case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+				inj_sync(o, (const CUpti_ActivitySynchronization2 *)rec);
+				break;
+			case CUPTI_ACTIVITY_KIND_RUNTIME:
+				inj_api_activity(o, (const CUpti_ActivityAPI *)rec,
+						 GPU_DOMAIN_RUNTIME);
+				break;
+			case CUPTI_ACTIVITY_KIND_DRIVER:
+				inj_api_activity(o, (const CUpti_ActivityAPI *)rec,
+						 GPU_DOMAIN_DRIVER);
+				break;
+			case CUPTI_ACTIVITY_KIND_MARKER:
+				inj_marker(o, (const CUpti_ActivityMarker2 *)rec);
+				break;
+			case CUPTI_ACTIVITY_KIND_OVERHEAD:
+				inj_overhead(o, (const CUpti_ActivityOverhead3 *)rec);
+				break;
+			default:
+				break;  /* kinds not enabled by us (marker data ...) */
+			}
+		}
+		size_t dropped = 0;
+		if (cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS &&
+		    dropped)
+			atomic_fetch_add(&inj.dropped, dropped);
+		inj_write(o->buf, o->len);
+		o->len = 0;
+		atomic_fetch_add(&inj.buffers, 1);
+	}
+	inj_buffer_release(buffer);
+}
+
+/* ---- flush under a watchdog ---- */
+
+static void *inj_flush_thread(void *arg)
+{
+	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	pthread_mutex_lock(&inj.flush_lock);
+	inj.flush_done = 1;
+	pthread_cond_broadcast(&inj.flush_cond);
+	pthread_mutex_unlock(&inj.flush_lock);
+	return NULL;
+}
+
+/* cuptiActivityFlushAll(FORCED) on a helper thread; wait CSAMPLER_GPU_FLUSH_MS for it. A flush
+ * that does not come back is abandoned (counted, one note) and never tried again. */
+static void inj_flush(const char *why)
+{
+	if (atomic_load(&inj.flush_stuck) || atomic_exchange(&inj.flushing, 1))
+		return;
+	pthread_attr_t attr;
+	pthread_t th;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_mutex_lock(&inj.flush_lock);
+	inj.flush_done = 0;
+	int err = pthread_create(&th, &attr, inj_flush_thread, NULL);
+	pthread_attr_destroy(&attr);
+	if (err) {
+		pthread_mutex_unlock(&inj.flush_lock);
+		inj_note(1, "GPU: no thread for the final CUPTI flush (pthread_create: %s): "
+			 "GPU records still in CUPTI's buffers are lost", strerror(err));
+		atomic_store(&inj.flushing, 0);
+		return;
+	}
+	struct timespec deadline;
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += inj.flush_ms / 1000;
+	deadline.tv_nsec += (long)(inj.flush_ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	while (!inj.flush_done) {
+		if (pthread_cond_timedwait(&inj.flush_cond, &inj.flush_lock, &deadline) == ETIMEDOUT)
+			break;
+	}
+	int done = inj.flush_done;
+	pthread_mutex_unlock(&inj.flush_lock);
+	if (!done) {
+		atomic_store(&inj.flush_stuck, 1);
+		atomic_fetch_add(&inj.flush_timeouts, 1);
+		inj_note(1, "GPU: cuptiActivityFlushAll (at %s) did not return within %u ms "
+			 "(CSAMPLER_GPU_FLUSH_MS): abandoned, GPU records not yet delivered are lost",
+			 why, inj.flush_ms);
+	}
+	inj_write_stats();
+	atomic_store(&inj.flushing, 0);
+}
+
+static void inj_atexit(void)
+{
+	if (atomic_load(&inj.state) != INJ_ACTIVE)
+		return;
+	/* Launch records first: stop appends, take every thread's buffer whose owner is not in
+	 * the middle of one (an owner inside an append gets a few ms to leave it). */
+	atomic_store(&inj.closing, 1);
+	for (struct inj_thread *t = atomic_load(&inj.threads); t; t = t->next) {
+		for (int spins = 0; atomic_load(&t->busy) && spins < 5000; spins++)
+			usleep(10);
+		if (!atomic_load(&t->busy))
+			inj_thread_write(t);
+	}
+	inj_flush("exit");
+	struct inj_out *o = mmap(NULL, sizeof(*o), PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (o != MAP_FAILED) {
+		o->len = 0;
+		inj_markers_close(o);
+		inj_write(o->buf, o->len);
+		munmap(o, sizeof(*o));
+	}
+	inj_write_stats();
+}
+
+/* A child forked after CUDA init has a copy of the parent's unwritten buffers and a CUDA it
+ * cannot use: it writes nothing, flushes nothing. */
+static void inj_atfork_child(void)
+{
+	atomic_store(&inj.state, INJ_INERT);
+	if (inj.fd >= 0)
+		close(inj.fd);
+	inj.fd = -1;
+	for (struct inj_thread *t = atomic_load(&inj.threads); t; t = t->next)
+		t->len = 0;
+}
+
+/* ---- start ---- */
+
+static int inj_collect_range(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	uintptr_t self = (uintptr_t)arg;
+	const char *name = info->dlpi_name ? info->dlpi_name : "";
+	int match = strstr(name, "libcupti.so") || strstr(name, "libcuda.so");
+	for (int i = 0; i < info->dlpi_phnum && !match; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && self >= lo && self < lo + ph->p_memsz)
+			match = 1;
+	}
+	if (!match)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || inj.nskip >= INJ_MAX_SKIP_RANGES)
+			continue;
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		inj.skip[inj.nskip++] = (struct inj_range){ lo, lo + ph->p_memsz };
+	}
+	return 0;
+}
+
+static long inj_env_long(const char *name, long def, long lo, long hi)
+{
+	const char *s = getenv(name);
+	if (!s || !*s)
+		return def;
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || *end || v < lo)
+		return def;
+	return v > hi ? hi : v;
+}
+
+static const CUpti_CallbackId inj_runtime_cbids[] = {
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbolAsync_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbolAsync_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020,     /* flush points */
+	CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000,
+};
+
+static const CUpti_CallbackId inj_driver_cbids[] = {
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpy,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async,
+	CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async,
+	CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
+	CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
+	CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,
+	CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,
+	CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize,
+	CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent,
+	CUPTI_DRIVER_TRACE_CBID_cuProfilerStop,              /* flush points */
+	CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxReset_v2,
+};
+
+/* CUPTI refused a call GPU capture cannot do without: one note, the status, nothing else. The
+ * program runs on untouched (the recorder keeps its CPU profile). */
+static int inj_give_up(const char *call, CUptiResult r)
+{
+	const char *hint = r == CUPTI_ERROR_NOT_INITIALIZED ?
+		" (a CUPTI newer than the CUDA driver? update the driver)" :
+		r == CUPTI_ERROR_UNKNOWN ? " (no usable CUDA driver or GPU?)" : "";
+	inj_note(1, "GPU: %s failed: %s%s; GPU capture off, CPU profile only", call,
+		 inj_result_name(r), hint);
+	if (inj.subscriber) {
+		cuptiUnsubscribe(inj.subscriber);
+		inj.subscriber = NULL;
+	}
+	inj_write_info(GPU_STATUS_CUPTI_ERROR, r);
+	atomic_store(&inj.state, INJ_INERT);
+	return 1;
+}
+
+static int inj_start(void)
+{
+	const char *dir = getenv("CSAMPLER_GPU_DIR");
+	if (!dir || !*dir)
+		return 1;   /* nobody asked for GPU records: stay out of the way */
+	inj.max_frames = (int)inj_env_long("CSAMPLER_GPU_STACK", 64, 0, GPU_MAX_FRAMES);
+	inj.flush_ms = (unsigned)inj_env_long("CSAMPLER_GPU_FLUSH_MS", 3000, 1, 600000);
+
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof(path), "%s/gpu-%d.bin", dir, (int)getpid()) >= (int)sizeof(path))
+		return 1;
+	inj.fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (inj.fd < 0)
+		return 1;   /* nowhere to say anything: the recorder reports the missing file */
+	struct gpu_file_header fh = { .version = GPU_PROTOCOL_VERSION, .pid = (uint32_t)getpid(),
+				      .ppid = (uint32_t)getppid(), .header_size = sizeof(fh),
+				      .start_ns = inj_now() };
+	memcpy(fh.magic, GPU_FILE_MAGIC, sizeof(fh.magic));
+	inj_write(&fh, sizeof(fh));
+
+	cuptiGetVersion(&inj.cupti_version);
+
+	/* 1. The clock, first and once. */
+	CUptiResult r = cuptiActivityRegisterTimestampCallback(inj_timestamp);
+	if (r != CUPTI_SUCCESS)
+		return inj_give_up("cuptiActivityRegisterTimestampCallback", r);
+
+	/* 2. The one subscriber slot. */
+	char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN * 2] = "";
+	CUpti_SubscriberParams sp = { .structSize = CUpti_SubscriberParams_STRUCT_SIZE,
+				      .subscriberName = "csampler",
+				      .oldSubscriberName = other,
+				      .oldSubscriberSize = sizeof(other) };
+	r = cuptiSubscribe_v2(&inj.subscriber, inj_callback, NULL, &sp);
+	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+		other[sizeof(other) - 1] = 0;
+		inj.subscriber = NULL;
+		inj_note(1, "GPU: CUPTI is already used by %s (one CUPTI client per process); "
+			 "GPU capture off, CPU profile only", other[0] ? other : "another tool");
+		inj_write_info(GPU_STATUS_OTHER_SUBSCRIBER, r);
+		atomic_store(&inj.state, INJ_INERT);
+		return 1;
+	}
+	if (r != CUPTI_SUCCESS) {
+		inj.subscriber = NULL;
+		return inj_give_up("cuptiSubscribe_v2", r);
+	}
+
+	/* Everything the callbacks touch exists before the first one can fire. */
+	if (pthread_key_create(&inj.thread_key, inj_thread_exit))
+		return inj_give_up("pthread_key_create", CUPTI_ERROR_OUT_OF_MEMORY);
+	void *slots = mmap(NULL, sizeof(struct inj_thread) * INJ_THREAD_SLOTS,
+			   PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			   -1, 0);
+	inj.slots = slots == MAP_FAILED ? NULL : slots;
+	void *pool = mmap(NULL, (size_t)INJ_POOL_BUFFERS * INJ_POOL_BUFFER_SIZE,
+			  PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			  -1, 0);
+	if (pool != MAP_FAILED) {
+		inj.pool = pool;
+		atomic_store(&inj.pool_free, INJ_POOL_BUFFERS >= 32 ? UINT32_MAX :
+			     (1u << INJ_POOL_BUFFERS) - 1);
+	}
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&inj.flush_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	dl_iterate_phdr(inj_collect_range, (void *)(uintptr_t)inj_collect_range);
+	/* Warm the unwinder off the launch path (its first call loads and allocates). */
+	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+	if (inj.max_frames > 0) {
+		void *warm[8];
+		unw_backtrace(warm, 8);
+	}
+	atomic_store_explicit(&inj.state, INJ_ACTIVE, memory_order_release);
+
+	/* 3. API and resource callbacks. */
+	for (size_t i = 0; i < sizeof(inj_runtime_cbids) / sizeof(inj_runtime_cbids[0]); i++)
+		if ((r = cuptiEnableCallback(1, inj.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
+					     inj_runtime_cbids[i])) != CUPTI_SUCCESS)
+			return inj_give_up("cuptiEnableCallback(runtime)", r);
+	for (size_t i = 0; i < sizeof(inj_driver_cbids) / sizeof(inj_driver_cbids[0]); i++)
+		if ((r = cuptiEnableCallback(1, inj.subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+					     inj_driver_cbids[i])) != CUPTI_SUCCESS)
+			return inj_give_up("cuptiEnableCallback(driver)", r);
+	if ((r = cuptiEnableCallback(1, inj.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+				     CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED)) != CUPTI_SUCCESS ||
+	    (r = cuptiEnableCallback(1, inj.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+				     CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED)) != CUPTI_SUCCESS)
+		return inj_give_up("cuptiEnableCallback(resource)", r);
+
+	/* 4. Activity. */
+	if ((r = cuptiActivityRegisterCallbacks(inj_buffer_requested, inj_buffer_completed)) !=
+	    CUPTI_SUCCESS)
+		return inj_give_up("cuptiActivityRegisterCallbacks", r);
+	static const struct { CUpti_ActivityKind kind; const char *name; int needed; } kinds[] = {
+		{ CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL", 1 },
+		{ CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", 1 },
+		{ CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET", 1 },
+		{ CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "SYNCHRONIZATION", 0 },
+		{ CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME", 0 },
+		{ CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER", 0 },
+		{ CUPTI_ACTIVITY_KIND_MARKER, "MARKER", 0 },
+		{ CUPTI_ACTIVITY_KIND_OVERHEAD, "OVERHEAD", 0 },
+	};
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		r = cuptiActivityEnable(kinds[i].kind);
+		if (r == CUPTI_SUCCESS)
+			continue;
+		if (kinds[i].needed) {
+			char call[64];
+			snprintf(call, sizeof(call), "cuptiActivityEnable(%s)", kinds[i].name);
+			return inj_give_up(call, r);
+		}
+		inj_note(0, "GPU: cuptiActivityEnable(%s) failed: %s; those records are missing",
+			 kinds[i].name, inj_result_name(r));
+	}
+	if ((r = cuptiActivityEnableLatencyTimestamps(1)) != CUPTI_SUCCESS)
+		inj_note(0, "GPU: cuptiActivityEnableLatencyTimestamps failed: %s; no launch-queue "
+			 "latency", inj_result_name(r));
+
+	inj_write_info(GPU_STATUS_OK, CUPTI_SUCCESS);
+	pthread_atfork(NULL, NULL, inj_atfork_child);
+	atexit(inj_atexit);
+	return 1;
+}
+
+/* Called by the CUDA driver at cuInit when CUDA_INJECTION64_PATH names this library. */
+INJ_EXPORT int InitializeInjection(void)
+{
+	int expected = 0;
+	if (!atomic_compare_exchange_strong(&inj.initialised, &expected, 1))
+		return 1;
+	int saved_errno = errno;
+	int ret = inj_start();
+	errno = saved_errno;
+	return ret;
+}

@@ -1,0 +1,1061 @@
+/* record.c: the recording engine (record.h). Two threads: a reader thread only copies
+ * records out of the per-CPU rings into a queue (so nothing the main thread does can make the
+ * rings overflow); the main thread polls that queue, a signal self-pipe and the targets'
+ * pidfds, unwinds each sample (tens of microseconds), writes interned locations, stacks and
+ * samples in chunks, and every 250 ms symbolizes the locations that are new, so that at the
+ * end little is left to name and the file no longer needs the binaries. */
+#include "record/record.h"
+
+#include "base/cs.h"
+#include "format/datafile.h"
+#include "unwind/symbols.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define RECORD_MAX_LOCS 1024
+#define RECORD_NO_PIDFD (-2) /* pidfd_open is missing (kernel < 5.3, gVisor, valgrind) */
+/* Copied-out records waiting for the unwinder. Past this, the reader stops draining and the
+ * kernel counts what no longer fits in the rings as lost samples (reported, never silent). */
+#define RECORD_QUEUE_MAX_BYTES (1ull << 30)
+
+/* Batches of records from the reader thread to the main thread (FIFO). */
+struct record_queue {
+	pthread_mutex_t lock;
+	pthread_cond_t space;       /* signalled when bytes drop below the limit */
+	struct sampler_batch **items;
+	size_t head, count, cap;
+	size_t bytes, peak_bytes;
+	int wake_fd;                /* eventfd: a batch was queued */
+	int stop_fd;                /* eventfd: the reader must stop */
+	volatile int stop;
+};
+
+/* Open-addressing tables for interning; written by hand (no generic hash table in libc). */
+struct loc_key {
+	uint64_t offset;
+	uint32_t module, caller;
+};
+
+struct record {
+	const struct record_opts *o;
+	struct df_writer *w;
+	struct df_strtab *strs;
+	struct sampler *sampler;
+	struct unwind_ctx *unwind;
+	size_t modules_written;
+	/* locations */
+	struct loc_key *locs;       /* by id */
+	size_t nlocs, cap_locs;
+	uint32_t *loc_hash;         /* ids + 1, 0 = empty */
+	size_t loc_hash_cap;
+	/* stacks: ids + hash of their loc sequences */
+	uint32_t *stack_data;       /* concatenated loc ids */
+	size_t nstack_data, cap_stack_data;
+	uint64_t *stack_pos;        /* by id: offset << 16 | n ... see record_stack_at */
+	uint32_t *stack_len;
+	size_t nstacks, cap_stacks;
+	uint32_t *stack_hash;
+	size_t stack_hash_cap;
+	/* counts */
+	uint64_t nsamples, lost, stack_full, unwind_errors;
+	uint32_t *tids, *pids;      /* sets of tids/pids seen in samples (ids + 1) */
+	size_t tid_cap, ntids, pid_cap, npids_seen;
+	uint64_t start_ns, last_flush_ns, last_symbolize_ns;
+	size_t nsymbolized;         /* locations [0, nsymbolized) have their SYMBOL record */
+	/* the reader thread */
+	struct record_queue q;
+	pthread_t reader;
+	bool reader_running;
+	/* control */
+	int sigpipe[2];
+	pid_t child;
+	int child_pidfd;
+	int child_status;           /* as a shell reports it: 128+N for death by signal N */
+	int child_signal;           /* the signal the command died of, or 0 */
+	bool child_exited;
+	int *target_pidfds;         /* -1: exited; RECORD_NO_PIDFD: alive, watched through /proc */
+	size_t ntargets_alive;
+	double *target_cpu_first;   /* attach mode: CPU seconds of each target when attached */
+	double *target_cpu_last;    /* ... and when last seen (its cost during the recording) */
+	uint64_t run_start_ns;      /* csampler's own start, for its CPU share of the wall time */
+	int stop_signal;
+	int error;                  /* csampler's own failure: exit 125 */
+};
+
+static volatile sig_atomic_t record_signal_pending;
+static volatile sig_atomic_t record_signal_from_user;
+static int record_wake_fd = -1; /* the write end of the self-pipe, for the handler only */
+
+/* Signal handler: note the signal, wake the poll loop; nothing else. */
+static void record_on_signal(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno;
+	record_signal_pending = sig;
+	record_signal_from_user = si && (si->si_code == SI_USER || si->si_code == SI_QUEUE);
+	if (record_wake_fd >= 0) {
+		char c = (char)sig;
+		ssize_t n = write(record_wake_fd, &c, 1);
+		(void)n;
+	}
+	errno = saved;
+}
+
+
+static void record_write_modules(struct record *r)
+{
+	size_t n = unwind_module_count(r->unwind);
+	for (; r->modules_written < n; r->modules_written++) {
+		const struct unwind_module *m = unwind_module_get(r->unwind, (uint32_t)r->modules_written);
+		struct cs_buf b = { 0 };
+		uint32_t hdr[2] = { (uint32_t)r->modules_written, m->flags };
+		cs_buf_put(&b, hdr, sizeof(hdr));
+		cs_buf_put(&b, m->path, strlen(m->path) + 1);
+		cs_buf_put(&b, m->build_id ? m->build_id : "", strlen(m->build_id ? m->build_id : "") + 1);
+		df_put(r->w, DF_MODULE, b.data, b.len);
+		cs_buf_free(&b);
+	}
+}
+
+static uint32_t record_loc(struct record *r, uint32_t module, uint64_t offset, bool caller)
+{
+	uint64_t h = cs_hash_u64(offset * 31 + module * 2 + caller);
+	size_t mask = r->loc_hash_cap - 1, j = h & mask;
+	while (r->loc_hash[j]) {
+		struct loc_key *k = &r->locs[r->loc_hash[j] - 1];
+		if (k->offset == offset && k->module == module && k->caller == caller)
+			return r->loc_hash[j] - 1;
+		j = (j + 1) & mask;
+	}
+	uint32_t id = (uint32_t)r->nlocs;
+	cs_grow(&r->locs, &r->cap_locs, r->nlocs + 1, sizeof(*r->locs));
+	r->locs[r->nlocs++] = (struct loc_key){ offset, module, caller };
+	r->loc_hash[j] = id + 1;
+	struct {
+		uint32_t id, module;
+		uint64_t offset;
+		uint32_t flags;
+	} __attribute__((packed)) rec = { id, module, offset, caller };
+	df_put(r->w, DF_LOC, &rec, sizeof(rec));
+	if (r->nlocs * 2 > r->loc_hash_cap) {
+		free(r->loc_hash);
+		r->loc_hash_cap *= 2;
+		r->loc_hash = cs_calloc(r->loc_hash_cap, sizeof(uint32_t));
+		for (size_t i = 0; i < r->nlocs; i++) {
+			struct loc_key *k = &r->locs[i];
+			size_t p = cs_hash_u64(k->offset * 31 + k->module * 2 + k->caller) & (r->loc_hash_cap - 1);
+			while (r->loc_hash[p])
+				p = (p + 1) & (r->loc_hash_cap - 1);
+			r->loc_hash[p] = (uint32_t)i + 1;
+		}
+	}
+	return id;
+}
+
+static uint64_t stack_hash_of(const uint32_t *ids, size_t n)
+{
+	uint64_t h = n;
+	for (size_t i = 0; i < n; i++)
+		h = cs_hash_u64(h ^ ids[i]);
+	return h;
+}
+
+static uint32_t record_stack(struct record *r, const uint32_t *ids, uint32_t n)
+{
+	uint64_t h = stack_hash_of(ids, n);
+	size_t mask = r->stack_hash_cap - 1, j = h & mask;
+	while (r->stack_hash[j]) {
+		uint32_t id = r->stack_hash[j] - 1;
+		if (r->stack_len[id] == n &&
+		    !memcmp(r->stack_data + r->stack_pos[id], ids, n * sizeof(uint32_t)))
+			return id;
+		j = (j + 1) & mask;
+	}
+	uint32_t id = (uint32_t)r->nstacks;
+	size_t cap2 = r->cap_stacks;
+	cs_grow(&r->stack_pos, &r->cap_stacks, r->nstacks + 1, sizeof(uint64_t));
+	cs_grow(&r->stack_len, &cap2, r->nstacks + 1, sizeof(uint32_t));
+	cs_grow(&r->stack_data, &r->cap_stack_data, r->nstack_data + n, sizeof(uint32_t));
+	memcpy(r->stack_data + r->nstack_data, ids, n * sizeof(uint32_t));
+	r->stack_pos[id] = r->nstack_data;
+	r->stack_len[id] = n;
+	r->nstack_data += n;
+	r->nstacks++;
+	r->stack_hash[j] = id + 1;
+	uint32_t hdr[2] = { id, n };
+	df_put2(r->w, DF_STACK, hdr, sizeof(hdr), ids, n * sizeof(uint32_t));
+	if (r->nstacks * 2 > r->stack_hash_cap) {
+		free(r->stack_hash);
+		r->stack_hash_cap *= 2;
+		r->stack_hash = cs_calloc(r->stack_hash_cap, sizeof(uint32_t));
+		for (size_t i = 0; i < r->nstacks; i++) {
+			size_t p = stack_hash_of(r->stack_data + r->stack_pos[i], r->stack_len[i]) &
+				   (r->stack_hash_cap - 1);
+			while (r->stack_hash[p])
+				p = (p + 1) & (r->stack_hash_cap - 1);
+			r->stack_hash[p] = (uint32_t)i + 1;
+		}
+	}
+	return id;
+}
+
+/* Adds v to an open-addressing set (values + 1 stored); returns true when new. */
+static bool set_add(uint32_t **set, size_t *cap, size_t *n, uint32_t v)
+{
+	if ((*n + 1) * 2 > *cap) {
+		size_t ncap = *cap ? *cap * 2 : 64;
+		uint32_t *ns = cs_calloc(ncap, sizeof(uint32_t));
+		for (size_t i = 0; i < *cap; i++) {
+			if (!(*set)[i])
+				continue;
+			size_t p = cs_hash_u64((*set)[i]) & (ncap - 1);
+			while (ns[p])
+				p = (p + 1) & (ncap - 1);
+			ns[p] = (*set)[i];
+		}
+		free(*set);
+		*set = ns;
+		*cap = ncap;
+	}
+	size_t j = cs_hash_u64(v + 1) & (*cap - 1);
+	while ((*set)[j]) {
+		if ((*set)[j] == v + 1)
+			return false;
+		j = (j + 1) & (*cap - 1);
+	}
+	(*set)[j] = v + 1;
+	(*n)++;
+	return true;
+}
+
+static void record_raw(struct record *r, const struct sampler_event *ev, uint32_t flags)
+{
+	const struct unwind_sample *s = &ev->sample.snap;
+	struct cs_buf b = { 0 };
+	struct {
+		uint64_t time;
+		uint32_t pid, tid, cpu, flags;
+		uint64_t mask;
+	} hdr = { ev->time, ev->pid, ev->tid, ev->cpu, flags, s->regs_mask };
+	cs_buf_put(&b, &hdr, sizeof(hdr));
+	for (int i = 0; i < UNWIND_NREGS; i++)
+		if (s->regs_mask & (1ull << i))
+			cs_buf_put(&b, &s->regs[i], 8);
+	uint64_t nk = s->nkernel_ips, ss = s->stack_size;
+	cs_buf_put(&b, &nk, 8);
+	if (nk)
+		cs_buf_put(&b, s->kernel_ips, nk * 8);
+	cs_buf_put(&b, &ss, 8);
+	if (ss)
+		cs_buf_put(&b, s->stack, ss);
+	df_put(r->w, DF_RAW_SAMPLE, b.data, b.len);
+	cs_buf_free(&b);
+}
+
+static void record_sample(struct record *r, const struct sampler_event *ev)
+{
+	struct unwind_loc locs[RECORD_MAX_LOCS];
+	uint32_t ids[RECORD_MAX_LOCS];
+	uint32_t uflags = 0, flags = 0;
+	int n = unwind_sample(r->unwind, &ev->sample.snap, locs, RECORD_MAX_LOCS, &uflags);
+
+	if (n < 0) {
+		n = 0;
+		uflags |= UNWIND_ERROR;
+	}
+	record_write_modules(r);
+	bool seen_user = false;
+	for (int i = 0; i < n; i++) {
+		const struct unwind_module *m = unwind_module_get(r->unwind, locs[i].module);
+		bool kernel = m && (m->flags & PROFILE_MODULE_KERNEL);
+		/* The first user frame after kernel frames is where the thread entered the
+		 * kernel, not a return address: it is looked up as is, like the leaf. */
+		bool caller = i > 0 && (kernel || seen_user);
+		if (!kernel)
+			seen_user = true;
+		ids[i] = record_loc(r, locs[i].module, locs[i].offset, caller);
+	}
+	uint32_t stack = record_stack(r, ids, (uint32_t)n);
+	if (uflags & (UNWIND_ERROR | UNWIND_NO_MAP))
+		flags |= PROFILE_SAMPLE_UNWIND_ERROR, r->unwind_errors++;
+	/* A full copy only matters when the unwinder did not reach the outermost frame. */
+	if ((uflags & UNWIND_STACK_END) ||
+	    (!(uflags & UNWIND_COMPLETE) && ev->sample.stack_cap &&
+	     ev->sample.snap.stack_size >= ev->sample.stack_cap))
+		flags |= PROFILE_SAMPLE_STACK_FULL, r->stack_full++;
+	struct {
+		uint64_t time;
+		uint32_t pid, tid, cpu, stack, flags, weight;
+	} rec = { ev->time, ev->pid, ev->tid, ev->cpu, stack, flags, 1 };
+	df_put(r->w, DF_SAMPLE, &rec, sizeof(rec));
+	if (r->o->keep_raw && r->o->sampler.callgraph == SAMPLER_CALLGRAPH_DWARF)
+		record_raw(r, ev, flags);
+	r->nsamples++;
+	set_add(&r->tids, &r->tid_cap, &r->ntids, ev->tid);
+	set_add(&r->pids, &r->pid_cap, &r->npids_seen, ev->pid);
+}
+
+static int record_event(void *arg, const struct sampler_event *ev)
+{
+	struct record *r = arg;
+
+	switch (ev->type) {
+	case SAMPLER_EV_SAMPLE:
+		record_sample(r, ev);
+		break;
+	case SAMPLER_EV_MMAP: {
+		struct {
+			uint32_t pid, tid;
+			uint64_t time, start, len, pgoff;
+			uint32_t prot, flags;
+		} __attribute__((packed)) rec = { ev->pid, ev->tid, ev->time, ev->mmap.start,
+						  ev->mmap.len, ev->mmap.pgoff, ev->mmap.prot,
+						  ev->mmap.flags };
+		df_put2(r->w, DF_MMAP, &rec, sizeof(rec), ev->mmap.path, strlen(ev->mmap.path) + 1);
+		unwind_mmap(r->unwind, ev->pid, ev->mmap.start, ev->mmap.len, ev->mmap.pgoff,
+			    ev->mmap.prot, ev->mmap.path);
+		break;
+	}
+	case SAMPLER_EV_COMM: {
+		struct {
+			uint32_t pid, tid;
+			uint64_t time;
+			uint32_t flags;
+		} __attribute__((packed)) rec = { ev->pid, ev->tid, ev->time, ev->comm.exec };
+		df_put2(r->w, DF_COMM, &rec, sizeof(rec), ev->comm.comm, strlen(ev->comm.comm) + 1);
+		if (ev->comm.exec)
+			unwind_exec(r->unwind, ev->pid);
+		break;
+	}
+	case SAMPLER_EV_FORK:
+	case SAMPLER_EV_EXIT: {
+		struct {
+			uint32_t pid, ppid, tid, ptid;
+			uint64_t time;
+		} rec = { ev->pid, ev->task.ppid, ev->tid, ev->task.ptid, ev->time };
+		df_put(r->w, ev->type == SAMPLER_EV_FORK ? DF_FORK : DF_EXIT, &rec, sizeof(rec));
+		if (ev->type == SAMPLER_EV_FORK && ev->pid != ev->task.ppid)
+			unwind_fork(r->unwind, ev->task.ppid, ev->pid);
+		else if (ev->type == SAMPLER_EV_EXIT && ev->pid == ev->tid)
+			unwind_exit(r->unwind, ev->pid);
+		break;
+	}
+	case SAMPLER_EV_LOST: {
+		uint64_t rec[2] = { ev->time, ev->lost.count };
+		df_put(r->w, DF_LOST, rec, sizeof(rec));
+		r->lost += ev->lost.count;
+		break;
+	}
+	}
+	return 0;
+}
+
+static void record_header_kv(struct record *r, const char *k, const char *v)
+{
+	df_put2(r->w, DF_HEADER_KV, k, strlen(k) + 1, v, strlen(v) + 1);
+}
+
+static void record_write_header(struct record *r)
+{
+	const struct record_opts *o = r->o;
+	struct cs_buf cmd = { 0 }, target = { 0 };
+	struct utsname u;
+	char host[256] = "";
+	char num[64];
+
+	cs_buf_printf(&cmd, "csampler");
+	for (int i = 0; i < o->argc_all; i++)
+		cs_buf_printf(&cmd, " %s", o->argv_all[i]);
+	if (o->argv) {
+		for (int i = 0; o->argv[i]; i++)
+			cs_buf_printf(&target, "%s%s", i ? " " : "", o->argv[i]);
+	} else {
+		for (size_t i = 0; i < o->npids; i++)
+			cs_buf_printf(&target, "%s%d", i ? "," : "pid ", (int)o->pids[i]);
+	}
+	record_header_kv(r, "csampler_version", CSAMPLER_VERSION);
+	record_header_kv(r, "cmdline", cmd.data ? cmd.data : "");
+	record_header_kv(r, "target", target.data ? target.data : "");
+	record_header_kv(r, "mode", o->argv ? "launch" : "attach");
+	gethostname(host, sizeof(host) - 1);
+	record_header_kv(r, "hostname", host);
+	if (uname(&u) == 0) {
+		record_header_kv(r, "kernel", u.release);
+		record_header_kv(r, "arch", u.machine);
+	}
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)cs_realtime_ns());
+	record_header_kv(r, "start_realtime_ns", num);
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)r->start_ns);
+	record_header_kv(r, "start_monotonic_ns", num);
+	record_header_kv(r, "clock", "CLOCK_MONOTONIC");
+	record_header_kv(r, "event", "cpu-clock");
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)o->sampler.freq_hz);
+	record_header_kv(r, "rate_hz", num);
+	record_header_kv(r, "callgraph", o->sampler.callgraph == SAMPLER_CALLGRAPH_DWARF ? "dwarf" : "fp");
+	snprintf(num, sizeof(num), "%u", o->sampler.stack_size);
+	record_header_kv(r, "stack_size", num);
+	snprintf(num, sizeof(num), "%u", o->sampler.mmap_pages);
+	record_header_kv(r, "mmap_pages", num);
+	record_header_kv(r, "kernel_frames", sampler_has_kernel(r->sampler) ? "yes" : "no");
+	record_header_kv(r, "sampler", "perf_event_open");
+	cs_buf_free(&cmd);
+	cs_buf_free(&target);
+	df_flush(r->w);
+}
+
+/* ---- launch ---- */
+
+/* Fork the command, stopped on a pipe until the events exist. The exec's errno comes back
+ * through a close-on-exec pipe: EOF means the exec succeeded. */
+static int record_fork(struct record *r, int *go_fd, int *err_fd)
+{
+	int go[2], er[2];
+	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(er, O_CLOEXEC) < 0)
+		return cs_error(errno, "pipe2: %s", strerror(errno));
+	pid_t pid = fork();
+	if (pid < 0)
+		return cs_error(errno, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		char c;
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL); /* ignored ones would stay ignored across exec */
+		signal(SIGXFSZ, SIG_DFL);
+		close(go[1]);
+		close(er[0]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(CS_EXIT_ERROR); /* csampler gave up before starting us */
+		execvp(r->o->argv[0], r->o->argv);
+		int e = errno;
+		ssize_t n = write(er[1], &e, sizeof(e));
+		(void)n;
+		_exit(e == ENOENT ? CS_EXIT_NOTFOUND : CS_EXIT_NOEXEC);
+	}
+	close(go[0]);
+	close(er[1]);
+	r->child = pid;
+	*go_fd = go[1];
+	*err_fd = er[0];
+	return 0;
+}
+
+/* Whether pid still runs: it exists and is not a zombie (kill(pid, 0) succeeds on zombies). */
+static bool record_target_alive(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (cs_read_small_file(path, buf, sizeof(buf)) <= 0)
+		return false;
+	const char *paren = strrchr(buf, ')'); /* the name may contain spaces and parentheses */
+	return paren && paren[1] == ' ' && paren[2] != 'Z' && paren[2] != 'X';
+}
+
+static int pidfd_open_compat(pid_t pid)
+{
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+static void record_child_done(struct record *r, int st)
+{
+	r->child_exited = true;
+	r->child_signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+	r->child_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void record_reap_child(struct record *r)
+{
+	int st;
+	if (r->child_exited || r->child <= 0)
+		return;
+	if (waitpid(r->child, &st, WNOHANG) == r->child)
+		record_child_done(r, st);
+}
+
+/* CPU seconds pid and its reaped children have used (utime, stime, cutime, cstime of
+ * /proc/PID/stat), or -1 when it is gone. */
+static double record_proc_cpu(pid_t pid)
+{
+	char path[64], buf[1024];
+	unsigned long long t[4];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (cs_read_small_file(path, buf, sizeof(buf)) <= 0)
+		return -1;
+	const char *p = strrchr(buf, ')'); /* the name may contain spaces and parentheses */
+	/* after the name: state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt
+	 * cmajflt, then utime stime cutime cstime */
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu",
+			 &t[0], &t[1], &t[2], &t[3]) != 4)
+		return -1;
+	return (double)(t[0] + t[1] + t[2] + t[3]) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static void record_sample_target_cpu(struct record *r)
+{
+	for (size_t i = 0; i < r->o->npids; i++) {
+		double c = record_proc_cpu(r->o->pids[i]);
+		if (c < 0)
+			continue;
+		if (r->target_cpu_first[i] < 0)
+			r->target_cpu_first[i] = c;
+		r->target_cpu_last[i] = c;
+	}
+}
+
+/* csampler failed while the command runs: wait for the command to end on its own. A signal
+ * sent to csampler alone is passed on, and the command then gets 3 s, as in record_loop. */
+static void record_wait_command(struct record *r)
+{
+	uint64_t stop_at = 0;
+	record_signal_pending = 0;
+	while (!r->child_exited) {
+		struct pollfd fds[2] = { { .fd = r->sigpipe[0], .events = POLLIN },
+					 { .fd = r->child_pidfd, .events = POLLIN } };
+		if (poll(fds, r->child_pidfd >= 0 ? 2 : 1, 100) > 0 && (fds[0].revents & POLLIN)) {
+			char buf[16];
+			ssize_t got = read(r->sigpipe[0], buf, sizeof(buf));
+			(void)got;
+		}
+		if (record_signal_pending) {
+			if (record_signal_from_user)
+				kill(r->child, record_signal_pending);
+			r->stop_signal = record_signal_pending;
+			record_signal_pending = 0;
+			stop_at = cs_monotonic_ns();
+		}
+		record_reap_child(r);
+		if (stop_at && cs_monotonic_ns() - stop_at > 3000000000ull)
+			break;
+	}
+}
+
+/* ---- finalization ---- */
+
+/* Name every location not named yet and write its SYMBOL record. Called while recording
+ * (every 250 ms, so the one-time costs of reading kallsyms and debug files overlap the run and
+ * only the last new locations are left for the end) and once more at the end with progress. */
+static void record_symbolize(struct record *r, bool at_end)
+{
+	struct sym_frame frames[64];
+	bool tty = at_end && isatty(2) && !cs_quiet;
+	size_t first = r->nsymbolized;
+
+	for (size_t i = first; i < r->nlocs; i++) {
+		const struct loc_key *k = &r->locs[i];
+		struct unwind_loc loc = { k->module, k->offset };
+		int n = sym_resolve(r->unwind, loc, k->caller, frames, 64);
+		if (n > 0) {
+			uint32_t rec[2 + 4 * 64];
+			rec[0] = (uint32_t)i;
+			rec[1] = (uint32_t)n;
+			for (int f = 0; f < n; f++) {
+				rec[2 + 4 * f] = df_strtab_id(r->strs, r->w, frames[f].name);
+				rec[3 + 4 * f] = frames[f].file ? df_strtab_id(r->strs, r->w, frames[f].file) : 0;
+				rec[4 + 4 * f] = frames[f].line;
+				rec[5 + 4 * f] = frames[f].flags;
+			}
+			df_put(r->w, DF_SYMBOL, rec, (2 + 4 * (size_t)n) * 4);
+		}
+		if (tty && ((i - first) % 256 == 0 || i + 1 == r->nlocs))
+			fprintf(stderr, "\rcsampler: symbolizing %zu/%zu locations", i + 1 - first,
+				r->nlocs - first);
+	}
+	r->nsymbolized = r->nlocs;
+	if (tty && r->nlocs > first)
+		fprintf(stderr, "\r\033[K");
+	if (at_end) {
+		/* Module flags learned while symbolizing (no symbols, no debug info) replace the
+		 * earlier records. */
+		r->modules_written = 0;
+		record_write_modules(r);
+	}
+}
+
+static double tv_secs(struct timeval tv)
+{
+	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+/* The profiler's own cost: csampler's CPU time (all its threads, start to end) against the wall
+ * time and the target's CPU time (the reaped command's, or the attached processes' growth). */
+static void record_print_cost(struct record *r)
+{
+	struct rusage self, kids;
+	double target = -1;
+	if (getrusage(RUSAGE_SELF, &self) < 0)
+		return;
+	double user = tv_secs(self.ru_utime), sys = tv_secs(self.ru_stime), own = user + sys;
+	double wall = (double)(cs_monotonic_ns() - r->run_start_ns) / 1e9;
+	if (r->child > 0 && r->child_exited && getrusage(RUSAGE_CHILDREN, &kids) == 0) {
+		target = tv_secs(kids.ru_utime) + tv_secs(kids.ru_stime);
+	} else if (r->o->npids) {
+		record_sample_target_cpu(r);
+		target = 0;
+		for (size_t i = 0; i < r->o->npids; i++)
+			if (r->target_cpu_first[i] >= 0)
+				target += r->target_cpu_last[i] - r->target_cpu_first[i];
+	}
+	fprintf(stderr, "csampler: own CPU %.2f s (user %.2f, system %.2f): %.1f%% of the %.2f s wall time",
+		own, user, sys, wall > 0 ? 100.0 * own / wall : 0.0, wall);
+	if (target >= 0.01)
+		fprintf(stderr, ", %.1f%% of the target's %.2f s CPU\n", 100.0 * own / target, target);
+	else
+		fprintf(stderr, "%s\n", target >= 0 ? ", the target used under 0.01 s CPU" : "");
+}
+
+static void record_print_summary(struct record *r, uint64_t end_ns)
+{
+	struct stat st;
+	uint64_t bytes = stat(r->o->output, &st) == 0 ? (uint64_t)st.st_size : df_bytes_written(r->w);
+	double secs = (double)(end_ns - r->start_ns) / 1e9;
+	fprintf(stderr,
+		"csampler: %llu samples, %llu lost, %zu threads, %zu processes, %.2f s, %.1f KB written to %s (%.0f bytes/sample)\n",
+		(unsigned long long)r->nsamples, (unsigned long long)r->lost, r->ntids, r->npids_seen,
+		secs, (double)bytes / 1024.0, r->o->output,
+		r->nsamples ? (double)bytes / (double)r->nsamples : 0.0);
+	record_print_cost(r);
+	if (r->lost)
+		cs_warn("%llu samples were lost: the ring buffers overflowed; use a larger -m or a lower -F",
+			(unsigned long long)r->lost);
+	if (r->stack_full * 10 > r->nsamples && r->o->sampler.callgraph == SAMPLER_CALLGRAPH_DWARF)
+		cs_warn("%llu of %llu stacks filled the %u-byte stack copy and may be truncated: try --stack-size %u",
+			(unsigned long long)r->stack_full, (unsigned long long)r->nsamples,
+			r->o->sampler.stack_size,
+			r->o->sampler.stack_size * 2 > 65528 ? 65528 : r->o->sampler.stack_size * 2);
+}
+
+/* ---- the reader thread: keeps the rings empty, whatever the main thread is doing ---- */
+
+static void *record_reader(void *arg)
+{
+	struct record *r = arg;
+	struct record_queue *q = &r->q;
+	struct pollfd rings[1024], fds[1025];
+	bool hup[1024] = { false };
+
+	while (!q->stop) {
+		/* A ring whose event's task exited reports POLLHUP from then on: stop polling it (it
+		 * is still drained below, other tasks' events may write into it) or poll would spin. */
+		int nrings = sampler_pollfds(r->sampler, rings, 1024), n = 0;
+		int index[1024];
+		for (int i = 0; i < nrings; i++)
+			if (!hup[i])
+				index[n] = i, fds[n++] = rings[i];
+		int nwatched = n;
+		fds[n++] = (struct pollfd){ .fd = q->stop_fd, .events = POLLIN };
+		poll(fds, (nfds_t)n, 50);
+		for (int i = 0; i < nwatched; i++)
+			if (fds[i].revents & (POLLHUP | POLLERR))
+				hup[index[i]] = true;
+		if (q->stop)
+			break;
+		struct sampler_batch *b = sampler_collect(r->sampler);
+		if (!b)
+			continue;
+		pthread_mutex_lock(&q->lock);
+		while (q->bytes > RECORD_QUEUE_MAX_BYTES && !q->stop)
+			pthread_cond_wait(&q->space, &q->lock);
+		if (q->head + q->count == q->cap) {
+			if (q->head) {
+				memmove(q->items, q->items + q->head, q->count * sizeof(*q->items));
+				q->head = 0;
+			} else {
+				cs_grow(&q->items, &q->cap, q->count + 1, sizeof(*q->items));
+			}
+		}
+		q->items[q->head + q->count++] = b;
+		q->bytes += sampler_batch_bytes(b);
+		if (q->bytes > q->peak_bytes)
+			q->peak_bytes = q->bytes;
+		pthread_mutex_unlock(&q->lock);
+		uint64_t one = 1;
+		ssize_t w = write(q->wake_fd, &one, sizeof(one));
+		(void)w;
+	}
+	return NULL;
+}
+
+/* Deliver every queued batch to the unwinder and the file. */
+static void record_consume(struct record *r)
+{
+	struct record_queue *q = &r->q;
+	for (;;) {
+		struct sampler_batch *b = NULL;
+		pthread_mutex_lock(&q->lock);
+		if (q->count) {
+			b = q->items[q->head++];
+			q->count--;
+			if (!q->count)
+				q->head = 0;
+			q->bytes -= sampler_batch_bytes(b);
+			pthread_cond_signal(&q->space);
+		}
+		pthread_mutex_unlock(&q->lock);
+		if (!b)
+			return;
+		sampler_batch_deliver(b, record_event, r);
+		sampler_batch_free(b);
+	}
+}
+
+static int record_start_reader(struct record *r)
+{
+	struct record_queue *q = &r->q;
+	pthread_mutex_init(&q->lock, NULL);
+	pthread_cond_init(&q->space, NULL);
+	q->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	q->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (q->wake_fd < 0 || q->stop_fd < 0)
+		return cs_error(errno, "eventfd: %s", strerror(errno));
+	int err = pthread_create(&r->reader, NULL, record_reader, r);
+	if (err)
+		return cs_error(err, "pthread_create: %s", strerror(err));
+	r->reader_running = true;
+	return 0;
+}
+
+static void record_stop_reader(struct record *r)
+{
+	struct record_queue *q = &r->q;
+	if (!r->reader_running)
+		return;
+	pthread_mutex_lock(&q->lock);
+	q->stop = 1;
+	pthread_cond_broadcast(&q->space);
+	pthread_mutex_unlock(&q->lock);
+	uint64_t one = 1;
+	ssize_t w = write(q->stop_fd, &one, sizeof(one));
+	(void)w;
+	pthread_join(r->reader, NULL);
+	r->reader_running = false;
+}
+
+/* ---- main loop ---- */
+
+static int record_loop(struct record *r)
+{
+	struct pollfd fds[1100];
+	uint64_t deadline = r->o->duration_s > 0
+				    ? r->start_ns + (uint64_t)(r->o->duration_s * 1e9)
+				    : 0;
+	bool stopping = false;
+	uint64_t stop_at = 0;
+
+	if (record_start_reader(r)) {
+		r->error = -EIO;
+		return r->error;
+	}
+	for (;;) {
+		int n = 0;
+		fds[n++] = (struct pollfd){ .fd = r->q.wake_fd, .events = POLLIN };
+		int sig_idx = n;
+		fds[n++] = (struct pollfd){ .fd = r->sigpipe[0], .events = POLLIN };
+		int child_idx = -1;
+		if (r->child_pidfd >= 0 && !r->child_exited) {
+			child_idx = n;
+			fds[n++] = (struct pollfd){ .fd = r->child_pidfd, .events = POLLIN };
+		}
+		int targets_idx = n;
+		for (size_t i = 0; i < r->o->npids; i++)
+			if (r->target_pidfds[i] >= 0)
+				fds[n++] = (struct pollfd){ .fd = r->target_pidfds[i], .events = POLLIN };
+
+		int pr = poll(fds, (nfds_t)n, 100);
+		if (pr < 0 && errno != EINTR) {
+			r->error = cs_error(errno, "poll: %s", strerror(errno));
+			break;
+		}
+		if (fds[0].revents & POLLIN) {
+			uint64_t cnt;
+			ssize_t got = read(r->q.wake_fd, &cnt, sizeof(cnt));
+			(void)got;
+		}
+		record_consume(r);
+		uint64_t now = cs_monotonic_ns();
+		if (now - r->last_symbolize_ns > 250000000ull) {
+			record_symbolize(r, false);
+			r->last_symbolize_ns = now;
+		}
+		if (now - r->last_flush_ns > 1000000000ull) {
+			df_flush(r->w); /* a killed csampler leaves at most ~1 s unwritten */
+			record_sample_target_cpu(r);
+			r->last_flush_ns = now;
+		}
+		if (df_writer_error(r->w)) {
+			r->error = df_writer_error(r->w);
+			break;
+		}
+		if (pr > 0 && (fds[sig_idx].revents & POLLIN)) {
+			char buf[16];
+			ssize_t got = read(r->sigpipe[0], buf, sizeof(buf));
+			(void)got;
+		}
+		if (record_signal_pending && !stopping) {
+			int sig = record_signal_pending;
+			r->stop_signal = sig;
+			/* A terminal's ^C reaches the whole foreground group, the command too;
+			 * a signal sent to csampler alone is passed on. */
+			if (r->child > 0 && !r->child_exited && record_signal_from_user)
+				kill(r->child, sig);
+			stopping = true;
+			stop_at = now;
+			if (!r->child || r->child_exited)
+				break;
+		}
+		if (child_idx >= 0 && (fds[child_idx].revents & POLLIN))
+			record_reap_child(r);
+		if (r->child > 0) {
+			record_reap_child(r);
+			if (r->child_exited)
+				break;
+			/* after a signal, give the command 3 s to exit before leaving it be */
+			if (stopping && now - stop_at > 3000000000ull)
+				break;
+		}
+		for (size_t i = 0, k = targets_idx; i < r->o->npids; i++) {
+			if (r->target_pidfds[i] == RECORD_NO_PIDFD) {
+				if (!record_target_alive(r->o->pids[i])) {
+					r->target_pidfds[i] = -1;
+					r->ntargets_alive--;
+				}
+				continue;
+			}
+			if (r->target_pidfds[i] < 0)
+				continue;
+			if (fds[k++].revents & POLLIN) {
+				record_sample_target_cpu(r); /* its last figure, while /proc still has it */
+				close(r->target_pidfds[i]);
+				r->target_pidfds[i] = -1;
+				r->ntargets_alive--;
+			}
+		}
+		if (!r->child && r->ntargets_alive == 0)
+			break;
+		if (deadline && now >= deadline)
+			break;
+	}
+	sampler_disable(r->sampler);
+	record_stop_reader(r);
+	if (r->error)
+		return r->error; /* nothing more can be written: the queue is freed unread */
+	record_consume(r);
+	sampler_drain(r->sampler, record_event, r);
+	return r->error;
+}
+
+static int record_install_signals(struct record *r)
+{
+	struct sigaction sa = { 0 };
+	if (pipe2(r->sigpipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		return cs_error(errno, "pipe2: %s", strerror(errno));
+	record_wake_fd = r->sigpipe[1];
+	sa.sa_sigaction = record_on_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	/* A write error (EPIPE, or EFBIG past the file size limit) is reported where it happens,
+	 * not by dying of the signal. The command gets the defaults back (record_fork). */
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGXFSZ, SIG_IGN);
+	return 0;
+}
+
+int record_run(const struct record_opts *o, bool *written)
+{
+	struct record r = { .o = o, .child_pidfd = -1, .sigpipe = { -1, -1 } };
+	int go_fd = -1, err_fd = -1, ret, status = CS_EXIT_ERROR;
+
+	r.loc_hash_cap = r.stack_hash_cap = 4096;
+	r.loc_hash = cs_calloc(r.loc_hash_cap, sizeof(uint32_t));
+	r.stack_hash = cs_calloc(r.stack_hash_cap, sizeof(uint32_t));
+	r.run_start_ns = cs_monotonic_ns();
+	r.target_pidfds = cs_calloc(o->npids + 1, sizeof(int));
+	r.target_cpu_first = cs_calloc(o->npids + 1, sizeof(double));
+	r.target_cpu_last = cs_calloc(o->npids + 1, sizeof(double));
+	for (size_t i = 0; i < o->npids; i++)
+		r.target_pidfds[i] = -1, r.target_cpu_first[i] = -1;
+
+	if (record_install_signals(&r))
+		goto out;
+	/* Attach mode opens one event per thread and CPU: a big training job needs more than
+	 * the usual soft limit of 1024 descriptors. Raise it to the hard limit, as perf does. */
+	struct rlimit nofile;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
+	ret = unwind_new(&r.unwind);
+	if (ret) {
+		cs_error(-ret, "cannot initialise the unwinder: %s", strerror(-ret));
+		goto out;
+	}
+	ret = df_writer_open(&r.w, o->output, o->compress);
+	if (ret)
+		goto out;
+	r.strs = df_strtab_new();
+
+	if (o->argv) {
+		if (record_fork(&r, &go_fd, &err_fd))
+			goto out;
+		ret = sampler_open_launch(&r.sampler, &o->sampler, r.child);
+		if (ret) {
+			kill(r.child, SIGKILL);
+			waitpid(r.child, NULL, 0);
+			r.child = 0;
+			goto out;
+		}
+		r.child_pidfd = pidfd_open_compat(r.child);
+	} else {
+		for (size_t i = 0; i < o->npids; i++) {
+			r.target_pidfds[i] = pidfd_open_compat(o->pids[i]);
+			if (r.target_pidfds[i] < 0 && errno != ESRCH && record_target_alive(o->pids[i])) {
+				r.target_pidfds[i] = RECORD_NO_PIDFD;
+			} else if (r.target_pidfds[i] < 0) {
+				if (errno == ESRCH || !record_target_alive(o->pids[i]))
+					cs_error(ESRCH, "no such process %d: check the PID with ps", (int)o->pids[i]);
+				else
+					cs_error(errno, "pidfd_open(%d): %s", (int)o->pids[i], strerror(errno));
+				goto out;
+			}
+			r.ntargets_alive++;
+		}
+		ret = sampler_open_attach(&r.sampler, &o->sampler, o->pids, o->npids);
+		if (ret)
+			goto out;
+	}
+	if (!sampler_has_kernel(r.sampler))
+		cs_info("kernel frames are not captured (perf_event_paranoid forbids it for this user)");
+	r.start_ns = r.last_flush_ns = r.last_symbolize_ns = cs_monotonic_ns();
+	record_sample_target_cpu(&r);
+	record_write_header(&r);
+
+	if (o->argv) {
+		int e = 0;
+		ssize_t got;
+		if (write(go_fd, "g", 1) != 1) {
+			cs_error(errno, "cannot start the command: %s", strerror(errno));
+			goto out;
+		}
+		close(go_fd);
+		go_fd = -1;
+		do
+			got = read(err_fd, &e, sizeof(e));
+		while (got < 0 && errno == EINTR);
+		if (got == (ssize_t)sizeof(e)) {
+			waitpid(r.child, NULL, 0);
+			r.child = 0;
+			if (e == ENOENT) {
+				cs_error(e, "%s: command not found", o->argv[0]);
+				status = CS_EXIT_NOTFOUND;
+			} else {
+				cs_error(e, "cannot execute %s: %s", o->argv[0], strerror(e));
+				status = CS_EXIT_NOEXEC;
+			}
+			df_writer_close(r.w);
+			r.w = NULL;
+			unlink(o->output);
+			goto out;
+		}
+	}
+	record_loop(&r);
+	uint64_t end_ns = cs_monotonic_ns();
+	if (!r.error) {
+		record_symbolize(&r, true);
+		struct {
+			uint64_t samples, lost, end_time;
+			uint32_t flags;
+		} __attribute__((packed)) end = { r.nsamples, r.lost, end_ns, 1 };
+		df_put(r.w, DF_END, &end, sizeof(end));
+	}
+	ret = df_writer_close(r.w);
+	r.w = NULL;
+	if (ret && !r.error)
+		r.error = ret;
+	if (!r.error) {
+		record_print_summary(&r, end_ns);
+		if (written)
+			*written = true;
+	}
+	if (r.child > 0) {
+		if (!r.child_exited && r.error) {
+			/* csampler failed while the command runs (a full disk): sampling stops, the
+			 * command goes on unharmed, and csampler waits for it as its caller expects. */
+			sampler_close(r.sampler);
+			r.sampler = NULL;
+			record_wait_command(&r);
+		} else if (!r.child_exited && !r.stop_signal) {
+			int st;
+			if (waitpid(r.child, &st, 0) == r.child)
+				record_child_done(&r, st);
+		}
+		if (r.child_exited)
+			status = r.child_status;
+		else if (r.stop_signal)
+			status = 128 + r.stop_signal;
+		/* As a shell would say it: csampler's exit status carries it, but does not kill it. */
+		if (r.child_signal && r.child_signal != r.stop_signal && r.child_signal != SIGPIPE &&
+		    r.child_signal != SIGINT)
+			cs_info("the command was killed by signal SIG%s (%s)%s%s", sigabbrev_np(r.child_signal),
+				strsignal(r.child_signal), r.error ? "" : "; its samples up to then are in ",
+				r.error ? "" : o->output);
+	} else {
+		status = 0;
+	}
+	if (r.error)
+		status = CS_EXIT_ERROR;
+out:
+	if (go_fd >= 0)
+		close(go_fd);
+	if (err_fd >= 0)
+		close(err_fd);
+	if (r.child > 0 && !r.child_exited && status == CS_EXIT_ERROR && r.error) {
+		/* csampler failed while the command runs: leave it running, unprofiled */
+		cs_info("the command (PID %d) keeps running without profiling", (int)r.child);
+	}
+	df_writer_close(r.w);
+	df_strtab_free(r.strs);
+	sampler_close(r.sampler);
+	unwind_free(r.unwind);
+	if (r.child_pidfd >= 0)
+		close(r.child_pidfd);
+	for (size_t i = 0; i < o->npids; i++)
+		if (r.target_pidfds[i] >= 0)
+			close(r.target_pidfds[i]);
+	record_stop_reader(&r);
+	for (size_t i = 0; i < r.q.count; i++) /* only after a failure: nothing to write them to */
+		sampler_batch_free(r.q.items[r.q.head + i]);
+	if (r.q.wake_fd > 0)
+		close(r.q.wake_fd), close(r.q.stop_fd);
+	free(r.q.items);
+	record_wake_fd = -1;
+	if (r.sigpipe[0] >= 0)
+		close(r.sigpipe[0]), close(r.sigpipe[1]);
+	free(r.target_pidfds);
+	free(r.target_cpu_first);
+	free(r.target_cpu_last);
+	free(r.locs);
+	free(r.loc_hash);
+	free(r.stack_data);
+	free(r.stack_pos);
+	free(r.stack_len);
+	free(r.stack_hash);
+	free(r.tids);
+	free(r.pids);
+	return status;
+}

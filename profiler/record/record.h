@@ -1,0 +1,31 @@
+/* record.h: the recording engine behind `csampler record`: launch or attach, drain the
+ * sampler, unwind each sample as it arrives, intern locations and stacks into the data file,
+ * and symbolize every unique location once (while recording and at the end). */
+#ifndef CSAMPLER_RECORD_H
+#define CSAMPLER_RECORD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "sampler/sampler.h"
+
+struct record_opts {
+	const char *output;          /* data file path */
+	struct sampler_opts sampler;
+	char **argv;                 /* launch mode: the command; NULL in attach mode */
+	pid_t *pids;                 /* attach mode */
+	size_t npids;
+	double duration_s;           /* attach (or launch) mode: stop after this; 0 = none */
+	bool keep_raw;               /* also store raw registers + stack copies */
+	bool compress;
+	int argc_all;                /* csampler's whole command line, for the header */
+	char **argv_all;
+};
+
+/* Runs the whole recording and returns csampler's exit status: the command's status in
+ * launch mode (128+N for death by signal N), 0 in attach mode, or CS_EXIT_* on failure.
+ * *written (may be NULL) becomes true when the data file was completed. */
+int record_run(const struct record_opts *opts, bool *written);
+
+#endif

@@ -1,0 +1,98 @@
+/* sampler.h: the interface between `record` and a sampling backend. sampler_perf.c implements
+ * it with perf_event_open (per-CPU ring buffers); a ptrace backend will implement the same
+ * interface where perf events are refused. A backend delivers raw samples and process events
+ * (mmap, comm, fork, exit, lost) in time order within each drained batch. */
+#ifndef CSAMPLER_SAMPLER_H
+#define CSAMPLER_SAMPLER_H
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "unwind/unwind.h"
+
+enum sampler_callgraph {
+	SAMPLER_CALLGRAPH_DWARF,  /* user registers + a copy of the user stack */
+	SAMPLER_CALLGRAPH_FP,     /* the kernel's frame-pointer callchain */
+};
+
+struct sampler_opts {
+	uint64_t freq_hz;
+	enum sampler_callgraph callgraph;
+	uint32_t stack_size;      /* bytes of user stack per sample (dwarf) */
+	uint32_t mmap_pages;      /* ring buffer pages per CPU (power of two) */
+};
+
+enum sampler_event_type {
+	SAMPLER_EV_SAMPLE,
+	SAMPLER_EV_MMAP,
+	SAMPLER_EV_COMM,
+	SAMPLER_EV_FORK,
+	SAMPLER_EV_EXIT,
+	SAMPLER_EV_LOST,
+};
+
+struct sampler_event {
+	enum sampler_event_type type;
+	uint64_t time;            /* CLOCK_MONOTONIC ns */
+	uint32_t pid, tid, cpu;
+	union {
+		struct {
+			struct unwind_sample snap; /* pid/tid filled; pointers valid in the callback */
+			uint64_t stack_cap;        /* bytes requested; dyn size == cap means full */
+		} sample;
+		struct {
+			uint64_t start, len, pgoff;
+			uint32_t prot, flags;
+			const char *path;
+		} mmap;
+		struct {
+			const char *comm;
+			bool exec;
+		} comm;
+		struct {
+			uint32_t ppid, ptid;      /* fork and exit */
+		} task;
+		struct {
+			uint64_t count;
+		} lost;
+	};
+};
+
+/* Returns 0 or -errno to stop draining. */
+typedef int (*sampler_fn)(void *arg, const struct sampler_event *ev);
+
+struct sampler;
+
+/* Launch mode: sample child (stopped before exec) and everything it creates; counting starts
+ * at its exec. */
+int sampler_open_launch(struct sampler **out, const struct sampler_opts *opts, pid_t child);
+/* Attach mode: sample every thread of each pid and what they create from now on. The existing
+ * state (threads, names, mappings) is delivered as synthesized events by the first drain. */
+int sampler_open_attach(struct sampler **out, const struct sampler_opts *opts, const pid_t *pids,
+			size_t npids);
+/* Fill up to max pollfds; returns how many. */
+int sampler_pollfds(struct sampler *s, struct pollfd *fds, int max);
+/* Copy out every pending record of every ring buffer, sort by time, deliver. */
+int sampler_drain(struct sampler *s, sampler_fn fn, void *arg);
+
+/* The same in two steps, so that one thread can keep the rings empty while another one
+ * unwinds: sampler_collect copies every pending record into a new batch (sorted by time;
+ * NULL when there was nothing), sampler_batch_deliver calls fn for each of its events, and
+ * sampler_batch_free releases it. collect must not run in two threads at once; batches are
+ * independent of the sampler and of each other. */
+struct sampler_batch;
+struct sampler_batch *sampler_collect(struct sampler *s);
+size_t sampler_batch_bytes(const struct sampler_batch *b);
+uint64_t sampler_batch_samples(const struct sampler_batch *b);
+int sampler_batch_deliver(struct sampler_batch *b, sampler_fn fn, void *arg);
+void sampler_batch_free(struct sampler_batch *b);
+/* Stop sampling (before the last drain). */
+void sampler_disable(struct sampler *s);
+void sampler_close(struct sampler *s);
+/* Whether kernel frames are being captured (false when perf_event_paranoid forbids). */
+bool sampler_has_kernel(const struct sampler *s);
+
+#endif

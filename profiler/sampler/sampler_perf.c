@@ -1,0 +1,775 @@
+/* sampler_perf.c: the perf_event_open sampling backend: software cpu-clock events, one ring
+ * buffer per CPU, samples with user registers + user stack copy (dwarf) or the kernel's
+ * callchain (fp), timestamps on CLOCK_MONOTONIC, and the MMAP2/COMM/FORK/EXIT/LOST side-band
+ * records. Records are copied out of the rings in batches and sorted by time before delivery,
+ * so a fork or mmap on one CPU is seen before the samples that depend on it on another. */
+#include "sampler/sampler.h"
+
+#include "base/cs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* x86-64 user registers sampled in dwarf mode: AX..IP (0-8) and R8..R15 (16-23); flags and
+ * segment registers are not needed for unwinding. */
+#define SAMPLER_REGS_MASK 0xff01ffull
+
+struct perf_ring {
+	int fd;
+	int cpu;
+	uint8_t *base;            /* the mmap: control page then data */
+	size_t data_size;         /* power of two */
+};
+
+/* A copied-out event: pointers of the sampler_event are offsets into the arena until
+ * delivery. */
+struct pending {
+	struct sampler_event ev;
+	size_t off_a, off_b, off_c; /* stack bytes / path / comm; kernel ips; user ips */
+};
+
+struct sampler {
+	struct sampler_opts opts;
+	struct perf_event_attr attr;
+	int *cpus;
+	int ncpus;
+	struct perf_ring *rings;  /* one per CPU */
+	int *fds;                 /* every event fd (attach: one per thread and CPU) */
+	size_t nfds, cap_fds;
+	bool kernel;
+	/* batch */
+	struct cs_buf arena;
+	struct pending *pend;
+	size_t npend, cap_pend;
+	uint8_t *wrapbuf;         /* a record that wraps around the end of a ring */
+	size_t wrapcap;
+	/* attach mode: the state that existed before attaching, delivered by the first drain */
+	pid_t *synth_pids;
+	size_t nsynth;
+	uint64_t attach_time;
+};
+
+static long perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group,
+			    unsigned long flags)
+{
+	return syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
+}
+
+/* Online CPUs from /sys/devices/system/cpu/online ("0-3,6"). */
+static int sampler_online_cpus(struct sampler *s)
+{
+	char buf[1024];
+	ssize_t n = cs_read_small_file("/sys/devices/system/cpu/online", buf, sizeof(buf));
+	s->cpus = cs_calloc(1024, sizeof(int));
+	if (n <= 0) {
+		long cnt = sysconf(_SC_NPROCESSORS_ONLN);
+		for (long i = 0; i < cnt && i < 1024; i++)
+			s->cpus[s->ncpus++] = (int)i;
+		return s->ncpus ? 0 : -ENODEV;
+	}
+	for (char *p = buf; *p && *p != '\n';) {
+		long a = strtol(p, &p, 10), b = a;
+		if (*p == '-')
+			b = strtol(p + 1, &p, 10);
+		for (long c = a; c <= b && s->ncpus < 1024; c++)
+			s->cpus[s->ncpus++] = (int)c;
+		if (*p == ',')
+			p++;
+		else
+			break;
+	}
+	return s->ncpus ? 0 : -ENODEV;
+}
+
+static void sampler_init_attr(struct sampler *s, bool kernel)
+{
+	struct perf_event_attr *a = &s->attr;
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->type = PERF_TYPE_SOFTWARE;
+	a->config = PERF_COUNT_SW_CPU_CLOCK;
+	a->freq = 1;
+	a->sample_freq = s->opts.freq_hz;
+	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+			 PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN;
+	if (s->opts.callgraph == SAMPLER_CALLGRAPH_DWARF) {
+		a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+		a->sample_regs_user = SAMPLER_REGS_MASK;
+		a->sample_stack_user = s->opts.stack_size;
+		a->exclude_callchain_user = 1; /* the user part comes from DWARF */
+	}
+	a->sample_max_stack = 127;
+	a->mmap = 1;
+	a->mmap2 = 1;
+	a->comm = 1;
+	a->comm_exec = 1;
+	a->task = 1;
+	a->sample_id_all = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+	a->exclude_kernel = !kernel;
+	a->exclude_callchain_kernel = !kernel;
+	a->exclude_hv = 1;
+	a->inherit = 1;
+	a->watermark = 1;
+	a->wakeup_watermark = (uint32_t)(s->opts.mmap_pages * (size_t)getpagesize() / 4);
+}
+
+/* One line for a perf_event_open failure, naming the cause and the fix. */
+static int sampler_open_error(int err, pid_t pid, bool attach)
+{
+	long paranoid = cs_read_long_file("/proc/sys/kernel/perf_event_paranoid", 0);
+	switch (err) {
+	case EACCES:
+	case EPERM:
+		if (attach) {
+			struct stat st;
+			char path[64];
+			snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+			if (stat(path, &st) == 0 && st.st_uid != geteuid())
+				return cs_error(err,
+						"perf_event_open: not permitted to profile PID %d (owned by uid %u): run csampler as that user or as root",
+						(int)pid, (unsigned)st.st_uid);
+		}
+		return cs_error(err,
+				"perf_event_open: %s (/proc/sys/kernel/perf_event_paranoid is %ld): run as root or with CAP_PERFMON, or lower it with 'sysctl kernel.perf_event_paranoid=1'",
+				strerror(err), paranoid);
+	case ESRCH:
+		return cs_error(err, "perf_event_open: no such process %d", (int)pid);
+	case EMFILE:
+	case ENFILE:
+		return cs_error(err, "perf_event_open: too many open files: raise the limit with 'ulimit -n'");
+	case ENOENT:
+	case ENODEV:
+	case EOPNOTSUPP:
+		return cs_error(err, "perf_event_open: the cpu-clock software event is not supported here (%s)",
+				strerror(err));
+	case ENOSYS:
+		return cs_error(err, "perf_event_open: not available in this kernel or sandbox (%s)",
+				strerror(err));
+	default:
+		return cs_error(err,
+				"perf_event_open: %s: the kernel rejected the event settings (rate -F, --stack-size, -m)",
+				strerror(err));
+	}
+}
+
+/* Open one event for (pid, cpu): the first on a CPU gets the ring buffer, the others are
+ * redirected into it. Kernel sampling is dropped once, at the first EACCES. */
+static int sampler_open_one(struct sampler *s, pid_t pid, int cpu_index, bool attach)
+{
+	struct perf_ring *r = &s->rings[cpu_index];
+	int fd;
+
+	for (;;) {
+		fd = (int)perf_event_open(&s->attr, pid, s->cpus[cpu_index], -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd >= 0)
+			break;
+		int err = errno;
+		if ((err == EACCES || err == EPERM) && s->kernel && !getenv("CSAMPLER_TEST_NO_RETRY")) {
+			s->kernel = false;
+			sampler_init_attr(s, false);
+			if (!attach)
+				s->attr.disabled = 1, s->attr.enable_on_exec = 1;
+			continue;
+		}
+		return -err;
+	}
+	cs_grow(&s->fds, &s->cap_fds, s->nfds + 1, sizeof(int));
+	s->fds[s->nfds++] = fd;
+	if (r->fd < 0) {
+		size_t len = (size_t)(s->opts.mmap_pages + 1) * (size_t)getpagesize();
+		void *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (base == MAP_FAILED) {
+			int err = errno;
+			return cs_error(err,
+					"mmap of the perf ring buffer (%u pages): %s; use a smaller -m or raise /proc/sys/kernel/perf_event_mlock_kb",
+					s->opts.mmap_pages, strerror(err));
+		}
+		r->fd = fd;
+		r->cpu = s->cpus[cpu_index];
+		r->base = base;
+		r->data_size = (size_t)s->opts.mmap_pages * (size_t)getpagesize();
+	} else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) < 0) {
+		int err = errno;
+		return cs_error(err, "ioctl(PERF_EVENT_IOC_SET_OUTPUT): %s", strerror(err));
+	}
+	return 0;
+}
+
+static int sampler_new(struct sampler **out, const struct sampler_opts *opts)
+{
+	struct sampler *s = cs_calloc(1, sizeof(*s));
+	int ret;
+
+	s->opts = *opts;
+	ret = sampler_online_cpus(s);
+	if (ret) {
+		free(s->cpus);
+		free(s);
+		return cs_error(-ret, "cannot read the list of online CPUs");
+	}
+	s->rings = cs_calloc(s->ncpus, sizeof(*s->rings));
+	for (int i = 0; i < s->ncpus; i++)
+		s->rings[i].fd = -1;
+	s->kernel = true;
+	sampler_init_attr(s, true);
+	*out = s;
+	return 0;
+}
+
+int sampler_open_launch(struct sampler **out, const struct sampler_opts *opts, pid_t child)
+{
+	struct sampler *s;
+	int ret = sampler_new(&s, opts);
+	if (ret)
+		return ret;
+	s->attr.disabled = 1;
+	s->attr.enable_on_exec = 1;
+	for (int c = 0; c < s->ncpus; c++) {
+		ret = sampler_open_one(s, child, c, false);
+		if (ret) {
+			if (ret != -ENOMEM && ret > -4096)
+				ret = sampler_open_error(-ret, child, false);
+			sampler_close(s);
+			return ret;
+		}
+	}
+	*out = s;
+	return 0;
+}
+
+/* Open events for every thread of pid not opened yet; returns how many were new. */
+static int sampler_attach_threads(struct sampler *s, pid_t pid, pid_t **seen, size_t *nseen,
+				  size_t *capseen)
+{
+	char path[64];
+	DIR *d;
+	struct dirent *de;
+	int added = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		pid_t tid = (pid_t)atoi(de->d_name);
+		bool known = false;
+		for (size_t i = 0; i < *nseen && !known; i++)
+			known = (*seen)[i] == tid;
+		if (known)
+			continue;
+		for (int c = 0; c < s->ncpus; c++) {
+			int ret = sampler_open_one(s, tid, c, true);
+			if (ret == -ESRCH && tid != pid)
+				break; /* the thread exited meanwhile */
+			if (ret) {
+				closedir(d);
+				return ret;
+			}
+		}
+		cs_grow(seen, capseen, *nseen + 1, sizeof(pid_t));
+		(*seen)[(*nseen)++] = tid;
+		added++;
+	}
+	closedir(d);
+	return added;
+}
+
+int sampler_open_attach(struct sampler **out, const struct sampler_opts *opts, const pid_t *pids,
+			size_t npids)
+{
+	struct sampler *s;
+	pid_t *seen = NULL;
+	size_t nseen = 0, capseen = 0;
+	int ret = sampler_new(&s, opts);
+	if (ret)
+		return ret;
+	s->attach_time = cs_monotonic_ns();
+	for (size_t i = 0; i < npids; i++) {
+		/* Rescan until no new thread shows up: threads created while we open events
+		 * are either inherited or found by the next scan. */
+		for (int round = 0; round < 20; round++) {
+			ret = sampler_attach_threads(s, pids[i], &seen, &nseen, &capseen);
+			if (ret < 0) {
+				if (ret > -4096 && ret != -ENOMEM) {
+					if (ret == -ENOENT)
+						ret = cs_error(ESRCH, "no such process %d", (int)pids[i]);
+					else
+						ret = sampler_open_error(-ret, pids[i], true);
+				}
+				free(seen);
+				sampler_close(s);
+				return ret;
+			}
+			if (ret == 0)
+				break;
+		}
+	}
+	free(seen);
+	s->synth_pids = cs_malloc(npids * sizeof(pid_t));
+	memcpy(s->synth_pids, pids, npids * sizeof(pid_t));
+	s->nsynth = npids;
+	*out = s;
+	return 0;
+}
+
+int sampler_pollfds(struct sampler *s, struct pollfd *fds, int max)
+{
+	int n = 0;
+	for (int c = 0; c < s->ncpus && n < max; c++)
+		if (s->rings[c].fd >= 0)
+			fds[n++] = (struct pollfd){ .fd = s->rings[c].fd, .events = POLLIN };
+	return n;
+}
+
+bool sampler_has_kernel(const struct sampler *s)
+{
+	return s->kernel;
+}
+
+void sampler_disable(struct sampler *s)
+{
+	for (size_t i = 0; i < s->nfds; i++)
+		ioctl(s->fds[i], PERF_EVENT_IOC_DISABLE, 0);
+}
+
+void sampler_close(struct sampler *s)
+{
+	if (!s)
+		return;
+	for (int c = 0; c < s->ncpus; c++)
+		if (s->rings[c].base)
+			munmap(s->rings[c].base,
+			       s->rings[c].data_size + (size_t)getpagesize());
+	for (size_t i = 0; i < s->nfds; i++)
+		close(s->fds[i]);
+	free(s->fds);
+	free(s->rings);
+	free(s->cpus);
+	free(s->pend);
+	free(s->wrapbuf);
+	free(s->synth_pids);
+	cs_buf_free(&s->arena);
+	free(s);
+}
+
+/* ---- batch of copied-out records ---- */
+
+static struct pending *sampler_push(struct sampler *s)
+{
+	cs_grow(&s->pend, &s->cap_pend, s->npend + 1, sizeof(*s->pend));
+	struct pending *p = &s->pend[s->npend++];
+	memset(p, 0, sizeof(*p));
+	p->off_a = p->off_b = p->off_c = SIZE_MAX;
+	return p;
+}
+
+static size_t sampler_keep(struct sampler *s, const void *data, size_t len)
+{
+	/* 8-byte aligned so that u64 arrays can be read in place */
+	size_t pad = (8 - (s->arena.len & 7)) & 7;
+	static const uint8_t zero[8];
+	if (pad)
+		cs_buf_put(&s->arena, zero, pad);
+	size_t off = s->arena.len;
+	cs_buf_put(&s->arena, data, len);
+	return off;
+}
+
+static uint64_t rd64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/* The sample_id_all trailer of a side-band record: pid, tid, time, cpu (24 bytes). */
+static void sampler_trailer(const uint8_t *rec, size_t size, struct sampler_event *ev)
+{
+	if (size < 8 + 24)
+		return;
+	const uint8_t *t = rec + size - 24;
+	ev->pid = rd32(t);
+	ev->tid = rd32(t + 4);
+	ev->time = rd64(t + 8);
+	ev->cpu = rd32(t + 16);
+}
+
+static void sampler_parse_sample(struct sampler *s, const uint8_t *rec, size_t size)
+{
+	const uint8_t *p = rec + 8, *end = rec + size;
+	struct pending *pe;
+	struct sampler_event *ev;
+	uint64_t nr, kern[128], user[128];
+	size_t nk = 0, nu = 0;
+
+	if (end - p < 40)
+		return;
+	pe = sampler_push(s);
+	ev = &pe->ev;
+	ev->type = SAMPLER_EV_SAMPLE;
+	p += 8; /* ip: the callchain or the registers have it */
+	ev->pid = rd32(p);
+	ev->tid = rd32(p + 4);
+	ev->time = rd64(p + 8);
+	ev->cpu = rd32(p + 16);
+	p += 32; /* tid, time, cpu, period */
+	nr = rd64(p);
+	p += 8;
+	if (nr > (uint64_t)(end - p) / 8) {
+		s->npend--;
+		return;
+	}
+	enum { CTX_NONE, CTX_KERNEL, CTX_USER } ctx = CTX_NONE;
+	for (uint64_t i = 0; i < nr; i++) {
+		uint64_t ip = rd64(p + 8 * i);
+		if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
+			ctx = ip == (uint64_t)PERF_CONTEXT_KERNEL ? CTX_KERNEL
+			      : ip == (uint64_t)PERF_CONTEXT_USER ? CTX_USER
+								  : CTX_NONE;
+			continue;
+		}
+		if (ctx == CTX_KERNEL && nk < 128)
+			kern[nk++] = ip;
+		else if (ctx == CTX_USER && nu < 128)
+			user[nu++] = ip;
+	}
+	p += 8 * nr;
+	ev->sample.snap.pid = ev->pid;
+	ev->sample.snap.tid = ev->tid;
+	if (nk)
+		pe->off_b = sampler_keep(s, kern, nk * 8);
+	ev->sample.snap.nkernel_ips = nk;
+	if (s->opts.callgraph == SAMPLER_CALLGRAPH_FP) {
+		if (nu)
+			pe->off_c = sampler_keep(s, user, nu * 8);
+		ev->sample.snap.nuser_ips = nu;
+		return;
+	}
+	if (end - p < 8)
+		return;
+	uint64_t abi = rd64(p);
+	p += 8;
+	if (abi) {
+		int nregs = __builtin_popcountll(SAMPLER_REGS_MASK);
+		if (end - p < 8 * nregs)
+			return;
+		for (int bit = 0, k = 0; bit < UNWIND_NREGS; bit++)
+			if (SAMPLER_REGS_MASK & (1ull << bit))
+				ev->sample.snap.regs[bit] = rd64(p + 8 * k++);
+		ev->sample.snap.regs_mask = SAMPLER_REGS_MASK;
+		p += 8 * nregs;
+	}
+	if (end - p < 8)
+		return;
+	uint64_t ssize = rd64(p);
+	p += 8;
+	if (ssize && (uint64_t)(end - p) >= ssize + 8) {
+		uint64_t dyn = rd64(p + ssize);
+		if (dyn > ssize)
+			dyn = ssize;
+		pe->off_a = sampler_keep(s, p, dyn);
+		ev->sample.snap.stack_size = dyn;
+		ev->sample.stack_cap = ssize;
+	}
+}
+
+static void sampler_parse(struct sampler *s, const uint8_t *rec, size_t size, int cpu)
+{
+	const struct perf_event_header *h = (const void *)rec;
+	struct pending *pe;
+	switch (h->type) {
+	case PERF_RECORD_SAMPLE:
+		sampler_parse_sample(s, rec, size);
+		return;
+	case PERF_RECORD_MMAP2: {
+		if (size < 8 + 64 + 24)
+			return;
+		pe = sampler_push(s);
+		pe->ev.type = SAMPLER_EV_MMAP;
+		sampler_trailer(rec, size, &pe->ev);
+		const uint8_t *p = rec + 8;
+		pe->ev.mmap.start = rd64(p + 8);
+		pe->ev.mmap.len = rd64(p + 16);
+		pe->ev.mmap.pgoff = rd64(p + 24);
+		pe->ev.mmap.prot = rd32(p + 56);
+		pe->ev.mmap.flags = rd32(p + 60);
+		size_t maxlen = size - 8 - 64 - 24;
+		pe->off_a = sampler_keep(s, p + 64, strnlen((const char *)p + 64, maxlen));
+		cs_buf_put(&s->arena, "", 1);
+		pe->ev.pid = rd32(p);
+		pe->ev.tid = rd32(p + 4);
+		return;
+	}
+	case PERF_RECORD_COMM: {
+		if (size < 8 + 8 + 24)
+			return;
+		pe = sampler_push(s);
+		pe->ev.type = SAMPLER_EV_COMM;
+		sampler_trailer(rec, size, &pe->ev);
+		pe->ev.pid = rd32(rec + 8);
+		pe->ev.tid = rd32(rec + 12);
+		pe->ev.comm.exec = !!(h->misc & PERF_RECORD_MISC_COMM_EXEC);
+		size_t maxlen = size - 16 - 24;
+		pe->off_a = sampler_keep(s, rec + 16, strnlen((const char *)rec + 16, maxlen));
+		cs_buf_put(&s->arena, "", 1);
+		return;
+	}
+	case PERF_RECORD_FORK:
+	case PERF_RECORD_EXIT:
+		if (size < 8 + 24)
+			return;
+		pe = sampler_push(s);
+		pe->ev.type = h->type == PERF_RECORD_FORK ? SAMPLER_EV_FORK : SAMPLER_EV_EXIT;
+		pe->ev.pid = rd32(rec + 8);
+		pe->ev.task.ppid = rd32(rec + 12);
+		pe->ev.tid = rd32(rec + 16);
+		pe->ev.task.ptid = rd32(rec + 20);
+		pe->ev.time = rd64(rec + 24);
+		pe->ev.cpu = (uint32_t)cpu;
+		return;
+	case PERF_RECORD_LOST:
+		if (size < 8 + 16)
+			return;
+		pe = sampler_push(s);
+		pe->ev.type = SAMPLER_EV_LOST;
+		sampler_trailer(rec, size, &pe->ev);
+		pe->ev.lost.count = rd64(rec + 16);
+		return;
+	case PERF_RECORD_LOST_SAMPLES:
+		if (size < 8 + 8)
+			return;
+		pe = sampler_push(s);
+		pe->ev.type = SAMPLER_EV_LOST;
+		sampler_trailer(rec, size, &pe->ev);
+		pe->ev.lost.count = rd64(rec + 8);
+		return;
+	default:
+		return; /* throttling and other records carry nothing csampler keeps */
+	}
+}
+
+static void sampler_read_ring(struct sampler *s, struct perf_ring *r)
+{
+	struct perf_event_mmap_page *meta = (void *)r->base;
+	uint8_t *data = r->base + getpagesize();
+	uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+	uint64_t tail = meta->data_tail;
+	uint64_t mask = r->data_size - 1;
+
+	while (tail < head) {
+		struct perf_event_header h;
+		size_t off = tail & mask;
+		if (off + sizeof(h) <= r->data_size) {
+			memcpy(&h, data + off, sizeof(h));
+		} else {
+			size_t first = r->data_size - off;
+			memcpy(&h, data + off, first);
+			memcpy((uint8_t *)&h + first, data, sizeof(h) - first);
+		}
+		if (h.size < sizeof(h) || h.size > head - tail)
+			break; /* cannot happen with a sane kernel; do not spin */
+		const uint8_t *rec = data + off;
+		if (off + h.size > r->data_size) {
+			size_t first = r->data_size - off;
+			cs_grow(&s->wrapbuf, &s->wrapcap, h.size, 1);
+			memcpy(s->wrapbuf, data + off, first);
+			memcpy(s->wrapbuf + first, data, h.size - first);
+			rec = s->wrapbuf;
+		}
+		sampler_parse(s, rec, h.size, r->cpu);
+		tail += h.size;
+	}
+	__atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+/* ---- attach mode: synthesize what existed before attaching, from /proc ---- */
+
+static void sampler_synth_comm(struct sampler *s, pid_t pid, pid_t tid)
+{
+	char path[64], name[64];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+	if (cs_read_small_file(path, name, sizeof(name)) <= 0)
+		return;
+	name[strcspn(name, "\n")] = 0;
+	struct pending *pe = sampler_push(s);
+	pe->ev = (struct sampler_event){ .type = SAMPLER_EV_COMM, .time = s->attach_time,
+					 .pid = (uint32_t)pid, .tid = (uint32_t)tid };
+	pe->off_a = sampler_keep(s, name, strlen(name) + 1);
+	if (tid != pid) {
+		pe = sampler_push(s);
+		pe->ev = (struct sampler_event){ .type = SAMPLER_EV_FORK, .time = s->attach_time,
+						 .pid = (uint32_t)pid, .tid = (uint32_t)tid };
+		pe->ev.task.ppid = (uint32_t)pid;
+		pe->ev.task.ptid = (uint32_t)pid;
+	}
+}
+
+static void sampler_synth_maps(struct sampler *s, pid_t pid)
+{
+	char path[64], line[4352];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, pgoff;
+		char perms[8];
+		int name_at = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &pgoff,
+			   &name_at) < 4 || perms[2] != 'x')
+			continue;
+		char *name = line + name_at;
+		name[strcspn(name, "\n")] = 0;
+		struct pending *pe = sampler_push(s);
+		pe->ev = (struct sampler_event){ .type = SAMPLER_EV_MMAP, .time = s->attach_time,
+						 .pid = (uint32_t)pid, .tid = (uint32_t)pid };
+		pe->ev.mmap.start = start;
+		pe->ev.mmap.len = end - start;
+		pe->ev.mmap.pgoff = pgoff;
+		pe->ev.mmap.prot = (perms[0] == 'r' ? 1 : 0) | (perms[1] == 'w' ? 2 : 0) | 4;
+		pe->ev.mmap.flags = perms[3] == 'p' ? 2 /* MAP_PRIVATE */ : 1 /* MAP_SHARED */;
+		pe->off_a = sampler_keep(s, name, strlen(name) + 1);
+	}
+	fclose(f);
+}
+
+static void sampler_synthesize(struct sampler *s)
+{
+	for (size_t i = 0; i < s->nsynth; i++) {
+		pid_t pid = s->synth_pids[i];
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+		sampler_synth_comm(s, pid, pid);
+		sampler_synth_maps(s, pid);
+		DIR *d = opendir(path);
+		struct dirent *de;
+		while (d && (de = readdir(d)))
+			if (de->d_name[0] >= '1' && de->d_name[0] <= '9' && atoi(de->d_name) != pid)
+				sampler_synth_comm(s, pid, (pid_t)atoi(de->d_name));
+		if (d)
+			closedir(d);
+	}
+	s->nsynth = 0;
+}
+
+static int cmp_pending(const void *a, const void *b)
+{
+	const struct pending *x = a, *y = b;
+	if (x->ev.time != y->ev.time)
+		return x->ev.time < y->ev.time ? -1 : 1;
+	/* side-band records before samples at the same time */
+	return (x->ev.type == SAMPLER_EV_SAMPLE) - (y->ev.type == SAMPLER_EV_SAMPLE);
+}
+
+struct sampler_batch {
+	struct cs_buf arena;
+	struct pending *pend;
+	size_t npend;
+	uint64_t nsamples;
+};
+
+struct sampler_batch *sampler_collect(struct sampler *s)
+{
+	struct sampler_batch *b;
+
+	s->npend = 0;
+	s->arena.len = 0;
+	if (s->nsynth)
+		sampler_synthesize(s);
+	for (int c = 0; c < s->ncpus; c++)
+		if (s->rings[c].base)
+			sampler_read_ring(s, &s->rings[c]);
+	if (!s->npend)
+		return NULL;
+	qsort(s->pend, s->npend, sizeof(*s->pend), cmp_pending);
+	/* The batch takes the arena and the pending array; the sampler starts new ones. */
+	b = cs_calloc(1, sizeof(*b));
+	b->arena = s->arena;
+	b->pend = s->pend;
+	b->npend = s->npend;
+	for (size_t i = 0; i < b->npend; i++)
+		b->nsamples += b->pend[i].ev.type == SAMPLER_EV_SAMPLE;
+	s->arena = (struct cs_buf){ 0 };
+	s->pend = NULL;
+	s->npend = s->cap_pend = 0;
+	return b;
+}
+
+size_t sampler_batch_bytes(const struct sampler_batch *b)
+{
+	return b->arena.cap + b->npend * sizeof(*b->pend);
+}
+
+uint64_t sampler_batch_samples(const struct sampler_batch *b)
+{
+	return b->nsamples;
+}
+
+int sampler_batch_deliver(struct sampler_batch *b, sampler_fn fn, void *arg)
+{
+	int ret = 0;
+	for (size_t i = 0; i < b->npend && !ret; i++) {
+		struct pending *pe = &b->pend[i];
+		struct sampler_event *ev = &pe->ev;
+		const char *a = pe->off_a != SIZE_MAX ? b->arena.data + pe->off_a : NULL;
+		switch (ev->type) {
+		case SAMPLER_EV_SAMPLE:
+			ev->sample.snap.stack = (const uint8_t *)a;
+			ev->sample.snap.kernel_ips =
+				pe->off_b != SIZE_MAX ? (const uint64_t *)(b->arena.data + pe->off_b) : NULL;
+			ev->sample.snap.user_ips =
+				pe->off_c != SIZE_MAX ? (const uint64_t *)(b->arena.data + pe->off_c) : NULL;
+			break;
+		case SAMPLER_EV_MMAP:
+			ev->mmap.path = a ? a : "";
+			break;
+		case SAMPLER_EV_COMM:
+			ev->comm.comm = a ? a : "";
+			break;
+		default:
+			break;
+		}
+		ret = fn(arg, ev);
+	}
+	return ret;
+}
+
+void sampler_batch_free(struct sampler_batch *b)
+{
+	if (!b)
+		return;
+	cs_buf_free(&b->arena);
+	free(b->pend);
+	free(b);
+}
+
+int sampler_drain(struct sampler *s, sampler_fn fn, void *arg)
+{
+	struct sampler_batch *b = sampler_collect(s);
+	if (!b)
+		return 0;
+	int ret = sampler_batch_deliver(b, fn, arg);
+	sampler_batch_free(b);
+	return ret;
+}

@@ -1,0 +1,172 @@
+/* elfcache.h: the unwinding context's internals, shared by unwind.c (address spaces, DWARF
+ * unwinding) and symbols.c (names, inline chains); elfcache.c implements the shared part (hash
+ * table, interning, the ELF file cache). Not a public interface: callers use unwind.h and
+ * symbols.h.
+ *
+ * Ownership: the context owns every object below. ELF files are opened once per file (keyed by
+ * device/inode and shared by build-id) and stay open until unwind_free, so names can be
+ * resolved after the target exited or the file was rebuilt. Each opened file has one Elf handle;
+ * every Dwfl that reports the file gets a reference-counted duplicate of it (elf_begin with a
+ * reference Elf), so the file is mapped and its section headers parsed once. */
+#ifndef CSAMPLER_ELFCACHE_H
+#define CSAMPLER_ELFCACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <elfutils/libdwfl.h>
+
+#include "unwind/unwind.h"
+
+/* A small open-addressing hash table of items identified by a 64-bit hash and an equality
+ * callback. Hand-written because glibc's hsearch_r has neither removal nor non-string keys and
+ * tsearch costs a comparison call per tree level on the per-sample path. The table does not own
+ * its items. */
+struct elfcache_hash {
+	struct elfcache_hash_slot {
+		uint64_t hash;
+		void *item;        /* NULL: empty slot */
+	} *slots;
+	size_t cap, count;
+};
+typedef bool (*elfcache_hash_eq)(const void *item, const void *key);
+void *elfcache_hash_find(const struct elfcache_hash *h, uint64_t hash, elfcache_hash_eq eq,
+		       const void *key);
+void elfcache_hash_insert(struct elfcache_hash *h, uint64_t hash, void *item);
+void *elfcache_hash_remove(struct elfcache_hash *h, uint64_t hash, elfcache_hash_eq eq, const void *key);
+void elfcache_hash_free(struct elfcache_hash *h);
+
+struct elf_load {            /* one PT_LOAD program header */
+	uint64_t offset, vaddr, filesz, memsz, align;
+	uint32_t flags;          /* PF_* */
+};
+
+struct elf_file {
+	int fd;                  /* owned; -1 once libelf holds the whole file in memory */
+	Elf *elf;                /* ELF_C_READ_MMAP over fd; owned (Dwfls hold counted dups) */
+	char *debug_name;        /* file name given to libdwfl: where debuglink lookups start */
+	char build_id[2 * 64 + 1]; /* lowercase hex or "" */
+	uint16_t e_type;
+	struct elf_load *loads;
+	size_t nloads;
+	uint64_t low, high;      /* first PT_LOAD vaddr (aligned down) .. end of the last one */
+	uint64_t entry;          /* e_entry of a program (it has PT_INTERP), else 0 */
+	const uint8_t *raw;      /* the whole file as mapped by libelf (for read-only data reads) */
+	size_t raw_size;
+	dev_t dev;
+	ino_t ino;
+	uint32_t section_flags;  /* PROFILE_MODULE_NO_* as seen from the file's own sections */
+
+	/* Symbolization state (symbols.c), set up on first use. */
+	bool sym_tried;
+	Dwfl *sym_dwfl;
+	Dwfl_Module *sym_mod;
+	uint32_t sym_flags;      /* PROFILE_MODULE_NO_* after looking for debug files */
+	struct sym_file_index *sym_index; /* sorted functions and per-CU scope tables (symbols.c) */
+};
+
+enum unwind_module_kind {
+	UNWIND_MOD_ELF,          /* an ELF file (file != NULL) */
+	UNWIND_MOD_FILE,         /* a mapped file that is not ELF or could not be opened */
+	UNWIND_MOD_KERNEL,       /* [kernel.kallsyms]; offsets are addresses */
+	UNWIND_MOD_JIT,          /* anonymous executable memory of one process; offsets are addresses */
+};
+
+struct jit_sym {
+	uint64_t start, size;
+	const char *name;        /* interned */
+};
+
+struct unwind_module_priv {
+	struct unwind_module pub; /* pub.path and pub.build_id point into this struct's strings */
+	uint32_t id;
+	enum unwind_module_kind kind;
+	char *path;
+	struct elf_file *file;   /* UNWIND_MOD_ELF only */
+	uint32_t pid;            /* UNWIND_MOD_JIT: the process whose perf-PID.map names it */
+	/* JIT symbols from /tmp/perf-PID.map (symbols.c), sorted by start. */
+	char *jit_map_path;      /* preferred location (through /proc/PID/root), or NULL */
+	struct jit_sym *jit_syms;
+	size_t njit_syms;
+	bool jit_loaded;
+	int64_t jit_map_mtime_ns;
+	off_t jit_map_size;
+};
+
+struct kallsym {
+	uint64_t addr;
+	const char *name;        /* into unwind_ctx.kallsyms_text */
+};
+
+struct sym_cache_entry {
+	uint32_t module;
+	bool is_caller;
+	uint64_t offset;
+	uint32_t first, n;       /* into ctx->sym_frames */
+};
+
+struct unwind_space;
+
+struct unwind_ctx {
+	struct unwind_module_priv **modules; /* by id; each separately allocated (stable pointers) */
+	size_t nmodules, cap_modules;
+	struct elfcache_hash modules_by_key;
+	uint32_t kernel_module;  /* UINT32_MAX until the first kernel address */
+
+	struct elf_file **files;
+	size_t nfiles, cap_files;
+	struct elfcache_hash files_by_inode;
+	struct elfcache_hash files_by_build_id;
+	struct elf_file *vdso;   /* this kernel's vDSO image (same for every 64-bit process) */
+	bool vdso_tried;
+
+	struct elfcache_hash procs; /* pid -> struct unwind_proc */
+	const Dwfl_Callbacks *dwfl_callbacks; /* per-process unwinding Dwfls */
+	const Dwfl_Callbacks *sym_callbacks;  /* per-file symbolization Dwfls */
+
+	/* Strings interned for the context's lifetime (names, files, paths). */
+	struct elfcache_hash strings;
+
+	/* symbols.c. It sets release_symbols when it first builds state here, and unwind_free
+	 * calls it: so the context's owner frees everything without unwind.c calling into
+	 * symbols.c (the two modules only share this cache). */
+	void (*release_symbols)(struct unwind_ctx *ctx);
+	struct kallsym *kallsyms;
+	size_t nkallsyms;
+	char *kallsyms_text;     /* /proc/kallsyms as read, NUL-separated */
+	bool kallsyms_loaded;
+	struct elfcache_hash sym_cache;
+	struct sym_cache_entry *sym_entries;
+	size_t nsym_entries, cap_sym_entries;
+	struct sym_frame *sym_frames;
+	size_t nsym_frames, cap_sym_frames;
+};
+
+/* Intern s: the returned copy lives until unwind_free. */
+const char *elfcache_intern(struct unwind_ctx *ctx, const char *s);
+
+/* The duplicate-Elf find_elf callback: modules' userdata is their struct elf_file. */
+int elfcache_find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+		    char **file_name, Elf **elfp);
+
+/* Report f to dwfl at load bias bias (vaddr + bias = address); returns the module or NULL
+ * (dwfl_errmsg(-1) says why). */
+Dwfl_Module *elfcache_report_file(Dwfl *dwfl, const char *name, struct elf_file *f, uint64_t bias);
+
+/* File offset -> link-time vaddr through the PT_LOAD table (offset itself if none matches). */
+uint64_t elf_file_offset_to_vaddr(const struct elf_file *f, uint64_t offset);
+
+/* The ELF file cache (elfcache.c). */
+/* Open the ELF file mapped at [start, end) in pid as path (cached by inode and build-id), or
+ * NULL when it is not ELF or cannot be opened. */
+struct elf_file *elfcache_file_open(struct unwind_ctx *ctx, uint32_t pid, uint64_t start,
+				    uint64_t end, const char *path);
+/* This kernel's vDSO image as a cached file, or NULL. */
+struct elf_file *elfcache_vdso(struct unwind_ctx *ctx);
+/* The load bias of f mapped at start from file offset pgoff. */
+uint64_t elfcache_file_bias(const struct elf_file *f, uint64_t start, uint64_t pgoff);
+void elfcache_file_free(struct elf_file *f);
+
+#endif

@@ -1,0 +1,712 @@
+/* symbols.c: naming code locations (module, file offset) for symbols.h's sym_resolve.
+ *
+ * ELF files: one libdwfl module per file (shared by every process mapping it, keyed by
+ * build-id), reported at its link-time addresses. libdwfl supplies the symbol tables (.symtab,
+ * .dynsym, MiniDebugInfo in .gnu_debugdata) and finds separate debug files (.gnu_debuglink next
+ * to the file or under /usr/lib/debug, /usr/lib/debug/.build-id/xx/rest.debug). DWARF gives
+ * source lines and inline chains (dwarf_getscopes + DW_TAG_inlined_subroutine, the caller's line
+ * from DW_AT_call_file/DW_AT_call_line, as eu-addr2line -i does). C++ and Rust (legacy mangling)
+ * names are demangled with libstdc++'s __cxa_demangle.
+ *
+ * Kernel addresses are named from /proc/kallsyms (read once), anonymous code from
+ * /tmp/perf-PID.map. Results are cached per (module, offset, is_caller); a location that has no
+ * name becomes "basename+0xOFFSET". */
+#include "unwind/symbols.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+
+#include "base/cs.h"
+#include "unwind/elfcache.h"
+#include "format/datafile.h"
+
+/* libstdc++'s demangler (the Itanium C++ ABI; -lstdc++ is linked). */
+extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Names */
+
+static bool sym_is_hex(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+/* Demangle name into an interned string (the name itself when it is not mangled). */
+static const char *sym_demangle(struct unwind_ctx *ctx, const char *name)
+{
+	if (name[0] != '_' || name[1] != 'Z')
+		return elfcache_intern(ctx, name);
+	int status = 0;
+	char *d = __cxa_demangle(name, NULL, NULL, &status);
+	if (!d || status != 0) {
+		free(d);
+		return elfcache_intern(ctx, name);
+	}
+	/* Rust's legacy mangling is Itanium-shaped and ends in a "::h<16 hex digits>" hash. */
+	size_t len = strlen(d);
+	if (len > 19 && memcmp(d + len - 19, "::h", 3) == 0 && sym_is_hex(d + len - 16, 16))
+		d[len - 19] = 0;
+	const char *out = elfcache_intern(ctx, d);
+	free(d);
+	return out;
+}
+
+static const char *sym_unnamed(struct unwind_ctx *ctx, const struct unwind_module_priv *m,
+			       uint64_t offset)
+{
+	char base[512];
+	const char *b = m->kind == UNWIND_MOD_JIT ? m->path : cs_basename(m->path);
+
+	snprintf(base, sizeof(base), "%s", b);
+	size_t len = strlen(base), dl = strlen(" (deleted)");
+	if (len > dl && strcmp(base + len - dl, " (deleted)") == 0)
+		base[len - dl] = 0;
+	char *s = cs_asprintf("%s+0x%" PRIx64, base, offset);
+	const char *out = elfcache_intern(ctx, s);
+	free(s);
+	return out;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Kernel: /proc/kallsyms */
+
+static int sym_kallsym_cmp(const void *a, const void *b)
+{
+	const struct kallsym *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* Read /proc/kallsyms once. The text is kept (ctx->kallsyms_text) and the names point into it:
+ * interning some 200k names would cost more than every lookup of a profile together. */
+static void sym_load_kallsyms(struct unwind_ctx *ctx)
+{
+	size_t cap = 0;
+	struct cs_buf text = { 0 };
+	char chunk[65536];
+	size_t n;
+
+	ctx->kallsyms_loaded = true;
+	FILE *fp = fopen("/proc/kallsyms", "re");
+	if (!fp) {
+		cs_warn("open /proc/kallsyms: %s; kernel frames will show as addresses",
+			strerror(errno));
+		return;
+	}
+	while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+		cs_buf_put(&text, chunk, n);
+	fclose(fp);
+	cs_buf_put(&text, "", 1);
+	ctx->kallsyms_text = text.data;
+
+	bool any_nonzero = false;
+	for (char *line = text.data, *next; line && *line; line = next) {
+		char *nl = strchr(line, '\n');
+		next = nl ? nl + 1 : NULL;
+		if (nl)
+			*nl = 0;
+		/* "ADDRESS TYPE NAME[\t[MODULE]]" */
+		char *end;
+		uint64_t addr = strtoull(line, &end, 16);
+		if (end == line || end[0] != ' ' || !end[1] || end[2] != ' ')
+			continue;
+		char type = end[1], *name = end + 3;
+		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+			continue;
+		name[strcspn(name, " \t")] = 0;
+		any_nonzero |= addr != 0;
+		cs_grow(&ctx->kallsyms, &cap, ctx->nkallsyms + 1, sizeof(ctx->kallsyms[0]));
+		ctx->kallsyms[ctx->nkallsyms++] = (struct kallsym){ addr, name };
+	}
+	if (!any_nonzero) {
+		cs_warn("/proc/kallsyms shows no addresses (kernel.kptr_restrict); kernel frames "
+			"will show as addresses: run as root or set /proc/sys/kernel/kptr_restrict to 0");
+		ctx->nkallsyms = 0;
+		return;
+	}
+	qsort(ctx->kallsyms, ctx->nkallsyms, sizeof(ctx->kallsyms[0]), sym_kallsym_cmp);
+}
+
+/* The kernel symbol containing addr (the last one at or below it), or NULL. */
+static const char *sym_kernel_name(struct unwind_ctx *ctx, uint64_t addr)
+{
+	if (!ctx->kallsyms_loaded)
+		sym_load_kallsyms(ctx);
+	size_t lo = 0, hi = ctx->nkallsyms;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (ctx->kallsyms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? elfcache_intern(ctx, ctx->kallsyms[lo - 1].name) : NULL;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* JIT code: /tmp/perf-PID.map ("START SIZE name" per line, hex) */
+
+static int sym_jit_cmp(const void *a, const void *b)
+{
+	const struct jit_sym *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* (Re)read the perf map of m when it changed since the last read. */
+static void sym_load_jit_map(struct unwind_ctx *ctx, struct unwind_module_priv *m)
+{
+	char plain[64];
+	const char *paths[2] = { m->jit_map_path, plain };
+	FILE *fp = NULL;
+	struct stat st;
+
+	snprintf(plain, sizeof(plain), "/tmp/perf-%u.map", m->pid);
+	for (int i = 0; i < 2 && !fp; i++)
+		if (paths[i])
+			fp = fopen(paths[i], "re");
+	if (!fp)
+		return;
+	if (fstat(fileno(fp), &st) != 0 ||
+	    (m->jit_loaded && st.st_size == m->jit_map_size &&
+	     (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == m->jit_map_mtime_ns)) {
+		fclose(fp);
+		return;
+	}
+	m->jit_loaded = true;
+	m->jit_map_size = st.st_size;
+	m->jit_map_mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	m->njit_syms = 0;
+	size_t cap = 0;
+	char *line = NULL;
+	size_t linecap = 0;
+	while (getline(&line, &linecap, fp) > 0) {
+		char *p = line, *end;
+		uint64_t start = strtoull(p, &end, 16);
+		if (end == p)
+			continue;
+		p = end;
+		uint64_t size = strtoull(p, &end, 16);
+		if (end == p || (*end != ' ' && *end != '\t'))
+			continue;
+		p = end + strspn(end, " \t");
+		p[strcspn(p, "\n")] = 0;
+		if (!*p)
+			continue;
+		cs_grow(&m->jit_syms, &cap, m->njit_syms + 1, sizeof(m->jit_syms[0]));
+		m->jit_syms[m->njit_syms++] = (struct jit_sym){ start, size, sym_demangle(ctx, p) };
+	}
+	free(line);
+	fclose(fp);
+	/* Stable: a later entry for the same start (re-JIT) stays after the earlier one. */
+	qsort(m->jit_syms, m->njit_syms, sizeof(m->jit_syms[0]), sym_jit_cmp);
+	m->pub.flags &= ~(uint32_t)PROFILE_MODULE_NO_SYMBOLS;
+}
+
+static const char *sym_jit_lookup(const struct unwind_module_priv *m, uint64_t addr)
+{
+	/* The last entry starting at or below addr that contains it. */
+	size_t lo = 0, hi = m->njit_syms;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (m->jit_syms[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i-- > 0;) {
+		const struct jit_sym *s = &m->jit_syms[i];
+		if (addr < s->start + s->size)
+			return s->name;
+		if (s->start + (1 << 24) < addr)
+			break; /* nothing that far back is that large */
+	}
+	return NULL;
+}
+
+static const char *sym_jit_name(struct unwind_ctx *ctx, struct unwind_module_priv *m,
+				uint64_t addr)
+{
+	if (!m->jit_loaded)
+		sym_load_jit_map(ctx, m);
+	const char *name = sym_jit_lookup(m, addr);
+	if (!name && m->jit_loaded) {
+		sym_load_jit_map(ctx, m); /* written since: the JIT appends as it compiles */
+		name = sym_jit_lookup(m, addr);
+	}
+	return name;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* ELF files */
+
+/* Function symbols of one file sorted by address, built once per file: libdwfl 0.188's
+ * dwfl_module_addrinfo scans the whole symbol table on every lookup, which dominated the time
+ * to symbolize large libraries. */
+struct sym_func {
+	uint64_t addr, size;
+	const char *name;        /* in the ELF string table (lives as long as the file's Dwfl) */
+	uint8_t rank;            /* among aliases: 0 global, 1 weak, 2 local, 3 entry point */
+};
+
+/* The functions and inlined instances of one compile unit with their address ranges, from one
+ * walk over its DIEs: dwarf_getscopes walks the unit's DIE tree again on every call, which
+ * dominated the time to symbolize code with large compile units. */
+struct sym_scope {
+	Dwarf_Die die;
+	int32_t parent;          /* the enclosing function or inlined instance, or -1 */
+	uint32_t depth;
+};
+
+struct sym_scope_range {
+	uint64_t low, high;      /* DWARF addresses */
+	uint32_t scope;
+};
+
+struct sym_cu_index {
+	Dwarf_Off cu_offset;
+	struct sym_scope *scopes;
+	size_t nscopes, cap_scopes;
+	struct sym_scope_range *ranges;
+	size_t nranges, cap_ranges;
+	Dwarf_Files *files;      /* for DW_AT_call_file */
+};
+
+struct sym_file_index {
+	struct sym_func *funcs;
+	size_t nfuncs;
+	struct elfcache_hash cus;  /* compile-unit offset -> struct sym_cu_index */
+};
+
+static int sym_func_cmp(const void *a, const void *b)
+{
+	const struct sym_func *x = a, *y = b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank - y->rank;
+	return (y->size > 0) - (x->size > 0); /* sized before sizeless */
+}
+
+/* Collect f's function symbols (.symtab, .gnu_debugdata, the debug file's, .dynsym: whatever
+ * libdwfl found) into a sorted table, one entry per address. */
+static void sym_build_funcs(struct elf_file *f, struct sym_file_index *ix)
+{
+	int nsyms = dwfl_module_getsymtab(f->sym_mod);
+	size_t cap = 0;
+
+	for (int i = 1; i < nsyms; i++) {
+		GElf_Sym sym;
+		GElf_Addr value;
+		GElf_Word shndx;
+		Elf *elf;
+		Dwarf_Addr bias;
+		const char *name = dwfl_module_getsym_info(f->sym_mod, i, &sym, &value, &shndx, &elf,
+							   &bias);
+		if (!name || !*name || sym.st_shndx == SHN_UNDEF)
+			continue;
+		int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
+		if (type != STT_FUNC && type != STT_GNU_IFUNC) {
+			/* Untyped labels count when they are in code (assembly functions). */
+			GElf_Shdr sh;
+			Elf_Scn *scn = type == STT_NOTYPE && elf ? elf_getscn(elf, shndx) : NULL;
+			if (!scn || !gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_EXECINSTR))
+				continue;
+		}
+		cs_grow(&ix->funcs, &cap, ix->nfuncs + 1, sizeof(ix->funcs[0]));
+		ix->funcs[ix->nfuncs++] = (struct sym_func){
+			.addr = value,
+			.size = sym.st_size,
+			.name = name,
+			.rank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2,
+		};
+	}
+	/* A stripped program still says where _start is: its entry point. Naming it lets reports
+	 * see that a stack reached the outermost frame. Ranked last: a real symbol wins. */
+	Dwarf_Addr bias;
+	Dwarf_CFI *cfi = f->entry ? dwfl_module_eh_cfi(f->sym_mod, &bias) : NULL;
+	Dwarf_Frame *frame;
+	if (cfi && dwarf_cfi_addrframe(cfi, f->entry - bias, &frame) == 0) {
+		/* Its extent is that of the CFI entry that starts there. */
+		Dwarf_Addr start, end;
+		if (dwarf_frame_info(frame, &start, &end, NULL) >= 0 && start + bias == f->entry &&
+		    end > start) {
+			cs_grow(&ix->funcs, &cap, ix->nfuncs + 1, sizeof(ix->funcs[0]));
+			ix->funcs[ix->nfuncs++] = (struct sym_func){ f->entry, end - start, "_start", 3 };
+		}
+		free(frame);
+	}
+	if (!ix->nfuncs)
+		return;
+	qsort(ix->funcs, ix->nfuncs, sizeof(ix->funcs[0]), sym_func_cmp);
+	size_t out = 1;
+	for (size_t i = 1; i < ix->nfuncs; i++)
+		if (ix->funcs[i].addr != ix->funcs[out - 1].addr)
+			ix->funcs[out++] = ix->funcs[i];
+	ix->nfuncs = out;
+}
+
+/* The function symbol containing addr, or NULL. A sizeless symbol counts for 4 KB after it
+ * when nothing else is closer. */
+static const struct sym_func *sym_func_lookup(const struct sym_file_index *ix, uint64_t addr)
+{
+	size_t lo = 0, hi = ix->nfuncs;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (ix->funcs[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* A few back: a large function may enclose smaller local labels. */
+	for (size_t j = lo, back = 0; j-- > 0 && back < 8; back++) {
+		const struct sym_func *fn = &ix->funcs[j];
+		if (fn->size ? addr < fn->addr + fn->size : (j + 1 == lo && addr - fn->addr < 4096))
+			return fn;
+	}
+	return NULL;
+}
+
+static void sym_scope_add(struct sym_cu_index *ci, Dwarf_Die *die, int32_t parent, uint32_t depth,
+			  int32_t *out)
+{
+	ptrdiff_t off = 0;
+	Dwarf_Addr base, start, end;
+
+	*out = -1;
+	while ((off = dwarf_ranges(die, off, &base, &start, &end)) > 0) {
+		if (start >= end)
+			continue;
+		if (*out < 0) {
+			cs_grow(&ci->scopes, &ci->cap_scopes, ci->nscopes + 1, sizeof(ci->scopes[0]));
+			ci->scopes[ci->nscopes] = (struct sym_scope){ *die, parent, depth };
+			*out = (int32_t)ci->nscopes++;
+		}
+		cs_grow(&ci->ranges, &ci->cap_ranges, ci->nranges + 1, sizeof(ci->ranges[0]));
+		ci->ranges[ci->nranges++] = (struct sym_scope_range){ start, end, (uint32_t)*out };
+	}
+}
+
+/* Record the functions and inlined instances under die. Types are not entered: compilers put
+ * function definitions at unit or namespace level. */
+static void sym_scope_walk(struct sym_cu_index *ci, Dwarf_Die *die, int32_t parent, uint32_t depth)
+{
+	Dwarf_Die child;
+
+	if (dwarf_child(die, &child) != 0)
+		return;
+	do {
+		int32_t me;
+		switch (dwarf_tag(&child)) {
+		case DW_TAG_subprogram:
+		case DW_TAG_inlined_subroutine:
+		case DW_TAG_entry_point:
+			sym_scope_add(ci, &child, parent, depth, &me);
+			if (me >= 0)
+				sym_scope_walk(ci, &child, me, depth + 1);
+			break;
+		case DW_TAG_lexical_block:
+		case DW_TAG_try_block:
+		case DW_TAG_catch_block:
+		case DW_TAG_namespace:
+		case DW_TAG_module:
+			sym_scope_walk(ci, &child, parent, depth);
+			break;
+		default:
+			break;
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+}
+
+static bool sym_cu_eq(const void *item, const void *key)
+{
+	return ((const struct sym_cu_index *)item)->cu_offset == *(const Dwarf_Off *)key;
+}
+
+static struct sym_cu_index *sym_cu_index_get(struct sym_file_index *ix, Dwarf_Die *cudie)
+{
+	Dwarf_Off off = dwarf_dieoffset(cudie);
+	uint64_t hash = cs_hash_u64(off);
+	struct sym_cu_index *ci = elfcache_hash_find(&ix->cus, hash, sym_cu_eq, &off);
+
+	if (!ci) {
+		ci = cs_calloc(1, sizeof(*ci));
+		ci->cu_offset = off;
+		sym_scope_walk(ci, cudie, -1, 0);
+		if (dwarf_getsrcfiles(cudie, &ci->files, NULL) != 0)
+			ci->files = NULL;
+		elfcache_hash_insert(&ix->cus, hash, ci);
+	}
+	return ci;
+}
+
+static void sym_file_index_free(struct sym_file_index *ix)
+{
+	if (!ix)
+		return;
+	for (size_t i = 0; i < ix->cus.cap; i++) {
+		struct sym_cu_index *ci = ix->cus.slots[i].item;
+		if (ci) {
+			free(ci->scopes);
+			free(ci->ranges);
+			free(ci);
+		}
+	}
+	elfcache_hash_free(&ix->cus);
+	free(ix->funcs);
+	free(ix);
+}
+
+/* Set up f's symbolization module and refine what the file lacks. */
+static void sym_file_setup(struct unwind_ctx *ctx, struct elf_file *f, const char *name)
+{
+	f->sym_tried = true;
+	f->sym_flags = f->section_flags;
+	f->sym_index = cs_calloc(1, sizeof(*f->sym_index));
+	f->sym_dwfl = dwfl_begin(ctx->sym_callbacks);
+	if (!f->sym_dwfl) {
+		cs_warn("dwfl_begin: %s", dwfl_errmsg(-1));
+		return;
+	}
+	dwfl_report_begin(f->sym_dwfl);
+	f->sym_mod = elfcache_report_file(f->sym_dwfl, name, f, 0);
+	dwfl_report_end(f->sym_dwfl, NULL, NULL);
+	if (!f->sym_mod) {
+		cs_warn("dwfl_report_module %s: %s; its frames will show as offsets", name,
+			dwfl_errmsg(-1));
+		return;
+	}
+	sym_build_funcs(f, f->sym_index);
+	f->sym_flags &= ~(uint32_t)(PROFILE_MODULE_NO_SYMBOLS | PROFILE_MODULE_NO_DEBUGINFO);
+	size_t real = 0;
+	for (size_t i = 0; i < f->sym_index->nfuncs; i++)
+		real += f->sym_index->funcs[i].rank < 3;
+	if (!real)
+		f->sym_flags |= PROFILE_MODULE_NO_SYMBOLS;
+	Dwarf_Addr bias;
+	if (!dwfl_module_getdwarf(f->sym_mod, &bias))
+		f->sym_flags |= PROFILE_MODULE_NO_DEBUGINFO;
+}
+
+static const char *sym_die_name(struct unwind_ctx *ctx, Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+
+	if (!name)
+		name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
+	if (!name)
+		name = dwarf_diename(die);
+	return name ? sym_demangle(ctx, name) : NULL;
+}
+
+/* A symbol's name without its version ("__libc_start_main@@GLIBC_2.34"), demangled. */
+static const char *sym_symbol_name(struct unwind_ctx *ctx, const char *raw)
+{
+	char buf[1024];
+	const char *at = strchr(raw, '@');
+
+	if (at && at > raw && (size_t)(at - raw) < sizeof(buf)) {
+		memcpy(buf, raw, (size_t)(at - raw));
+		buf[at - raw] = 0;
+		return sym_demangle(ctx, buf);
+	}
+	return sym_demangle(ctx, raw);
+}
+
+static void sym_push(struct unwind_ctx *ctx, const char *name, const char *file, uint32_t line,
+		     uint32_t flags)
+{
+	cs_grow(&ctx->sym_frames, &ctx->cap_sym_frames, ctx->nsym_frames + 1,
+		sizeof(ctx->sym_frames[0]));
+	ctx->sym_frames[ctx->nsym_frames++] = (struct sym_frame){
+		.name = name,
+		.file = file && *file ? elfcache_intern(ctx, file) : NULL,
+		.line = line,
+		.flags = flags,
+	};
+}
+
+/* Append the frames of addr (a link-time vaddr) in m's file, innermost first. */
+static void sym_elf_frames(struct unwind_ctx *ctx, struct unwind_module_priv *m, uint64_t addr,
+			   uint64_t offset)
+{
+	struct elf_file *f = m->file;
+	size_t first = ctx->nsym_frames;
+
+	if (!f->sym_tried) {
+		sym_file_setup(ctx, f, m->path);
+		m->pub.flags = f->sym_flags;
+	}
+	if (!f->sym_mod) {
+		sym_push(ctx, sym_unnamed(ctx, m, offset), NULL, 0, PROFILE_FRAME_UNNAMED);
+		return;
+	}
+	const struct sym_func *fn = sym_func_lookup(f->sym_index, addr);
+	const char *symname = fn ? sym_symbol_name(ctx, fn->name) : NULL;
+
+	const char *file = NULL;
+	int line = 0;
+	Dwfl_Line *dl = dwfl_module_getsrc(f->sym_mod, addr);
+	if (dl)
+		file = dwfl_lineinfo(dl, NULL, &line, NULL, NULL, NULL);
+
+	/* Innermost scope first, each inlined instance followed by where it was inlined. */
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cudie = dwfl_module_addrdie(f->sym_mod, addr, &bias);
+	struct sym_cu_index *ci = cudie ? sym_cu_index_get(f->sym_index, cudie) : NULL;
+	int32_t scope = -1;
+	if (ci) {
+		uint64_t a = addr - bias;
+		uint32_t best_depth = 0;
+		for (size_t i = 0; i < ci->nranges; i++) {
+			const struct sym_scope_range *r = &ci->ranges[i];
+			if (a >= r->low && a < r->high &&
+			    (scope < 0 || ci->scopes[r->scope].depth > best_depth)) {
+				scope = (int32_t)r->scope;
+				best_depth = ci->scopes[r->scope].depth;
+			}
+		}
+	}
+	bool done = false;
+	for (; scope >= 0 && !done; scope = ci->scopes[scope].parent) {
+		Dwarf_Die *die = &ci->scopes[scope].die;
+		if (dwarf_tag(die) != DW_TAG_inlined_subroutine) {
+			/* The out-of-line function: the symbol's name when there is one (it
+			 * carries clone suffixes such as .cold the way perf shows them). */
+			const char *name = symname ? symname : sym_die_name(ctx, die);
+			sym_push(ctx, name ? name : sym_unnamed(ctx, m, offset), file,
+				 line > 0 ? (uint32_t)line : 0, name ? 0 : PROFILE_FRAME_UNNAMED);
+			done = true;
+			break;
+		}
+		const char *name = sym_die_name(ctx, die);
+		sym_push(ctx, name ? name : elfcache_intern(ctx, "(inlined)"), file,
+			 line > 0 ? (uint32_t)line : 0, PROFILE_FRAME_INLINED);
+		/* The caller's position is where this instance was inlined. */
+		Dwarf_Attribute attr;
+		Dwarf_Word val;
+		file = NULL;
+		line = 0;
+		if (ci->files && dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &val) == 0)
+			file = dwarf_filesrc(ci->files, val, NULL, NULL);
+		if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &attr), &val) == 0)
+			line = (int)val;
+	}
+	if (!done)
+		sym_push(ctx, symname ? symname : sym_unnamed(ctx, m, offset), file,
+			 line > 0 ? (uint32_t)line : 0, symname ? 0 : PROFILE_FRAME_UNNAMED);
+	/* Every frame but the outermost is inlined into the next one. */
+	for (size_t i = first; i + 1 < ctx->nsym_frames; i++)
+		ctx->sym_frames[i].flags |= PROFILE_FRAME_INLINED;
+	ctx->sym_frames[ctx->nsym_frames - 1].flags &= ~(uint32_t)PROFILE_FRAME_INLINED;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Resolution and cache */
+
+struct sym_key {
+	uint32_t module;
+	bool is_caller;
+	uint64_t offset;
+	const struct sym_cache_entry *entries;
+};
+
+static bool sym_entry_eq(const void *item, const void *key)
+{
+	const struct sym_key *k = key;
+	const struct sym_cache_entry *e = &k->entries[(uintptr_t)item - 1];
+	return e->module == k->module && e->offset == k->offset && e->is_caller == k->is_caller;
+}
+
+static uint64_t sym_key_hash(const struct sym_key *k)
+{
+	return cs_hash_u64(k->offset * 0x9e3779b97f4a7c15ULL ^ ((uint64_t)k->module << 1) ^
+			       k->is_caller);
+}
+
+static void sym_release(struct unwind_ctx *ctx);
+
+int sym_resolve(struct unwind_ctx *ctx, struct unwind_loc loc, bool is_caller,
+		struct sym_frame *frames, int max)
+{
+	if (loc.module >= ctx->nmodules || max <= 0)
+		return -EINVAL;
+	ctx->release_symbols = sym_release;
+	struct sym_key key = { loc.module, is_caller, loc.offset, ctx->sym_entries };
+	uint64_t hash = sym_key_hash(&key);
+	struct sym_cache_entry *e;
+	/* Entries live in one growing array; the table holds indexes + 1 as pointers. */
+	uintptr_t idx = (uintptr_t)elfcache_hash_find(&ctx->sym_cache, hash, sym_entry_eq, &key);
+
+	if (idx) {
+		e = &ctx->sym_entries[idx - 1];
+	} else {
+		struct unwind_module_priv *m = ctx->modules[loc.module];
+		uint64_t at = loc.offset - (is_caller && loc.offset ? 1 : 0);
+		uint32_t first = (uint32_t)ctx->nsym_frames;
+		const char *name;
+
+		switch (m->kind) {
+		case UNWIND_MOD_KERNEL:
+			name = sym_kernel_name(ctx, at);
+			sym_push(ctx, name ? name : sym_unnamed(ctx, m, loc.offset), NULL, 0,
+				 PROFILE_FRAME_KERNEL | (name ? 0 : PROFILE_FRAME_UNNAMED));
+			if (!ctx->nkallsyms)
+				m->pub.flags |= PROFILE_MODULE_NO_SYMBOLS;
+			break;
+		case UNWIND_MOD_JIT:
+			name = sym_jit_name(ctx, m, at);
+			sym_push(ctx, name ? name : sym_unnamed(ctx, m, loc.offset), NULL, 0,
+				 name ? PROFILE_FRAME_JIT : PROFILE_FRAME_UNNAMED);
+			if (!m->jit_loaded)
+				m->pub.flags |= PROFILE_MODULE_NO_SYMBOLS;
+			break;
+		case UNWIND_MOD_ELF:
+			sym_elf_frames(ctx, m, elf_file_offset_to_vaddr(m->file, at), loc.offset);
+			break;
+		case UNWIND_MOD_FILE:
+			sym_push(ctx, sym_unnamed(ctx, m, loc.offset), NULL, 0, PROFILE_FRAME_UNNAMED);
+			break;
+		}
+		cs_grow(&ctx->sym_entries, &ctx->cap_sym_entries, ctx->nsym_entries + 1,
+			sizeof(ctx->sym_entries[0]));
+		e = &ctx->sym_entries[ctx->nsym_entries++];
+		*e = (struct sym_cache_entry){ loc.module, is_caller, loc.offset, first,
+					       (uint32_t)ctx->nsym_frames - first };
+		elfcache_hash_insert(&ctx->sym_cache, hash, (void *)(uintptr_t)ctx->nsym_entries);
+	}
+	int n = (int)e->n < max ? (int)e->n : max;
+	/* Too little room: keep the outermost frames (the real function). */
+	memcpy(frames, ctx->sym_frames + e->first + (e->n - (uint32_t)n), (size_t)n * sizeof(*frames));
+	return n;
+}
+
+/* Installed as ctx->release_symbols: unwind_free calls it. */
+static void sym_release(struct unwind_ctx *ctx)
+{
+	for (size_t i = 0; i < ctx->nfiles; i++) {
+		struct elf_file *f = ctx->files[i];
+		sym_file_index_free(f->sym_index);
+		f->sym_index = NULL;
+		if (f->sym_dwfl)
+			dwfl_end(f->sym_dwfl);
+		f->sym_dwfl = NULL;
+		f->sym_mod = NULL;
+	}
+	free(ctx->kallsyms);
+	free(ctx->kallsyms_text);
+	elfcache_hash_free(&ctx->sym_cache);
+	free(ctx->sym_entries);
+	free(ctx->sym_frames);
+}

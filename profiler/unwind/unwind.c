@@ -1,0 +1,723 @@
+/* unwind.c: DWARF unwinding of sampled (registers, stack copy) snapshots with elfutils' libdwfl.
+ *
+ * Each process' address space (struct unwind_space) follows the recorder's mmap/fork/exec/exit
+ * events and keeps one Dwfl whose modules are the ELF files mapped in it. The Dwfl is attached
+ * once (dwfl_attach_state with our own thread callbacks, the approach of perf's
+ * util/unwind-libdw.c) and reused for every sample: before each unwind, the space's `cur`
+ * points at the sample, and memory_read serves the stack copy from it. Module changes are
+ * reported lazily (dwfl_report_begin_add, or dwfl_report_begin when a module lost its mappings)
+ * just before the next unwind. A forked child shares its parent's space until either of them
+ * maps something new (copy on write), so fork-heavy workloads do not multiply Dwfls.
+ *
+ * ELF files are opened once per inode and shared by build-id (elfcache.h); every Dwfl gets a
+ * reference-counted duplicate of the file's Elf handle, so nothing is re-opened or re-parsed per
+ * sample or per process. */
+#include "unwind/unwind.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <elfutils/libdwelf.h>
+#include <gelf.h>
+
+#include "base/cs.h"
+#include "unwind/elfcache.h"
+#include "format/datafile.h"
+
+/* ------------------------------------------------------------------------------------------ */
+/* Address spaces and processes */
+
+struct unwind_map {
+	uint64_t start, end, pgoff;
+	uint32_t prot;
+	uint32_t module;
+	struct elf_file *file;   /* ELF maps: the file and its load bias; else NULL */
+	uint64_t bias;
+	bool reported;           /* reported to the space's Dwfl */
+};
+
+struct unwind_space {
+	int refs;                /* processes sharing this space (fork until a change) */
+	struct unwind_ctx *ctx;
+	struct unwind_map *maps; /* sorted by start, non-overlapping */
+	size_t nmaps, cap_maps;
+	Dwfl *dwfl;
+	bool attached;
+	bool needs_rebuild;      /* a reported module lost its maps: report everything again */
+	bool needs_add;          /* maps not yet reported */
+
+	/* The unwind in progress (unwind_sample). */
+	const struct unwind_sample *cur;
+	struct unwind_loc *locs;
+	int max, n;
+	bool read_failed, read_beyond; /* during the current unwind step */
+	bool no_map;
+	struct unwind_proc *proc;
+};
+
+struct unwind_proc {
+	uint32_t pid;
+	struct unwind_space *space;
+	uint32_t jit_module;     /* UINT32_MAX until anonymous code is seen */
+};
+
+static bool unwind_proc_eq(const void *item, const void *key)
+{
+	return ((const struct unwind_proc *)item)->pid == *(const uint32_t *)key;
+}
+
+static struct unwind_proc *unwind_proc_find(struct unwind_ctx *ctx, uint32_t pid)
+{
+	return elfcache_hash_find(&ctx->procs, cs_hash_u64(pid), unwind_proc_eq, &pid);
+}
+
+static struct unwind_space *unwind_space_new(struct unwind_ctx *ctx)
+{
+	struct unwind_space *sp = cs_calloc(1, sizeof(*sp));
+
+	sp->refs = 1;
+	sp->ctx = ctx;
+	return sp;
+}
+
+static void unwind_space_unref(struct unwind_space *sp)
+{
+	if (!sp || --sp->refs > 0)
+		return;
+	if (sp->dwfl)
+		dwfl_end(sp->dwfl);
+	free(sp->maps);
+	free(sp);
+}
+
+static struct unwind_proc *unwind_proc_get(struct unwind_ctx *ctx, uint32_t pid)
+{
+	struct unwind_proc *p = unwind_proc_find(ctx, pid);
+
+	if (!p) {
+		p = cs_calloc(1, sizeof(*p));
+		p->pid = pid;
+		p->space = unwind_space_new(ctx);
+		p->jit_module = UINT32_MAX;
+		elfcache_hash_insert(&ctx->procs, cs_hash_u64(pid), p);
+	}
+	return p;
+}
+
+/* Give p a space of its own before changing it (copy on write after fork). */
+static struct unwind_space *unwind_space_own(struct unwind_proc *p)
+{
+	struct unwind_space *old = p->space;
+
+	if (old->refs == 1)
+		return old;
+	struct unwind_space *sp = unwind_space_new(old->ctx);
+	sp->maps = cs_malloc((old->nmaps ? old->nmaps : 1) * sizeof(sp->maps[0]));
+	memcpy(sp->maps, old->maps, old->nmaps * sizeof(sp->maps[0]));
+	sp->nmaps = sp->cap_maps = old->nmaps;
+	for (size_t i = 0; i < sp->nmaps; i++)
+		sp->maps[i].reported = false;
+	sp->needs_add = sp->nmaps > 0;
+	old->refs--;
+	p->space = sp;
+	return sp;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Modules */
+
+struct unwind_module_key {
+	enum unwind_module_kind kind;
+	const char *path;
+	const struct elf_file *file;
+	uint32_t pid;
+};
+
+static uint64_t unwind_module_hash(const struct unwind_module_key *k)
+{
+	return cs_hash_bytes(k->path, strlen(k->path),
+				 (uint64_t)k->kind ^ ((uint64_t)k->pid << 8) ^ (uintptr_t)k->file);
+}
+
+static bool unwind_module_eq(const void *item, const void *key)
+{
+	const struct unwind_module_priv *m = item;
+	const struct unwind_module_key *k = key;
+	return m->kind == k->kind && m->file == k->file && m->pid == k->pid &&
+	       strcmp(m->path, k->path) == 0;
+}
+
+static uint32_t unwind_module_id(struct unwind_ctx *ctx, enum unwind_module_kind kind,
+				 const char *path, struct elf_file *file, uint32_t pid)
+{
+	struct unwind_module_key key = { kind, path, file, pid };
+	uint64_t hash = unwind_module_hash(&key);
+	struct unwind_module_priv *m = elfcache_hash_find(&ctx->modules_by_key, hash, unwind_module_eq,
+							 &key);
+	if (m)
+		return m->id;
+
+	m = cs_calloc(1, sizeof(*m));
+	m->id = (uint32_t)ctx->nmodules;
+	m->kind = kind;
+	m->path = cs_strdup(path);
+	m->file = file;
+	m->pid = pid;
+	m->pub.path = m->path;
+	m->pub.build_id = file ? file->build_id : "";
+	switch (kind) {
+	case UNWIND_MOD_ELF:
+		m->pub.flags = file->section_flags;
+		break;
+	case UNWIND_MOD_FILE:
+		m->pub.flags = PROFILE_MODULE_NO_CFI | PROFILE_MODULE_NO_SYMBOLS |
+			       PROFILE_MODULE_NO_DEBUGINFO;
+		break;
+	case UNWIND_MOD_KERNEL:
+		m->pub.flags = PROFILE_MODULE_KERNEL;
+		break;
+	case UNWIND_MOD_JIT:
+		m->pub.flags = PROFILE_MODULE_JIT | PROFILE_MODULE_NO_CFI |
+			       PROFILE_MODULE_NO_DEBUGINFO;
+		break;
+	}
+	cs_grow(&ctx->modules, &ctx->cap_modules, ctx->nmodules + 1, sizeof(ctx->modules[0]));
+	ctx->modules[ctx->nmodules++] = m;
+	elfcache_hash_insert(&ctx->modules_by_key, hash, m);
+	return m->id;
+}
+
+size_t unwind_module_count(const struct unwind_ctx *ctx)
+{
+	return ctx->nmodules;
+}
+
+const struct unwind_module *unwind_module_get(const struct unwind_ctx *ctx, uint32_t id)
+{
+	return id < ctx->nmodules ? &ctx->modules[id]->pub : NULL;
+}
+
+/* The anonymous-code module of process p (JIT code named by /tmp/perf-PID.map). */
+static uint32_t unwind_jit_module(struct unwind_ctx *ctx, struct unwind_proc *p)
+{
+	if (p->jit_module == UINT32_MAX) {
+		p->jit_module = unwind_module_id(ctx, UNWIND_MOD_JIT, "//anon", NULL, p->pid);
+		struct unwind_module_priv *m = ctx->modules[p->jit_module];
+		if (!m->jit_map_path) {
+			/* In another pid namespace the JIT writes /tmp/perf-<its own pid>.map
+			 * under its own root. */
+			char status[64], line[256];
+			uint32_t nspid = p->pid;
+			snprintf(status, sizeof(status), "/proc/%u/status", p->pid);
+			FILE *fp = fopen(status, "re");
+			if (fp) {
+				while (fgets(line, sizeof(line), fp)) {
+					if (strncmp(line, "NSpid:", 6) == 0) {
+						char *last = strrchr(line, '\t');
+						if (last)
+							nspid = (uint32_t)strtoul(last + 1, NULL, 10);
+					}
+				}
+				fclose(fp);
+				m->jit_map_path = cs_asprintf("/proc/%u/root/tmp/perf-%u.map",
+							      p->pid, nspid);
+			}
+		}
+	}
+	return p->jit_module;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Address-space events */
+
+/* Unwinding Dwfls look for no separate debug file: on x86-64 the CFI is in the mapped file's
+ * .eh_frame (or its own .debug_frame), and a debug file loaded per process when .eh_frame
+ * lacks a pc would cost a full DWARF load on the recording path. */
+static int unwind_no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+			       Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+			       GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	return -1;
+}
+
+int unwind_new(struct unwind_ctx **out)
+{
+	static const Dwfl_Callbacks unwind_callbacks = {
+		.find_elf = elfcache_find_elf,
+		.find_debuginfo = unwind_no_debuginfo,
+		.section_address = dwfl_offline_section_address,
+	};
+	/* Symbolization Dwfls (one per file) find debug files the standard way: next to the
+	 * file and in .debug/ (.gnu_debuglink), and under /usr/lib/debug (also by build-id). */
+	static const Dwfl_Callbacks sym_callbacks = {
+		.find_elf = elfcache_find_elf,
+		.find_debuginfo = dwfl_standard_find_debuginfo,
+		.section_address = dwfl_offline_section_address,
+	};
+	struct unwind_ctx *ctx = cs_calloc(1, sizeof(*ctx));
+
+	elf_version(EV_CURRENT);
+	ctx->kernel_module = UINT32_MAX;
+	ctx->dwfl_callbacks = &unwind_callbacks;
+	ctx->sym_callbacks = &sym_callbacks;
+	*out = ctx;
+	return 0;
+}
+
+void unwind_free(struct unwind_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	/* Dwfls first: they hold references to the files' Elf handles. */
+	for (size_t i = 0; i < ctx->procs.cap; i++) {
+		struct unwind_proc *p = ctx->procs.slots[i].item;
+		if (p) {
+			unwind_space_unref(p->space);
+			free(p);
+		}
+	}
+	elfcache_hash_free(&ctx->procs);
+	if (ctx->release_symbols)
+		ctx->release_symbols(ctx);
+	for (size_t i = 0; i < ctx->nmodules; i++) {
+		free(ctx->modules[i]->path);
+		free(ctx->modules[i]->jit_map_path);
+		free(ctx->modules[i]->jit_syms);
+		free(ctx->modules[i]);
+	}
+	free(ctx->modules);
+	elfcache_hash_free(&ctx->modules_by_key);
+	for (size_t i = 0; i < ctx->nfiles; i++)
+		elfcache_file_free(ctx->files[i]);
+	free(ctx->files);
+	elfcache_hash_free(&ctx->files_by_inode);
+	elfcache_hash_free(&ctx->files_by_build_id);
+	for (size_t i = 0; i < ctx->strings.cap; i++)
+		free(ctx->strings.slots[i].item);
+	elfcache_hash_free(&ctx->strings);
+	free(ctx);
+}
+
+static bool unwind_is_anon(const char *path)
+{
+	return !path[0] || strncmp(path, "//anon", 6) == 0 || strncmp(path, "[anon", 5) == 0 ||
+	       strcmp(path, "[heap]") == 0 || strncmp(path, "[stack", 6) == 0 ||
+	       strncmp(path, "/memfd:", 7) == 0 || strncmp(path, "/dev/zero", 9) == 0;
+}
+
+/* Remove [start, end) from sp's maps (a new mapping replaces whatever was there); the maps
+ * stay sorted. */
+static void unwind_space_punch(struct unwind_space *sp, uint64_t start, uint64_t end)
+{
+	size_t first = 0;
+
+	/* Maps are sorted and disjoint: only a run of them can overlap. */
+	while (first < sp->nmaps && sp->maps[first].end <= start)
+		first++;
+	size_t last = first;
+	while (last < sp->nmaps && sp->maps[last].start < end)
+		last++;
+	if (first == last)
+		return;
+
+	struct unwind_map keep[2];
+	size_t nkeep = 0;
+	for (size_t i = first; i < last; i++) {
+		const struct unwind_map *m = &sp->maps[i];
+		if (m->reported)
+			sp->needs_rebuild = true; /* the module may have lost its last map */
+		if (m->start < start) {
+			keep[nkeep] = *m;
+			keep[nkeep++].end = start;
+		}
+		if (m->end > end) {
+			keep[nkeep] = *m;
+			keep[nkeep].pgoff += end - m->start;
+			keep[nkeep++].start = end;
+		}
+	}
+	/* Replace maps[first, last) by keep[0, nkeep): at most one head and one tail remain. */
+	size_t removed = last - first;
+	if (nkeep > removed)
+		cs_grow(&sp->maps, &sp->cap_maps, sp->nmaps + nkeep - removed, sizeof(sp->maps[0]));
+	memmove(sp->maps + first + nkeep, sp->maps + last, (sp->nmaps - last) * sizeof(sp->maps[0]));
+	memcpy(sp->maps + first, keep, nkeep * sizeof(sp->maps[0]));
+	sp->nmaps = sp->nmaps + nkeep - removed;
+}
+
+static void unwind_space_insert(struct unwind_space *sp, const struct unwind_map *m)
+{
+	size_t lo = 0, hi = sp->nmaps;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (sp->maps[mid].start < m->start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	cs_grow(&sp->maps, &sp->cap_maps, sp->nmaps + 1, sizeof(sp->maps[0]));
+	memmove(sp->maps + lo + 1, sp->maps + lo, (sp->nmaps - lo) * sizeof(sp->maps[0]));
+	sp->maps[lo] = *m;
+	sp->nmaps++;
+}
+
+int unwind_mmap(struct unwind_ctx *ctx, uint32_t pid, uint64_t start, uint64_t len,
+		uint64_t pgoff, uint32_t prot, const char *path)
+{
+	struct unwind_proc *p = unwind_proc_get(ctx, pid);
+	struct unwind_space *sp = unwind_space_own(p);
+	struct unwind_map m = { .start = start, .end = start + len, .pgoff = pgoff, .prot = prot };
+
+	if (!len || m.end < start)
+		return -EINVAL;
+	if (!path)
+		path = "";
+	unwind_space_punch(sp, m.start, m.end);
+	if (!(prot & PROT_EXEC))
+		return 0; /* data mappings only matter for what they replace */
+
+	if (strcmp(path, "[vdso]") == 0) {
+		m.file = elfcache_vdso(ctx);
+		if (m.file)
+			m.module = unwind_module_id(ctx, UNWIND_MOD_ELF, path, m.file, 0);
+		else
+			m.module = unwind_module_id(ctx, UNWIND_MOD_FILE, path, NULL, 0);
+	} else if (path[0] == '/') {
+		m.file = elfcache_file_open(ctx, pid, m.start, m.end, path);
+		if (m.file)
+			m.module = unwind_module_id(ctx, UNWIND_MOD_ELF, path, m.file, 0);
+		else if (unwind_is_anon(path))
+			m.module = unwind_jit_module(ctx, p);
+		else
+			m.module = unwind_module_id(ctx, UNWIND_MOD_FILE, path, NULL, 0);
+	} else if (unwind_is_anon(path)) {
+		m.module = unwind_jit_module(ctx, p);
+	} else {
+		m.module = unwind_module_id(ctx, UNWIND_MOD_FILE, path, NULL, 0);
+	}
+	if (m.file) {
+		m.bias = elfcache_file_bias(m.file, m.start, m.pgoff);
+		sp->needs_add = true;
+	}
+	unwind_space_insert(sp, &m);
+	return 0;
+}
+
+int unwind_load_proc_maps(struct unwind_ctx *ctx, uint32_t pid)
+{
+	char path[64], line[4096 + 256];
+	int err = 0;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	FILE *fp = fopen(path, "re");
+	if (!fp)
+		return -errno;
+	while (fgets(line, sizeof(line), fp)) {
+		uint64_t start, end, off;
+		char perms[8];
+		int name_at = 0;
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n", &start, &end,
+			   perms, &off, &name_at) < 4)
+			continue;
+		if (perms[2] != 'x')
+			continue;
+		char *name = line + name_at;
+		name[strcspn(name, "\n")] = 0;
+		uint32_t prot = PROT_EXEC | (perms[0] == 'r' ? PROT_READ : 0) |
+				(perms[1] == 'w' ? PROT_WRITE : 0);
+		err = unwind_mmap(ctx, pid, start, end - start, off, prot, name);
+		if (err)
+			break;
+	}
+	fclose(fp);
+	return err;
+}
+
+int unwind_fork(struct unwind_ctx *ctx, uint32_t parent_pid, uint32_t child_pid)
+{
+	if (parent_pid == child_pid)
+		return 0; /* a new thread */
+	struct unwind_proc *parent = unwind_proc_get(ctx, parent_pid);
+	struct unwind_proc *child = unwind_proc_find(ctx, child_pid);
+
+	if (child) {
+		unwind_space_unref(child->space);
+	} else {
+		child = cs_calloc(1, sizeof(*child));
+		child->pid = child_pid;
+		child->jit_module = UINT32_MAX;
+		elfcache_hash_insert(&ctx->procs, cs_hash_u64(child_pid), child);
+	}
+	child->space = parent->space;
+	child->space->refs++;
+	return 0;
+}
+
+int unwind_exec(struct unwind_ctx *ctx, uint32_t pid)
+{
+	struct unwind_proc *p = unwind_proc_get(ctx, pid);
+
+	unwind_space_unref(p->space);
+	p->space = unwind_space_new(ctx);
+	p->jit_module = UINT32_MAX;
+	return 0;
+}
+
+int unwind_exit(struct unwind_ctx *ctx, uint32_t pid)
+{
+	struct unwind_proc *p = elfcache_hash_remove(&ctx->procs, cs_hash_u64(pid), unwind_proc_eq,
+						   &pid);
+	if (p) {
+		unwind_space_unref(p->space);
+		free(p);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Unwinding */
+
+/* perf's x86-64 register index for each DWARF register 0..16 (rax, rdx, rcx, rbx, rsi, rdi,
+ * rbp, rsp, r8..r15, rip). */
+static const uint8_t unwind_dwarf_to_perf[17] = { 0, 3, 2, 1, 4, 5, 6, 7, 16, 17, 18, 19,
+						  20, 21, 22, 23, 8 };
+enum { UNWIND_PERF_SP = 7, UNWIND_PERF_IP = 8 };
+
+static const struct unwind_map *unwind_space_lookup(const struct unwind_space *sp, uint64_t addr)
+{
+	size_t lo = 0, hi = sp->nmaps;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (addr < sp->maps[mid].start)
+			hi = mid;
+		else if (addr >= sp->maps[mid].end)
+			lo = mid + 1;
+		else
+			return &sp->maps[mid];
+	}
+	return NULL;
+}
+
+static pid_t unwind_next_thread(Dwfl *dwfl, void *dwfl_arg, void **thread_argp)
+{
+	struct unwind_space *sp = dwfl_arg;
+
+	if (*thread_argp || !sp->cur)
+		return 0;
+	*thread_argp = sp;
+	return (pid_t)sp->cur->tid;
+}
+
+static bool unwind_get_thread(Dwfl *dwfl, pid_t tid, void *dwfl_arg, void **thread_argp)
+{
+	struct unwind_space *sp = dwfl_arg;
+
+	*thread_argp = sp;
+	return sp->cur != NULL;
+}
+
+static bool unwind_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *dwfl_arg)
+{
+	struct unwind_space *sp = dwfl_arg;
+	const struct unwind_sample *s = sp->cur;
+	uint64_t stack_start = s->regs[UNWIND_PERF_SP];
+
+	if (addr >= stack_start && addr - stack_start + sizeof(*result) <= s->stack_size) {
+		memcpy(result, s->stack + (addr - stack_start), sizeof(*result));
+		return true;
+	}
+	/* Read-only file data (constants some CFI expressions load). */
+	const struct unwind_map *m = unwind_space_lookup(sp, addr);
+	if (m && m->file && !(m->prot & PROT_WRITE)) {
+		uint64_t off = addr - m->start + m->pgoff;
+		if (off + sizeof(*result) <= m->file->raw_size) {
+			memcpy(result, m->file->raw + off, sizeof(*result));
+			return true;
+		}
+	}
+	sp->read_failed = true;
+	/* Above the copy, within what a thread stack could be: the copy was too short. */
+	if (addr >= stack_start + s->stack_size && addr - stack_start < (1ULL << 30))
+		sp->read_beyond = true;
+	return false;
+}
+
+static bool unwind_set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
+{
+	struct unwind_space *sp = thread_arg;
+	const struct unwind_sample *s = sp->cur;
+
+	for (unsigned r = 0; r < 17; r++) {
+		unsigned perf = unwind_dwarf_to_perf[r];
+		if (!(s->regs_mask & (1ULL << perf)))
+			continue;
+		Dwarf_Word v = s->regs[perf];
+		if (!dwfl_thread_state_registers(thread, (int)r, 1, &v))
+			return false;
+	}
+	dwfl_thread_state_register_pc(thread, s->regs[UNWIND_PERF_IP]);
+	return true;
+}
+
+static const Dwfl_Thread_Callbacks unwind_thread_callbacks = {
+	.next_thread = unwind_next_thread,
+	.get_thread = unwind_get_thread,
+	.memory_read = unwind_memory_read,
+	.set_initial_registers = unwind_set_initial_registers,
+};
+
+/* Bring sp's Dwfl up to date with its maps and attach it. Returns false if it cannot unwind. */
+static bool unwind_space_sync(struct unwind_space *sp, uint32_t pid)
+{
+	struct unwind_ctx *ctx = sp->ctx;
+
+	if (!sp->dwfl) {
+		sp->dwfl = dwfl_begin(ctx->dwfl_callbacks);
+		if (!sp->dwfl) {
+			cs_warn("dwfl_begin: %s", dwfl_errmsg(-1));
+			return false;
+		}
+		sp->needs_rebuild = true;
+	}
+	if (sp->needs_rebuild || sp->needs_add) {
+		if (sp->needs_rebuild)
+			dwfl_report_begin(sp->dwfl);
+		else
+			dwfl_report_begin_add(sp->dwfl);
+		for (size_t i = 0; i < sp->nmaps; i++) {
+			struct unwind_map *m = &sp->maps[i];
+			if (!m->file || (m->reported && !sp->needs_rebuild))
+				continue;
+			/* Overlapping or clashing reports fail; the map then has no CFI. */
+			elfcache_report_file(sp->dwfl, ctx->modules[m->module]->path, m->file, m->bias);
+			m->reported = true;
+		}
+		dwfl_report_end(sp->dwfl, NULL, NULL);
+		sp->needs_rebuild = sp->needs_add = false;
+	}
+	if (!sp->attached) {
+		if (!dwfl_attach_state(sp->dwfl, NULL, (pid_t)pid, &unwind_thread_callbacks, sp))
+			return false; /* no ELF module yet to tell the architecture: try later */
+		sp->attached = true;
+	}
+	return true;
+}
+
+static void unwind_push(struct unwind_ctx *ctx, struct unwind_proc *p, struct unwind_space *sp,
+			uint64_t pc)
+{
+	const struct unwind_map *m = unwind_space_lookup(sp, pc);
+	struct unwind_loc loc;
+
+	if (m && ctx->modules[m->module]->kind != UNWIND_MOD_JIT) {
+		loc.module = m->module;
+		loc.offset = pc - m->start + m->pgoff;
+	} else {
+		if (!m)
+			sp->no_map = true;
+		loc.module = unwind_jit_module(ctx, p);
+		loc.offset = pc;
+	}
+	if (sp->n < sp->max)
+		sp->locs[sp->n++] = loc;
+}
+
+static int unwind_frame_cb(Dwfl_Frame *state, void *arg)
+{
+	struct unwind_space *sp = arg;
+	Dwarf_Addr pc;
+	bool activation;
+
+	/* dwfl_frame_pc with isactivation unwinds this frame to its caller already, so the
+	 * read-failure flags are reset first: afterwards they describe the step just taken. */
+	sp->read_failed = sp->read_beyond = false;
+	if (!dwfl_frame_pc(state, &pc, &activation))
+		return DWARF_CB_ABORT;
+	/* A non-leaf frame whose pc is exact (interrupted by a signal) is given as pc + 1, so
+	 * that the caller-side adjustment of sym_resolve lands on it. libdwfl also calls the
+	 * frame whose unwinding failed an activation; a failed read tells that case apart. */
+	if (sp->n > 0 && activation && !sp->read_failed)
+		pc++;
+	unwind_push(sp->ctx, sp->proc, sp, pc);
+	return sp->n >= sp->max ? DWARF_CB_ABORT : DWARF_CB_OK;
+}
+
+int unwind_sample(struct unwind_ctx *ctx, const struct unwind_sample *s, struct unwind_loc *locs,
+		  int max, uint32_t *flags)
+{
+	int n = 0;
+
+	*flags = 0;
+	if (max <= 0)
+		return -EINVAL;
+	for (size_t i = 0; i < s->nkernel_ips && n < max; i++) {
+		if (ctx->kernel_module == UINT32_MAX)
+			ctx->kernel_module = unwind_module_id(ctx, UNWIND_MOD_KERNEL, "[kernel.kallsyms]",
+							      NULL, 0);
+		locs[n++] = (struct unwind_loc){ ctx->kernel_module, s->kernel_ips[i] };
+	}
+	if (n >= max)
+		return n;
+
+	struct unwind_proc *p = unwind_proc_find(ctx, s->pid);
+	if (!p) {
+		/* Never seen (events lost, or attached without synthesized maps): read its
+		 * maps now if it still runs. */
+		unwind_load_proc_maps(ctx, s->pid);
+		p = unwind_proc_get(ctx, s->pid);
+	}
+	struct unwind_space *sp = p->space;
+	sp->cur = s;
+	sp->proc = p;
+	sp->locs = locs;
+	sp->max = max;
+	sp->n = n;
+	sp->no_map = sp->read_failed = sp->read_beyond = false;
+
+	if (s->user_ips) {
+		/* -g fp: the kernel walked the frame pointers already. */
+		for (size_t i = 0; i < s->nuser_ips && sp->n < max; i++)
+			unwind_push(ctx, p, sp, s->user_ips[i]);
+		if (s->nuser_ips)
+			*flags |= UNWIND_COMPLETE;
+		goto out;
+	}
+	bool have_ip = s->regs_mask & (1ULL << UNWIND_PERF_IP);
+	bool have_sp = s->regs_mask & (1ULL << UNWIND_PERF_SP);
+	if (!have_ip) {
+		/* No user registers at all: a kernel thread, whose stack is all kernel. */
+		*flags |= !s->regs_mask && s->nkernel_ips ? UNWIND_COMPLETE : UNWIND_ERROR;
+		goto out;
+	}
+	if (!have_sp || !s->stack || !unwind_space_sync(sp, s->pid)) {
+		unwind_push(ctx, p, sp, s->regs[UNWIND_PERF_IP]);
+		*flags |= UNWIND_ERROR;
+		goto out;
+	}
+	int rc = dwfl_getthread_frames(sp->dwfl, (pid_t)s->tid, unwind_frame_cb, sp);
+	if (rc == 0 && !sp->read_failed) {
+		*flags |= UNWIND_COMPLETE;
+	} else if (rc == DWARF_CB_ABORT) {
+		/* locs is full: neither complete nor an unwinder error. */
+	} else {
+		/* libdwfl takes a return address it could not read for the end of the stack,
+		 * so a read failure in the last step is an error even when rc == 0. */
+		*flags |= sp->read_beyond ? UNWIND_STACK_END : UNWIND_ERROR;
+		if (sp->n == n) /* not even the leaf (e.g. the thread state could not be set) */
+			unwind_push(ctx, p, sp, s->regs[UNWIND_PERF_IP]);
+	}
+out:
+	if (sp->no_map)
+		*flags |= UNWIND_NO_MAP;
+	sp->cur = NULL;
+	return sp->n;
+}

@@ -1,0 +1,999 @@
+/* driver.c: plays a CUDA program and its GPU for lib/libcsampler-cupti.so, on machines without
+ * either, and checks what the library wrote.
+ *
+ *   driver SCENARIO LIB     fork a child that loads LIB as the CUDA driver would (dlopen,
+ *                           InitializeInjection) and plays the scenario against the stand-in
+ *                           libcupti (tests/cupti/standin.c, found through LD_LIBRARY_PATH);
+ *                           the parent, which has the child's address layout, then decodes
+ *                           $CSAMPLER_GPU_DIR/gpu-CHILD.bin (inject/protocol.h) and checks it
+ *                           against script.h. Prints "ok: ..." or "FAIL ..." lines; exit 0/1.
+ *      scenarios: workload busy fork noinit hang error real
+ *   driver load LIB         dlopen only: exit 0, or 2 with dlerror() (version-tag test)
+ *   driver bench LIB|none RATE LAUNCHES   ns per launch at RATE launches/s (bench-gpu-launch.sh)
+ *
+ * The workload functions are noipa so that each scripted call has a distinct, known call path;
+ * the checker resolves the recorded return addresses with dladdr (the driver links -rdynamic). */
+#include <cupti.h>
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "inject/protocol.h"
+#include "script.h"
+#include "standin.h"
+
+#define NOIPA __attribute__((noipa))
+/* after a call: keeps the compiler from turning it into a tail call (the frame must exist) */
+#define KEEP_FRAME() __asm__ volatile("" ::: "memory")
+
+static struct {
+	standin_call_fn call;
+	standin_graph_node_fn graph_node;
+	standin_push_fn push;
+	standin_set_dropped_fn set_dropped;
+	standin_deliver_fn deliver;
+	standin_kind_enabled_fn kind_enabled;
+	standin_callback_enabled_fn callback_enabled;
+	CUptiResult (*get_timestamp)(uint64_t *);
+} hk;
+static uint64_t t0;
+
+static int load_hooks(void)
+{
+	void *h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
+	if (!h)
+		return -1;
+	hk.call = (standin_call_fn)dlsym(h, "standin_call");
+	hk.graph_node = (standin_graph_node_fn)dlsym(h, "standin_graph_node");
+	hk.push = (standin_push_fn)dlsym(h, "standin_push");
+	hk.set_dropped = (standin_set_dropped_fn)dlsym(h, "standin_set_dropped");
+	hk.deliver = (standin_deliver_fn)dlsym(h, "standin_deliver");
+	hk.kind_enabled = (standin_kind_enabled_fn)dlsym(h, "standin_kind_enabled");
+	hk.callback_enabled = (standin_callback_enabled_fn)dlsym(h, "standin_callback_enabled");
+	hk.get_timestamp = (CUptiResult (*)(uint64_t *))dlsym(h, "cuptiGetTimestamp");
+	return hk.call && hk.graph_node && hk.push && hk.set_dropped && hk.deliver &&
+	       hk.kind_enabled && hk.callback_enabled && hk.get_timestamp ? 0 : -1;
+}
+
+/* ---- the GPU's side: activity records for a scripted call ---- */
+
+static void push_activity(const struct script_call *c, uint32_t corr, uint64_t node, int lost)
+{
+	uint64_t start = lost ? 0 : t0 + script_offset(corr);
+	uint64_t end = lost ? 0 : start + script_duration(corr);
+	switch (c->op) {
+	case OP_KERNEL:
+	case OP_GRAPH_LAUNCH: {
+		CUpti_ActivityKernel10 k = { .kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+			.registersPerThread = 32, .start = start, .end = end, .completed = end,
+			.deviceId = 0, .contextId = 1, .streamId = c->stream, .gridX = 64, .gridY = 1,
+			.gridZ = 1, .blockX = 256, .blockY = 1, .blockZ = 1,
+			.staticSharedMemory = 1024, .correlationId = corr, .name = c->name,
+			.queued = lost ? 0 : start - 700, .submitted = lost ? 0 : start - 300,
+			.graphNodeId = node, .graphId = node ? 7 : 0 };
+		hk.push(&k, sizeof(k));
+		break;
+	}
+	case OP_MEMCPY: {
+		CUpti_ActivityMemcpy6 m = { .kind = CUPTI_ACTIVITY_KIND_MEMCPY,
+			.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+			.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
+			.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+			.flags = c->runtime_cbid == RT(cudaMemcpyAsync_v3020) ?
+				 CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : 0,
+			.bytes = c->bytes, .start = start, .end = end, .contextId = 1,
+			.streamId = c->stream, .correlationId = corr };
+		hk.push(&m, sizeof(m));
+		break;
+	}
+	case OP_MEMSET: {
+		CUpti_ActivityMemset4 m = { .kind = CUPTI_ACTIVITY_KIND_MEMSET, .value = 0,
+			.bytes = c->bytes, .start = start, .end = end, .contextId = 1,
+			.streamId = c->stream, .correlationId = corr };
+		hk.push(&m, sizeof(m));
+		break;
+	}
+	case OP_SYNC: {
+		CUpti_ActivitySynchronization2 s = { .kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+			.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE,
+			.start = start, .end = end, .correlationId = corr, .contextId = 1,
+			.streamId = c->stream, .cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE };
+		hk.push(&s, sizeof(s));
+		break;
+	}
+	}
+}
+
+static void push_api(const struct script_call *c, uint32_t corr)
+{
+	int runtime = c->runtime_cbid != 0;
+	CUpti_ActivityAPI a = { .kind = runtime ? CUPTI_ACTIVITY_KIND_RUNTIME :
+						  CUPTI_ACTIVITY_KIND_DRIVER,
+				.cbid = runtime ? c->runtime_cbid : c->driver_cbid,
+				.start = t0 + script_offset(corr) - 5000,
+				.end = t0 + script_offset(corr) - 1000,
+				.processId = (uint32_t)getpid(), .threadId = (uint32_t)gettid(),
+				.correlationId = corr };
+	hk.push(&a, sizeof(a));
+}
+
+/* The CPU's side: one scripted API call. A macro, not a function, so that the stand-in's
+ * callbacks run directly under the scripted function (pcs[0]). */
+#define CUDA_CALL(c, corr_, driver_corr_)                                                  \
+	do {                                                                               \
+		struct standin_call sc_ = { .runtime_cbid = (c)->runtime_cbid,              \
+					    .driver_cbid = (c)->driver_cbid,                \
+					    .runtime_name = (c)->runtime_name,              \
+					    .driver_name = (c)->driver_name,                \
+					    .symbol = (c)->name, .corr = (corr_),           \
+					    .driver_corr = (driver_corr_) };                \
+		hk.call(&sc_);                                                             \
+		KEEP_FRAME();                                                              \
+	} while (0)
+
+/* ---- the program's side: distinct call paths ---- */
+
+#define SCRIPTED_FN(fname, table, index)                                            \
+	void NOIPA fname(unsigned thread, unsigned step)                     \
+	{                                                                           \
+		uint32_t corr = script_corr(thread, step, index);                   \
+		CUDA_CALL(&table[index], corr, 0);                                  \
+		KEEP_FRAME();                                                       \
+		push_activity(&table[index], corr, 0, 0);                           \
+		push_api(&table[index], corr);                                      \
+	}
+SCRIPTED_FN(launch_forward, script_main, 0)
+SCRIPTED_FN(launch_backward, script_main, 1)
+SCRIPTED_FN(copy_grads, script_main, 2)
+SCRIPTED_FN(zero_grads, script_main, 3)
+SCRIPTED_FN(sync_step, script_main, 4)
+SCRIPTED_FN(worker_launch, script_worker, 0)
+
+void NOIPA train_step(unsigned step)
+{
+	launch_forward(0, step);
+	launch_backward(0, step);
+	copy_grads(0, step);
+	zero_grads(0, step);
+	sync_step(0, step);
+	KEEP_FRAME();
+}
+
+void *NOIPA worker_main(void *arg)
+{
+	unsigned thread = (unsigned)(uintptr_t)arg;
+	for (unsigned step = 0; step < SCRIPT_STEPS; step++) {
+		worker_launch(thread, step);
+		KEEP_FRAME();
+	}
+	return NULL;
+}
+
+void NOIPA launch_lost(void)
+{
+	uint32_t corr = script_corr(0, SCRIPT_STEPS, TAIL_LOST_KERNEL);
+	CUDA_CALL(&script_tail[TAIL_LOST_KERNEL], corr, 0);
+	KEEP_FRAME();
+	push_activity(&script_tail[TAIL_LOST_KERNEL], corr, 0, 1);
+	push_api(&script_tail[TAIL_LOST_KERNEL], corr);
+}
+
+void NOIPA copy_weights(void)
+{
+	uint32_t corr = script_corr(0, SCRIPT_STEPS, TAIL_COPY_WEIGHTS);
+	uint32_t dcorr = corr + SCRIPT_DRIVER_CORR_OFFSET;
+	CUDA_CALL(&script_tail[TAIL_COPY_WEIGHTS], corr, dcorr);
+	KEEP_FRAME();
+	/* the copy is the driver call's: its correlation id */
+	push_activity(&script_tail[TAIL_COPY_WEIGHTS], dcorr, 0, 0);
+	push_api(&script_tail[TAIL_COPY_WEIGHTS], corr);
+}
+
+void NOIPA build_graph(void)
+{
+	hk.graph_node(SCRIPT_GRAPH_NODE, 0);
+	KEEP_FRAME();
+}
+
+void NOIPA instantiate_graph(void)
+{
+	hk.graph_node(SCRIPT_GRAPH_CLONE, SCRIPT_GRAPH_NODE);
+	KEEP_FRAME();
+}
+
+void NOIPA run_graph(void)
+{
+	uint32_t corr = script_corr(0, SCRIPT_STEPS, TAIL_GRAPH_LAUNCH);
+	CUDA_CALL(&script_tail[TAIL_GRAPH_LAUNCH], corr, 0);
+	KEEP_FRAME();
+	push_activity(&script_tail[TAIL_GRAPH_LAUNCH], corr, SCRIPT_GRAPH_CLONE, 0);
+	push_api(&script_tail[TAIL_GRAPH_LAUNCH], corr);
+}
+
+void NOIPA train_tail(void)
+{
+	launch_lost();
+	copy_weights();
+	build_graph();
+	instantiate_graph();
+	run_graph();
+	KEEP_FRAME();
+}
+
+static void push_markers(int part)
+{
+	if (part == 0) {
+		CUpti_ActivityMarker2 m = { .kind = CUPTI_ACTIVITY_KIND_MARKER,
+			.flags = CUPTI_ACTIVITY_FLAG_MARKER_START, .timestamp = t0 + 1000, .id = 1,
+			.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD, .name = "train" };
+		m.objectId.pt.processId = (uint32_t)getpid();
+		m.objectId.pt.threadId = (uint32_t)gettid();
+		hk.push(&m, sizeof(m));
+		CUpti_ActivityMarkerData2 d = { .kind = CUPTI_ACTIVITY_KIND_MARKER_DATA, .id = 1,
+						.color = 0xff00ff00u };
+		hk.push(&d, sizeof(d));
+		CUpti_ActivityMarker2 i = { .kind = CUPTI_ACTIVITY_KIND_MARKER,
+			.flags = CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS, .timestamp = t0 + 2000,
+			.id = 2, .objectKind = CUPTI_ACTIVITY_OBJECT_THREAD, .name = "checkpoint" };
+		hk.push(&i, sizeof(i));
+		CUpti_ActivityOverhead3 o = { .kind = CUPTI_ACTIVITY_KIND_OVERHEAD,
+			.overheadKind = CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH,
+			.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD, .start = t0 + 3000,
+			.end = t0 + 4000 };
+		hk.push(&o, sizeof(o));
+	} else {
+		CUpti_ActivityMarker2 m = { .kind = CUPTI_ACTIVITY_KIND_MARKER,
+			.flags = CUPTI_ACTIVITY_FLAG_MARKER_END,
+			.timestamp = t0 + 1000 + SCRIPT_RANGE_NS, .id = 1,
+			.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD };
+		hk.push(&m, sizeof(m));
+	}
+}
+
+/* A process forked after CUDA init: it makes calls of its own and exits normally; none of it, and
+ * none of the parent's unwritten records, may reach any file. */
+static void fork_child_calls(void)
+{
+	for (unsigned i = 0; i < 4; i++) {
+		uint32_t corr = 9 * SCRIPT_THREAD_CORR + i;
+		CUDA_CALL(&script_main[0], corr, 0);
+		push_activity(&script_main[0], corr, 0, 0);
+	}
+	hk.deliver();
+}
+
+static int NOIPA workload(int fork_midway)
+{
+	static const int needed[] = { CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+		CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
+		CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_RUNTIME,
+		CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_MARKER,
+		CUPTI_ACTIVITY_KIND_OVERHEAD };
+	for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)
+		if (!hk.kind_enabled(needed[i])) {
+			fprintf(stderr, "activity kind %d not enabled\n", needed[i]);
+			return 3;
+		}
+	if (hk.kind_enabled(CUPTI_ACTIVITY_KIND_KERNEL)) {
+		fprintf(stderr, "CUPTI_ACTIVITY_KIND_KERNEL enabled (it serialises kernels)\n");
+		return 3;
+	}
+	hk.get_timestamp(&t0);
+	pthread_t th[SCRIPT_WORKERS];
+	for (unsigned w = 0; w < SCRIPT_WORKERS; w++)
+		pthread_create(&th[w], NULL, worker_main, (void *)(uintptr_t)(w + 1));
+	push_markers(0);
+	for (unsigned step = 0; step < SCRIPT_STEPS; step++) {
+		train_step(step);
+		KEEP_FRAME();
+		if (fork_midway && step == SCRIPT_STEPS / 2) {
+			pid_t pid = fork();
+			if (pid == 0) {
+				fork_child_calls();
+				exit(0);
+			}
+			int st;
+			waitpid(pid, &st, 0);
+			if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+				fprintf(stderr, "forked child failed: %#x\n", st);
+				return 3;
+			}
+		}
+		if (step % SCRIPT_DELIVER_EVERY == SCRIPT_DELIVER_EVERY - 1)
+			hk.deliver();
+	}
+	for (unsigned w = 0; w < SCRIPT_WORKERS; w++)
+		pthread_join(th[w], NULL);
+	train_tail();
+	push_markers(1);
+	hk.set_dropped(SCRIPT_DROPPED);
+	/* the rest is handed back by the flush at exit */
+	return 0;
+}
+
+/* ---- the checker ---- */
+
+static int fails;
+static void bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void bad(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("FAIL ", stdout);
+	vprintf(fmt, ap);
+	putchar('\n');
+	va_end(ap);
+	if (++fails > 30) {
+		puts("too many failures");
+		exit(1);
+	}
+}
+
+struct decoded {
+	struct gpu_file_header fh;
+	unsigned count[16];
+	const struct gpu_info *info;
+	const struct gpu_stats *stats;       /* the last one */
+	const char *notes[8];
+	unsigned nnotes;
+	const struct gpu_launch *launches[4096];
+	unsigned nlaunches;
+	const struct gpu_rec *recs[8192];
+	unsigned nrecs;
+	char *data;
+	size_t size;
+};
+
+static int decode(const char *path, struct decoded *d)
+{
+	memset(d, 0, sizeof(*d));
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		bad("no file %s: %s", path, strerror(errno));
+		return -1;
+	}
+	d->data = malloc(64 << 20);
+	d->size = fread(d->data, 1, 64 << 20, f);
+	fclose(f);
+	if (d->size < sizeof(d->fh) || memcmp(d->data, GPU_FILE_MAGIC, 8)) {
+		bad("%s: no file header", path);
+		return -1;
+	}
+	memcpy(&d->fh, d->data, sizeof(d->fh));
+	if (d->fh.version != GPU_PROTOCOL_VERSION || d->fh.header_size != sizeof(d->fh))
+		bad("header: version %u size %u", d->fh.version, d->fh.header_size);
+	size_t off = d->fh.header_size;
+	while (off < d->size) {
+		const struct gpu_rec *h = (const void *)(d->data + off);
+		if (off + sizeof(*h) > d->size || h->size < sizeof(*h) || h->size % 8 ||
+		    off + h->size > d->size) {
+			bad("record at %zu: bad size %u (file %zu)", off, h->size, d->size);
+			return -1;
+		}
+		if (h->type < 16)
+			d->count[h->type]++;
+		if (d->nrecs < 8192)
+			d->recs[d->nrecs++] = h;
+		const void *p = h + 1;
+		switch (h->type) {
+		case GPU_REC_INFO:
+			d->info = p;
+			break;
+		case GPU_REC_STATS:
+			d->stats = p;
+			break;
+		case GPU_REC_NOTE:
+			if (d->nnotes < 8)
+				d->notes[d->nnotes++] = (const char *)p + sizeof(struct gpu_note);
+			break;
+		case GPU_REC_LAUNCH:
+			if (d->nlaunches < 4096)
+				d->launches[d->nlaunches++] = p;
+			break;
+		}
+		off += h->size;
+	}
+	return 0;
+}
+
+static const char *sym_of(uint64_t pc)
+{
+	Dl_info di;
+	if (!pc || !dladdr((void *)(uintptr_t)(pc - 1), &di) || !di.dli_sname)
+		return "?";
+	return di.dli_sname;
+}
+
+static const struct gpu_launch *launch_of(const struct decoded *d, uint32_t corr, int graph_node)
+{
+	for (unsigned i = 0; i < d->nlaunches; i++) {
+		const struct gpu_launch *l = d->launches[i];
+		if (graph_node ? (l->flags & GPU_LAUNCH_GRAPH_NODE) && l->graph_node_id == corr :
+				 !(l->flags & GPU_LAUNCH_GRAPH_NODE) && l->correlation == corr)
+			return l;
+	}
+	return NULL;
+}
+
+static void check_stack(const struct gpu_launch *l, const char *fn, const char *parent,
+			const char *what)
+{
+	const uint64_t *pcs = (const uint64_t *)(l + 1);
+	const char *limit = getenv("CSAMPLER_GPU_STACK");
+	if (limit && !strcmp(limit, "0")) {      /* stacks off: none, and nothing else lost */
+		if (l->nframes)
+			bad("%s: %u frames with CSAMPLER_GPU_STACK=0", what, l->nframes);
+		return;
+	}
+	if (l->nframes < 2) {
+		bad("%s: %u frames", what, l->nframes);
+		return;
+	}
+	if (strcmp(sym_of(pcs[0]), fn) || strcmp(sym_of(pcs[1]), parent))
+		bad("%s: stack %s <- %s, expected %s <- %s", what, sym_of(pcs[0]), sym_of(pcs[1]),
+		    fn, parent);
+}
+
+static void expect_count(const struct decoded *d, int type, unsigned want, const char *what)
+{
+	if (d->count[type] != want)
+		bad("%s: %u records, script says %u", what, d->count[type], want);
+}
+
+static void check_launch_for(const struct decoded *d, uint32_t corr, const struct script_call *c,
+			     const char *what)
+{
+	const struct gpu_launch *l = launch_of(d, corr, 0);
+	if (!l) {
+		bad("%s corr %u: no launch record", what, corr);
+		return;
+	}
+	check_stack(l, c->fn, c->parent, what);
+}
+
+static void check_workload(const struct decoded *d, pid_t main_tid, int all_delivered)
+{
+	if (!d->info || d->info->status != GPU_STATUS_OK)
+		bad("info: status %d", d->info ? (int)d->info->status : -1);
+	else if (d->info->clock_offset_ns > 100000 || d->info->clock_offset_ns < -100000)
+		bad("info: clock offset %lld ns with a CLOCK_MONOTONIC timestamp callback",
+		    (long long)d->info->clock_offset_ns);
+	expect_count(d, GPU_REC_LAUNCH, SCRIPT_LAUNCHES, "launches");
+	/* one launch record per correlation id, the outermost call's */
+	for (unsigned i = 0; i < d->nlaunches; i++) {
+		const struct gpu_launch *l = d->launches[i];
+		if (l->flags & GPU_LAUNCH_GRAPH_NODE)
+			continue;
+		for (unsigned j = i + 1; j < d->nlaunches; j++)
+			if (!(d->launches[j]->flags & GPU_LAUNCH_GRAPH_NODE) &&
+			    d->launches[j]->correlation == l->correlation)
+				bad("corr %u: two launch records", l->correlation);
+		unsigned thread;
+		uint32_t corr = l->correlation;
+		if (corr == script_corr(0, SCRIPT_STEPS, TAIL_COPY_WEIGHTS) +
+			    SCRIPT_DRIVER_CORR_OFFSET)
+			corr -= SCRIPT_DRIVER_CORR_OFFSET;
+		const struct script_call *c = script_lookup(corr, &thread);
+		if (!c) {
+			bad("launch with unscripted corr %u", l->correlation);
+			continue;
+		}
+		int want_domain = corr != l->correlation ? GPU_DOMAIN_DRIVER :
+				  c->runtime_cbid ? GPU_DOMAIN_RUNTIME : GPU_DOMAIN_DRIVER;
+		if (l->domain != want_domain)
+			bad("corr %u: domain %u, outermost is %d", l->correlation, l->domain,
+			    want_domain);
+		if ((thread == 0) != (l->tid == (uint32_t)main_tid))
+			bad("corr %u: tid %u (main %d, thread %u)", l->correlation, l->tid, main_tid,
+			    thread);
+		const char *name = (const char *)(l + 1) + l->nframes * 8;
+		const char *want_name = want_domain == GPU_DOMAIN_RUNTIME ? c->runtime_name :
+									    c->driver_name;
+		if (!l->api_name_len || strcmp(name, want_name))
+			bad("corr %u: api name '%s', expected %s", l->correlation,
+			    l->api_name_len ? name : "", want_name);
+		check_stack(l, c->fn, c->parent, "launch");
+	}
+	unsigned kernels = 0;
+	int graph_ok = 0, range_ok = 0, mark_ok = 0;
+	for (unsigned i = 0; i < d->nrecs; i++) {
+		const struct gpu_rec *h = d->recs[i];
+		const void *p = h + 1;
+		uint32_t corr = 0;
+		uint64_t start = 0, end = 0;
+		const char *name = NULL;
+		uint32_t stream = 0;
+		switch (h->type) {
+		case GPU_REC_KERNEL: {
+			const struct gpu_kernel *k = p;
+			corr = k->correlation, start = k->start, end = k->end, stream = k->stream;
+			name = (const char *)(k + 1);
+			kernels++;
+			if (k->queued != start - 700 || k->submitted != start - 300)
+				bad("kernel %u: queued/submitted lost", corr);
+			if (k->grid[0] != 64 || k->block[0] != 256 || k->registers != 32)
+				bad("kernel %u: grid/block/registers", corr);
+			if (k->graph_node_id) {
+				/* clone -> node created in build_graph -> its stack */
+				uint64_t orig = 0;
+				for (unsigned j = 0; j < d->nrecs; j++)
+					if (d->recs[j]->type == GPU_REC_GRAPH_CLONE) {
+						const struct gpu_graph_clone *g =
+							(const void *)(d->recs[j] + 1);
+						if (g->node_id == k->graph_node_id)
+							orig = g->original_id;
+					}
+				const struct gpu_launch *gl = orig ? launch_of(d, (uint32_t)orig, 1) :
+							      NULL;
+				if (!gl)
+					bad("graph kernel: node %llu has no creation record",
+					    (unsigned long long)k->graph_node_id);
+				else {
+					check_stack(gl, "build_graph", "train_tail", "graph node");
+					graph_ok = 1;
+				}
+			}
+			break;
+		}
+		case GPU_REC_MEMCPY: {
+			const struct gpu_memcpy *m = p;
+			corr = m->correlation, start = m->start, end = m->end, stream = m->stream;
+			break;
+		}
+		case GPU_REC_MEMSET: {
+			const struct gpu_memset *m = p;
+			corr = m->correlation, start = m->start, end = m->end, stream = m->stream;
+			break;
+		}
+		case GPU_REC_SYNC: {
+			const struct gpu_sync *s = p;
+			corr = s->correlation, start = s->start, end = s->end, stream = s->stream;
+			break;
+		}
+		case GPU_REC_MARKER: {
+			const struct gpu_marker *m = p;
+			const char *mn = (const char *)(m + 1);
+			/* without the END record (flush abandoned), a range open at exit ends then */
+			if (!strcmp(mn, "train") && m->tid == (uint32_t)main_tid &&
+			    (m->end - m->start == SCRIPT_RANGE_NS ||
+			     (!all_delivered && m->end > m->start)))
+				range_ok = 1;
+			else if (!strcmp(mn, "checkpoint") && m->end == 0)
+				mark_ok = 1;
+			else
+				bad("marker '%s' %llu..%llu", mn, (unsigned long long)m->start,
+				    (unsigned long long)m->end);
+			continue;
+		}
+		default:
+			continue;
+		}
+		uint32_t scorr = corr == script_corr(0, SCRIPT_STEPS, TAIL_COPY_WEIGHTS) +
+					 SCRIPT_DRIVER_CORR_OFFSET ? corr - SCRIPT_DRIVER_CORR_OFFSET :
+								      corr;
+		const struct script_call *c = script_lookup(scorr, NULL);
+		if (!c) {
+			bad("record type %u with unscripted corr %u", h->type, corr);
+			continue;
+		}
+		static const int type_of[] = { [OP_KERNEL] = GPU_REC_KERNEL,
+			[OP_MEMCPY] = GPU_REC_MEMCPY, [OP_MEMSET] = GPU_REC_MEMSET,
+			[OP_SYNC] = GPU_REC_SYNC, [OP_GRAPH_LAUNCH] = GPU_REC_KERNEL };
+		if (type_of[c->op] != h->type)
+			bad("corr %u: record type %u, script says op %d", corr, h->type, c->op);
+		if (end - start != script_duration(corr) || start <= d->fh.start_ns)
+			bad("corr %u: %llu..%llu, script says %llu ns after start", corr,
+			    (unsigned long long)start, (unsigned long long)end,
+			    (unsigned long long)script_duration(corr));
+		if (stream != c->stream)
+			bad("corr %u: stream %u, script says %u", corr, stream, c->stream);
+		if (name && strcmp(name, c->name))
+			bad("corr %u: kernel '%s', script says '%s'", corr, name, c->name);
+		/* the heart of it: the record lands on the stack of the function that launched it */
+		check_launch_for(d, corr, c, h->type == GPU_REC_KERNEL ? "kernel" : "activity");
+	}
+	if (all_delivered) {
+		expect_count(d, GPU_REC_KERNEL, SCRIPT_KERNELS, "kernels");
+		expect_count(d, GPU_REC_MEMCPY, SCRIPT_MEMCPYS, "memcpys");
+		expect_count(d, GPU_REC_MEMSET, SCRIPT_MEMSETS, "memsets");
+		expect_count(d, GPU_REC_SYNC, SCRIPT_SYNCS, "syncs");
+		expect_count(d, GPU_REC_API, SCRIPT_APIS, "api spans");
+		expect_count(d, GPU_REC_MARKER, 2, "markers");
+		expect_count(d, GPU_REC_OVERHEAD, 1, "overhead");
+		expect_count(d, GPU_REC_GRAPH_CLONE, 1, "graph clones");
+		if (!graph_ok)
+			bad("graph kernel not traced to build_graph");
+		if (!range_ok || !mark_ok)
+			bad("NVTX: range 'train' %s, mark 'checkpoint' %s", range_ok ? "ok" : "missing",
+			    mark_ok ? "ok" : "missing");
+		if (!d->stats)
+			bad("no stats");
+		else {
+			const struct gpu_stats *s = d->stats;
+			unsigned acts = 0;
+			for (int t = GPU_REC_KERNEL; t <= GPU_REC_MARKER; t++)
+				acts += d->count[t];
+			acts += d->count[GPU_REC_OVERHEAD];
+			if (s->dropped != SCRIPT_DROPPED || s->lost_timestamps != SCRIPT_LOST ||
+			    s->launches != SCRIPT_LAUNCHES || s->launches_dropped ||
+			    s->flush_timeouts || s->write_errors || !s->buffers ||
+			    s->activities != acts)
+				bad("stats: dropped %llu lost %llu launches %llu/%llu timeouts %llu "
+				    "errors %llu buffers %llu activities %llu (file %u)",
+				    (unsigned long long)s->dropped,
+				    (unsigned long long)s->lost_timestamps,
+				    (unsigned long long)s->launches,
+				    (unsigned long long)s->launches_dropped,
+				    (unsigned long long)s->flush_timeouts,
+				    (unsigned long long)s->write_errors,
+				    (unsigned long long)s->buffers,
+				    (unsigned long long)s->activities, acts);
+		}
+	}
+	if (!fails)
+		printf("ok: %u launches, %u kernels, every record on its launching function's stack\n",
+		       d->nlaunches, kernels);
+}
+
+/* Exactly one note (containing `text`), an info with `status`, and nothing else. */
+static void check_disabled(const struct decoded *d, unsigned status, const char *text)
+{
+	unsigned others = 0;
+	for (int t = 0; t < 16; t++)
+		if (t != GPU_REC_NOTE && t != GPU_REC_INFO)
+			others += d->count[t];
+	if (d->count[GPU_REC_NOTE] != 1 || d->count[GPU_REC_INFO] != 1 || others)
+		bad("%u notes, %u infos, %u other records (want 1, 1, 0)", d->count[GPU_REC_NOTE],
+		    d->count[GPU_REC_INFO], others);
+	if (!d->info || d->info->status != status)
+		bad("status %d, want %u", d->info ? (int)d->info->status : -1, status);
+	if (d->nnotes && !strstr(d->notes[0], text))
+		bad("note '%s' does not name '%s'", d->notes[0], text);
+	if (!fails)
+		printf("ok: status %u, note: %s\n", status, d->nnotes ? d->notes[0] : "");
+}
+
+static unsigned count_files(const char *dir)
+{
+	DIR *dp = opendir(dir);
+	unsigned n = 0;
+	struct dirent *e;
+	while (dp && (e = readdir(dp)))
+		if (e->d_name[0] != '.')
+			n++;
+	if (dp)
+		closedir(dp);
+	return n;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The child: the CUDA program. */
+static int play(const char *scenario, const char *lib)
+{
+	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		fprintf(stderr, "dlopen %s: %s\n", lib, dlerror());
+		return 2;
+	}
+	int (*init)(void) = (int (*)(void))dlsym(h, "InitializeInjection");
+	if (!init) {
+		fprintf(stderr, "no InitializeInjection in %s\n", lib);
+		return 2;
+	}
+	int have_hooks = load_hooks() == 0;
+	if (strcmp(scenario, "real") && !have_hooks) {
+		fprintf(stderr, "the stand-in libcupti is not the one loaded (LD_LIBRARY_PATH?)\n");
+		return 2;
+	}
+	/* noinit: a program that loads the library but never initialises CUDA */
+	if (strcmp(scenario, "noinit") && init() != 1) {
+		fprintf(stderr, "InitializeInjection did not return 1\n");
+		return 2;
+	}
+	if (!strcmp(scenario, "real") || !strcmp(scenario, "error") || !strcmp(scenario, "busy") ||
+	    !strcmp(scenario, "noinit")) {
+		if (have_hooks) {
+			hk.get_timestamp(&t0);
+			train_step(0);   /* calls go on; nothing may be recorded */
+			hk.deliver();
+		}
+		return 0;
+	}
+	return workload(!strcmp(scenario, "fork"));
+}
+
+static int run_scenario(const char *scenario, const char *lib)
+{
+	const char *dir = getenv("CSAMPLER_GPU_DIR");
+	if (!dir) {
+		fprintf(stderr, "CSAMPLER_GPU_DIR not set\n");
+		return 2;
+	}
+	double t_start = now_s();
+	pid_t pid = fork();
+	if (pid == 0) {
+		fflush(stdout);
+		exit(play(scenario, lib));
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	double elapsed = now_s() - t_start;
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		bad("%s: the program exited with status %#x", scenario, st);
+		return 1;
+	}
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/gpu-%d.bin", dir, (int)pid);
+	if (!strcmp(scenario, "noinit")) {
+		if (count_files(dir))
+			bad("noinit: %u files in %s, CUDA was never initialised", count_files(dir), dir);
+		else
+			puts("ok: no file");
+		return fails > 0;
+	}
+	struct decoded *d = calloc(1, sizeof(*d));
+	if (decode(path, d))
+		return 1;
+	if (d->fh.pid != (uint32_t)pid)
+		bad("header pid %u, child %d", d->fh.pid, (int)pid);
+	if (!strcmp(scenario, "workload")) {
+		check_workload(d, pid, 1);
+	} else if (!strcmp(scenario, "fork")) {
+		if (count_files(dir) != 1)
+			bad("fork: %u files in %s (the forked child wrote one)", count_files(dir), dir);
+		check_workload(d, pid, 1);
+	} else if (!strcmp(scenario, "hang")) {
+		const char *ms = getenv("CSAMPLER_GPU_FLUSH_MS");
+		double limit = (ms ? atof(ms) : 3000) / 1000;
+		if (elapsed < limit || elapsed > limit + 5)
+			bad("hang: the program took %.2f s with a %.2f s flush watchdog", elapsed, limit);
+		if (!d->stats || d->stats->flush_timeouts != 1)
+			bad("hang: flush_timeouts %llu",
+			    d->stats ? (unsigned long long)d->stats->flush_timeouts : 0ull);
+		int noted = 0;
+		for (unsigned i = 0; i < d->nnotes; i++)
+			noted |= strstr(d->notes[i], "did not return") != NULL;
+		if (!noted)
+			bad("hang: no note about the abandoned flush");
+		check_workload(d, pid, 0);  /* launches all there; activity up to the last delivery */
+		if (!fails)
+			printf("ok: exited after %.2f s, flush abandoned and counted\n", elapsed);
+	} else if (!strcmp(scenario, "busy")) {
+		check_disabled(d, GPU_STATUS_OTHER_SUBSCRIBER, "Nsight Systems 2025.5");
+	} else if (!strcmp(scenario, "error")) {
+		check_disabled(d, GPU_STATUS_CUPTI_ERROR, "CUPTI_ERROR_NOT_INITIALIZED");
+		if (d->info && d->info->cupti_error != CUPTI_ERROR_NOT_INITIALIZED)
+			bad("cupti_error %d", d->info->cupti_error);
+	} else if (!strcmp(scenario, "real")) {
+		check_disabled(d, GPU_STATUS_CUPTI_ERROR, "failed");
+		if (d->info && (!d->info->cupti_error || d->info->cupti_version < 130000))
+			bad("real libcupti: error %d version %u", d->info->cupti_error,
+			    d->info->cupti_version);
+		if (elapsed > 20)
+			bad("real libcupti: %.1f s", elapsed);
+	} else {
+		fprintf(stderr, "unknown scenario %s\n", scenario);
+		return 2;
+	}
+	return fails > 0;
+}
+
+/* ---- benchmark: launch-path cost ---- */
+
+static uint64_t ns_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The alternatives to in-process unwinding, timed the same way beside the stand-in's call
+ * (no injection library): copying 32 KiB of user stack per launch into a ring written out with
+ * one write(2) per MiB (what a perf-style REGS_USER+STACK_USER capture costs before any
+ * unwinding), and glibc's backtrace(). */
+enum bench_extra { EXTRA_NONE, EXTRA_COPY32K, EXTRA_BACKTRACE };
+static enum bench_extra bench_extra;
+static int bench_fd = -1;
+static char bench_ring[1 << 20];
+static size_t bench_ring_len;
+
+static void NOIPA bench_capture(void)
+{
+	if (bench_extra == EXTRA_COPY32K) {
+		const char *sp = __builtin_frame_address(0);
+		if (bench_ring_len + 32768 > sizeof(bench_ring)) {
+			if (write(bench_fd, bench_ring, bench_ring_len) < 0)
+				abort();
+			bench_ring_len = 0;
+		}
+		memcpy(bench_ring + bench_ring_len, sp, 32768);
+		bench_ring_len += 32768;
+	} else if (bench_extra == EXTRA_BACKTRACE) {
+		void *pcs[64];
+		backtrace(pcs, 64);
+	}
+}
+
+uint64_t NOIPA bench_burst(unsigned n, uint32_t *corr)
+{
+	uint64_t a = ns_now();
+	for (unsigned i = 0; i < n; i++) {
+		CUDA_CALL(&script_main[0], (*corr)++, 0);
+		if (bench_extra)
+			bench_capture();
+	}
+	return ns_now() - a;
+}
+
+/* A call path of realistic depth (a framework's launch sits ~30 frames deep). */
+uint64_t NOIPA bench_deep(int depth, unsigned n, uint32_t *corr)
+{
+	uint64_t r = depth ? bench_deep(depth - 1, n, corr) : bench_burst(n, corr);
+	KEEP_FRAME();
+	return r;
+}
+
+static int bench(const char *mode, long rate, long launches)
+{
+	if (!strcmp(mode, "copy32k") || !strcmp(mode, "backtrace")) {
+		bench_extra = mode[0] == 'c' ? EXTRA_COPY32K : EXTRA_BACKTRACE;
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/copy.bin", getenv("CSAMPLER_GPU_DIR") ?
+			 getenv("CSAMPLER_GPU_DIR") : "/tmp");
+		bench_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600);
+		if (bench_fd < 0) {
+			fprintf(stderr, "bench: open %s: %s\n", path, strerror(errno));
+			return 2;
+		}
+		void *warm[4];
+		backtrace(warm, 4);
+		mode = "none";
+	}
+	if (strcmp(mode, "none")) {
+		void *h = dlopen(mode, RTLD_NOW);
+		int (*init)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
+		if (!init || init() != 1) {
+			fprintf(stderr, "bench: cannot load %s: %s\n", mode, dlerror());
+			return 2;
+		}
+	} else if (!dlopen("libcupti.so.13", RTLD_NOW | RTLD_GLOBAL)) {
+		fprintf(stderr, "bench: no stand-in libcupti: %s\n", dlerror());
+		return 2;
+	}
+	if (load_hooks()) {
+		fprintf(stderr, "bench: the stand-in libcupti is not loaded\n");
+		return 2;
+	}
+	/* 64 KiB of this frame lie above the launches: room for the 32 KiB copy */
+	volatile char headroom[65536];
+	headroom[0] = 0;
+	/* bursts every millisecond, rate/1000 launches each; only the launches are timed */
+	unsigned per_ms = rate >= 1000 ? (unsigned)(rate / 1000) : 1;
+	uint32_t corr = 1;
+	uint64_t busy = 0, done = 0, next = ns_now();
+	bench_deep(30, per_ms, &corr);   /* warm */
+	while ((long)done < launches) {
+		busy += bench_deep(30, per_ms, &corr);
+		done += per_ms;
+		next += 1000000;
+		struct timespec ts = { .tv_sec = (time_t)(next / 1000000000ull),
+				       .tv_nsec = (long)(next % 1000000000ull) };
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+	}
+	printf("%.1f\n", (double)busy / (double)done + headroom[0]);
+	return 0;
+}
+
+/* driver dump FILE: a summary of any gpu-PID.bin (for runs on a real GPU): info, notes, stats,
+ * record counts, and per kernel name its calls, GPU time, how many found their launch record
+ * and the first frames of one launch stack (raw addresses, for addr2line). */
+static int dump(const char *path)
+{
+	struct decoded *d = calloc(1, sizeof(*d));
+	if (decode(path, d))
+		return 1;
+	printf("pid %u ppid %u start %llu\n", d->fh.pid, d->fh.ppid,
+	       (unsigned long long)d->fh.start_ns);
+	if (d->info)
+		printf("info: cupti %u status %u error %d clock offset %lld ns (read in %llu ns)\n",
+		       d->info->cupti_version, d->info->status, d->info->cupti_error,
+		       (long long)d->info->clock_offset_ns,
+		       (unsigned long long)(d->info->clock_after_ns - d->info->clock_before_ns));
+	for (unsigned i = 0; i < d->nnotes; i++)
+		printf("note: %s\n", d->notes[i]);
+	if (d->stats)
+		printf("stats: launches %llu dropped-launches %llu activities %llu dropped %llu "
+		       "lost %llu buffers %llu flush-timeouts %llu write-errors %llu capture %.0f ns/launch\n",
+		       (unsigned long long)d->stats->launches,
+		       (unsigned long long)d->stats->launches_dropped,
+		       (unsigned long long)d->stats->activities, (unsigned long long)d->stats->dropped,
+		       (unsigned long long)d->stats->lost_timestamps,
+		       (unsigned long long)d->stats->buffers,
+		       (unsigned long long)d->stats->flush_timeouts,
+		       (unsigned long long)d->stats->write_errors,
+		       d->stats->launches ? (double)d->stats->capture_ns / d->stats->launches : 0.0);
+	static const char *names[] = { "", "info", "launch", "kernel", "memcpy", "memset", "sync",
+				       "api", "marker", "stats", "note", "overhead", "graph-clone" };
+	for (int t = 1; t < 13; t++)
+		printf("%s %u%s", names[t], d->count[t], t == 12 ? "\n" : ", ");
+	/* launches are looked up by correlation id in a table */
+	enum { H = 1 << 20 };
+	const struct gpu_launch **by_corr = calloc(H, sizeof(*by_corr));
+	for (unsigned i = 0; i < d->nlaunches; i++)
+		if (!(d->launches[i]->flags & GPU_LAUNCH_GRAPH_NODE))
+			by_corr[d->launches[i]->correlation % H] = d->launches[i];
+	struct kname { const char *name; unsigned calls, found; uint64_t ns; const uint64_t *pcs;
+		       unsigned nframes; } kn[256];
+	unsigned nk = 0;
+	size_t off = d->fh.header_size;
+	while (off < d->size) {
+		const struct gpu_rec *h = (const void *)(d->data + off);
+		off += h->size;
+		if (h->type != GPU_REC_KERNEL)
+			continue;
+		const struct gpu_kernel *k = (const void *)(h + 1);
+		const char *name = (const char *)(k + 1);
+		unsigned i;
+		for (i = 0; i < nk && strcmp(kn[i].name, name); i++)
+			;
+		if (i == nk) {
+			if (nk == 256)
+				continue;
+			kn[nk++] = (struct kname){ .name = name };
+		}
+		kn[i].calls++;
+		kn[i].ns += k->end - k->start;
+		const struct gpu_launch *l = by_corr[k->correlation % H];
+		if (l && l->correlation == k->correlation) {
+			kn[i].found++;
+			kn[i].pcs = (const uint64_t *)(l + 1);
+			kn[i].nframes = l->nframes;
+		}
+	}
+	for (unsigned i = 0; i < nk; i++) {
+		printf("kernel %-40.40s calls %6u gpu %10.3f ms launch found %6u stack",
+		       kn[i].name, kn[i].calls, kn[i].ns / 1e6, kn[i].found);
+		for (unsigned f = 0; f < kn[i].nframes && f < 6; f++)
+			printf(" %#llx", (unsigned long long)kn[i].pcs[f]);
+		putchar('\n');
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 3 && !strcmp(argv[1], "load")) {
+		if (!dlopen(argv[2], RTLD_NOW | RTLD_LOCAL)) {
+			fprintf(stderr, "%s\n", dlerror());
+			return 2;
+		}
+		return 0;
+	}
+	if (argc == 3 && !strcmp(argv[1], "dump"))
+		return dump(argv[2]);
+	if (argc == 5 && !strcmp(argv[1], "bench"))
+		return bench(argv[2], atol(argv[3]), atol(argv[4]));
+	if (argc == 3)
+		return run_scenario(argv[1], argv[2]);
+	fprintf(stderr, "usage: driver SCENARIO LIB | load LIB | bench LIB|none RATE LAUNCHES\n");
+	return 2;
+}

@@ -1,0 +1,307 @@
+/* standin.c: a stand-in libcupti.so.13 for tests on machines without a GPU (all of CI).
+ *
+ * Built with the real soname and every export tagged with the real version (libcupti.so.13,
+ * standin.map), against the real CUPTI 13 headers, it exports exactly the CUPTI functions
+ * lib/libcsampler-cupti.so imports (t-cupti.sh compares the two lists). With the test driver it
+ * plays CUDA: the standin_* hooks (standin.h) fire the registered callbacks on the calling thread
+ * and hand queued activity records back through the registered buffer callbacks.
+ *
+ * Environment (failure modes of the real thing):
+ *   STANDIN_SUBSCRIBE=busy       cuptiSubscribe_v2: MULTIPLE_SUBSCRIBERS, "Nsight Systems 2025.5"
+ *   STANDIN_FLUSH=hang           cuptiActivityFlushAll never returns
+ *   STANDIN_ERROR=not_initialized|unknown   the timestamp callback and subscribe calls fail */
+#include <cupti.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "standin.h"
+
+#define STANDIN_EXPORT __attribute__((visibility("default")))
+#define STANDIN_QUEUE (1 << 20)
+
+struct standin {
+	pthread_mutex_t lock;
+	CUpti_TimestampCallbackFunc timestamp;
+	CUpti_CallbackFunc callback;
+	void *userdata;
+	int subscribed;
+	unsigned char enabled[4][1024];      /* [domain][cbid] */
+	unsigned char kinds[64];
+	CUpti_BuffersCallbackRequestFunc request;
+	CUpti_BuffersCallbackCompleteFunc complete;
+	size_t dropped;                      /* reported for the next buffer */
+	size_t queue_len;
+	unsigned char queue[STANDIN_QUEUE] __attribute__((aligned(8)));
+};
+
+static struct standin st = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static CUptiResult standin_error(void)
+{
+	const char *e = getenv("STANDIN_ERROR");
+	if (e && !strcmp(e, "not_initialized"))
+		return CUPTI_ERROR_NOT_INITIALIZED;
+	if (e && !strcmp(e, "unknown"))
+		return CUPTI_ERROR_UNKNOWN;
+	return CUPTI_SUCCESS;
+}
+
+STANDIN_EXPORT CUptiResult cuptiGetVersion(uint32_t *version)
+{
+	*version = CUPTI_API_VERSION;
+	return CUPTI_SUCCESS;
+}
+
+STANDIN_EXPORT CUptiResult cuptiGetResultString(CUptiResult result, const char **str)
+{
+	switch (result) {
+	case CUPTI_SUCCESS: *str = "CUPTI_SUCCESS"; break;
+	case CUPTI_ERROR_NOT_INITIALIZED: *str = "CUPTI_ERROR_NOT_INITIALIZED"; break;
+	case CUPTI_ERROR_UNKNOWN: *str = "CUPTI_ERROR_UNKNOWN"; break;
+	case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+		*str = "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"; break;
+	default: *str = "CUPTI_ERROR (stand-in)"; break;
+	}
+	return CUPTI_SUCCESS;
+}
+
+STANDIN_EXPORT CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc f)
+{
+	CUptiResult r = standin_error();
+	if (r == CUPTI_SUCCESS)
+		st.timestamp = f;
+	return r;
+}
+
+STANDIN_EXPORT CUptiResult cuptiGetTimestamp(uint64_t *timestamp)
+{
+	if (st.timestamp) {
+		*timestamp = st.timestamp();
+	} else {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);   /* CUPTI's own default on Linux */
+		*timestamp = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	}
+	return CUPTI_SUCCESS;
+}
+
+STANDIN_EXPORT CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *subscriber,
+					     CUpti_CallbackFunc callback, void *userdata,
+					     CUpti_SubscriberParams *params)
+{
+	const char *busy = getenv("STANDIN_SUBSCRIBE");
+	CUptiResult r = standin_error();
+	if (r != CUPTI_SUCCESS)
+		return r;
+	if (!params || params->structSize != CUpti_SubscriberParams_STRUCT_SIZE)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	if ((busy && !strcmp(busy, "busy")) || st.subscribed) {
+		if (params->oldSubscriberName && params->oldSubscriberSize)
+			snprintf(params->oldSubscriberName, params->oldSubscriberSize, "%s",
+				 "Nsight Systems 2025.5");
+		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+	}
+	st.callback = callback;
+	st.userdata = userdata;
+	st.subscribed = 1;
+	*subscriber = (CUpti_SubscriberHandle)&st;
+	return CUPTI_SUCCESS;
+}
+
+STANDIN_EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle subscriber)
+{
+	st.subscribed = 0;
+	memset(st.enabled, 0, sizeof(st.enabled));
+	return CUPTI_SUCCESS;
+}
+
+STANDIN_EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
+					       CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
+{
+	if (subscriber != (CUpti_SubscriberHandle)&st || domain <= 0 || domain >= 4 || cbid >= 1024)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	st.enabled[domain][cbid] = !!enable;
+	return CUPTI_SUCCESS;
+}
+
+STANDIN_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
+							  CUpti_BuffersCallbackCompleteFunc complete)
+{
+	if (!request || !complete)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	st.request = request;
+	st.complete = complete;
+	return CUPTI_SUCCESS;
+}
+
+STANDIN_EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind)
+{
+	if ((unsigned)kind >= sizeof(st.kinds))
+		return CUPTI_ERROR_INVALID_KIND;
+	st.kinds[kind] = 1;
+	return CUPTI_SUCCESS;
+}
+
+STANDIN_EXPORT CUptiResult cuptiActivityEnableLatencyTimestamps(uint8_t enable)
+{
+	return CUPTI_SUCCESS;
+}
+
+/* Buffer layout (private to the stand-in): records at 8-byte boundaries, each preceded by its
+ * size in a uint64_t. */
+STANDIN_EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid,
+						      CUpti_Activity **record)
+{
+	uint8_t *p;
+	if (!*record) {
+		p = buffer;
+	} else {
+		uint64_t size;
+		memcpy(&size, (uint8_t *)*record - 8, 8);
+		p = (uint8_t *)*record + ((size + 7) & ~(uint64_t)7);
+	}
+	if (p + 8 > buffer + valid)
+		return CUPTI_ERROR_MAX_LIMIT_REACHED;
+	*record = (CUpti_Activity *)(p + 8);
+	return CUPTI_SUCCESS;
+}
+
+STANDIN_EXPORT CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext context, uint32_t stream,
+							     size_t *dropped)
+{
+	pthread_mutex_lock(&st.lock);
+	*dropped = st.dropped;
+	st.dropped = 0;
+	pthread_mutex_unlock(&st.lock);
+	return CUPTI_SUCCESS;
+}
+
+STANDIN_EXPORT CUptiResult cuptiGetGraphNodeId(CUgraphNode node, uint64_t *id)
+{
+	if (!node)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	*id = (uint64_t)(uintptr_t)node;   /* the stand-in's node handles are their ids */
+	return CUPTI_SUCCESS;
+}
+
+/* Hand the queued records back: one buffer from the client's request callback, filled, given to
+ * its complete callback. Records that do not fit stay queued for the next one. */
+STANDIN_EXPORT void standin_deliver(void)
+{
+	if (!st.request || !st.complete)
+		return;
+	pthread_mutex_lock(&st.lock);
+	while (st.queue_len) {
+		uint8_t *buf = NULL;
+		size_t size = 0, max_records = 0;
+		st.request(&buf, &size, &max_records);
+		if (!buf || size < 8) {
+			st.queue_len = 0;
+			break;
+		}
+		size_t n = 0, off = 0;
+		while (off < st.queue_len) {
+			uint64_t rs;
+			memcpy(&rs, st.queue + off, 8);
+			size_t whole = 8 + ((rs + 7) & ~(uint64_t)7);
+			if (n + whole > size)
+				break;
+			memcpy(buf + n, st.queue + off, whole);
+			n += whole;
+			off += whole;
+		}
+		memmove(st.queue, st.queue + off, st.queue_len - off);
+		st.queue_len -= off;
+		pthread_mutex_unlock(&st.lock);
+		st.complete(NULL, 0, buf, size, n);
+		pthread_mutex_lock(&st.lock);
+	}
+	pthread_mutex_unlock(&st.lock);
+}
+
+STANDIN_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag)
+{
+	const char *hang = getenv("STANDIN_FLUSH");
+	if (hang && !strcmp(hang, "hang"))
+		for (;;)
+			pause();
+	standin_deliver();
+	return CUPTI_SUCCESS;
+}
+
+/* ---- hooks for the test driver ---- */
+
+static void standin_fire(CUpti_CallbackDomain domain, uint32_t cbid, const char *name,
+			 const char *symbol, uint32_t corr, CUpti_ApiCallbackSite site)
+{
+	if (!st.subscribed || !cbid || !st.enabled[domain][cbid])
+		return;
+	uint64_t correlation_data = 0;
+	CUpti_CallbackData cb = { .callbackSite = site, .functionName = name,
+				  .symbolName = symbol, .correlationData = &correlation_data,
+				  .correlationId = corr };
+	st.callback(st.userdata, domain, cbid, &cb);
+}
+
+STANDIN_EXPORT void standin_call(const struct standin_call *c)
+{
+	uint32_t dcorr = c->driver_corr ? c->driver_corr : c->corr;
+	standin_fire(CUPTI_CB_DOMAIN_RUNTIME_API, c->runtime_cbid, c->runtime_name, c->symbol,
+		     c->corr, CUPTI_API_ENTER);
+	standin_fire(CUPTI_CB_DOMAIN_DRIVER_API, c->driver_cbid, c->driver_name, c->symbol, dcorr,
+		     CUPTI_API_ENTER);
+	standin_fire(CUPTI_CB_DOMAIN_DRIVER_API, c->driver_cbid, c->driver_name, c->symbol, dcorr,
+		     CUPTI_API_EXIT);
+	standin_fire(CUPTI_CB_DOMAIN_RUNTIME_API, c->runtime_cbid, c->runtime_name, c->symbol,
+		     c->corr, CUPTI_API_EXIT);
+}
+
+/* original_id == 0: node created (stream capture, cudaGraphAdd*Node); else node cloned from
+ * original_id (cudaGraphInstantiate). */
+STANDIN_EXPORT void standin_graph_node(uint64_t node_id, uint64_t original_id)
+{
+	uint32_t cbid = original_id ? CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED :
+				      CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED;
+	if (!st.subscribed || !st.enabled[CUPTI_CB_DOMAIN_RESOURCE][cbid])
+		return;
+	CUpti_GraphData g = { .node = (CUgraphNode)(uintptr_t)node_id,
+			      .originalNode = (CUgraphNode)(uintptr_t)original_id };
+	CUpti_ResourceData rd = { .resourceDescriptor = &g };
+	st.callback(st.userdata, CUPTI_CB_DOMAIN_RESOURCE, cbid, &rd);
+}
+
+STANDIN_EXPORT void standin_push(const void *record, size_t size)
+{
+	pthread_mutex_lock(&st.lock);
+	uint64_t rs = size;
+	size_t whole = 8 + ((size + 7) & ~(size_t)7);
+	if (st.queue_len + whole <= sizeof(st.queue)) {
+		memcpy(st.queue + st.queue_len, &rs, 8);
+		memset(st.queue + st.queue_len + 8, 0, whole - 8);
+		memcpy(st.queue + st.queue_len + 8, record, size);
+		st.queue_len += whole;
+	}
+	pthread_mutex_unlock(&st.lock);
+}
+
+STANDIN_EXPORT void standin_set_dropped(size_t dropped)
+{
+	pthread_mutex_lock(&st.lock);
+	st.dropped += dropped;
+	pthread_mutex_unlock(&st.lock);
+}
+
+STANDIN_EXPORT int standin_kind_enabled(int kind)
+{
+	return kind >= 0 && (size_t)kind < sizeof(st.kinds) && st.kinds[kind];
+}
+
+STANDIN_EXPORT int standin_callback_enabled(int domain, uint32_t cbid)
+{
+	return domain > 0 && domain < 4 && cbid < 1024 && st.enabled[domain][cbid];
+}
