@@ -95,6 +95,8 @@ for how in exit segv; do
 	el=$(echo "$(date +%s.%N) - $start" | bc)
 	wait $tpid 2>/dev/null
 	[ "$rc" = 0 ] && pass "fault attached target $how: record ends with it, exit 0 (${el}s)" || fail "fault attached target $how: rc $rc: $(cat err.txt)"
+	cost=$(grep -E "^csampler: own CPU [0-9.]+ s .*% of the target's [0-9.]+ s CPU$" err.txt)
+	[ -n "$cost" ] && pass "fault attached target $how: ${cost#csampler: }" || fail "fault attached target $how: no own-CPU line: $(cat err.txt)"
 	prefix_readable "fault attached target $how" "attach-$how.data" 100 complete
 done
 
