@@ -5,12 +5,12 @@
 # other as "folder/file.h" (-Iprofiler); `make check-layout` enforces which folder may include
 # which (scripts/check-layout.sh, the README's design section).
 # flamegraph/build.mk adds its objects to CSAMPLER_EXTRA_OBJS.
-PROFILER_CMD      := cmd_diff cmd_flame cmd_folded cmd_info cmd_record cmd_report
+PROFILER_CMD      := cmd_diff cmd_env cmd_flame cmd_folded cmd_info cmd_record cmd_report
 PROFILER_BASE     := cs
 PROFILER_FORMAT   := datafile
 PROFILER_SAMPLER  := sampler_perf
 PROFILER_UNWIND   := elfcache unwind symbols
-PROFILER_RECORD   := record
+PROFILER_RECORD   := record gpu_merge gpu_setup
 PROFILER_ANALYSIS := profile stacks report
 PROFILER_SRCS := profiler/main.c \
 	$(PROFILER_CMD:%=profiler/cmd/%.c) $(PROFILER_BASE:%=profiler/base/%.c) \
@@ -18,7 +18,7 @@ PROFILER_SRCS := profiler/main.c \
 	$(PROFILER_UNWIND:%=profiler/unwind/%.c) $(PROFILER_RECORD:%=profiler/record/%.c) \
 	$(PROFILER_ANALYSIS:%=profiler/analysis/%.c)
 PROFILER_TESTS := base/cs format/datafile unwind/unwind unwind/symbols \
-	analysis/profile_builder analysis/stacks analysis/report
+	analysis/profile_builder analysis/stacks analysis/report record/gpu_merge
 PROFILER_OBJS      := $(PROFILER_SRCS:%.c=$(BUILD)/%.o)
 PROFILER_TEST_OBJS := $(PROFILER_TESTS:%=$(BUILD)/profiler/%_test.o)
 PROFILER_LIBS      := -ldw -lelf -lz -lzstd -llzma -lstdc++
@@ -38,3 +38,8 @@ bin/csampler-unit: $(filter-out $(BUILD)/profiler/main.o,$(PROFILER_OBJS)) $(CSA
 
 PROGRAMS      += bin/csampler
 TEST_PROGRAMS += bin/csampler-unit
+
+# record --gpu and env look for libcupti.so.13 in the toolkit csampler was built with too.
+ifneq ($(strip $(CUDA_HOME)),)
+$(BUILD)/profiler/record/gpu_setup.o: CPPFLAGS += -DCSAMPLER_CUDA_HOME='"$(CUDA_HOME)"'
+endif

@@ -53,6 +53,11 @@ struct load {
 	size_t hash_cap;
 	bool symbolized;
 	uint64_t end_time;
+	/* GPU */
+	size_t cap_gpu_launches, cap_gpu_activities, cap_gpu_processes, cap_gpu_notes;
+	char **gpu_note_texts;        /* owned until interned, by note index */
+	size_t nnote_texts, cap_note_texts;
+	uint64_t gpu_bad;             /* GPU records with ids out of range: skipped */
 };
 
 static int load_corrupt(struct load *l, const char *what)
@@ -227,6 +232,74 @@ static int load_record(void *arg, uint16_t type, const uint8_t *d, size_t len)
 		l->nsyms += n;
 		break;
 	}
+	case DF_GPU_LAUNCH: {
+		struct df_gpu_launch g;
+		NEED(sizeof(g), "GPU launch");
+		memcpy(&g, d, sizeof(g));
+		/* optional records: one that does not fit is skipped, the CPU profile loads */
+		if (g.stack >= p->nstacks || g.api >= p->nstrings) {
+			l->gpu_bad++;
+			break;
+		}
+		cs_grow(&p->gpu_launches, &l->cap_gpu_launches, p->ngpu_launches + 1,
+			sizeof(*p->gpu_launches));
+		p->gpu_launches[p->ngpu_launches++] = (struct profile_gpu_launch){
+			.time = g.time, .pid = g.pid, .tid = g.tid, .correlation = g.correlation,
+			.stack = g.stack, .api = g.api, .cbid = g.cbid, .domain = g.domain,
+			.flags = g.flags, .graph_node_id = g.graph_node_id };
+		break;
+	}
+	case DF_GPU_ACTIVITY: {
+		struct df_gpu_activity g;
+		NEED(sizeof(g), "GPU activity");
+		memcpy(&g, d, sizeof(g));
+		if (g.kind == 0 || g.kind >= PROFILE_GPU_NKINDS)
+			break; /* a kind of a newer csampler */
+		if (g.name >= p->nstrings) {
+			l->gpu_bad++;
+			break;
+		}
+		cs_grow(&p->gpu_activities, &l->cap_gpu_activities, p->ngpu_activities + 1,
+			sizeof(*p->gpu_activities));
+		struct profile_gpu_activity *a = &p->gpu_activities[p->ngpu_activities++];
+		*a = (struct profile_gpu_activity){
+			.kind = g.kind, .pid = g.pid, .tid = g.tid, .correlation = g.correlation,
+			.start = g.start, .end = g.end, .queued = g.queued, .submitted = g.submitted,
+			.bytes = g.bytes, .graph_node_id = g.graph_node_id, .device = g.device,
+			.context = g.context, .stream = g.stream, .name = g.name, .flags = g.flags,
+			.detail = g.detail, .detail2 = g.detail2, .graph_id = g.graph_id,
+			.launch = PROFILE_GPU_NO_LAUNCH, .node_launch = PROFILE_GPU_NO_LAUNCH };
+		memcpy(a->grid, g.grid, sizeof(a->grid));
+		memcpy(a->block, g.block, sizeof(a->block));
+		break;
+	}
+	case DF_GPU_INFO: {
+		struct df_gpu_info g;
+		NEED(sizeof(g), "GPU info");
+		memcpy(&g, d, sizeof(g));
+		cs_grow(&p->gpu_processes, &l->cap_gpu_processes, p->ngpu_processes + 1,
+			sizeof(*p->gpu_processes));
+		p->gpu_processes[p->ngpu_processes++] = (struct profile_gpu_process){
+			.pid = g.pid, .cupti_version = g.cupti_version, .status = g.status,
+			.cupti_error = g.cupti_error, .clock_offset_ns = g.clock_offset_ns,
+			.launches = g.launches, .launches_dropped = g.launches_dropped,
+			.activities = g.activities, .dropped = g.dropped,
+			.lost_timestamps = g.lost_timestamps, .buffers = g.buffers,
+			.flush_timeouts = g.flush_timeouts, .write_errors = g.write_errors,
+			.capture_ns = g.capture_ns, .flags = g.flags, .bad_records = g.bad_records };
+		break;
+	}
+	case DF_GPU_NOTE: {
+		NEED(9, "GPU note");
+		const char *text = rdstr(d + 8, len - 8);
+		if (!text)
+			return load_corrupt(l, "GPU note");
+		cs_grow(&p->gpu_notes, &l->cap_gpu_notes, p->ngpu_notes + 1, sizeof(*p->gpu_notes));
+		cs_grow(&l->gpu_note_texts, &l->cap_note_texts, l->nnote_texts + 1, sizeof(char *));
+		l->gpu_note_texts[l->nnote_texts++] = cs_strdup(text);
+		p->gpu_notes[p->ngpu_notes++] = (struct profile_gpu_note){ rd32(d), rd32(d + 4), 0 };
+		break;
+	}
 	case DF_END:
 		NEED(28, "end");
 		l->end_time = rd64(d + 16);
@@ -347,6 +420,125 @@ static uint32_t load_comm_of(const struct load *l, uint32_t tid)
 	return 0;
 }
 
+static int cmp_gpu_launch(const void *a, const void *b)
+{
+	const struct profile_gpu_launch *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->correlation != y->correlation)
+		return x->correlation < y->correlation ? -1 : 1;
+	return x->time < y->time ? -1 : x->time > y->time;
+}
+
+static int cmp_gpu_activity(const void *a, const void *b)
+{
+	const struct profile_gpu_activity *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->correlation < y->correlation ? -1 : x->correlation > y->correlation;
+}
+
+struct gpu_node_key {
+	uint32_t pid, launch;
+	uint64_t node;
+};
+
+static int cmp_gpu_node(const void *a, const void *b)
+{
+	const struct gpu_node_key *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	return x->launch < y->launch ? -1 : x->launch > y->launch;
+}
+
+static size_t gpu_launch_lower(const struct profile *p, uint32_t pid, uint32_t correlation)
+{
+	size_t lo = 0, hi = p->ngpu_launches;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const struct profile_gpu_launch *g = &p->gpu_launches[mid];
+		if (g->pid < pid || (g->pid == pid && g->correlation < correlation))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+const struct profile_gpu_launch *profile_gpu_launch_of(const struct profile *p, uint32_t pid,
+						       uint32_t correlation)
+{
+	size_t i = gpu_launch_lower(p, pid, correlation);
+	if (i < p->ngpu_launches && p->gpu_launches[i].pid == pid &&
+	    p->gpu_launches[i].correlation == correlation)
+		return &p->gpu_launches[i];
+	return NULL;
+}
+
+const char *profile_gpu_kind_name(uint32_t kind)
+{
+	static const char *const names[PROFILE_GPU_NKINDS] = { "?", "kernel", "memcpy", "memset",
+							       "sync", "nvtx", "api" };
+	return kind < PROFILE_GPU_NKINDS ? names[kind] : "?";
+}
+
+/* Sort the GPU arrays, intern the notes and join every activity to its launch. */
+static void load_gpu_finish(struct load *l)
+{
+	struct profile *p = l->p;
+
+	for (size_t i = 0; i < p->ngpu_notes; i++) {
+		p->gpu_notes[i].text = load_intern(l, l->gpu_note_texts[i]);
+		l->gpu_note_texts[i] = NULL;
+	}
+	if (l->gpu_bad)
+		cs_warn("%s: %llu GPU records refer to missing stacks or strings: skipped", l->path,
+			(unsigned long long)l->gpu_bad);
+	if (p->ngpu_launches)
+		qsort(p->gpu_launches, p->ngpu_launches, sizeof(*p->gpu_launches), cmp_gpu_launch);
+	if (p->ngpu_activities)
+		qsort(p->gpu_activities, p->ngpu_activities, sizeof(*p->gpu_activities),
+		      cmp_gpu_activity);
+	struct gpu_node_key *nodes = NULL;
+	size_t nnodes = 0;
+	for (size_t i = 0; i < p->ngpu_launches; i++)
+		nnodes += (p->gpu_launches[i].flags & PROFILE_GPU_LAUNCH_GRAPH_NODE) != 0;
+	if (nnodes) {
+		nodes = cs_malloc(nnodes * sizeof(*nodes));
+		nnodes = 0;
+		for (size_t i = 0; i < p->ngpu_launches; i++)
+			if (p->gpu_launches[i].flags & PROFILE_GPU_LAUNCH_GRAPH_NODE)
+				nodes[nnodes++] = (struct gpu_node_key){
+					p->gpu_launches[i].pid, (uint32_t)i, p->gpu_launches[i].graph_node_id };
+		qsort(nodes, nnodes, sizeof(*nodes), cmp_gpu_node);
+	}
+	for (size_t i = 0; i < p->ngpu_activities; i++) {
+		struct profile_gpu_activity *a = &p->gpu_activities[i];
+		const struct profile_gpu_launch *g = a->correlation
+			? profile_gpu_launch_of(p, a->pid, a->correlation) : NULL;
+		if (g)
+			a->launch = (uint32_t)(g - p->gpu_launches);
+		if (a->graph_node_id && nnodes) {
+			size_t lo = 0, hi = nnodes;
+			while (lo < hi) {
+				size_t mid = (lo + hi) / 2;
+				if (nodes[mid].pid < a->pid ||
+				    (nodes[mid].pid == a->pid && nodes[mid].node < a->graph_node_id))
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			if (lo < nnodes && nodes[lo].pid == a->pid && nodes[lo].node == a->graph_node_id)
+				a->node_launch = nodes[lo].launch;
+		}
+	}
+	free(nodes);
+}
+
 static void load_finish(struct load *l)
 {
 	struct profile *p = l->p;
@@ -454,6 +646,7 @@ static void load_finish(struct load *l)
 	if (p->end_ns < p->start_ns)
 		p->end_ns = p->start_ns;
 	p->finalized = l->symbolized;
+	load_gpu_finish(l);
 }
 
 int profile_load(const char *path, struct profile **out)
@@ -490,6 +683,9 @@ out:
 	free(l.comms);
 	free(l.forks);
 	free(l.hash);
+	for (size_t i = 0; i < l.nnote_texts; i++)
+		free(l.gpu_note_texts[i]);
+	free(l.gpu_note_texts);
 	return ret;
 }
 
@@ -512,6 +708,10 @@ void profile_free(struct profile *p)
 	free(p->samples);
 	free(p->threads);
 	free(p->processes);
+	free(p->gpu_launches);
+	free(p->gpu_activities);
+	free(p->gpu_processes);
+	free(p->gpu_notes);
 	free(p);
 }
 

@@ -53,6 +53,82 @@ struct profile_process {
 	uint64_t samples;
 };
 
+/* GPU capture (csampler-data(5) GPU_LAUNCH, GPU_ACTIVITY, GPU_INFO, GPU_NOTE). An activity
+ * joins the launch that caused it by (pid, correlation): activity.launch is that launch's
+ * index, found at load. */
+struct profile_gpu_launch {
+	uint64_t time;      /* the API call's entry, CLOCK_MONOTONIC ns */
+	uint32_t pid, tid;
+	uint32_t correlation;
+	uint32_t stack;     /* stack id: the CPU call path that made the call */
+	uint32_t api;       /* string id: "cudaLaunchKernel", ... or 0 */
+	uint32_t cbid, domain; /* CUPTI callback id, 1 runtime / 2 driver / 3 resource */
+	uint32_t flags;     /* PROFILE_GPU_LAUNCH_* */
+	uint64_t graph_node_id;
+};
+
+enum profile_gpu_launch_flags {   /* the values of DF_GPU_LAUNCH_* */
+	PROFILE_GPU_LAUNCH_STACK_TRUNCATED = 1 << 0,
+	PROFILE_GPU_LAUNCH_GRAPH_NODE = 1 << 1,  /* a graph node was captured here */
+	PROFILE_GPU_LAUNCH_NO_MAP = 1 << 16,     /* an address was in no known mapping */
+};
+
+enum profile_gpu_kind {           /* the values of DF_GPU_* kinds */
+	PROFILE_GPU_KERNEL = 1,
+	PROFILE_GPU_MEMCPY = 2,
+	PROFILE_GPU_MEMSET = 3,
+	PROFILE_GPU_SYNC = 4,
+	PROFILE_GPU_MARKER = 5,   /* NVTX range */
+	PROFILE_GPU_API = 6,      /* runtime/driver API span */
+	PROFILE_GPU_NKINDS = 7,   /* kinds are 1 .. PROFILE_GPU_NKINDS - 1 */
+};
+
+#define PROFILE_GPU_NO_LAUNCH UINT32_MAX
+
+struct profile_gpu_activity {
+	uint32_t kind;      /* enum profile_gpu_kind */
+	uint32_t pid, tid;
+	uint32_t correlation;
+	uint64_t start, end;        /* CLOCK_MONOTONIC ns; marker end == 0: an instant */
+	uint64_t queued, submitted; /* kernels, 0 when unknown */
+	uint64_t bytes;
+	uint64_t graph_node_id;
+	uint32_t device, context, stream;
+	uint32_t name;      /* string id: kernel or NVTX range name */
+	uint32_t flags;     /* 1 async copy, 2 instantaneous marker */
+	uint32_t detail, detail2; /* per kind, see csampler-data(5) */
+	uint32_t graph_id;
+	uint32_t grid[3], block[3];
+	uint32_t launch;      /* index into gpu_launches by (pid, correlation), or
+			       * PROFILE_GPU_NO_LAUNCH */
+	uint32_t node_launch; /* graph kernels: the launch that captured their graph node (by
+			       * (pid, graph_node_id)), or PROFILE_GPU_NO_LAUNCH */
+};
+
+enum profile_gpu_status {
+	PROFILE_GPU_OK = 0,
+	PROFILE_GPU_NO_CUPTI = 1,
+	PROFILE_GPU_OTHER_SUBSCRIBER = 2,
+	PROFILE_GPU_CUPTI_ERROR = 3,
+};
+
+/* One process' capture status and the in-target library's counters. */
+struct profile_gpu_process {
+	uint32_t pid;
+	uint32_t cupti_version, status; /* enum profile_gpu_status */
+	int32_t cupti_error;
+	int64_t clock_offset_ns;        /* CUPTI clock minus CLOCK_MONOTONIC */
+	uint64_t launches, launches_dropped, activities, dropped, lost_timestamps, buffers,
+		flush_timeouts, write_errors, capture_ns;
+	uint32_t flags;                 /* 1 info known, 2 counters known, 4 cut, 8 corrupt */
+	uint32_t bad_records;
+};
+
+struct profile_gpu_note {
+	uint32_t pid, severity;  /* 0 info, 1 warning */
+	uint32_t text;           /* string id */
+};
+
 struct profile_kv {
 	const char *key, *value;
 };
@@ -87,6 +163,16 @@ struct profile {
 	size_t nthreads;
 	struct profile_process *processes;
 	size_t nprocesses;
+
+	/* GPU: launches sorted by (pid, correlation, time); activities by start */
+	struct profile_gpu_launch *gpu_launches;
+	size_t ngpu_launches;
+	struct profile_gpu_activity *gpu_activities;
+	size_t ngpu_activities;
+	struct profile_gpu_process *gpu_processes;
+	size_t ngpu_processes;
+	struct profile_gpu_note *gpu_notes;
+	size_t ngpu_notes;
 };
 
 /* Load path into *out. On error prints one line ("csampler: FILE: not a csampler data file",
@@ -95,6 +181,12 @@ struct profile {
  * with profile_free(). */
 int profile_load(const char *path, struct profile **out);
 void profile_free(struct profile *p);
+
+/* The first launch of (pid, correlation), or NULL. */
+const struct profile_gpu_launch *profile_gpu_launch_of(const struct profile *p, uint32_t pid,
+						       uint32_t correlation);
+/* "kernel", "memcpy", "memset", "sync", "nvtx", "api"; "?" for others. */
+const char *profile_gpu_kind_name(uint32_t kind);
 
 /* The header value for key, or NULL. */
 const char *profile_header(const struct profile *p, const char *key);

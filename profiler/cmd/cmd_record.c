@@ -2,6 +2,7 @@
 #include "cmd/cmds.h"
 #include "base/cs.h"
 #include "analysis/profile.h"
+#include "record/gpu_setup.h"
 #include "record/record.h"
 #include "analysis/stacks.h"
 
@@ -35,6 +36,8 @@ static const char record_usage[] =
 	"      --duration SEC     stop after SEC seconds\n"
 	"      --keep-raw         also keep the raw registers and stack copies in the file\n"
 	"      --no-compress      write uncompressed chunks\n"
+	"      --gpu MODE         auto (default), on or off: CUDA kernels, copies, syncs and NVTX\n"
+	"                         ranges with the CPU stack of every launch (CUPTI)\n"
 	"  -q, --quiet            no summary\n";
 
 __attribute__((format(printf, 1, 2))) static int record_bad(const char *fmt, ...)
@@ -79,9 +82,61 @@ static int parse_pids(const char *s, struct record_opts *o)
 	return o->npids ? 0 : -EINVAL;
 }
 
+/* --gpu: fill o->gpu (capture on) or leave it empty (off, why says why). Returns -1 when
+ * --gpu on cannot be honoured (the line was printed). */
+static int record_gpu_prepare(struct record_opts *o, char *why, size_t whylen)
+{
+	if (o->gpu_mode == GPU_MODE_OFF) {
+		snprintf(why, whylen, "--gpu off");
+		return 0;
+	}
+	if (!o->argv) {
+		/* attach: read what `csampler env` made the processes write */
+		int err = gpu_setup_user_dir(&o->gpu, false);
+		if (err == -ENOENT) {
+			snprintf(why, whylen, "no GPU record directory: start the program with csampler env");
+			if (o->gpu_mode == GPU_MODE_ON)
+				cs_info("--gpu on: no GPU record directory: only programs started with 'csampler env' give GPU records in attach mode");
+			return 0;
+		}
+		if (err) {
+			snprintf(why, whylen, "GPU record directory refused");
+			return o->gpu_mode == GPU_MODE_ON ? -1 : 0;
+		}
+		return 0;
+	}
+	const char *pre = getenv("CUDA_INJECTION64_PATH");
+	if (pre && *pre) {
+		/* another tool's injection library: replacing it would silently break that tool */
+		if (o->gpu_mode == GPU_MODE_ON) {
+			cs_error(EBUSY, "--gpu on: CUDA_INJECTION64_PATH is already set (%s): unset it, or use --gpu off to keep it", pre);
+			return -1;
+		}
+		snprintf(why, whylen, "CUDA_INJECTION64_PATH already set");
+		return 0;
+	}
+	if (gpu_setup_find(&o->gpu, why, whylen)) {
+		if (o->gpu_mode == GPU_MODE_ON) {
+			cs_error(ENOENT, "--gpu on: %s", why);
+			return -1;
+		}
+		gpu_setup_free(&o->gpu);
+		return 0;
+	}
+	if (gpu_setup_private_dir(&o->gpu)) {
+		if (o->gpu_mode == GPU_MODE_ON)
+			return -1;
+		snprintf(why, whylen, "no private directory");
+		gpu_setup_free(&o->gpu);
+		return 0;
+	}
+	why[0] = 0;
+	return 0;
+}
+
 int cmd_record(int argc, char **argv)
 {
-	enum { OPT_STACK = 256, OPT_DURATION, OPT_KEEP_RAW, OPT_NO_COMPRESS };
+	enum { OPT_STACK = 256, OPT_DURATION, OPT_KEEP_RAW, OPT_NO_COMPRESS, OPT_GPU };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "freq", required_argument, NULL, 'F' },
@@ -92,6 +147,7 @@ int cmd_record(int argc, char **argv)
 		{ "duration", required_argument, NULL, OPT_DURATION },
 		{ "keep-raw", no_argument, NULL, OPT_KEEP_RAW },
 		{ "no-compress", no_argument, NULL, OPT_NO_COMPRESS },
+		{ "gpu", required_argument, NULL, OPT_GPU },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -168,6 +224,16 @@ int cmd_record(int argc, char **argv)
 		case OPT_NO_COMPRESS:
 			o.compress = false;
 			break;
+		case OPT_GPU:
+			if (!strcmp(optarg, "auto"))
+				o.gpu_mode = GPU_MODE_AUTO;
+			else if (!strcmp(optarg, "on"))
+				o.gpu_mode = GPU_MODE_ON;
+			else if (!strcmp(optarg, "off"))
+				o.gpu_mode = GPU_MODE_OFF;
+			else
+				return record_bad("invalid --gpu '%s': use auto, on or off", optarg);
+			break;
 		case 'q':
 			cs_quiet = 1;
 			break;
@@ -208,8 +274,17 @@ int cmd_record(int argc, char **argv)
 			return CS_EXIT_ERROR;
 		}
 	}
+	char why[512] = "";
+	if (record_gpu_prepare(&o, why, sizeof(why))) {
+		free(o.pids);
+		gpu_setup_free(&o.gpu);
+		return CS_EXIT_ERROR;
+	}
+	o.gpu_off_reason = why[0] ? why : NULL;
 	bool written = false;
 	status = record_run(&o, &written);
+	if (o.argv && o.gpu.dir)
+		rmdir(o.gpu.dir); /* normally gone already (record_run removes what it read) */
 	/* The top-5 summary on a terminal: read back from the finished file, here rather than in
 	 * the recording engine, so the writer never depends on the reader. */
 	if (written && isatty(2) && !cs_quiet) {
@@ -220,5 +295,6 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 	free(o.pids);
+	gpu_setup_free(&o.gpu);
 	return status;
 }

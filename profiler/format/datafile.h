@@ -77,12 +77,97 @@ enum df_record_type {
 	DF_RAW_SAMPLE = 128, /* u64 time, u32 pid, u32 tid, u32 cpu, u32 flags, u64 regs_mask,
 			      * u64 regs[popcount], u64 nkernel, u64 kernel_ips[nkernel],
 			      * u64 stack_size, bytes[stack_size]  (--keep-raw) */
-	DF_GPU_LAUNCH = 129, /* u64 time, u32 pid, u32 tid, u32 correlation, u32 stack,
-			      * u32 api (string id) : a CUDA API call and its CPU stack */
-	DF_GPU_ACTIVITY = 130, /* u32 kind (1 kernel, 2 memcpy, 3 memset, 4 sync), u32 device,
-				* u32 stream, u32 correlation, u64 start, u64 end (CLOCK_MONOTONIC),
-				* u64 bytes, u32 name (string id), u32 flags */
+	DF_GPU_LAUNCH = 129,   /* struct df_gpu_launch: a CUDA API call and its CPU stack */
+	DF_GPU_ACTIVITY = 130, /* struct df_gpu_activity: what the GPU did (kernel, copy, ...) */
+	DF_GPU_INFO = 131,     /* struct df_gpu_info: one per process that wrote GPU records */
+	DF_GPU_NOTE = 132,     /* u32 pid, u32 severity (0 info, 1 warning), text\0 */
 };
+
+/* The GPU records' payloads (packed, little endian). A reader takes a record longer than the
+ * struct it knows (fields appended later) and ignores the tail; a shorter one is corrupt. All
+ * times are CLOCK_MONOTONIC ns, the clock of DF_SAMPLE. */
+struct df_gpu_launch {
+	uint64_t time;            /* API call entry */
+	uint32_t pid, tid;
+	uint32_t correlation;     /* CUPTI correlation id, unique within pid */
+	uint32_t stack;           /* stack id (DF_STACK): the launching call path, leaf first */
+	uint32_t api;             /* string id: API name ("cudaLaunchKernel"), or 0 */
+	uint32_t cbid;            /* CUPTI callback id within domain */
+	uint32_t domain;          /* 1 runtime, 2 driver, 3 resource (graph node creation) */
+	uint32_t flags;           /* DF_GPU_LAUNCH_* */
+	uint64_t graph_node_id;   /* DF_GPU_LAUNCH_GRAPH_NODE: the graph node created here */
+} __attribute__((packed));
+
+enum df_gpu_launch_flags {
+	DF_GPU_LAUNCH_STACK_TRUNCATED = 1 << 0, /* the library's frame limit cut the stack */
+	DF_GPU_LAUNCH_GRAPH_NODE = 1 << 1,      /* a graph node captured here (graph_node_id) */
+	DF_GPU_LAUNCH_NO_MAP = 1 << 16,         /* a return address was in no known mapping */
+};
+
+enum df_gpu_activity_kind {
+	DF_GPU_KERNEL = 1,
+	DF_GPU_MEMCPY = 2,   /* detail: copy kind (1 HtoD, 2 DtoH, 8 DtoD, 10 PtoP); detail2:
+			      * src kind | dst kind << 8 (CUpti_ActivityMemoryKind) */
+	DF_GPU_MEMSET = 3,   /* detail: the value */
+	DF_GPU_SYNC = 4,     /* detail: CUpti_ActivitySynchronizationType; detail2: event id */
+	DF_GPU_MARKER = 5,   /* an NVTX range: name; detail: marker id; detail2: NVTX domain */
+	DF_GPU_API = 6,      /* a runtime/driver API call's span: detail: cbid; detail2: domain */
+	DF_GPU_KIND_MAX = 6,
+};
+
+struct df_gpu_activity {
+	uint32_t kind;            /* enum df_gpu_activity_kind */
+	uint32_t pid;             /* process that launched it: (pid, correlation) -> launch */
+	uint32_t tid;             /* markers, API spans: the thread; else 0 */
+	uint32_t correlation;     /* 0 when none (markers) */
+	uint64_t start, end;      /* end == 0: an instantaneous marker */
+	uint64_t queued, submitted; /* kernels: launch-queue timestamps, 0 when unknown */
+	uint64_t bytes;           /* memcpy, memset */
+	uint64_t graph_node_id;   /* the graph node this ran as, or 0 */
+	uint32_t device, context, stream;
+	uint32_t name;            /* string id: kernel (demangled) or NVTX range name, or 0 */
+	uint32_t flags;           /* DF_GPU_ACT_* */
+	uint32_t detail, detail2; /* per kind, see enum df_gpu_activity_kind */
+	uint32_t graph_id;        /* kernels: the graph, or 0 */
+	uint32_t grid[3], block[3]; /* kernels */
+} __attribute__((packed));
+
+enum df_gpu_activity_flags {
+	DF_GPU_ACT_ASYNC = 1 << 0,    /* memcpy: an async copy */
+	DF_GPU_ACT_INSTANT = 1 << 1,  /* marker: a point, not a range */
+};
+
+/* GPU capture status of one process, from the in-target library's info and counters. */
+struct df_gpu_info {
+	uint32_t pid;
+	uint32_t cupti_version;   /* cuptiGetVersion(), 0 when unknown */
+	uint32_t status;          /* 0 ok, 1 no CUPTI, 2 another subscriber, 3 CUPTI error */
+	int32_t cupti_error;      /* CUptiResult of the failing call, or 0 */
+	int64_t clock_offset_ns;  /* CUPTI timestamp minus CLOCK_MONOTONIC at start */
+	uint64_t clock_before_ns, cupti_ns, clock_after_ns; /* the check's readings */
+	uint64_t launches;        /* API calls recorded by the library */
+	uint64_t launches_dropped;/* launch records the library lost */
+	uint64_t activities;      /* activity records written by the library */
+	uint64_t dropped;         /* CUPTI's dropped activity records */
+	uint64_t lost_timestamps; /* activity records with start == end == 0 */
+	uint64_t buffers;         /* CUPTI buffers completed */
+	uint64_t flush_timeouts;  /* final flushes the watchdog gave up on */
+	uint64_t write_errors;    /* the library's failed writes */
+	uint64_t capture_ns;      /* time spent in the launch callback */
+	uint32_t flags;           /* DF_GPU_INFO_* */
+	uint32_t bad_records;     /* records of the file the recorder could not use */
+} __attribute__((packed));
+
+enum df_gpu_info_flags {
+	DF_GPU_INFO_HAVE_INFO = 1 << 0,  /* cupti_version .. clock_after_ns are set */
+	DF_GPU_INFO_HAVE_STATS = 1 << 1, /* launches .. capture_ns are set */
+	DF_GPU_INFO_CUT = 1 << 2,        /* the file ended in a partial record */
+	DF_GPU_INFO_CORRUPT = 1 << 3,    /* reading stopped at a corrupt record */
+};
+
+_Static_assert(sizeof(struct df_gpu_launch) == 48, "DF_GPU_LAUNCH layout (csampler-data(5))");
+_Static_assert(sizeof(struct df_gpu_activity) == 120, "DF_GPU_ACTIVITY layout (csampler-data(5))");
+_Static_assert(sizeof(struct df_gpu_info) == 128, "DF_GPU_INFO layout (csampler-data(5))");
 
 struct df_writer;
 

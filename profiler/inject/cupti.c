@@ -846,7 +846,7 @@ static void inj_flush(const char *why)
 	pthread_attr_destroy(&attr);
 	if (err) {
 		pthread_mutex_unlock(&inj.flush_lock);
-		inj_note(1, "GPU: no thread for the final CUPTI flush (pthread_create: %s): "
+		inj_note(1, "no thread for the final CUPTI flush (pthread_create: %s): "
 			 "GPU records still in CUPTI's buffers are lost", strerror(err));
 		atomic_store(&inj.flushing, 0);
 		return;
@@ -868,7 +868,7 @@ static void inj_flush(const char *why)
 	if (!done) {
 		atomic_store(&inj.flush_stuck, 1);
 		atomic_fetch_add(&inj.flush_timeouts, 1);
-		inj_note(1, "GPU: cuptiActivityFlushAll (at %s) did not return within %u ms "
+		inj_note(1, "cuptiActivityFlushAll (at %s) did not return within %u ms "
 			 "(CSAMPLER_GPU_FLUSH_MS): abandoned, GPU records not yet delivered are lost",
 			 why, inj.flush_ms);
 	}
@@ -1030,7 +1030,7 @@ static int inj_give_up(const char *call, CUptiResult r)
 	const char *hint = r == CUPTI_ERROR_NOT_INITIALIZED ?
 		" (a CUPTI newer than the CUDA driver? update the driver)" :
 		r == CUPTI_ERROR_UNKNOWN ? " (no usable CUDA driver or GPU?)" : "";
-	inj_note(1, "GPU: %s failed: %s%s; GPU capture off, CPU profile only", call,
+	inj_note(1, "%s failed: %s%s; GPU capture off, CPU profile only", call,
 		 inj_result_name(r), hint);
 	if (inj.subscriber) {
 		cuptiUnsubscribe(inj.subscriber);
@@ -1078,7 +1078,7 @@ static int inj_start(void)
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
 		other[sizeof(other) - 1] = 0;
 		inj.subscriber = NULL;
-		inj_note(1, "GPU: CUPTI is already used by %s (one CUPTI client per process); "
+		inj_note(1, "CUPTI is already used by %s (one CUPTI client per process); "
 			 "GPU capture off, CPU profile only", other[0] ? other : "another tool");
 		inj_write_info(GPU_STATUS_OTHER_SUBSCRIBER, r);
 		atomic_store(&inj.state, INJ_INERT);
@@ -1156,11 +1156,11 @@ static int inj_start(void)
 			snprintf(call, sizeof(call), "cuptiActivityEnable(%s)", kinds[i].name);
 			return inj_give_up(call, r);
 		}
-		inj_note(0, "GPU: cuptiActivityEnable(%s) failed: %s; those records are missing",
+		inj_note(0, "cuptiActivityEnable(%s) failed: %s; those records are missing",
 			 kinds[i].name, inj_result_name(r));
 	}
 	if ((r = cuptiActivityEnableLatencyTimestamps(1)) != CUPTI_SUCCESS)
-		inj_note(0, "GPU: cuptiActivityEnableLatencyTimestamps failed: %s; no launch-queue "
+		inj_note(0, "cuptiActivityEnableLatencyTimestamps failed: %s; no launch-queue "
 			 "latency", inj_result_name(r));
 
 	inj_write_info(GPU_STATUS_OK, CUPTI_SUCCESS);

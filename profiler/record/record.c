@@ -8,6 +8,7 @@
 
 #include "base/cs.h"
 #include "format/datafile.h"
+#include "record/gpu_merge.h"
 #include "unwind/symbols.h"
 
 #include <errno.h>
@@ -92,6 +93,19 @@ struct record {
 	uint64_t run_start_ns;      /* csampler's own start, for its CPU share of the wall time */
 	int stop_signal;
 	int error;                  /* csampler's own failure: exit 125 */
+	/* GPU capture: the library's files, merged as they grow */
+	struct gpu_merge *gpu;
+	char **child_env;           /* launch mode with --gpu: the command's environment */
+	uint64_t last_event_time;   /* newest sampler event handled: GPU launches wait for it */
+	struct record_gpu_note *gpu_notes;
+	size_t ngpu_notes, cap_gpu_notes;
+};
+
+/* A line the GPU library left, printed once at the end however many processes gave it. */
+struct record_gpu_note {
+	char *text;
+	uint32_t severity;
+	uint32_t count;
 };
 
 static volatile sig_atomic_t record_signal_pending;
@@ -306,10 +320,137 @@ static void record_sample(struct record *r, const struct sampler_event *ev)
 	set_add(&r->pids, &r->pid_cap, &r->npids_seen, ev->pid);
 }
 
+/* ---- GPU records (gpu_merge.h) ---- */
+
+/* A launch's return addresses go through the unwinder's view of the process' mappings and the
+ * same location and stack interning as sampled stacks, so they are symbolized with them. Every
+ * frame is a return address (the library's pcs[0] too): all are looked up as callers. */
+static void record_gpu_launch(void *arg, uint32_t pid, uint32_t tid, uint64_t time,
+			      uint32_t correlation, uint32_t cbid, uint32_t domain, uint32_t flags,
+			      uint64_t graph_node_id, const uint64_t *pcs, size_t npcs, const char *api)
+{
+	struct record *r = arg;
+	struct unwind_loc locs[RECORD_MAX_LOCS];
+	uint32_t ids[RECORD_MAX_LOCS];
+	uint32_t uflags = 0;
+	int n = 0;
+
+	if (npcs) {
+		struct unwind_sample s = { .pid = pid, .tid = tid, .user_ips = pcs, .nuser_ips = npcs };
+		n = unwind_sample(r->unwind, &s, locs, RECORD_MAX_LOCS, &uflags);
+		if (n < 0)
+			n = 0;
+	}
+	record_write_modules(r);
+	for (int i = 0; i < n; i++)
+		ids[i] = record_loc(r, locs[i].module, locs[i].offset, true);
+	if (uflags & UNWIND_NO_MAP)
+		flags |= DF_GPU_LAUNCH_NO_MAP;
+	struct df_gpu_launch rec = {
+		.time = time, .pid = pid, .tid = tid, .correlation = correlation,
+		.stack = record_stack(r, ids, (uint32_t)n),
+		.api = api[0] ? df_strtab_id(r->strs, r->w, api) : 0,
+		.cbid = cbid, .domain = domain, .flags = flags, .graph_node_id = graph_node_id,
+	};
+	df_put(r->w, DF_GPU_LAUNCH, &rec, sizeof(rec));
+}
+
+static void record_gpu_activity(void *arg, const struct df_gpu_activity *a, const char *name)
+{
+	struct record *r = arg;
+	struct df_gpu_activity rec = *a;
+	rec.name = name[0] ? df_strtab_id(r->strs, r->w, name) : 0;
+	df_put(r->w, DF_GPU_ACTIVITY, &rec, sizeof(rec));
+}
+
+static void record_gpu_note(void *arg, uint32_t pid, uint32_t severity, const char *text)
+{
+	struct record *r = arg;
+	uint32_t hdr[2] = { pid, severity };
+	df_put2(r->w, DF_GPU_NOTE, hdr, sizeof(hdr), text, strlen(text) + 1);
+	for (size_t i = 0; i < r->ngpu_notes; i++) {
+		if (!strcmp(r->gpu_notes[i].text, text)) {
+			r->gpu_notes[i].count++;
+			return;
+		}
+	}
+	if (r->ngpu_notes >= 32)
+		return; /* the file keeps them all; the terminal gets the first few kinds */
+	cs_grow(&r->gpu_notes, &r->cap_gpu_notes, r->ngpu_notes + 1, sizeof(*r->gpu_notes));
+	r->gpu_notes[r->ngpu_notes++] = (struct record_gpu_note){ cs_strdup(text), severity, 1 };
+}
+
+static const struct gpu_sink record_gpu_sink = {
+	.launch = record_gpu_launch,
+	.activity = record_gpu_activity,
+	.note = record_gpu_note,
+};
+
+/* Whether a process' GPU status is worth a record: something was captured or went wrong. */
+static bool record_gpu_info_worth(const struct df_gpu_info *i, uint64_t merged)
+{
+	return merged || i->status || i->launches || i->activities || i->dropped || i->launches_dropped ||
+	       i->lost_timestamps || i->flush_timeouts || i->write_errors || i->bad_records ||
+	       (i->flags & (DF_GPU_INFO_CUT | DF_GPU_INFO_CORRUPT));
+}
+
+/* At the end: everything the files still hold, then one DF_GPU_INFO per process. */
+static void record_gpu_finish(struct record *r, uint64_t end_ns)
+{
+	if (!r->gpu)
+		return;
+	if (!r->o->argv)
+		gpu_merge_set_max_time(r->gpu, end_ns); /* attached programs go on */
+	gpu_merge_poll(r->gpu, 0, UINT64_MAX, true);
+	for (size_t i = 0; i < gpu_merge_nprocesses(r->gpu); i++) {
+		uint64_t merged = 0;
+		const struct df_gpu_info *info = gpu_merge_process(r->gpu, i, &merged);
+		if (record_gpu_info_worth(info, merged))
+			df_put(r->w, DF_GPU_INFO, info, sizeof(*info));
+	}
+}
+
+static void record_gpu_summary(struct record *r)
+{
+	uint64_t launches = gpu_merge_launches(r->gpu), acts = gpu_merge_activities(r->gpu);
+	uint64_t dropped = 0, lost = 0, ldrop = 0;
+	size_t nproc = gpu_merge_nprocesses(r->gpu);
+
+	if (!r->gpu)
+		return;
+	for (size_t i = 0; i < r->ngpu_notes; i++) {
+		const struct record_gpu_note *n = &r->gpu_notes[i];
+		void (*say)(const char *, ...) = n->severity ? cs_warn : cs_info;
+		if (n->count > 1)
+			say("GPU: %s (%u processes)", n->text, n->count);
+		else
+			say("GPU: %s", n->text);
+	}
+	for (size_t i = 0; i < nproc; i++) {
+		const struct df_gpu_info *info = gpu_merge_process(r->gpu, i, NULL);
+		dropped += info->dropped;
+		lost += info->lost_timestamps;
+		ldrop += info->launches_dropped;
+	}
+	if (launches || acts)
+		cs_info("GPU: %llu launches, %llu activity records from %zu processes",
+			(unsigned long long)launches, (unsigned long long)acts, nproc);
+	else if (r->o->gpu_mode == GPU_MODE_ON && r->o->argv && !nproc)
+		cs_info("--gpu on: no GPU records: the command did not initialise CUDA, or no CUDA driver loaded the injection library");
+	if (dropped || ldrop)
+		cs_warn("GPU: %llu activity records dropped by CUPTI and %llu launch records lost: GPU time is undercounted",
+			(unsigned long long)dropped, (unsigned long long)ldrop);
+	if (lost)
+		cs_warn("GPU: %llu activity records lost their timestamps (CUPTI device buffers ran out)",
+			(unsigned long long)lost);
+}
+
 static int record_event(void *arg, const struct sampler_event *ev)
 {
 	struct record *r = arg;
 
+	if (ev->time > r->last_event_time)
+		r->last_event_time = ev->time;
 	switch (ev->type) {
 	case SAMPLER_EV_SAMPLE:
 		record_sample(r, ev);
@@ -334,8 +475,11 @@ static int record_event(void *arg, const struct sampler_event *ev)
 			uint32_t flags;
 		} __attribute__((packed)) rec = { ev->pid, ev->tid, ev->time, ev->comm.exec };
 		df_put2(r->w, DF_COMM, &rec, sizeof(rec), ev->comm.comm, strlen(ev->comm.comm) + 1);
-		if (ev->comm.exec)
+		if (ev->comm.exec) {
+			/* GPU launches of the old image, while its mappings are still known */
+			gpu_merge_poll(r->gpu, ev->pid, UINT64_MAX, false);
 			unwind_exec(r->unwind, ev->pid);
+		}
 		break;
 	}
 	case SAMPLER_EV_FORK:
@@ -345,10 +489,16 @@ static int record_event(void *arg, const struct sampler_event *ev)
 			uint64_t time;
 		} rec = { ev->pid, ev->task.ppid, ev->tid, ev->task.ptid, ev->time };
 		df_put(r->w, ev->type == SAMPLER_EV_FORK ? DF_FORK : DF_EXIT, &rec, sizeof(rec));
-		if (ev->type == SAMPLER_EV_FORK && ev->pid != ev->task.ppid)
+		if (ev->type == SAMPLER_EV_FORK && ev->pid != ev->task.ppid) {
 			unwind_fork(r->unwind, ev->task.ppid, ev->pid);
-		else if (ev->type == SAMPLER_EV_EXIT && ev->pid == ev->tid)
+			if (r->gpu)
+				gpu_merge_add_pid(r->gpu, ev->pid);
+		} else if (ev->type == SAMPLER_EV_EXIT && ev->pid == ev->tid) {
+			/* the library wrote its last records before the process exited: take
+			 * them before the process' mappings are forgotten */
+			gpu_merge_poll(r->gpu, ev->pid, UINT64_MAX, false);
 			unwind_exit(r->unwind, ev->pid);
+		}
 		break;
 	}
 	case SAMPLER_EV_LOST: {
@@ -409,6 +559,19 @@ static void record_write_header(struct record *r)
 	record_header_kv(r, "mmap_pages", num);
 	record_header_kv(r, "kernel_frames", sampler_has_kernel(r->sampler) ? "yes" : "no");
 	record_header_kv(r, "sampler", "perf_event_open");
+	if (o->gpu.dir) {
+		record_header_kv(r, "gpu", o->argv ? "on" : "on (attach: records of csampler env)");
+		if (o->gpu.inject_lib)
+			record_header_kv(r, "gpu_library", o->gpu.inject_lib);
+		if (o->gpu.cupti_lib)
+			record_header_kv(r, "cupti_library", o->gpu.cupti_lib);
+	} else {
+		char *v = cs_asprintf("off%s%s%s", o->gpu_off_reason ? " (" : "",
+				      o->gpu_off_reason ? o->gpu_off_reason : "",
+				      o->gpu_off_reason ? ")" : "");
+		record_header_kv(r, "gpu", v);
+		free(v);
+	}
 	cs_buf_free(&cmd);
 	cs_buf_free(&target);
 	df_flush(r->w);
@@ -440,7 +603,10 @@ static int record_fork(struct record *r, int *go_fd, int *err_fd)
 		close(er[0]);
 		if (read(go[0], &c, 1) != 1)
 			_exit(CS_EXIT_ERROR); /* csampler gave up before starting us */
-		execvp(r->o->argv[0], r->o->argv);
+		if (r->child_env)
+			execvpe(r->o->argv[0], r->o->argv, r->child_env);
+		else
+			execvp(r->o->argv[0], r->o->argv);
 		int e = errno;
 		ssize_t n = write(er[1], &e, sizeof(e));
 		(void)n;
@@ -787,6 +953,12 @@ static int record_loop(struct record *r)
 		record_consume(r);
 		uint64_t now = cs_monotonic_ns();
 		if (now - r->last_symbolize_ns > 250000000ull) {
+			/* A launch waits until the sampler's events of its time are handled (a
+			 * library mapped just before it); the queue was just drained, so whatever
+			 * is half a second old has been seen, however idle the process. */
+			uint64_t seen = now - 500000000ull;
+			gpu_merge_poll(r->gpu, 0, r->last_event_time > seen ? r->last_event_time : seen,
+				       false);
 			record_symbolize(r, false);
 			r->last_symbolize_ns = now;
 		}
@@ -909,6 +1081,15 @@ int record_run(const struct record_opts *o, bool *written)
 	if (ret)
 		goto out;
 	r.strs = df_strtab_new();
+	if (o->gpu.dir) {
+		extern char **environ;
+		if (o->argv)
+			r.child_env = gpu_setup_env(&o->gpu, environ);
+		r.gpu = gpu_merge_new(o->gpu.dir, o->argv != NULL, o->argv ? 0 : cs_monotonic_ns(),
+				      &record_gpu_sink, &r);
+		for (size_t i = 0; i < o->npids; i++)
+			gpu_merge_add_pid(r.gpu, (uint32_t)o->pids[i]);
+	}
 
 	if (o->argv) {
 		if (record_fork(&r, &go_fd, &err_fd))
@@ -976,6 +1157,7 @@ int record_run(const struct record_opts *o, bool *written)
 	record_loop(&r);
 	uint64_t end_ns = cs_monotonic_ns();
 	if (!r.error) {
+		record_gpu_finish(&r, end_ns);
 		record_symbolize(&r, true);
 		struct {
 			uint64_t samples, lost, end_time;
@@ -989,6 +1171,7 @@ int record_run(const struct record_opts *o, bool *written)
 		r.error = ret;
 	if (!r.error) {
 		record_print_summary(&r, end_ns);
+		record_gpu_summary(&r);
 		if (written)
 			*written = true;
 	}
@@ -1030,6 +1213,12 @@ out:
 	}
 	df_writer_close(r.w);
 	df_strtab_free(r.strs);
+	/* the private directory of a launch goes; the per-user one of attach mode stays */
+	gpu_merge_free(r.gpu, o->argv != NULL);
+	gpu_setup_free_env(r.child_env);
+	for (size_t i = 0; i < r.ngpu_notes; i++)
+		free(r.gpu_notes[i].text);
+	free(r.gpu_notes);
 	sampler_close(r.sampler);
 	unwind_free(r.unwind);
 	if (r.child_pidfd >= 0)

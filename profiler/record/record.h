@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "record/gpu_setup.h"
 #include "sampler/sampler.h"
 
 struct record_opts {
@@ -19,6 +20,12 @@ struct record_opts {
 	double duration_s;           /* attach (or launch) mode: stop after this; 0 = none */
 	bool keep_raw;               /* also store raw registers + stack copies */
 	bool compress;
+	/* GPU capture (--gpu): gpu.dir set means on. Launch mode: the command gets the
+	 * variables of gpu_setup_env and gpu.dir is private (removed at the end); attach mode:
+	 * gpu.dir is the per-user directory of `csampler env`, read for the session's PIDs. */
+	enum gpu_mode gpu_mode;
+	struct gpu_setup gpu;
+	const char *gpu_off_reason;  /* header "gpu" when off: why */
 	int argc_all;                /* csampler's whole command line, for the header */
 	char **argv_all;
 };

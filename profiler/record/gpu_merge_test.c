@@ -1,0 +1,396 @@
+/* gpu_merge_test.c: unit tests of the GPU file reader (gpu_merge.c) and of the GPU records of
+ * the data file through profile_load (profile.c): exact decoding, every cut point, random and
+ * bit-flipped input (never a crash, never an out-of-range record), and the launch join. */
+#include "base/cs.h"
+#include "format/datafile.h"
+#include "record/gpu_merge.h"
+#include "inject/protocol.h"
+#include "analysis/profile.h"
+#include "base/unit.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct collect {
+	size_t launches, activities, notes;
+	uint64_t kernel_ns, pcs_sum;
+	uint32_t last_corr, nframes_max;
+	char api[64], kname[128], note[128];
+	uint32_t kinds[8];
+};
+
+static void c_launch(void *arg, uint32_t pid, uint32_t tid, uint64_t time, uint32_t correlation,
+		     uint32_t cbid, uint32_t domain, uint32_t flags, uint64_t graph_node_id,
+		     const uint64_t *pcs, size_t npcs, const char *api)
+{
+	struct collect *c = arg;
+	UNIT_ASSERT(npcs <= GPU_MAX_FRAMES);
+	UNIT_ASSERT(strlen(api) <= GPU_NAME_MAX);
+	c->launches++;
+	c->last_corr = correlation;
+	for (size_t i = 0; i < npcs; i++)
+		c->pcs_sum += pcs[i];
+	if (npcs > c->nframes_max)
+		c->nframes_max = (uint32_t)npcs;
+	snprintf(c->api, sizeof(c->api), "%s", api);
+}
+
+static void c_activity(void *arg, const struct df_gpu_activity *a, const char *name)
+{
+	struct collect *c = arg;
+	UNIT_ASSERT(a->kind >= 1 && a->kind <= DF_GPU_KIND_MAX);
+	UNIT_ASSERT(!a->end || a->end >= a->start);
+	UNIT_ASSERT(strlen(name) <= 4 * GPU_NAME_MAX);
+	c->activities++;
+	c->kinds[a->kind]++;
+	if (a->kind == DF_GPU_KERNEL) {
+		c->kernel_ns += a->end - a->start;
+		snprintf(c->kname, sizeof(c->kname), "%s", name);
+	}
+}
+
+static void c_note(void *arg, uint32_t pid, uint32_t severity, const char *text)
+{
+	struct collect *c = arg;
+	c->notes++;
+	snprintf(c->note, sizeof(c->note), "%s", text);
+}
+
+static const struct gpu_sink c_sink = { c_launch, c_activity, c_note };
+
+static void buf_rec(struct cs_buf *b, uint16_t type, const void *fixed, size_t flen,
+		    const void *tail, size_t tlen)
+{
+	struct gpu_rec h = { type, 0, (uint32_t)((sizeof(h) + flen + tlen + 7) & ~7ul) };
+	static const char zeros[8];
+	cs_buf_put(b, &h, sizeof(h));
+	cs_buf_put(b, fixed, flen);
+	if (tlen)
+		cs_buf_put(b, tail, tlen);
+	cs_buf_put(b, zeros, h.size - sizeof(h) - flen - tlen);
+}
+
+/* A file: header, info, 3 launches with 2 kernels and a memcpy, a note, stats. */
+static void build_file(struct cs_buf *b)
+{
+	struct gpu_file_header h = { .version = GPU_PROTOCOL_VERSION, .pid = 42, .header_size = sizeof(h) };
+	memcpy(h.magic, GPU_FILE_MAGIC, 8);
+	cs_buf_put(b, &h, sizeof(h));
+	struct gpu_info i = { .cupti_version = 130001, .clock_offset_ns = -100 };
+	buf_rec(b, GPU_REC_INFO, &i, sizeof(i), NULL, 0);
+	for (uint32_t k = 0; k < 3; k++) {
+		struct {
+			struct gpu_launch l;
+			uint64_t pcs[3];
+			char name[17];
+		} __attribute__((packed)) l = { .l = { .time = 1000 + k, .tid = 42, .correlation = 7 + k,
+						       .cbid = 211, .domain = 1, .nframes = 3,
+						       .api_name_len = 17 },
+						 .pcs = { 0x401000, 0x402000, 0x403000 },
+						 .name = "cudaLaunchKernel" };
+		buf_rec(b, GPU_REC_LAUNCH, &l, sizeof(l), NULL, 0);
+	}
+	const char *kn = "_Z6renderPf";
+	for (uint32_t k = 0; k < 2; k++) {
+		struct gpu_kernel g = { .start = 5000, .end = 5000 + 300 * (k + 1), .correlation = 7 + k,
+					.name_len = (uint32_t)strlen(kn) + 1 };
+		buf_rec(b, GPU_REC_KERNEL, &g, sizeof(g), kn, g.name_len);
+	}
+	struct gpu_memcpy m = { .start = 6000, .end = 6100, .bytes = 64, .correlation = 9, .copy_kind = 1 };
+	buf_rec(b, GPU_REC_MEMCPY, &m, sizeof(m), NULL, 0);
+	struct gpu_kernel lost = { .correlation = 9 };
+	buf_rec(b, GPU_REC_KERNEL, &lost, sizeof(lost), NULL, 0);
+	const char *text = "hello";
+	struct gpu_note n = { .len = 6 };
+	buf_rec(b, GPU_REC_NOTE, &n, sizeof(n), text, 6);
+	buf_rec(b, 77, "future!", 8, NULL, 0); /* a newer library's record: skipped by size */
+	struct gpu_stats s = { .launches = 3, .dropped = 4 };
+	buf_rec(b, GPU_REC_STATS, &s, sizeof(s), NULL, 0);
+}
+
+/* Silence the reader's one-line warnings during loops over bad input. */
+static int quiet_begin(void)
+{
+	int saved = dup(2), devnull = open("/dev/null", O_WRONLY);
+	dup2(devnull, 2);
+	close(devnull);
+	return saved;
+}
+
+static void quiet_end(int saved)
+{
+	dup2(saved, 2);
+	close(saved);
+}
+
+UNIT_TEST(gpu_merge_decodes_exactly)
+{
+	struct cs_buf b = { 0 };
+	struct collect c = { 0 };
+	struct df_gpu_info info;
+	build_file(&b);
+	gpu_merge_buffer(b.data, b.len, 42, &c_sink, &c, &info);
+	UNIT_ASSERT_EQ_INT(c.launches, 3);
+	UNIT_ASSERT_EQ_INT(c.last_corr, 9);
+	UNIT_ASSERT_EQ_INT(c.pcs_sum, 3 * (0x401000 + 0x402000 + 0x403000));
+	UNIT_ASSERT(!strcmp(c.api, "cudaLaunchKernel"));
+	UNIT_ASSERT_EQ_INT(c.activities, 3);
+	UNIT_ASSERT_EQ_INT(c.kinds[DF_GPU_KERNEL], 2);
+	UNIT_ASSERT_EQ_INT(c.kinds[DF_GPU_MEMCPY], 1);
+	UNIT_ASSERT_EQ_INT(c.kernel_ns, 900);
+	UNIT_ASSERT(!strcmp(c.kname, "render(float*)"));
+	UNIT_ASSERT(c.notes == 1 && !strcmp(c.note, "hello"));
+	UNIT_ASSERT_EQ_INT(info.cupti_version, 130001);
+	UNIT_ASSERT_EQ_INT(info.clock_offset_ns, -100);
+	UNIT_ASSERT_EQ_INT(info.dropped, 4);
+	UNIT_ASSERT_EQ_INT(info.lost_timestamps, 1);
+	UNIT_ASSERT_EQ_INT(info.bad_records, 0);
+	UNIT_ASSERT(!(info.flags & (DF_GPU_INFO_CUT | DF_GPU_INFO_CORRUPT)));
+	UNIT_ASSERT(info.flags & DF_GPU_INFO_HAVE_INFO && info.flags & DF_GPU_INFO_HAVE_STATS);
+	cs_buf_free(&b);
+}
+
+/* A file cut anywhere gives the complete records before the cut, and says it was cut. */
+UNIT_TEST(gpu_merge_every_cut)
+{
+	struct cs_buf b = { 0 };
+	build_file(&b);
+	size_t prev = 0;
+	int saved = quiet_begin();
+	for (size_t n = 0; n <= b.len; n++) {
+		struct collect c = { 0 };
+		struct df_gpu_info info;
+		gpu_merge_buffer(b.data, n, 42, &c_sink, &c, &info);
+		size_t got = c.launches + c.activities + c.notes;
+		UNIT_ASSERT(got >= prev);
+		prev = got;
+		if (n + 1 == b.len || (n > 0 && n < sizeof(struct gpu_file_header)))
+			UNIT_ASSERT(info.flags & DF_GPU_INFO_CUT);
+		if (n == b.len)
+			UNIT_ASSERT(!(info.flags & DF_GPU_INFO_CUT));
+	}
+	quiet_end(saved);
+	UNIT_ASSERT_EQ_INT(prev, 7);
+	cs_buf_free(&b);
+}
+
+/* Random bytes after a valid header, and every single bit flipped: no crash, and what comes
+ * out stays within the limits the sink asserts. */
+UNIT_TEST(gpu_merge_fuzz)
+{
+	struct cs_buf b = { 0 };
+	build_file(&b);
+	int saved = quiet_begin();
+	for (size_t bit = 0; bit < b.len * 8; bit++) {
+		struct collect c = { 0 };
+		b.data[bit / 8] ^= (char)(1 << (bit % 8));
+		gpu_merge_buffer(b.data, b.len, 42, &c_sink, &c, NULL);
+		b.data[bit / 8] ^= (char)(1 << (bit % 8));
+	}
+	srand(7);
+	size_t hdr = sizeof(struct gpu_file_header);
+	char *r = cs_malloc(hdr + 4096);
+	memcpy(r, b.data, hdr);
+	for (int round = 0; round < 2000; round++) {
+		struct collect c = { 0 };
+		size_t n = hdr + (size_t)(rand() % 4096);
+		for (size_t i = hdr; i < n; i++)
+			r[i] = (char)(rand() % 4 ? rand() : (rand() % 16)); /* small values: plausible sizes */
+		gpu_merge_buffer(r, n, 42, &c_sink, &c, NULL);
+	}
+	quiet_end(saved);
+	free(r);
+	cs_buf_free(&b);
+}
+
+UNIT_TEST(gpu_merge_framing_errors)
+{
+	struct cs_buf b = { 0 };
+	struct collect c = { 0 };
+	struct df_gpu_info info;
+	build_file(&b);
+	size_t good = b.len;
+	struct gpu_rec bad = { GPU_REC_KERNEL, 0, 12 }; /* not a multiple of 8 */
+	cs_buf_put(&b, &bad, sizeof(bad));
+	cs_buf_put(&b, "xxxxxxxxxxxxxxxx", 16);
+	int saved = quiet_begin();
+	gpu_merge_buffer(b.data, b.len, 42, &c_sink, &c, &info);
+	UNIT_ASSERT(info.flags & DF_GPU_INFO_CORRUPT);
+	UNIT_ASSERT_EQ_INT(c.launches, 3);
+	/* a record whose name does not fit in its size: skipped, counted, reading goes on */
+	b.len = good;
+	struct gpu_marker m = { .start = 1, .end = 2, .name_len = 4000 };
+	buf_rec(&b, GPU_REC_MARKER, &m, sizeof(m), NULL, 0);
+	struct gpu_sync y = { .start = 10, .end = 20 };
+	buf_rec(&b, GPU_REC_SYNC, &y, sizeof(y), NULL, 0);
+	memset(&c, 0, sizeof(c));
+	gpu_merge_buffer(b.data, b.len, 42, &c_sink, &c, &info);
+	UNIT_ASSERT_EQ_INT(info.bad_records, 1);
+	UNIT_ASSERT_EQ_INT(c.kinds[DF_GPU_SYNC], 1);
+	UNIT_ASSERT(!(info.flags & DF_GPU_INFO_CORRUPT));
+	/* a foreign file */
+	memset(&c, 0, sizeof(c));
+	gpu_merge_buffer("CSAMPLERxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 40, 42, &c_sink, &c, &info);
+	UNIT_ASSERT(info.flags & DF_GPU_INFO_CORRUPT);
+	UNIT_ASSERT_EQ_INT(c.launches + c.activities, 0);
+	quiet_end(saved);
+	cs_buf_free(&b);
+}
+
+/* A second header in the same file (the process exec'd): counters of both images add up. */
+UNIT_TEST(gpu_merge_second_image)
+{
+	struct cs_buf b = { 0 };
+	struct collect c = { 0 };
+	struct df_gpu_info info;
+	build_file(&b);
+	build_file(&b);
+	gpu_merge_buffer(b.data, b.len, 42, &c_sink, &c, &info);
+	UNIT_ASSERT_EQ_INT(c.launches, 6);
+	UNIT_ASSERT_EQ_INT(info.dropped, 8);
+	UNIT_ASSERT_EQ_INT(info.bad_records, 0);
+	cs_buf_free(&b);
+}
+
+/* ---- the data file's GPU records through profile_load ---- */
+
+static void put_stack(struct df_writer *w, uint32_t id, uint32_t loc)
+{
+	uint32_t hdr[2] = { id, 1 };
+	df_put2(w, DF_STACK, hdr, sizeof(hdr), &loc, 4);
+}
+
+UNIT_TEST(gpu_profile_roundtrip)
+{
+	char *path = cs_asprintf("%s/gpu.data", unit_tmpdir());
+	struct df_writer *w;
+	struct df_strtab *t = df_strtab_new();
+	UNIT_ASSERT(df_writer_open(&w, path, true) == 0);
+	struct {
+		uint32_t id, flags;
+		char path[8], bid[1];
+	} __attribute__((packed)) mod = { 0, 0, "/bin/a", "" };
+	df_put(w, DF_MODULE, &mod, sizeof(mod));
+	for (uint32_t i = 0; i < 2; i++) {
+		struct {
+			uint32_t id, module;
+			uint64_t offset;
+			uint32_t flags;
+		} __attribute__((packed)) loc = { i, 0, 0x100 * (i + 1), 1 };
+		df_put(w, DF_LOC, &loc, sizeof(loc));
+		put_stack(w, i, i);
+		uint32_t sym[6] = { i, 1, df_strtab_id(t, w, i ? "launch_backward" : "launch_forward"), 0, 0, 0 };
+		df_put(w, DF_SYMBOL, sym, sizeof(sym));
+	}
+	/* launches of two processes, the same correlation ids in both */
+	for (uint32_t pid = 10; pid <= 11; pid++)
+		for (uint32_t k = 0; k < 4; k++) {
+			struct df_gpu_launch l = { .time = 100 + k, .pid = pid, .tid = pid,
+						   .correlation = 50 - k, .stack = k % 2,
+						   .api = df_strtab_id(t, w, "cudaLaunchKernel"),
+						   .cbid = 211, .domain = 1 };
+			if (pid == 11 && k == 3)
+				l.flags = DF_GPU_LAUNCH_GRAPH_NODE, l.graph_node_id = 900;
+			df_put(w, DF_GPU_LAUNCH, &l, sizeof(l));
+		}
+	for (uint32_t k = 0; k < 4; k++) {
+		struct df_gpu_activity a = { .kind = DF_GPU_KERNEL, .pid = 10 + k % 2,
+					     .correlation = 50 - k, .start = 1000 - k, .end = 1100,
+					     .name = df_strtab_id(t, w, "render"), .grid = { 1, 2, 3 } };
+		df_put(w, DF_GPU_ACTIVITY, &a, sizeof(a));
+	}
+	struct df_gpu_activity g = { .kind = DF_GPU_KERNEL, .pid = 11, .correlation = 1234,
+				     .start = 2000, .end = 2100, .graph_node_id = 900 };
+	df_put(w, DF_GPU_ACTIVITY, &g, sizeof(g));
+	struct df_gpu_activity future = { .kind = 99, .pid = 10, .start = 1 };
+	df_put(w, DF_GPU_ACTIVITY, &future, sizeof(future)); /* a newer kind: skipped */
+	/* a longer record (fields appended by a newer writer) loads */
+	struct {
+		struct df_gpu_activity a;
+		uint64_t extra;
+	} __attribute__((packed)) longer = { { .kind = DF_GPU_MEMCPY, .pid = 10, .correlation = 49,
+					       .start = 3000, .end = 3010, .bytes = 77 }, 5 };
+	df_put(w, DF_GPU_ACTIVITY, &longer, sizeof(longer));
+	struct df_gpu_info info = { .pid = 10, .cupti_version = 130001, .clock_offset_ns = -80,
+				    .dropped = 3, .flags = DF_GPU_INFO_HAVE_INFO };
+	df_put(w, DF_GPU_INFO, &info, sizeof(info));
+	uint32_t nh[2] = { 11, 1 };
+	df_put2(w, DF_GPU_NOTE, nh, sizeof(nh), "held by Nsight", 15);
+	struct {
+		uint64_t samples, lost, end_time;
+		uint32_t flags;
+	} __attribute__((packed)) e = { 0, 0, 5000, 1 };
+	df_put(w, DF_END, &e, sizeof(e));
+	UNIT_ASSERT(df_writer_close(w) == 0);
+	df_strtab_free(t);
+
+	struct profile *p;
+	UNIT_ASSERT(profile_load(path, &p) == 0);
+	UNIT_ASSERT_EQ_INT(p->ngpu_launches, 8);
+	UNIT_ASSERT_EQ_INT(p->ngpu_activities, 6);
+	for (size_t i = 1; i < p->ngpu_activities; i++)
+		UNIT_ASSERT(p->gpu_activities[i - 1].start <= p->gpu_activities[i].start);
+	size_t joined = 0;
+	for (size_t i = 0; i < p->ngpu_activities; i++) {
+		const struct profile_gpu_activity *a = &p->gpu_activities[i];
+		if (a->launch == PROFILE_GPU_NO_LAUNCH)
+			continue;
+		const struct profile_gpu_launch *l = &p->gpu_launches[a->launch];
+		UNIT_ASSERT(l->pid == a->pid && l->correlation == a->correlation);
+		/* correlation 50 - k was launched from stack k % 2 */
+		const char *want = (50 - a->correlation) % 2 ? "launch_backward" : "launch_forward";
+		const struct profile_stack *st = &p->stacks[l->stack];
+		UNIT_ASSERT(!strcmp(profile_str(p, p->frames[p->stack_frames[st->first]].name), want));
+		UNIT_ASSERT(!strcmp(profile_str(p, l->api), "cudaLaunchKernel"));
+		joined++;
+	}
+	UNIT_ASSERT_EQ_INT(joined, 5); /* 4 kernels and the memcpy; the graph kernel has none */
+	const struct profile_gpu_activity *gk = NULL;
+	for (size_t i = 0; i < p->ngpu_activities; i++)
+		if (p->gpu_activities[i].correlation == 1234)
+			gk = &p->gpu_activities[i];
+	UNIT_ASSERT(gk && gk->launch == PROFILE_GPU_NO_LAUNCH && gk->node_launch != PROFILE_GPU_NO_LAUNCH);
+	UNIT_ASSERT(p->gpu_launches[gk->node_launch].graph_node_id == 900 &&
+		    p->gpu_launches[gk->node_launch].pid == 11);
+	UNIT_ASSERT(profile_gpu_launch_of(p, 11, 47) && !profile_gpu_launch_of(p, 12, 47));
+	UNIT_ASSERT(p->gpu_activities[0].grid[1] == 2 || p->gpu_activities[0].kind != DF_GPU_KERNEL);
+	UNIT_ASSERT_EQ_INT(p->ngpu_processes, 1);
+	UNIT_ASSERT_EQ_INT(p->gpu_processes[0].clock_offset_ns, -80);
+	UNIT_ASSERT_EQ_INT(p->gpu_processes[0].dropped, 3);
+	UNIT_ASSERT_EQ_INT(p->ngpu_notes, 1);
+	UNIT_ASSERT(!strcmp(profile_str(p, p->gpu_notes[0].text), "held by Nsight"));
+	profile_free(p);
+	free(path);
+}
+
+/* A GPU record that names a stack the file does not have is skipped; the rest loads. */
+UNIT_TEST(gpu_profile_bad_ids_skipped)
+{
+	char *path = cs_asprintf("%s/bad.data", unit_tmpdir());
+	struct df_writer *w;
+	UNIT_ASSERT(df_writer_open(&w, path, false) == 0);
+	struct df_gpu_launch l = { .pid = 1, .correlation = 1, .stack = 5 };
+	df_put(w, DF_GPU_LAUNCH, &l, sizeof(l));
+	struct df_gpu_activity a = { .kind = 1, .pid = 1, .correlation = 1, .name = 99 };
+	df_put(w, DF_GPU_ACTIVITY, &a, sizeof(a));
+	df_put(w, DF_GPU_LAUNCH, &l, 10); /* too short: corrupt */
+	UNIT_ASSERT(df_writer_close(w) == 0);
+	struct profile *p;
+	int saved = quiet_begin();
+	int rc = profile_load(path, &p);
+	quiet_end(saved);
+	UNIT_ASSERT(rc < 0); /* the short record is corruption, as for any record */
+	UNIT_ASSERT(df_writer_open(&w, path, false) == 0);
+	df_put(w, DF_GPU_LAUNCH, &l, sizeof(l));
+	df_put(w, DF_GPU_ACTIVITY, &a, sizeof(a));
+	UNIT_ASSERT(df_writer_close(w) == 0);
+	saved = quiet_begin();
+	rc = profile_load(path, &p);
+	quiet_end(saved);
+	UNIT_ASSERT(rc == 0);
+	UNIT_ASSERT_EQ_INT(p->ngpu_launches + p->ngpu_activities, 0);
+	profile_free(p);
+	free(path);
+}
