@@ -88,8 +88,6 @@ struct record {
 	bool child_exited;
 	int *target_pidfds;         /* -1: exited; RECORD_NO_PIDFD: alive, watched through /proc */
 	size_t ntargets_alive;
-	double *target_cpu_first;   /* attach mode: CPU seconds of each target when attached */
-	double *target_cpu_last;    /* ... and when last seen (its cost during the recording) */
 	uint64_t run_start_ns;      /* csampler's own start, for its CPU share of the wall time */
 	int stop_signal;
 	int error;                  /* csampler's own failure: exit 125 */
@@ -652,36 +650,6 @@ static void record_reap_child(struct record *r)
 		record_child_done(r, st);
 }
 
-/* CPU seconds pid and its reaped children have used (utime, stime, cutime, cstime of
- * /proc/PID/stat), or -1 when it is gone. */
-static double record_proc_cpu(pid_t pid)
-{
-	char path[64], buf[1024];
-	unsigned long long t[4];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (cs_read_small_file(path, buf, sizeof(buf)) <= 0)
-		return -1;
-	const char *p = strrchr(buf, ')'); /* the name may contain spaces and parentheses */
-	/* after the name: state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt
-	 * cmajflt, then utime stime cutime cstime */
-	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu",
-			 &t[0], &t[1], &t[2], &t[3]) != 4)
-		return -1;
-	return (double)(t[0] + t[1] + t[2] + t[3]) / (double)sysconf(_SC_CLK_TCK);
-}
-
-static void record_sample_target_cpu(struct record *r)
-{
-	for (size_t i = 0; i < r->o->npids; i++) {
-		double c = record_proc_cpu(r->o->pids[i]);
-		if (c < 0)
-			continue;
-		if (r->target_cpu_first[i] < 0)
-			r->target_cpu_first[i] = c;
-		r->target_cpu_last[i] = c;
-	}
-}
-
 /* csampler failed while the command runs: wait for the command to end on its own. A signal
  * sent to csampler alone is passed on, and the command then gets 3 s, as in record_loop. */
 static void record_wait_command(struct record *r)
@@ -757,30 +725,21 @@ static double tv_secs(struct timeval tv)
 }
 
 /* The profiler's own cost: csampler's CPU time (all its threads, start to end) against the wall
- * time and the target's CPU time (the reaped command's, or the attached processes' growth). */
+ * time and the CPU time of the tasks it sampled while it did (their cpu-clock counts). */
 static void record_print_cost(struct record *r)
 {
-	struct rusage self, kids;
-	double target = -1;
+	struct rusage self;
 	if (getrusage(RUSAGE_SELF, &self) < 0)
 		return;
 	double user = tv_secs(self.ru_utime), sys = tv_secs(self.ru_stime), own = user + sys;
 	double wall = (double)(cs_monotonic_ns() - r->run_start_ns) / 1e9;
-	if (r->child > 0 && r->child_exited && getrusage(RUSAGE_CHILDREN, &kids) == 0) {
-		target = tv_secs(kids.ru_utime) + tv_secs(kids.ru_stime);
-	} else if (r->o->npids) {
-		record_sample_target_cpu(r);
-		target = 0;
-		for (size_t i = 0; i < r->o->npids; i++)
-			if (r->target_cpu_first[i] >= 0)
-				target += r->target_cpu_last[i] - r->target_cpu_first[i];
-	}
+	double target = (double)sampler_task_clock_ns(r->sampler) / 1e9;
 	fprintf(stderr, "csampler: own CPU %.2f s (user %.2f, system %.2f): %.1f%% of the %.2f s wall time",
 		own, user, sys, wall > 0 ? 100.0 * own / wall : 0.0, wall);
 	if (target >= 0.01)
 		fprintf(stderr, ", %.1f%% of the target's %.2f s CPU\n", 100.0 * own / target, target);
 	else
-		fprintf(stderr, "%s\n", target >= 0 ? ", the target used under 0.01 s CPU" : "");
+		fprintf(stderr, ", the target used under 0.01 s CPU\n");
 }
 
 static void record_print_summary(struct record *r, uint64_t end_ns)
@@ -964,7 +923,6 @@ static int record_loop(struct record *r)
 		}
 		if (now - r->last_flush_ns > 1000000000ull) {
 			df_flush(r->w); /* a killed csampler leaves at most ~1 s unwritten */
-			record_sample_target_cpu(r);
 			r->last_flush_ns = now;
 		}
 		if (df_writer_error(r->w)) {
@@ -1009,7 +967,6 @@ static int record_loop(struct record *r)
 			if (r->target_pidfds[i] < 0)
 				continue;
 			if (fds[k++].revents & POLLIN) {
-				record_sample_target_cpu(r); /* its last figure, while /proc still has it */
 				close(r->target_pidfds[i]);
 				r->target_pidfds[i] = -1;
 				r->ntargets_alive--;
@@ -1058,10 +1015,8 @@ int record_run(const struct record_opts *o, bool *written)
 	r.stack_hash = cs_calloc(r.stack_hash_cap, sizeof(uint32_t));
 	r.run_start_ns = cs_monotonic_ns();
 	r.target_pidfds = cs_calloc(o->npids + 1, sizeof(int));
-	r.target_cpu_first = cs_calloc(o->npids + 1, sizeof(double));
-	r.target_cpu_last = cs_calloc(o->npids + 1, sizeof(double));
 	for (size_t i = 0; i < o->npids; i++)
-		r.target_pidfds[i] = -1, r.target_cpu_first[i] = -1;
+		r.target_pidfds[i] = -1;
 
 	if (record_install_signals(&r))
 		goto out;
@@ -1123,7 +1078,6 @@ int record_run(const struct record_opts *o, bool *written)
 	if (!sampler_has_kernel(r.sampler))
 		cs_info("kernel frames are not captured (perf_event_paranoid forbids it for this user)");
 	r.start_ns = r.last_flush_ns = r.last_symbolize_ns = cs_monotonic_ns();
-	record_sample_target_cpu(&r);
 	record_write_header(&r);
 
 	if (o->argv) {
@@ -1236,8 +1190,6 @@ out:
 	if (r.sigpipe[0] >= 0)
 		close(r.sigpipe[0]), close(r.sigpipe[1]);
 	free(r.target_pidfds);
-	free(r.target_cpu_first);
-	free(r.target_cpu_last);
 	free(r.locs);
 	free(r.loc_hash);
 	free(r.stack_data);

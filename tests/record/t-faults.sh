@@ -20,7 +20,7 @@ rc=$?
 [ "$rc" = 139 ] && pass "fault segv: record exits 139 (128+SIGSEGV)" || fail "fault segv: rc $rc: $(cat err.txt)"
 grep -q '^csampler: the command was killed by signal SIGSEGV (Segmentation fault); its samples up to then are in segv.data$' err.txt \
 	&& pass "fault segv: the death by signal is reported" || fail "fault segv: no death line: $(cat err.txt)"
-prefix_readable "fault segv" segv.data 100 complete
+prefix_readable "fault segv" segv.data 50 complete
 
 # --- csampler SIGKILLed mid-record: nothing is finalized, but the chunks written so far (at
 # least once a second) stay readable as a truncated file
@@ -33,7 +33,7 @@ wait $cpid 2>/dev/null
 kill -KILL $family 2>/dev/null
 grep -q 'truncated' <("$CSAMPLER" info -i killed.data 2>&1 >/dev/null) \
 	&& pass "fault SIGKILL: info says the file is truncated" || fail "fault SIGKILL: info does not say truncated"
-prefix_readable "fault SIGKILL" killed.data 100 truncated
+prefix_readable "fault SIGKILL" killed.data 50 truncated
 
 # --- SIGINT to csampler alone: passed on to the command (perf ends its workload likewise), the
 # command is reaped, csampler exits 130 as the command did, and the file is complete
@@ -52,7 +52,7 @@ left=""
 for p in $family; do kill -0 "$p" 2>/dev/null && left="$left $p"; done
 [ -z "$left" ] && pass "fault SIGINT: the command is gone, nothing left running" || { fail "fault SIGINT: still running:$left"; kill -KILL $left; }
 grep -q ' samples, .* lost' err.txt && pass "fault SIGINT: the summary is printed" || fail "fault SIGINT: no summary: $(cat err.txt)"
-prefix_readable "fault SIGINT" int.data 100 complete
+prefix_readable "fault SIGINT" int.data 50 complete
 
 # --- the disk fills: one line naming the problem and what to do, sampling stops, the command is
 # not harmed (it finishes on its own, csampler waits for it), the file keeps its prefix.
@@ -97,7 +97,7 @@ for how in exit segv; do
 	[ "$rc" = 0 ] && pass "fault attached target $how: record ends with it, exit 0 (${el}s)" || fail "fault attached target $how: rc $rc: $(cat err.txt)"
 	cost=$(grep -E "^csampler: own CPU [0-9.]+ s .*% of the target's [0-9.]+ s CPU$" err.txt)
 	[ -n "$cost" ] && pass "fault attached target $how: ${cost#csampler: }" || fail "fault attached target $how: no own-CPU line: $(cat err.txt)"
-	prefix_readable "fault attached target $how" "attach-$how.data" 100 complete
+	prefix_readable "fault attached target $how" "attach-$how.data" 50 complete
 done
 
 # --- the command gets SIGPIPE and SIGXFSZ back at their defaults (csampler ignores them for

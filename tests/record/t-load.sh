@@ -15,15 +15,16 @@ else
 	cores="$(nproc) core(s), not pinned"
 fi
 
-# load FREQ SECONDS BOUND PCT: record 8 threads burning SECONDS of wall time at -F FREQ; csampler
-# must exit within BOUND seconds of the target's end (the time it wrote done.txt), and more than
-# PCT% of the samples are in the target's code.
+# load FREQ SECONDS BOUND PCT [OPTION...]: record 8 threads burning SECONDS of wall time at
+# -F FREQ; csampler must exit within BOUND seconds of the target's end (the time it wrote
+# done.txt), and more than PCT% of the samples are in the target's code.
 load() {
 	local freq=$1 secs=$2 bound=$3 pct=$4 name="load -F $1, 8 threads, $cores"
-	local data=load-$1.data err=err-$1.txt done=$T/done-$1.txt
+	shift 4
+	local data=load-$freq.data err=err-$freq.txt done=$T/done-$freq.txt
 	local start end rc
 	start=$(date +%s.%N)
-	timeout 600 "${pin[@]}" "$CSAMPLER" record -F "$freq" -o "$data" -- "$W" 8 "$secs" "done:$done" >/dev/null 2>"$err"
+	timeout 600 "${pin[@]}" "$CSAMPLER" record -F "$freq" "$@" -o "$data" -- "$W" 8 "$secs" "done:$done" >/dev/null 2>"$err"
 	rc=$?
 	end=$(date +%s.%N)
 	if [ "$rc" != 0 ] || [ ! -s "$done" ]; then
@@ -61,8 +62,9 @@ load() {
 load 999 3 30 50
 max=$(cat /proc/sys/kernel/perf_event_max_sample_rate)
 # At the kernel's limit the sampling interrupts (each copying 32 KiB of stack) take most of the
-# two CPUs: the target's quarter second of work stretches to several seconds or tens of seconds
-# (perf alike, measured 7x to 45x), and most samples land in the kernel's interrupt and softirq
-# code rather than the target's (1% to 20%): only some are asked of its code.
-load "$max" 0.25 60 0
+# two CPUs: the target's work stretches 7x to 200x (perf alike; the more so on a loaded
+# machine), and most samples, at times all, land in the kernel's interrupt and softirq code
+# rather than the target's: nothing is asked of its code. --duration 4 bounds the time the
+# machine is hammered; the rest of the target's work runs unprofiled and csampler waits for it.
+load "$max" 0.5 60 0 --duration 4
 finish

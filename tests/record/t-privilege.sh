@@ -31,7 +31,7 @@ if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ]; then
 	rc=$?
 	if [ "$rc" = 0 ]; then
 		pass "privilege: nobody attaches to its own process"
-		prefix_readable "privilege: own attach" "$T/nobody/own-attach.data" 100 complete
+		prefix_readable "privilege: own attach" "$T/nobody/own-attach.data" 20 complete
 	elif [ "$paranoid" -gt 2 ]; then
 		skip "privilege: own attach: perf_event_paranoid is $paranoid"
 	else
@@ -40,10 +40,10 @@ if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ]; then
 	kill $spid 2>/dev/null; wait $spid 2>/dev/null
 
 	# --- ... and records its own command (without kernel frames at perf_event_paranoid 2)
-	nobody "$C" record -o "$T/nobody/own.data" -- "$W" 2 1 >/dev/null 2>err.txt
+	nobody "$C" record -o "$T/nobody/own.data" -- "$W" 2 2 >/dev/null 2>err.txt
 	rc=$?
 	if [ "$rc" = 0 ]; then
-		prefix_readable "privilege: own command" "$T/nobody/own.data" 100 complete
+		prefix_readable "privilege: own command" "$T/nobody/own.data" 20 complete
 	elif [ "$paranoid" -gt 2 ]; then
 		skip "privilege: own command: perf_event_paranoid is $paranoid"
 	else
