@@ -5,20 +5,21 @@
 # other as "folder/file.h" (-Iprofiler); `make check-layout` enforces which folder may include
 # which (scripts/check-layout.sh, the README's design section).
 # flamegraph/build.mk adds its objects to CSAMPLER_EXTRA_OBJS.
-PROFILER_CMD      := cmd_diff cmd_env cmd_flame cmd_folded cmd_info cmd_record cmd_report
+PROFILER_CMD      := cmd_diff cmd_env cmd_export cmd_flame cmd_folded cmd_info cmd_record cmd_report
 PROFILER_BASE     := cs
 PROFILER_FORMAT   := datafile
 PROFILER_SAMPLER  := sampler_perf
 PROFILER_UNWIND   := elfcache unwind symbols
 PROFILER_RECORD   := record gpu_merge gpu_setup
-PROFILER_ANALYSIS := profile stacks report
+PROFILER_ANALYSIS := profile stacks report gpu
+PROFILER_EXPORT   := export chrome
 PROFILER_SRCS := profiler/main.c \
 	$(PROFILER_CMD:%=profiler/cmd/%.c) $(PROFILER_BASE:%=profiler/base/%.c) \
 	$(PROFILER_FORMAT:%=profiler/format/%.c) $(PROFILER_SAMPLER:%=profiler/sampler/%.c) \
 	$(PROFILER_UNWIND:%=profiler/unwind/%.c) $(PROFILER_RECORD:%=profiler/record/%.c) \
-	$(PROFILER_ANALYSIS:%=profiler/analysis/%.c)
+	$(PROFILER_ANALYSIS:%=profiler/analysis/%.c) $(PROFILER_EXPORT:%=profiler/export/%.c)
 PROFILER_TESTS := base/cs format/datafile unwind/unwind unwind/symbols \
-	analysis/profile_builder analysis/stacks analysis/report record/gpu_merge
+	analysis/profile_builder analysis/stacks analysis/report analysis/gpu record/gpu_merge
 PROFILER_OBJS      := $(PROFILER_SRCS:%.c=$(BUILD)/%.o)
 PROFILER_TEST_OBJS := $(PROFILER_TESTS:%=$(BUILD)/profiler/%_test.o)
 PROFILER_LIBS      := -ldw -lelf -lz -lzstd -llzma -lstdc++

@@ -18,6 +18,7 @@ bin/tests/%: tests/progs/%.cc
 # Fragments that add to TEST_PROGRAMS come before the rule below: make expands a rule's
 # prerequisites when it reads the rule, so a later addition would never be built.
 -include tests/cupti/build.mk
+-include tests/export/build.mk
 
 TEST_PROGRAMS += $(TEST_PROG_C) $(TEST_PROG_CXX)
 test-programs: $(TEST_PROGRAMS)

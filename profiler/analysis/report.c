@@ -269,8 +269,8 @@ static void report_text_unwind(FILE *f, const struct stacks_report *r)
 	}
 }
 
-static void report_write_text(FILE *f, const struct profile *p, const struct stacks_report *r,
-			      const struct report_opts *o)
+static void report_write_text_cpu(FILE *f, const struct profile *p,
+				  const struct stacks_report *r, const struct report_opts *o)
 {
 	report_text_header(f, p, r, o);
 	if (!r->samples) {
@@ -289,6 +289,203 @@ static void report_write_text(FILE *f, const struct profile *p, const struct sta
 	report_text_lines(f, r, o);
 	report_text_breakdowns(f, r, o);
 	report_text_unwind(f, r);
+}
+
+/* ---- GPU (figures from gpu.c) ---- */
+
+static double report_ms(uint64_t ns)
+{
+	return (double)ns / 1e6;
+}
+
+static double report_us(uint64_t ns)
+{
+	return (double)ns / 1e3;
+}
+
+/* A launch call path, leaf first, up to max frames ("a <- b <- c ..."), into buf. */
+static const char *report_gpu_path(const struct profile *p, uint32_t stack, size_t max, char *buf,
+				   size_t len)
+{
+	size_t off = 0;
+	buf[0] = 0;
+	if (stack >= p->nstacks) {
+		snprintf(buf, len, "(no launch record)");
+		return buf;
+	}
+	const struct profile_stack *st = &p->stacks[stack];
+	for (uint32_t i = 0; i < st->nframes && off < len; i++) {
+		if (i == max) {
+			snprintf(buf + off, len - off, " <- ...");
+			break;
+		}
+		uint32_t fr = p->stack_frames[st->first + i];
+		const char *name = fr < p->nframes ? profile_str(p, p->frames[fr].name) : "?";
+		off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? " <- " : "", name);
+	}
+	if (!st->nframes)
+		snprintf(buf, len, "(empty stack)");
+	return buf;
+}
+
+static void report_text_gpu_verdict(FILE *f, const struct gpu_analysis *g)
+{
+	fprintf(f, "\nGPU verdict (GPU-bound: busiest device busy >= %.0f%% of the window; else "
+		"sync-bound: a thread blocked >= %.0f%%; else launch-bound)\n", GPU_BOUND_UTIL_PCT,
+		GPU_BOUND_SYNC_PCT);
+	for (size_t i = 0; i < g->nverdicts; i++) {
+		const struct gpu_verdict *v = &g->verdicts[i];
+		fprintf(f, "  pid %u (%s): %s. ", v->pid, *v->comm ? v->comm : "?",
+			gpu_bound_name(v->bound));
+		if (v->bound == GPU_BOUND_NONE) {
+			fprintf(f, "No kernels, copies or memsets ran.\n");
+			continue;
+		}
+		fprintf(f, "Over its %.3f ms GPU window the busiest device (%u) was busy %.1f%% "
+			"(%.3f ms) and ", report_ms(v->window_ns), v->device, v->util_pct,
+			report_ms(v->busy_ns));
+		if (v->blocked_ns)
+			fprintf(f, "thread %u was blocked in synchronisation %.1f%% (%.3f ms)%s%s%s. ",
+				v->blocked_tid, v->sync_pct, report_ms(v->blocked_ns),
+				v->top_blame ? ", mostly waiting for " : "",
+				v->top_blame ? v->top_blame : "", "");
+		else
+			fprintf(f, "no thread was blocked in synchronisation. ");
+		fprintf(f, "%" PRIu64 " kernels took %.3f ms", v->kernels, report_ms(v->kernel_ns));
+		if (v->kernels)
+			fprintf(f, " (%.3f us each on average) and waited a median %.3f us in the launch "
+				"queue", report_us(v->kernel_ns / v->kernels),
+				report_us(v->median_latency_ns));
+		fputs(". ", f);
+		switch (v->bound) {
+		case GPU_BOUND_GPU:
+			fputs("The GPU's own work is the limit: make the kernels faster or do less of "
+			      "it.\n", f);
+			break;
+		case GPU_BOUND_SYNC:
+			fputs("The CPU waits for the GPU, then the GPU idles while the CPU works: "
+			      "remove or defer the synchronisations so that both overlap.\n", f);
+			break;
+		default:
+			fputs("The GPU idles while no thread waits for it: it waits for the CPU to "
+			      "launch work (fewer, larger kernels, CUDA graphs, or less CPU work "
+			      "between launches).\n", f);
+			break;
+		}
+	}
+}
+
+static void report_text_gpu(FILE *f, const struct profile *p, const struct gpu_analysis *g,
+			    const struct report_opts *o)
+{
+	char path[512];
+	size_t rows = report_rows(g->nkernels, o);
+
+	fprintf(f, "\nGPU kernels (%zu of %zu; %" PRIu64 " launches, %.3f ms of GPU time)\n", rows,
+		g->nkernels, g->kernels, report_ms(g->kernel_ns));
+	fprintf(f, "%11s %8s %11s %11s %11s %7s  %s\n", "Total ms", "Calls", "Avg us", "Min us",
+		"Max us", "Time%", "Kernel");
+	for (size_t i = 0; i < rows; i++) {
+		const struct gpu_kernel_stat *k = &g->kernels_by_time[i];
+		fprintf(f, "%11.3f %8" PRIu64 " %11.3f %11.3f %11.3f %6.2f%%  %s\n",
+			report_ms(k->total_ns), k->calls, report_us(k->avg_ns), report_us(k->min_ns),
+			report_us(k->max_ns), k->percent, k->name);
+	}
+
+	if (g->ncopies) {
+		fprintf(f, "\nGPU copies and memsets\n%-10s %8s %14s %11s %9s\n", "Direction", "Calls",
+			"Bytes", "Total ms", "GB/s");
+		for (size_t i = 0; i < g->ncopies; i++) {
+			const struct gpu_copy_stat *c = &g->copies[i];
+			fprintf(f, "%-10s %8" PRIu64 " %14" PRIu64 " %11.3f %9.3f\n", c->direction,
+				c->calls, c->bytes, report_ms(c->total_ns), c->gb_per_s);
+		}
+	}
+
+	fprintf(f, "\nGPU utilisation (busy: union of the work's intervals; window: the process' "
+		"first to last GPU record)\n%8s %6s %8s %8s %10s %10s %7s %8s\n", "PID", "Device",
+		"Context", "Stream", "Busy ms", "Window ms", "Busy%", "Items");
+	for (size_t i = 0; i < g->ndevices; i++) {
+		const struct gpu_util *d = &g->devices[i];
+		fprintf(f, "%8u %6u %8s %8s %10.3f %10.3f %6.2f%% %8" PRIu64 "\n", d->pid, d->device,
+			"all", "all", report_ms(d->busy_ns), report_ms(d->window_ns), d->percent,
+			d->items);
+		for (size_t k = 0; k < g->nstreams; k++) {
+			const struct gpu_util *s = &g->streams[k];
+			if (s->pid != d->pid || s->device != d->device)
+				continue;
+			fprintf(f, "%8u %6u %8u %8u %10.3f %10.3f %6.2f%% %8" PRIu64 "\n", s->pid,
+				s->device, s->context, s->stream, report_ms(s->busy_ns),
+				report_ms(s->window_ns), s->percent, s->items);
+		}
+	}
+
+	if (g->nsync_threads) {
+		fprintf(f, "\nCPU blocked in synchronisation: %.3f ms in %" PRIu64 " waits\n%8s %8s "
+			"%8s %11s\n", report_ms(g->blocked_ns), g->sync_waits, "PID", "TID", "Records",
+			"Blocked ms");
+		for (size_t i = 0; i < g->nsync_threads; i++) {
+			const struct gpu_sync_thread *t = &g->sync_threads[i];
+			fprintf(f, "%8u %8u %8" PRIu64 " %11.3f\n", t->pid, t->tid, t->waits,
+				report_ms(t->blocked_ns));
+		}
+		fprintf(f, "Waited for (the work on the synced stream or context that finished last "
+			"before the wait ended)\n%8s %11s  %s\n", "Waits", "Wait ms", "Work");
+		for (size_t i = 0; i < g->nblames; i++) {
+			const struct gpu_blame *b = &g->blames[i];
+			fprintf(f, "%8" PRIu64 " %11.3f  %s\n", b->waits, report_ms(b->wait_ns),
+				b->name ? b->name : "(nothing running: the work was done already)");
+		}
+	}
+
+	const struct gpu_latency *L = &g->latency;
+	if (L->count) {
+		fprintf(f, "\nLaunch-queue latency (queued -> start) of %" PRIu64 " kernels (%" PRIu64
+			" from CUPTI's queued time, the rest from the launch call)\n", L->count,
+			L->from_queued);
+		fprintf(f, "  avg %.3f us, min %.3f us, median %.3f us, p95 %.3f us, max %.3f us\n",
+			report_us(L->total_ns / L->count), report_us(L->min_ns),
+			report_us(L->median_ns), report_us(L->p95_ns), report_us(L->max_ns));
+		fprintf(f, "%11s  %-30s  %s\n", "Latency us", "Kernel", "Launched from");
+		for (size_t i = 0; i < L->ntop; i++)
+			fprintf(f, "%11.3f  %-30s  %s\n", report_us(L->top[i].latency_ns),
+				L->top[i].name, report_gpu_path(p, L->top[i].stack, 4, path,
+								 sizeof(path)));
+	}
+
+	if (g->nsites) {
+		rows = report_rows(g->nsites, o);
+		fprintf(f, "\nTop launch sites by GPU time (%zu of %zu)\n%10s %7s %8s %8s  %s\n", rows,
+			g->nsites, "GPU ms", "GPU%", "Calls", "PID", "Launched from (leaf first)");
+		for (size_t i = 0; i < rows; i++) {
+			const struct gpu_site *s = &g->sites[i];
+			fprintf(f, "%10.3f %6.2f%% %8" PRIu64 " %8u  %s\n", report_ms(s->gpu_ns),
+				s->percent, s->calls, s->pid,
+				report_gpu_path(p, s->stack, 6, path, sizeof(path)));
+		}
+	}
+
+	if (g->nranges) {
+		fprintf(f, "\nNVTX ranges\n%8s %11s %11s %11s %11s %6s  %s\n", "Count", "Total ms",
+			"Avg ms", "Min ms", "Max ms", "Marks", "Name");
+		for (size_t i = 0; i < g->nranges; i++) {
+			const struct gpu_range *r = &g->ranges[i];
+			fprintf(f, "%8" PRIu64 " %11.3f %11.3f %11.3f %11.3f %6" PRIu64 "  %s\n",
+				r->count, report_ms(r->total_ns),
+				r->count ? report_ms(r->total_ns / r->count) : 0.0,
+				report_ms(r->min_ns), report_ms(r->max_ns), r->marks,
+				*r->name ? r->name : "(unnamed)");
+		}
+	}
+	report_text_gpu_verdict(f, g);
+}
+
+static void report_write_text(FILE *f, const struct profile *p, const struct stacks_report *r,
+			      const struct report_opts *o)
+{
+	report_write_text_cpu(f, p, r, o);
+	if (o->gpu && o->gpu->present)
+		report_text_gpu(f, p, o->gpu, o);
 }
 
 /* ---- JSON ---- */
@@ -478,6 +675,275 @@ static void report_json_unwind(FILE *f, const struct stacks_report *r)
 	fputs("]}\n", f);
 }
 
+/* The call path as a JSON array of frame names, leaf first; null without a launch record. */
+static void report_json_path(FILE *f, const struct profile *p, uint32_t stack)
+{
+	if (stack >= p->nstacks) {
+		fputs("null", f);
+		return;
+	}
+	const struct profile_stack *st = &p->stacks[stack];
+	fputc('[', f);
+	for (uint32_t i = 0; i < st->nframes; i++) {
+		uint32_t fr = p->stack_frames[st->first + i];
+		if (i)
+			fputc(',', f);
+		cs_fputs_json(f, fr < p->nframes ? profile_str(p, p->frames[fr].name) : "?");
+	}
+	fputc(']', f);
+}
+
+static void report_json_util(FILE *f, const struct gpu_util *u)
+{
+	fputs("  {", f);
+	report_json_u64(f, "pid", u->pid);
+	fputc(',', f);
+	report_json_u64(f, "device", u->device);
+	fputc(',', f);
+	if (u->stream != GPU_ALL_STREAMS) {
+		report_json_u64(f, "context", u->context);
+		fputc(',', f);
+		report_json_u64(f, "stream", u->stream);
+		fputc(',', f);
+	}
+	report_json_u64(f, "busy_ns", u->busy_ns);
+	fputc(',', f);
+	report_json_u64(f, "work_ns", u->work_ns);
+	fputc(',', f);
+	report_json_u64(f, "window_ns", u->window_ns);
+	fputc(',', f);
+	report_json_u64(f, "items", u->items);
+	fputc(',', f);
+	report_json_double(f, "percent", u->percent, 4);
+	fputc('}', f);
+}
+
+static void report_json_gpu(FILE *f, const struct profile *p, const struct gpu_analysis *g,
+			    const struct report_opts *o)
+{
+	size_t rows = report_rows(g->nkernels, o);
+
+	report_json_key(f, "gpu");
+	fputc('{', f);
+	report_json_u64(f, "kernel_ns", g->kernel_ns);
+	fputc(',', f);
+	report_json_u64(f, "work_ns", g->work_ns);
+	fputc(',', f);
+	report_json_u64(f, "launches", g->kernels);
+	fputs(",\n", f);
+	report_json_key(f, "kernels");
+	fputs("[\n", f);
+	for (size_t i = 0; i < rows; i++) {
+		const struct gpu_kernel_stat *k = &g->kernels_by_time[i];
+		fputs("  {", f);
+		report_json_str(f, "name", k->name);
+		fputc(',', f);
+		report_json_str(f, "mangled", k->mangled);
+		fputc(',', f);
+		report_json_u64(f, "calls", k->calls);
+		fputc(',', f);
+		report_json_u64(f, "total_ns", k->total_ns);
+		fputc(',', f);
+		report_json_u64(f, "avg_ns", k->avg_ns);
+		fputc(',', f);
+		report_json_u64(f, "min_ns", k->min_ns);
+		fputc(',', f);
+		report_json_u64(f, "max_ns", k->max_ns);
+		fputc(',', f);
+		report_json_double(f, "percent", k->percent, 4);
+		fputs(i + 1 < rows ? "},\n" : "}\n", f);
+	}
+	fputs("],\n", f);
+	report_json_key(f, "copies");
+	fputs("[\n", f);
+	for (size_t i = 0; i < g->ncopies; i++) {
+		const struct gpu_copy_stat *c = &g->copies[i];
+		fputs("  {", f);
+		report_json_str(f, "kind", profile_gpu_kind_name(c->kind));
+		fputc(',', f);
+		report_json_str(f, "direction", c->direction);
+		fputc(',', f);
+		report_json_u64(f, "calls", c->calls);
+		fputc(',', f);
+		report_json_u64(f, "bytes", c->bytes);
+		fputc(',', f);
+		report_json_u64(f, "total_ns", c->total_ns);
+		fputc(',', f);
+		report_json_double(f, "gb_per_s", c->gb_per_s, 6);
+		fputs(i + 1 < g->ncopies ? "},\n" : "}\n", f);
+	}
+	fputs("],\n", f);
+	report_json_key(f, "devices");
+	fputs("[\n", f);
+	for (size_t i = 0; i < g->ndevices; i++) {
+		report_json_util(f, &g->devices[i]);
+		fputs(i + 1 < g->ndevices ? ",\n" : "\n", f);
+	}
+	fputs("],\n", f);
+	report_json_key(f, "streams");
+	fputs("[\n", f);
+	for (size_t i = 0; i < g->nstreams; i++) {
+		report_json_util(f, &g->streams[i]);
+		fputs(i + 1 < g->nstreams ? ",\n" : "\n", f);
+	}
+	fputs("],\n", f);
+
+	report_json_key(f, "sync");
+	fputc('{', f);
+	report_json_u64(f, "blocked_ns", g->blocked_ns);
+	fputc(',', f);
+	report_json_u64(f, "waits", g->sync_waits);
+	fputc(',', f);
+	report_json_key(f, "threads");
+	fputc('[', f);
+	for (size_t i = 0; i < g->nsync_threads; i++) {
+		const struct gpu_sync_thread *t = &g->sync_threads[i];
+		fputs(i ? ",\n  {" : "\n  {", f);
+		report_json_u64(f, "pid", t->pid);
+		fputc(',', f);
+		report_json_u64(f, "tid", t->tid);
+		fputc(',', f);
+		report_json_u64(f, "waits", t->waits);
+		fputc(',', f);
+		report_json_u64(f, "blocked_ns", t->blocked_ns);
+		fputc('}', f);
+	}
+	fputs("],\n", f);
+	report_json_key(f, "waited_for");
+	fputc('[', f);
+	for (size_t i = 0; i < g->nblames; i++) {
+		const struct gpu_blame *b = &g->blames[i];
+		fputs(i ? ",\n  {" : "\n  {", f);
+		report_json_str(f, "name", b->name);
+		fputc(',', f);
+		report_json_u64(f, "waits", b->waits);
+		fputc(',', f);
+		report_json_u64(f, "wait_ns", b->wait_ns);
+		fputc('}', f);
+	}
+	fputs("]},\n", f);
+
+	const struct gpu_latency *L = &g->latency;
+	report_json_key(f, "latency");
+	fputc('{', f);
+	report_json_u64(f, "count", L->count);
+	fputc(',', f);
+	report_json_u64(f, "from_queued", L->from_queued);
+	fputc(',', f);
+	report_json_u64(f, "total_ns", L->total_ns);
+	fputc(',', f);
+	report_json_u64(f, "avg_ns", L->count ? L->total_ns / L->count : 0);
+	fputc(',', f);
+	report_json_u64(f, "min_ns", L->min_ns);
+	fputc(',', f);
+	report_json_u64(f, "median_ns", L->median_ns);
+	fputc(',', f);
+	report_json_u64(f, "p95_ns", L->p95_ns);
+	fputc(',', f);
+	report_json_u64(f, "max_ns", L->max_ns);
+	fputc(',', f);
+	report_json_key(f, "longest");
+	fputc('[', f);
+	for (size_t i = 0; i < L->ntop; i++) {
+		const struct gpu_waiter *w = &L->top[i];
+		fputs(i ? ",\n  {" : "\n  {", f);
+		report_json_str(f, "name", w->name);
+		fputc(',', f);
+		report_json_u64(f, "pid", w->pid);
+		fputc(',', f);
+		report_json_u64(f, "tid", w->tid);
+		fputc(',', f);
+		report_json_u64(f, "latency_ns", w->latency_ns);
+		fputc(',', f);
+		report_json_bool(f, "from_queued", w->from_queued);
+		fputc(',', f);
+		report_json_key(f, "stack");
+		report_json_path(f, p, w->stack);
+		fputc('}', f);
+	}
+	fputs("]},\n", f);
+
+	rows = report_rows(g->nsites, o);
+	report_json_key(f, "launch_sites");
+	fputc('[', f);
+	for (size_t i = 0; i < rows; i++) {
+		const struct gpu_site *s = &g->sites[i];
+		fputs(i ? ",\n  {" : "\n  {", f);
+		report_json_u64(f, "pid", s->pid);
+		fputc(',', f);
+		report_json_u64(f, "calls", s->calls);
+		fputc(',', f);
+		report_json_u64(f, "gpu_ns", s->gpu_ns);
+		fputc(',', f);
+		report_json_double(f, "percent", s->percent, 4);
+		fputc(',', f);
+		report_json_key(f, "stack");
+		report_json_path(f, p, s->stack);
+		fputc('}', f);
+	}
+	fputs("],\n", f);
+
+	report_json_key(f, "nvtx");
+	fputc('[', f);
+	for (size_t i = 0; i < g->nranges; i++) {
+		const struct gpu_range *r = &g->ranges[i];
+		fputs(i ? ",\n  {" : "\n  {", f);
+		report_json_str(f, "name", r->name);
+		fputc(',', f);
+		report_json_u64(f, "count", r->count);
+		fputc(',', f);
+		report_json_u64(f, "total_ns", r->total_ns);
+		fputc(',', f);
+		report_json_u64(f, "min_ns", r->min_ns);
+		fputc(',', f);
+		report_json_u64(f, "max_ns", r->max_ns);
+		fputc(',', f);
+		report_json_u64(f, "marks", r->marks);
+		fputc('}', f);
+	}
+	fputs("],\n", f);
+
+	report_json_key(f, "verdicts");
+	fputc('[', f);
+	for (size_t i = 0; i < g->nverdicts; i++) {
+		const struct gpu_verdict *v = &g->verdicts[i];
+		fputs(i ? ",\n  {" : "\n  {", f);
+		report_json_u64(f, "pid", v->pid);
+		fputc(',', f);
+		report_json_str(f, "comm", v->comm);
+		fputc(',', f);
+		report_json_str(f, "bound", gpu_bound_name(v->bound));
+		fputc(',', f);
+		report_json_u64(f, "window_ns", v->window_ns);
+		fputc(',', f);
+		report_json_u64(f, "device", v->device);
+		fputc(',', f);
+		report_json_u64(f, "busy_ns", v->busy_ns);
+		fputc(',', f);
+		report_json_double(f, "util_pct", v->util_pct, 4);
+		fputc(',', f);
+		report_json_u64(f, "blocked_tid", v->blocked_tid);
+		fputc(',', f);
+		report_json_u64(f, "blocked_ns", v->blocked_ns);
+		fputc(',', f);
+		report_json_double(f, "sync_pct", v->sync_pct, 4);
+		fputc(',', f);
+		report_json_u64(f, "kernels", v->kernels);
+		fputc(',', f);
+		report_json_u64(f, "kernel_ns", v->kernel_ns);
+		fputc(',', f);
+		report_json_u64(f, "median_latency_ns", v->median_latency_ns);
+		fputc(',', f);
+		report_json_str(f, "waited_mostly_for", v->top_blame);
+		fputc(',', f);
+		report_json_key(f, "thresholds");
+		fprintf(f, "{\"util_pct\":%.1f,\"sync_pct\":%.1f}", GPU_BOUND_UTIL_PCT,
+			GPU_BOUND_SYNC_PCT);
+		fputc('}', f);
+	}
+	fputs("]},\n", f);
+}
+
 static void report_write_json(FILE *f, const struct profile *p, const struct stacks_report *r,
 			      const struct report_opts *o)
 {
@@ -529,6 +995,8 @@ static void report_write_json(FILE *f, const struct profile *p, const struct sta
 	fputs("},\n", f);
 	report_json_functions(f, r, o);
 	report_json_breakdowns(f, r);
+	if (o->gpu && o->gpu->present)
+		report_json_gpu(f, p, o->gpu, o);
 	report_json_unwind(f, r);
 	fputs("}\n", f);
 }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "analysis/gpu.h"
 #include "analysis/profile.h"
 #include "analysis/stacks.h"
 
@@ -18,13 +19,16 @@ struct report_opts {
 	size_t limit;                      /* rows per table (functions, threads); 0 = all */
 	enum report_format format;
 	struct stacks_filter filter;       /* shown in the header; already applied to the report */
+	const struct gpu_analysis *gpu;    /* the GPU tables (gpu.h), or NULL for none */
 };
 #define REPORT_DEFAULT_LIMIT 20
 #define REPORT_OPTS_DEFAULT { .input = "csampler.data", .sort = STACKS_SORT_SELF,            \
 			      .limit = REPORT_DEFAULT_LIMIT, .format = REPORT_TEXT,             \
 			      .filter = STACKS_FILTER_ALL }
 
-/* Write r (aggregated from p, its functions already sorted by o->sort) to f in o->format.
+/* Write r (aggregated from p, its functions already sorted by o->sort) to f in o->format,
+ * then the GPU tables of o->gpu when it is set and present (text: after the CPU tables;
+ * JSON: the object under "gpu", null without GPU records).
  * Returns 0, or -EIO when writing to f failed (nothing is printed about it here). */
 int report_write(FILE *f, const struct profile *p, const struct stacks_report *r,
 		 const struct report_opts *o);

@@ -2,6 +2,7 @@
  * perf-like report or its JSON form (report.c). Only option parsing lives here. */
 #include "cmd/cmds.h"
 #include "base/cs.h"
+#include "analysis/gpu.h"
 #include "analysis/profile.h"
 #include "analysis/report.h"
 #include "analysis/stacks.h"
@@ -17,7 +18,9 @@ static void report_usage(FILE *f)
 		"                       [--tid TID] [--comm NAME] [--format text|json] [--stdio]\n"
 		"\n"
 		"Print the top functions by self and total samples, per-process, per-thread and\n"
-		"per-library breakdowns, the hottest source lines and the unwind quality.\n"
+		"per-library breakdowns, the hottest source lines and the unwind quality; with\n"
+		"GPU records, the kernel table, copies, utilisation, synchronisation and what it\n"
+		"waited for, launch-queue latency, launch sites, NVTX ranges and a verdict.\n"
 		"\n"
 		"  -i, --input FILE     data file to read (default ./csampler.data)\n"
 		"      --sort KEY       order functions by 'self' (default) or 'total' samples\n"
@@ -122,6 +125,7 @@ int cmd_report(int argc, char **argv)
 	struct report_opts o = REPORT_OPTS_DEFAULT;
 	struct profile *p = NULL;
 	struct stacks_report r = { 0 };
+	struct gpu_analysis g = { 0 };
 	int status = CS_EXIT_ERROR;
 	int err;
 
@@ -136,6 +140,10 @@ int cmd_report(int argc, char **argv)
 		goto out;
 	}
 	stacks_sort_functions(&r, o.sort);
+	if (p->ngpu_activities) {
+		gpu_analyze(p, &o.filter, &g);
+		o.gpu = &g;
+	}
 	if (report_write(stdout, p, &r, &o) < 0 || fflush(stdout) == EOF) {
 		cs_error(EIO, "report: writing to standard output: %s", strerror(errno ? errno : EIO));
 		goto out;
@@ -143,6 +151,7 @@ int cmd_report(int argc, char **argv)
 	status = 0;
 out:
 	stacks_report_free(&r);
+	gpu_analysis_free(&g);
 	if (p)
 		profile_free(p);
 	return status;

@@ -10,5 +10,6 @@ int cmd_folded(int argc, char **argv);
 int cmd_flame(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_env(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 #endif

@@ -7,9 +7,10 @@
  *                           the parent, which has the child's address layout, then decodes
  *                           $CSAMPLER_GPU_DIR/gpu-CHILD.bin (inject/protocol.h) and checks it
  *                           against script.h. Prints "ok: ..." or "FAIL ..." lines; exit 0/1.
- *      scenarios: workload busy fork noinit hang error real
+ *      scenarios: workload syncwait busy fork noinit hang error real
  *   driver load LIB         dlopen only: exit 0, or 2 with dlerror() (version-tag test)
  *   driver bench LIB|none RATE LAUNCHES   ns per launch at RATE launches/s (bench-gpu-launch.sh)
+ *   driver expect           the workload's report figures, from script.h alone (t-gpu-report.sh)
  *
  * The workload functions are noipa so that each scripted call has a distinct, known call path;
  * the checker resolves the recorded return addresses with dladdr (the driver links -rdynamic). */
@@ -260,6 +261,71 @@ static void push_markers(int part)
 			.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD };
 		hk.push(&m, sizeof(m));
 	}
+}
+
+/* ---- the "syncwait" scenario (script.h): sync-bound, every wait on a known kernel ---- */
+
+static void syncwait_push(unsigned k, unsigned i, uint32_t corr)
+{
+	const struct script_call *c = &script_syncwait[i];
+	uint64_t start, end, queued;
+	syncwait_times(k, i, &start, &end, &queued);
+	if (c->op == OP_KERNEL) {
+		CUpti_ActivityKernel10 kr = { .kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+			.start = t0 + start, .end = t0 + end, .completed = t0 + end, .deviceId = 0,
+			.contextId = 1, .streamId = c->stream, .gridX = 1, .gridY = 1, .gridZ = 1,
+			.blockX = 128, .blockY = 1, .blockZ = 1, .correlationId = corr,
+			.name = c->name, .queued = t0 + queued, .submitted = t0 + queued + 100 };
+		hk.push(&kr, sizeof(kr));
+	} else {
+		CUpti_ActivitySynchronization2 sy = { .kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+			.type = i == 2 ? CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE :
+					 CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE,
+			.start = t0 + start, .end = t0 + end, .correlationId = corr, .contextId = 1,
+			.streamId = i == 2 ? c->stream : CUPTI_SYNCHRONIZATION_INVALID_VALUE,
+			.cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE };
+		hk.push(&sy, sizeof(sy));
+	}
+	uint64_t slot = syncwait_slot(k);
+	uint64_t a0 = c->op == OP_KERNEL ? slot - (i ? 24000 : 30000) : start - 500;
+	uint64_t a1 = c->op == OP_KERNEL ? slot - (i ? 22000 : 25000) : end + 500;
+	CUpti_ActivityAPI a = { .kind = CUPTI_ACTIVITY_KIND_RUNTIME, .cbid = c->runtime_cbid,
+				.start = t0 + a0, .end = t0 + a1, .processId = (uint32_t)getpid(),
+				.threadId = (uint32_t)gettid(), .correlationId = corr };
+	hk.push(&a, sizeof(a));
+}
+
+#define SYNCWAIT_FN(fname, index)                                                   \
+	void NOIPA fname(unsigned step)                                             \
+	{                                                                           \
+		uint32_t corr = script_corr(0, step, index);                        \
+		CUDA_CALL(&script_syncwait[index], corr, 0);                        \
+		KEEP_FRAME();                                                       \
+		syncwait_push(step, index, corr);                                   \
+	}
+SYNCWAIT_FN(sw_launch_loss, 0)
+SYNCWAIT_FN(sw_launch_aux, 1)
+SYNCWAIT_FN(sw_wait_stream, 2)
+SYNCWAIT_FN(sw_wait_device, 3)
+
+void NOIPA sw_step(unsigned step)
+{
+	sw_launch_loss(step);
+	sw_launch_aux(step);
+	sw_wait_stream(step);
+	sw_wait_device(step);
+	KEEP_FRAME();
+}
+
+static int NOIPA syncwait(void)
+{
+	hk.get_timestamp(&t0);
+	for (unsigned k = 0; k < SYNCWAIT_STEPS; k++) {
+		sw_step(k);
+		KEEP_FRAME();
+	}
+	hk.deliver();
+	return 0;
 }
 
 /* A process forked after CUDA init: it makes calls of its own and exits normally; none of it, and
@@ -717,6 +783,8 @@ static int play(const char *scenario, const char *lib)
 		}
 		return 0;
 	}
+	if (!strcmp(scenario, "syncwait"))
+		return syncwait();
 	return workload(!strcmp(scenario, "fork"));
 }
 
@@ -756,6 +824,16 @@ static int run_scenario(const char *scenario, const char *lib)
 		bad("header pid %u, child %d", d->fh.pid, (int)pid);
 	if (!strcmp(scenario, "workload")) {
 		check_workload(d, pid, 1);
+	} else if (!strcmp(scenario, "syncwait")) {
+		if (d->count[GPU_REC_KERNEL] != 2 * SYNCWAIT_STEPS ||
+		    d->count[GPU_REC_SYNC] != 2 * SYNCWAIT_STEPS ||
+		    d->count[GPU_REC_API] != 4 * SYNCWAIT_STEPS)
+			bad("syncwait: %u kernels, %u syncs, %u API spans (want %u, %u, %u)",
+			    d->count[GPU_REC_KERNEL], d->count[GPU_REC_SYNC], d->count[GPU_REC_API],
+			    2 * SYNCWAIT_STEPS, 2 * SYNCWAIT_STEPS, 4 * SYNCWAIT_STEPS);
+		else
+			printf("ok: syncwait: %u kernels, %u syncs\n", d->count[GPU_REC_KERNEL],
+			       d->count[GPU_REC_SYNC]);
 	} else if (!strcmp(scenario, "fork")) {
 		if (count_files(dir) != 1)
 			bad("fork: %u files in %s (the forked child wrote one)", count_files(dir), dir);
@@ -978,6 +1056,114 @@ static int dump(const char *path)
 	return 0;
 }
 
+/* driver expect: the figures csampler report must give for the "workload" scenario, computed
+ * from script.h alone (the records the workload pushes, replayed here): per kernel name calls,
+ * total, min, max ns; busy ns per stream and for the device (unions of the copies', memsets'
+ * and kernels' intervals); the window (first to last record, API spans included); the blocked
+ * time of the main thread (union of its syncs and its sync API spans). Times from t0. */
+struct exp_rec { int op; uint32_t stream; uint64_t start, end; const char *name; };
+
+static int cmp_exp(const void *a, const void *b)
+{
+	const struct exp_rec *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static uint64_t exp_union(struct exp_rec *r, unsigned n, int (*keep)(const struct exp_rec *, long),
+			  long arg)
+{
+	uint64_t busy = 0, cs = 0, ce = 0;
+	int open = 0;
+	qsort(r, n, sizeof(*r), cmp_exp);
+	for (unsigned i = 0; i < n; i++) {
+		if (!keep(&r[i], arg))
+			continue;
+		if (!open || r[i].start > ce) {
+			busy += open ? ce - cs : 0;
+			cs = r[i].start, ce = r[i].end, open = 1;
+		} else if (r[i].end > ce) {
+			ce = r[i].end;
+		}
+	}
+	return busy + (open ? ce - cs : 0);
+}
+
+static int keep_stream(const struct exp_rec *r, long s)
+{
+	return r->op != OP_SYNC && r->op != 0 && (s < 0 || r->stream == (uint32_t)s);
+}
+
+static int keep_wait(const struct exp_rec *r, long unused)
+{
+	(void)unused;
+	return r->op == OP_SYNC;
+}
+
+static int expect(void)
+{
+	static struct exp_rec r[4096], w[256];
+	unsigned n = 0, nw = 0;
+	uint64_t first = UINT64_MAX, last = 0;
+	for (unsigned t = 0; t <= SCRIPT_WORKERS; t++)
+		for (unsigned step = 0; step <= SCRIPT_STEPS; step++)
+			for (unsigned i = 0; i < 16; i++) {
+				uint32_t corr = script_corr(t, step, i);
+				const struct script_call *c = script_lookup(corr, NULL);
+				if (!c)
+					continue;
+				/* the API span of the outermost call */
+				uint64_t a0 = script_offset(corr) - 5000, a1 = script_offset(corr) - 1000;
+				first = a0 < first ? a0 : first;
+				last = a1 > last ? a1 : last;
+				if (c->op == OP_SYNC)
+					w[nw++] = (struct exp_rec){ OP_SYNC, 0, a0, a1, NULL };
+				if (t == 0 && step == SCRIPT_STEPS && i == TAIL_LOST_KERNEL)
+					continue;   /* lost timestamps: not in the file */
+				uint32_t rc = t == 0 && step == SCRIPT_STEPS && i == TAIL_COPY_WEIGHTS ?
+					      corr + SCRIPT_DRIVER_CORR_OFFSET : corr;
+				struct exp_rec e = { c->op == OP_GRAPH_LAUNCH ? OP_KERNEL : c->op,
+						     c->stream, script_offset(rc),
+						     script_offset(rc) + script_duration(rc), c->name };
+				first = e.start < first ? e.start : first;
+				last = e.end > last ? e.end : last;
+				if (e.op == OP_SYNC)
+					w[nw++] = e;
+				else
+					r[n++] = e;
+			}
+	/* kernels by name, in the order met */
+	const char *names[16];
+	unsigned nn = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (r[i].op != OP_KERNEL)
+			continue;
+		unsigned k = 0;
+		while (k < nn && strcmp(names[k], r[i].name))
+			k++;
+		if (k == nn)
+			names[nn++] = r[i].name;
+	}
+	for (unsigned k = 0; k < nn; k++) {
+		uint64_t calls = 0, total = 0, mn = UINT64_MAX, mx = 0;
+		for (unsigned i = 0; i < n; i++) {
+			if (r[i].op != OP_KERNEL || strcmp(r[i].name, names[k]))
+				continue;
+			uint64_t d = r[i].end - r[i].start;
+			calls++, total += d;
+			mn = d < mn ? d : mn;
+			mx = d > mx ? d : mx;
+		}
+		printf("kernel\t%s\t%llu\t%llu\t%llu\t%llu\n", names[k], (unsigned long long)calls,
+		       (unsigned long long)total, (unsigned long long)mn, (unsigned long long)mx);
+	}
+	for (long s = 0; s <= 3; s++)
+		printf("stream\t%ld\t%llu\n", s, (unsigned long long)exp_union(r, n, keep_stream, s));
+	printf("device\t0\t%llu\n", (unsigned long long)exp_union(r, n, keep_stream, -1));
+	printf("window\t%llu\n", (unsigned long long)(last - first));
+	printf("blocked\t%llu\n", (unsigned long long)exp_union(w, nw, keep_wait, 0));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -988,6 +1174,8 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	}
+	if (argc == 2 && !strcmp(argv[1], "expect"))
+		return expect();
 	if (argc == 3 && !strcmp(argv[1], "dump"))
 		return dump(argv[2]);
 	if (argc == 5 && !strcmp(argv[1], "bench"))

@@ -103,9 +103,11 @@ static inline uint64_t script_duration(uint32_t corr)
 	return 1000 + (uint64_t)(corr * 7919u) % 50000;
 }
 
+/* A driver call's own correlation id (corr + SCRIPT_DRIVER_CORR_OFFSET) starts in its runtime
+ * call's slot, not 50 s later. */
 static inline uint64_t script_offset(uint32_t corr)
 {
-	return 1000000 + (uint64_t)(corr % SCRIPT_THREAD_CORR) * 100000;
+	return 1000000 + (uint64_t)(corr % SCRIPT_THREAD_CORR % SCRIPT_DRIVER_CORR_OFFSET) * 100000;
 }
 
 /* What the checker expects in the file of a full run. */
@@ -118,5 +120,47 @@ static inline uint64_t script_offset(uint32_t corr)
 #define SCRIPT_APIS (SCRIPT_STEPS * SCRIPT_NMAIN + SCRIPT_WORKERS * SCRIPT_STEPS + TAIL_COUNT)
 /* launch records: every outermost call, copy_weights' driver call, the graph node */
 #define SCRIPT_LAUNCHES (SCRIPT_APIS + 1 + 1)
+
+/* The "syncwait" scenario (driver syncwait): SYNCWAIT_STEPS steps on the main thread, made to be
+ * sync-bound. Step k (its slot starts at t0 + syncwait_slot(k)), correlation script_corr(0, k, i):
+ *   0 loss_kernel on stream 1: [slot, slot + 300 us + k * 10 us], queued (k + 1) * 5 us before;
+ *   1 aux_kernel on stream 2: [slot + 100 us, slot + 350 us + k * 10 us], queued 1 us before;
+ *   2 cudaStreamSynchronize(stream 1): [slot + 20 us, loss end + 2 us]: waits for loss_kernel
+ *     (aux_kernel, still running on another stream, is not what it waits for);
+ *   3 cudaDeviceSynchronize: [slot + 310 us + k * 10 us, aux end + 2 us]: waits for aux_kernel.
+ * API spans: launches [slot - 30 us, slot - 25 us] and [slot - 24 us, slot - 22 us]; the syncs'
+ * enclose their sync records by 0.5 us on each side. */
+#define SYNCWAIT_STEPS 4
+static const struct script_call script_syncwait[] = {
+	{ "sw_launch_loss", "sw_step", OP_KERNEL, 1, "loss_kernel",
+	  RT(cudaLaunchKernel_v7000), DRV(cuLaunchKernel), "cudaLaunchKernel", "cuLaunchKernel", 0 },
+	{ "sw_launch_aux", "sw_step", OP_KERNEL, 2, "aux_kernel",
+	  RT(cudaLaunchKernel_v7000), DRV(cuLaunchKernel), "cudaLaunchKernel", "cuLaunchKernel", 0 },
+	{ "sw_wait_stream", "sw_step", OP_SYNC, 1, NULL,
+	  RT(cudaStreamSynchronize_v3020), DRV(cuStreamSynchronize), "cudaStreamSynchronize",
+	  "cuStreamSynchronize", 0 },
+	{ "sw_wait_device", "sw_step", OP_SYNC, 0, NULL,
+	  RT(cudaDeviceSynchronize_v3020), DRV(cuCtxSynchronize), "cudaDeviceSynchronize",
+	  "cuCtxSynchronize", 0 },
+};
+
+static inline uint64_t syncwait_slot(unsigned k)
+{
+	return 1000000 + (uint64_t)k * 600000;
+}
+
+/* [start, end) from t0 of record i of step k (sync records: the wait), and the kernels' queued */
+static inline void syncwait_times(unsigned k, unsigned i, uint64_t *start, uint64_t *end,
+				  uint64_t *queued)
+{
+	uint64_t slot = syncwait_slot(k), loss_end = slot + 300000 + k * 10000,
+		 aux_end = slot + 350000 + k * 10000;
+	switch (i) {
+	case 0: *start = slot, *end = loss_end, *queued = slot - (k + 1) * 5000; break;
+	case 1: *start = slot + 100000, *end = aux_end, *queued = slot + 99000; break;
+	case 2: *start = slot + 20000, *end = loss_end + 2000, *queued = 0; break;
+	default: *start = slot + 310000 + k * 10000, *end = aux_end + 2000, *queued = 0; break;
+	}
+}
 
 #endif

@@ -1,0 +1,833 @@
+/* gpu.c: sums up a profile's GPU records (kernels, copies, memsets, syncs, API spans, NVTX) into
+ * the figures of gpu.h: tables, utilisation as unions of intervals, sync blame, launch-queue
+ * latency, launch sites and a verdict per process. Written by hand: the figures are simple
+ * sorts and interval unions over the loaded model, and no library computes them from CUPTI
+ * records (CUPTI itself only delivers the records). */
+#include "analysis/gpu.h"
+
+#include "base/cs.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* libstdc++'s demangler (-lstdc++ is linked): names the recorder could not demangle. */
+extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
+
+/* One piece of device work (kernel, memcpy, memset). */
+struct gpu_item {
+	uint32_t pid, device, context, stream, kind, detail;
+	uint64_t start, end;
+	const char *label;          /* kernel name or "[memcpy HtoD]" */
+};
+
+/* One CPU wait. */
+struct gpu_wait {
+	uint32_t pid, tid, context, stream;
+	uint64_t start, end;
+	int scope;                  /* 0 process, 1 context, 2 stream */
+	bool blame;                 /* false: an API span whose sync record does the blaming */
+};
+
+struct gpu_proc {
+	uint32_t pid;
+	uint64_t first, last;       /* window */
+	uint64_t kernels, kernel_ns;
+};
+
+struct gpu_ctx {
+	const struct profile *p;
+	const struct stacks_filter *filter;
+	struct gpu_analysis *out;
+	struct gpu_item *items; size_t nitems, items_cap;
+	struct gpu_wait *waits; size_t nwaits, waits_cap;
+	struct gpu_proc *procs; size_t nprocs, procs_cap;
+	struct gpu_waiter *lat; size_t nlat, lat_cap;
+	uint64_t *sync_corr; size_t nsync_corr, sync_corr_cap; /* (pid << 32 | corr) of syncs */
+	struct { uint32_t pid; const char *name; uint64_t ns; } *blamed;
+	size_t nblamed, blamed_cap;
+};
+
+static const char *const gpu_directions[] = {
+	[0] = "unknown", [1] = "HtoD", [2] = "DtoH", [3] = "HtoA", [4] = "AtoH", [5] = "AtoA",
+	[6] = "AtoD", [7] = "DtoA", [8] = "DtoD", [9] = "HtoH", [10] = "PtoP",
+};
+static const char *const gpu_copy_labels[] = {
+	[0] = "[memcpy]", [1] = "[memcpy HtoD]", [2] = "[memcpy DtoH]", [3] = "[memcpy HtoA]",
+	[4] = "[memcpy AtoH]", [5] = "[memcpy AtoA]", [6] = "[memcpy AtoD]",
+	[7] = "[memcpy DtoA]", [8] = "[memcpy DtoD]", [9] = "[memcpy HtoH]",
+	[10] = "[memcpy PtoP]",
+};
+#define GPU_NDIRECTIONS (sizeof(gpu_directions) / sizeof(gpu_directions[0]))
+
+const char *gpu_copy_direction(uint32_t copy_kind, char *buf, size_t len)
+{
+	if (copy_kind < GPU_NDIRECTIONS)
+		return gpu_directions[copy_kind];
+	snprintf(buf, len, "kind %u", copy_kind);
+	return buf;
+}
+
+const char *gpu_bound_name(enum gpu_bound b)
+{
+	switch (b) {
+	case GPU_BOUND_GPU: return "GPU-bound";
+	case GPU_BOUND_SYNC: return "sync-bound";
+	case GPU_BOUND_LAUNCH: return "launch-bound";
+	default: return "none";
+	}
+}
+
+static const struct profile_gpu_launch *gpu_launch(const struct profile *p,
+						   const struct profile_gpu_activity *a)
+{
+	if (a->launch != PROFILE_GPU_NO_LAUNCH && a->launch < p->ngpu_launches)
+		return &p->gpu_launches[a->launch];
+	if (a->node_launch != PROFILE_GPU_NO_LAUNCH && a->node_launch < p->ngpu_launches)
+		return &p->gpu_launches[a->node_launch];
+	return NULL;
+}
+
+/* The thread an activity belongs to: the launching thread, else its own (API spans, NVTX). */
+static uint32_t gpu_tid(const struct profile *p, const struct profile_gpu_activity *a)
+{
+	const struct profile_gpu_launch *l = gpu_launch(p, a);
+	return l ? l->tid : a->tid;
+}
+
+static const char *gpu_comm(const struct profile *p, uint32_t pid, uint32_t tid, bool process)
+{
+	if (process) {
+		for (size_t i = 0; i < p->nprocesses; i++)
+			if (p->processes[i].pid == pid)
+				return profile_str(p, p->processes[i].comm);
+		return "";
+	}
+	for (size_t i = 0; i < p->nthreads; i++)
+		if (p->threads[i].pid == pid && p->threads[i].tid == tid)
+			return profile_str(p, p->threads[i].comm);
+	return "";
+}
+
+static bool gpu_pass(const struct gpu_ctx *c, const struct profile_gpu_activity *a)
+{
+	const struct stacks_filter *f = c->filter;
+	if (!f)
+		return true;
+	if (f->pid >= 0 && (int64_t)a->pid != f->pid)
+		return false;
+	uint32_t tid = gpu_tid(c->p, a);
+	if (f->tid >= 0 && (int64_t)tid != f->tid)
+		return false;
+	if (f->comm && strcmp(gpu_comm(c->p, a->pid, tid, false), f->comm) &&
+	    strcmp(gpu_comm(c->p, a->pid, 0, true), f->comm))
+		return false;
+	return true;
+}
+
+static struct gpu_proc *gpu_proc_of(struct gpu_ctx *c, uint32_t pid)
+{
+	for (size_t i = 0; i < c->nprocs; i++)
+		if (c->procs[i].pid == pid)
+			return &c->procs[i];
+	cs_grow(&c->procs, &c->procs_cap, c->nprocs + 1, sizeof(*c->procs));
+	c->procs[c->nprocs] = (struct gpu_proc){ .pid = pid, .first = UINT64_MAX };
+	return &c->procs[c->nprocs++];
+}
+
+static bool gpu_is_sync_api(const struct profile *p, const struct profile_gpu_activity *a)
+{
+	const struct profile_gpu_launch *l = gpu_launch(p, a);
+	return l && strstr(profile_str(p, l->api), "Synchronize") != NULL;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+#define GPU_CMP(a, b) do { if ((a) != (b)) return (a) < (b) ? -1 : 1; } while (0)
+
+/* ---- the kernel table ---- */
+
+struct gpu_kdur { uint32_t name; uint64_t ns; };
+
+static int cmp_kdur(const void *x, const void *y)
+{
+	const struct gpu_kdur *a = x, *b = y;
+	GPU_CMP(a->name, b->name);
+	return 0;
+}
+
+static int cmp_kernel_stat(const void *x, const void *y)
+{
+	const struct gpu_kernel_stat *a = x, *b = y;
+	GPU_CMP(b->total_ns, a->total_ns);
+	return strcmp(a->name, b->name);
+}
+
+static const char *gpu_own(struct gpu_analysis *a, char *s)
+{
+	a->owned = cs_realloc(a->owned, (a->nowned + 1) * sizeof(char *));
+	a->owned[a->nowned++] = s;
+	return s;
+}
+
+static void gpu_kernel_table(struct gpu_ctx *c)
+{
+	const struct profile *p = c->p;
+	struct gpu_analysis *o = c->out;
+	size_t n = 0;
+	struct gpu_kdur *d = cs_malloc((p->ngpu_activities + 1) * sizeof(*d));
+
+	for (size_t i = 0; i < p->ngpu_activities; i++) {
+		const struct profile_gpu_activity *a = &p->gpu_activities[i];
+		if (a->kind == PROFILE_GPU_KERNEL && a->end >= a->start && gpu_pass(c, a))
+			d[n++] = (struct gpu_kdur){ a->name, a->end - a->start };
+	}
+	qsort(d, n, sizeof(*d), cmp_kdur);
+	o->kernels_by_time = cs_calloc(n + 1, sizeof(*o->kernels_by_time));
+	for (size_t i = 0; i < n;) {
+		struct gpu_kernel_stat *k = &o->kernels_by_time[o->nkernels++];
+		const char *raw = profile_str(p, d[i].name);
+		k->name = *raw ? raw : "(unnamed)";
+		k->min_ns = UINT64_MAX;
+		if (!strncmp(raw, "_Z", 2)) {
+			int st = 0;
+			char *dm = __cxa_demangle(raw, NULL, NULL, &st);
+			if (dm && !st) {
+				k->name = gpu_own(o, dm);
+				k->mangled = raw;
+			} else {
+				free(dm);
+			}
+		}
+		size_t j = i;
+		for (; j < n && d[j].name == d[i].name; j++) {
+			k->calls++;
+			k->total_ns += d[j].ns;
+			if (d[j].ns < k->min_ns)
+				k->min_ns = d[j].ns;
+			if (d[j].ns > k->max_ns)
+				k->max_ns = d[j].ns;
+		}
+		k->avg_ns = k->total_ns / k->calls;
+		o->kernels += k->calls;
+		o->kernel_ns += k->total_ns;
+		i = j;
+	}
+	for (size_t i = 0; i < o->nkernels; i++)
+		o->kernels_by_time[i].percent = o->kernel_ns ?
+			100.0 * (double)o->kernels_by_time[i].total_ns / (double)o->kernel_ns : 0.0;
+	qsort(o->kernels_by_time, o->nkernels, sizeof(*o->kernels_by_time), cmp_kernel_stat);
+	free(d);
+}
+
+/* ---- copies ---- */
+
+static int cmp_copy(const void *x, const void *y)
+{
+	const struct gpu_copy_stat *a = x, *b = y;
+	GPU_CMP(b->total_ns, a->total_ns);
+	GPU_CMP(a->kind, b->kind);
+	GPU_CMP(a->copy_kind, b->copy_kind);
+	return 0;
+}
+
+static void gpu_copy_table(struct gpu_ctx *c)
+{
+	struct gpu_analysis *o = c->out;
+	size_t cap = 0;
+	for (size_t i = 0; i < c->nitems; i++) {
+		const struct gpu_item *it = &c->items[i];
+		if (it->kind == PROFILE_GPU_KERNEL)
+			continue;
+		uint32_t ck = it->kind == PROFILE_GPU_MEMCPY ? it->detail : 0;
+		size_t k = 0;
+		while (k < o->ncopies && (o->copies[k].kind != it->kind || o->copies[k].copy_kind != ck))
+			k++;
+		if (k == o->ncopies) {
+			cs_grow(&o->copies, &cap, o->ncopies + 1, sizeof(*o->copies));
+			char buf[24];
+			const char *dir = it->kind == PROFILE_GPU_MEMSET ? "memset" :
+					  gpu_copy_direction(ck, buf, sizeof(buf));
+			if (dir == buf)
+				dir = gpu_own(o, cs_strdup(buf));
+			o->copies[o->ncopies++] = (struct gpu_copy_stat){ .kind = it->kind,
+				.copy_kind = ck, .direction = dir };
+		}
+		struct gpu_copy_stat *s = &o->copies[k];
+		s->calls++;
+		s->total_ns += it->end - it->start;
+	}
+	/* bytes are not in gpu_item: a second pass over the profile */
+	for (size_t i = 0; i < c->p->ngpu_activities; i++) {
+		const struct profile_gpu_activity *a = &c->p->gpu_activities[i];
+		if ((a->kind != PROFILE_GPU_MEMCPY && a->kind != PROFILE_GPU_MEMSET) ||
+		    a->end < a->start || !gpu_pass(c, a))
+			continue;
+		uint32_t ck = a->kind == PROFILE_GPU_MEMCPY ? a->detail : 0;
+		for (size_t k = 0; k < o->ncopies; k++)
+			if (o->copies[k].kind == a->kind && o->copies[k].copy_kind == ck)
+				o->copies[k].bytes += a->bytes;
+	}
+	for (size_t k = 0; k < o->ncopies; k++)
+		o->copies[k].gb_per_s = o->copies[k].total_ns ?
+			(double)o->copies[k].bytes / (double)o->copies[k].total_ns : 0.0;
+	qsort(o->copies, o->ncopies, sizeof(*o->copies), cmp_copy);
+}
+
+/* ---- utilisation ---- */
+
+static int cmp_item_stream(const void *x, const void *y)
+{
+	const struct gpu_item *a = x, *b = y;
+	GPU_CMP(a->pid, b->pid);
+	GPU_CMP(a->device, b->device);
+	GPU_CMP(a->context, b->context);
+	GPU_CMP(a->stream, b->stream);
+	GPU_CMP(a->start, b->start);
+	return 0;
+}
+
+static int cmp_item_device(const void *x, const void *y)
+{
+	const struct gpu_item *a = x, *b = y;
+	GPU_CMP(a->pid, b->pid);
+	GPU_CMP(a->device, b->device);
+	GPU_CMP(a->start, b->start);
+	return 0;
+}
+
+static int cmp_item_end(const void *x, const void *y)
+{
+	const struct gpu_item *a = x, *b = y;
+	GPU_CMP(a->pid, b->pid);
+	GPU_CMP(a->end, b->end);
+	GPU_CMP(a->start, b->start);
+	return 0;
+}
+
+/* Rows of items (sorted by `same`'s key, then start): the union of each run's intervals. */
+static void gpu_util_rows(struct gpu_ctx *c, bool per_stream, struct gpu_util **rows, size_t *n)
+{
+	size_t cap = 0;
+	for (size_t i = 0; i < c->nitems;) {
+		const struct gpu_item *f = &c->items[i];
+		struct gpu_util u = { .pid = f->pid, .device = f->device,
+				      .context = per_stream ? f->context : 0,
+				      .stream = per_stream ? f->stream : GPU_ALL_STREAMS };
+		uint64_t cur_s = f->start, cur_e = f->end;
+		size_t j = i;
+		for (; j < c->nitems; j++) {
+			const struct gpu_item *it = &c->items[j];
+			if (it->pid != f->pid || it->device != f->device ||
+			    (per_stream && (it->context != f->context || it->stream != f->stream)))
+				break;
+			u.items++;
+			u.work_ns += it->end - it->start;
+			if (it->start > cur_e) {
+				u.busy_ns += cur_e - cur_s;
+				cur_s = it->start;
+				cur_e = it->end;
+			} else if (it->end > cur_e) {
+				cur_e = it->end;
+			}
+		}
+		u.busy_ns += cur_e - cur_s;
+		struct gpu_proc *pr = gpu_proc_of(c, f->pid);
+		u.window_ns = pr->last > pr->first ? pr->last - pr->first : 0;
+		u.percent = u.window_ns ? 100.0 * (double)u.busy_ns / (double)u.window_ns : 0.0;
+		cs_grow(rows, &cap, *n + 1, sizeof(**rows));
+		(*rows)[(*n)++] = u;
+		i = j;
+	}
+}
+
+/* ---- synchronisation ---- */
+
+static int cmp_wait_thread(const void *x, const void *y)
+{
+	const struct gpu_wait *a = x, *b = y;
+	GPU_CMP(a->pid, b->pid);
+	GPU_CMP(a->tid, b->tid);
+	GPU_CMP(a->start, b->start);
+	return 0;
+}
+
+static int cmp_sync_thread(const void *x, const void *y)
+{
+	const struct gpu_sync_thread *a = x, *b = y;
+	GPU_CMP(b->blocked_ns, a->blocked_ns);
+	GPU_CMP(a->pid, b->pid);
+	GPU_CMP(a->tid, b->tid);
+	return 0;
+}
+
+static int cmp_blame(const void *x, const void *y)
+{
+	const struct gpu_blame *a = x, *b = y;
+	GPU_CMP(b->wait_ns, a->wait_ns);
+	if (!a->name || !b->name)
+		return a->name ? -1 : b->name ? 1 : 0;
+	return strcmp(a->name, b->name);
+}
+
+/* The device work wait w waited for (see gpu.h), or NULL. c->items sorted by (pid, end). */
+static const struct gpu_item *gpu_blamed(const struct gpu_ctx *c, const struct gpu_wait *w)
+{
+	uint64_t limit = w->end + GPU_BLAME_SLACK_NS;
+	size_t lo = 0, hi = c->nitems;
+	while (lo < hi) {   /* first item after (pid, limit) */
+		size_t mid = lo + (hi - lo) / 2;
+		const struct gpu_item *it = &c->items[mid];
+		if (it->pid < w->pid || (it->pid == w->pid && it->end <= limit))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	while (lo-- > 0) {
+		const struct gpu_item *it = &c->items[lo];
+		if (it->pid != w->pid || it->end <= w->start)
+			break;
+		if (it->start >= w->end)
+			continue;
+		if (w->scope >= 1 && it->context != w->context)
+			continue;
+		if (w->scope == 2 && it->stream != w->stream)
+			continue;
+		return it;
+	}
+	return NULL;
+}
+
+static void gpu_sync(struct gpu_ctx *c)
+{
+	struct gpu_analysis *o = c->out;
+	size_t cap = 0, bcap = 0;
+
+	/* blocked: union per thread */
+	qsort(c->waits, c->nwaits, sizeof(*c->waits), cmp_wait_thread);
+	for (size_t i = 0; i < c->nwaits;) {
+		const struct gpu_wait *f = &c->waits[i];
+		struct gpu_sync_thread t = { .pid = f->pid, .tid = f->tid };
+		uint64_t cs = f->start, ce = f->end;
+		size_t j = i;
+		for (; j < c->nwaits && c->waits[j].pid == f->pid && c->waits[j].tid == f->tid; j++) {
+			const struct gpu_wait *w = &c->waits[j];
+			t.waits++;
+			if (w->start > ce) {
+				t.blocked_ns += ce - cs;
+				cs = w->start;
+				ce = w->end;
+			} else if (w->end > ce) {
+				ce = w->end;
+			}
+		}
+		t.blocked_ns += ce - cs;
+		cs_grow(&o->sync_threads, &cap, o->nsync_threads + 1, sizeof(*o->sync_threads));
+		o->sync_threads[o->nsync_threads++] = t;
+		o->blocked_ns += t.blocked_ns;
+		i = j;
+	}
+	qsort(o->sync_threads, o->nsync_threads, sizeof(*o->sync_threads), cmp_sync_thread);
+
+	/* blame: each wait that blames */
+	qsort(c->items, c->nitems, sizeof(*c->items), cmp_item_end);
+	for (size_t i = 0; i < c->nwaits; i++) {
+		const struct gpu_wait *w = &c->waits[i];
+		if (!w->blame)
+			continue;
+		o->sync_waits++;
+		const struct gpu_item *it = gpu_blamed(c, w);
+		const char *name = it ? it->label : NULL;
+		size_t k = 0;
+		while (k < o->nblames && o->blames[k].name != name)
+			k++;
+		if (k == o->nblames) {
+			cs_grow(&o->blames, &bcap, o->nblames + 1, sizeof(*o->blames));
+			o->blames[o->nblames++] = (struct gpu_blame){ .name = name };
+		}
+		o->blames[k].waits++;
+		o->blames[k].wait_ns += w->end - w->start;
+		cs_grow(&c->blamed, &c->blamed_cap, c->nblamed + 1, sizeof(*c->blamed));
+		c->blamed[c->nblamed].pid = w->pid;
+		c->blamed[c->nblamed].name = name;
+		c->blamed[c->nblamed++].ns = w->end - w->start;
+	}
+	qsort(o->blames, o->nblames, sizeof(*o->blames), cmp_blame);
+}
+
+/* ---- latency ---- */
+
+static int cmp_waiter(const void *x, const void *y)
+{
+	const struct gpu_waiter *a = x, *b = y;
+	GPU_CMP(b->latency_ns, a->latency_ns);
+	GPU_CMP(a->start, b->start);
+	GPU_CMP(a->pid, b->pid);
+	return 0;
+}
+
+static int cmp_waiter_pid(const void *x, const void *y)
+{
+	const struct gpu_waiter *a = x, *b = y;
+	GPU_CMP(a->pid, b->pid);
+	GPU_CMP(a->latency_ns, b->latency_ns);
+	return 0;
+}
+
+static void gpu_latency(struct gpu_ctx *c)
+{
+	const struct profile *p = c->p;
+	struct gpu_latency *L = &c->out->latency;
+
+	for (size_t i = 0; i < p->ngpu_activities; i++) {
+		const struct profile_gpu_activity *a = &p->gpu_activities[i];
+		if (a->kind != PROFILE_GPU_KERNEL || a->end < a->start || !gpu_pass(c, a))
+			continue;
+		const struct profile_gpu_launch *l = a->launch != PROFILE_GPU_NO_LAUNCH &&
+			a->launch < p->ngpu_launches ? &p->gpu_launches[a->launch] : NULL;
+		struct gpu_waiter w = { .name = profile_str(p, a->name), .pid = a->pid,
+					.tid = gpu_tid(p, a), .stack = l ? l->stack : UINT32_MAX,
+					.start = a->start };
+		if (a->queued && a->queued <= a->start) {
+			w.latency_ns = a->start - a->queued;
+			w.from_queued = true;
+		} else if (l && l->time <= a->start) {
+			w.latency_ns = a->start - l->time;
+		} else {
+			continue;
+		}
+		cs_grow(&c->lat, &c->lat_cap, c->nlat + 1, sizeof(*c->lat));
+		c->lat[c->nlat++] = w;
+	}
+	if (!c->nlat)
+		return;
+	for (size_t i = 0; i < c->nlat; i++) {
+		L->count++;
+		L->from_queued += c->lat[i].from_queued;
+		L->total_ns += c->lat[i].latency_ns;
+	}
+	qsort(c->lat, c->nlat, sizeof(*c->lat), cmp_waiter);
+	L->max_ns = c->lat[0].latency_ns;
+	L->min_ns = c->lat[c->nlat - 1].latency_ns;
+	/* sorted descending: the median is the element at rank n/2 from the bottom */
+	L->median_ns = c->lat[c->nlat - 1 - (c->nlat - 1) / 2].latency_ns;
+	/* nearest rank: the ceil(0.95 n)-th smallest */
+	size_t rank = (c->nlat * 95 + 99) / 100;
+	L->p95_ns = c->lat[c->nlat - rank].latency_ns;
+	for (size_t i = 0; i < c->nlat && i < GPU_TOP_WAITERS; i++)
+		L->top[L->ntop++] = c->lat[i];
+	for (size_t i = 0; i < L->ntop; i++) {
+		const char *raw = L->top[i].name;
+		if (!strncmp(raw, "_Z", 2))
+			for (size_t k = 0; k < c->out->nkernels; k++)
+				if (c->out->kernels_by_time[k].mangled == raw)
+					L->top[i].name = c->out->kernels_by_time[k].name;
+		if (!*L->top[i].name)
+			L->top[i].name = "(unnamed)";
+	}
+	qsort(c->lat, c->nlat, sizeof(*c->lat), cmp_waiter_pid); /* for the verdicts */
+}
+
+/* ---- launch sites ---- */
+
+struct gpu_sdur { uint32_t pid, stack; uint64_t ns; };
+
+static int cmp_sdur(const void *x, const void *y)
+{
+	const struct gpu_sdur *a = x, *b = y;
+	GPU_CMP(a->pid, b->pid);
+	GPU_CMP(a->stack, b->stack);
+	return 0;
+}
+
+static int cmp_site(const void *x, const void *y)
+{
+	const struct gpu_site *a = x, *b = y;
+	GPU_CMP(b->gpu_ns, a->gpu_ns);
+	GPU_CMP(a->pid, b->pid);
+	GPU_CMP(a->stack, b->stack);
+	return 0;
+}
+
+static void gpu_sites(struct gpu_ctx *c)
+{
+	const struct profile *p = c->p;
+	struct gpu_analysis *o = c->out;
+	struct gpu_sdur *d = cs_malloc((p->ngpu_activities + 1) * sizeof(*d));
+	size_t n = 0;
+
+	for (size_t i = 0; i < p->ngpu_activities; i++) {
+		const struct profile_gpu_activity *a = &p->gpu_activities[i];
+		if ((a->kind != PROFILE_GPU_KERNEL && a->kind != PROFILE_GPU_MEMCPY &&
+		     a->kind != PROFILE_GPU_MEMSET) || a->end < a->start || !gpu_pass(c, a))
+			continue;
+		const struct profile_gpu_launch *l = gpu_launch(p, a);
+		d[n++] = (struct gpu_sdur){ a->pid, l ? l->stack : UINT32_MAX, a->end - a->start };
+	}
+	qsort(d, n, sizeof(*d), cmp_sdur);
+	o->sites = cs_calloc(n + 1, sizeof(*o->sites));
+	for (size_t i = 0; i < n;) {
+		struct gpu_site *s = &o->sites[o->nsites++];
+		s->pid = d[i].pid;
+		s->stack = d[i].stack;
+		size_t j = i;
+		for (; j < n && d[j].pid == d[i].pid && d[j].stack == d[i].stack; j++) {
+			s->calls++;
+			s->gpu_ns += d[j].ns;
+		}
+		s->percent = o->work_ns ? 100.0 * (double)s->gpu_ns / (double)o->work_ns : 0.0;
+		i = j;
+	}
+	qsort(o->sites, o->nsites, sizeof(*o->sites), cmp_site);
+	free(d);
+}
+
+/* ---- NVTX ---- */
+
+static int cmp_range(const void *x, const void *y)
+{
+	const struct gpu_range *a = x, *b = y;
+	GPU_CMP(b->total_ns, a->total_ns);
+	GPU_CMP(b->marks, a->marks);
+	return strcmp(a->name, b->name);
+}
+
+static void gpu_ranges(struct gpu_ctx *c)
+{
+	const struct profile *p = c->p;
+	struct gpu_analysis *o = c->out;
+	size_t cap = 0;
+
+	for (size_t i = 0; i < p->ngpu_activities; i++) {
+		const struct profile_gpu_activity *a = &p->gpu_activities[i];
+		if (a->kind != PROFILE_GPU_MARKER || !gpu_pass(c, a))
+			continue;
+		const char *name = profile_str(p, a->name);
+		size_t k = 0;
+		while (k < o->nranges && strcmp(o->ranges[k].name, name))
+			k++;
+		if (k == o->nranges) {
+			cs_grow(&o->ranges, &cap, o->nranges + 1, sizeof(*o->ranges));
+			o->ranges[o->nranges++] = (struct gpu_range){ .name = name,
+								       .min_ns = UINT64_MAX };
+		}
+		struct gpu_range *r = &o->ranges[k];
+		if (!a->end || a->end < a->start) {
+			r->marks++;
+			continue;
+		}
+		uint64_t d = a->end - a->start;
+		r->count++;
+		r->total_ns += d;
+		if (d < r->min_ns)
+			r->min_ns = d;
+		if (d > r->max_ns)
+			r->max_ns = d;
+	}
+	for (size_t k = 0; k < o->nranges; k++)
+		if (!o->ranges[k].count)
+			o->ranges[k].min_ns = 0;
+	qsort(o->ranges, o->nranges, sizeof(*o->ranges), cmp_range);
+}
+
+/* ---- verdicts ---- */
+
+/* The rules, in order (thresholds in gpu.h):
+ *   GPU-bound    the busiest device was busy >= GPU_BOUND_UTIL_PCT of the window: the GPU's
+ *                work is the limit, make the kernels faster or do less of it;
+ *   sync-bound   else one thread was blocked in synchronisation >= GPU_BOUND_SYNC_PCT of the
+ *                window: the CPU waits for the GPU, then the GPU idles while the CPU works;
+ *   launch-bound else: the GPU idles and the CPU is not waiting for it: the GPU waits for the
+ *                CPU to launch work (the median launch-queue latency shows how short the
+ *                queue ran). */
+static void gpu_verdicts(struct gpu_ctx *c)
+{
+	const struct profile *p = c->p;
+	struct gpu_analysis *o = c->out;
+
+	o->verdicts = cs_calloc(c->nprocs + 1, sizeof(*o->verdicts));
+	for (size_t i = 0; i < c->nprocs; i++) {
+		const struct gpu_proc *pr = &c->procs[i];
+		struct gpu_verdict v = { .pid = pr->pid, .comm = gpu_comm(p, pr->pid, 0, true),
+					 .kernels = pr->kernels, .kernel_ns = pr->kernel_ns };
+		v.window_ns = pr->last > pr->first ? pr->last - pr->first : 0;
+		for (size_t k = 0; k < o->ndevices; k++)
+			if (o->devices[k].pid == pr->pid && o->devices[k].busy_ns > v.busy_ns) {
+				v.busy_ns = o->devices[k].busy_ns;
+				v.device = o->devices[k].device;
+			}
+		for (size_t k = 0; k < o->nsync_threads; k++)
+			if (o->sync_threads[k].pid == pr->pid) { /* sorted: the first is the longest */
+				v.blocked_ns = o->sync_threads[k].blocked_ns;
+				v.blocked_tid = o->sync_threads[k].tid;
+				break;
+			}
+		size_t lo = 0, n = 0;
+		for (size_t k = 0; k < c->nlat; k++)
+			if (c->lat[k].pid == pr->pid) {
+				if (!n++)
+					lo = k;
+			}
+		if (n)
+			v.median_latency_ns = c->lat[lo + (n - 1) / 2].latency_ns;
+		uint64_t best = 0;
+		for (size_t k = 0; k < o->nblames; k++) {
+			uint64_t ns = 0;
+			for (size_t b = 0; b < c->nblamed; b++)
+				if (c->blamed[b].pid == pr->pid && c->blamed[b].name == o->blames[k].name)
+					ns += c->blamed[b].ns;
+			if (ns > best && o->blames[k].name) {
+				best = ns;
+				v.top_blame = o->blames[k].name;
+			}
+		}
+		if (v.window_ns) {
+			v.util_pct = 100.0 * (double)v.busy_ns / (double)v.window_ns;
+			v.sync_pct = 100.0 * (double)v.blocked_ns / (double)v.window_ns;
+		}
+		if (!v.busy_ns)
+			v.bound = GPU_BOUND_NONE;
+		else if (v.util_pct >= GPU_BOUND_UTIL_PCT)
+			v.bound = GPU_BOUND_GPU;
+		else if (v.sync_pct >= GPU_BOUND_SYNC_PCT)
+			v.bound = GPU_BOUND_SYNC;
+		else
+			v.bound = GPU_BOUND_LAUNCH;
+		o->verdicts[o->nverdicts++] = v;
+	}
+}
+
+static int cmp_proc(const void *x, const void *y)
+{
+	const struct gpu_proc *a = x, *b = y;
+	GPU_CMP(a->pid, b->pid);
+	return 0;
+}
+
+/* ---- collection ---- */
+
+static void gpu_collect(struct gpu_ctx *c)
+{
+	const struct profile *p = c->p;
+	struct gpu_analysis *o = c->out;
+
+	/* sync records' (pid, correlation): their API spans do not blame twice */
+	for (size_t i = 0; i < p->ngpu_activities; i++) {
+		const struct profile_gpu_activity *a = &p->gpu_activities[i];
+		if (a->kind == PROFILE_GPU_SYNC) {
+			cs_grow(&c->sync_corr, &c->sync_corr_cap, c->nsync_corr + 1, sizeof(uint64_t));
+			c->sync_corr[c->nsync_corr++] = (uint64_t)a->pid << 32 | a->correlation;
+		}
+	}
+	qsort(c->sync_corr, c->nsync_corr, sizeof(uint64_t), cmp_u64);
+
+	for (size_t i = 0; i < p->ngpu_activities; i++) {
+		const struct profile_gpu_activity *a = &p->gpu_activities[i];
+		if (a->kind == PROFILE_GPU_MARKER || a->end < a->start || !a->end || !gpu_pass(c, a))
+			continue;
+		o->activities++;
+		struct gpu_proc *pr = gpu_proc_of(c, a->pid);
+		if (a->start < pr->first)
+			pr->first = a->start;
+		if (a->end > pr->last)
+			pr->last = a->end;
+		switch (a->kind) {
+		case PROFILE_GPU_KERNEL:
+		case PROFILE_GPU_MEMCPY:
+		case PROFILE_GPU_MEMSET: {
+			const char *label = a->kind == PROFILE_GPU_MEMSET ? "[memset]" :
+				a->kind == PROFILE_GPU_MEMCPY ?
+				gpu_copy_labels[a->detail < GPU_NDIRECTIONS ? a->detail : 0] :
+				*profile_str(p, a->name) ? profile_str(p, a->name) : "(unnamed)";
+			cs_grow(&c->items, &c->items_cap, c->nitems + 1, sizeof(*c->items));
+			c->items[c->nitems++] = (struct gpu_item){ .pid = a->pid, .device = a->device,
+				.context = a->context, .stream = a->stream, .kind = a->kind,
+				.detail = a->detail, .start = a->start, .end = a->end,
+				.label = label };
+			o->work_ns += a->end - a->start;
+			if (a->kind == PROFILE_GPU_KERNEL) {
+				pr->kernels++;
+				pr->kernel_ns += a->end - a->start;
+			}
+			break;
+		}
+		case PROFILE_GPU_SYNC:
+			if (a->detail == 2) /* stream waits for an event: the GPU waits, not the CPU */
+				break;
+			cs_grow(&c->waits, &c->waits_cap, c->nwaits + 1, sizeof(*c->waits));
+			c->waits[c->nwaits++] = (struct gpu_wait){ .pid = a->pid, .tid = gpu_tid(p, a),
+				.context = a->context, .stream = a->stream, .start = a->start,
+				.end = a->end, .scope = a->detail == 3 ? 2 : 1, .blame = true };
+			break;
+		case PROFILE_GPU_API: {
+			if (!gpu_is_sync_api(p, a))
+				break;
+			uint64_t key = (uint64_t)a->pid << 32 | a->correlation;
+			bool has_record = bsearch(&key, c->sync_corr, c->nsync_corr, sizeof(uint64_t),
+						  cmp_u64) != NULL;
+			cs_grow(&c->waits, &c->waits_cap, c->nwaits + 1, sizeof(*c->waits));
+			c->waits[c->nwaits++] = (struct gpu_wait){ .pid = a->pid, .tid = gpu_tid(p, a),
+				.start = a->start, .end = a->end, .scope = 0, .blame = !has_record };
+			break;
+		}
+		default:
+			break;
+		}
+	}
+	qsort(c->procs, c->nprocs, sizeof(*c->procs), cmp_proc);
+}
+
+int gpu_analyze(const struct profile *p, const struct stacks_filter *filter,
+		struct gpu_analysis *out)
+{
+	struct gpu_ctx c = { .p = p, .filter = filter, .out = out };
+
+	memset(out, 0, sizeof(*out));
+	gpu_collect(&c);
+	bool markers = false;
+	for (size_t i = 0; i < p->ngpu_activities && !markers; i++)
+		markers = p->gpu_activities[i].kind == PROFILE_GPU_MARKER &&
+			  gpu_pass(&c, &p->gpu_activities[i]);
+	out->present = c.nitems || c.nwaits || markers;
+	if (out->present) {
+		gpu_kernel_table(&c);
+		gpu_copy_table(&c);
+		qsort(c.items, c.nitems, sizeof(*c.items), cmp_item_stream);
+		gpu_util_rows(&c, true, &out->streams, &out->nstreams);
+		qsort(c.items, c.nitems, sizeof(*c.items), cmp_item_device);
+		gpu_util_rows(&c, false, &out->devices, &out->ndevices);
+		gpu_sync(&c);   /* leaves items sorted by (pid, end) */
+		gpu_latency(&c);
+		gpu_sites(&c);
+		gpu_ranges(&c);
+		gpu_verdicts(&c);
+	}
+	free(c.items);
+	free(c.waits);
+	free(c.procs);
+	free(c.lat);
+	free(c.sync_corr);
+	free(c.blamed);
+	return 0;
+}
+
+void gpu_analysis_free(struct gpu_analysis *a)
+{
+	for (size_t i = 0; i < a->nowned; i++)
+		free(a->owned[i]);
+	free(a->owned);
+	free(a->kernels_by_time);
+	free(a->copies);
+	free(a->devices);
+	free(a->streams);
+	free(a->sync_threads);
+	free(a->blames);
+	free(a->sites);
+	free(a->ranges);
+	free(a->verdicts);
+	memset(a, 0, sizeof(*a));
+}

@@ -1,0 +1,179 @@
+/* cmd_export.c: `csampler export`: load a data file and write it in another tool's format,
+ * chosen from the table in export/export.h. A file is written beside its final name and
+ * renamed into place, so a failed export never leaves half a file (nor replaces a good one). */
+#include "cmd/cmds.h"
+#include "base/cs.h"
+#include "analysis/profile.h"
+#include "export/export.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void export_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: csampler export [--format NAME] [-o FILE] [-i FILE]\n"
+		"\n"
+		"Write a profile in another tool's format.\n"
+		"\n"
+		"  -f, --format NAME    output format (default chrome), one of:\n");
+	for (size_t i = 0; i < export_nformats; i++)
+		fprintf(f, "                         %-8s %s\n", export_formats[i].name,
+			export_formats[i].description);
+	fprintf(f,
+		"  -o, --output FILE    file to write (default: standard output)\n"
+		"  -i, --input FILE     data file to read (default ./csampler.data)\n"
+		"  -h, --help           show this help\n");
+}
+
+struct export_args {
+	const char *input, *output;
+	const struct export_format *format;
+};
+
+/* Parse argv. Returns 0, 1 when --help was printed, or -EINVAL after one line. */
+static int export_parse_args(int argc, char **argv, struct export_args *a)
+{
+	static const struct option longopts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "input", required_argument, NULL, 'i' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool input_given = false;
+	int c;
+
+	optind = 0; /* glibc: start a fresh scan */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":f:o:i:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			a->format = export_find(optarg);
+			if (!a->format) {
+				struct cs_buf names = { 0 };
+				for (size_t i = 0; i < export_nformats; i++)
+					cs_buf_printf(&names, "%s%s", i ? ", " : "", export_formats[i].name);
+				cs_buf_put(&names, "", 1);
+				cs_error(EINVAL, "export: unknown format '%s'; the formats are: %s", optarg,
+					 names.data);
+				cs_buf_free(&names);
+				return -EINVAL;
+			}
+			break;
+		case 'o':
+			a->output = optarg;
+			break;
+		case 'i':
+			a->input = optarg;
+			input_given = true;
+			break;
+		case 'h':
+			export_usage(stdout);
+			return 1;
+		case ':':
+			return cs_error(EINVAL, "export: option '%s' needs a value; see 'csampler "
+					"export --help'", argv[optind - 1]);
+		default:
+			return cs_error(EINVAL, "export: unknown option '%s'; see 'csampler export "
+					"--help'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc && !input_given)
+		a->input = argv[optind++];
+	if (optind < argc)
+		return cs_error(EINVAL, "export: unexpected argument '%s'; see 'csampler export "
+				"--help'", argv[optind]);
+	if (a->output && !*a->output)
+		return cs_error(EINVAL, "export: -o needs a file name");
+	return 0;
+}
+
+/* Check where the export goes before the (slow) load: not a directory, not the input.
+ * *in_place is set for an existing special file (a FIFO, /dev/null), written directly. */
+static int export_check_output(const struct export_args *a, bool *in_place)
+{
+	struct stat out, in;
+
+	*in_place = false;
+	if (stat(a->output, &out) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return cs_error(errno, "export: stat %s: %s; check the path", a->output,
+				strerror(errno));
+	}
+	if (S_ISDIR(out.st_mode))
+		return cs_error(EISDIR, "export: %s is a directory; give a file name with -o",
+				a->output);
+	if (stat(a->input, &in) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino)
+		return cs_error(EINVAL, "export: %s is the input data file; give another name with -o",
+				a->output);
+	*in_place = !S_ISREG(out.st_mode);
+	return 0;
+}
+
+/* Write p to a->output (through a temporary file renamed into place) or to standard output. */
+static int export_write(const struct export_args *a, const struct profile *p, bool in_place)
+{
+	char *tmp = NULL;
+	FILE *f = stdout;
+	int err;
+
+	if (a->output) {
+		tmp = in_place ? cs_strdup(a->output) :
+				 cs_asprintf("%s.tmp.%ld", a->output, (long)getpid());
+		f = fopen(tmp, "w");
+		if (!f) {
+			err = cs_error(errno, "export: cannot create %s: %s; check that its directory "
+				       "exists and is writable", a->output, strerror(errno));
+			free(tmp);
+			return err;
+		}
+	}
+	errno = 0;
+	err = a->format->write(f, p);
+	if (!err && fflush(f) == EOF)
+		err = -EIO;
+	if (err == -EIO)
+		cs_error(EIO, "export: writing %s: %s; check the free space",
+			 a->output ? a->output : "standard output", strerror(errno ? errno : EIO));
+	if (a->output) {
+		if (fclose(f) == EOF && !err)
+			err = cs_error(errno, "export: closing %s: %s; check the free space", tmp,
+				       strerror(errno));
+		if (!err && !in_place && rename(tmp, a->output) < 0)
+			err = cs_error(errno, "export: rename %s to %s: %s", tmp, a->output,
+				       strerror(errno));
+		if (err && !in_place)
+			unlink(tmp);
+		free(tmp);
+	}
+	return err;
+}
+
+int cmd_export(int argc, char **argv)
+{
+	struct export_args a = { .input = "csampler.data", .format = &export_formats[0] };
+	struct profile *p = NULL;
+	bool in_place = false;
+	int err;
+
+	err = export_parse_args(argc, argv, &a);
+	if (err)
+		return err > 0 ? 0 : CS_EXIT_ERROR;
+	if (a.output && !strcmp(a.output, "-"))
+		a.output = NULL;
+	if (a.output && export_check_output(&a, &in_place) < 0)
+		return CS_EXIT_ERROR;
+	if (profile_load(a.input, &p) < 0)
+		return CS_EXIT_ERROR; /* profile_load printed why */
+	err = export_write(&a, p, in_place);
+	profile_free(p);
+	if (!err && a.output)
+		cs_info("export: wrote %s (%s)", a.output, a.format->name);
+	return err ? CS_EXIT_ERROR : 0;
+}

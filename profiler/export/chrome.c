@@ -1,0 +1,769 @@
+/* chrome.c: a profile as a Chrome trace-event JSON timeline (the format of chrome://tracing,
+ * Perfetto and the PyTorch profiler), CPU and GPU together:
+ *
+ *   - one process per recorded process, one track per thread (process_name/thread_name
+ *     metadata). A thread's track holds its NVTX ranges, CUDA API calls and synchronisation
+ *     waits (exact, from CUPTI) and, around them, its CPU samples as a flame chart: a frame
+ *     that stays on the stack over consecutive samples is one slice, its callees nested in it.
+ *   - one pseudo-process "GPU <device> (pid P)" per recorded process and device, with one track
+ *     per stream (tid = the stream id) holding its kernels, copies and memsets as "X" events.
+ *   - a flow arrow ("s" on the CPU thread at the launching API call, "f" bound to the GPU
+ *     slice, id = correlation id) from each launch to what it ran.
+ *
+ * Why slices and not "samples"/"stackFrames": speedscope's importer, when a file has those,
+ * reads the samples only and drops every other event (the GPU tracks); Perfetto's JSON importer
+ * ignores them. Slices are read by both, by chrome://tracing and by Kineto users' tools.
+ *
+ * Why "B"/"E" pairs on CPU threads (and "X" on GPU streams): on a thread, slices nest and a
+ * child often ends exactly when its parent does. An "E" event repeats the same decimal
+ * timestamp, so every reader sees equal ends as equal; with "X" each reader computes ts + dur in
+ * floating point and may put a child's end one ulp after its parent's (speedscope then unnests
+ * the rest of the thread). A GPU stream's slices do not nest, so "X" is exact there.
+ * Arguments go on the "E" event (Chrome and Perfetto merge them into the slice): speedscope
+ * names a frame by its "B" event's name and arguments, and where one slice ends and an equal
+ * one begins at the same time it opens the new one first unless the two events differ, so
+ * every "E" carries arguments and no "B" does. Empty CPU slices are left out for the same
+ * reason (speedscope cannot pair a "B" and "E" at one time).
+ *
+ * Times are microseconds from the recording's start with three decimals (nanoseconds), printed
+ * from integers so that no precision is lost. The JSON is written by hand with base's escaping
+ * (cs_buf_json_escape): the events are a flat list of small objects, which needs no library. */
+#include "export/export.h"
+#include "base/cs.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* GPU pseudo-processes get pids from here up: above any Linux pid (at most 2^22). */
+#define CHROME_GPU_PID_BASE 0x40000000u
+#define CHROME_DEFAULT_PERIOD_NS 1000000u
+
+enum chrome_slice_kind { SL_NVTX, SL_API, SL_SYNC, SL_FRAME };
+
+/* A slice on a CPU thread's track: an exact span from CUPTI or a run of a sampled frame. */
+struct chrome_slice {
+	uint64_t start, end;
+	uint32_t kind;     /* enum chrome_slice_kind */
+	uint32_t depth;    /* frames: depth from the root; spans: 0 */
+	uint32_t ref;      /* SL_FRAME: frame id; else activity index */
+	uint32_t pid, tid; /* the thread (spans, while they are gathered) */
+};
+
+/* A (process, device) pair with GPU work: one pseudo-process. */
+struct chrome_gpu {
+	uint32_t pid, device;
+};
+
+struct chrome_ctx {
+	FILE *f;
+	const struct profile *p;
+	bool first;              /* no event written yet: no comma before the next */
+	struct cs_buf esc;       /* reused by chrome_str */
+	uint64_t period_ns;      /* one sample stands for this much time */
+	uint64_t *flow_start;    /* launch index -> where its flow arrow leaves its CPU thread */
+	struct chrome_gpu *gpus;
+	size_t ngpus;
+	uint64_t *boundaries;    /* a thread's span starts and ends, sorted unique */
+	size_t nboundaries, cap_boundaries;
+	struct chrome_slice *slices; /* a thread's slices */
+	size_t nslices, cap_slices;
+};
+
+/* ---- output helpers ---------------------------------------------------------------------- */
+
+static void chrome_str(struct chrome_ctx *c, const char *s)
+{
+	c->esc.len = 0;
+	cs_buf_put(&c->esc, "\"", 1);
+	cs_buf_json_escape(&c->esc, s ? s : "");
+	cs_buf_put(&c->esc, "\"", 1);
+	fwrite(c->esc.data, 1, c->esc.len, c->f);
+}
+
+/* Microseconds with three decimals, exactly, from a signed nanosecond count. */
+static void chrome_us(struct chrome_ctx *c, int64_t ns)
+{
+	uint64_t a = ns < 0 ? (uint64_t)-(ns + 1) + 1 : (uint64_t)ns;
+	fprintf(c->f, "%s%" PRIu64 ".%03u", ns < 0 ? "-" : "", a / 1000, (unsigned)(a % 1000));
+}
+
+static int64_t chrome_rel(const struct chrome_ctx *c, uint64_t t)
+{
+	return (int64_t)(t - c->p->start_ns);
+}
+
+/* Start an event object: the separator, then {"ph":"X","pid":..,"tid":..,"ts":.. */
+static void chrome_begin(struct chrome_ctx *c, char ph, uint32_t pid, uint32_t tid, uint64_t t)
+{
+	fputs(c->first ? "\n" : ",\n", c->f);
+	c->first = false;
+	fprintf(c->f, "{\"ph\":\"%c\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"ts\":", ph, pid, tid);
+	chrome_us(c, chrome_rel(c, t));
+}
+
+static void chrome_meta(struct chrome_ctx *c, const char *what, uint32_t pid, uint32_t tid,
+			const char *key, const char *name, int64_t number)
+{
+	fputs(c->first ? "\n" : ",\n", c->f);
+	c->first = false;
+	fprintf(c->f, "{\"ph\":\"M\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"name\":\"%s\","
+		"\"args\":{\"%s\":", pid, tid, what, key);
+	if (name)
+		chrome_str(c, name);
+	else
+		fprintf(c->f, "%" PRId64, number);
+	fputs("}}", c->f);
+}
+
+/* ---- names -------------------------------------------------------------------------------- */
+
+static const struct profile_thread *chrome_thread(const struct profile *p, uint32_t pid,
+						  uint32_t tid)
+{
+	for (size_t i = 0; i < p->nthreads; i++)
+		if (p->threads[i].pid == pid && p->threads[i].tid == tid)
+			return &p->threads[i];
+	return NULL;
+}
+
+/* The process' comm, else its main thread's, else its parent's (a forked child that has not
+ * exec'd has its parent's name); NULL when none is known. */
+static const char *chrome_process_comm(const struct profile *p, uint32_t pid)
+{
+	for (int hops = 0; hops < 8 && pid; hops++) {
+		uint32_t ppid = 0;
+		for (size_t i = 0; i < p->nprocesses; i++)
+			if (p->processes[i].pid == pid) {
+				if (*profile_str(p, p->processes[i].comm))
+					return profile_str(p, p->processes[i].comm);
+				ppid = p->processes[i].ppid;
+			}
+		const struct profile_thread *t = chrome_thread(p, pid, pid);
+		if (t && *profile_str(p, t->comm))
+			return profile_str(p, t->comm);
+		pid = ppid;
+	}
+	return NULL;
+}
+
+static char *chrome_process_name(const struct profile *p, uint32_t pid)
+{
+	const char *comm = chrome_process_comm(p, pid);
+	return comm ? cs_strdup(comm) : cs_asprintf("pid %" PRIu32, pid);
+}
+
+/* The thread's name: its comm, else "<process name> thread" for the main thread, else
+ * "thread N". Every thread that has events gets a name, so viewers never show a bare id. */
+static char *chrome_thread_name(const struct profile *p, uint32_t pid, uint32_t tid)
+{
+	const struct profile_thread *t = chrome_thread(p, pid, tid);
+	if (t && *profile_str(p, t->comm))
+		return cs_strdup(profile_str(p, t->comm));
+	if (tid == pid) {
+		char *pn = chrome_process_name(p, pid), *n = cs_asprintf("%s main thread", pn);
+		free(pn);
+		return n;
+	}
+	return cs_asprintf("thread %" PRIu32, tid);
+}
+
+static const char *chrome_memcpy_name(uint32_t copy_kind)
+{
+	switch (copy_kind) {
+	case 1: return "Memcpy HtoD";
+	case 2: return "Memcpy DtoH";
+	case 3: return "Memcpy HtoA";
+	case 4: return "Memcpy AtoH";
+	case 5: return "Memcpy AtoA";
+	case 6: return "Memcpy AtoD";
+	case 7: return "Memcpy DtoA";
+	case 8: return "Memcpy DtoD";
+	case 9: return "Memcpy HtoH";
+	case 10: return "Memcpy PtoP";
+	default: return "Memcpy";
+	}
+}
+
+static const char *chrome_sync_name(uint32_t type)
+{
+	switch (type) {   /* CUpti_ActivitySynchronizationType */
+	case 1: return "Event Synchronize";
+	case 2: return "Stream Wait Event";
+	case 3: return "Stream Synchronize";
+	case 4: return "Context Synchronize";
+	default: return "Synchronize";
+	}
+}
+
+/* The API span's name: the launch record's API function, else "CUDA API cbid N". */
+static char *chrome_api_name(const struct profile *p, const struct profile_gpu_activity *a)
+{
+	if (a->launch != PROFILE_GPU_NO_LAUNCH && *profile_str(p, p->gpu_launches[a->launch].api))
+		return cs_strdup(profile_str(p, p->gpu_launches[a->launch].api));
+	return cs_asprintf("CUDA API cbid %" PRIu32, a->detail);
+}
+
+/* ---- CPU threads -------------------------------------------------------------------------- */
+
+/* The CPU thread a span belongs to: the activity's own thread, else its launch's. False when
+ * the activity is not a span of a CPU thread or its thread is unknown. */
+static bool chrome_span_thread(const struct profile *p, const struct profile_gpu_activity *a,
+			       uint32_t *tid)
+{
+	if (a->kind != PROFILE_GPU_API && a->kind != PROFILE_GPU_SYNC && a->kind != PROFILE_GPU_MARKER)
+		return false;
+	if (!a->start || (a->end && a->end < a->start))
+		return false;
+	*tid = a->tid;
+	if (!*tid && a->launch != PROFILE_GPU_NO_LAUNCH)
+		*tid = p->gpu_launches[a->launch].tid;
+	if (!*tid && a->kind == PROFILE_GPU_MARKER)
+		*tid = a->pid; /* a range not tied to a thread: on the main thread */
+	return *tid != 0;
+}
+
+static int cmp_slice_thread(const void *x, const void *y)
+{
+	const struct chrome_slice *a = x, *b = y;
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	if (a->end != b->end)
+		return a->end > b->end ? -1 : 1;
+	if (a->kind != b->kind)
+		return a->kind < b->kind ? -1 : 1;
+	return a->ref < b->ref ? -1 : a->ref > b->ref;
+}
+
+/* Order of emission on a track: by start, the enclosing (longer, outer) slice first. */
+static int cmp_slice_time(const void *x, const void *y)
+{
+	const struct chrome_slice *a = x, *b = y;
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	if (a->end != b->end)
+		return a->end > b->end ? -1 : 1;
+	if (a->kind != b->kind)
+		return a->kind < b->kind ? -1 : 1;
+	return a->depth < b->depth ? -1 : a->depth > b->depth;
+}
+
+static int cmp_u32(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+/* Sample indexes ordered by (pid, tid, time). */
+static const struct profile *chrome_sort_profile;
+static int cmp_sample_thread(const void *x, const void *y)
+{
+	const struct profile_sample *a = &chrome_sort_profile->samples[*(const uint32_t *)x],
+				    *b = &chrome_sort_profile->samples[*(const uint32_t *)y];
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	if (a->time != b->time)
+		return a->time < b->time ? -1 : 1;
+	return *(const uint32_t *)x < *(const uint32_t *)y ? -1 : 1;
+}
+
+static void chrome_add_slice(struct chrome_ctx *c, struct chrome_slice s)
+{
+	cs_grow(&c->slices, &c->cap_slices, c->nslices + 1, sizeof(*c->slices));
+	c->slices[c->nslices++] = s;
+}
+
+/* The frames of a stack, root first, are stack_frames[first + n - 1 - d] for d = 0 .. n-1. */
+static uint32_t chrome_frame_at(const struct profile *p, const struct profile_stack *st, uint32_t d)
+{
+	return p->stack_frames[st->first + st->nframes - 1 - d];
+}
+
+static bool chrome_same_frame(const struct profile *p, uint32_t a, uint32_t b)
+{
+	return a == b || (p->frames[a].name == p->frames[b].name &&
+			  ((p->frames[a].flags ^ p->frames[b].flags) & PROFILE_FRAME_INLINED) == 0);
+}
+
+/* The frame runs of one thread's samples (sample indexes idx[0 .. n)), cut at the boundaries
+ * of the thread's spans, appended to c->slices. A sample covers [time, next sample) when the
+ * next one comes within two periods, else one period. Consecutive pieces of the same segment
+ * between two boundaries share the slices of their common stack prefix. */
+static void chrome_frame_runs(struct chrome_ctx *c, const uint32_t *idx, size_t n)
+{
+	const struct profile *p = c->p;
+	struct open_frame { uint32_t frame; uint64_t start; } *open = NULL;
+	size_t nopen = 0, cap_open = 0, seg_prev = SIZE_MAX;
+	uint64_t prev_end = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct profile_sample *s = &p->samples[idx[i]];
+		uint64_t end = s->time + c->period_ns;
+		if (i + 1 < n) {
+			uint64_t next = p->samples[idx[i + 1]].time;
+			if (next - s->time <= 2 * c->period_ns) /* sorted: next >= time */
+				end = next;
+		}
+		const struct profile_stack *st = s->stack < p->nstacks ? &p->stacks[s->stack] : NULL;
+		uint32_t nfr = st ? st->nframes : 0;
+		/* The first boundary after s->time: pieces are [start, min(end, boundary)). */
+		size_t lo = 0, hi = c->nboundaries;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (c->boundaries[mid] <= s->time)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (uint64_t start = s->time; start < end;) {
+			bool at_boundary = lo < c->nboundaries && c->boundaries[lo] < end;
+			uint64_t stop = at_boundary ? c->boundaries[lo] : end;
+			uint32_t keep = 0;
+			if (start == prev_end && lo == seg_prev)  /* lo: boundaries <= start */
+				while (keep < nopen && keep < nfr &&
+				       chrome_same_frame(p, open[keep].frame, chrome_frame_at(p, st, keep)))
+					keep++;
+			for (size_t d = nopen; d-- > keep;)
+				chrome_add_slice(c, (struct chrome_slice){ .start = open[d].start,
+					.end = prev_end, .kind = SL_FRAME, .depth = (uint32_t)d,
+					.ref = open[d].frame });
+			cs_grow(&open, &cap_open, nfr, sizeof(*open));
+			for (uint32_t d = keep; d < nfr; d++)
+				open[d] = (struct open_frame){ chrome_frame_at(p, st, d), start };
+			nopen = nfr;
+			prev_end = stop;
+			seg_prev = lo;
+			start = stop;
+			if (at_boundary)
+				lo++;
+		}
+	}
+	for (size_t d = nopen; d-- > 0;)
+		chrome_add_slice(c, (struct chrome_slice){ .start = open[d].start, .end = prev_end,
+			.kind = SL_FRAME, .depth = (uint32_t)d, .ref = open[d].frame });
+	free(open);
+}
+
+/* Name, category and (on the "E" event) arguments of a CPU slice. */
+static void chrome_slice_fields(struct chrome_ctx *c, const struct chrome_slice *s, bool end)
+{
+	const struct profile *p = c->p;
+	const struct profile_gpu_activity *a = s->kind == SL_FRAME ? NULL :
+					       &p->gpu_activities[s->ref];
+	char *api;
+
+	switch (s->kind) {
+	case SL_FRAME: {
+		const char *name = profile_str(p, p->frames[s->ref].name);
+		fputs(",\"cat\":\"cpu\",\"name\":", c->f);
+		chrome_str(c, *name ? name : "[unknown]");
+		if (end) {
+			uint32_t m = p->frames[s->ref].module;
+			fputs(",\"args\":{\"module\":", c->f);
+			chrome_str(c, m < p->nmodules ?
+				      cs_basename(profile_str(p, p->modules[m].path)) : "");
+			fputc('}', c->f);
+		}
+		break;
+	}
+	case SL_NVTX:
+		fputs(",\"cat\":\"nvtx\",\"name\":", c->f);
+		chrome_str(c, profile_str(p, a->name));
+		if (end)
+			fprintf(c->f, ",\"args\":{\"domain\":%" PRIu32 "}", a->detail2);
+		break;
+	case SL_API:
+		api = chrome_api_name(p, a);
+		fprintf(c->f, ",\"cat\":\"%s\",\"name\":",
+			a->detail2 == 2 ? "cuda_driver" : "cuda_runtime");
+		chrome_str(c, api);
+		free(api);
+		if (end)
+			fprintf(c->f, ",\"args\":{\"correlation\":%" PRIu32 ",\"cbid\":%" PRIu32 "}",
+				a->correlation, a->detail);
+		break;
+	case SL_SYNC:
+		fputs(",\"cat\":\"cuda_sync\",\"name\":", c->f);
+		chrome_str(c, chrome_sync_name(a->detail));
+		if (end)
+			fprintf(c->f, ",\"args\":{\"correlation\":%" PRIu32 ",\"stream\":%" PRIu32
+				",\"device\":%" PRIu32 "}", a->correlation, a->stream, a->device);
+		break;
+	}
+	fputc('}', c->f);
+}
+
+/* One thread: its spans (spans[0 .. nspans), sorted) and samples (idx[0 .. nidx)) as
+ * properly nested "B"/"E" slices, and its instant NVTX markers. */
+static void chrome_write_thread(struct chrome_ctx *c, uint32_t pid, uint32_t tid,
+				const struct chrome_slice *spans, size_t nspans,
+				const uint32_t *idx, size_t nidx)
+{
+	const struct profile *p = c->p;
+	char *name = chrome_thread_name(p, pid, tid);
+	chrome_meta(c, "thread_name", pid, tid, "name", name, 0);
+	chrome_meta(c, "thread_sort_index", pid, tid, "sort_index", NULL, tid == pid ? 0 : tid);
+	free(name);
+
+	/* Spans, forced to nest: one that outlives its parent ends with it. */
+	c->nslices = 0;
+	c->nboundaries = 0;
+	size_t *stack = cs_calloc(nspans + 1, sizeof(*stack)), depth = 0;
+	for (size_t i = 0; i < nspans; i++) {
+		const struct profile_gpu_activity *a = &p->gpu_activities[spans[i].ref];
+		if (a->kind == PROFILE_GPU_MARKER && !a->end) {   /* an instant marker */
+			chrome_begin(c, 'i', pid, tid, a->start);
+			fputs(",\"s\":\"t\",\"cat\":\"nvtx\",\"name\":", c->f);
+			chrome_str(c, profile_str(p, a->name));
+			fputc('}', c->f);
+			continue;
+		}
+		struct chrome_slice s = spans[i];
+		while (depth && c->slices[stack[depth - 1]].end <= s.start)
+			depth--;
+		if (depth && s.end > c->slices[stack[depth - 1]].end)
+			s.end = c->slices[stack[depth - 1]].end;
+		if (s.end == s.start)
+			continue;   /* nothing to draw, and readers pair empty B/E events badly */
+		chrome_add_slice(c, s);
+		stack[depth++] = c->nslices - 1;
+	}
+	free(stack);
+	cs_grow(&c->boundaries, &c->cap_boundaries, 2 * c->nslices + 1, sizeof(*c->boundaries));
+	for (size_t i = 0; i < c->nslices; i++) {
+		c->boundaries[c->nboundaries++] = c->slices[i].start;
+		c->boundaries[c->nboundaries++] = c->slices[i].end;
+	}
+	qsort(c->boundaries, c->nboundaries, sizeof(*c->boundaries), cmp_u64);
+	size_t u = 0;
+	for (size_t i = 0; i < c->nboundaries; i++)
+		if (!u || c->boundaries[u - 1] != c->boundaries[i])
+			c->boundaries[u++] = c->boundaries[i];
+	c->nboundaries = u;
+
+	chrome_frame_runs(c, idx, nidx);
+	qsort(c->slices, c->nslices, sizeof(*c->slices), cmp_slice_time);
+
+	/* Emit: close every open slice that ends before the next one starts. */
+	size_t *open = cs_calloc(c->nslices + 1, sizeof(*open)), nopen = 0;
+	for (size_t i = 0; i <= c->nslices; i++) {
+		while (nopen && (i == c->nslices || c->slices[open[nopen - 1]].end <= c->slices[i].start)) {
+			const struct chrome_slice *e = &c->slices[open[--nopen]];
+			chrome_begin(c, 'E', pid, tid, e->end);
+			chrome_slice_fields(c, e, true);
+		}
+		if (i == c->nslices)
+			break;
+		chrome_begin(c, 'B', pid, tid, c->slices[i].start);
+		chrome_slice_fields(c, &c->slices[i], false);
+		open[nopen++] = i;
+	}
+	free(open);
+}
+
+static void chrome_write_threads(struct chrome_ctx *c)
+{
+	const struct profile *p = c->p;
+	struct chrome_slice *spans = NULL;
+	size_t nspans = 0, cap = 0;
+	uint32_t tid;
+
+	for (size_t i = 0; i < p->ngpu_activities; i++) {
+		const struct profile_gpu_activity *a = &p->gpu_activities[i];
+		if (!chrome_span_thread(p, a, &tid))
+			continue;
+		cs_grow(&spans, &cap, nspans + 1, sizeof(*spans));
+		spans[nspans++] = (struct chrome_slice){ .start = a->start,
+			.end = a->end ? a->end : a->start, .ref = (uint32_t)i, .pid = a->pid, .tid = tid,
+			.kind = a->kind == PROFILE_GPU_MARKER ? SL_NVTX :
+				a->kind == PROFILE_GPU_API ? SL_API : SL_SYNC };
+	}
+	qsort(spans, nspans, sizeof(*spans), cmp_slice_thread);
+
+	uint32_t *idx = cs_calloc(p->nsamples_records + 1, sizeof(*idx));
+	for (size_t i = 0; i < p->nsamples_records; i++)
+		idx[i] = (uint32_t)i;
+	chrome_sort_profile = p;
+	qsort(idx, p->nsamples_records, sizeof(*idx), cmp_sample_thread);
+
+	/* Walk both lists thread by thread, in (pid, tid) order. */
+	size_t si = 0, ai = 0;
+	while (si < nspans || ai < p->nsamples_records) {
+		uint64_t ks = si < nspans ? (uint64_t)spans[si].pid << 32 | spans[si].tid : UINT64_MAX;
+		uint64_t ka = ai < p->nsamples_records ?
+			(uint64_t)p->samples[idx[ai]].pid << 32 | p->samples[idx[ai]].tid : UINT64_MAX;
+		uint64_t key = ks < ka ? ks : ka;
+		size_t s0 = si, a0 = ai;
+		while (si < nspans && ((uint64_t)spans[si].pid << 32 | spans[si].tid) == key)
+			si++;
+		while (ai < p->nsamples_records &&
+		       ((uint64_t)p->samples[idx[ai]].pid << 32 | p->samples[idx[ai]].tid) == key)
+			ai++;
+		chrome_write_thread(c, (uint32_t)(key >> 32), (uint32_t)key, spans + s0, si - s0,
+				    idx + a0, ai - a0);
+	}
+	free(idx);
+	free(spans);
+}
+
+/* ---- GPU ---------------------------------------------------------------------------------- */
+
+static bool chrome_is_gpu_work(const struct profile_gpu_activity *a)
+{
+	return (a->kind == PROFILE_GPU_KERNEL || a->kind == PROFILE_GPU_MEMCPY ||
+		a->kind == PROFILE_GPU_MEMSET) && a->start && a->end >= a->start;
+}
+
+static uint32_t chrome_gpu_pid(struct chrome_ctx *c, uint32_t pid, uint32_t device)
+{
+	for (size_t i = 0; i < c->ngpus; i++)
+		if (c->gpus[i].pid == pid && c->gpus[i].device == device)
+			return CHROME_GPU_PID_BASE + (uint32_t)i;
+	return 0;
+}
+
+static int cmp_gpu(const void *x, const void *y)
+{
+	const struct chrome_gpu *a = x, *b = y;
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	return a->device < b->device ? -1 : a->device > b->device;
+}
+
+/* The launch that made activity a (its graph node's, for a graph kernel without one). */
+static uint32_t chrome_launch_of(const struct profile_gpu_activity *a)
+{
+	return a->launch != PROFILE_GPU_NO_LAUNCH ? a->launch : a->node_launch;
+}
+
+/* Flow ids: the correlation id; a second process' ids are moved past 2^32 so that two
+ * processes' equal correlation ids never join. */
+static uint64_t chrome_flow_id(const struct chrome_ctx *c, uint32_t pid, uint32_t corr)
+{
+	uint64_t rank = 0;
+	for (size_t i = 0; i < c->ngpus && c->gpus[i].pid != pid; i++)
+		if (!i || c->gpus[i - 1].pid != c->gpus[i].pid)
+			rank++;
+	return rank << 32 | corr;
+}
+
+static void chrome_write_gpu(struct chrome_ctx *c)
+{
+	const struct profile *p = c->p;
+	uint64_t *tracks = NULL; /* (gpu index << 32 | stream), sorted unique */
+	size_t ntracks = 0, cap_tracks = 0, cap_gpus = 0;
+
+	for (size_t i = 0; i < p->ngpu_activities; i++) {
+		const struct profile_gpu_activity *a = &p->gpu_activities[i];
+		if (!chrome_is_gpu_work(a))
+			continue;
+		if (!chrome_gpu_pid(c, a->pid, a->device)) {
+			cs_grow(&c->gpus, &cap_gpus, c->ngpus + 1, sizeof(*c->gpus));
+			c->gpus[c->ngpus++] = (struct chrome_gpu){ a->pid, a->device };
+			qsort(c->gpus, c->ngpus, sizeof(*c->gpus), cmp_gpu);
+		}
+	}
+	for (size_t i = 0; i < p->ngpu_activities; i++) {
+		const struct profile_gpu_activity *a = &p->gpu_activities[i];
+		if (!chrome_is_gpu_work(a))
+			continue;
+		cs_grow(&tracks, &cap_tracks, ntracks + 1, sizeof(*tracks));
+		tracks[ntracks++] = (uint64_t)(chrome_gpu_pid(c, a->pid, a->device) -
+					       CHROME_GPU_PID_BASE) << 32 | a->stream;
+	}
+	qsort(tracks, ntracks, sizeof(*tracks), cmp_u64);
+	for (size_t i = 0; i < c->ngpus; i++) {
+		const char *comm = chrome_process_comm(p, c->gpus[i].pid);
+		char *n = cs_asprintf("GPU %" PRIu32 " (%s%spid %" PRIu32 ")", c->gpus[i].device,
+				      comm ? comm : "", comm ? ", " : "", c->gpus[i].pid);
+		chrome_meta(c, "process_name", CHROME_GPU_PID_BASE + (uint32_t)i, 0, "name", n, 0);
+		chrome_meta(c, "process_sort_index", CHROME_GPU_PID_BASE + (uint32_t)i, 0,
+			    "sort_index", NULL, (int64_t)CHROME_GPU_PID_BASE + (int64_t)i);
+		free(n);
+	}
+	for (size_t i = 0; i < ntracks; i++) {
+		if (i && tracks[i] == tracks[i - 1])
+			continue;
+		uint32_t gpid = CHROME_GPU_PID_BASE + (uint32_t)(tracks[i] >> 32),
+			 stream = (uint32_t)tracks[i];
+		char *n = cs_asprintf("stream %" PRIu32, stream);
+		chrome_meta(c, "thread_name", gpid, stream, "name", n, 0);
+		chrome_meta(c, "thread_sort_index", gpid, stream, "sort_index", NULL, stream);
+		free(n);
+	}
+	free(tracks);
+
+	for (size_t i = 0; i < p->ngpu_activities; i++) {
+		const struct profile_gpu_activity *a = &p->gpu_activities[i];
+		if (!chrome_is_gpu_work(a))
+			continue;
+		uint32_t gpid = chrome_gpu_pid(c, a->pid, a->device);
+		chrome_begin(c, 'X', gpid, a->stream, a->start);
+		fputs(",\"dur\":", c->f);
+		chrome_us(c, (int64_t)(a->end - a->start));
+		if (a->kind == PROFILE_GPU_KERNEL) {
+			fputs(",\"cat\":\"kernel\",\"name\":", c->f);
+			chrome_str(c, *profile_str(p, a->name) ? profile_str(p, a->name) : "[kernel]");
+			fprintf(c->f, ",\"args\":{\"grid\":[%" PRIu32 ",%" PRIu32 ",%" PRIu32 "],"
+				"\"block\":[%" PRIu32 ",%" PRIu32 ",%" PRIu32 "],"
+				"\"registers per thread\":%" PRIu32 ",\"shared memory\":%" PRIu32,
+				a->grid[0], a->grid[1], a->grid[2], a->block[0], a->block[1],
+				a->block[2], a->detail, a->detail2);
+			if (a->queued && a->queued <= a->start) {
+				fputs(",\"queued us\":", c->f);
+				chrome_us(c, (int64_t)(a->start - a->queued));
+			}
+		} else {
+			bool copy = a->kind == PROFILE_GPU_MEMCPY;
+			fprintf(c->f, ",\"cat\":\"%s\",\"name\":", copy ? "gpu_memcpy" : "gpu_memset");
+			chrome_str(c, copy ? chrome_memcpy_name(a->detail) : "Memset");
+			fprintf(c->f, ",\"args\":{\"bytes\":%" PRIu64, a->bytes);
+			if (a->end > a->start)
+				fprintf(c->f, ",\"bandwidth GB/s\":%.3f",
+					(double)a->bytes / (double)(a->end - a->start));
+			if (!copy)
+				fprintf(c->f, ",\"value\":%" PRIu32, a->detail);
+		}
+		fprintf(c->f, ",\"correlation\":%" PRIu32 ",\"device\":%" PRIu32 ",\"context\":%"
+			PRIu32 ",\"stream\":%" PRIu32 "}}", a->correlation, a->device, a->context,
+			a->stream);
+	}
+}
+
+/* A flow from the launching call on its CPU thread to each kernel, copy and memset. The
+ * arrow leaves the launch's API span at its start. A launch without a span of its own (the
+ * driver call that a runtime call makes, which CUPTI's API records leave out) leaves the span
+ * of the call it is nested in: the last launch before it on its thread that has a span. */
+static const struct profile *chrome_sort_launches;
+static int cmp_launch_thread(const void *x, const void *y)
+{
+	const struct profile_gpu_launch *a = &chrome_sort_launches->gpu_launches[*(const uint32_t *)x],
+				       *b = &chrome_sort_launches->gpu_launches[*(const uint32_t *)y];
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	if (a->time != b->time)
+		return a->time < b->time ? -1 : 1;
+	return *(const uint32_t *)x < *(const uint32_t *)y ? -1 : 1;
+}
+
+static void chrome_flow_starts(struct chrome_ctx *c)
+{
+	const struct profile *p = c->p;
+	uint32_t *api = cs_calloc(p->ngpu_launches + 1, sizeof(*api));
+	uint32_t *order = cs_calloc(p->ngpu_launches + 1, sizeof(*order));
+
+	memset(api, 0xff, (p->ngpu_launches + 1) * sizeof(*api));
+	for (size_t i = 0; i < p->ngpu_activities; i++) {
+		const struct profile_gpu_activity *a = &p->gpu_activities[i];
+		if (a->kind == PROFILE_GPU_API && a->start && a->launch < p->ngpu_launches &&
+		    api[a->launch] == UINT32_MAX)
+			api[a->launch] = (uint32_t)i;
+	}
+	for (size_t i = 0; i < p->ngpu_launches; i++)
+		order[i] = (uint32_t)i;
+	chrome_sort_launches = p;
+	qsort(order, p->ngpu_launches, sizeof(*order), cmp_launch_thread);
+	c->flow_start = cs_calloc(p->ngpu_launches + 1, sizeof(*c->flow_start));
+	uint64_t outer = 0;
+	for (size_t k = 0; k < p->ngpu_launches; k++) {
+		const struct profile_gpu_launch *g = &p->gpu_launches[order[k]];
+		if (k && (g->pid != p->gpu_launches[order[k - 1]].pid ||
+			  g->tid != p->gpu_launches[order[k - 1]].tid))
+			outer = 0;
+		if (api[order[k]] != UINT32_MAX)
+			outer = c->flow_start[order[k]] = p->gpu_activities[api[order[k]]].start;
+		else
+			c->flow_start[order[k]] = outer ? outer : g->time;
+	}
+	free(order);
+	free(api);
+}
+
+static void chrome_write_flows(struct chrome_ctx *c)
+{
+	const struct profile *p = c->p;
+
+	for (size_t i = 0; i < p->ngpu_activities; i++) {
+		const struct profile_gpu_activity *a = &p->gpu_activities[i];
+		uint32_t l = chrome_launch_of(a);
+		if (!chrome_is_gpu_work(a) || l == PROFILE_GPU_NO_LAUNCH || l >= p->ngpu_launches)
+			continue;
+		const struct profile_gpu_launch *g = &p->gpu_launches[l];
+		uint64_t t = c->flow_start[l];
+		uint64_t id = chrome_flow_id(c, a->pid, g->correlation);
+		chrome_begin(c, 's', g->pid, g->tid, t);
+		fprintf(c->f, ",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":%" PRIu64 "}", id);
+		chrome_begin(c, 'f', chrome_gpu_pid(c, a->pid, a->device), a->stream, a->start);
+		fprintf(c->f, ",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":%" PRIu64 "}",
+			id);
+	}
+}
+
+/* ---- the file ----------------------------------------------------------------------------- */
+
+int export_chrome_write(FILE *f, const struct profile *p)
+{
+	struct chrome_ctx c = { .f = f, .p = p, .first = true,
+				.period_ns = CHROME_DEFAULT_PERIOD_NS };
+	const char *rate = profile_header(p, "rate_hz");
+	double hz;
+
+	if (rate && !cs_parse_double(rate, &hz) && hz >= 1 && hz <= 1e9)
+		c.period_ns = (uint64_t)(1e9 / hz + 0.5);
+	chrome_flow_starts(&c);
+	fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":", f);
+	chrome_str(&c, "csampler " CSAMPLER_VERSION);
+	fputs(",\"cmdline\":", f);
+	chrome_str(&c, profile_header(p, "cmdline"));
+	fprintf(f, ",\"start_monotonic_ns\":%" PRIu64 ",\"sample_period_ns\":%" PRIu64 "},"
+		"\"traceEvents\":[", p->start_ns, c.period_ns);
+
+	/* Processes that have samples or GPU records, named. */
+	uint32_t *pids = cs_calloc(p->nprocesses + p->nthreads + p->ngpu_activities + 1,
+				   sizeof(*pids));
+	size_t npids = 0;
+	for (size_t i = 0; i < p->nprocesses; i++)
+		pids[npids++] = p->processes[i].pid;
+	for (size_t i = 0; i < p->nthreads; i++)
+		pids[npids++] = p->threads[i].pid;
+	for (size_t i = 0; i < p->ngpu_activities; i++)
+		pids[npids++] = p->gpu_activities[i].pid;
+	qsort(pids, npids, sizeof(*pids), cmp_u32);
+	for (size_t i = 0; i < npids; i++) {
+		if (i && pids[i] == pids[i - 1])
+			continue;
+		char *n = chrome_process_name(p, pids[i]);
+		chrome_meta(&c, "process_name", pids[i], 0, "name", n, 0);
+		chrome_meta(&c, "process_sort_index", pids[i], 0, "sort_index", NULL, pids[i]);
+		free(n);
+	}
+	free(pids);
+
+	chrome_write_gpu(&c);      /* first: names the GPU pseudo-processes for the flows */
+	chrome_write_threads(&c);
+	chrome_write_flows(&c);
+	fputs("\n]}\n", f);
+
+	free(c.flow_start);
+	free(c.gpus);
+	free(c.boundaries);
+	free(c.slices);
+	cs_buf_free(&c.esc);
+	return ferror(f) ? -EIO : 0;
+}
