@@ -33,15 +33,22 @@
 #define RECORD_QUEUE_MAX_BYTES (1ull << 30)
 
 /* Batches of records from the reader thread to the main thread (FIFO). */
+struct record_queued_batch {
+	struct sampler_batch *batch;
+	uint64_t collect_ns;        /* when the collection began: every ring record older is in it
+				     * or in an earlier batch */
+};
+
 struct record_queue {
 	pthread_mutex_t lock;
 	pthread_cond_t space;       /* signalled when bytes drop below the limit */
-	struct sampler_batch **items;
+	struct record_queued_batch *items;
 	size_t head, count, cap;
 	size_t bytes, peak_bytes;
 	int wake_fd;                /* eventfd: a batch was queued */
 	int stop_fd;                /* eventfd: the reader must stop */
 	volatile int stop;
+	uint64_t idle_collect_ns;   /* a collection that found nothing, begun with the queue empty */
 };
 
 /* Open-addressing tables for interning; written by hand (no generic hash table in libc). */
@@ -96,7 +103,10 @@ struct record {
 	/* GPU capture: the library's files, merged as they grow */
 	struct gpu_merge *gpu;
 	char **child_env;           /* launch mode with --gpu: the command's environment */
-	uint64_t last_event_time;   /* newest sampler event handled: GPU launches wait for it */
+	/* Every sampler event that happened before this time has been handled (the start of the
+	 * newest collection whose records are all delivered): GPU launches wait for it, so that
+	 * the mappings their return addresses fall in are known. */
+	uint64_t events_seen_ns;
 	struct record_gpu_note *gpu_notes;
 	size_t ngpu_notes, cap_gpu_notes;
 };
@@ -480,8 +490,6 @@ static int record_event(void *arg, const struct sampler_event *ev)
 {
 	struct record *r = arg;
 
-	if (ev->time > r->last_event_time)
-		r->last_event_time = ev->time;
 	switch (ev->type) {
 	case SAMPLER_EV_SAMPLE:
 		record_sample(r, ev);
@@ -825,9 +833,15 @@ static void *record_reader(void *arg)
 				hup[index[i]] = true;
 		if (q->stop)
 			break;
+		uint64_t collect_ns = cs_monotonic_ns();
 		struct sampler_batch *b = sampler_collect(r->sampler);
-		if (!b)
+		if (!b) {
+			pthread_mutex_lock(&q->lock);
+			if (!q->count)
+				q->idle_collect_ns = collect_ns;
+			pthread_mutex_unlock(&q->lock);
 			continue;
+		}
 		pthread_mutex_lock(&q->lock);
 		while (q->bytes > RECORD_QUEUE_MAX_BYTES && !q->stop)
 			pthread_cond_wait(&q->space, &q->lock);
@@ -839,7 +853,7 @@ static void *record_reader(void *arg)
 				cs_grow(&q->items, &q->cap, q->count + 1, sizeof(*q->items));
 			}
 		}
-		q->items[q->head + q->count++] = b;
+		q->items[q->head + q->count++] = (struct record_queued_batch){ b, collect_ns };
 		q->bytes += sampler_batch_bytes(b);
 		if (q->bytes > q->peak_bytes)
 			q->peak_bytes = q->bytes;
@@ -857,20 +871,26 @@ static void record_consume(struct record *r)
 	struct record_queue *q = &r->q;
 	for (;;) {
 		struct sampler_batch *b = NULL;
+		uint64_t collect_ns = 0;
 		pthread_mutex_lock(&q->lock);
 		if (q->count) {
-			b = q->items[q->head++];
+			b = q->items[q->head].batch;
+			collect_ns = q->items[q->head++].collect_ns;
 			q->count--;
 			if (!q->count)
 				q->head = 0;
 			q->bytes -= sampler_batch_bytes(b);
 			pthread_cond_signal(&q->space);
 		}
+		if (!b && q->idle_collect_ns > r->events_seen_ns)
+			r->events_seen_ns = q->idle_collect_ns; /* every batch before it is delivered */
 		pthread_mutex_unlock(&q->lock);
 		if (!b)
 			return;
 		sampler_batch_deliver(b, record_event, r);
 		sampler_batch_free(b);
+		if (collect_ns > r->events_seen_ns)
+			r->events_seen_ns = collect_ns;
 	}
 }
 
@@ -950,11 +970,10 @@ static int record_loop(struct record *r)
 		uint64_t now = cs_monotonic_ns();
 		if (now - r->last_symbolize_ns > 250000000ull) {
 			/* A launch waits until the sampler's events of its time are handled (a
-			 * library mapped just before it); the queue was just drained, so whatever
-			 * is half a second old has been seen, however idle the process. */
-			uint64_t seen = now - 500000000ull;
-			gpu_merge_poll(r->gpu, 0, r->last_event_time > seen ? r->last_event_time : seen,
-				       false);
+			 * library mapped just before it): events_seen_ns, not a guess from the
+			 * clock, which a reader thread starved on a loaded machine outran (its
+			 * launches then fell in no known mapping). */
+			gpu_merge_poll(r->gpu, 0, r->events_seen_ns, false);
 			record_symbolize(r, false);
 			r->last_symbolize_ns = now;
 		}
@@ -1221,7 +1240,7 @@ out:
 			close(r.target_pidfds[i]);
 	record_stop_reader(&r);
 	for (size_t i = 0; i < r.q.count; i++) /* only after a failure: nothing to write them to */
-		sampler_batch_free(r.q.items[r.q.head + i]);
+		sampler_batch_free(r.q.items[r.q.head + i].batch);
 	if (r.q.wake_fd > 0)
 		close(r.q.wake_fd), close(r.q.stop_fd);
 	free(r.q.items);

@@ -76,7 +76,7 @@ site=$(json_get w.json "j.gpu.launch_sites[0].stack.slice(0, 2).join(';') + ' ' 
 	fail "gpu-report: top launch site: $site"
 
 # scripts/gpu-profile.sh reads the kernel table from this JSON with its own code: run it.
-sed -n "/^profiler_table()/,/^}/p" "$CSAMPLER_ROOT/scripts/gpu-profile.sh" | sed -n "/<<'EOF'/,/^EOF/p" | sed '1d;$d' >reader.py
+sed -n "/^report_json_table()/,/^}/p" "$CSAMPLER_ROOT/scripts/gpu-profile.sh" | sed -n "/<<'EOF'/,/^EOF/p" | sed '1d;$d' >reader.py
 if command -v python3 >/dev/null && [ -s reader.py ]; then
 	python3 reader.py w.json >table.txt 2>reader.err
 	if grep -qP '^forward_kernel\(float\*, int\)\t40\t1\.077280$' table.txt && [ "$(wc -l <table.txt)" = 4 ]; then
@@ -84,6 +84,8 @@ if command -v python3 >/dev/null && [ -s reader.py ]; then
 	else
 		fail "gpu-report: gpu-profile.sh reader: $(cat table.txt reader.err | tr '\n\t' '| ')"
 	fi
+elif [ ! -s reader.py ]; then
+	fail "gpu-report: the JSON reader was not found in scripts/gpu-profile.sh's report_json_table()"
 else
 	skip "gpu-report: no python3 to run scripts/gpu-profile.sh's reader"
 fi
