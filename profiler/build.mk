@@ -9,7 +9,7 @@ PROFILER_CMD      := cmd_diff cmd_env cmd_export cmd_flame cmd_folded cmd_info c
 PROFILER_BASE     := cs
 PROFILER_FORMAT   := datafile
 PROFILER_SAMPLER  := sampler_perf
-PROFILER_UNWIND   := elfcache unwind symbols
+PROFILER_UNWIND   := elfcache unwind symbols jit
 PROFILER_RECORD   := record gpu_merge gpu_setup
 PROFILER_ANALYSIS := profile stacks report gpu
 PROFILER_EXPORT   := export chrome
@@ -18,7 +18,7 @@ PROFILER_SRCS := profiler/main.c \
 	$(PROFILER_FORMAT:%=profiler/format/%.c) $(PROFILER_SAMPLER:%=profiler/sampler/%.c) \
 	$(PROFILER_UNWIND:%=profiler/unwind/%.c) $(PROFILER_RECORD:%=profiler/record/%.c) \
 	$(PROFILER_ANALYSIS:%=profiler/analysis/%.c) $(PROFILER_EXPORT:%=profiler/export/%.c)
-PROFILER_TESTS := base/cs format/datafile unwind/unwind unwind/symbols \
+PROFILER_TESTS := base/cs format/datafile unwind/unwind unwind/symbols unwind/jit \
 	analysis/profile_builder analysis/stacks analysis/report analysis/gpu record/gpu_merge
 PROFILER_OBJS      := $(PROFILER_SRCS:%.c=$(BUILD)/%.o)
 PROFILER_TEST_OBJS := $(PROFILER_TESTS:%=$(BUILD)/profiler/%_test.o)
