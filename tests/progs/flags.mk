@@ -14,3 +14,5 @@ TEST_PROGRAMS += bin/tests/accuracy-stripped
 bin/tests/jit-kernel bin/tests/jit-fp bin/tests/jit-decoy: PROG_FLAGS = -O2 -g -fomit-frame-pointer
 bin/tests/jit-kernel bin/tests/jit-fp bin/tests/jit-decoy: tests/progs/jit.h
 bin/tests/jit-decoy: tests/progs/jit-kernel.c
+bin/tests/jit-nested: PROG_FLAGS = -O2 -g -fomit-frame-pointer
+bin/tests/jit-nested: tests/progs/jit.h tests/progs/jit-kernel.c

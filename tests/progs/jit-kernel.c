@@ -2,14 +2,14 @@
  * registers, reserves a spill area, and uses rbp as an ordinary register (the parameter
  * pointer). Its caller can only be found by scanning its frame. */
 #define JIT_NAME "jit_gemm_kernel"
-/* The kernel of jit-decoy.c too (it stores params->decoy into its spill area):
+/* The kernel of jit-decoy.c and jit-nested.c too (it stores params->decoy into its spill area):
  *   push rbx; push rbp; push r12..r15; sub $0x48,rsp; mov rdi,rbp; mov 0(rbp),rcx;
  *   xor eax,eax; mov $1,ebx; mov $3,r12d; mov rax,0x18..0x40(rsp) (every spill slot);
  *   mov 0x10(rbp),rdx; mov rdx,0x18(rsp);
  *   1: imul r12,rbx; add rbx,rax; mov rax,8(rsp); mov rbx,0x10(rsp); mov rcx,(rsp);
  *      xor rcx,rax; dec rcx; jne 1b;
  *   mov rax,8(rbp); add $0x48,rsp; pop r15..r12; pop rbp; pop rbx; ret */
-#define JIT_CODE { \
+#define JIT_GEMM_CODE { \
 	0x53, 0x55, 0x41, 0x54, 0x41, 0x55, 0x41, 0x56, 0x41, 0x57, 0x48, 0x83, 0xec, 0x48, \
 	0x48, 0x89, 0xfd, 0x48, 0x8b, 0x4d, 0x00, 0x31, 0xc0, 0xbb, 0x01, 0x00, 0x00, 0x00, \
 	0x41, 0xbc, 0x03, 0x00, 0x00, 0x00, \
@@ -21,6 +21,7 @@
 	0x75, 0xe3, \
 	0x48, 0x89, 0x45, 0x08, 0x48, 0x83, 0xc4, 0x48, 0x41, 0x5f, 0x41, 0x5e, 0x41, 0x5d, \
 	0x41, 0x5c, 0x5d, 0x5b, 0xc3 }
+#define JIT_CODE JIT_GEMM_CODE
 #ifndef JIT_NO_MAIN_SETUP
 #include "jit.h"
 

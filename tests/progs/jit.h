@@ -6,8 +6,9 @@
  *   main / thread_main -> worker_loop -> jit_caller -> [JIT kernel]
  *
  * The code has no CFI: only the unwinder's recovery of JIT frames can get past it. A program
- * defines JIT_CODE (the bytes), JIT_NAME (its perf-map name) and jit_setup(), which fills the
- * parameters the kernel reads, then includes this file. Usage: PROG [SECONDS] (default 2). */
+ * defines JIT_CODE (the bytes), JIT_NAME (its perf-map name), optionally a second kernel
+ * (JIT_CODE2, JIT_NAME2; jit_kernel2), and jit_setup(), which fills the parameters the kernel
+ * reads, then includes this file. Usage: PROG [SECONDS] (default 2). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
@@ -23,11 +24,13 @@ struct jit_params {
 	long iterations;     /* 0: loop count */
 	long result;         /* 8: written by the kernel */
 	uint64_t decoy;      /* 16: a word the kernel stores into its own frame (jit-decoy) */
+	void (*callback)(struct jit_params *); /* 24: what an outer kernel calls (jit-nested) */
 };
 
 typedef void (*jit_fn)(struct jit_params *);
 
 static jit_fn jit_kernel;
+static __attribute__((unused)) jit_fn jit_kernel2; /* JIT_CODE2, when the program has one */
 static volatile long jit_sink;
 static double jit_seconds = 2.0;
 
@@ -81,11 +84,18 @@ static int jit_load(void)
 	}
 	memset(mem, 0xcc, len); /* int3 around the kernel */
 	memcpy(mem, code, sizeof(code));
+#ifdef JIT_CODE2
+	static const unsigned char code2[] = JIT_CODE2;
+	memcpy((char *)mem + len / 2, code2, sizeof(code2));
+#endif
 	if (mprotect(mem, len, PROT_READ | PROT_EXEC)) {
 		perror("jit: mprotect");
 		return -1;
 	}
 	jit_kernel = (jit_fn)mem;
+#ifdef JIT_CODE2
+	jit_kernel2 = (jit_fn)((char *)mem + len / 2);
+#endif
 
 	char path[64];
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
@@ -95,6 +105,9 @@ static int jit_load(void)
 		return -1;
 	}
 	fprintf(f, "%lx %zx %s\n", (unsigned long)(uintptr_t)mem, sizeof(code), JIT_NAME);
+#ifdef JIT_CODE2
+	fprintf(f, "%lx %zx %s\n", (unsigned long)(uintptr_t)jit_kernel2, sizeof(code2), JIT_NAME2);
+#endif
 	if (fclose(f)) {
 		perror("jit: write perf map");
 		return -1;

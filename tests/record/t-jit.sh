@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # JIT code without CFI (tests/progs/jit.h): stacks through the kernels of jit-kernel (oneDNN-like:
-# pushes callee-saved registers, rbp an ordinary register), jit-fp (keeps a frame pointer) and
-# jit-decoy (a genuine return address after a direct call stored in the JIT frame) must be
+# pushes callee-saved registers, rbp an ordinary register), jit-fp (keeps a frame pointer),
+# jit-decoy (a genuine return address after a direct call stored in the JIT frame) and
+# jit-nested (JIT code calling C calling JIT code: two recoveries per sample) must be
 # complete with default options: report's figure >= 99%, and a count that does not trust it (the
 # root frame of each line of `folded`), every JIT frame under worker_loop;jit_caller and named
 # from the perf map the program writes; jit-fp's callers found by frame-pointer steps (a scan only
@@ -34,8 +35,11 @@ record() {
 # samples NAME AWK-CONDITION: the samples of NAME.folded's lines that match.
 samples() { awk "$2 { n += \$NF } END { print n + 0 }" "$1.folded"; }
 
-for prog in jit-kernel:jit_gemm_kernel jit-fp:jit_fp_kernel jit-decoy:jit_decoy_kernel; do
-	name=${prog%%:*} sym=${prog##*:}
+# NAME:KERNEL[:CALLERS]: the program, the kernel its samples are mostly in, the frames above it.
+for prog in jit-kernel:jit_gemm_kernel jit-fp:jit_fp_kernel jit-decoy:jit_decoy_kernel \
+	"jit-nested:jit_gemm_kernel:worker_loop;jit_caller;jit_outer_kernel_\\[j\\];jit_callback"; do
+	IFS=: read -r name sym callers <<<"$prog"
+	callers=${callers:-worker_loop;jit_caller}
 	record "$name" "$name" || continue
 	complete=$(json_get "$name.json" "j.unwind.complete_pct")
 	if awk -v c="$complete" 'BEGIN { exit !(c >= 99) }'; then
@@ -49,10 +53,11 @@ for prog in jit-kernel:jit_gemm_kernel jit-fp:jit_fp_kernel jit-decoy:jit_decoy_
 	check "$name: $rooted of $total samples rooted at _start or clone in folded (>= 99%)" \
 		test $((rooted * 100)) -ge $((total * 99))
 	jit=$(samples "$name" "/;${sym}_\\[j\\]/")
-	under=$(samples "$name" "/;worker_loop;jit_caller;${sym}_\\[j\\]/")
+	under=$(samples "$name" "/;${callers};${sym}_\\[j\\]/")
 	check "$name: most samples in the JIT kernel ($jit of $total)" test $((jit * 2)) -gt "$total"
-	check "$name: every JIT frame under worker_loop;jit_caller ($under of $jit)" test "$under" = "$jit"
-	check "$name: no unnamed JIT frame" bash -c "! grep -q '//anon' $name.folded"
+	check "$name: every $sym frame under ${callers//\\/} ($under of $jit)" test "$under" = "$jit"
+	# (samples taken in execve, before the program runs, have the launcher's pc: not JIT)
+	check "$name: no unnamed JIT frame" bash -c "! grep '//anon' $name.folded | grep -qv sys_execve"
 	fp=$(json_get "$name.json" "j.unwind.frames.fp")
 	scan=$(json_get "$name.json" "j.unwind.frames.scan")
 	case $name in
@@ -63,6 +68,10 @@ for prog in jit-kernel:jit_gemm_kernel jit-fp:jit_fp_kernel jit-decoy:jit_decoy_
 		# caller's) needs the scan.
 		check "$name: almost nothing found by scanning ($scan, <= 1%)" \
 			test $((scan * 100)) -le "$jit" ;;
+	jit-nested)
+		# Two frames without CFI per sample of the inner kernel.
+		check "$name: two callers found by scanning per sample ($scan for $jit samples)" \
+			test $((scan * 100)) -ge $((jit * 2 * 99)) ;;
 	*)
 		check "$name: callers found by scanning ($scan for $jit JIT samples)" \
 			test $((scan * 100)) -ge $((jit * 99)) ;;
