@@ -1,6 +1,5 @@
-/* jit.h: recovering the caller of a frame that has no CFI (code generated at run time in
- * anonymous memory by oneDNN, MKL, Triton..., or a file stripped of .eh_frame). unwind.c stops
- * its CFI unwinding at such a frame, asks jit_recover() for the caller's registers and resumes
+/* jit.h: recovering the caller of a frame that has no CFI: code generated at run time in
+ * anonymous memory by oneDNN, MKL, Triton... unwind.c stops its CFI unwinding at such a frame, asks jit_recover() for the caller's registers and resumes
  * CFI unwinding from there; this module only reasons about one frame and knows nothing of
  * libdwfl or of the address-space tables, which it reaches through struct jit_memory.
  *

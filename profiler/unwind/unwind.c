@@ -69,8 +69,7 @@ struct unwind_space {
 	 * leaves in stop. */
 	const struct jit_caller *resume;
 	bool pass_first;         /* the next frame callback is the pass' initial frame */
-	bool stopped;            /* the pass ended at stop */
-	bool stop_anon;          /* stop is in anonymous memory (else a file without CFI) */
+	bool stopped;            /* the pass ended at stop (in JIT code) */
 	struct jit_frame stop;
 };
 
@@ -535,26 +534,29 @@ static const struct unwind_map *unwind_space_lookup(const struct unwind_space *s
 enum { UNWIND_DWARF_BP = 6, UNWIND_DWARF_SP = 7 };
 
 /* Whether m holds code without any CFI: anonymous memory, or a file without .eh_frame and
- * .debug_frame. *anon tells which. */
-static bool unwind_jit_map_no_cfi(const struct unwind_space *sp, const struct unwind_map *m,
-				  bool *anon)
+ * .debug_frame (or not ELF). Only anonymous memory (JIT code) is recovered here: in a file
+ * without CFI, libdwfl's frame-pointer fallback goes on as it always did (code built with frame
+ * pointers and without unwind tables, such as some Go and kernel-style builds, unwinds so), and
+ * a stop there is reported as such (UNWIND_STOP_NO_CFI). */
+static bool unwind_map_no_cfi(const struct unwind_space *sp, const struct unwind_map *m)
 {
 	const struct unwind_module_priv *mod = sp->ctx->modules[m->module];
 
-	*anon = mod->kind == UNWIND_MOD_JIT;
-	if (*anon || mod->kind == UNWIND_MOD_FILE)
-		return true;
-	return mod->kind == UNWIND_MOD_ELF && (m->file->section_flags & PROFILE_MODULE_NO_CFI);
+	return mod->kind == UNWIND_MOD_JIT || mod->kind == UNWIND_MOD_FILE ||
+	       (mod->kind == UNWIND_MOD_ELF && (m->file->section_flags & PROFILE_MODULE_NO_CFI));
+}
+
+static bool unwind_map_anon(const struct unwind_space *sp, const struct unwind_map *m)
+{
+	return sp->ctx->modules[m->module]->kind == UNWIND_MOD_JIT;
 }
 
 static const uint8_t *unwind_jit_code_before(void *arg, uint64_t addr, size_t n)
 {
 	struct unwind_space *sp = arg;
 	const struct unwind_map *m = unwind_space_lookup(sp, addr - 1);
-	bool anon;
 
-	if (!m || !m->file || !m->file->raw || unwind_jit_map_no_cfi(sp, m, &anon) ||
-	    addr - n < m->start)
+	if (!m || !m->file || !m->file->raw || unwind_map_no_cfi(sp, m) || addr - n < m->start)
 		return NULL;
 	uint64_t off = addr - m->start + m->pgoff;
 	if (off < n || off > m->file->raw_size)
@@ -589,7 +591,7 @@ static bool unwind_jit_is_anon(void *arg, uint64_t addr)
 	struct unwind_space *sp = arg;
 	const struct unwind_map *m = unwind_space_lookup(sp, addr);
 
-	return m && sp->ctx->modules[m->module]->kind == UNWIND_MOD_JIT;
+	return m && unwind_map_anon(sp, m);
 }
 
 /* The caller of sp->stop, or -errno from jit_recover (-ERANGE: the stack copy was short). */
@@ -623,7 +625,7 @@ static bool unwind_jit_set_registers(Dwfl_Thread *thread, const struct jit_calle
 	return true;
 }
 
-/* Called for each frame before libdwfl unwinds it: a frame without CFI ends the pass, its
+/* Called for each frame before libdwfl unwinds it: a frame in JIT code ends the pass, its
  * registers kept in sp->stop for unwind_jit_recover. first: the pass' initial frame (its pc
  * is exact, else a return address). */
 static bool unwind_jit_stop_here(struct unwind_space *sp, Dwfl_Frame *state, uint64_t pc,
@@ -631,9 +633,8 @@ static bool unwind_jit_stop_here(struct unwind_space *sp, Dwfl_Frame *state, uin
 {
 	const struct unwind_map *m = unwind_space_lookup(sp, first ? pc : pc - 1);
 	Dwarf_Word reg;
-	bool anon;
 
-	if (!m || !unwind_jit_map_no_cfi(sp, m, &anon))
+	if (!m || !unwind_map_anon(sp, m))
 		return false;
 	if (dwfl_frame_reg(state, UNWIND_DWARF_SP, &reg) != 0)
 		return false; /* nothing to start from: libdwfl goes on as it would */
@@ -643,7 +644,6 @@ static bool unwind_jit_stop_here(struct unwind_space *sp, Dwfl_Frame *state, uin
 		sp->stop.have_bp = true;
 	}
 	sp->stopped = true;
-	sp->stop_anon = anon;
 	return true;
 }
 
@@ -810,6 +810,15 @@ static int unwind_frame_cb(Dwfl_Frame *state, void *arg)
 	return sp->n >= sp->max ? DWARF_CB_ABORT : DWARF_CB_OK;
 }
 
+/* Whether loc is in a file without CFI (where libdwfl's unwinding stopped). */
+static bool unwind_loc_no_cfi(const struct unwind_ctx *ctx, const struct unwind_loc *loc)
+{
+	const struct unwind_module_priv *m = ctx->modules[loc->module];
+
+	return m->kind == UNWIND_MOD_FILE ||
+	       (m->kind == UNWIND_MOD_ELF && (m->file->section_flags & PROFILE_MODULE_NO_CFI));
+}
+
 int unwind_sample(struct unwind_ctx *ctx, const struct unwind_sample *s, struct unwind_loc *locs,
 		  int max, uint32_t *flags)
 {
@@ -886,7 +895,7 @@ int unwind_sample(struct unwind_ctx *ctx, const struct unwind_sample *s, struct 
 		else if (jit_err == -ERANGE)
 			*flags |= UNWIND_STACK_END;
 		else
-			*flags |= UNWIND_ERROR | (sp->stop_anon ? UNWIND_STOP_ANON : UNWIND_STOP_NO_CFI);
+			*flags |= UNWIND_ERROR | UNWIND_STOP_ANON;
 	} else if (rc == 0 && !sp->read_failed) {
 		*flags |= UNWIND_COMPLETE;
 	} else if (rc == DWARF_CB_ABORT) {
@@ -897,6 +906,8 @@ int unwind_sample(struct unwind_ctx *ctx, const struct unwind_sample *s, struct 
 		*flags |= sp->read_beyond ? UNWIND_STACK_END : UNWIND_ERROR;
 		if (sp->n == n) /* not even the leaf (e.g. the thread state could not be set) */
 			unwind_push(ctx, p, sp, s->regs[UNWIND_PERF_IP]);
+		else if (!sp->read_beyond && unwind_loc_no_cfi(ctx, &sp->locs[sp->n - 1]))
+			*flags |= UNWIND_STOP_NO_CFI;
 	}
 out:
 	if (sp->no_map)

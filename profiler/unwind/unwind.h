@@ -52,7 +52,8 @@ enum unwind_result_flags {
 				     * an address in the process' "//anon" module) */
 	UNWIND_STOP_ANON = 1 << 4,  /* with UNWIND_ERROR: stopped at code without CFI in
 				     * anonymous memory (JIT) whose caller was not recovered */
-	UNWIND_STOP_NO_CFI = 1 << 5,/* with UNWIND_ERROR: likewise in a file without CFI */
+	UNWIND_STOP_NO_CFI = 1 << 5,/* with UNWIND_ERROR: stopped at code in a file without CFI
+				     * (libdwfl's frame-pointer fallback failed there) */
 };
 /* None of COMPLETE, ERROR, STACK_END: locs filled up (max reached) before the end. */
 
@@ -86,8 +87,8 @@ int unwind_exit(struct unwind_ctx *ctx, uint32_t pid);   /* may free per-process
 int unwind_load_proc_maps(struct unwind_ctx *ctx, uint32_t pid);
 
 /* Unwind one sample: kernel frames first (leaf first, module = the kernel module), then user
- * frames. A frame without CFI (JIT code, a file without .eh_frame) does not end the stack: its
- * caller is recovered as unwind/jit.h says and CFI unwinding resumes from there, up to
+ * frames. A frame in JIT code (anonymous executable memory, no CFI) does not end the stack:
+ * its caller is recovered as unwind/jit.h says and CFI unwinding resumes from there, up to
  * UNWIND_JIT_MAX_RECOVERIES times per sample; the frames found so are marked in locs[].flags. The leaf ip is reported as is; every caller's entry is its return address,
  * unadjusted (sym_resolve adjusts by one). A frame interrupted by a signal (its pc is exact,
  * not a return address) is given as pc + 1 so that the same adjustment lands on it. The user
