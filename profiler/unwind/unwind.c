@@ -56,6 +56,8 @@ struct unwind_space {
 	bool attached;
 	bool needs_rebuild;      /* a reported module lost its maps: report everything again */
 	bool needs_add;          /* maps not yet reported */
+	bool has_jit;            /* a map of anonymous code was seen (never reset): only then can
+				  * a frame need unwind_jit_* */
 
 	/* The unwind in progress (unwind_sample). */
 	const struct unwind_sample *cur;
@@ -133,6 +135,7 @@ static struct unwind_space *unwind_space_own(struct unwind_proc *p)
 	sp->maps = cs_malloc((old->nmaps ? old->nmaps : 1) * sizeof(sp->maps[0]));
 	memcpy(sp->maps, old->maps, old->nmaps * sizeof(sp->maps[0]));
 	sp->nmaps = sp->cap_maps = old->nmaps;
+	sp->has_jit = old->has_jit;
 	for (size_t i = 0; i < sp->nmaps; i++)
 		sp->maps[i].reported = false;
 	sp->needs_add = sp->nmaps > 0;
@@ -418,6 +421,8 @@ int unwind_mmap(struct unwind_ctx *ctx, uint32_t pid, uint64_t start, uint64_t l
 		m.bias = elfcache_file_bias(m.file, m.start, m.pgoff);
 		sp->needs_add = true;
 	}
+	if (ctx->modules[m.module]->kind == UNWIND_MOD_JIT)
+		sp->has_jit = true;
 	unwind_space_insert(sp, &m);
 	return 0;
 }
@@ -785,6 +790,8 @@ static int unwind_frame_cb(Dwfl_Frame *state, void *arg)
 	 * read-failure flags are reset first: afterwards they describe the step just taken. */
 	sp->pass_first = false;
 	sp->read_failed = sp->read_beyond = false;
+	if (!sp->has_jit)
+		goto cfi; /* the common case: no JIT code in this process */
 	if (!dwfl_frame_pc(state, &pc, NULL))
 		return DWARF_CB_ABORT;
 	if (first && sp->resume) {
@@ -799,6 +806,7 @@ static int unwind_frame_cb(Dwfl_Frame *state, void *arg)
 		unwind_push(sp->ctx, sp->proc, sp, first && sp->n > 0 ? pc + 1 : pc);
 		return DWARF_CB_ABORT;
 	}
+cfi:
 	if (!dwfl_frame_pc(state, &pc, &activation))
 		return DWARF_CB_ABORT;
 	/* A non-leaf frame whose pc is exact (interrupted by a signal) is given as pc + 1, so
