@@ -68,7 +68,7 @@ read -r c_total c_rooted <<<"$(awk -v roots="^($ROOTS)\$" '
 
 # perf: one block per sample, frames leaf first, the outermost last.
 perf_complete() { # FILE -> "total complete"
-	"$PERF" script -i "$1" -F tid,ip,sym 2>/dev/null | awk -v roots="^($ROOTS)(@.*)?\$" '
+	"$PERF" script -i "$1" -F comm,tid,ip,sym 2>/dev/null | awk -v roots="^($ROOTS)(@.*)?\$" '
 		function done_sample() { if (in_s) { total++; if (last ~ roots) ok++ } in_s = 0; last = "" }
 		/^[^ \t]/ { done_sample(); in_s = 1; next }
 		/^[ \t]+[0-9a-f]+ / { last = $2; next }
@@ -78,7 +78,7 @@ perf_complete() { # FILE -> "total complete"
 read -r p8_total p8_ok <<<"$(perf_complete "$W/p8.data")"
 read -r p64_total p64_ok <<<"$(perf_complete "$W/p64.data")"
 
-pct() { echo "scale=2; 100 * $1 / ($2 > 0 ? $2 : 1)" | bc; }
+pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b ? 100 * a / b : 0 }'; }
 printf '\nbench-jit-torch: %s, %s steps, %s Hz, %s, %s CPUs\n' "$(date -u +%F)" "$STEPS" "$RATE" \
 	"torch $("$PYTHON" -c 'import torch; print(torch.__version__)')" "$(nproc)"
 printf '%-36s %9s %14s\n' profiler samples "complete (%)"
