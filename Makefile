@@ -4,6 +4,7 @@
 #   make test       build and run every test; last line "N passed, N failed[, N skipped]"
 #   make demo       profile a micro training run, print the report, write flame.svg
 #   make install    install programs and man pages under $(PREFIX)
+#   make fuzz       build the libFuzzer harnesses (clang) and run each for FUZZ_SECONDS (tests/fuzz/)
 
 CC       ?= gcc
 ifeq ($(origin NVCC),undefined)
@@ -43,6 +44,7 @@ include profiler/build.mk
 -include flamegraph/build.mk
 -include target/build.mk
 include tests/build.mk
+include tests/fuzz/build.mk
 
 programs: $(PROGRAMS)
 

@@ -43,6 +43,7 @@ struct flame_opts {
 	bool per_thread;         /* data files: root frame "comm-tid" */
 	int64_t pid, tid;        /* data files: filters, -1 = all */
 	const char *comm;        /* data files: thread-name filter, NULL = all */
+	int source;              /* data files: enum fold_source (--cpu, --gpu, --both) */
 	const char **inputs;     /* files named by -i or as arguments; owned by the caller */
 	size_t ninputs;
 };
@@ -67,6 +68,8 @@ enum flame_kind {
 	FLAME_KIND_GPU_SYNC,   /* time blocked in a CUDA synchronisation */
 	FLAME_KIND_JIT,
 	FLAME_KIND_OTHER,      /* frames narrower than --minwidth, merged */
+	FLAME_KIND_PYTHON,     /* a Python function (CPython frames read by record) */
+	FLAME_KIND_NVTX,       /* an NVTX range around GPU launches ("[nvtx] NAME") */
 	FLAME_KIND_COUNT
 };
 /* Or-ed into the kind written for the JavaScript: the frame was inlined. */
@@ -74,7 +77,10 @@ enum flame_kind {
 
 /* The kind of a frame named name in module (basename, or NULL) with PROFILE_FRAME_* flags.
  * Without a module (folded text) the name alone decides: "_[k]"-style flags, "[libc.so.6]",
- * "libfoo.so+0x12", "module`func" and well-known libc/CUDA function prefixes. */
+ * "libfoo.so+0x12", "module`func", py-spy's "func (file.py:LINE)" and well-known libc/CUDA
+ * function prefixes. The GPU view's frames (fold_gpu.c) are known by their names alone, so that
+ * its folded text and data files draw alike: "[gpu] KERNEL", "[memcpy KIND]", "[memset]",
+ * "[sync]", "[nvtx] RANGE". */
 enum flame_kind flame_classify(const char *name, const char *module, uint32_t flags);
 
 /* ---- the merged call tree (flame_tree.c) --------------------------------------------- */
@@ -145,6 +151,8 @@ struct flame_tree {
 	double *count[2];       /* per node, per series: samples of stacks ending there until
 				 * flame_tree_finish(), then totals (the node and below);
 				 * count[1] is NULL until a BEFORE stack is added */
+	double *calls;          /* per node, like count[MAIN]: GPU activities merged into it;
+				 * NULL until flame_tree_add_calls() (CPU inputs never pay) */
 	struct flame_map children; /* (parent << 32 | key) -> child node; unused for flamecharts */
 	struct flame_stackmap stacks;
 	uint32_t *path;         /* the nodes of the last stack added, root excluded */
@@ -168,6 +176,8 @@ uint32_t flame_tree_add(struct flame_tree *t, const struct fold_frame *frames, s
 			size_t same_prefix, int series, double count);
 /* Add count to a stack known by its leaf node (from flame_tree_add). */
 void flame_tree_add_leaf(struct flame_tree *t, uint32_t leaf, int series, double count);
+/* Add calls (GPU activities, main series) to a stack known by its leaf node. */
+void flame_tree_add_calls(struct flame_tree *t, uint32_t leaf, uint64_t calls);
 /* Stacks known by the hash of their folded text (not for flame charts, which do not merge):
  * find returns the stack's counts (double[2], by series), or NULL when unknown; remember
  * records a new stack whose leaf node is leaf and returns its zeroed counts. The pointers
@@ -219,6 +229,11 @@ int flame_folded_read(FILE *f, const char *name, const struct flame_folded_ops *
 int flame_input_read(struct flame_tree *t, const char *path, int series,
 		     const struct flame_opts *o, bool allow_two_counts);
 
+/* The folded-text half of flame_input_read, from an open stream f named name in messages
+ * (the fuzz harness reads from memory through fmemopen). */
+int flame_input_read_folded(struct flame_tree *t, FILE *f, const char *name, int series,
+			    const struct flame_opts *o, bool allow_two_counts);
+
 /* The inputs of a flame command: o->inputs, else stdin when it is a pipe or a file, else
  * ./csampler.data. Sets *paths and *n (paths[i] NULL = stdin); free *paths with free(). */
 void flame_input_default(const struct flame_opts *o, const char ***paths, size_t *n);
@@ -230,6 +245,7 @@ struct flame_frame {
 	uint32_t okey;       /* index into flame_layout.okeys */
 	double count;        /* main series */
 	double before;       /* BEFORE series (diffs) */
+	double calls;        /* GPU activities merged into the frame (0 without calls) */
 };
 
 /* A key as written out: a real tree key, or an "other" frame merging nmerged frames. */

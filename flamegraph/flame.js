@@ -3,6 +3,9 @@
  *   frames: [depth, name index, count, ...] in pre-order (a frame's children follow it, left
  *           to right); before: the BEFORE count per frame (differential graphs);
  *   names, kinds (flame_kind | 0x100 inlined), mods/modn (module), src (file:line) per name;
+ *   calls: GPU activities merged into each frame (GPU views of data files only);
+ *   countname "ns": counts are nanoseconds (the GPU views), shown as times; both: the graph
+ *   has a CPU and a GPU root, and tooltips give a frame's share of its root too;
  *   W, H, fh, fs, fw, xpad, ypad1, ypad2, legendY: the geometry flame_layout.c computed.
  * Only frames wide enough to see are turned into elements, at each zoom, so big profiles
  * stay fast. Names are only ever set as text (textContent), never parsed as markup.
@@ -18,12 +21,15 @@
 	var depth = new Uint32Array(N), key = new Uint32Array(N), cnt = new Float64Array(N);
 	var x0 = new Float64Array(N), end = new Uint32Array(N), parent = new Int32Array(N);
 	var bef = D.diff ? D.before : null;
+	var calls = D.calls || null;
+	var isTime = D.countname === "ns";
 	var names = D.names, kinds = D.kinds;
 	var charW = D.fs * D.fw;
 	var KIND = ["all", "own code", "system libraries", "kernel", "CUDA runtime and driver",
-		"GPU kernels", "GPU copies", "GPU synchronisation", "JIT", "merged narrow frames"];
+		"GPU kernels", "GPU copies", "GPU synchronisation", "JIT", "merged narrow frames", "Python",
+		"NVTX ranges"];
 	var KIND_PALETTE = ["hot", "hot", "system", "aqua", "green", "purple", "pink", "grey",
-		"yellow", "lightgrey"];
+		"yellow", "lightgrey", "orange", "tan"];
 
 	/* Pre-order -> positions in counts: x0 (left edge), end (one past the subtree). */
 	(function () {
@@ -85,6 +91,7 @@
 		case "pink": return rgb(235 + 20 * a, 140 + 50 * a, 185 + 40 * b);
 		case "grey": return rgb(150 + 50 * a, 150 + 50 * a, 150 + 50 * a);
 		case "lightgrey": return rgb(208, 208, 208);
+		case "tan": return rgb(170 + 40 * a, 140 + 30 * a, 90 + 30 * b);
 		}
 		return rgb(205 + 50 * c, 230 * a, 55 * b);
 	}
@@ -140,6 +147,30 @@
 		return parts.join(".");
 	}
 	function pct(a, b) { return b > 0 ? (100 * a / b).toFixed(2) : "0.00"; }
+	/* A count with its unit: "50 samples", or for nanoseconds "1.250 ms". */
+	function fmtValue(c) {
+		if (!isTime)
+			return fmtCount(c) + " " + D.countname;
+		var a = Math.abs(c);
+		if (a >= 1e9)
+			return (c / 1e9).toFixed(3) + " s";
+		if (a >= 1e6)
+			return (c / 1e6).toFixed(3) + " ms";
+		if (a >= 1e3)
+			return (c / 1e3).toFixed(3) + " \u00b5s";
+		return fmtCount(c) + " ns";
+	}
+	function fmtCalls(i) {
+		return calls && calls[i] > 0 ? fmtCount(calls[i]) + (calls[i] === 1 ? " call" : " calls") : "";
+	}
+	/* With a CPU and a GPU root: the root (depth 1) frame i is under, else -1. */
+	function topOf(i) {
+		if (!D.both || depth[i] < 1)
+			return -1;
+		while (depth[i] > 1)
+			i = parent[i];
+		return i;
+	}
 	function fit(name, w) {
 		var n = Math.floor((w - 6) / charW);
 		if (n < 3)
@@ -222,9 +253,9 @@
 		return Math.max(0, s);
 	}
 	function describe(i) {
-		var k = key[i], name = names[k], cn = D.countname, z = state.zoom;
-		var s = D.nametype + " " + name + " (" + fmtCount(cnt[i]) + " " + cn + ", " +
-			pct(cnt[i], D.total) + "%";
+		var k = key[i], name = names[k], z = state.zoom, nc = fmtCalls(i);
+		var s = D.nametype + " " + name + " (" + fmtValue(cnt[i]) + (nc ? ", " + nc : "") +
+			", " + pct(cnt[i], D.total) + "%";
 		if (z)
 			s += ", " + pct(cnt[i], cnt[z]) + "% of zoom";
 		if (bef) {
@@ -234,17 +265,19 @@
 		return s + ")";
 	}
 	function tipLines(i) {
-		var k = key[i], kind = kinds[k] & 0xff, cn = D.countname, z = state.zoom;
+		var k = key[i], kind = kinds[k] & 0xff, z = state.zoom, nc = fmtCalls(i), top = topOf(i);
 		var lines = [[names[k].length > 160 ? names[k].slice(0, 159) + "\u2026" : names[k], "head"]];
-		lines.push([fmtCount(cnt[i]) + " " + cn + " \u00b7 " + pct(cnt[i], D.total) +
-			"% of total \u00b7 " + pct(cnt[i], cnt[z]) + "% of zoom"]);
+		lines.push([fmtValue(cnt[i]) + (nc ? " \u00b7 " + nc : "") + " \u00b7 " +
+			pct(cnt[i], D.total) + "% of total \u00b7 " + pct(cnt[i], cnt[z]) + "% of zoom"]);
+		if (top > 0 && top !== i)
+			lines.push([pct(cnt[i], cnt[top]) + "% of " + names[key[top]] + " time"]);
 		var self = selfCount(i);
 		if (self > 0 && i !== 0)
-			lines.push(["self: " + fmtCount(self) + " " + cn + " (" + pct(self, D.total) + "%)"]);
+			lines.push(["self: " + fmtValue(self) + " (" + pct(self, D.total) + "%)"]);
 		if (bef) {
 			var d = 100 * (share(i) - shareBefore(i));
-			lines.push(["before: " + fmtCount(bef[i]) + " " + cn + " (" +
-				pct(bef[i], D.totalBefore) + "%) \u2192 after: " + fmtCount(cnt[i]) + " (" +
+			lines.push(["before: " + fmtValue(bef[i]) + " (" +
+				pct(bef[i], D.totalBefore) + "%) \u2192 after: " + (isTime ? fmtValue(cnt[i]) : fmtCount(cnt[i])) + " (" +
 				pct(cnt[i], D.total) + "%)"]);
 			lines.push(["change: " + (d > 0 ? "+" : "") + d.toFixed(2) +
 				" points of the total" + (bef[i] > 0 ? " (" + (cnt[i] / D.total * D.totalBefore /

@@ -63,6 +63,24 @@ static const char *const flame_libc_functions[] = {
 	"clock_gettime", "gettimeofday", "syscall", "ioctl", "sched_yield", NULL,
 };
 
+/* py-spy's (and csampler folded's) Python frame: "function (path/file.py:LINE)". */
+static bool flame_python_name(const char *name)
+{
+	size_t n = strlen(name);
+	if (n < 8 || name[n - 1] != ')')
+		return false;
+	const char *open = memrchr(name, '(', n);
+	if (!open || open == name || open[-1] != ' ')
+		return false;
+	const char *colon = memrchr(open, ':', (size_t)(name + n - open));
+	if (!colon || colon - open < 4 || strncmp(colon - 3, ".py", 3) != 0 || colon + 1 == name + n - 1)
+		return false;
+	for (const char *d = colon + 1; d < name + n - 1; d++)
+		if (*d < '0' || *d > '9')
+			return false;
+	return true;
+}
+
 static enum flame_kind flame_classify_module(const char *module)
 {
 	if (!strcmp(module, "[kernel.kallsyms]") || !strcmp(module, "vmlinux") ||
@@ -119,6 +137,19 @@ enum flame_kind flame_classify(const char *name, const char *module, uint32_t fl
 		return FLAME_KIND_KERNEL;
 	if (flags & PROFILE_FRAME_JIT)
 		return FLAME_KIND_JIT;
+	if (name[0] == '[' && !(module && *module)) {
+		/* The GPU view's frames (fold_gpu.c), before "[module]" below takes them. */
+		if (!strncmp(name, "[gpu] ", 6))
+			return FLAME_KIND_GPU_KERNEL;
+		if (!strncmp(name, "[memcpy ", 8) || !strcmp(name, "[memset]"))
+			return FLAME_KIND_GPU_COPY;
+		if (!strcmp(name, "[sync]"))
+			return FLAME_KIND_GPU_SYNC;
+		if (!strncmp(name, "[nvtx] ", 7))
+			return FLAME_KIND_NVTX;
+	}
+	if ((flags & PROFILE_FRAME_PYTHON) || flame_python_name(name))
+		return FLAME_KIND_PYTHON;
 	if (module && *module)
 		return flame_classify_module(cs_basename(module));
 	const char *inner = flame_module_in_name(name, buf, sizeof(buf));

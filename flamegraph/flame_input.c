@@ -62,10 +62,13 @@ static int flame_input_stack(void *arg, const struct fold_frame *frames, size_t 
 }
 
 static int flame_input_fold(void *arg, const struct fold_frame *frames, size_t nframes,
-			    uint64_t count)
+			    uint64_t count, uint64_t calls)
 {
 	struct flame_input_ctx *c = arg;
-	flame_tree_add(c->tree, frames, nframes, 0, c->series, (double)count * c->factor);
+	uint32_t leaf = flame_tree_add(c->tree, frames, nframes, 0, c->series,
+				       (double)count * c->factor);
+	if (calls && c->series == FLAME_SERIES_MAIN)
+		flame_tree_add_calls(c->tree, leaf, calls);
 	return 0;
 }
 
@@ -82,6 +85,16 @@ static int flame_input_datafile(struct flame_input_ctx *c, const char *path,
 	fo.pid = o->pid;
 	fo.tid = o->tid;
 	fo.comm = o->comm;
+	fo.source = o->source;
+	if (o->source != FOLD_CPU && !p->ngpu_activities)
+		cs_warn("%s has no GPU records (record with 'csampler record --gpu on' on a CUDA "
+			"program)", path);
+	if (o->source == FOLD_BOTH && !fold_cpu_period_ns(p)) {
+		err = cs_error(EINVAL, "%s does not say its sampling rate (rate_hz), so CPU samples "
+			       "cannot be turned into time; use --cpu or --gpu", path);
+		profile_free(p);
+		return err;
+	}
 	err = fold_profile(p, &fo, flame_input_fold, c);
 	if (err)
 		cs_error(err, "fold_profile %s: %s", path, strerror(-err));
@@ -106,6 +119,16 @@ static int flame_input_folded(struct flame_input_ctx *c, FILE *f)
 			c->name, (unsigned long long)st.ignored, st.ignored == 1 ? "" : "s",
 			(unsigned long long)st.first_ignored);
 	return 0;
+}
+
+int flame_input_read_folded(struct flame_tree *t, FILE *f, const char *name, int series,
+			    const struct flame_opts *o, bool allow_two_counts)
+{
+	struct flame_input_ctx c = {
+		.tree = t, .name = name, .series = series, .factor = o->factor,
+		.allow_two_counts = allow_two_counts,
+	};
+	return flame_input_folded(&c, f);
 }
 
 int flame_input_read(struct flame_tree *t, const char *path, int series,

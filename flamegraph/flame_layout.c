@@ -15,7 +15,7 @@ struct flame_walk {
 	uint32_t node;
 	uint32_t depth;
 	uint32_t nmerged;
-	double count, before;
+	double count, before, calls;
 };
 
 struct flame_layout_ctx {
@@ -109,6 +109,7 @@ int flame_layout_build(const struct flame_tree *t, const struct flame_opts *o,
 	uint32_t *kids = NULL;
 	const double *main_count = t->count[FLAME_SERIES_MAIN];
 	const double *before = t->count[FLAME_SERIES_BEFORE];
+	const double *calls = t->calls;
 
 	memset(l, 0, sizeof(*l));
 	l->total = main_count[0];
@@ -126,13 +127,14 @@ int flame_layout_build(const struct flame_tree *t, const struct flame_opts *o,
 
 	cs_grow(&stack, &stack_cap, 1, sizeof(*stack));
 	stack[nstack++] = (struct flame_walk){ .node = 0, .count = l->total,
-					       .before = l->total_before };
+					       .before = l->total_before,
+					       .calls = calls ? calls[0] : 0 };
 	while (nstack) {
 		w = stack[--nstack];
 		cs_grow(&l->frames, &c.frames_cap, l->nframes + 1, sizeof(*l->frames));
 		l->frames[l->nframes++] = (struct flame_frame){
 			.depth = w.depth, .okey = flame_okey_of(&c, &w),
-			.count = w.count, .before = w.before,
+			.count = w.count, .before = w.before, .calls = w.calls,
 		};
 		if (w.depth > l->max_depth)
 			l->max_depth = w.depth;
@@ -153,6 +155,7 @@ int flame_layout_build(const struct flame_tree *t, const struct flame_opts *o,
 			if (cnt < l->mincount) {
 				other.count += cnt;
 				other.before += before ? before[ch] : 0;
+				other.calls += calls ? calls[ch] : 0;
 				other.nmerged++;
 				continue;
 			}
@@ -170,6 +173,7 @@ int flame_layout_build(const struct flame_tree *t, const struct flame_opts *o,
 			stack[nstack++] = (struct flame_walk){
 				.node = kids[i], .depth = w.depth + 1, .count = main_count[kids[i]],
 				.before = before ? before[kids[i]] : 0,
+				.calls = calls ? calls[kids[i]] : 0,
 			};
 	}
 	flame_geometry(l, o);
@@ -200,7 +204,7 @@ const char *flame_okey_name(const struct flame_tree *t, const struct flame_okey 
 
 static const char *const flame_kind_names[FLAME_KIND_COUNT] = {
 	"root", "own", "system", "kernel", "cuda", "gpu-kernel", "gpu-copy", "gpu-sync", "jit",
-	"other",
+	"other", "python", "nvtx",
 };
 
 int flame_layout_dump(FILE *f, const struct flame_tree *t, const struct flame_layout *l,

@@ -17,6 +17,7 @@ enum flame_opt_type {
 	FLAME_OPT_MINWIDTH, /* double + "%" suffix into minwidth_pct */
 	FLAME_OPT_ID,       /* int64_t, >= 0 */
 	FLAME_OPT_INPUT,    /* appended to inputs */
+	FLAME_OPT_SOURCE,   /* int, enum fold_source named by the option: cpu, gpu, both */
 	FLAME_OPT_HELP,
 };
 
@@ -75,6 +76,14 @@ static const struct flame_optdef flame_optdefs[] = {
 	  "average character width relative to the font size" },
 	{ "factor", 0, FLAME_OPT_NUM, FO(factor), FLAME_BOTH, "F", "multiply counts by F" },
 	{ "notes", 0, FLAME_OPT_STR, FO(notes), FLAME_BOTH, "TEXT", "notes kept in the SVG" },
+	{ "cpu", 0, FLAME_OPT_SOURCE, FO(source), FLAME_BOTH, NULL,
+	  "data files: CPU samples (the default)" },
+	{ "gpu", 0, FLAME_OPT_SOURCE, FO(source), FLAME_BOTH, NULL,
+	  "data files: GPU time (ns) of kernels, copies, memsets and\n"
+	  "syncs under their CPU launch stacks and NVTX ranges" },
+	{ "both", 0, FLAME_OPT_SOURCE, FO(source), FLAME_BOTH, NULL,
+	  "data files: a CPU root (samples x sampling period) and a\n"
+	  "GPU root, both in ns" },
 	{ "per-thread", 0, FLAME_OPT_FLAG, FO(per_thread), FLAME_BOTH, NULL,
 	  "data files: one root frame per thread (comm-tid)" },
 	{ "pid", 0, FLAME_OPT_ID, FO(pid), FLAME_BOTH, "PID", "data files: only this process" },
@@ -201,6 +210,10 @@ static int flame_opt_set(struct flame_opts *o, const struct flame_optdef *od, co
 	case FLAME_OPT_FLAG:
 		*(bool *)field = true;
 		return 0;
+	case FLAME_OPT_SOURCE:
+		*(int *)field = !strcmp(od->name, "gpu") ? FOLD_GPU :
+				!strcmp(od->name, "both") ? FOLD_BOTH : FOLD_CPU;
+		return 0;
 	case FLAME_OPT_HELP:
 		return 0;
 	}
@@ -313,6 +326,9 @@ int flame_opts_parse(struct flame_opts *o, int argc, char **argv, enum flame_mod
 	}
 	if (flame_opts_check(o, mode))
 		goto fail;
+	/* GPU and both views count nanoseconds; flame.js shows them as times. */
+	if (o->source != FOLD_CPU && o->countname == flame_opts_defaults.countname)
+		o->countname = "ns";
 	return 0;
 fail:
 	free(o->inputs);

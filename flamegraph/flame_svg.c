@@ -141,6 +141,10 @@ static const char *flame_default_title(const struct flame_layout *l, const struc
 {
 	if (o->title)
 		return o->title;
+	if (o->source == FOLD_GPU && !o->flamechart)
+		return l->diff ? "Differential GPU Flame Graph" : "GPU Flame Graph";
+	if (o->source == FOLD_BOTH && !o->flamechart)
+		return l->diff ? "Differential CPU and GPU Flame Graph" : "CPU and GPU Flame Graph";
 	if (o->flamechart)
 		return "Flame Chart";
 	if (l->diff)
@@ -199,6 +203,8 @@ static void flame_out_data(struct flame_out *o, const struct flame_tree *t,
 	flame_out_json_str(o, opts->countname);
 	FLAME_PUT(o, ",\"nametype\":");
 	flame_out_json_str(o, opts->nametype);
+	if (opts->source == FOLD_BOTH)
+		FLAME_PUT(o, ",\"both\":1");
 
 	FLAME_PUT(o, ",\n\"names\":[");
 	for (size_t i = 0; i < l->nokeys; i++) {
@@ -270,6 +276,17 @@ static void flame_out_data(struct flame_out *o, const struct flame_tree *t,
 			if (i)
 				FLAME_PUT(o, ",");
 			flame_out_num(o, l->frames[i].before);
+			flame_out_check(o);
+		}
+		FLAME_PUT(o, "]");
+	}
+	if (t->calls) {
+		/* GPU activities merged into each frame, for the tooltips. */
+		FLAME_PUT(o, ",\n\"calls\":[");
+		for (size_t i = 0; i < l->nframes; i++) {
+			if (i)
+				FLAME_PUT(o, ",");
+			flame_out_num(o, l->frames[i].calls);
 			flame_out_check(o);
 		}
 		FLAME_PUT(o, "]");

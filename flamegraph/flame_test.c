@@ -128,6 +128,14 @@ UNIT_TEST(flame_classify_kinds)
 	UNIT_ASSERT_EQ_INT(flame_classify("malloc", NULL, 0), FLAME_KIND_SYSTEM);
 	UNIT_ASSERT_EQ_INT(flame_classify("[unknown]", NULL, 0), FLAME_KIND_OWN);
 	UNIT_ASSERT_EQ_INT(flame_classify("main", NULL, 0), FLAME_KIND_OWN);
+	/* The GPU view's frames, from data files and from its folded text alike. */
+	UNIT_ASSERT_EQ_INT(flame_classify("[gpu] void k<int>(int*)", NULL, 0), FLAME_KIND_GPU_KERNEL);
+	UNIT_ASSERT_EQ_INT(flame_classify("[memcpy HtoD]", NULL, 0), FLAME_KIND_GPU_COPY);
+	UNIT_ASSERT_EQ_INT(flame_classify("[memset]", NULL, 0), FLAME_KIND_GPU_COPY);
+	UNIT_ASSERT_EQ_INT(flame_classify("[sync]", NULL, 0), FLAME_KIND_GPU_SYNC);
+	UNIT_ASSERT_EQ_INT(flame_classify("[nvtx] forward", NULL, 0), FLAME_KIND_NVTX);
+	UNIT_ASSERT_EQ_INT(flame_classify("[no launch stack]", NULL, 0), FLAME_KIND_OWN);
+	UNIT_ASSERT_EQ_INT(flame_classify("[gpu] x", "libc.so.6", 0), FLAME_KIND_SYSTEM);
 }
 
 static void flame_test_add(struct flame_tree *t, const char *stack, int series, double count)
@@ -186,6 +194,40 @@ UNIT_TEST(flame_layout_merges_narrow_frames)
 	UNIT_ASSERT(!strcmp(out, "all:100 .m:100 ..a:30 ..z:50 ..[2 other frames]:10"));
 	UNIT_ASSERT_EQ_INT(l.merged, 2);
 	UNIT_ASSERT_EQ_INT(l.max_depth, 2);
+	flame_layout_free(&l);
+	flame_tree_free(&t);
+	free(o.inputs);
+}
+
+/* GPU calls ride along the counts: summed up the tree, into "other" frames, and absent
+ * (NULL) when no input has any. */
+UNIT_TEST(flame_tree_calls)
+{
+	struct flame_tree t;
+	struct flame_layout l;
+	struct flame_opts o = flame_test_opts();
+	struct fold_frame k1[] = { { .name = "p" }, { .name = "f" }, { .name = "[gpu] k1" } };
+	struct fold_frame k2[] = { { .name = "p" }, { .name = "f" }, { .name = "[gpu] k2" } };
+	struct fold_frame tiny[] = { { .name = "p" }, { .name = "[sync]" } };
+
+	flame_tree_init(&t, false, false);
+	flame_test_add(&t, "p;cpu", 0, 100);
+	UNIT_ASSERT(t.calls == NULL);
+	flame_tree_add_calls(&t, flame_tree_add(&t, k1, 3, 0, 0, 500), 4);
+	flame_tree_add_calls(&t, flame_tree_add(&t, k2, 3, 0, 0, 400), 3);
+	flame_tree_add_calls(&t, flame_tree_add(&t, tiny, 2, 0, 0, 0.5), 2);
+	flame_tree_finish(&t);
+	UNIT_ASSERT_EQ_INT(t.calls[0], 9);
+	o.minwidth = 1;
+	o.minwidth_pct = true;
+	UNIT_ASSERT_EQ_INT(flame_layout_build(&t, &o, &l), 0);
+	char out[512];
+	flame_test_layout(&t, &l, out, sizeof(out));
+	UNIT_ASSERT(!strcmp(out, "all:1000.5 .p:1000.5 ..cpu:100 ..f:900 ...[gpu] k1:500 "
+			    "...[gpu] k2:400 ..[1 other frame]:0.5"));
+	double want[] = { 9, 9, 0, 7, 4, 3, 2 };
+	for (size_t i = 0; i < l.nframes; i++)
+		UNIT_ASSERT_EQ_INT(l.frames[i].calls, want[i]);
 	flame_layout_free(&l);
 	flame_tree_free(&t);
 	free(o.inputs);

@@ -189,6 +189,10 @@ static uint32_t flame_node_new(struct flame_tree *t, uint32_t parent, uint32_t k
 			t->count[s] = cs_realloc(t->count[s], t->nodes_cap * sizeof(double));
 			memset(t->count[s] + old, 0, (t->nodes_cap - old) * sizeof(double));
 		}
+		if (t->calls) {
+			t->calls = cs_realloc(t->calls, t->nodes_cap * sizeof(double));
+			memset(t->calls + old, 0, (t->nodes_cap - old) * sizeof(double));
+		}
 	}
 	uint32_t id = t->nnodes++;
 	t->nodes[id] = (struct flame_node){
@@ -278,6 +282,7 @@ void flame_tree_free(struct flame_tree *t)
 	free(t->nodes);
 	free(t->count[0]);
 	free(t->count[1]);
+	free(t->calls);
 	if (t->children.slots)
 		flame_map_free(&t->children);
 	free(t->path);
@@ -320,6 +325,13 @@ void flame_tree_add_leaf(struct flame_tree *t, uint32_t leaf, int series, double
 	t->total[series] += count;
 }
 
+void flame_tree_add_calls(struct flame_tree *t, uint32_t leaf, uint64_t calls)
+{
+	if (!t->calls)
+		t->calls = cs_calloc(t->nodes_cap, sizeof(double));
+	t->calls[leaf] += (double)calls;
+}
+
 void flame_tree_finish(struct flame_tree *t)
 {
 	if (t->finished)
@@ -343,8 +355,8 @@ void flame_tree_finish(struct flame_tree *t)
 		}
 	}
 	/* Children come after their parents, so one backward pass sums every subtree. */
-	for (int s = 0; s < 2; s++) {
-		double *c = t->count[s];
+	for (int s = 0; s < 3; s++) {
+		double *c = s < 2 ? t->count[s] : t->calls;
 		if (!c)
 			continue;
 		for (size_t i = t->nnodes; i-- > 1;)

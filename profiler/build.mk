@@ -9,17 +9,18 @@ PROFILER_CMD      := cmd_diff cmd_env cmd_export cmd_flame cmd_folded cmd_info c
 PROFILER_BASE     := cs
 PROFILER_FORMAT   := datafile
 PROFILER_SAMPLER  := sampler_perf
-PROFILER_UNWIND   := elfcache unwind symbols jit
+PROFILER_UNWIND   := elfcache unwind symbols python jit
 PROFILER_RECORD   := record gpu_merge gpu_setup
-PROFILER_ANALYSIS := profile stacks report gpu
+PROFILER_ANALYSIS := profile stacks fold_gpu report gpu
 PROFILER_EXPORT   := export chrome
 PROFILER_SRCS := profiler/main.c \
 	$(PROFILER_CMD:%=profiler/cmd/%.c) $(PROFILER_BASE:%=profiler/base/%.c) \
 	$(PROFILER_FORMAT:%=profiler/format/%.c) $(PROFILER_SAMPLER:%=profiler/sampler/%.c) \
 	$(PROFILER_UNWIND:%=profiler/unwind/%.c) $(PROFILER_RECORD:%=profiler/record/%.c) \
 	$(PROFILER_ANALYSIS:%=profiler/analysis/%.c) $(PROFILER_EXPORT:%=profiler/export/%.c)
-PROFILER_TESTS := base/cs format/datafile unwind/unwind unwind/symbols unwind/jit \
-	analysis/profile_builder analysis/stacks analysis/report analysis/gpu record/gpu_merge
+PROFILER_TESTS := base/cs format/datafile unwind/unwind unwind/symbols \
+	analysis/profile_builder analysis/stacks analysis/fold_gpu analysis/report analysis/gpu \
+	record/gpu_merge unwind/python unwind/jit
 PROFILER_OBJS      := $(PROFILER_SRCS:%.c=$(BUILD)/%.o)
 PROFILER_TEST_OBJS := $(PROFILER_TESTS:%=$(BUILD)/profiler/%_test.o)
 PROFILER_LIBS      := -ldw -lelf -lz -lzstd -llzma -lstdc++
@@ -32,10 +33,11 @@ bin/csampler: $(PROFILER_OBJS) $(CSAMPLER_EXTRA_OBJS)
 	@mkdir -p bin
 	$(CC) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../lib' -o $@ $^ $(PROFILER_LIBS)
 
-# The unit runner links everything but main.o, plus unit_main.o from tests.
+# The unit runner links everything but main.o, plus unit_main.o from tests; the same run path,
+# so that tests/run.sh (make test-gpu) runs it on a GPU node that has the bundled libraries only.
 bin/csampler-unit: $(filter-out $(BUILD)/profiler/main.o,$(PROFILER_OBJS)) $(CSAMPLER_EXTRA_OBJS) $(PROFILER_TEST_OBJS) $(BUILD)/tests/unit_main.o
 	@mkdir -p bin
-	$(CC) $(LDFLAGS) -o $@ $^ $(PROFILER_LIBS)
+	$(CC) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../lib' -o $@ $^ $(PROFILER_LIBS)
 
 PROGRAMS      += bin/csampler
 TEST_PROGRAMS += bin/csampler-unit

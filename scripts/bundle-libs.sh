@@ -14,9 +14,11 @@ done
 copied=""
 for lib in $(ldd $objs 2>/dev/null | awk '/=> \// {print $3}' | sort -u); do
 	case $(basename "$lib") in
-	libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libgcc_s.so*|libstdc++.so*) continue ;;
+	libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|libutil.so*|ld-linux*|libgcc_s.so*|libstdc++.so*) continue ;;
 	libcupti.so*|libcuda.so*|libcudart.so*|libnvidia*) continue ;; # the GPU machine's own
 	esac
+	# Already bundled (the run path found it in lib/ itself): nothing to copy.
+	[ "$(readlink -f "$lib")" = "$(readlink -f "lib/$(basename "$lib")" 2>/dev/null)" ] && continue
 	cp -L "$lib" "lib/$(basename "$lib")"
 	copied="$copied $(basename "$lib")"
 done

@@ -21,6 +21,8 @@
 #     --keep                keep the temporary folder
 #   scripts/gpu-profile.sh --compare TRAINER PROFILER [--tolerance PCT]
 #     only compare two NAME<TAB>CALLS<TAB>TOTAL_MS tables (no GPU needed; exit 1 on a difference)
+#   scripts/gpu-profile.sh --kernel-totals DATA
+#     only print csampler's per-kernel table of a data file, NAME<TAB>CALLS<TAB>TOTAL_MS (no GPU)
 # Prints PASS:/FAIL:/SKIPPED: lines (the test suite's format) and exits 1 when a goal is
 # missed. Without a usable CUDA device (no driver, no device, or a splat-train built without
 # CUDA) it prints one SKIPPED line with the reason and exits 0.
@@ -32,6 +34,7 @@ ROOT=$PWD
 TRAIN=$ROOT/bin/splat-train
 CSAMPLER=${CSAMPLER_BIN:-$ROOT/bin/csampler}
 rounds=5 preset=micro out="" tolerance=2 slowdown_goal=5 profiler_table="" keep=0 compare=()
+totals_of=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--rounds) rounds=$2; shift ;;
@@ -43,14 +46,15 @@ while [ $# -gt 0 ]; do
 	--keep) keep=1 ;;
 	--compare) [ $# -ge 3 ] || { echo "gpu-profile: --compare needs two table files" >&2; exit 2; }
 		compare=("$(abs "$2")" "$(abs "$3")"); shift 2 ;;
-	-h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--kernel-totals) totals_of=$(abs "$2"); shift ;;
+	-h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "gpu-profile: unknown option '$1'; see --help" >&2; exit 2 ;;
 	esac
 	shift
 done
 case "$tolerance" in ''|*[!0-9.]*) echo "gpu-profile: --tolerance needs a percentage, not '$tolerance'" >&2; exit 2 ;; esac
 case "$rounds" in ''|*[!0-9]*|0) echo "gpu-profile: --rounds needs a positive integer, not '$rounds'" >&2; exit 2 ;; esac
-if [ ${#compare[@]} = 0 ]; then
+if [ ${#compare[@]} = 0 ] && [ -z "$totals_of" ]; then
 	for f in "$TRAIN" "$CSAMPLER"; do
 		[ -x "$f" ] || { echo "gpu-profile: $f is missing; run make" >&2; exit 1; }
 	done
@@ -97,10 +101,39 @@ trainer_table() {
 }
 
 # profiler_table DATA: csampler's per-kernel GPU totals of DATA as NAME<TAB>CALLS<TAB>TOTAL_MS,
-# taken from `csampler report --format json`: any list of objects with a name, a count (calls,
-# count, launches or instances) and a total time whose key ends in _ns, _us, _ms or _s. Prints
-# nothing when the report has no such table.
+# taken from `csampler report --format json` (report_json_table) or, when the report has no
+# per-kernel table (a csampler without one), summed from the kernel lines of
+# `csampler info --gpu-records` (info_records_table). Says which one on stderr.
 profiler_table() {
+	report_json_table "$1" >"$out/profiler-from-report.tsv"
+	if [ -s "$out/profiler-from-report.tsv" ]; then
+		echo "gpu-profile: per-kernel totals from csampler report --format json" >&2
+		cat "$out/profiler-from-report.tsv"
+	else
+		echo "gpu-profile: csampler report --format json has no per-kernel table; per-kernel totals summed from csampler info --gpu-records" >&2
+		info_records_table "$1"
+	fi
+}
+
+# info_records_table DATA: every line 'kernel NAME pid=... dur_ns=N ...' of csampler info
+# --gpu-records, summed by NAME (the name is all between 'kernel ' and ' pid=').
+info_records_table() {
+	"$CSAMPLER" info -i "$1" --gpu-records 2>"$out/gpu-records.err" | awk '
+	/^kernel / {
+		i = index($0, " pid="); if (!i) next
+		name = substr($0, 8, i - 8)
+		if (!match($0, / dur_ns=[0-9]+/)) next
+		ns = substr($0, RSTART + 8, RLENGTH - 8) + 0
+		if (!(name in calls)) order[++n] = name
+		calls[name]++; total[name] += ns
+	}
+	END { for (k = 1; k <= n; k++) printf "%s\t%d\t%.6f\n", order[k], calls[order[k]], total[order[k]] / 1e6 }'
+}
+
+# report_json_table DATA: from `csampler report --format json`: any list of objects under a key
+# naming kernels, with a name, a count (calls, count, launches or instances) and a total time
+# whose key ends in _ns, _us, _ms or _s. Prints nothing when the report has no such table.
+report_json_table() {
 	"$CSAMPLER" report -i "$1" --format json --limit 0 >"$out/report.json" 2>"$out/report-json.err" || return 0
 	if command -v python3 >/dev/null 2>&1; then
 		python3 - "$out/report.json" <<'EOF'
@@ -165,7 +198,7 @@ walk(j, "");' "$out/report.json"
 # cub::DeviceRadixSort::SortPairs), so their calls count kernels, not CUB calls. Prints one row
 # per trainer kernel side by side and flags a total that differs by more than TOLERANCE_PCT;
 # returns 1 when a kernel differs, is missing from the profiler table, or the profiler has a
-# kernel the trainer did not time.
+# kernel the trainer did not time (other than the timing's own gpu_timing_hold_kernel).
 compare_kernel_tables() {
 	local trainer=$1 profiler=$2 tol=$3 demangle=cat
 	command -v c++filt >/dev/null 2>&1 && demangle=c++filt
@@ -190,6 +223,7 @@ compare_kernel_tables() {
 	{ n = base($1); pcalls[n] += $2; pms[n] += $3 }
 	END {
 		bad = 0
+		delete pms["gpu_timing_hold_kernel"]   # --time-kernels'"'"' own hold before each bracket
 		printf "%-34s %9s %9s %12s %12s %8s %10s  %s\n", "kernel", "calls", "prof_calls", "trainer_ms", "profiler_ms", "ratio", "d_us/call", "verdict"
 		for (i = 1; i <= nt; i++) {
 			n = order[i]
@@ -256,6 +290,12 @@ if [ ${#compare[@]} = 2 ]; then
 	done
 	compare_kernel_tables "${compare[0]}" "${compare[1]}" "$tolerance"
 	exit $?
+fi
+
+if [ -n "$totals_of" ]; then
+	[ -r "$totals_of" ] || { echo "gpu-profile: --kernel-totals: cannot read $totals_of" >&2; exit 2; }
+	profiler_table "$totals_of"
+	exit 0
 fi
 
 # ---- is there a GPU? splat-train's own probe decides; nvidia-smi only describes it ----
@@ -332,7 +372,7 @@ if run timed-prof "$CSAMPLER" record -o "$out/timed.data" -- "$TRAIN" "${targs[@
 	if [ ! -s "$out/trainer-kernels.tsv" ]; then
 		fail "agreement: the profiled --time-kernels run printed no table"
 	elif [ ! -s "$out/profiler-kernels.tsv" ]; then
-		fail "agreement: csampler report --format json of $out/timed.data has no per-kernel GPU table (a list under a 'kernel' key with name, calls and total_ns/us/ms); nothing to compare the trainer's timing with"
+		fail "agreement: neither csampler report --format json nor csampler info --gpu-records of $out/timed.data has a kernel record; nothing to compare the trainer's timing with"
 	else
 		echo "per-kernel GPU time, same run: splat-train's CUDA events against the profiler (tolerance $tolerance%):"
 		if compare_kernel_tables "$out/trainer-kernels.tsv" "$out/profiler-kernels.tsv" "$tolerance"; then

@@ -186,7 +186,7 @@ static void gpu_kernel_table(struct gpu_ctx *c)
 		if (a->kind == PROFILE_GPU_KERNEL && a->end >= a->start && gpu_pass(c, a))
 			d[n++] = (struct gpu_kdur){ a->name, a->end - a->start };
 	}
-	qsort(d, n, sizeof(*d), cmp_kdur);
+	cs_qsort(d, n, sizeof(*d), cmp_kdur);
 	o->kernels_by_time = cs_calloc(n + 1, sizeof(*o->kernels_by_time));
 	for (size_t i = 0; i < n;) {
 		struct gpu_kernel_stat *k = &o->kernels_by_time[o->nkernels++];
@@ -220,7 +220,7 @@ static void gpu_kernel_table(struct gpu_ctx *c)
 	for (size_t i = 0; i < o->nkernels; i++)
 		o->kernels_by_time[i].percent = o->kernel_ns ?
 			100.0 * (double)o->kernels_by_time[i].total_ns / (double)o->kernel_ns : 0.0;
-	qsort(o->kernels_by_time, o->nkernels, sizeof(*o->kernels_by_time), cmp_kernel_stat);
+	cs_qsort(o->kernels_by_time, o->nkernels, sizeof(*o->kernels_by_time), cmp_kernel_stat);
 	free(d);
 }
 
@@ -275,7 +275,7 @@ static void gpu_copy_table(struct gpu_ctx *c)
 	for (size_t k = 0; k < o->ncopies; k++)
 		o->copies[k].gb_per_s = o->copies[k].total_ns ?
 			(double)o->copies[k].bytes / (double)o->copies[k].total_ns : 0.0;
-	qsort(o->copies, o->ncopies, sizeof(*o->copies), cmp_copy);
+	cs_qsort(o->copies, o->ncopies, sizeof(*o->copies), cmp_copy);
 }
 
 /* ---- utilisation ---- */
@@ -408,7 +408,7 @@ static void gpu_sync(struct gpu_ctx *c)
 	size_t cap = 0, bcap = 0;
 
 	/* blocked: union per thread */
-	qsort(c->waits, c->nwaits, sizeof(*c->waits), cmp_wait_thread);
+	cs_qsort(c->waits, c->nwaits, sizeof(*c->waits), cmp_wait_thread);
 	for (size_t i = 0; i < c->nwaits;) {
 		const struct gpu_wait *f = &c->waits[i];
 		struct gpu_sync_thread t = { .pid = f->pid, .tid = f->tid };
@@ -431,10 +431,10 @@ static void gpu_sync(struct gpu_ctx *c)
 		o->blocked_ns += t.blocked_ns;
 		i = j;
 	}
-	qsort(o->sync_threads, o->nsync_threads, sizeof(*o->sync_threads), cmp_sync_thread);
+	cs_qsort(o->sync_threads, o->nsync_threads, sizeof(*o->sync_threads), cmp_sync_thread);
 
 	/* blame: each wait that blames */
-	qsort(c->items, c->nitems, sizeof(*c->items), cmp_item_end);
+	cs_qsort(c->items, c->nitems, sizeof(*c->items), cmp_item_end);
 	for (size_t i = 0; i < c->nwaits; i++) {
 		const struct gpu_wait *w = &c->waits[i];
 		if (!w->blame)
@@ -456,7 +456,7 @@ static void gpu_sync(struct gpu_ctx *c)
 		c->blamed[c->nblamed].name = name;
 		c->blamed[c->nblamed++].ns = w->end - w->start;
 	}
-	qsort(o->blames, o->nblames, sizeof(*o->blames), cmp_blame);
+	cs_qsort(o->blames, o->nblames, sizeof(*o->blames), cmp_blame);
 }
 
 /* ---- latency ---- */
@@ -510,7 +510,7 @@ static void gpu_latency(struct gpu_ctx *c)
 		L->from_queued += c->lat[i].from_queued;
 		L->total_ns += c->lat[i].latency_ns;
 	}
-	qsort(c->lat, c->nlat, sizeof(*c->lat), cmp_waiter);
+	cs_qsort(c->lat, c->nlat, sizeof(*c->lat), cmp_waiter);
 	L->max_ns = c->lat[0].latency_ns;
 	L->min_ns = c->lat[c->nlat - 1].latency_ns;
 	/* sorted descending: the median is the element at rank n/2 from the bottom */
@@ -529,7 +529,7 @@ static void gpu_latency(struct gpu_ctx *c)
 		if (!*L->top[i].name)
 			L->top[i].name = "(unnamed)";
 	}
-	qsort(c->lat, c->nlat, sizeof(*c->lat), cmp_waiter_pid); /* for the verdicts */
+	cs_qsort(c->lat, c->nlat, sizeof(*c->lat), cmp_waiter_pid); /* for the verdicts */
 }
 
 /* ---- launch sites ---- */
@@ -568,7 +568,7 @@ static void gpu_sites(struct gpu_ctx *c)
 		const struct profile_gpu_launch *l = gpu_launch(p, a);
 		d[n++] = (struct gpu_sdur){ a->pid, l ? l->stack : UINT32_MAX, a->end - a->start };
 	}
-	qsort(d, n, sizeof(*d), cmp_sdur);
+	cs_qsort(d, n, sizeof(*d), cmp_sdur);
 	o->sites = cs_calloc(n + 1, sizeof(*o->sites));
 	for (size_t i = 0; i < n;) {
 		struct gpu_site *s = &o->sites[o->nsites++];
@@ -582,7 +582,7 @@ static void gpu_sites(struct gpu_ctx *c)
 		s->percent = o->work_ns ? 100.0 * (double)s->gpu_ns / (double)o->work_ns : 0.0;
 		i = j;
 	}
-	qsort(o->sites, o->nsites, sizeof(*o->sites), cmp_site);
+	cs_qsort(o->sites, o->nsites, sizeof(*o->sites), cmp_site);
 	free(d);
 }
 
@@ -631,7 +631,7 @@ static void gpu_ranges(struct gpu_ctx *c)
 	for (size_t k = 0; k < o->nranges; k++)
 		if (!o->ranges[k].count)
 			o->ranges[k].min_ns = 0;
-	qsort(o->ranges, o->nranges, sizeof(*o->ranges), cmp_range);
+	cs_qsort(o->ranges, o->nranges, sizeof(*o->ranges), cmp_range);
 }
 
 /* ---- verdicts ---- */
@@ -723,7 +723,7 @@ static void gpu_collect(struct gpu_ctx *c)
 			c->sync_corr[c->nsync_corr++] = (uint64_t)a->pid << 32 | a->correlation;
 		}
 	}
-	qsort(c->sync_corr, c->nsync_corr, sizeof(uint64_t), cmp_u64);
+	cs_qsort(c->sync_corr, c->nsync_corr, sizeof(uint64_t), cmp_u64);
 
 	for (size_t i = 0; i < p->ngpu_activities; i++) {
 		const struct profile_gpu_activity *a = &p->gpu_activities[i];
@@ -778,7 +778,7 @@ static void gpu_collect(struct gpu_ctx *c)
 			break;
 		}
 	}
-	qsort(c->procs, c->nprocs, sizeof(*c->procs), cmp_proc);
+	cs_qsort(c->procs, c->nprocs, sizeof(*c->procs), cmp_proc);
 }
 
 int gpu_analyze(const struct profile *p, const struct stacks_filter *filter,
@@ -796,9 +796,9 @@ int gpu_analyze(const struct profile *p, const struct stacks_filter *filter,
 	if (out->present) {
 		gpu_kernel_table(&c);
 		gpu_copy_table(&c);
-		qsort(c.items, c.nitems, sizeof(*c.items), cmp_item_stream);
+		cs_qsort(c.items, c.nitems, sizeof(*c.items), cmp_item_stream);
 		gpu_util_rows(&c, true, &out->streams, &out->nstreams);
-		qsort(c.items, c.nitems, sizeof(*c.items), cmp_item_device);
+		cs_qsort(c.items, c.nitems, sizeof(*c.items), cmp_item_device);
 		gpu_util_rows(&c, false, &out->devices, &out->ndevices);
 		gpu_sync(&c);   /* leaves items sorted by (pid, end) */
 		gpu_latency(&c);

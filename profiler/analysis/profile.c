@@ -483,10 +483,161 @@ const char *profile_gpu_kind_name(uint32_t kind)
 	return kind < PROFILE_GPU_NKINDS ? names[kind] : "?";
 }
 
-/* Sort the GPU arrays, intern the notes and join every activity to its launch. */
+/* Is frame f the CUDA runtime's, the driver's, CUPTI's or nvcc's launch code rather than the
+ * program's? By module (a shared libcudart, libcuda, libcupti) and, for the runtime linked
+ * statically into the program (nvcc's default), by name: the public API (cudaLaunchKernel,
+ * cudaLaunchKernel<char> whose demangled name starts with its return type), its internals
+ * (libcudart_static_<hash>, __cuda*, cudart::) and nvcc's __device_stub__ functions.
+ * After a __device_stub__ frame, sets *wrapper to the kernel's name: its caller is then nvcc's
+ * host wrapper, a function with the kernel's own (mangled, so demangled) name. The stub's
+ * demangled name is __device_stub__<the kernel's mangled name without '_'>(parameters); its
+ * raw name, _Z<len>__device_stub__Z<len><identifier>..., gives the identifier alone. */
+extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
+
+static bool gpu_runtime_frame(const struct profile *p, const struct profile_frame *f,
+			      char *wrapper, size_t wrapper_size)
+{
+	static const char *const libs[] = { "libcudart.so", "libcuda.so", "libcupti.so",
+					    "libcsampler-cupti.so" };
+	const char *mod = cs_basename(profile_str(p, p->modules[f->module].path));
+	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++)
+		if (!strncmp(mod, libs[i], strlen(libs[i])))
+			return true;
+	const char *n = profile_str(p, f->name);
+	if (!strncmp(n, "cudaError ", 10))
+		n += 10;
+	if (!strncmp(n, "cuda", 4) && n[4] >= 'A' && n[4] <= 'Z')
+		return true;
+	if (!strncmp(n, "__cuda", 6) || !strncmp(n, "cudart::", 8) ||
+	    !strncmp(n, "libcudart_static_", 17))
+		return true;
+	if (n[0] == '_' && n[1] == 'Z') {     /* the stub's odd mangled name stays mangled */
+		n += 2;
+		while (*n >= '0' && *n <= '9')
+			n++;
+	}
+	if (strncmp(n, "__device_stub__", 15))
+		return false;
+	n += 15;
+	const char *paren = strchr(n, '(');
+	if (paren && n[0] == 'Z' && (size_t)(paren - n) + 2 < wrapper_size) {
+		char mangled[1024];
+		snprintf(mangled, sizeof(mangled), "_%.*s", (int)(paren - n), n);
+		int status = -1;
+		char *dm = __cxa_demangle(mangled, NULL, NULL, &status);
+		if (dm && status == 0)
+			snprintf(wrapper, wrapper_size, "%s", dm);
+		free(dm);
+	} else if (*n == 'Z') {
+		char *end;
+		unsigned long len = strtoul(n + 1, &end, 10);
+		if (end != n + 1 && len && len < wrapper_size && strlen(end) >= len) {
+			memcpy(wrapper, end, len);
+			wrapper[len] = 0;
+		}
+	}
+	return true;
+}
+
+/* A launch's stack as recorded starts inside the CUDA runtime (cudaLaunchKernel and what it
+ * calls) and nvcc's launch stub; the call site that matters is the program's. Each launch
+ * stack gets a second stack without those leaf frames (the same frames, from the first of the
+ * program's: a sub-range of stack_frames, nothing copied); a stack made only of them is kept
+ * whole. The data file keeps the recorded stack. */
+static void load_gpu_trim_stacks(struct load *l)
+{
+	struct profile *p = l->p;
+	size_t nstacks = p->nstacks;
+	uint32_t *trimmed = NULL;
+
+	for (size_t i = 0; i < p->ngpu_launches; i++) {
+		struct profile_gpu_launch *g = &p->gpu_launches[i];
+		if (!trimmed) {
+			trimmed = cs_malloc(nstacks * sizeof(*trimmed));
+			for (size_t k = 0; k < nstacks; k++)
+				trimmed[k] = UINT32_MAX;
+		}
+		if (trimmed[g->stack] != UINT32_MAX) {
+			g->stack = trimmed[g->stack];
+			continue;
+		}
+		const struct profile_stack st = p->stacks[g->stack];
+		char wrapper[1024] = "";
+		uint32_t skip = 0;
+		while (skip < st.nframes) {
+			const struct profile_frame *f =
+				&p->frames[p->stack_frames[st.first + skip]];
+			if (gpu_runtime_frame(p, f, wrapper, sizeof(wrapper))) {
+				skip++;
+				continue;
+			}
+			/* nvcc's host wrapper: named as the kernel, it calls the stub */
+			size_t wl = strlen(wrapper);
+			const char *n = profile_str(p, f->name);
+			if (wl && (!strcmp(n, wrapper) ||
+				   (!strncmp(n, wrapper, wl) && (n[wl] == '(' || n[wl] == 0)))) {
+				wrapper[0] = 0;
+				skip++;
+				continue;
+			}
+			break;
+		}
+		uint32_t id = g->stack;
+		if (skip && skip < st.nframes) {
+			cs_grow(&p->stacks, &l->cap_stacks, p->nstacks + 1, sizeof(*p->stacks));
+			p->stacks[p->nstacks] = (struct profile_stack){ st.first + skip,
+									st.nframes - skip };
+			id = (uint32_t)p->nstacks++;
+		}
+		trimmed[g->stack] = id;
+		g->stack = id;
+	}
+	free(trimmed);
+}
+
+/* nvcc's host wrapper of a kernel (a function with the kernel's own name, which calls the stub
+ * or, the stub inlined, cudaLaunchKernel) left as a launch stack's leaf: the kernel launched
+ * there names it; the caller is the call site. Run after the join. */
+static void load_gpu_trim_wrappers(struct load *l)
+{
+	struct profile *p = l->p;
+	size_t nstacks = p->nstacks;
+	uint32_t *trimmed = NULL;
+
+	for (size_t i = 0; i < p->ngpu_activities; i++) {
+		const struct profile_gpu_activity *a = &p->gpu_activities[i];
+		if (a->kind != DF_GPU_KERNEL || a->launch == PROFILE_GPU_NO_LAUNCH || !a->name)
+			continue;
+		struct profile_gpu_launch *g = &p->gpu_launches[a->launch];
+		if (g->stack >= nstacks)
+			continue;   /* trimmed here already */
+		const struct profile_stack st = p->stacks[g->stack];
+		if (st.nframes < 2 ||
+		    strcmp(profile_str(p, p->frames[p->stack_frames[st.first]].name),
+			   profile_str(p, a->name)))
+			continue;
+		if (!trimmed) {
+			trimmed = cs_malloc(nstacks * sizeof(*trimmed));
+			for (size_t k = 0; k < nstacks; k++)
+				trimmed[k] = UINT32_MAX;
+		}
+		if (trimmed[g->stack] == UINT32_MAX) {
+			cs_grow(&p->stacks, &l->cap_stacks, p->nstacks + 1, sizeof(*p->stacks));
+			p->stacks[p->nstacks] = (struct profile_stack){ st.first + 1, st.nframes - 1 };
+			trimmed[g->stack] = (uint32_t)p->nstacks++;
+		}
+		g->stack = trimmed[g->stack];
+	}
+	free(trimmed);
+}
+
+/* Sort the GPU arrays, intern the notes, trim the launch stacks to the program's frames and
+ * join every activity to its launch. */
 static void load_gpu_finish(struct load *l)
 {
 	struct profile *p = l->p;
+
+	load_gpu_trim_stacks(l);
 
 	for (size_t i = 0; i < p->ngpu_notes; i++) {
 		p->gpu_notes[i].text = load_intern(l, l->gpu_note_texts[i]);
@@ -534,9 +685,18 @@ static void load_gpu_finish(struct load *l)
 		}
 	}
 	free(nodes);
+	load_gpu_trim_wrappers(l);
 }
 
-static void load_finish(struct load *l)
+/* The most frames all stacks together may expand to (1 GiB of frame ids). A stack is a list
+ * of locations and each location expands to its inline chain, so a few kilobytes of zstd
+ * records naming the same deep location over and over once grew to 16 GB and two minutes in
+ * `csampler info`, and past 2^32 frames the uint32_t indexes of profile_stack wrap (found by
+ * review alongside tests/fuzz/fuzz_datafile). `record` writes at most 1024 locations per stack
+ * and 64 frames per location; real profiles stay orders of magnitude below this. */
+#define PROFILE_MAX_STACK_FRAMES (1u << 28)
+
+static int load_finish(struct load *l)
 {
 	struct profile *p = l->p;
 
@@ -551,7 +711,7 @@ static void load_finish(struct load *l)
 		l->comms[i].str = load_intern(l, l->comms[i].name);
 		l->comms[i].name = NULL;
 	}
-	qsort(l->comms, l->ncomms, sizeof(*l->comms), cmp_comm);
+	cs_qsort(l->comms, l->ncomms, sizeof(*l->comms), cmp_comm);
 
 	/* frames: every location gets its chain (symbols) or a made-up "file+0xOFF" name */
 	for (size_t i = 0; i < l->nlocs; i++) {
@@ -580,7 +740,16 @@ static void load_finish(struct load *l)
 			loc->frame_n = 1;
 		}
 	}
-	/* stacks: expand locations into frames, leaf first */
+	/* stacks: expand locations into frames, leaf first; first count them, to refuse a
+	 * file that expands beyond PROFILE_MAX_STACK_FRAMES before allocating */
+	uint64_t total = 0;
+	for (size_t i = 0; i < l->nstack_locs; i++)
+		total += l->locs[l->stack_locs[i]].frame_n;
+	if (total > PROFILE_MAX_STACK_FRAMES)
+		return cs_error(EFBIG, "%s: corrupt: its %zu stacks expand to %llu frames "
+				"(csampler loads at most %u); check where the file came from",
+				l->path, p->nstacks, (unsigned long long)total,
+				PROFILE_MAX_STACK_FRAMES);
 	size_t cap = 0;
 	for (size_t s = 0; s < p->nstacks; s++) {
 		struct profile_stack *st = &p->stacks[s];
@@ -596,7 +765,7 @@ static void load_finish(struct load *l)
 		st->first = first;
 		st->nframes = n;
 	}
-	qsort(p->samples, p->nsamples_records, sizeof(*p->samples), cmp_sample_time);
+	cs_qsort(p->samples, p->nsamples_records, sizeof(*p->samples), cmp_sample_time);
 
 	/* threads and processes */
 	struct tid_key *keys = cs_malloc((p->nsamples_records + l->ncomms + 1) * sizeof(*keys));
@@ -604,7 +773,7 @@ static void load_finish(struct load *l)
 	for (size_t i = 0; i < p->nsamples_records; i++)
 		keys[nkeys++] = (struct tid_key){ p->samples[i].pid, p->samples[i].tid,
 						  p->samples[i].weight };
-	qsort(keys, nkeys, sizeof(*keys), cmp_tid);
+	cs_qsort(keys, nkeys, sizeof(*keys), cmp_tid);
 	size_t tcap = 0, pcap = 0;
 	for (size_t i = 0; i < nkeys;) {
 		size_t j = i;
@@ -646,9 +815,13 @@ static void load_finish(struct load *l)
 		p->end_ns = p->start_ns;
 	p->finalized = l->symbolized;
 	load_gpu_finish(l);
+	return 0;
 }
 
-int profile_load(const char *path, struct profile **out)
+/* profile_load and profile_load_mem: buf NULL reads the file path, else buf[0..len) named
+ * path in messages. */
+static int profile_load_from(const char *path, const void *buf, size_t len,
+			     struct profile **out)
 {
 	struct load l = { .path = path };
 	int ret;
@@ -657,7 +830,7 @@ int profile_load(const char *path, struct profile **out)
 	l.p->format_version = DF_VERSION;
 	cs_grow(&l.p->strings, &l.cap_strings, 1, sizeof(char *));
 	l.p->strings[l.p->nstrings++] = cs_strdup("");
-	ret = df_read(path, load_record, &l);
+	ret = buf ? df_read_mem(buf, len, path, load_record, &l) : df_read(path, load_record, &l);
 	if (ret < 0)
 		goto out;
 	if (ret == 1) {
@@ -665,7 +838,9 @@ int profile_load(const char *path, struct profile **out)
 		cs_warn("%s: truncated: %llu samples recovered", path,
 			(unsigned long long)l.p->nsamples);
 	}
-	load_finish(&l);
+	ret = load_finish(&l);
+	if (ret < 0)
+		goto out;
 	*out = l.p;
 	l.p = NULL;
 	ret = 0;
@@ -686,6 +861,16 @@ out:
 		free(l.gpu_note_texts[i]);
 	free(l.gpu_note_texts);
 	return ret;
+}
+
+int profile_load(const char *path, struct profile **out)
+{
+	return profile_load_from(path, NULL, 0, out);
+}
+
+int profile_load_mem(const void *buf, size_t len, const char *name, struct profile **out)
+{
+	return profile_load_from(name, buf ? buf : "", len, out);
 }
 
 void profile_free(struct profile *p)

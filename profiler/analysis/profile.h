@@ -179,6 +179,8 @@ struct profile {
  * truncated = true after printing "FILE: truncated: N samples recovered". The caller frees
  * with profile_free(). */
 int profile_load(const char *path, struct profile **out);
+/* The same over a data file already in memory, buf[0..len); name is used in messages. */
+int profile_load_mem(const void *buf, size_t len, const char *name, struct profile **out);
 void profile_free(struct profile *p);
 
 /* The first launch of (pid, correlation), or NULL. */

@@ -239,6 +239,12 @@ static void report_text_unwind(FILE *f, const struct stacks_report *r)
 	if (u->unwind_errors)
 		fprintf(f, "  samples where the unwinder stopped on an error: %" PRIu64 "\n",
 			u->unwind_errors);
+	if (u->python_unread)
+		fprintf(f, "  samples in Python code whose Python frames could not be read (native "
+			"frames only): %" PRIu64 "\n", u->python_unread);
+	if (u->python_changed)
+		fprintf(f, "  samples whose Python frames were read after the program moved on "
+			"(merged best effort): %" PRIu64 "\n", u->python_changed);
 	const struct stacks_stop_causes *c = &u->causes;
 	if (r->samples > u->complete + u->empty) {
 		static const char *const what[] = {
@@ -660,6 +666,10 @@ static void report_json_unwind(FILE *f, const struct stacks_report *r)
 	report_json_u64(f, "unwind_errors", u->unwind_errors);
 	fputc(',', f);
 	report_json_u64(f, "stack_full", u->stack_full);
+	fputc(',', f);
+	report_json_u64(f, "python_unread", u->python_unread);
+	fputc(',', f);
+	report_json_u64(f, "python_changed", u->python_changed);
 	fputc(',', f);
 	report_json_key(f, "stack_size");
 	if (u->stack_size)

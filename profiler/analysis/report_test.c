@@ -237,7 +237,7 @@ UNIT_TEST(report_json_golden)
 "\"total\":100,\"no_cfi\":false,\"no_symbols\":false,\"no_debuginfo\":false}\n"
 "],\n"
 "\"unwind\":{\"complete_pct\":95.24,\"complete\":100,\"empty\":0,\"unwind_errors\":0,"
-"\"stack_full\":5,\"stack_size\":8192,\"suggested_stack_size\":16384,\n"
+"\"stack_full\":5,\"python_unread\":0,\"python_changed\":0,\"stack_size\":8192,\"suggested_stack_size\":16384,\n"
 "\"causes\":{\"stack_short\":5,\"anon_no_cfi\":0,\"file_no_cfi\":0,\"no_map\":0,\"error\":0,"
 "\"other\":0},\n"
 "\"frames\":{\"cfi\":470,\"fp\":0,\"scan\":0},\n"

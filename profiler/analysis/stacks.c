@@ -548,8 +548,8 @@ static int stacks_cmp_total(const void *x, const void *y)
 
 void stacks_sort_functions(struct stacks_report *r, enum stacks_sort by)
 {
-	qsort(r->functions, r->nfunctions, sizeof(*r->functions),
-	      by == STACKS_SORT_TOTAL ? stacks_cmp_total : stacks_cmp_self);
+	cs_qsort(r->functions, r->nfunctions, sizeof(*r->functions),
+		 by == STACKS_SORT_TOTAL ? stacks_cmp_total : stacks_cmp_self);
 }
 
 /* A --stack-size to try when incomplete stacks needed more stack than was copied: twice the current size (four times when a
@@ -617,7 +617,7 @@ static void stacks_build_report(struct stacks_agg *g, struct stacks_report *r)
 		s->module = profile_str(p, g->libs[fa->lib].path);
 		s->samples = fa->stop;
 	}
-	qsort(r->unwind.stops, r->unwind.nstops, sizeof(*r->unwind.stops), stacks_cmp_stop);
+	cs_qsort(r->unwind.stops, r->unwind.nstops, sizeof(*r->unwind.stops), stacks_cmp_stop);
 
 	r->processes = cs_calloc(g->c.nprows, sizeof(*r->processes));
 	for (size_t i = 0; i < g->c.nprows; i++) {
@@ -627,7 +627,7 @@ static void stacks_build_report(struct stacks_agg *g, struct stacks_report *r)
 				.pid = pr->pid, .comm = profile_str(p, pr->comm),
 				.samples = pr->samples };
 	}
-	qsort(r->processes, r->nprocesses, sizeof(*r->processes), stacks_cmp_process);
+	cs_qsort(r->processes, r->nprocesses, sizeof(*r->processes), stacks_cmp_process);
 
 	r->threads = cs_calloc(g->c.ntrows, sizeof(*r->threads));
 	for (size_t i = 0; i < g->c.ntrows; i++) {
@@ -637,7 +637,7 @@ static void stacks_build_report(struct stacks_agg *g, struct stacks_report *r)
 				.pid = t->pid, .tid = t->tid, .comm = profile_str(p, t->comm),
 				.samples = t->samples };
 	}
-	qsort(r->threads, r->nthreads, sizeof(*r->threads), stacks_cmp_thread);
+	cs_qsort(r->threads, r->nthreads, sizeof(*r->threads), stacks_cmp_thread);
 
 	r->libraries = cs_calloc(g->nlibs, sizeof(*r->libraries));
 	r->unwind.lacking = cs_calloc(g->nlibs, sizeof(*r->unwind.lacking));
@@ -654,9 +654,9 @@ static void stacks_build_report(struct stacks_agg *g, struct stacks_report *r)
 		    !(lb->flags & (PROFILE_MODULE_KERNEL | PROFILE_MODULE_JIT)))
 			r->unwind.lacking[r->unwind.nlacking++] = l;
 	}
-	qsort(r->libraries, r->nlibraries, sizeof(*r->libraries), stacks_cmp_library);
-	qsort(r->unwind.lacking, r->unwind.nlacking, sizeof(*r->unwind.lacking),
-	      stacks_cmp_lacking);
+	cs_qsort(r->libraries, r->nlibraries, sizeof(*r->libraries), stacks_cmp_library);
+	cs_qsort(r->unwind.lacking, r->unwind.nlacking, sizeof(*r->unwind.lacking),
+		 stacks_cmp_lacking);
 
 	r->unwind.complete_pct = r->samples ? 100.0 * (double)r->unwind.complete / (double)r->samples
 					    : 0.0;
@@ -695,8 +695,8 @@ static void stacks_count_frames(const struct profile *p, const uint64_t *stack_w
 		const uint32_t *fr = stacks_frames(p, (uint32_t)st, &n);
 		for (size_t i = 0; fr && i < n; i++) {
 			uint32_t fl = stacks_frame(p, fr[i])->flags;
-			if (fl & (PROFILE_FRAME_KERNEL | PROFILE_FRAME_INLINED))
-				continue;
+			if (fl & (PROFILE_FRAME_KERNEL | PROFILE_FRAME_INLINED | PROFILE_FRAME_PYTHON))
+				continue; /* not unwound: the kernel's, inline chains, the interpreter's */
 			if (fl & PROFILE_FRAME_FOUND_FP)
 				u->frames_fp += stack_w[st];
 			else if (fl & PROFILE_FRAME_FOUND_SCAN)
@@ -743,6 +743,10 @@ int stacks_aggregate(const struct profile *p, const struct stacks_filter *filter
 			out->unwind.unwind_errors += w;
 		if (s->flags & PROFILE_SAMPLE_STACK_FULL)
 			out->unwind.stack_full += w;
+		if (s->flags & PROFILE_SAMPLE_PYTHON_UNREAD)
+			out->unwind.python_unread += w;
+		if (s->flags & PROFILE_SAMPLE_PYTHON_CHANGED)
+			out->unwind.python_changed += w;
 		uint8_t cls = stacks_root_class(&g.c, s->stack);
 		if (cls & STACKS_ROOT_EMPTY) {
 			out->unwind.empty += w;
@@ -860,7 +864,7 @@ static const char *stacks_fold_root(struct stacks_fold *fo, uint32_t root)
 	return fo->root_names[root];
 }
 
-static void stacks_fold_frame(const struct profile *p, uint32_t fid, struct fold_frame *out)
+void fold_frame_of(const struct profile *p, uint32_t fid, struct fold_frame *out)
 {
 	const struct profile_frame *f = stacks_frame(p, fid);
 	const char *module = f->module < p->nmodules ? profile_str(p, p->modules[f->module].path)
@@ -884,8 +888,8 @@ static int stacks_fold_emit(struct stacks_fold *fo, uint32_t root, uint32_t stac
 	cs_grow(&fo->frames, &fo->frames_cap, n + 1, sizeof(*fo->frames));
 	fo->frames[0] = (struct fold_frame){ .name = stacks_fold_root(fo, root) };
 	for (size_t i = 0; i < n; i++)
-		stacks_fold_frame(fo->c.p, fr[n - 1 - i], &fo->frames[1 + i]);
-	return fn(arg, fo->frames, n + 1, count);
+		fold_frame_of(fo->c.p, fr[n - 1 - i], &fo->frames[1 + i]);
+	return fn(arg, fo->frames, n + 1, count, 0);
 }
 
 /* qsort_r order of merged entries: root name, then frame names root first, then depth. */
@@ -908,8 +912,8 @@ static int stacks_fold_cmp(const void *x, const void *y, void *arg)
 		if (ia == ib)
 			continue;
 		struct fold_frame ffa, ffb;
-		stacks_fold_frame(p, ia, &ffa);
-		stacks_fold_frame(p, ib, &ffb);
+		fold_frame_of(p, ia, &ffa);
+		fold_frame_of(p, ib, &ffb);
 		r = strcmp(ffa.name, ffb.name);
 		if (!r)
 			r = strcmp(ffa.module ? ffa.module : "", ffb.module ? ffb.module : "");
@@ -938,6 +942,8 @@ int fold_profile(const struct profile *p, const struct fold_opts *opts, fold_fn 
 	struct stacks_map emap = { 0 };
 	int err;
 
+	if (opts && opts->source != FOLD_CPU)
+		return fold_profile_gpu(p, opts, fn, arg);
 	memset(&fo, 0, sizeof(fo));
 	fo.opts = opts ? opts : &defaults;
 	struct stacks_filter filter = { .pid = fo.opts->pid, .tid = fo.opts->tid,
@@ -973,7 +979,7 @@ int fold_profile(const struct profile *p, const struct fold_opts *opts, fold_fn 
 
 	for (size_t i = 0; i < nentries; i++)
 		stacks_fold_root(&fo, entries[i].root);
-	qsort_r(entries, nentries, sizeof(*entries), stacks_fold_cmp, &fo);
+	cs_qsort_r(entries, nentries, sizeof(*entries), stacks_fold_cmp, &fo);
 	for (size_t i = 0; i < nentries; i++) {
 		err = stacks_fold_emit(&fo, entries[i].root, entries[i].stack, entries[i].count,
 				       fn, arg);
@@ -991,10 +997,9 @@ out:
 	return err;
 }
 
-void fold_format_frame(struct cs_buf *b, const struct fold_frame *f)
+/* ';' separates frames and a newline ends the record: neither may appear in a name. */
+static void fold_put_escaped(struct cs_buf *b, const char *s)
 {
-	/* ';' separates frames and a newline ends the record: neither may appear in a name. */
-	const char *s = f->name;
 	while (*s) {
 		size_t run = strcspn(s, ";\n\r");
 		cs_buf_put(b, s, run);
@@ -1003,6 +1008,20 @@ void fold_format_frame(struct cs_buf *b, const struct fold_frame *f)
 			break;
 		cs_buf_put(b, *s == ';' ? ":" : "?", 1);
 		s++;
+	}
+}
+
+void fold_format_frame(struct cs_buf *b, const struct fold_frame *f)
+{
+	fold_put_escaped(b, f->name);
+	/* A Python frame as py-spy writes it: "function (file.py:line)". */
+	if (f->flags & PROFILE_FRAME_PYTHON) {
+		if (f->file) {
+			cs_buf_put(b, " (", 2);
+			fold_put_escaped(b, f->file);
+			cs_buf_printf(b, ":%u)", f->line);
+		}
+		return;
 	}
 	if (f->flags & PROFILE_FRAME_KERNEL)
 		cs_buf_put(b, "_[k]", 4);
@@ -1026,7 +1045,7 @@ struct stacks_folded {
 };
 
 static int stacks_folded_collect(void *arg, const struct fold_frame *frames, size_t nframes,
-				 uint64_t count)
+				 uint64_t count, uint64_t calls)
 {
 	struct stacks_folded *sf = arg;
 
@@ -1060,7 +1079,7 @@ int stacks_write_folded(FILE *f, const struct profile *p, const struct fold_opts
 	if (err < 0)
 		goto out;
 	/* Frames that differ only in file:line print alike: sort the text and merge equal lines. */
-	qsort_r(sf.lines, sf.nlines, sizeof(*sf.lines), stacks_folded_cmp, sf.text.data);
+	cs_qsort_r(sf.lines, sf.nlines, sizeof(*sf.lines), stacks_folded_cmp, sf.text.data);
 	for (size_t i = 0; i < sf.nlines;) {
 		const char *key = sf.text.data + sf.lines[i].key;
 		uint64_t count = 0;

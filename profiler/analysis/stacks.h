@@ -85,6 +85,8 @@ struct stacks_unwind {
 	uint64_t frames_cfi;     /* by CFI, or the sampled pc */
 	uint64_t frames_fp;      /* PROFILE_FRAME_FOUND_FP */
 	uint64_t frames_scan;    /* PROFILE_FRAME_FOUND_SCAN */
+	uint64_t python_unread;  /* PROFILE_SAMPLE_PYTHON_UNREAD: Python frames not read */
+	uint64_t python_changed; /* PROFILE_SAMPLE_PYTHON_CHANGED: read after the stack moved on */
 	double complete_pct;     /* 0..100 of the filtered samples */
 	uint64_t stack_size;     /* the recording's --stack-size (header), 0 when unknown */
 	uint64_t suggested_stack_size; /* 0 when no truncation was seen or none can help */

@@ -531,7 +531,7 @@ struct fold_record {
 };
 
 static int record_fold(void *arg, const struct fold_frame *frames, size_t nframes,
-		       uint64_t count)
+		       uint64_t count, uint64_t calls)
 {
 	struct fold_record *rec = arg;
 	struct cs_buf b = { 0 };

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/types.h>
 
 #define CSAMPLER_VERSION "0.1.0"
@@ -79,5 +80,22 @@ const char *cs_basename(const char *path);
 ssize_t cs_read_small_file(const char *path, char *buf, size_t size);
 /* The number a small file starts with, or dflt when it cannot be read. */
 long cs_read_long_file(const char *path, long dflt);
+
+/* qsort and qsort_r for arrays that may be empty: an array that was never grown is NULL, and
+ * qsort(NULL, 0, ...) is undefined behaviour (glibc declares base nonnull; UBSan reports it,
+ * found by tests/fuzz/fuzz_datafile on files without samples). */
+static inline void cs_qsort(void *base, size_t n, size_t size,
+			    int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
+}
+
+static inline void cs_qsort_r(void *base, size_t n, size_t size,
+			      int (*cmp)(const void *, const void *, void *), void *arg)
+{
+	if (n > 1)
+		qsort_r(base, n, size, cmp, arg);
+}
 
 #endif

@@ -13,13 +13,18 @@
 static void folded_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: csampler folded [-i FILE] [--per-thread] [--pid PID] [--tid TID]\n"
-		"                       [--comm NAME]\n"
+		"usage: csampler folded [-i FILE] [--cpu|--gpu|--both] [--per-thread] [--pid PID]\n"
+		"                       [--tid TID] [--comm NAME]\n"
 		"\n"
 		"Print the recorded stacks as folded text, one 'root;...;leaf COUNT' line per\n"
 		"distinct stack, with the annotations _[k] (kernel), _[i] (inlined), _[j] (JIT).\n"
 		"\n"
 		"  -i, --input FILE     data file to read (default ./csampler.data)\n"
+		"      --cpu            CPU samples, counted in samples (the default)\n"
+		"      --gpu            GPU time in ns: each kernel, copy, memset and sync under the\n"
+		"                       CPU stack that launched it and the NVTX ranges around it\n"
+		"      --both           a CPU root (samples times the sampling period) and a GPU\n"
+		"                       root, both in ns\n"
 		"      --per-thread     root frame 'comm-tid' instead of the process name\n"
 		"      --pid PID        only samples of process PID\n"
 		"      --tid TID        only samples of thread TID\n"
@@ -30,13 +35,16 @@ static void folded_usage(FILE *f)
 /* Parse argv. Returns 0, 1 when --help was printed, or -EINVAL after one line. */
 static int folded_parse_args(int argc, char **argv, const char **input, struct fold_opts *o)
 {
-	enum { OPT_PER_THREAD = 256, OPT_PID, OPT_TID, OPT_COMM };
+	enum { OPT_PER_THREAD = 256, OPT_PID, OPT_TID, OPT_COMM, OPT_CPU, OPT_GPU, OPT_BOTH };
 	static const struct option longopts[] = {
 		{ "input", required_argument, NULL, 'i' },
 		{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
 		{ "pid", required_argument, NULL, OPT_PID },
 		{ "tid", required_argument, NULL, OPT_TID },
 		{ "comm", required_argument, NULL, OPT_COMM },
+		{ "cpu", no_argument, NULL, OPT_CPU },
+		{ "gpu", no_argument, NULL, OPT_GPU },
+		{ "both", no_argument, NULL, OPT_BOTH },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -64,6 +72,15 @@ static int folded_parse_args(int argc, char **argv, const char **input, struct f
 			break;
 		case OPT_COMM:
 			o->comm = optarg;
+			break;
+		case OPT_CPU:
+			o->source = FOLD_CPU;
+			break;
+		case OPT_GPU:
+			o->source = FOLD_GPU;
+			break;
+		case OPT_BOTH:
+			o->source = FOLD_BOTH;
 			break;
 		case 'h':
 			folded_usage(stdout);
@@ -97,6 +114,14 @@ int cmd_folded(int argc, char **argv)
 		return err > 0 ? 0 : CS_EXIT_ERROR;
 	if (profile_load(input, &p) < 0)
 		goto out; /* profile_load printed why */
+	if (o.source != FOLD_CPU && !p->ngpu_activities)
+		cs_warn("folded: %s has no GPU records (record with 'csampler record --gpu on' on a "
+			"CUDA program)", input);
+	if (o.source == FOLD_BOTH && !fold_cpu_period_ns(p)) {
+		cs_error(EINVAL, "folded: %s does not say its sampling rate (rate_hz), so CPU "
+			 "samples cannot be turned into time; use --cpu or --gpu", input);
+		goto out;
+	}
 	err = stacks_write_folded(stdout, p, &o);
 	if (err == -EIO || (!err && fflush(stdout) == EOF)) {
 		cs_error(EIO, "folded: writing to standard output: %s", strerror(errno ? errno : EIO));

@@ -36,6 +36,7 @@ static const char record_usage[] =
 	"      --duration SEC     stop after SEC seconds\n"
 	"      --keep-raw         also keep the raw registers and stack copies in the file\n"
 	"      --no-compress      write uncompressed chunks\n"
+	"      --no-python        do not read CPython frames: keep the interpreter's native frames\n"
 	"      --gpu MODE         auto (default), on or off: CUDA kernels, copies, syncs and NVTX\n"
 	"                         ranges with the CPU stack of every launch (CUPTI)\n"
 	"  -q, --quiet            no summary\n";
@@ -136,7 +137,7 @@ static int record_gpu_prepare(struct record_opts *o, char *why, size_t whylen)
 
 int cmd_record(int argc, char **argv)
 {
-	enum { OPT_STACK = 256, OPT_DURATION, OPT_KEEP_RAW, OPT_NO_COMPRESS, OPT_GPU };
+	enum { OPT_STACK = 256, OPT_DURATION, OPT_KEEP_RAW, OPT_NO_PYTHON, OPT_NO_COMPRESS, OPT_GPU };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "freq", required_argument, NULL, 'F' },
@@ -147,6 +148,7 @@ int cmd_record(int argc, char **argv)
 		{ "duration", required_argument, NULL, OPT_DURATION },
 		{ "keep-raw", no_argument, NULL, OPT_KEEP_RAW },
 		{ "no-compress", no_argument, NULL, OPT_NO_COMPRESS },
+		{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 		{ "gpu", required_argument, NULL, OPT_GPU },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -223,6 +225,9 @@ int cmd_record(int argc, char **argv)
 			break;
 		case OPT_NO_COMPRESS:
 			o.compress = false;
+			break;
+		case OPT_NO_PYTHON:
+			o.no_python = true;
 			break;
 		case OPT_GPU:
 			if (!strcmp(optarg, "auto"))

@@ -40,10 +40,11 @@ enum profile_frame_flags {
 	PROFILE_FRAME_GPU_KERNEL = 1 << 4, /* a GPU kernel (CUPTI; later) */
 	PROFILE_FRAME_GPU_COPY = 1 << 5,   /* a GPU memcpy/memset (later) */
 	PROFILE_FRAME_GPU_SYNC = 1 << 6,   /* time blocked in a CUDA synchronisation (later) */
-	/* How the unwinder found a frame whose caller had no CFI (unwind/jit.h); also in DF_LOC
+	PROFILE_FRAME_PYTHON = 1 << 7,     /* a Python function: name, file.py, line being run */
+	/* How the unwinder found a frame whose callee had no CFI (unwind/jit.h); also in DF_LOC
 	 * flags. Neither bit: found by CFI (or it is the sampled pc). */
-	PROFILE_FRAME_FOUND_FP = 1 << 7,   /* one checked frame-pointer step */
-	PROFILE_FRAME_FOUND_SCAN = 1 << 8, /* a checked scan of the frame for its return address */
+	PROFILE_FRAME_FOUND_FP = 1 << 8,   /* one checked frame-pointer step */
+	PROFILE_FRAME_FOUND_SCAN = 1 << 9, /* a checked scan of the frame for its return address */
 };
 
 /* DF_LOC flags: bit 0 says the offset is a return address; PROFILE_FRAME_FOUND_* as above. */
@@ -58,17 +59,25 @@ enum profile_module_flags {
 	PROFILE_MODULE_NO_CFI = 1 << 2,      /* no .eh_frame/.debug_frame found: unwinding stops */
 	PROFILE_MODULE_NO_SYMBOLS = 1 << 3,  /* no .symtab/.dynsym/.gnu_debugdata/debug file */
 	PROFILE_MODULE_NO_DEBUGINFO = 1 << 4,/* no DWARF lines: no file:line, no inline frames */
+	PROFILE_MODULE_PYTHON = 1 << 5,      /* "[python]": offsets are Python frame ids, each
+					      * named by one DF_SYMBOL (PROFILE_FRAME_PYTHON) */
 };
 
 enum profile_sample_flags {
 	PROFILE_SAMPLE_UNWIND_ERROR = 1 << 0, /* the unwinder stopped on an error, not at the root */
-	PROFILE_SAMPLE_STACK_FULL = 1 << 1,   /* the unwinder needed stack beyond the copy */
+	PROFILE_SAMPLE_STACK_FULL = 1 << 1,   /* the unwinder needed stack beyond the copy (files
+					       * written before bits 4-6 existed: the copy was full) */
+	PROFILE_SAMPLE_PYTHON_UNREAD = 1 << 2,/* the stack runs Python code whose frames could not
+					       * be read: native frames only */
+	PROFILE_SAMPLE_PYTHON_CHANGED = 1 << 3,/* the Python frames read did not match the native
+					       * stack's interpreter activations (the program
+					       * moved on before the read): merged best effort */
 	/* Why an unwind stopped early (with UNWIND_ERROR), from files written since these bits
 	 * exist; STACK_FULL is the fourth cause. */
-	PROFILE_SAMPLE_STOP_ANON = 1 << 2,    /* at code in anonymous memory without CFI (JIT)
+	PROFILE_SAMPLE_STOP_ANON = 1 << 4,    /* at code in anonymous memory without CFI (JIT)
 					       * whose caller could not be recovered */
-	PROFILE_SAMPLE_STOP_NO_CFI = 1 << 3,  /* at code in a file without CFI, likewise */
-	PROFILE_SAMPLE_NO_MAP = 1 << 4,       /* an address was in no known mapping */
+	PROFILE_SAMPLE_STOP_NO_CFI = 1 << 5,  /* at code in a file without CFI, likewise */
+	PROFILE_SAMPLE_NO_MAP = 1 << 6,       /* an address was in no known mapping */
 };
 
 enum df_record_type {
@@ -210,6 +219,8 @@ int df_writer_close(struct df_writer *w);
  * -errno to stop. */
 typedef int (*df_record_fn)(void *arg, uint16_t type, const uint8_t *payload, size_t len);
 int df_read(const char *path, df_record_fn fn, void *arg);
+/* The same over a whole file already in memory, buf[0..len); name is used in messages. */
+int df_read_mem(const void *buf, size_t len, const char *name, df_record_fn fn, void *arg);
 
 /* Growable string interning for writers: same string, same id (ids from 1). */
 struct df_strtab;

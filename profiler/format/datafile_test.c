@@ -182,7 +182,8 @@ UNIT_TEST(datafile_uncompressed_equals_compressed)
 }
 
 /* Every prefix of a file loads (complete, truncated with fewer samples, or a clean error for a
- * cut inside the file header) and never crashes; samples recovered never decrease. */
+ * cut inside the file header) and never crashes; samples recovered never decrease; from memory
+ * (profile_load_mem) the same as from the file. */
 UNIT_TEST(datafile_every_cut)
 {
 	char *path = test_path("full.data"), *cut = test_path("cut.data");
@@ -203,8 +204,11 @@ UNIT_TEST(datafile_every_cut)
 		fd = open(cut, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		UNIT_ASSERT(write(fd, data, (size_t)n) == n);
 		close(fd);
-		struct profile *p;
+		struct profile *p, *pm;
 		int ret = profile_load(cut, &p);
+		/* The in-memory reader (profile_load_mem) agrees with the file reader. */
+		int ret_mem = profile_load_mem(data, (size_t)n, "cut.data", &pm);
+		UNIT_ASSERT_EQ_INT(ret_mem, ret);
 		if (n < DF_HEADER_SIZE) {
 			UNIT_ASSERT(ret < 0);
 			continue;
@@ -212,8 +216,11 @@ UNIT_TEST(datafile_every_cut)
 		UNIT_ASSERT(ret == 0);
 		UNIT_ASSERT(p->truncated == (n < st.st_size));
 		UNIT_ASSERT(p->nsamples >= last);
+		UNIT_ASSERT(pm->truncated == p->truncated && pm->nsamples == p->nsamples &&
+			    pm->nstack_frames == p->nstack_frames && pm->nstrings == p->nstrings);
 		last = p->nsamples;
 		profile_free(p);
+		profile_free(pm);
 	}
 	dup2(stderr_fd, 2);
 	UNIT_ASSERT_EQ_INT(last, 2001);

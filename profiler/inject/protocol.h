@@ -18,6 +18,8 @@
  *   CSAMPLER_GPU_STACK      max frames captured per launch (default 64, 0 = no stacks)
  *   CSAMPLER_GPU_FLUSH_MS   watchdog for the final forced flush (default 3000)
  *   CSAMPLER_CUPTI_PATH     libcupti to use, when not the toolkit's (tests: the stand-in)
+ *   CSAMPLER_GPU_DISABLE    captures left off, to measure their cost (kernel,memcpy,memset,
+ *                           sync,nvtx,overhead,latency,driver-api); default none
  * All times are CLOCK_MONOTONIC nanoseconds (CUPTI's timestamp callback is set to that clock). */
 #ifndef CSAMPLER_INJECT_PROTOCOL_H
 #define CSAMPLER_INJECT_PROTOCOL_H
@@ -44,7 +46,8 @@ enum gpu_rec_type {
 	GPU_REC_MEMCPY = 4,    /* struct gpu_memcpy */
 	GPU_REC_MEMSET = 5,    /* struct gpu_memset */
 	GPU_REC_SYNC = 6,      /* struct gpu_sync */
-	GPU_REC_API = 7,       /* struct gpu_api: a runtime/driver API call's span (activity) */
+	GPU_REC_API = 7,       /* struct gpu_api: a runtime/driver API call's span (the library
+				* times the calls it records, from ENTER to EXIT) */
 	GPU_REC_MARKER = 8,    /* struct gpu_marker + name: an NVTX range */
 	GPU_REC_STATS = 9,     /* struct gpu_stats: counters, written at flush and at exit */
 	GPU_REC_NOTE = 10,     /* struct gpu_note + text: one line for the user (why CPU-only...) */
@@ -162,7 +165,7 @@ struct gpu_marker {
 struct gpu_stats {
 	uint64_t launches;         /* API ENTER records written */
 	uint64_t launches_dropped; /* launch records lost (per-thread buffer full, write failed) */
-	uint64_t activities;       /* activity records written */
+	uint64_t activities;       /* activity records written (API spans included) */
 	uint64_t dropped;          /* cuptiActivityGetNumDroppedRecords, summed */
 	uint64_t lost_timestamps;  /* kernel/copy records with start == end == 0 */
 	uint64_t buffers;          /* CUPTI buffers completed */

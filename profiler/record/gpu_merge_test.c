@@ -394,3 +394,103 @@ UNIT_TEST(gpu_profile_bad_ids_skipped)
 	profile_free(p);
 	free(path);
 }
+
+/* A launch stack starts in the CUDA runtime (a shared libcudart, or the static one's
+ * cudaLaunchKernel and libcudart_static_* internals) and nvcc's stub and host wrapper: the
+ * loaded launch stack starts at the program's call site; a frame named like a kernel without a
+ * stub below it stays unless that kernel was launched there; a stack of runtime frames only is
+ * kept whole. */
+UNIT_TEST(gpu_launch_stack_starts_at_the_call_site)
+{
+	char *path = cs_asprintf("%s/trim.data", unit_tmpdir());
+	struct df_writer *w;
+	struct df_strtab *t = df_strtab_new();
+	UNIT_ASSERT(df_writer_open(&w, path, true) == 0);
+	struct {
+		uint32_t id, flags;
+		char path[12], bid[1];
+	} __attribute__((packed)) m0 = { 0, 0, "/bin/train", "" };
+	df_put(w, DF_MODULE, &m0, sizeof(m0));
+	struct {
+		uint32_t id, flags;
+		char path[28], bid[1];
+	} __attribute__((packed)) m1 = { 1, 0, "/usr/lib/libcudart.so.13.0", "" };
+	df_put(w, DF_MODULE, &m1, sizeof(m1));
+	static const char *const names[] = {
+		NULL,                                   /* 0: in libcudart.so, no symbol */
+		"libcudart_static_0123abcd",
+		"cudaLaunchKernel",
+		"cudaError cudaLaunchKernel<char>(char const*, dim3, dim3, void**, unsigned long, CUstream_st*)",
+		"_Z33__device_stub__Z11blur_kernelPfiPfi",
+		"blur_kernel(float*, int)",
+		"blur_image",
+		"main",
+		"__device_stub__Z11blur_kernelPfi(float*, int)",
+	};
+	for (uint32_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		struct {
+			uint32_t id, module;
+			uint64_t offset;
+			uint32_t flags;
+		} __attribute__((packed)) loc = { i, i == 0, 0x100 * (i + 1), 1 };
+		df_put(w, DF_LOC, &loc, sizeof(loc));
+		if (names[i]) {
+			uint32_t sym[6] = { i, 1, df_strtab_id(t, w, names[i]), 0, 0, 0 };
+			df_put(w, DF_SYMBOL, sym, sizeof(sym));
+		}
+	}
+	static const uint32_t stacks[][9] = {   /* n, then loc ids leaf first */
+		{ 8, 0, 1, 2, 3, 4, 5, 6, 7 },
+		{ 3, 5, 6, 7 },                 /* the wrapper's name without a stub: stays */
+		{ 2, 1, 2 },                    /* only runtime frames: kept whole */
+		{ 5, 2, 8, 5, 6, 7 },           /* the stub's demangled name */
+		{ 4, 2, 5, 6, 7 },              /* the wrapper without a stub, its kernel known */
+	};
+	for (uint32_t s = 0; s < 5; s++) {
+		uint32_t hdr[2] = { s, stacks[s][0] };
+		df_put2(w, DF_STACK, hdr, sizeof(hdr), &stacks[s][1], 4 * stacks[s][0]);
+	}
+	static const uint32_t launch_stack[] = { 0, 1, 2, 0, 3, 4 };
+	for (uint32_t k = 0; k < 6; k++) {
+		struct df_gpu_launch l = { .time = 100 + k, .pid = 10, .tid = 10, .correlation = k + 1,
+					   .stack = launch_stack[k],
+					   .api = df_strtab_id(t, w, "cudaLaunchKernel"),
+					   .cbid = 211, .domain = 1 };
+		df_put(w, DF_GPU_LAUNCH, &l, sizeof(l));
+	}
+	/* the kernel of launch 6: its name is the wrapper's */
+	struct df_gpu_activity ka = { .kind = DF_GPU_KERNEL, .pid = 10, .correlation = 6,
+				      .start = 1000, .end = 1100,
+				      .name = df_strtab_id(t, w, "blur_kernel(float*, int)") };
+	df_put(w, DF_GPU_ACTIVITY, &ka, sizeof(ka));
+	struct {
+		uint64_t samples, lost, end_time;
+		uint32_t flags;
+	} __attribute__((packed)) e = { 0, 0, 5000, 1 };
+	df_put(w, DF_END, &e, sizeof(e));
+	UNIT_ASSERT(df_writer_close(w) == 0);
+	df_strtab_free(t);
+
+	struct profile *p;
+	UNIT_ASSERT(profile_load(path, &p) == 0);
+	UNIT_ASSERT_EQ_INT(p->ngpu_launches, 6);
+	static const char *const want[] = { "blur_image;main", "blur_kernel(float*, int);blur_image;main",
+					    "libcudart_static_0123abcd;cudaLaunchKernel",
+					    "blur_image;main", "blur_image;main", "blur_image;main" };
+	for (size_t i = 0; i < p->ngpu_launches; i++) {
+		const struct profile_gpu_launch *l = &p->gpu_launches[i];
+		const struct profile_stack *st = &p->stacks[l->stack];
+		char got[512] = "";
+		for (uint32_t k = 0; k < st->nframes; k++)
+			snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%s", k ? ";" : "",
+				 profile_str(p, p->frames[p->stack_frames[st->first + k]].name));
+		if (strcmp(got, want[l->correlation - 1]))
+			fprintf(stderr, "launch %u: '%s', want '%s'\n", l->correlation, got,
+				want[l->correlation - 1]);
+		UNIT_ASSERT(!strcmp(got, want[l->correlation - 1]));
+	}
+	/* launches 1 and 4 share the recorded stack: one trimmed stack for both */
+	UNIT_ASSERT_EQ_INT(p->gpu_launches[0].stack, p->gpu_launches[3].stack);
+	profile_free(p);
+	free(path);
+}

@@ -9,6 +9,7 @@
 #include "base/cs.h"
 #include "format/datafile.h"
 #include "record/gpu_merge.h"
+#include "unwind/python.h"
 #include "unwind/symbols.h"
 
 #include <errno.h>
@@ -71,6 +72,7 @@ struct record {
 	size_t stack_hash_cap;
 	/* counts */
 	uint64_t nsamples, lost, stack_full, unwind_errors;
+	uint64_t py_merged, py_changed, py_unread; /* samples by py_merge result */
 	uint32_t *tids, *pids;      /* sets of tids/pids seen in samples (ids + 1) */
 	size_t tid_cap, ntids, pid_cap, npids_seen;
 	uint64_t start_ns, last_flush_ns, last_symbolize_ns;
@@ -273,6 +275,34 @@ static void record_raw(struct record *r, const struct sampler_event *ev, uint32_
 	cs_buf_free(&b);
 }
 
+/* Python frames in place of the interpreter's native activations (unwind/python.h). The
+ * frame chain is read now, when the main thread gets to the sample, not when it was taken. */
+static int record_python(struct record *r, const struct sampler_event *ev, struct unwind_loc *locs,
+			 int n, uint32_t *flags)
+{
+	enum py_merge_result res;
+
+	n = py_merge(r->unwind, ev->pid, ev->tid, locs, n, RECORD_MAX_LOCS, &res);
+	switch (res) {
+	case PY_MERGE_NONE:
+		break;
+	case PY_MERGE_OK:
+		r->py_merged++;
+		break;
+	case PY_MERGE_CHANGED:
+		r->py_merged++;
+		r->py_changed++;
+		*flags |= PROFILE_SAMPLE_PYTHON_CHANGED;
+		break;
+	case PY_MERGE_UNREADABLE:
+	case PY_MERGE_UNSUPPORTED:
+		r->py_unread++;
+		*flags |= PROFILE_SAMPLE_PYTHON_UNREAD;
+		break;
+	}
+	return n;
+}
+
 static void record_sample(struct record *r, const struct sampler_event *ev)
 {
 	struct unwind_loc locs[RECORD_MAX_LOCS];
@@ -284,14 +314,17 @@ static void record_sample(struct record *r, const struct sampler_event *ev)
 		n = 0;
 		uflags |= UNWIND_ERROR;
 	}
+	if (!r->o->no_python)
+		n = record_python(r, ev, locs, n, &flags);
 	record_write_modules(r);
 	bool seen_user = false;
 	for (int i = 0; i < n; i++) {
 		const struct unwind_module *m = unwind_module_get(r->unwind, locs[i].module);
 		bool kernel = m && (m->flags & PROFILE_MODULE_KERNEL);
 		/* The first user frame after kernel frames is where the thread entered the
-		 * kernel, not a return address: it is looked up as is, like the leaf. */
-		bool caller = i > 0 && (kernel || seen_user);
+		 * kernel, not a return address: it is looked up as is, like the leaf. Python
+		 * frame ids are no addresses: never adjusted. */
+		bool caller = i > 0 && (kernel || seen_user) && !(m && (m->flags & PROFILE_MODULE_PYTHON));
 		if (!kernel)
 			seen_user = true;
 		ids[i] = record_loc(r, locs[i].module, locs[i].offset,
@@ -481,6 +514,7 @@ static int record_event(void *arg, const struct sampler_event *ev)
 			/* GPU launches of the old image, while its mappings are still known */
 			gpu_merge_poll(r->gpu, ev->pid, UINT64_MAX, false);
 			unwind_exec(r->unwind, ev->pid);
+			py_forget(r->unwind, ev->pid);
 		}
 		break;
 	}
@@ -500,6 +534,7 @@ static int record_event(void *arg, const struct sampler_event *ev)
 			 * them before the process' mappings are forgotten */
 			gpu_merge_poll(r->gpu, ev->pid, UINT64_MAX, false);
 			unwind_exit(r->unwind, ev->pid);
+			py_forget(r->unwind, ev->pid);
 		}
 		break;
 	}
@@ -733,7 +768,9 @@ static void *record_reader(void *arg)
 				index[n] = i, fds[n++] = rings[i];
 		int nwatched = n;
 		fds[n++] = (struct pollfd){ .fd = q->stop_fd, .events = POLLIN };
-		poll(fds, (nfds_t)n, 50);
+		/* Python frames are read when the main thread gets to a sample: collecting often
+		 * keeps that close to when the sample was taken (unwind/python.h). */
+		poll(fds, (nfds_t)n, r->o->no_python ? 50 : 5);
 		for (int i = 0; i < nwatched; i++)
 			if (fds[i].revents & (POLLHUP | POLLERR))
 				hup[index[i]] = true;
@@ -977,6 +1014,8 @@ int record_run(const struct record_opts *o, bool *written)
 		cs_error(-ret, "cannot initialise the unwinder: %s", strerror(-ret));
 		goto out;
 	}
+	if (!o->no_python)
+		py_enable(r.unwind);
 	ret = df_writer_open(&r.w, o->output, o->compress);
 	if (ret)
 		goto out;

@@ -415,3 +415,49 @@ Dwfl_Module *elfcache_report_file(Dwfl *dwfl, const char *name, struct elf_file 
 	}
 	return mod;
 }
+
+int elfcache_file_symbol(const struct elf_file *f, const char *name, uint64_t *vaddr,
+			 uint64_t *size)
+{
+	Elf_Scn *scn = NULL;
+
+	if (!f->elf)
+		return -ENOENT;
+	/* .symtab first (it holds local symbols too), then .dynsym: both are searched linearly,
+	 * which is fine for the few lookups per file this serves. */
+	for (int pass = 0; pass < 2; pass++) {
+		Elf64_Word want = pass == 0 ? SHT_SYMTAB : SHT_DYNSYM;
+		while ((scn = elf_nextscn(f->elf, scn))) {
+			GElf_Shdr sh;
+			if (!gelf_getshdr(scn, &sh) || sh.sh_type != want || !sh.sh_entsize)
+				continue;
+			Elf_Data *data = elf_getdata(scn, NULL);
+			if (!data)
+				continue;
+			size_t n = sh.sh_size / sh.sh_entsize;
+			for (size_t i = 0; i < n; i++) {
+				GElf_Sym sym;
+				if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
+				    !sym.st_value)
+					continue;
+				const char *s = elf_strptr(f->elf, sh.sh_link, sym.st_name);
+				if (s && strcmp(s, name) == 0) {
+					*vaddr = sym.st_value;
+					*size = sym.st_size;
+					return 0;
+				}
+			}
+		}
+	}
+	return -ENOENT;
+}
+
+uint64_t elfcache_vaddr_to_offset(const struct elf_file *f, uint64_t vaddr)
+{
+	for (size_t i = 0; i < f->nloads; i++) {
+		const struct elf_load *l = &f->loads[i];
+		if (vaddr >= l->vaddr && vaddr < l->vaddr + l->filesz)
+			return l->offset + (vaddr - l->vaddr);
+	}
+	return UINT64_MAX;
+}

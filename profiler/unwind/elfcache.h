@@ -72,6 +72,7 @@ enum unwind_module_kind {
 	UNWIND_MOD_FILE,         /* a mapped file that is not ELF or could not be opened */
 	UNWIND_MOD_KERNEL,       /* [kernel.kallsyms]; offsets are addresses */
 	UNWIND_MOD_JIT,          /* anonymous executable memory of one process; offsets are addresses */
+	UNWIND_MOD_PYTHON,       /* "[python]": Python frames (python.c); offsets are frame ids */
 };
 
 struct jit_sym {
@@ -142,6 +143,10 @@ struct unwind_ctx {
 	size_t nsym_entries, cap_sym_entries;
 	struct sym_frame *sym_frames;
 	size_t nsym_frames, cap_sym_frames;
+
+	/* python.c: NULL until py_enable; freed through release_python like release_symbols. */
+	struct py_state *python;
+	void (*release_python)(struct unwind_ctx *ctx);
 };
 
 /* Intern s: the returned copy lives until unwind_free. */
@@ -168,5 +173,12 @@ struct elf_file *elfcache_vdso(struct unwind_ctx *ctx);
 /* The load bias of f mapped at start from file offset pgoff. */
 uint64_t elfcache_file_bias(const struct elf_file *f, uint64_t start, uint64_t pgoff);
 void elfcache_file_free(struct elf_file *f);
+/* The link-time address and size of the defined symbol name (function or data, .symtab then
+ * .dynsym), or -ENOENT. */
+int elfcache_file_symbol(const struct elf_file *f, const char *name, uint64_t *vaddr,
+			 uint64_t *size);
+/* Link-time vaddr -> file offset through the PT_LOAD table; UINT64_MAX when in no file-backed
+ * part of a segment (.bss). */
+uint64_t elfcache_vaddr_to_offset(const struct elf_file *f, uint64_t vaddr);
 
 #endif

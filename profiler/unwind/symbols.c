@@ -26,6 +26,7 @@
 
 #include "base/cs.h"
 #include "unwind/elfcache.h"
+#include "unwind/python.h"
 #include "format/datafile.h"
 
 /* libstdc++'s demangler (the Itanium C++ ABI; -lstdc++ is linked). */
@@ -678,6 +679,15 @@ int sym_resolve(struct unwind_ctx *ctx, struct unwind_loc loc, bool is_caller,
 		case UNWIND_MOD_FILE:
 			sym_push(ctx, sym_unnamed(ctx, m, loc.offset), NULL, 0, PROFILE_FRAME_UNNAMED);
 			break;
+		case UNWIND_MOD_PYTHON: {
+			struct sym_frame pf;
+			if (py_frame_symbol(ctx, loc.offset, &pf) == 0)
+				sym_push(ctx, pf.name, pf.file, pf.line, pf.flags);
+			else
+				sym_push(ctx, sym_unnamed(ctx, m, loc.offset), NULL, 0,
+					 PROFILE_FRAME_UNNAMED);
+			break;
+		}
 		}
 		cs_grow(&ctx->sym_entries, &ctx->cap_sym_entries, ctx->nsym_entries + 1,
 			sizeof(ctx->sym_entries[0]));

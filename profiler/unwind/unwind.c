@@ -201,6 +201,9 @@ static uint32_t unwind_module_id(struct unwind_ctx *ctx, enum unwind_module_kind
 		m->pub.flags = PROFILE_MODULE_JIT | PROFILE_MODULE_NO_CFI |
 			       PROFILE_MODULE_NO_DEBUGINFO;
 		break;
+	case UNWIND_MOD_PYTHON:
+		m->pub.flags = PROFILE_MODULE_PYTHON;
+		break;
 	}
 	cs_grow(&ctx->modules, &ctx->cap_modules, ctx->nmodules + 1, sizeof(ctx->modules[0]));
 	ctx->modules[ctx->nmodules++] = m;
@@ -216,6 +219,11 @@ size_t unwind_module_count(const struct unwind_ctx *ctx)
 const struct unwind_module *unwind_module_get(const struct unwind_ctx *ctx, uint32_t id)
 {
 	return id < ctx->nmodules ? &ctx->modules[id]->pub : NULL;
+}
+
+uint32_t unwind_python_module(struct unwind_ctx *ctx)
+{
+	return unwind_module_id(ctx, UNWIND_MOD_PYTHON, "[python]", NULL, 0);
 }
 
 /* The anonymous-code module of process p (JIT code named by /tmp/perf-PID.map). */
@@ -298,6 +306,8 @@ void unwind_free(struct unwind_ctx *ctx)
 		}
 	}
 	elfcache_hash_free(&ctx->procs);
+	if (ctx->release_python)
+		ctx->release_python(ctx);
 	if (ctx->release_symbols)
 		ctx->release_symbols(ctx);
 	for (size_t i = 0; i < ctx->nmodules; i++) {

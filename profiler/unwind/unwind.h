@@ -100,6 +100,10 @@ int unwind_load_proc_maps(struct unwind_ctx *ctx, uint32_t pid);
 int unwind_sample(struct unwind_ctx *ctx, const struct unwind_sample *s, struct unwind_loc *locs,
 		  int max, uint32_t *flags);
 
+/* The "[python]" module (PROFILE_MODULE_PYTHON) whose offsets are Python frame ids
+ * (python.h), created on first use. */
+uint32_t unwind_python_module(struct unwind_ctx *ctx);
+
 /* The module table. */
 size_t unwind_module_count(const struct unwind_ctx *ctx);
 const struct unwind_module *unwind_module_get(const struct unwind_ctx *ctx, uint32_t id);

@@ -117,29 +117,22 @@ static void push_activity(const struct script_call *c, uint32_t corr, uint64_t n
 	}
 }
 
-static void push_api(const struct script_call *c, uint32_t corr)
-{
-	int runtime = c->runtime_cbid != 0;
-	CUpti_ActivityAPI a = { .kind = runtime ? CUPTI_ACTIVITY_KIND_RUNTIME :
-						  CUPTI_ACTIVITY_KIND_DRIVER,
-				.cbid = runtime ? c->runtime_cbid : c->driver_cbid,
-				.start = t0 + script_offset(corr) - 5000,
-				.end = t0 + script_offset(corr) - 1000,
-				.processId = (uint32_t)getpid(), .threadId = (uint32_t)gettid(),
-				.correlationId = corr };
-	hk.push(&a, sizeof(a));
-}
-
 /* The CPU's side: one scripted API call. A macro, not a function, so that the stand-in's
- * callbacks run directly under the scripted function (pcs[0]). */
+ * callbacks run directly under the scripted function (pcs[0]). The library times the call
+ * (its API span) with CUPTI's clock, which the stand-in makes [enter, exit]: by default
+ * [offset - 5 us, offset - 1 us] from t0 (script.h), the real clock when t0 is not set. */
 #define CUDA_CALL(c, corr_, driver_corr_)                                                  \
+	CUDA_CALL_AT(c, corr_, driver_corr_, t0 ? t0 + script_offset(corr_) - 5000 : 0,   \
+		     t0 ? t0 + script_offset(corr_) - 1000 : 0)
+#define CUDA_CALL_AT(c, corr_, driver_corr_, enter_, exit_)                                \
 	do {                                                                               \
 		struct standin_call sc_ = { .runtime_cbid = (c)->runtime_cbid,              \
 					    .driver_cbid = (c)->driver_cbid,                \
 					    .runtime_name = (c)->runtime_name,              \
 					    .driver_name = (c)->driver_name,                \
 					    .symbol = (c)->name, .corr = (corr_),           \
-					    .driver_corr = (driver_corr_) };                \
+					    .driver_corr = (driver_corr_),                  \
+					    .enter_ns = (enter_), .exit_ns = (exit_) };     \
 		hk.call(&sc_);                                                             \
 		KEEP_FRAME();                                                              \
 	} while (0)
@@ -153,7 +146,6 @@ static void push_api(const struct script_call *c, uint32_t corr)
 		CUDA_CALL(&table[index], corr, 0);                                  \
 		KEEP_FRAME();                                                       \
 		push_activity(&table[index], corr, 0, 0);                           \
-		push_api(&table[index], corr);                                      \
 	}
 SCRIPTED_FN(launch_forward, script_main, 0)
 SCRIPTED_FN(launch_backward, script_main, 1)
@@ -188,7 +180,6 @@ void NOIPA launch_lost(void)
 	CUDA_CALL(&script_tail[TAIL_LOST_KERNEL], corr, 0);
 	KEEP_FRAME();
 	push_activity(&script_tail[TAIL_LOST_KERNEL], corr, 0, 1);
-	push_api(&script_tail[TAIL_LOST_KERNEL], corr);
 }
 
 void NOIPA copy_weights(void)
@@ -199,7 +190,6 @@ void NOIPA copy_weights(void)
 	KEEP_FRAME();
 	/* the copy is the driver call's: its correlation id */
 	push_activity(&script_tail[TAIL_COPY_WEIGHTS], dcorr, 0, 0);
-	push_api(&script_tail[TAIL_COPY_WEIGHTS], corr);
 }
 
 void NOIPA build_graph(void)
@@ -220,7 +210,6 @@ void NOIPA run_graph(void)
 	CUDA_CALL(&script_tail[TAIL_GRAPH_LAUNCH], corr, 0);
 	KEEP_FRAME();
 	push_activity(&script_tail[TAIL_GRAPH_LAUNCH], corr, SCRIPT_GRAPH_CLONE, 0);
-	push_api(&script_tail[TAIL_GRAPH_LAUNCH], corr);
 }
 
 void NOIPA train_tail(void)
@@ -286,20 +275,25 @@ static void syncwait_push(unsigned k, unsigned i, uint32_t corr)
 			.cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE };
 		hk.push(&sy, sizeof(sy));
 	}
-	uint64_t slot = syncwait_slot(k);
-	uint64_t a0 = c->op == OP_KERNEL ? slot - (i ? 24000 : 30000) : start - 500;
-	uint64_t a1 = c->op == OP_KERNEL ? slot - (i ? 22000 : 25000) : end + 500;
-	CUpti_ActivityAPI a = { .kind = CUPTI_ACTIVITY_KIND_RUNTIME, .cbid = c->runtime_cbid,
-				.start = t0 + a0, .end = t0 + a1, .processId = (uint32_t)getpid(),
-				.threadId = (uint32_t)gettid(), .correlationId = corr };
-	hk.push(&a, sizeof(a));
+}
+
+/* The API span of record i of step k, from t0 (script.h). */
+static void syncwait_api(unsigned k, unsigned i, uint64_t *a0, uint64_t *a1)
+{
+	uint64_t slot = syncwait_slot(k), start, end, queued;
+	syncwait_times(k, i, &start, &end, &queued);
+	int kernel = script_syncwait[i].op == OP_KERNEL;
+	*a0 = kernel ? slot - (i ? 24000 : 30000) : start - 500;
+	*a1 = kernel ? slot - (i ? 22000 : 25000) : end + 500;
 }
 
 #define SYNCWAIT_FN(fname, index)                                                   \
 	void NOIPA fname(unsigned step)                                             \
 	{                                                                           \
 		uint32_t corr = script_corr(0, step, index);                        \
-		CUDA_CALL(&script_syncwait[index], corr, 0);                        \
+		uint64_t a0, a1;                                                    \
+		syncwait_api(step, index, &a0, &a1);                                \
+		CUDA_CALL_AT(&script_syncwait[index], corr, 0, t0 + a0, t0 + a1);   \
 		KEEP_FRAME();                                                       \
 		syncwait_push(step, index, corr);                                   \
 	}
@@ -344,8 +338,7 @@ static int NOIPA workload(int fork_midway)
 {
 	static const int needed[] = { CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
 		CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
-		CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_RUNTIME,
-		CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_MARKER,
+		CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_MARKER,
 		CUPTI_ACTIVITY_KIND_OVERHEAD };
 	for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)
 		if (!hk.kind_enabled(needed[i])) {
@@ -354,6 +347,12 @@ static int NOIPA workload(int fork_midway)
 		}
 	if (hk.kind_enabled(CUPTI_ACTIVITY_KIND_KERNEL)) {
 		fprintf(stderr, "CUPTI_ACTIVITY_KIND_KERNEL enabled (it serialises kernels)\n");
+		return 3;
+	}
+	if (hk.kind_enabled(CUPTI_ACTIVITY_KIND_RUNTIME) ||
+	    hk.kind_enabled(CUPTI_ACTIVITY_KIND_DRIVER)) {
+		fprintf(stderr, "CUPTI_ACTIVITY_KIND_RUNTIME/DRIVER enabled (a record for every API "
+			"call of the program: the library times its own calls' spans)\n");
 		return 3;
 	}
 	hk.get_timestamp(&t0);
@@ -628,6 +627,26 @@ static void check_workload(const struct decoded *d, pid_t main_tid, int all_deli
 			corr = s->correlation, start = s->start, end = s->end, stream = s->stream;
 			break;
 		}
+		case GPU_REC_API: {
+			/* the span of a launch record's call: same id, thread, call; ENTER..EXIT */
+			const struct gpu_api *x = p;
+			const struct gpu_launch *l = launch_of(d, x->correlation, 0);
+			if (!l)
+				bad("api span corr %u: no launch record", x->correlation);
+			else if (x->start != l->time || x->end < x->start || x->tid != l->tid ||
+				 x->cbid != l->cbid || x->domain != l->domain)
+				bad("api span corr %u: %llu..%llu tid %u cbid %u domain %u; launch at "
+				    "%llu tid %u cbid %u domain %u", x->correlation,
+				    (unsigned long long)x->start, (unsigned long long)x->end, x->tid,
+				    x->cbid, x->domain, (unsigned long long)l->time, l->tid, l->cbid,
+				    l->domain);
+			for (unsigned j = 0; j < i; j++)
+				if (d->recs[j]->type == GPU_REC_API &&
+				    ((const struct gpu_api *)(d->recs[j] + 1))->correlation ==
+				    x->correlation)
+					bad("api span corr %u: two spans", x->correlation);
+			continue;
+		}
 		case GPU_REC_MARKER: {
 			const struct gpu_marker *m = p;
 			const char *mn = (const char *)(m + 1);
@@ -675,7 +694,7 @@ static void check_workload(const struct decoded *d, pid_t main_tid, int all_deli
 		expect_count(d, GPU_REC_MEMCPY, SCRIPT_MEMCPYS, "memcpys");
 		expect_count(d, GPU_REC_MEMSET, SCRIPT_MEMSETS, "memsets");
 		expect_count(d, GPU_REC_SYNC, SCRIPT_SYNCS, "syncs");
-		expect_count(d, GPU_REC_API, SCRIPT_APIS, "api spans");
+		expect_count(d, GPU_REC_API, SCRIPT_SPANS, "api spans");
 		expect_count(d, GPU_REC_MARKER, 2, "markers");
 		expect_count(d, GPU_REC_OVERHEAD, 1, "overhead");
 		expect_count(d, GPU_REC_GRAPH_CLONE, 1, "graph clones");

@@ -120,6 +120,8 @@ static inline uint64_t script_offset(uint32_t corr)
 #define SCRIPT_APIS (SCRIPT_STEPS * SCRIPT_NMAIN + SCRIPT_WORKERS * SCRIPT_STEPS + TAIL_COUNT)
 /* launch records: every outermost call, copy_weights' driver call, the graph node */
 #define SCRIPT_LAUNCHES (SCRIPT_APIS + 1 + 1)
+/* API spans, timed by the library at ENTER/EXIT: one per launch record but the graph node's */
+#define SCRIPT_SPANS (SCRIPT_APIS + 1)
 
 /* The "syncwait" scenario (driver syncwait): SYNCWAIT_STEPS steps on the main thread, made to be
  * sync-bound. Step k (its slot starts at t0 + syncwait_slot(k)), correlation script_corr(0, k, i):

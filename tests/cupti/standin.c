@@ -78,9 +78,14 @@ STANDIN_EXPORT CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_Timestam
 	return r;
 }
 
+/* inside a scripted call's callbacks: the call's scripted time (standin_call) */
+static __thread uint64_t standin_scripted_now;
+
 STANDIN_EXPORT CUptiResult cuptiGetTimestamp(uint64_t *timestamp)
 {
-	if (st.timestamp) {
+	if (standin_scripted_now) {
+		*timestamp = standin_scripted_now;
+	} else if (st.timestamp) {
 		*timestamp = st.timestamp();
 	} else {
 		struct timespec ts;
@@ -251,14 +256,17 @@ static void standin_fire(CUpti_CallbackDomain domain, uint32_t cbid, const char 
 STANDIN_EXPORT void standin_call(const struct standin_call *c)
 {
 	uint32_t dcorr = c->driver_corr ? c->driver_corr : c->corr;
+	standin_scripted_now = c->enter_ns;
 	standin_fire(CUPTI_CB_DOMAIN_RUNTIME_API, c->runtime_cbid, c->runtime_name, c->symbol,
 		     c->corr, CUPTI_API_ENTER);
 	standin_fire(CUPTI_CB_DOMAIN_DRIVER_API, c->driver_cbid, c->driver_name, c->symbol, dcorr,
 		     CUPTI_API_ENTER);
+	standin_scripted_now = c->exit_ns;
 	standin_fire(CUPTI_CB_DOMAIN_DRIVER_API, c->driver_cbid, c->driver_name, c->symbol, dcorr,
 		     CUPTI_API_EXIT);
 	standin_fire(CUPTI_CB_DOMAIN_RUNTIME_API, c->runtime_cbid, c->runtime_name, c->symbol,
 		     c->corr, CUPTI_API_EXIT);
+	standin_scripted_now = 0;
 }
 
 /* original_id == 0: node created (stream capture, cudaGraphAdd*Node); else node cloned from
@@ -275,8 +283,12 @@ STANDIN_EXPORT void standin_graph_node(uint64_t node_id, uint64_t original_id)
 	st.callback(st.userdata, CUPTI_CB_DOMAIN_RESOURCE, cbid, &rd);
 }
 
+/* A record of a kind the client did not enable is not produced, as with the real CUPTI. */
 STANDIN_EXPORT void standin_push(const void *record, size_t size)
 {
+	CUpti_ActivityKind kind = ((const CUpti_Activity *)record)->kind;
+	if ((unsigned)kind >= sizeof(st.kinds) || !st.kinds[kind])
+		return;
 	pthread_mutex_lock(&st.lock);
 	uint64_t rs = size;
 	size_t whole = 8 + ((size + 7) & ~(size_t)7);

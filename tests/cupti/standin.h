@@ -14,6 +14,9 @@ struct standin_call {
 	uint32_t runtime_cbid, driver_cbid;
 	const char *runtime_name, *driver_name, *symbol;
 	uint32_t corr, driver_corr;
+	/* what cuptiGetTimestamp says on this thread during the ENTER callbacks and during the
+	 * EXIT ones (the API span the library times); 0: the clock */
+	uint64_t enter_ns, exit_ns;
 };
 
 typedef void (*standin_call_fn)(const struct standin_call *c);

@@ -61,6 +61,20 @@ else
 	fail "cupti-e2e/info: $(grep -A8 '^gpu' info.txt | tr '\n' ' ')"
 fi
 
+# scripts/gpu-profile.sh's per-kernel table (what it compares with the trainer's timing): the
+# script's calls and summed durations (script.h: 1000 + (corr * 7919 mod 2^32) mod 50000 ns)
+totals=$("$CSAMPLER_ROOT/scripts/gpu-profile.sh" --kernel-totals g.data 2>totals.err | sed 's/(.*)//' | sort)
+want_totals=$(awk 'function d(c) { return 1000 + ((c * 7919) % 4294967296) % 50000 }
+	BEGIN { for (s = 0; s < 40; s++) { f += d(1000000 + s * 16); b += d(1000000 + s * 16 + 1)
+			w += d(2000000 + s * 16) + d(3000000 + s * 16) }
+		printf "backward_kernel\t40\t%.6f\nforward_kernel\t40\t%.6f\ngraph_kernel\t1\t%.6f\nworker_kernel\t80\t%.6f\n",
+			b / 1e6, f / 1e6, d(1000000 + 40 * 16 + 2) / 1e6, w / 1e6 }' | sort)
+if [ "$totals" = "$want_totals" ]; then
+	pass "cupti-e2e/kernel-totals: gpu-profile.sh's per-kernel calls and totals are the script's ($(head -n 1 totals.err))"
+else
+	fail "cupti-e2e/kernel-totals: got [$(echo "$totals" | tr '\n\t' '| ')] want [$(echo "$want_totals" | tr '\n\t' '| ')]"
+fi
+
 # --gpu off: nothing of the GPU, and the library is not even offered to the command.
 LD_LIBRARY_PATH=$STANDIN "$CSAMPLER" record --gpu off -o off.data -- sh -c 'echo "lib=${CUDA_INJECTION64_PATH:-none}"' >off.out 2>off.err
 if grep -q '^lib=none$' off.out && ! "$CSAMPLER" info -i off.data 2>&1 | grep -q '^gpu launches'; then

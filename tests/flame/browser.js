@@ -1,8 +1,11 @@
 // browser.js: drives Debian's headless Chromium through playwright-core (tests/node_modules)
 // on flame graphs that csampler drew, as a user would: hover, click, search, keys, reload.
 //
-//   node browser.js test FLAME.svg LAYOUT.txt DIFF.svg SCREENSHOT.png [NEGATED-DIFF.svg]
+//   node browser.js test FLAME.svg LAYOUT.txt DIFF.svg SCREENSHOT.png [NEGATED-DIFF.svg
+//                   [GPU.svg BOTH.svg GPU-SCREENSHOT.png]]
 //       the checks of t-browser.sh; prints "PASS: browser/..." or "FAIL: browser/...: why"
+//       GPU.svg and BOTH.svg are `csampler flame --gpu` and `--both` of gpu-writer's "flame"
+//       mode (see t-browser.sh and tests/progs/gpu-writer.c for its figures).
 //       LAYOUT.txt is `csampler flame --dump-layout` of the same input: the frames' geometry
 //       computed in C, which the rectangles flame.js draws must match.
 //   node browser.js bench FLAME.svg [SCREENSHOT.png]
@@ -236,7 +239,113 @@ async function testNegate(page, svg) {
 	check('diff-negate', /,255\)$/.test(fills.a) && /^rgb\(255,/.test(fills.b), JSON.stringify(fills));
 }
 
-async function test(svg, layout, diffSvg, shot, negSvg) {
+// GPU graphs: GPU frames in colours of their own, with times and calls in the tooltip (and
+// with --both their share of the GPU root); zoom and search work on them. gpu-writer's GPU
+// time: 4 x 50 us forward, 3 x 30 us reduce, 3 x 7 us scan, a 2 us copy, 0.5 us memset, 5 us
+// sync: 318.5 us, 311 us of it in kernels.
+async function testGpu(page, svg, bothSvg, shot) {
+	const errors = [];
+	page.on('pageerror', (e) => errors.push(e.message));
+	let answer = null;
+	page.on('dialog', async (d) => {
+		if (d.type() === 'prompt' && answer !== null) {
+			await d.accept(answer);
+			answer = null;
+		} else {
+			await d.dismiss();
+		}
+	});
+	await page.goto(fileUrl(svg));
+	await page.waitForFunction(() => window.csamplerFlame !== undefined);
+	// Fills by kind: GPU kernels, copies, syncs (5, 6, 7) against CPU code (1, 2, 3, 4, 8).
+	const fills = await page.$$eval('#frames rect', (rs) => {
+		const d = JSON.parse(document.getElementById('flamedata').textContent);
+		const out = { gpu: [], cpu: [], kernel: [] };
+		rs.forEach((r) => {
+			const kind = d.kinds[d.frames[3 * r.fi + 1]] & 0xff, f = r.getAttribute('fill');
+			if (kind >= 5 && kind <= 7)
+				out.gpu.push(f);
+			if (kind === 5)
+				out.kernel.push(f);
+			if ((kind >= 1 && kind <= 4) || kind === 8)
+				out.cpu.push(f);
+		});
+		return out;
+	});
+	const shared = fills.gpu.filter((f) => fills.cpu.includes(f));
+	const purple = fills.kernel.every((f) => {
+		const m = /rgb\((\d+),(\d+),(\d+)\)/.exec(f);
+		return m && +m[1] >= 190 && +m[3] >= 190 && +m[2] <= 140;
+	});
+	check('gpu-colours', fills.kernel.length === 3 && fills.gpu.length === 6 && fills.cpu.length > 5 &&
+		!shared.length && purple, `${fills.kernel.length} kernel, ${fills.gpu.length} GPU, ` +
+		`${fills.cpu.length} CPU frames; shared fills ${JSON.stringify(shared)}; kernels ${JSON.stringify(fills.kernel)}`);
+	const legend = await page.$$eval('#legend text', (ts) => ts.map((t) => t.textContent));
+	check('gpu-legend', ['GPU kernels', 'GPU copies', 'GPU synchronisation', 'NVTX ranges', 'own code']
+		.every((k) => legend.includes(k)), JSON.stringify(legend));
+
+	// Hover a kernel: 4 launches of 50 us each, all of the forward range's GPU time.
+	const name = '[gpu] render_forward(float*, int)';
+	let k = await frameBox(page, name);
+	await page.mouse.move(k.x, k.y);
+	const details = await text(page, '#details');
+	const tip = await text(page, '#tip');
+	const total = await page.evaluate(() => JSON.parse(document.getElementById('flamedata').textContent).total);
+	const share = (100 * 200000 / 318500).toFixed(2);
+	check('gpu-hover', total === 318500 && details === `Function: ${name} (200.000 \u00b5s, 4 calls, ${share}%)` &&
+		tip.includes(`200.000 \u00b5s \u00b7 4 calls \u00b7 ${share}% of total`) &&
+		tip.includes('GPU kernels'), `details "${details}", tooltip "${tip}" (total ${total} ns)`);
+
+	// Zoom into the NVTX range "forward": its only kernel fills the width.
+	const range = await frameBox(page, '[nvtx] forward');
+	await page.mouse.click(range.x, range.y);
+	k = await frameBox(page, name);
+	check('gpu-zoom', Math.abs(k.width - 1180) < 0.01, `kernel width ${k.width} after zooming into the range`);
+	await page.click('#unzoom');
+
+	// Search the GPU kernels: their share of the whole graph.
+	answer = '^\\[gpu\\]';
+	await page.click('#search');
+	const matched = await text(page, '#matched');
+	const want = (100 * 311000 / 318500).toFixed(1);
+	const magenta = await page.$$eval('#frames rect', (rs) =>
+		rs.filter((r) => r.getAttribute('fill') === 'rgb(230,0,230)').length);
+	check('gpu-search', matched === `Matched: ${want}%` && magenta === 3,
+		`"${matched}" with ${magenta} highlighted, expected "Matched: ${want}%" and 3 kernels`);
+	const templ = await page.$$eval('#frames text', (ts) => ts.map((t) => t.textContent)
+		.filter((s) => s.includes('reduce<')));
+	check('gpu-template-name-is-text', templ.length >= 1, `labels ${JSON.stringify(templ)}`);
+	await page.keyboard.press('Escape');
+	k = await frameBox(page, name);
+	await page.mouse.move(k.x, k.y);
+	if (shot)
+		await page.screenshot({ path: shot });
+
+	// --both: the GPU root holds the GPU time; a kernel's tooltip gives its share of it.
+	await page.goto(fileUrl(bothSvg));
+	await page.waitForFunction(() => window.csamplerFlame !== undefined);
+	const roots = await page.evaluate(() => {
+		const f = window.csamplerFlame, d = JSON.parse(document.getElementById('flamedata').textContent);
+		const g = f.frameOf('GPU'), c = f.frameOf('CPU');
+		f.zoom(g); /* the CPU time dwarfs this GPU time */
+		return { gpu: d.frames[3 * g + 2], cpu: d.frames[3 * c + 2], total: d.total, both: d.both };
+	});
+	/* The CPU stacks' depth varies from run to run: the GPU frames at the bottom of the
+	 * graph may be below the viewport. */
+	await page.evaluate((n) => {
+		const f = window.csamplerFlame;
+		f.rectOf(f.frameOf(n)).scrollIntoView({ block: 'center' });
+	}, name);
+	k = await frameBox(page, name);
+	await page.mouse.move(k.x, k.y);
+	const btip = await text(page, '#tip');
+	check('gpu-both', roots.both === 1 && roots.gpu === 318500 && roots.cpu + roots.gpu === roots.total &&
+		btip.includes(`${share}% of GPU time`) && btip.includes('4 calls'),
+		`roots ${JSON.stringify(roots)}, tooltip "${btip}"`);
+	check('gpu-no-page-errors', errors.length === 0, errors.join('; '));
+}
+
+async function test(svg, layout, diffSvg, shot, negSvg, gpuSvg, bothSvg, gpuShot) {
 	const b = await launch();
 	try {
 		const page = await b.ctx.newPage();
@@ -247,6 +356,10 @@ async function test(svg, layout, diffSvg, shot, negSvg) {
 		await testDiff(page2, diffSvg);
 		if (negSvg)
 			await testNegate(page2, negSvg);
+		if (gpuSvg) {
+			const page3 = await b.ctx.newPage();
+			await testGpu(page3, gpuSvg, bothSvg, gpuShot);
+		}
 	} catch (e) {
 		fail('driver', e.message.split('\n')[0]);
 	} finally {

@@ -5,7 +5,10 @@
 # tooltip, clicks to zoom and checks the widths, reloads (state kept in the URL), resets,
 # searches (button, Ctrl-F, case toggle, stepping with n/N) and checks Matched %, and saves a
 # screenshot to tests/out/flame-browser.png. Also a differential graph's tooltip and colours,
-# and --negate's swapped colours.
+# --negate's swapped colours, and GPU graphs of a file recorded from bin/tests/gpu-writer
+# (flame --gpu, flame --both): GPU frames coloured apart from CPU frames, their tooltip (time,
+# calls, share of the total and of the GPU root), zoom and search on them; screenshot
+# tests/out/flame-gpu.png.
 source "$CSAMPLER_ROOT/tests/lib.sh"
 DATA=$CSAMPLER_ROOT/tests/flame/data
 CHROMIUM=${CHROMIUM:-$(command -v chromium || true)}
@@ -42,11 +45,20 @@ IN
 	fail "browser: csampler could not draw the test graphs"
 	finish
 }
+# GPU frames: gpu-writer plays the in-target library (no GPU needed).
+W=$TPROG/gpu-writer
+if ! CSAMPLER_GPU_LIB=$W CSAMPLER_CUPTI_PATH=$W "$CSAMPLER" record --gpu on -o gpu.data -- "$W" flame \
+	>gpu.out 2>gpu.err || ! "$CSAMPLER" -q flame --gpu gpu.data -o gpu.svg ||
+	! "$CSAMPLER" -q flame --both gpu.data -o both.svg; then
+	fail "browser: could not record or draw the CPU and GPU graph: $(tail -n 2 gpu.err | tr '\n' ' ')"
+	finish
+fi
 mkdir -p "$CSAMPLER_ROOT/tests/out"
 shot=$CSAMPLER_ROOT/tests/out/flame-browser.png
-rm -f "$shot"
+gpushot=$CSAMPLER_ROOT/tests/out/flame-gpu.png
+rm -f "$shot" "$gpushot"
 CHROMIUM=$CHROMIUM timeout 240 node "$CSAMPLER_ROOT/tests/flame/browser.js" test flame.svg flame.layout \
-	diff.svg "$shot" neg.svg >browser.out 2>browser.err
+	diff.svg "$shot" neg.svg gpu.svg both.svg "$gpushot" >browser.out 2>browser.err
 rc=$?
 cat browser.out
 # A failed check has printed its FAIL line; anything else that stopped node is one more.

@@ -14,6 +14,10 @@
  *         subscriber  CUPTI held by another tool: info and a note only
  *         none      no file at all
  *         stream    launches every 10 ms for SECONDS (attach tests)
+ *         flame     for the GPU flame graphs (tests/flame/t-gpu.sh): nested NVTX ranges "step"
+ *                   around everything, "forward" around 4 forward kernels and "reduce<&>"
+ *                   around 3 templated kernels (mangled, 30 us and 7 us); then the copy,
+ *                   memset and sync of ok under "step" only
  * It spins on the CPU a little so that the profile has samples. */
 #include "../../profiler/inject/protocol.h"
 
@@ -181,6 +185,16 @@ static __attribute__((noinline)) void copy_and_sync(void)
 	__asm__ volatile("" ::: "memory");
 }
 
+/* Kernels whose demangled names hold < > & (templates, references). */
+static __attribute__((noinline)) void launch_template(void)
+{
+	uint32_t corr = fake_cuda_launch("cudaLaunchKernel", 211);
+	put_kernel(corr, "_Z6reduceIfLi256EEvPT_", 30000); /* void reduce<float, 256>(float*) */
+	corr = fake_cuda_launch("cudaLaunchKernel", 211);
+	put_kernel(corr, "_Z4scanIiEvRKT_", 7000);          /* void scan<int>(int const&) */
+	__asm__ volatile("" ::: "memory");
+}
+
 static __attribute__((noinline)) void train_step(int fwd, int bwd)
 {
 	for (int i = 0; i < fwd; i++)
@@ -239,6 +253,27 @@ static void play_ok(const char *mode)
 	}
 }
 
+static __attribute__((noinline)) void play_flame(void)
+{
+	open_file("flame");
+	put_info(GPU_STATUS_OK);
+	flush_chunk();
+	spin_ms(100);
+	uint64_t t0 = now_ns();
+	train_step(4, 0);
+	uint64_t t1 = now_ns();
+	for (int i = 0; i < 3; i++)
+		launch_template();
+	uint64_t t2 = now_ns();
+	copy_and_sync();
+	put_marker("forward", t0, t1);
+	put_marker("reduce<&>", t1, t2);
+	put_marker("step", t0, now_ns());
+	flush_chunk();
+	spin_ms(100);
+	flush_chunk();
+}
+
 static void play_stream(double seconds)
 {
 	open_file("stream");
@@ -274,6 +309,8 @@ int main(int argc, char **argv)
 		}
 		play_ok("ok");
 		waitpid(pid, NULL, 0);
+	} else if (!strcmp(mode, "flame")) {
+		play_flame();
 	} else if (!strcmp(mode, "stream")) {
 		play_stream(argc > 2 ? atof(argv[2]) : 3.0);
 	} else if (!strcmp(mode, "ok") || !strcmp(mode, "garbled") || !strcmp(mode, "truncated") ||

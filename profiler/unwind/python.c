@@ -1,0 +1,772 @@
+/* python.c: CPython frames merged into native stacks (python.h).
+ *
+ * How the interpreter is found: a module of the sampled stack that defines both
+ * _PyEval_EvalFrameDefault and _PyRuntime (the python binary, or libpython) is the runtime. Its
+ * load bias in the process (from /proc/PID/maps) turns the link-time address of _PyRuntime into
+ * the address of the runtime state in the target; Py_Version (3.11+, read from the file) says
+ * which structure layout applies. From there, everything is read from the target's memory with
+ * process_vm_readv:
+ *   _PyRuntime.interpreters.head -> PyInterpreterState (-> next) -> threads.head ->
+ *   PyThreadState (-> next) with native_thread_id == the sampled tid -> cframe->current_frame ->
+ *   _PyInterpreterFrame (-> previous): f_code (PyCodeObject: co_qualname, co_filename,
+ *   co_firstlineno, co_linetable) and prev_instr (the instruction being run -> its line).
+ * In 3.11 one native _PyEval_EvalFrameDefault call runs a run of Python frames linked by
+ * `previous`, the outermost of which has is_entry set: those runs are matched to the native
+ * activations in order, innermost first.
+ *
+ * Safety: the target runs while it is read. Every pointer read is bounded (a fixed number of
+ * interpreters, threads and frames, lengths capped), every object is checked against its type
+ * object's address (PyCode_Type, PyUnicode_Type) before its fields are trusted, and a failed
+ * read only makes the sample native (PY_MERGE_UNREADABLE). Nothing here can loop forever or
+ * read the recorder's own memory.
+ *
+ * Versions: one struct py_layout per CPython minor version, offsets taken from that version's
+ * Include/internal headers (pycore_runtime.h, pycore_interp.h, pycore_frame.h, cpython/code.h;
+ * tests/progs/py-offsets.c checks the table against the installed headers). Only 3.11 is in
+ * the table: it is the version installed here, and the only one tested. 3.12 slots in as a row
+ * (its entry frames are marked by the owner FRAME_OWNED_BY_CSTACK shim instead of is_entry:
+ * a new entry_rule, and a location-table decoder shared with 3.11); from 3.13 the runtime
+ * starts with _Py_DebugOffsets, which py_layout can be filled from at setup instead of the
+ * table. A version without a row gets one warning line and native stacks.
+ *
+ * Hand-written, because no library reads another process' CPython state (py-spy and austin
+ * do, as programs; neither is a C library), and the location-table format is CPython's own. */
+#include "unwind/python.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "base/cs.h"
+#include "format/datafile.h"
+#include "unwind/elfcache.h"
+
+#define PY_MAX_INTERPS 64
+#define PY_MAX_THREADS 4096
+#define PY_MAX_FRAMES 1024
+#define PY_MAX_STRING 1024
+#define PY_MAX_LINETABLE (256u << 10)
+#define PY_TCACHE 64
+
+/* One CPython version's structure layout: byte offsets of the fields csampler reads. */
+struct py_layout {
+	uint32_t hex_min, hex_max;     /* PY_VERSION_HEX range it applies to */
+	const char *name;
+	uint32_t runtime_interp_head;  /* _PyRuntimeState.interpreters.head */
+	uint32_t interp_next;          /* PyInterpreterState.next */
+	uint32_t interp_threads_head;  /* PyInterpreterState.threads.head */
+	uint32_t tstate_next;          /* PyThreadState.next */
+	uint32_t tstate_cframe;        /* PyThreadState.cframe */
+	uint32_t tstate_native_tid;    /* PyThreadState.native_thread_id */
+	uint32_t cframe_current_frame; /* _PyCFrame.current_frame */
+	uint32_t frame_code;           /* _PyInterpreterFrame.f_code */
+	uint32_t frame_previous;       /* _PyInterpreterFrame.previous */
+	uint32_t frame_instr;          /* _PyInterpreterFrame.prev_instr */
+	uint32_t frame_is_entry;       /* _PyInterpreterFrame.is_entry (bool) */
+	uint32_t frame_owner;          /* _PyInterpreterFrame.owner (char) */
+	uint8_t owner_generator;       /* FRAME_OWNED_BY_GENERATOR */
+	uint32_t code_qualname, code_filename, code_firstlineno, code_linetable;
+	uint32_t code_code;            /* co_code_adaptive: the first code unit */
+	uint32_t code_firsttraceable;  /* _co_firsttraceable (int, code units) */
+	uint32_t code_size;            /* bytes read of a code object (covers every field) */
+	uint32_t ob_type;              /* PyObject.ob_type */
+	uint32_t var_size;             /* PyVarObject.ob_size */
+	uint32_t bytes_data;           /* PyBytesObject.ob_sval */
+	uint32_t str_length, str_state;/* PyASCIIObject.length, .state */
+	uint32_t str_ascii_data;       /* sizeof(PyASCIIObject): compact ASCII data */
+	uint32_t str_compact_data;     /* sizeof(PyCompactUnicodeObject): other compact data */
+	uint32_t (*line)(const uint8_t *table, size_t len, uint32_t first_line, uint32_t unit);
+};
+
+static const struct py_layout py_layouts[] = {
+	{
+		/* CPython 3.11 (offsets from Debian's 3.11.7 headers; the layout is fixed
+		 * within a minor version). */
+		.hex_min = 0x030b0000, .hex_max = 0x030bffff, .name = "3.11",
+		.runtime_interp_head = 40,
+		.interp_next = 0, .interp_threads_head = 16,
+		.tstate_next = 8, .tstate_cframe = 56, .tstate_native_tid = 160,
+		.cframe_current_frame = 8,
+		.frame_code = 32, .frame_previous = 48, .frame_instr = 56, .frame_is_entry = 68,
+		.frame_owner = 69, .owner_generator = 1,
+		.code_qualname = 128, .code_filename = 112, .code_firstlineno = 72,
+		.code_linetable = 136, .code_code = 184, .code_firsttraceable = 168,
+		.code_size = 192,
+		.ob_type = 8, .var_size = 16, .bytes_data = 32,
+		.str_length = 16, .str_state = 32, .str_ascii_data = 48, .str_compact_data = 72,
+		.line = py_linetable_line_311,
+	},
+};
+
+/* What a module of the unwinder's table is to Python (by module id). */
+struct py_module_info {
+	uint8_t state;                 /* 0 not looked at, 1 not a runtime, 2 a runtime */
+	uint64_t eval_lo, eval_hi;     /* _PyEval_EvalFrameDefault as file offsets [lo, hi) */
+	uint64_t runtime, code_type, unicode_type; /* link-time addresses */
+	uint32_t version;              /* PY_VERSION_HEX, 0 when unknown */
+};
+
+struct py_code {                       /* a code object seen in a process */
+	uint64_t addr, qualname, filename, linetable;
+	uint32_t first_line;
+	int32_t first_traceable;       /* _co_firsttraceable */
+	const char *name, *file;       /* interned */
+	uint8_t *table;
+	size_t ntable;
+};
+
+enum py_proc_state { PY_PROC_READY = 1, PY_PROC_FAILED, PY_PROC_UNSUPPORTED };
+
+struct py_proc {
+	uint32_t pid;
+	enum py_proc_state state;
+	const struct py_layout *layout;
+	uint64_t runtime, code_type, unicode_type; /* addresses in the target */
+	struct { uint32_t tid; uint64_t tstate; } tcache[PY_TCACHE];
+	struct elfcache_hash codes;    /* address -> struct py_code */
+};
+
+struct py_frame_rec {
+	const char *name, *file;
+	uint32_t line;
+};
+
+struct py_state {
+	struct py_module_info *mods;
+	size_t nmods;
+	struct elfcache_hash procs;
+	struct py_frame_rec *frames;   /* by id */
+	size_t nframes, cap_frames;
+	struct elfcache_hash frame_ids;/* (name, file, line) -> id + 1 */
+	uint32_t module;               /* "[python]" */
+	uint32_t warned_version;       /* last unsupported version warned about */
+	int64_t version_override;      /* CSAMPLER_PYTHON_VERSION (tests), or -1 */
+	/* scratch for one sample */
+	uint32_t *ids;                 /* Python frame ids, innermost first */
+	uint8_t *entry;                /* is_entry of each */
+	struct unwind_loc *out;
+};
+
+/* ------------------------------------------------------------------------------------------ */
+/* The 3.11 location table */
+
+static bool py_varint(const uint8_t *t, size_t len, size_t *pos, uint32_t *out)
+{
+	uint32_t v = 0;
+	unsigned shift = 0;
+	uint8_t b;
+
+	do {
+		if (*pos >= len || shift > 28)
+			return false;
+		b = t[(*pos)++];
+		v |= (uint32_t)(b & 63) << shift;
+		shift += 6;
+	} while (b & 64);
+	*out = v;
+	return true;
+}
+
+static bool py_svarint(const uint8_t *t, size_t len, size_t *pos, int32_t *out)
+{
+	uint32_t v;
+
+	if (!py_varint(t, len, pos, &v))
+		return false;
+	*out = (v & 1) ? -(int32_t)(v >> 1) : (int32_t)(v >> 1);
+	return true;
+}
+
+/* Entries: a first byte 1cccclll (code c, l + 1 code units), then per code: 15 no location;
+ * 14 long form (svarint line delta, varint end line delta, column + 1, end column + 1);
+ * 13 no column (svarint line delta); 10-12 one line (delta c - 10, two column bytes);
+ * 0-9 short form (delta 0, one column byte). */
+uint32_t py_linetable_line_311(const uint8_t *t, size_t len, uint32_t first_line, uint32_t unit)
+{
+	size_t pos = 0;
+	int64_t line = first_line;
+	uint64_t addr = 0;
+
+	while (pos < len) {
+		uint8_t b = t[pos++];
+		if (!(b & 0x80))
+			return 0;
+		unsigned code = (b >> 3) & 15, length = (b & 7) + 1;
+		bool has_line = true;
+		int32_t delta = 0;
+		uint32_t skip;
+		switch (code) {
+		case 15:
+			has_line = false;
+			break;
+		case 14:
+			if (!py_svarint(t, len, &pos, &delta) || !py_varint(t, len, &pos, &skip) ||
+			    !py_varint(t, len, &pos, &skip) || !py_varint(t, len, &pos, &skip))
+				return 0;
+			break;
+		case 13:
+			if (!py_svarint(t, len, &pos, &delta))
+				return 0;
+			break;
+		case 10: case 11: case 12:
+			delta = (int32_t)code - 10;
+			pos += 2;
+			break;
+		default:
+			pos += 1;
+			break;
+		}
+		line += delta;
+		if (unit < addr + length)
+			return has_line && line > 0 && line <= UINT32_MAX ? (uint32_t)line : 0;
+		addr += length;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Reading the target */
+
+static bool py_read(uint32_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
+
+	if (!addr || addr >= (1ull << 47))
+		return false;
+	return process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0) == (ssize_t)len;
+}
+
+static bool py_read_ptr(uint32_t pid, uint64_t addr, uint64_t *out)
+{
+	return py_read(pid, addr, out, sizeof(*out));
+}
+
+static uint64_t py_u64(const uint8_t *b, uint32_t off)
+{
+	uint64_t v;
+	memcpy(&v, b + off, sizeof(v));
+	return v;
+}
+
+static uint32_t py_u32(const uint8_t *b, uint32_t off)
+{
+	uint32_t v;
+	memcpy(&v, b + off, sizeof(v));
+	return v;
+}
+
+static void py_utf8_put(char *out, size_t *n, size_t cap, uint32_t c)
+{
+	if (c < 0x80 && *n + 1 < cap) {
+		out[(*n)++] = (char)c;
+	} else if (c < 0x800 && *n + 2 < cap) {
+		out[(*n)++] = (char)(0xc0 | c >> 6);
+		out[(*n)++] = (char)(0x80 | (c & 63));
+	} else if (c < 0x10000 && *n + 3 < cap) {
+		out[(*n)++] = (char)(0xe0 | c >> 12);
+		out[(*n)++] = (char)(0x80 | ((c >> 6) & 63));
+		out[(*n)++] = (char)(0x80 | (c & 63));
+	} else if (c < 0x110000 && *n + 4 < cap) {
+		out[(*n)++] = (char)(0xf0 | c >> 18);
+		out[(*n)++] = (char)(0x80 | ((c >> 12) & 63));
+		out[(*n)++] = (char)(0x80 | ((c >> 6) & 63));
+		out[(*n)++] = (char)(0x80 | (c & 63));
+	}
+}
+
+/* A str object as UTF-8 (compact strings only: every identifier and file name is one);
+ * truncated to PY_MAX_STRING bytes. */
+static bool py_read_str(struct py_proc *p, uint64_t addr, char *out, size_t cap)
+{
+	const struct py_layout *L = p->layout;
+	uint8_t hdr[128];
+
+	if (!py_read(p->pid, addr, hdr, L->str_compact_data) || py_u64(hdr, L->ob_type) != p->unicode_type)
+		return false;
+	uint64_t length = py_u64(hdr, L->str_length);
+	uint32_t state = py_u32(hdr, L->str_state);
+	/* 3.11 state bits: interned:2 kind:3 compact:1 ascii:1 ready:1 */
+	unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+	if (!compact || (kind != 1 && kind != 2 && kind != 4))
+		return false;
+	if (length > PY_MAX_STRING)
+		length = PY_MAX_STRING;
+	uint8_t raw[PY_MAX_STRING * 4];
+	uint64_t data = addr + (ascii ? L->str_ascii_data : L->str_compact_data);
+	if (length && !py_read(p->pid, data, raw, length * kind))
+		return false;
+	size_t n = 0;
+	for (uint64_t i = 0; i < length; i++) {
+		uint32_t c = kind == 1 ? raw[i] : kind == 2 ? (uint32_t)raw[2 * i] | raw[2 * i + 1] << 8
+							    : py_u32(raw, (uint32_t)(4 * i));
+		if (!c)
+			c = '?';
+		py_utf8_put(out, &n, cap, c);
+	}
+	out[n] = 0;
+	return n > 0;
+}
+
+static bool py_code_eq(const void *item, const void *key)
+{
+	return ((const struct py_code *)item)->addr == *(const uint64_t *)key;
+}
+
+static void py_code_free(struct py_code *c)
+{
+	if (c) {
+		free(c->table);
+		free(c);
+	}
+}
+
+/* The code object at addr, read (or found in the cache and checked to be the same object:
+ * same name, file and table objects), or NULL. */
+static struct py_code *py_code_get(struct unwind_ctx *ctx, struct py_proc *p, uint64_t addr)
+{
+	const struct py_layout *L = p->layout;
+	uint8_t buf[512];
+
+	if (addr & 7 || !py_read(p->pid, addr, buf, L->code_size) ||
+	    py_u64(buf, L->ob_type) != p->code_type)
+		return NULL;
+	uint64_t qualname = py_u64(buf, L->code_qualname), filename = py_u64(buf, L->code_filename);
+	uint64_t linetable = py_u64(buf, L->code_linetable);
+	uint32_t first_line = py_u32(buf, L->code_firstlineno);
+	int32_t first_traceable = (int32_t)py_u32(buf, L->code_firsttraceable);
+	struct py_code *c = elfcache_hash_find(&p->codes, cs_hash_u64(addr), py_code_eq, &addr);
+	if (c && c->qualname == qualname && c->filename == filename && c->linetable == linetable &&
+	    c->first_line == first_line && c->first_traceable == first_traceable)
+		return c;
+	if (c) {
+		/* Freed and reused for another code object. */
+		elfcache_hash_remove(&p->codes, cs_hash_u64(addr), py_code_eq, &addr);
+		py_code_free(c);
+	}
+
+	char name[PY_MAX_STRING * 4 + 8], file[PY_MAX_STRING * 4 + 8];
+	if (!py_read_str(p, qualname, name, sizeof(name)) ||
+	    !py_read_str(p, filename, file, sizeof(file)))
+		return NULL;
+	c = cs_calloc(1, sizeof(*c));
+	c->addr = addr;
+	c->qualname = qualname;
+	c->filename = filename;
+	c->linetable = linetable;
+	c->first_line = first_line;
+	c->first_traceable = first_traceable;
+	c->name = elfcache_intern(ctx, name);
+	c->file = elfcache_intern(ctx, file);
+	uint64_t size;
+	if (py_read(p->pid, linetable + L->var_size, &size, sizeof(size)) && size &&
+	    size <= PY_MAX_LINETABLE) {
+		c->table = cs_malloc(size);
+		if (py_read(p->pid, linetable + L->bytes_data, c->table, size)) {
+			c->ntable = size;
+		} else {
+			free(c->table);
+			c->table = NULL;
+		}
+	}
+	elfcache_hash_insert(&p->codes, cs_hash_u64(addr), c);
+	return c;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Frame ids */
+
+struct py_frame_key {
+	const struct py_state *st;
+	const char *name, *file;
+	uint32_t line;
+};
+
+static uint64_t py_frame_hash(const char *name, const char *file, uint32_t line)
+{
+	return cs_hash_u64((uintptr_t)name * 31 + (uintptr_t)file * 7 + line);
+}
+
+static bool py_frame_eq(const void *item, const void *key)
+{
+	const struct py_frame_key *k = key;
+	const struct py_frame_rec *f = &k->st->frames[(uintptr_t)item - 1];
+	return f->name == k->name && f->file == k->file && f->line == k->line;
+}
+
+static uint32_t py_frame_id(struct py_state *st, const char *name, const char *file, uint32_t line)
+{
+	struct py_frame_key key = { st, name, file, line };
+	uint64_t h = py_frame_hash(name, file, line);
+	uintptr_t idx = (uintptr_t)elfcache_hash_find(&st->frame_ids, h, py_frame_eq, &key);
+
+	if (idx)
+		return (uint32_t)idx - 1;
+	cs_grow(&st->frames, &st->cap_frames, st->nframes + 1, sizeof(st->frames[0]));
+	st->frames[st->nframes++] = (struct py_frame_rec){ name, file, line };
+	elfcache_hash_insert(&st->frame_ids, h, (void *)(uintptr_t)st->nframes);
+	return (uint32_t)st->nframes - 1;
+}
+
+int py_frame_symbol(struct unwind_ctx *ctx, uint64_t id, struct sym_frame *out)
+{
+	struct py_state *st = ctx->python;
+
+	if (!st || id >= st->nframes)
+		return -ENOENT;
+	*out = (struct sym_frame){ st->frames[id].name, st->frames[id].file, st->frames[id].line,
+				   PROFILE_FRAME_PYTHON };
+	return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Modules and processes */
+
+static const struct py_layout *py_layout_find(uint32_t version)
+{
+	for (size_t i = 0; i < sizeof(py_layouts) / sizeof(py_layouts[0]); i++)
+		if (version >= py_layouts[i].hex_min && version <= py_layouts[i].hex_max)
+			return &py_layouts[i];
+	return NULL;
+}
+
+/* Look at module id once: is it a CPython runtime? */
+static struct py_module_info *py_module_info(struct unwind_ctx *ctx, struct py_state *st,
+					     uint32_t id)
+{
+	if (id >= st->nmods) {
+		size_t n = ctx->nmodules > id ? ctx->nmodules : id + 1;
+		st->mods = realloc(st->mods, n * sizeof(st->mods[0]));
+		if (!st->mods)
+			abort();
+		memset(st->mods + st->nmods, 0, (n - st->nmods) * sizeof(st->mods[0]));
+		st->nmods = n;
+	}
+	struct py_module_info *mi = &st->mods[id];
+	if (mi->state)
+		return mi;
+	mi->state = 1;
+	struct unwind_module_priv *m = id < ctx->nmodules ? ctx->modules[id] : NULL;
+	if (!m || m->kind != UNWIND_MOD_ELF || !m->file || !strstr(cs_basename(m->path), "python"))
+		return mi;
+	const struct elf_file *f = m->file;
+	uint64_t eval, eval_size, size;
+	if (elfcache_file_symbol(f, "_PyEval_EvalFrameDefault", &eval, &eval_size) ||
+	    elfcache_file_symbol(f, "_PyRuntime", &mi->runtime, &size) ||
+	    elfcache_file_symbol(f, "PyCode_Type", &mi->code_type, &size) ||
+	    elfcache_file_symbol(f, "PyUnicode_Type", &mi->unicode_type, &size))
+		return mi;
+	mi->eval_lo = elfcache_vaddr_to_offset(f, eval);
+	if (mi->eval_lo == UINT64_MAX || !eval_size)
+		return mi;
+	mi->eval_hi = mi->eval_lo + eval_size;
+	/* Py_Version (3.11+) is a constant in the file: no need to read the target. */
+	uint64_t ver_addr, ver_off;
+	if (elfcache_file_symbol(f, "Py_Version", &ver_addr, &size) == 0 &&
+	    (ver_off = elfcache_vaddr_to_offset(f, ver_addr)) != UINT64_MAX &&
+	    ver_off + 4 <= f->raw_size)
+		memcpy(&mi->version, f->raw + ver_off, 4);
+	else {
+		/* Before 3.11: the version from the file name (python3.X, libpython3.X.so). */
+		const char *v = strstr(cs_basename(m->path), "python");
+		unsigned major, minor;
+		if (v && sscanf(v + 6, "%u.%u", &major, &minor) == 2)
+			mi->version = major << 24 | minor << 16;
+	}
+	mi->state = 2;
+	return mi;
+}
+
+static bool py_proc_eq(const void *item, const void *key)
+{
+	return ((const struct py_proc *)item)->pid == *(const uint32_t *)key;
+}
+
+static void py_proc_free(struct py_proc *p)
+{
+	for (size_t i = 0; i < p->codes.cap; i++)
+		py_code_free(p->codes.slots[i].item);
+	elfcache_hash_free(&p->codes);
+	free(p);
+}
+
+/* The load bias of module m in pid, from /proc/PID/maps. */
+static bool py_module_bias(struct unwind_module_priv *m, uint32_t pid, uint64_t *bias)
+{
+	char path[64], line[4096 + 256];
+	bool found = false;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	FILE *fp = fopen(path, "re");
+	if (!fp)
+		return false;
+	while (!found && fgets(line, sizeof(line), fp)) {
+		uint64_t start, end, off;
+		int name_at = 0;
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*s %*s %n", &start, &end,
+			   &off, &name_at) < 3 || !name_at)
+			continue;
+		char *name = line + name_at;
+		name[strcspn(name, "\n")] = 0;
+		if (strcmp(name, m->path) == 0) {
+			*bias = elfcache_file_bias(m->file, start, off);
+			found = true;
+		}
+	}
+	fclose(fp);
+	return found;
+}
+
+static struct py_proc *py_proc_get(struct unwind_ctx *ctx, struct py_state *st, uint32_t pid,
+				   uint32_t module, const struct py_module_info *mi)
+{
+	struct py_proc *p = elfcache_hash_find(&st->procs, cs_hash_u64(pid), py_proc_eq, &pid);
+
+	if (p)
+		return p;
+	p = cs_calloc(1, sizeof(*p));
+	p->pid = pid;
+	elfcache_hash_insert(&st->procs, cs_hash_u64(pid), p);
+	uint32_t version = st->version_override >= 0 ? (uint32_t)st->version_override : mi->version;
+	p->layout = py_layout_find(version);
+	if (!p->layout) {
+		p->state = PY_PROC_UNSUPPORTED;
+		if (st->warned_version != version + 1) {
+			st->warned_version = version + 1;
+			if (version)
+				cs_warn("python %u.%u (pid %u) is not supported (CPython 3.11 only): "
+					"its stacks stay native", version >> 24, (version >> 16) & 255,
+					pid);
+			else
+				cs_warn("python of unknown version (pid %u) is not supported (CPython "
+					"3.11 only): its stacks stay native", pid);
+		}
+		return p;
+	}
+	uint64_t bias;
+	if (!py_module_bias(ctx->modules[module], pid, &bias)) {
+		p->state = PY_PROC_FAILED;
+		return p;
+	}
+	p->runtime = mi->runtime + bias;
+	p->code_type = mi->code_type + bias;
+	p->unicode_type = mi->unicode_type + bias;
+	p->state = PY_PROC_READY;
+	return p;
+}
+
+void py_forget(struct unwind_ctx *ctx, uint32_t pid)
+{
+	struct py_state *st = ctx->python;
+	struct py_proc *p;
+
+	if (st && (p = elfcache_hash_remove(&st->procs, cs_hash_u64(pid), py_proc_eq, &pid)))
+		py_proc_free(p);
+}
+
+/* The PyThreadState of OS thread tid, or 0. */
+static uint64_t py_thread_state(struct py_proc *p, uint32_t tid)
+{
+	const struct py_layout *L = p->layout;
+	size_t slot = tid % PY_TCACHE;
+	uint64_t native;
+
+	if (p->tcache[slot].tid == tid &&
+	    py_read_ptr(p->pid, p->tcache[slot].tstate + L->tstate_native_tid, &native) &&
+	    native == tid)
+		return p->tcache[slot].tstate;
+	uint64_t interp;
+	if (!py_read_ptr(p->pid, p->runtime + L->runtime_interp_head, &interp))
+		return 0;
+	for (int i = 0; interp && i < PY_MAX_INTERPS; i++) {
+		uint64_t ts;
+		if (!py_read_ptr(p->pid, interp + L->interp_threads_head, &ts))
+			return 0;
+		for (int t = 0; ts && t < PY_MAX_THREADS; t++) {
+			uint64_t next;
+			if (!py_read_ptr(p->pid, ts + L->tstate_native_tid, &native) ||
+			    !py_read_ptr(p->pid, ts + L->tstate_next, &next))
+				return 0;
+			if (native == tid) {
+				p->tcache[slot].tid = tid;
+				p->tcache[slot].tstate = ts;
+				return ts;
+			}
+			ts = next;
+		}
+		if (!py_read_ptr(p->pid, interp + L->interp_next, &interp))
+			return 0;
+	}
+	return 0;
+}
+
+/* Read thread tid's frame chain into st->ids/st->entry, innermost first. Returns the number of
+ * frames, or -1 when it could not be read. */
+static int py_read_chain(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+			 uint32_t tid)
+{
+	const struct py_layout *L = p->layout;
+	uint64_t ts = py_thread_state(p, tid), cframe, frame;
+	int n = 0;
+
+	if (!ts || !py_read_ptr(p->pid, ts + L->tstate_cframe, &cframe) ||
+	    !py_read_ptr(p->pid, cframe + L->cframe_current_frame, &frame))
+		return -1;
+	for (int depth = 0; frame; depth++) {
+		uint8_t fb[128];
+		if (depth >= PY_MAX_FRAMES || frame & 7 ||
+		    !py_read(p->pid, frame, fb, L->frame_owner + 1))
+			return -1;
+		uint64_t code_addr = py_u64(fb, L->frame_code);
+		uint64_t instr = py_u64(fb, L->frame_instr);
+		bool is_entry = fb[L->frame_is_entry] != 0;
+		uint8_t owner = fb[L->frame_owner];
+		struct py_code *c = py_code_get(ctx, p, code_addr);
+		if (!c)
+			return -1;
+		uint64_t code0 = code_addr + L->code_code;
+		int32_t first_traceable = c->first_traceable;
+		/* A frame still being set up (before its RESUME) is not shown, as CPython's own
+		 * tracebacks do; it still closes its native activation when it is the entry. */
+		bool incomplete = owner != L->owner_generator &&
+				  instr < code0 + 2 * (uint64_t)(first_traceable > 0 ? first_traceable : 0);
+		if (!incomplete || is_entry) {
+			uint32_t line = c->first_line;
+			if (instr >= code0 && c->table) {
+				uint32_t l = L->line(c->table, c->ntable, c->first_line,
+						     (uint32_t)((instr - code0) / 2));
+				if (l)
+					line = l;
+			}
+			st->ids[n] = incomplete ? UINT32_MAX : py_frame_id(st, c->name, c->file, line);
+			st->entry[n] = is_entry;
+			n++;
+		}
+		if (!py_read_ptr(p->pid, frame + L->frame_previous, &frame))
+			return -1;
+	}
+	return n;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Merging */
+
+int py_merge(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, struct unwind_loc *locs, int n,
+	     int max, enum py_merge_result *result)
+{
+	struct py_state *st = ctx->python;
+	int acts[PY_MAX_FRAMES], nacts = 0;
+	uint32_t runtime_module = UINT32_MAX;
+
+	*result = PY_MERGE_NONE;
+	if (!st || n <= 0)
+		return n;
+	/* The native interpreter activations, innermost first. */
+	for (int i = 0; i < n && nacts < PY_MAX_FRAMES; i++) {
+		if (locs[i].module == st->module)
+			return n; /* merged already */
+		struct py_module_info *mi = py_module_info(ctx, st, locs[i].module);
+		if (mi->state != 2 || locs[i].offset < mi->eval_lo || locs[i].offset > mi->eval_hi)
+			continue;
+		if (runtime_module == UINT32_MAX)
+			runtime_module = locs[i].module;
+		if (locs[i].module == runtime_module)
+			acts[nacts++] = i;
+	}
+	if (!nacts)
+		return n;
+	struct py_proc *p = py_proc_get(ctx, st, pid, runtime_module, &st->mods[runtime_module]);
+	if (p->state != PY_PROC_READY) {
+		*result = p->state == PY_PROC_UNSUPPORTED ? PY_MERGE_UNSUPPORTED : PY_MERGE_UNREADABLE;
+		return n;
+	}
+	int nframes = py_read_chain(ctx, st, p, tid);
+	if (nframes <= 0) {
+		*result = PY_MERGE_UNREADABLE;
+		return n;
+	}
+	/* Runs of frames per native activation: a run ends at an entry frame. */
+	int run_start[PY_MAX_FRAMES + 1], nruns = 0;
+	run_start[0] = 0;
+	for (int i = 0; i < nframes; i++) {
+		if (st->entry[i] || i == nframes - 1) {
+			if (nruns < PY_MAX_FRAMES)
+				run_start[++nruns] = i + 1;
+		}
+	}
+	/* Normally one run per activation. If the program moved on between the sample and this
+	 * read, they differ: the outer frames change least, so align from the root when the
+	 * native unwind reached it (no way to know for sure here: the outermost activation is
+	 * matched to the outermost run), from the leaf otherwise. */
+	*result = nruns == nacts ? PY_MERGE_OK : PY_MERGE_CHANGED;
+	int shift_runs = 0, shift_acts = 0;
+	if (nruns > nacts)
+		shift_runs = nruns - nacts;
+	else if (nacts > nruns)
+		shift_acts = nacts - nruns;
+
+	int out = 0, next_act = 0;
+	for (int i = 0; i < n; i++) {
+		if (next_act < nacts && acts[next_act] == i) {
+			int a = next_act++;
+			int r = a - shift_acts + shift_runs;
+			if (a >= shift_acts && r < nruns) {
+				int pushed = 0;
+				for (int f = run_start[r]; f < run_start[r + 1] && out < max; f++) {
+					if (st->ids[f] == UINT32_MAX)
+						continue;
+					st->out[out++] = (struct unwind_loc){ st->module, st->ids[f], 0 };
+					pushed++;
+				}
+				if (pushed)
+					continue;
+			}
+		}
+		if (out < max)
+			st->out[out++] = locs[i];
+	}
+	memcpy(locs, st->out, (size_t)out * sizeof(*locs));
+	return out;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+static void py_release(struct unwind_ctx *ctx)
+{
+	struct py_state *st = ctx->python;
+
+	if (!st)
+		return;
+	for (size_t i = 0; i < st->procs.cap; i++)
+		if (st->procs.slots[i].item)
+			py_proc_free(st->procs.slots[i].item);
+	elfcache_hash_free(&st->procs);
+	elfcache_hash_free(&st->frame_ids);
+	free(st->frames);
+	free(st->mods);
+	free(st->ids);
+	free(st->entry);
+	free(st->out);
+	free(st);
+	ctx->python = NULL;
+}
+
+void py_enable(struct unwind_ctx *ctx)
+{
+	if (ctx->python)
+		return;
+	struct py_state *st = cs_calloc(1, sizeof(*st));
+	st->module = unwind_python_module(ctx);
+	st->ids = cs_malloc(PY_MAX_FRAMES * sizeof(st->ids[0]));
+	st->entry = cs_malloc(PY_MAX_FRAMES);
+	/* The merged stack holds at most the native locations plus every Python frame. */
+	st->out = cs_malloc(2 * (PY_MAX_FRAMES + 1024) * sizeof(st->out[0]));
+	st->version_override = -1;
+	const char *v = getenv("CSAMPLER_PYTHON_VERSION");
+	if (v && *v)
+		st->version_override = strtoll(v, NULL, 0);
+	ctx->python = st;
+	ctx->release_python = py_release;
+}
