@@ -66,7 +66,7 @@ enum profile_module_flags {
 enum profile_sample_flags {
 	PROFILE_SAMPLE_UNWIND_ERROR = 1 << 0, /* the unwinder stopped on an error, not at the root */
 	PROFILE_SAMPLE_STACK_FULL = 1 << 1,   /* the unwinder needed stack beyond the copy (files
-					       * written before bits 4-6 existed: the copy was full) */
+					       * written before the bits 16-64 existed: the copy was full) */
 	PROFILE_SAMPLE_PYTHON_UNREAD = 1 << 2,/* the stack runs Python code whose frames could not
 					       * be read: native frames only */
 	PROFILE_SAMPLE_PYTHON_CHANGED = 1 << 3,/* the Python frames read did not match the native
