@@ -305,6 +305,9 @@ static int load_record(void *arg, uint16_t type, const uint8_t *d, size_t len)
 		l->end_time = rd64(d + 16);
 		l->symbolized = rd32(d + 24) & 1;
 		break;
+	case DF_RAW_SAMPLE:
+		p->nraw_samples++; /* counted so info can say the file holds stack memory */
+		break;
 	default:
 		if (type < 128)
 			return cs_error(EPROTONOSUPPORT,

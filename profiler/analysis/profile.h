@@ -143,6 +143,7 @@ struct profile {
 	uint64_t start_ns, end_ns;   /* CLOCK_MONOTONIC span of the recording */
 	uint64_t nsamples;           /* sum of weights of samples[] */
 	uint64_t lost;               /* samples the kernel reported lost */
+	uint64_t nraw_samples;       /* DF_RAW_SAMPLE records: raw stack copies kept (--keep-raw) */
 	bool truncated;              /* the file ended early: what was read is here */
 	bool finalized;              /* stacks are symbolized (false: cut short before that) */
 

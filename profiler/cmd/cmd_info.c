@@ -187,6 +187,11 @@ static void info_text(const struct profile *p, const char *path)
 	printf("symbolized:     %s\n", p->finalized ? "yes" : "no (recording was cut short)");
 	printf("samples:        %llu\n", (unsigned long long)p->nsamples);
 	printf("lost:           %llu\n", (unsigned long long)p->lost);
+	if (p->nraw_samples)
+		printf("raw stacks:     kept (--keep-raw): %llu samples with registers and stack memory\n",
+		       (unsigned long long)p->nraw_samples);
+	else
+		printf("raw stacks:     none\n");
 	printf("duration:       %.3f s\n", (double)(p->end_ns - p->start_ns) / 1e9);
 	printf("stacks:         %zu unique\n", p->nstacks);
 	printf("processes:      %zu\n", p->nprocesses);
@@ -213,8 +218,9 @@ static void info_json(const struct profile *p, const char *path)
 		printf(":");
 		cs_fputs_json(stdout, p->header[i].value);
 	}
-	printf("},\"samples\":%llu,\"lost\":%llu,\"duration_s\":%.6f,\"stacks\":%zu,\"processes\":[",
+	printf("},\"samples\":%llu,\"lost\":%llu,\"raw_stacks\":%llu,\"duration_s\":%.6f,\"stacks\":%zu,\"processes\":[",
 	       (unsigned long long)p->nsamples, (unsigned long long)p->lost,
+	       (unsigned long long)p->nraw_samples,
 	       (double)(p->end_ns - p->start_ns) / 1e9, p->nstacks);
 	for (size_t i = 0; i < p->nprocesses; i++) {
 		printf("%s{\"pid\":%u,\"ppid\":%u,\"comm\":", i ? "," : "", p->processes[i].pid,

@@ -448,7 +448,7 @@ static void chrome_write_thread(struct chrome_ctx *c, uint32_t pid, uint32_t tid
 		c->boundaries[c->nboundaries++] = c->slices[i].start;
 		c->boundaries[c->nboundaries++] = c->slices[i].end;
 	}
-	qsort(c->boundaries, c->nboundaries, sizeof(*c->boundaries), cmp_u64);
+	cs_qsort(c->boundaries, c->nboundaries, sizeof(*c->boundaries), cmp_u64);
 	size_t u = 0;
 	for (size_t i = 0; i < c->nboundaries; i++)
 		if (!u || c->boundaries[u - 1] != c->boundaries[i])
@@ -456,7 +456,7 @@ static void chrome_write_thread(struct chrome_ctx *c, uint32_t pid, uint32_t tid
 	c->nboundaries = u;
 
 	chrome_frame_runs(c, idx, nidx);
-	qsort(c->slices, c->nslices, sizeof(*c->slices), cmp_slice_time);
+	cs_qsort(c->slices, c->nslices, sizeof(*c->slices), cmp_slice_time);
 
 	/* Emit: close every open slice that ends before the next one starts. */
 	size_t *open = cs_calloc(c->nslices + 1, sizeof(*open)), nopen = 0;
@@ -492,13 +492,13 @@ static void chrome_write_threads(struct chrome_ctx *c)
 			.kind = a->kind == PROFILE_GPU_MARKER ? SL_NVTX :
 				a->kind == PROFILE_GPU_API ? SL_API : SL_SYNC };
 	}
-	qsort(spans, nspans, sizeof(*spans), cmp_slice_thread);
+	cs_qsort(spans, nspans, sizeof(*spans), cmp_slice_thread);
 
 	uint32_t *idx = cs_calloc(p->nsamples_records + 1, sizeof(*idx));
 	for (size_t i = 0; i < p->nsamples_records; i++)
 		idx[i] = (uint32_t)i;
 	chrome_sort_profile = p;
-	qsort(idx, p->nsamples_records, sizeof(*idx), cmp_sample_thread);
+	cs_qsort(idx, p->nsamples_records, sizeof(*idx), cmp_sample_thread);
 
 	/* Walk both lists thread by thread, in (pid, tid) order. */
 	size_t si = 0, ai = 0;
@@ -574,7 +574,7 @@ static void chrome_write_gpu(struct chrome_ctx *c)
 		if (!chrome_gpu_pid(c, a->pid, a->device)) {
 			cs_grow(&c->gpus, &cap_gpus, c->ngpus + 1, sizeof(*c->gpus));
 			c->gpus[c->ngpus++] = (struct chrome_gpu){ a->pid, a->device };
-			qsort(c->gpus, c->ngpus, sizeof(*c->gpus), cmp_gpu);
+			cs_qsort(c->gpus, c->ngpus, sizeof(*c->gpus), cmp_gpu);
 		}
 	}
 	for (size_t i = 0; i < p->ngpu_activities; i++) {
@@ -585,7 +585,7 @@ static void chrome_write_gpu(struct chrome_ctx *c)
 		tracks[ntracks++] = (uint64_t)(chrome_gpu_pid(c, a->pid, a->device) -
 					       CHROME_GPU_PID_BASE) << 32 | a->stream;
 	}
-	qsort(tracks, ntracks, sizeof(*tracks), cmp_u64);
+	cs_qsort(tracks, ntracks, sizeof(*tracks), cmp_u64);
 	for (size_t i = 0; i < c->ngpus; i++) {
 		const char *comm = chrome_process_comm(p, c->gpus[i].pid);
 		char *n = cs_asprintf("GPU %" PRIu32 " (%s%spid %" PRIu32 ")", c->gpus[i].device,
@@ -678,7 +678,7 @@ static void chrome_flow_starts(struct chrome_ctx *c)
 	for (size_t i = 0; i < p->ngpu_launches; i++)
 		order[i] = (uint32_t)i;
 	chrome_sort_launches = p;
-	qsort(order, p->ngpu_launches, sizeof(*order), cmp_launch_thread);
+	cs_qsort(order, p->ngpu_launches, sizeof(*order), cmp_launch_thread);
 	c->flow_start = cs_calloc(p->ngpu_launches + 1, sizeof(*c->flow_start));
 	uint64_t outer = 0;
 	for (size_t k = 0; k < p->ngpu_launches; k++) {
@@ -744,7 +744,7 @@ int export_chrome_write(FILE *f, const struct profile *p)
 		pids[npids++] = p->threads[i].pid;
 	for (size_t i = 0; i < p->ngpu_activities; i++)
 		pids[npids++] = p->gpu_activities[i].pid;
-	qsort(pids, npids, sizeof(*pids), cmp_u32);
+	cs_qsort(pids, npids, sizeof(*pids), cmp_u32);
 	for (size_t i = 0; i < npids; i++) {
 		if (i && pids[i] == pids[i - 1])
 			continue;

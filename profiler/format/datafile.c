@@ -42,11 +42,12 @@ static int df_write_all(struct df_writer *w, const void *data, size_t len)
 			continue;
 		if (n <= 0) {
 			int e = n < 0 ? errno : ENOSPC;
+			const char *hint = e == ENOSPC || e == EDQUOT
+						   ? "; free some space or record with -o on another filesystem"
+					   : e == EFBIG ? "; the file size limit was reached: raise it (ulimit -f) or record a shorter run"
+							: "";
 			if (!w->err)
-				w->err = cs_error(e, "write %s: %s%s", w->path, strerror(e),
-						  e == ENOSPC || e == EDQUOT
-							  ? "; free some space or record with -o on another filesystem"
-							  : "");
+				w->err = cs_error(e, "write %s: %s%s", w->path, strerror(e), hint);
 			return w->err;
 		}
 		p += n;
@@ -56,31 +57,88 @@ static int df_write_all(struct df_writer *w, const void *data, size_t len)
 	return 0;
 }
 
+/* What an existing output path is, when it is not something df_writer_open may replace. */
+static const char *df_not_regular(mode_t mode)
+{
+	if (S_ISLNK(mode))
+		return "a symbolic link (not followed)";
+	if (S_ISDIR(mode))
+		return "a directory";
+	if (S_ISFIFO(mode))
+		return "a FIFO";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	if (S_ISCHR(mode) || S_ISBLK(mode))
+		return "a device";
+	return S_ISREG(mode) ? NULL : "not a regular file";
+}
+
+/* The output path is never opened: the new file is created under a fresh temporary name in the
+ * same directory (O_EXCL, so nothing planted there is followed), its header is written, and only
+ * then does it take the path's name by rename(), after the previous file was renamed to .old.
+ * rename() replaces directory entries and never follows a symbolic link, so a link planted at
+ * the path or at .old cannot redirect a write, and a failure at any step leaves the previous
+ * file under its name (or, after the first rename, under .old). */
 int df_writer_open(struct df_writer **out, const char *path, bool compress)
 {
-	struct df_writer *w;
+	struct df_writer *w = NULL;
 	uint8_t hdr[DF_HEADER_SIZE] = { 0 };
 	struct stat st;
-	int ret;
+	char *tmp = NULL, *old = NULL;
+	bool rotate = false;
+	const char *what;
+	int fd, ret;
 
-	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-		char *old = cs_asprintf("%s.old", path);
-		if (rename(path, old) < 0) {
-			ret = cs_error(errno, "rename %s to %s: %s; choose another output with -o",
-				       path, old, strerror(errno));
-			free(old);
-			return ret;
-		}
-		free(old);
+	if (lstat(path, &st) == 0) {
+		if ((what = df_not_regular(st.st_mode)))
+			return cs_error(EEXIST, "%s is %s: give a new or regular file with -o", path, what);
+		if (st.st_uid != geteuid())
+			return cs_error(EPERM, "%s belongs to user %u: not replacing another user's file; remove it or choose another output with -o",
+					path, (unsigned)st.st_uid);
+		rotate = st.st_size > 0;
 	}
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return cs_error(errno, "cannot create %s: %s; choose a writable path with -o", path,
-				strerror(errno));
+	tmp = cs_asprintf("%s.XXXXXX", path);
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		ret = cs_error(errno, "cannot create %s: %s; choose a writable path with -o", path,
+			       strerror(errno));
+		free(tmp);
+		return ret;
+	}
+	/* 0600 whatever the umask: the file may hold copies of the target's stack memory. */
+	if (fchmod(fd, 0600) < 0) {
+		ret = cs_error(errno, "fchmod %s: %s; choose another output with -o", tmp, strerror(errno));
+		goto fail;
+	}
 	w = cs_calloc(1, sizeof(*w));
 	w->fd = fd;
 	w->path = cs_strdup(path);
 	w->compress = compress;
+	memcpy(hdr, DF_MAGIC, 8);
+	put_le32(hdr + 8, DF_VERSION);
+	put_le32(hdr + 12, DF_MIN_READER_VERSION);
+	/* hdr[16..24): feature bits, none defined yet */
+	put_le32(hdr + 24, DF_HEADER_SIZE);
+	ret = df_write_all(w, hdr, sizeof(hdr));
+	if (ret)
+		goto fail;
+	if (rotate) {
+		old = cs_asprintf("%s.old", path);
+		if (rename(path, old) < 0) {
+			ret = cs_error(errno, "rename %s to %s: %s; remove %s or choose another output with -o",
+				       path, old, strerror(errno), old);
+			goto fail;
+		}
+	}
+	if (rename(tmp, path) < 0) {
+		ret = cs_error(errno, "rename %s to %s: %s; choose another output with -o", tmp, path,
+			       strerror(errno));
+		if (old && rename(old, path) < 0)
+			cs_warn("the previous %s is now %s", path, old);
+		goto fail;
+	}
+	free(tmp);
+	free(old);
 	if (compress) {
 		w->zctx = ZSTD_createCCtx();
 		if (!w->zctx) {
@@ -90,18 +148,19 @@ int df_writer_open(struct df_writer **out, const char *path, bool compress)
 			ZSTD_CCtx_setParameter(w->zctx, ZSTD_c_compressionLevel, 1);
 		}
 	}
-	memcpy(hdr, DF_MAGIC, 8);
-	put_le32(hdr + 8, DF_VERSION);
-	put_le32(hdr + 12, DF_MIN_READER_VERSION);
-	/* hdr[16..24): feature bits, none defined yet */
-	put_le32(hdr + 24, DF_HEADER_SIZE);
-	ret = df_write_all(w, hdr, sizeof(hdr));
-	if (ret) {
-		df_writer_close(w);
-		return ret;
-	}
 	*out = w;
 	return 0;
+
+fail:
+	unlink(tmp);
+	if (w) {
+		free(w->path);
+		free(w);
+	}
+	close(fd);
+	free(tmp);
+	free(old);
+	return ret;
 }
 
 int df_flush(struct df_writer *w)

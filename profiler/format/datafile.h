@@ -196,8 +196,12 @@ _Static_assert(sizeof(struct df_gpu_info) == 128, "DF_GPU_INFO layout (csampler-
 
 struct df_writer;
 
-/* Create path (mode 0600; an existing file is renamed to path.old first), write the file
- * header. Returns 0 or -errno after printing why. */
+/* Create path with mode 0600 whatever the umask and write the file header. The file is made
+ * under a temporary name beside path and renamed into place, after an existing regular file of
+ * ours is renamed to path.old; path is never opened, so a symbolic link there is not followed.
+ * A symbolic link, directory, FIFO or other non-regular file at path, or another user's file,
+ * is refused. On any failure the previous file keeps its name. Returns 0 or -errno after
+ * printing one line. */
 int df_writer_open(struct df_writer **out, const char *path, bool compress);
 /* Append one record. Never fails by itself: a write error is kept (see df_writer_error) and
  * later records are dropped. */

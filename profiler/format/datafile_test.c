@@ -313,3 +313,51 @@ UNIT_TEST(datafile_bad_ids)
 	dup2(stderr_fd, 2);
 	free(path);
 }
+
+static bool file_is(const char *path, const char *want)
+{
+	char buf[64];
+	ssize_t n = cs_read_small_file(path, buf, sizeof(buf));
+	return n == (ssize_t)strlen(want) && !memcmp(buf, want, (size_t)n);
+}
+
+/* df_writer_open never writes through the path: a symbolic link there (dangling or not) or at
+ * .old is not followed, a non-regular file is refused, and the file is 0600 whatever the umask. */
+UNIT_TEST(datafile_open_hostile_paths)
+{
+	char *victim = test_path("victim"), *link = test_path("link.data");
+	char *dangling = test_path("dangling.data"), *made = test_path("made");
+	char *path = test_path("p.data"), *old = test_path("p.data.old");
+	char *dir = test_path("dir.data");
+	struct df_writer *w;
+	struct stat st;
+	int stderr_fd = dup(2), devnull = open("/dev/null", O_WRONLY);
+
+	int fd = open(victim, O_WRONLY | O_CREAT, 0644);
+	UNIT_ASSERT(fd >= 0 && write(fd, "victim", 6) == 6);
+	close(fd);
+	UNIT_ASSERT(symlink(victim, link) == 0 && symlink(made, dangling) == 0 && mkdir(dir, 0755) == 0);
+	dup2(devnull, 2);
+	UNIT_ASSERT(df_writer_open(&w, link, false) < 0);
+	UNIT_ASSERT(df_writer_open(&w, dangling, false) < 0);
+	UNIT_ASSERT(df_writer_open(&w, dir, false) < 0);
+	dup2(stderr_fd, 2);
+	UNIT_ASSERT(file_is(victim, "victim"));
+	UNIT_ASSERT(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
+	UNIT_ASSERT(access(made, F_OK) < 0);
+
+	/* a link planted at .old is replaced by the previous file, its target untouched */
+	mode_t mask = umask(0);
+	UNIT_ASSERT(df_writer_open(&w, path, false) == 0);
+	UNIT_ASSERT(df_writer_close(w) == 0);
+	UNIT_ASSERT(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
+	UNIT_ASSERT(symlink(victim, old) == 0);
+	UNIT_ASSERT(df_writer_open(&w, path, false) == 0);
+	UNIT_ASSERT(df_writer_close(w) == 0);
+	umask(mask);
+	UNIT_ASSERT(lstat(old, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == DF_HEADER_SIZE);
+	UNIT_ASSERT(file_is(victim, "victim"));
+	close(devnull);
+	close(stderr_fd);
+	free(victim), free(link), free(dangling), free(made), free(path), free(old), free(dir);
+}

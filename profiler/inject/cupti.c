@@ -100,6 +100,7 @@ struct inj_thread {
 	_Atomic int in_use;              /* a live thread owns this slot */
 	struct inj_thread *next;         /* global list, push-only */
 	uint32_t tid;
+	_Atomic uint32_t pthread_low;    /* pthread_self()'s low 32 bits: see inj_marker_tid */
 	int depth;                       /* enabled API calls open on this thread */
 	uint32_t outer_corr;             /* correlation id of the outermost one */
 	uint16_t outer_nframes, outer_flags;
@@ -330,6 +331,7 @@ static struct inj_thread *inj_thread_get(void)
 		while (!atomic_compare_exchange_weak(&inj.threads, &head, t));
 	}
 	t->tid = (uint32_t)gettid();
+	atomic_store_explicit(&t->pthread_low, (uint32_t)pthread_self(), memory_order_release);
 	t->depth = 0;
 	t->last_flush = inj_now();
 	inj_self = t;
@@ -739,11 +741,28 @@ static void inj_marker_emit(struct inj_out *o, uint64_t start, uint64_t end, uin
 	inj_copy_name((char *)(g + 1), name, nl);
 }
 
+/* The OS thread id of a marker's thread. A real CUPTI 13 (seen on an H100) gives NVTX markers a
+ * threadId that is no OS thread id: the low 32 bits of pthread_self(), as other CUPTI tools also
+ * assume. Every thread that made a captured CUDA call registered both ids (inj_thread_get), so
+ * map it back; an id that already is one of those OS thread ids (the stand-in's) stays. */
+static uint32_t inj_marker_tid(uint32_t cupti_tid)
+{
+	for (struct inj_thread *t = atomic_load(&inj.threads); t; t = t->next)
+		if (atomic_load_explicit(&t->in_use, memory_order_acquire) && t->tid == cupti_tid)
+			return cupti_tid;
+	for (struct inj_thread *t = atomic_load(&inj.threads); t; t = t->next)
+		if (atomic_load_explicit(&t->in_use, memory_order_acquire) &&
+		    atomic_load_explicit(&t->pthread_low, memory_order_acquire) == cupti_tid)
+			return t->tid;
+	return cupti_tid;
+}
+
 /* CUPTI gives an NVTX range as a START record (with the name) and an END record, possibly in
  * different buffers: pair them by id here, so the file holds whole ranges. */
 static void inj_marker(struct inj_out *o, const CUpti_ActivityMarker2 *m)
 {
-	uint32_t tid = m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? m->objectId.pt.threadId : 0;
+	uint32_t tid = m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ?
+		inj_marker_tid(m->objectId.pt.threadId) : 0;
 	uint32_t domain = inj_domain_id(m->domain);
 	if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) {
 		inj_marker_emit(o, m->timestamp, 0, m->id, tid, domain, m->name);

@@ -85,10 +85,12 @@ struct record {
 	int sigpipe[2];
 	pid_t child;
 	int child_pidfd;
-	int child_status;
+	int child_status;           /* as a shell reports it: 128+N for death by signal N */
+	int child_signal;           /* the signal the command died of, or 0 */
 	bool child_exited;
 	int *target_pidfds;         /* -1: exited; RECORD_NO_PIDFD: alive, watched through /proc */
 	size_t ntargets_alive;
+	uint64_t run_start_ns;      /* csampler's own start, for its CPU share of the wall time */
 	int stop_signal;
 	int error;                  /* csampler's own failure: exit 125 */
 	/* GPU capture: the library's files, merged as they grow */
@@ -633,6 +635,9 @@ static int record_fork(struct record *r, int *go_fd, int *err_fd)
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL); /* ignored ones would stay ignored across exec */
+		signal(SIGXFSZ, SIG_DFL);
 		close(go[1]);
 		close(er[0]);
 		if (read(go[0], &c, 1) != 1)
@@ -670,14 +675,46 @@ static int pidfd_open_compat(pid_t pid)
 	return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
+static void record_child_done(struct record *r, int st)
+{
+	r->child_exited = true;
+	r->child_signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+	r->child_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 static void record_reap_child(struct record *r)
 {
 	int st;
 	if (r->child_exited || r->child <= 0)
 		return;
-	if (waitpid(r->child, &st, WNOHANG) == r->child) {
-		r->child_exited = true;
-		r->child_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	if (waitpid(r->child, &st, WNOHANG) == r->child)
+		record_child_done(r, st);
+}
+
+/* csampler failed while the command runs: wait for the command to end on its own. A signal
+ * sent to csampler alone is passed on, and the command then gets 3 s, as in record_loop. */
+static void record_wait_command(struct record *r)
+{
+	uint64_t stop_at = 0;
+	record_signal_pending = 0;
+	while (!r->child_exited) {
+		struct pollfd fds[2] = { { .fd = r->sigpipe[0], .events = POLLIN },
+					 { .fd = r->child_pidfd, .events = POLLIN } };
+		if (poll(fds, r->child_pidfd >= 0 ? 2 : 1, 100) > 0 && (fds[0].revents & POLLIN)) {
+			char buf[16];
+			ssize_t got = read(r->sigpipe[0], buf, sizeof(buf));
+			(void)got;
+		}
+		if (record_signal_pending) {
+			if (record_signal_from_user)
+				kill(r->child, record_signal_pending);
+			r->stop_signal = record_signal_pending;
+			record_signal_pending = 0;
+			stop_at = cs_monotonic_ns();
+		}
+		record_reap_child(r);
+		if (stop_at && cs_monotonic_ns() - stop_at > 3000000000ull)
+			break;
 	}
 }
 
@@ -723,6 +760,29 @@ static void record_symbolize(struct record *r, bool at_end)
 	}
 }
 
+static double tv_secs(struct timeval tv)
+{
+	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+/* The profiler's own cost: csampler's CPU time (all its threads, start to end) against the wall
+ * time and the CPU time of the tasks it sampled while it did (their cpu-clock counts). */
+static void record_print_cost(struct record *r)
+{
+	struct rusage self;
+	if (getrusage(RUSAGE_SELF, &self) < 0)
+		return;
+	double user = tv_secs(self.ru_utime), sys = tv_secs(self.ru_stime), own = user + sys;
+	double wall = (double)(cs_monotonic_ns() - r->run_start_ns) / 1e9;
+	double target = (double)sampler_task_clock_ns(r->sampler) / 1e9;
+	fprintf(stderr, "csampler: own CPU %.2f s (user %.2f, system %.2f): %.1f%% of the %.2f s wall time",
+		own, user, sys, wall > 0 ? 100.0 * own / wall : 0.0, wall);
+	if (target >= 0.01)
+		fprintf(stderr, ", %.1f%% of the target's %.2f s CPU\n", 100.0 * own / target, target);
+	else
+		fprintf(stderr, ", the target used under 0.01 s CPU\n");
+}
+
 static void record_print_summary(struct record *r, uint64_t end_ns)
 {
 	struct stat st;
@@ -733,6 +793,7 @@ static void record_print_summary(struct record *r, uint64_t end_ns)
 		(unsigned long long)r->nsamples, (unsigned long long)r->lost, r->ntids, r->npids_seen,
 		secs, (double)bytes / 1024.0, r->o->output,
 		r->nsamples ? (double)bytes / (double)r->nsamples : 0.0);
+	record_print_cost(r);
 	if (r->lost)
 		cs_warn("%llu samples were lost: the ring buffers overflowed; use a larger -m or a lower -F",
 			(unsigned long long)r->lost);
@@ -967,6 +1028,8 @@ static int record_loop(struct record *r)
 	}
 	sampler_disable(r->sampler);
 	record_stop_reader(r);
+	if (r->error)
+		return r->error; /* nothing more can be written: the queue is freed unread */
 	record_consume(r);
 	sampler_drain(r->sampler, record_event, r);
 	return r->error;
@@ -984,7 +1047,10 @@ static int record_install_signals(struct record *r)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	/* A write error (EPIPE, or EFBIG past the file size limit) is reported where it happens,
+	 * not by dying of the signal. The command gets the defaults back (record_fork). */
 	signal(SIGPIPE, SIG_IGN);
+	signal(SIGXFSZ, SIG_IGN);
 	return 0;
 }
 
@@ -996,6 +1062,7 @@ int record_run(const struct record_opts *o, bool *written)
 	r.loc_hash_cap = r.stack_hash_cap = 4096;
 	r.loc_hash = cs_calloc(r.loc_hash_cap, sizeof(uint32_t));
 	r.stack_hash = cs_calloc(r.stack_hash_cap, sizeof(uint32_t));
+	r.run_start_ns = cs_monotonic_ns();
 	r.target_pidfds = cs_calloc(o->npids + 1, sizeof(int));
 	for (size_t i = 0; i < o->npids; i++)
 		r.target_pidfds[i] = -1;
@@ -1114,16 +1181,27 @@ int record_run(const struct record_opts *o, bool *written)
 			*written = true;
 	}
 	if (r.child > 0) {
-		if (!r.child_exited && !r.error && !r.stop_signal) {
+		if (!r.child_exited && r.error) {
+			/* csampler failed while the command runs (a full disk): sampling stops, the
+			 * command goes on unharmed, and csampler waits for it as its caller expects. */
+			sampler_close(r.sampler);
+			r.sampler = NULL;
+			record_wait_command(&r);
+		} else if (!r.child_exited && !r.stop_signal) {
 			int st;
-			waitpid(r.child, &st, 0);
-			r.child_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-			r.child_exited = true;
+			if (waitpid(r.child, &st, 0) == r.child)
+				record_child_done(&r, st);
 		}
 		if (r.child_exited)
 			status = r.child_status;
 		else if (r.stop_signal)
 			status = 128 + r.stop_signal;
+		/* As a shell would say it: csampler's exit status carries it, but does not kill it. */
+		if (r.child_signal && r.child_signal != r.stop_signal && r.child_signal != SIGPIPE &&
+		    r.child_signal != SIGINT)
+			cs_info("the command was killed by signal SIG%s (%s)%s%s", sigabbrev_np(r.child_signal),
+				strsignal(r.child_signal), r.error ? "" : "; its samples up to then are in ",
+				r.error ? "" : o->output);
 	} else {
 		status = 0;
 	}

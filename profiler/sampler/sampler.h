@@ -91,6 +91,10 @@ int sampler_batch_deliver(struct sampler_batch *b, sampler_fn fn, void *arg);
 void sampler_batch_free(struct sampler_batch *b);
 /* Stop sampling (before the last drain). */
 void sampler_disable(struct sampler *s);
+/* CPU time the sampled tasks ran while their events were enabled, in ns: the events' own
+ * cpu-clock counts, which children fold into at exit (inherit), so it is known after the
+ * targets exited, whoever reaped them. */
+uint64_t sampler_task_clock_ns(struct sampler *s);
 void sampler_close(struct sampler *s);
 /* Whether kernel frames are being captured (false when perf_event_paranoid forbids). */
 bool sampler_has_kernel(const struct sampler *s);

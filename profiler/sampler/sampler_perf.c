@@ -346,6 +346,16 @@ void sampler_disable(struct sampler *s)
 		ioctl(s->fds[i], PERF_EVENT_IOC_DISABLE, 0);
 }
 
+uint64_t sampler_task_clock_ns(struct sampler *s)
+{
+	uint64_t total = 0, v;
+	/* read_format is 0: each read gives the u64 count, nanoseconds for cpu-clock */
+	for (size_t i = 0; s && i < s->nfds; i++)
+		if (read(s->fds[i], &v, sizeof(v)) == (ssize_t)sizeof(v))
+			total += v;
+	return total;
+}
+
 void sampler_close(struct sampler *s)
 {
 	if (!s)

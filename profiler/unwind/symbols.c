@@ -135,7 +135,7 @@ static void sym_load_kallsyms(struct unwind_ctx *ctx)
 		ctx->nkallsyms = 0;
 		return;
 	}
-	qsort(ctx->kallsyms, ctx->nkallsyms, sizeof(ctx->kallsyms[0]), sym_kallsym_cmp);
+	cs_qsort(ctx->kallsyms, ctx->nkallsyms, sizeof(ctx->kallsyms[0]), sym_kallsym_cmp);
 }
 
 /* The kernel symbol containing addr (the last one at or below it), or NULL. */
@@ -209,7 +209,7 @@ static void sym_load_jit_map(struct unwind_ctx *ctx, struct unwind_module_priv *
 	free(line);
 	fclose(fp);
 	/* Stable: a later entry for the same start (re-JIT) stays after the earlier one. */
-	qsort(m->jit_syms, m->njit_syms, sizeof(m->jit_syms[0]), sym_jit_cmp);
+	cs_qsort(m->jit_syms, m->njit_syms, sizeof(m->jit_syms[0]), sym_jit_cmp);
 	m->pub.flags &= ~(uint32_t)PROFILE_MODULE_NO_SYMBOLS;
 }
 
@@ -348,7 +348,7 @@ static void sym_build_funcs(struct elf_file *f, struct sym_file_index *ix)
 	}
 	if (!ix->nfuncs)
 		return;
-	qsort(ix->funcs, ix->nfuncs, sizeof(ix->funcs[0]), sym_func_cmp);
+	cs_qsort(ix->funcs, ix->nfuncs, sizeof(ix->funcs[0]), sym_func_cmp);
 	size_t out = 1;
 	for (size_t i = 1; i < ix->nfuncs; i++)
 		if (ix->funcs[i].addr != ix->funcs[out - 1].addr)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every user error gets one clear line and a non-zero exit (125 for csampler's own errors):
-# bad options, a PID that does not exist or is not ours, an unwritable output, a full disk,
-# and perf_event_open refused (by a seccomp filter, as in a locked-down container).
+# bad options, a PID that does not exist, an unwritable output, and perf_event_open refused
+# (by a seccomp filter, as in a locked-down container). A PID that is not ours: t-privilege.sh;
+# a full disk: t-faults.sh; hostile output paths: t-hostile-paths.sh.
 source "$CSAMPLER_ROOT/tests/lib.sh"
 
 # one_line NAME WANT_RC PATTERN CMD...: the command exits WANT_RC with exactly one stderr line
@@ -35,44 +36,4 @@ one_line "unknown command" 125 "unknown command 'recrod'" $C recrod
 # perf_event_open refused: a seccomp filter makes it fail with EACCES
 one_line "perf_event_open refused" 125 "perf_event_paranoid" "$TPROG/deny-perf" $C record -o "$T/d.data" -- true
 [ ! -e ran-anyway ] || fail "errors: command ran although sampling failed"
-
-# an unprivileged user attaching to a root process
-if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ]; then
-	sleep 30 & rootpid=$!
-	mkdir -m 777 "$T/nobody"
-	one_line "pid not permitted" 125 "not permitted to profile PID $rootpid" \
-		setpriv --reuid=65534 --regid=65534 --clear-groups $C record -o "$T/nobody/x.data" -p $rootpid
-	kill $rootpid; wait $rootpid 2>/dev/null
-	# ... who may still profile its own command, without kernel frames (perf_event_paranoid 2)
-	setpriv --reuid=65534 --regid=65534 --clear-groups $C record -o "$T/nobody/own.data" -- "$TPROG/rec-family" 0.5 >/dev/null 2>own.err
-	rc=$?
-	if [ "$rc" = 0 ]; then
-		$C info -i "$T/nobody/own.data" --format json >own.json
-		[ "$(json_get own.json 'j.samples > 100')" = true ] && pass "errors: unprivileged user records its own command ($(json_get own.json j.header.kernel_frames) kernel frames)" || fail "errors: unprivileged own record: few samples"
-	else
-		paranoid=$(cat /proc/sys/kernel/perf_event_paranoid)
-		if [ "$paranoid" -gt 2 ]; then skip "errors: unprivileged own record: perf_event_paranoid is $paranoid"
-		else fail "errors: unprivileged own record: rc $rc $(cat own.err)"; fi
-	fi
-else
-	skip "errors: pid not permitted: needs root and setpriv to switch to an unprivileged user"
-fi
-
-# a full disk: a 256 KiB tmpfs
-mkdir small
-if mount -t tmpfs -o size=256k tmpfs small 2>mount.err; then
-	$C record -o small/x.data --keep-raw --no-compress -- "$TPROG/rec-family" 2 >/dev/null 2>err.txt
-	rc=$?
-	if [ "$rc" = 125 ] && grep -q 'No space left on device; free some space' err.txt; then
-		pass "errors: disk full -> exit 125 with the reason"
-	else
-		fail "errors: disk full: rc $rc: $(head -c 300 err.txt)"
-	fi
-	$C info -i small/x.data >/dev/null 2>info.err
-	rc=$?
-	[ "$rc" = 0 ] && grep -q 'truncated:' info.err && pass "errors: disk full leaves a readable prefix ($(cat info.err))" || fail "errors: disk full file: rc $rc $(cat info.err)"
-	umount small
-else
-	skip "errors: disk full: cannot mount a small tmpfs here ($(cat mount.err))"
-fi
 finish
