@@ -728,7 +728,8 @@ static int load_finish(struct load *l)
 			for (uint32_t k = 0; k < loc->sym_n; k++) {
 				const struct load_sym *s = &l->syms[loc->sym_first + k];
 				p->frames[p->nframes++] = (struct profile_frame){
-					s->name, loc->module, s->file, s->line, s->flags | kernel };
+					s->name, loc->module, s->file, s->line,
+					s->flags | kernel | (loc->flags & DF_LOC_FOUND_MASK) };
 			}
 			loc->frame_n = loc->sym_n;
 		} else {
@@ -737,7 +738,8 @@ static int load_finish(struct load *l)
 						 (unsigned long long)loc->offset);
 			uint32_t id = load_intern(l, name);
 			p->frames[p->nframes++] = (struct profile_frame){
-				id, loc->module, 0, 0, PROFILE_FRAME_UNNAMED | kernel };
+				id, loc->module, 0, 0,
+				PROFILE_FRAME_UNNAMED | kernel | (loc->flags & DF_LOC_FOUND_MASK) };
 			loc->frame_n = 1;
 		}
 	}

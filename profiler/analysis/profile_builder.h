@@ -6,8 +6,8 @@
  *
  *     pb_stack(&b, "_start;__libc_start_main;main;compute_[i];memcpy_[k]")
  *
- * Each frame is NAME[_[k|i|j]][@MODULE][=FILE:LINE]: the suffix sets PROFILE_FRAME_KERNEL,
- * _INLINED or _JIT; MODULE is a module path (default b->default_module, or
+ * Each frame is NAME[_[k|i|j|p|s]][@MODULE][=FILE:LINE]: the suffix sets PROFILE_FRAME_KERNEL,
+ * _INLINED, _JIT, _FOUND_FP or _FOUND_SCAN; MODULE is a module path (default b->default_module, or
  * "[kernel.kallsyms]" for kernel frames); FILE:LINE is the frame's source position. Equal
  * frames and strings are shared, as in a loaded profile. */
 #ifndef CSAMPLER_PROFILE_BUILDER_H

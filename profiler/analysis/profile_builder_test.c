@@ -103,6 +103,8 @@ static uint32_t pb_parse_frame(struct pbuild *b, char *spec)
 		case 'k': flags = PROFILE_FRAME_KERNEL; break;
 		case 'i': flags = PROFILE_FRAME_INLINED; break;
 		case 'j': flags = PROFILE_FRAME_JIT; break;
+		case 'p': flags = PROFILE_FRAME_FOUND_FP; break;
+		case 's': flags = PROFILE_FRAME_FOUND_SCAN; break;
 		}
 		if (flags)
 			spec[n - 4] = 0;

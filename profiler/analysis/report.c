@@ -230,6 +230,10 @@ static void report_text_unwind(FILE *f, const struct stacks_report *r)
 	fprintf(f, "  complete stacks: %.2f%% (%" PRIu64 " of %" PRIu64 " samples reach _start or "
 		"__libc_start_main on a main thread, clone or start_thread on others)\n",
 		u->complete_pct, u->complete, r->samples);
+	if (u->frames_known && u->frames_cfi + u->frames_fp + u->frames_scan)
+		fprintf(f, "  user frames by how they were found: %" PRIu64 " CFI (or the sampled pc), "
+			"%" PRIu64 " frame-pointer step, %" PRIu64 " stack scan\n", u->frames_cfi,
+			u->frames_fp, u->frames_scan);
 	if (u->empty)
 		fprintf(f, "  samples without any frame: %" PRIu64 "\n", u->empty);
 	if (u->unwind_errors)
@@ -241,9 +245,24 @@ static void report_text_unwind(FILE *f, const struct stacks_report *r)
 	if (u->python_changed)
 		fprintf(f, "  samples whose Python frames were read after the program moved on "
 			"(merged best effort): %" PRIu64 "\n", u->python_changed);
-	if (u->stack_full) {
-		fprintf(f, "  samples whose stack copy was full (likely truncated): %" PRIu64
-			" (%.2f%%)\n", u->stack_full, report_pct(u->stack_full, r->samples));
+	const struct stacks_stop_causes *c = &u->causes;
+	if (r->samples > u->complete + u->empty) {
+		static const char *const what[] = {
+			"stack copy too short (the unwinder needed stack beyond it)",
+			"code without CFI in anonymous memory (JIT) whose caller was not found",
+			"code in a file without CFI (no .eh_frame) whose caller was not found",
+			"an address in no known mapping",
+			"unwinder error (bad CFI, or memory it could not read)",
+			"no error (the frame limit, or an outermost frame not known as an entry point)",
+		};
+		const uint64_t n[] = { c->stack_short, c->anon_no_cfi, c->file_no_cfi, c->no_map,
+				       c->error, c->other };
+		fprintf(f, "  incomplete stacks by cause:\n");
+		for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++)
+			if (n[i])
+				fprintf(f, "%10" PRIu64 "  %s\n", n[i], what[i]);
+	}
+	if (c->stack_short) {
 		if (u->suggested_stack_size && u->stack_size)
 			fprintf(f, "  suggestion: record again with --stack-size %" PRIu64
 				" (this recording used %" PRIu64 ")\n", u->suggested_stack_size,
@@ -663,6 +682,34 @@ static void report_json_unwind(FILE *f, const struct stacks_report *r)
 		fprintf(f, "%" PRIu64, u->suggested_stack_size);
 	else
 		fputs("null", f);
+	fputs(",\n", f);
+	const struct stacks_stop_causes *c = &u->causes;
+	report_json_key(f, "causes");
+	fputc('{', f);
+	report_json_u64(f, "stack_short", c->stack_short);
+	fputc(',', f);
+	report_json_u64(f, "anon_no_cfi", c->anon_no_cfi);
+	fputc(',', f);
+	report_json_u64(f, "file_no_cfi", c->file_no_cfi);
+	fputc(',', f);
+	report_json_u64(f, "no_map", c->no_map);
+	fputc(',', f);
+	report_json_u64(f, "error", c->error);
+	fputc(',', f);
+	report_json_u64(f, "other", c->other);
+	fputs("},\n", f);
+	report_json_key(f, "frames");
+	if (u->frames_known) {
+		fputc('{', f);
+		report_json_u64(f, "cfi", u->frames_cfi);
+		fputc(',', f);
+		report_json_u64(f, "fp", u->frames_fp);
+		fputc(',', f);
+		report_json_u64(f, "scan", u->frames_scan);
+		fputc('}', f);
+	} else {
+		fputs("null", f);
+	}
 	fputs(",\n", f);
 	report_json_key(f, "lacking");
 	fputc('[', f);

@@ -552,7 +552,7 @@ void stacks_sort_functions(struct stacks_report *r, enum stacks_sort by)
 		 by == STACKS_SORT_TOTAL ? stacks_cmp_total : stacks_cmp_self);
 }
 
-/* A --stack-size to try when copies were full: twice the current size (four times when a
+/* A --stack-size to try when incomplete stacks needed more stack than was copied: twice the current size (four times when a
  * quarter or more of the samples were cut), capped at the kernel's maximum. An unknown current
  * size is taken as perf's default of 8192 bytes. */
 static void stacks_suggest_stack_size(const struct profile *p, uint64_t samples,
@@ -564,10 +564,11 @@ static void stacks_suggest_stack_size(const struct profile *p, uint64_t samples,
 	if (!hdr || cs_parse_u64(hdr, &cur) < 0)
 		cur = 0;
 	u->stack_size = cur;
-	if (!u->stack_full)
+	/* Only the incomplete stacks that needed more stack: a larger copy helps those alone. */
+	if (!u->causes.stack_short)
 		return;
 	uint64_t base = cur ? cur : 8192;
-	uint64_t want = base * (u->stack_full * 4 >= samples ? 4 : 2);
+	uint64_t want = base * (u->causes.stack_short * 4 >= samples ? 4 : 2);
 	want = (want + 7) & ~7ull;
 	if (want > STACKS_MAX_STACK_SIZE)
 		want = STACKS_MAX_STACK_SIZE;
@@ -662,6 +663,50 @@ static void stacks_build_report(struct stacks_agg *g, struct stacks_report *r)
 	stacks_suggest_stack_size(p, r->samples, &r->unwind);
 }
 
+static void stacks_count_cause(struct stacks_stop_causes *c, uint32_t flags, uint64_t w)
+{
+	if (flags & PROFILE_SAMPLE_STACK_FULL)
+		c->stack_short += w;
+	else if (flags & PROFILE_SAMPLE_STOP_ANON)
+		c->anon_no_cfi += w;
+	else if (flags & PROFILE_SAMPLE_STOP_NO_CFI)
+		c->file_no_cfi += w;
+	else if (flags & PROFILE_SAMPLE_NO_MAP)
+		c->no_map += w;
+	else if (flags & PROFILE_SAMPLE_UNWIND_ERROR)
+		c->error += w;
+	else
+		c->other += w;
+}
+
+/* Frames per recovery method, over the stacks hit (stack_w: their weights). */
+static void stacks_count_frames(const struct profile *p, const uint64_t *stack_w,
+				struct stacks_unwind *u)
+{
+	const char *cg = profile_header(p, "callgraph");
+
+	u->frames_known = !cg || strcmp(cg, "fp") != 0;
+	if (!u->frames_known)
+		return;
+	for (size_t st = 0; st < p->nstacks; st++) {
+		if (!stack_w[st])
+			continue;
+		size_t n;
+		const uint32_t *fr = stacks_frames(p, (uint32_t)st, &n);
+		for (size_t i = 0; fr && i < n; i++) {
+			uint32_t fl = stacks_frame(p, fr[i])->flags;
+			if (fl & (PROFILE_FRAME_KERNEL | PROFILE_FRAME_INLINED | PROFILE_FRAME_PYTHON))
+				continue; /* not unwound: the kernel's, inline chains, the interpreter's */
+			if (fl & PROFILE_FRAME_FOUND_FP)
+				u->frames_fp += stack_w[st];
+			else if (fl & PROFILE_FRAME_FOUND_SCAN)
+				u->frames_scan += stack_w[st];
+			else
+				u->frames_cfi += stack_w[st];
+		}
+	}
+}
+
 int stacks_aggregate(const struct profile *p, const struct stacks_filter *filter,
 		     struct stacks_report *out)
 {
@@ -708,11 +753,14 @@ int stacks_aggregate(const struct profile *p, const struct stacks_filter *filter
 			continue;
 		}
 		stack_w[s->stack] += w;
-		if (cls & (s->pid == s->tid ? STACKS_ROOT_MAIN : STACKS_ROOT_THREAD))
+		if (cls & (s->pid == s->tid ? STACKS_ROOT_MAIN : STACKS_ROOT_THREAD)) {
 			out->unwind.complete += w;
-		else
+		} else {
 			stack_incomplete[s->stack] += w;
+			stacks_count_cause(&out->unwind.causes, s->flags, w);
+		}
 	}
+	stacks_count_frames(p, stack_w, &out->unwind);
 
 	/* Pass 2: per distinct stack that was hit. */
 	for (size_t st = 0; st < p->nstacks; st++)

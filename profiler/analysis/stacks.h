@@ -66,7 +66,25 @@ struct stacks_unwind {
 	uint64_t complete;       /* samples whose stack reaches the thread's entry point */
 	uint64_t empty;          /* samples without any frame */
 	uint64_t unwind_errors;  /* samples with PROFILE_SAMPLE_UNWIND_ERROR */
-	uint64_t stack_full;     /* samples with PROFILE_SAMPLE_STACK_FULL (likely truncated) */
+	uint64_t stack_full;     /* samples with PROFILE_SAMPLE_STACK_FULL: the unwinder needed
+				  * stack beyond the copy (older files: the copy was full) */
+	/* Incomplete stacks (not complete, not empty) by why the unwinder stopped, one cause
+	 * each, in this order of precedence. */
+	struct stacks_stop_causes {
+		uint64_t stack_short;   /* it needed stack beyond the copy (STACK_FULL) */
+		uint64_t anon_no_cfi;   /* at JIT code without CFI whose caller was not found */
+		uint64_t file_no_cfi;   /* at code in a file without CFI, likewise */
+		uint64_t no_map;        /* at an address in no known mapping */
+		uint64_t error;         /* another unwinder error: bad CFI, unreadable memory */
+		uint64_t other;         /* no error: the frame limit, or an outermost frame that
+					 * is not known as an entry point */
+	} causes;
+	/* User frames of the samples' stacks (inlined frames not counted) by how the unwinder
+	 * found them; frames_known is false for -g fp recordings (the kernel walked them). */
+	bool frames_known;
+	uint64_t frames_cfi;     /* by CFI, or the sampled pc */
+	uint64_t frames_fp;      /* PROFILE_FRAME_FOUND_FP */
+	uint64_t frames_scan;    /* PROFILE_FRAME_FOUND_SCAN */
 	uint64_t python_unread;  /* PROFILE_SAMPLE_PYTHON_UNREAD: Python frames not read */
 	uint64_t python_changed; /* PROFILE_SAMPLE_PYTHON_CHANGED: read after the stack moved on */
 	double complete_pct;     /* 0..100 of the filtered samples */

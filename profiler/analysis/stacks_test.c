@@ -303,6 +303,49 @@ UNIT_TEST(stacks_weights_and_duplicate_strings)
 	pb_free(&b);
 }
 
+/* Incomplete stacks by cause (one each, by precedence) and frames by how they were found. */
+UNIT_TEST(stacks_unwind_causes_and_methods)
+{
+	struct pbuild b;
+	struct stacks_report r;
+	pb_init(&b);
+	uint32_t scanned = pb_stack(&b, "_start;main;worker_loop_[s];kernel_[j]");
+	uint32_t stepped = pb_stack(&b, "_start;main;worker_loop_[p];inl_[i];kernel_[j]");
+	uint32_t cut = pb_stack(&b, "kernel_[j]");
+	pb_samples(&b, 1, 1, scanned, 3, 0);
+	pb_samples(&b, 1, 1, stepped, 2, 0);
+	pb_samples(&b, 1, 1, cut, 4, PROFILE_SAMPLE_UNWIND_ERROR | PROFILE_SAMPLE_STOP_ANON);
+	pb_samples(&b, 1, 1, cut, 1, PROFILE_SAMPLE_UNWIND_ERROR | PROFILE_SAMPLE_STOP_NO_CFI);
+	pb_samples(&b, 1, 1, cut, 1, PROFILE_SAMPLE_STACK_FULL | PROFILE_SAMPLE_STOP_ANON);
+	pb_samples(&b, 1, 1, cut, 1, PROFILE_SAMPLE_UNWIND_ERROR | PROFILE_SAMPLE_NO_MAP);
+	pb_samples(&b, 1, 1, cut, 2, PROFILE_SAMPLE_UNWIND_ERROR);
+	pb_samples(&b, 1, 1, cut, 1, 0);
+	pb_samples(&b, 1, 1, scanned, 1, PROFILE_SAMPLE_STACK_FULL); /* complete: no cause */
+	UNIT_ASSERT(stacks_aggregate(&b.p, NULL, &r) == 0);
+	const struct stacks_stop_causes *c = &r.unwind.causes;
+	UNIT_ASSERT_EQ_INT(r.unwind.complete, 6);
+	UNIT_ASSERT_EQ_INT(c->stack_short, 1);
+	UNIT_ASSERT_EQ_INT(c->anon_no_cfi, 4);
+	UNIT_ASSERT_EQ_INT(c->file_no_cfi, 1);
+	UNIT_ASSERT_EQ_INT(c->no_map, 1);
+	UNIT_ASSERT_EQ_INT(c->error, 2);
+	UNIT_ASSERT_EQ_INT(c->other, 1);
+	UNIT_ASSERT(r.unwind.frames_known);
+	/* scanned: 4 samples x (3 CFI + 1 scan); stepped: 2 x (3 CFI + 1 FP), the inlined frame
+	 * not counted; cut: 10 x 1 CFI. */
+	UNIT_ASSERT_EQ_INT(r.unwind.frames_scan, 4);
+	UNIT_ASSERT_EQ_INT(r.unwind.frames_fp, 2);
+	UNIT_ASSERT_EQ_INT(r.unwind.frames_cfi, 4 * 3 + 2 * 3 + 10);
+	stacks_report_free(&r);
+
+	pb_header(&b, "callgraph", "fp"); /* the kernel walked the frames: methods unknown */
+	UNIT_ASSERT(stacks_aggregate(&b.p, NULL, &r) == 0);
+	UNIT_ASSERT(!r.unwind.frames_known);
+	UNIT_ASSERT_EQ_INT(r.unwind.frames_cfi + r.unwind.frames_fp + r.unwind.frames_scan, 0);
+	stacks_report_free(&r);
+	pb_free(&b);
+}
+
 UNIT_TEST(stacks_stack_size_suggestion)
 {
 	struct pbuild b;
@@ -310,16 +353,27 @@ UNIT_TEST(stacks_stack_size_suggestion)
 	pb_init(&b);
 	pb_header(&b, "stack_size", "8192");
 	uint32_t s = pb_stack(&b, "_start;main;deep");
+	uint32_t cut = pb_stack(&b, "main;deep");
 	pb_samples(&b, 1, 1, s, 9, 0);
+	/* A complete stack that needed more copy (older files flagged full copies) is no reason
+	 * to copy more. */
 	pb_samples(&b, 1, 1, s, 1, PROFILE_SAMPLE_STACK_FULL);
 	UNIT_ASSERT(stacks_aggregate(&b.p, NULL, &r) == 0);
-	UNIT_ASSERT_EQ_INT(r.unwind.stack_size, 8192);
-	UNIT_ASSERT_EQ_INT(r.unwind.suggested_stack_size, 16384); /* 10% cut: double */
+	UNIT_ASSERT_EQ_INT(r.unwind.stack_full, 1);
+	UNIT_ASSERT_EQ_INT(r.unwind.causes.stack_short, 0);
+	UNIT_ASSERT_EQ_INT(r.unwind.suggested_stack_size, 0);
 	stacks_report_free(&r);
 
-	pb_samples(&b, 1, 1, s, 4, PROFILE_SAMPLE_STACK_FULL);
+	pb_samples(&b, 1, 1, cut, 1, PROFILE_SAMPLE_STACK_FULL);
 	UNIT_ASSERT(stacks_aggregate(&b.p, NULL, &r) == 0);
-	UNIT_ASSERT_EQ_INT(r.unwind.suggested_stack_size, 32768); /* 5 of 14 cut: x4 */
+	UNIT_ASSERT_EQ_INT(r.unwind.stack_size, 8192);
+	UNIT_ASSERT_EQ_INT(r.unwind.causes.stack_short, 1);
+	UNIT_ASSERT_EQ_INT(r.unwind.suggested_stack_size, 16384); /* 1 of 11 cut: double */
+	stacks_report_free(&r);
+
+	pb_samples(&b, 1, 1, cut, 3, PROFILE_SAMPLE_STACK_FULL);
+	UNIT_ASSERT(stacks_aggregate(&b.p, NULL, &r) == 0);
+	UNIT_ASSERT_EQ_INT(r.unwind.suggested_stack_size, 32768); /* 4 of 14 cut: x4 */
 	stacks_report_free(&r);
 
 	free((char *)b.p.header[0].value);

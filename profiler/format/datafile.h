@@ -41,6 +41,16 @@ enum profile_frame_flags {
 	PROFILE_FRAME_GPU_COPY = 1 << 5,   /* a GPU memcpy/memset (later) */
 	PROFILE_FRAME_GPU_SYNC = 1 << 6,   /* time blocked in a CUDA synchronisation (later) */
 	PROFILE_FRAME_PYTHON = 1 << 7,     /* a Python function: name, file.py, line being run */
+	/* How the unwinder found a frame whose callee had no CFI (unwind/jit.h); also in DF_LOC
+	 * flags. Neither bit: found by CFI (or it is the sampled pc). */
+	PROFILE_FRAME_FOUND_FP = 1 << 8,   /* one checked frame-pointer step */
+	PROFILE_FRAME_FOUND_SCAN = 1 << 9, /* a checked scan of the frame for its return address */
+};
+
+/* DF_LOC flags: bit 0 says the offset is a return address; PROFILE_FRAME_FOUND_* as above. */
+enum df_loc_flags {
+	DF_LOC_CALLER = 1 << 0,
+	DF_LOC_FOUND_MASK = PROFILE_FRAME_FOUND_FP | PROFILE_FRAME_FOUND_SCAN,
 };
 
 enum profile_module_flags {
@@ -55,12 +65,19 @@ enum profile_module_flags {
 
 enum profile_sample_flags {
 	PROFILE_SAMPLE_UNWIND_ERROR = 1 << 0, /* the unwinder stopped on an error, not at the root */
-	PROFILE_SAMPLE_STACK_FULL = 1 << 1,   /* the stack copy was full: likely truncated */
+	PROFILE_SAMPLE_STACK_FULL = 1 << 1,   /* the unwinder needed stack beyond the copy (files
+					       * written before the bits 16-64 existed: the copy was full) */
 	PROFILE_SAMPLE_PYTHON_UNREAD = 1 << 2,/* the stack runs Python code whose frames could not
 					       * be read: native frames only */
 	PROFILE_SAMPLE_PYTHON_CHANGED = 1 << 3,/* the Python frames read did not match the native
 					       * stack's interpreter activations (the program
 					       * moved on before the read): merged best effort */
+	/* Why an unwind stopped early (with UNWIND_ERROR), from files written since these bits
+	 * exist; STACK_FULL is the fourth cause. */
+	PROFILE_SAMPLE_STOP_ANON = 1 << 4,    /* at code in anonymous memory without CFI (JIT)
+					       * whose caller could not be recovered */
+	PROFILE_SAMPLE_STOP_NO_CFI = 1 << 5,  /* at code in a file without CFI, likewise */
+	PROFILE_SAMPLE_NO_MAP = 1 << 6,       /* an address was in no known mapping */
 };
 
 enum df_record_type {
@@ -73,7 +90,7 @@ enum df_record_type {
 	DF_LOST = 6,       /* u64 time, u64 count */
 	DF_MODULE = 7,     /* u32 id, u32 flags (PROFILE_MODULE_*), path\0 build_id_hex\0;
 			    * a later record for the same id replaces the earlier one */
-	DF_LOC = 8,        /* u32 id, u32 module, u64 offset, u32 flags (1 = caller) */
+	DF_LOC = 8,        /* u32 id, u32 module, u64 offset, u32 flags (DF_LOC_*) */
 	DF_STACK = 9,      /* u32 id, u32 n, u32 loc_ids[n] leaf first */
 	DF_SAMPLE = 10,    /* u64 time, u32 pid, u32 tid, u32 cpu, u32 stack, u32 flags,
 			    * u32 weight */

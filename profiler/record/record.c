@@ -54,7 +54,7 @@ struct record_queue {
 /* Open-addressing tables for interning; written by hand (no generic hash table in libc). */
 struct loc_key {
 	uint64_t offset;
-	uint32_t module, caller;
+	uint32_t module, flags;     /* DF_LOC_*: caller, how the frame was found */
 };
 
 struct record {
@@ -152,25 +152,25 @@ static void record_write_modules(struct record *r)
 	}
 }
 
-static uint32_t record_loc(struct record *r, uint32_t module, uint64_t offset, bool caller)
+static uint32_t record_loc(struct record *r, uint32_t module, uint64_t offset, uint32_t flags)
 {
-	uint64_t h = cs_hash_u64(offset * 31 + module * 2 + caller);
+	uint64_t h = cs_hash_u64(offset * 31 + module * 2 + flags);
 	size_t mask = r->loc_hash_cap - 1, j = h & mask;
 	while (r->loc_hash[j]) {
 		struct loc_key *k = &r->locs[r->loc_hash[j] - 1];
-		if (k->offset == offset && k->module == module && k->caller == caller)
+		if (k->offset == offset && k->module == module && k->flags == flags)
 			return r->loc_hash[j] - 1;
 		j = (j + 1) & mask;
 	}
 	uint32_t id = (uint32_t)r->nlocs;
 	cs_grow(&r->locs, &r->cap_locs, r->nlocs + 1, sizeof(*r->locs));
-	r->locs[r->nlocs++] = (struct loc_key){ offset, module, caller };
+	r->locs[r->nlocs++] = (struct loc_key){ offset, module, flags };
 	r->loc_hash[j] = id + 1;
 	struct {
 		uint32_t id, module;
 		uint64_t offset;
 		uint32_t flags;
-	} __attribute__((packed)) rec = { id, module, offset, caller };
+	} __attribute__((packed)) rec = { id, module, offset, flags };
 	df_put(r->w, DF_LOC, &rec, sizeof(rec));
 	if (r->nlocs * 2 > r->loc_hash_cap) {
 		free(r->loc_hash);
@@ -178,7 +178,7 @@ static uint32_t record_loc(struct record *r, uint32_t module, uint64_t offset, b
 		r->loc_hash = cs_calloc(r->loc_hash_cap, sizeof(uint32_t));
 		for (size_t i = 0; i < r->nlocs; i++) {
 			struct loc_key *k = &r->locs[i];
-			size_t p = cs_hash_u64(k->offset * 31 + k->module * 2 + k->caller) & (r->loc_hash_cap - 1);
+			size_t p = cs_hash_u64(k->offset * 31 + k->module * 2 + k->flags) & (r->loc_hash_cap - 1);
 			while (r->loc_hash[p])
 				p = (p + 1) & (r->loc_hash_cap - 1);
 			r->loc_hash[p] = (uint32_t)i + 1;
@@ -339,15 +339,21 @@ static void record_sample(struct record *r, const struct sampler_event *ev)
 		bool caller = i > 0 && (kernel || seen_user) && !(m && (m->flags & PROFILE_MODULE_PYTHON));
 		if (!kernel)
 			seen_user = true;
-		ids[i] = record_loc(r, locs[i].module, locs[i].offset, caller);
+		ids[i] = record_loc(r, locs[i].module, locs[i].offset,
+				    (caller ? DF_LOC_CALLER : 0) | (locs[i].flags & DF_LOC_FOUND_MASK));
 	}
 	uint32_t stack = record_stack(r, ids, (uint32_t)n);
 	if (uflags & (UNWIND_ERROR | UNWIND_NO_MAP))
 		flags |= PROFILE_SAMPLE_UNWIND_ERROR, r->unwind_errors++;
-	/* A full copy only matters when the unwinder did not reach the outermost frame. */
-	if ((uflags & UNWIND_STACK_END) ||
-	    (!(uflags & UNWIND_COMPLETE) && ev->sample.stack_cap &&
-	     ev->sample.snap.stack_size >= ev->sample.stack_cap))
+	if (uflags & UNWIND_STOP_ANON)
+		flags |= PROFILE_SAMPLE_STOP_ANON;
+	if (uflags & UNWIND_STOP_NO_CFI)
+		flags |= PROFILE_SAMPLE_STOP_NO_CFI;
+	if (uflags & UNWIND_NO_MAP)
+		flags |= PROFILE_SAMPLE_NO_MAP;
+	/* Only when the unwinder needed stack beyond the copy: a copy that is merely full (the
+	 * thread has more stack than it holds) says nothing about why an unwind stopped. */
+	if (uflags & UNWIND_STACK_END)
 		flags |= PROFILE_SAMPLE_STACK_FULL, r->stack_full++;
 	struct {
 		uint64_t time;
@@ -384,7 +390,7 @@ static void record_gpu_launch(void *arg, uint32_t pid, uint32_t tid, uint64_t ti
 	}
 	record_write_modules(r);
 	for (int i = 0; i < n; i++)
-		ids[i] = record_loc(r, locs[i].module, locs[i].offset, true);
+		ids[i] = record_loc(r, locs[i].module, locs[i].offset, DF_LOC_CALLER);
 	if (uflags & UNWIND_NO_MAP)
 		flags |= DF_GPU_LAUNCH_NO_MAP;
 	struct df_gpu_launch rec = {
@@ -733,8 +739,8 @@ static void record_symbolize(struct record *r, bool at_end)
 
 	for (size_t i = first; i < r->nlocs; i++) {
 		const struct loc_key *k = &r->locs[i];
-		struct unwind_loc loc = { k->module, k->offset };
-		int n = sym_resolve(r->unwind, loc, k->caller, frames, 64);
+		struct unwind_loc loc = { k->module, k->offset, 0 };
+		int n = sym_resolve(r->unwind, loc, k->flags & DF_LOC_CALLER, frames, 64);
 		if (n > 0) {
 			uint32_t rec[2 + 4 * 64];
 			rec[0] = (uint32_t)i;
@@ -799,11 +805,17 @@ static void record_print_summary(struct record *r, uint64_t end_ns)
 	if (r->lost)
 		cs_warn("%llu samples were lost: the ring buffers overflowed; use a larger -m or a lower -F",
 			(unsigned long long)r->lost);
-	if (r->stack_full * 10 > r->nsamples && r->o->sampler.callgraph == SAMPLER_CALLGRAPH_DWARF)
-		cs_warn("%llu of %llu stacks filled the %u-byte stack copy and may be truncated: try --stack-size %u",
-			(unsigned long long)r->stack_full, (unsigned long long)r->nsamples,
-			r->o->sampler.stack_size,
-			r->o->sampler.stack_size * 2 > 65528 ? 65528 : r->o->sampler.stack_size * 2);
+	if (r->stack_full * 10 > r->nsamples && r->o->sampler.callgraph == SAMPLER_CALLGRAPH_DWARF) {
+		if (r->o->sampler.stack_size * 2 > 65528 && r->o->sampler.stack_size >= 65528)
+			cs_warn("%llu of %llu stacks needed more than the %u-byte stack copy (the kernel's maximum): they are truncated",
+				(unsigned long long)r->stack_full, (unsigned long long)r->nsamples,
+				r->o->sampler.stack_size);
+		else
+			cs_warn("%llu of %llu stacks needed more than the %u-byte stack copy and are truncated: try --stack-size %u",
+				(unsigned long long)r->stack_full, (unsigned long long)r->nsamples,
+				r->o->sampler.stack_size,
+				r->o->sampler.stack_size * 2 > 65528 ? 65528 : r->o->sampler.stack_size * 2);
+	}
 }
 
 /* ---- the reader thread: keeps the rings empty, whatever the main thread is doing ---- */

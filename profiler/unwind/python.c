@@ -717,7 +717,7 @@ int py_merge(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, struct unwind_l
 				for (int f = run_start[r]; f < run_start[r + 1] && out < max; f++) {
 					if (st->ids[f] == UINT32_MAX)
 						continue;
-					st->out[out++] = (struct unwind_loc){ st->module, st->ids[f] };
+					st->out[out++] = (struct unwind_loc){ st->module, st->ids[f], 0 };
 					pushed++;
 				}
 				if (pushed)

@@ -29,7 +29,11 @@
 
 #include "base/cs.h"
 #include "unwind/elfcache.h"
+#include "unwind/jit.h"
 #include "format/datafile.h"
+
+/* How many frames without CFI one sample may get past (nested JIT code). */
+#define UNWIND_JIT_MAX_RECOVERIES 8
 
 /* ------------------------------------------------------------------------------------------ */
 /* Address spaces and processes */
@@ -52,6 +56,8 @@ struct unwind_space {
 	bool attached;
 	bool needs_rebuild;      /* a reported module lost its maps: report everything again */
 	bool needs_add;          /* maps not yet reported */
+	bool has_jit;            /* a map of anonymous code was seen (never reset): only then can
+				  * a frame need unwind_jit_* */
 
 	/* The unwind in progress (unwind_sample). */
 	const struct unwind_sample *cur;
@@ -60,6 +66,13 @@ struct unwind_space {
 	bool read_failed, read_beyond; /* during the current unwind step */
 	bool no_map;
 	struct unwind_proc *proc;
+	/* Frames without CFI (unwind_jit_*): the pass in progress starts from resume when set
+	 * (else from the sample's registers), and ends early at a frame without CFI, which it
+	 * leaves in stop. */
+	const struct jit_caller *resume;
+	bool pass_first;         /* the next frame callback is the pass' initial frame */
+	bool stopped;            /* the pass ended at stop (in JIT code) */
+	struct jit_frame stop;
 };
 
 struct unwind_proc {
@@ -122,6 +135,7 @@ static struct unwind_space *unwind_space_own(struct unwind_proc *p)
 	sp->maps = cs_malloc((old->nmaps ? old->nmaps : 1) * sizeof(sp->maps[0]));
 	memcpy(sp->maps, old->maps, old->nmaps * sizeof(sp->maps[0]));
 	sp->nmaps = sp->cap_maps = old->nmaps;
+	sp->has_jit = old->has_jit;
 	for (size_t i = 0; i < sp->nmaps; i++)
 		sp->maps[i].reported = false;
 	sp->needs_add = sp->nmaps > 0;
@@ -417,6 +431,8 @@ int unwind_mmap(struct unwind_ctx *ctx, uint32_t pid, uint64_t start, uint64_t l
 		m.bias = elfcache_file_bias(m.file, m.start, m.pgoff);
 		sp->needs_add = true;
 	}
+	if (ctx->modules[m.module]->kind == UNWIND_MOD_JIT)
+		sp->has_jit = true;
 	unwind_space_insert(sp, &m);
 	return 0;
 }
@@ -517,6 +533,135 @@ static const struct unwind_map *unwind_space_lookup(const struct unwind_space *s
 	return NULL;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* Frames without CFI: jit.c decides what their caller is; this is the glue to the address space
+ * and to libdwfl.
+ *
+ * libdwfl has no public call to unwind one frame from given registers, and by itself it takes
+ * a frame without CFI to its x86-64 frame-pointer fallback, which follows rbp unchecked (JIT
+ * kernels use rbp as an ordinary register: the result is garbage, or a read far beyond the
+ * stack copy reported as a short copy). So the frame callback ends the pass at such a frame
+ * before libdwfl unwinds it, jit_recover() finds the caller, and a new dwfl_getthread_frames
+ * pass starts from the caller's registers (set_initial_registers serves them from
+ * space->resume). A pass costs a thread-state allocation, once per frame without CFI; the
+ * common sample, without one, runs a single pass as before. */
+
+enum { UNWIND_DWARF_BP = 6, UNWIND_DWARF_SP = 7 };
+
+/* Whether m holds code without any CFI: anonymous memory, or a file without .eh_frame and
+ * .debug_frame (or not ELF). Only anonymous memory (JIT code) is recovered here: in a file
+ * without CFI, libdwfl's frame-pointer fallback goes on as it always did (code built with frame
+ * pointers and without unwind tables, such as some Go and kernel-style builds, unwinds so), and
+ * a stop there is reported as such (UNWIND_STOP_NO_CFI). */
+static bool unwind_map_no_cfi(const struct unwind_space *sp, const struct unwind_map *m)
+{
+	const struct unwind_module_priv *mod = sp->ctx->modules[m->module];
+
+	return mod->kind == UNWIND_MOD_JIT || mod->kind == UNWIND_MOD_FILE ||
+	       (mod->kind == UNWIND_MOD_ELF && (m->file->section_flags & PROFILE_MODULE_NO_CFI));
+}
+
+static bool unwind_map_anon(const struct unwind_space *sp, const struct unwind_map *m)
+{
+	return sp->ctx->modules[m->module]->kind == UNWIND_MOD_JIT;
+}
+
+static const uint8_t *unwind_jit_code_before(void *arg, uint64_t addr, size_t n)
+{
+	struct unwind_space *sp = arg;
+	const struct unwind_map *m = unwind_space_lookup(sp, addr - 1);
+
+	if (!m || !m->file || !m->file->raw || unwind_map_no_cfi(sp, m) || addr - n < m->start)
+		return NULL;
+	uint64_t off = addr - m->start + m->pgoff;
+	if (off < n || off > m->file->raw_size)
+		return NULL;
+	return m->file->raw + off - n;
+}
+
+static bool unwind_jit_has_cfi(void *arg, uint64_t pc)
+{
+	struct unwind_space *sp = arg;
+	Dwfl_Module *mod = dwfl_addrmodule(sp->dwfl, pc);
+	Dwarf_Frame *frame = NULL;
+	Dwarf_Addr bias;
+
+	if (!mod)
+		return false;
+	Dwarf_CFI *cfi = dwfl_module_eh_cfi(mod, &bias);
+	if (cfi && dwarf_cfi_addrframe(cfi, pc - bias, &frame) == 0) {
+		free(frame);
+		return true;
+	}
+	cfi = dwfl_module_dwarf_cfi(mod, &bias);
+	if (cfi && dwarf_cfi_addrframe(cfi, pc - bias, &frame) == 0) {
+		free(frame);
+		return true;
+	}
+	return false;
+}
+
+static bool unwind_jit_is_anon(void *arg, uint64_t addr)
+{
+	struct unwind_space *sp = arg;
+	const struct unwind_map *m = unwind_space_lookup(sp, addr);
+
+	return m && unwind_map_anon(sp, m);
+}
+
+/* The caller of sp->stop, or -errno from jit_recover (-ERANGE: the stack copy was short). */
+static int unwind_jit_recover(struct unwind_space *sp, struct jit_caller *out)
+{
+	const struct unwind_sample *s = sp->cur;
+	struct jit_memory mem = {
+		.stack = s->stack, .stack_start = s->regs[UNWIND_PERF_SP],
+		.stack_size = s->stack_size, .arg = sp,
+		.code_before = unwind_jit_code_before, .has_cfi = unwind_jit_has_cfi,
+		.is_jit = unwind_jit_is_anon,
+	};
+	return jit_recover(&mem, &sp->stop, out);
+}
+
+/* The initial registers of a pass that resumes at a recovered caller. Callee-saved registers
+ * other than rbp after a frame-pointer step are unknown (the frame without CFI may have moved
+ * them anywhere) and stay unset: CFI that needs one stops there instead of using a wrong one. */
+static bool unwind_jit_set_registers(Dwfl_Thread *thread, const struct jit_caller *c)
+{
+	Dwarf_Word v = c->sp;
+
+	if (!dwfl_thread_state_registers(thread, UNWIND_DWARF_SP, 1, &v))
+		return false;
+	v = c->bp;
+	if (c->have_bp && !dwfl_thread_state_registers(thread, UNWIND_DWARF_BP, 1, &v))
+		return false;
+	/* The return address less one: libdwfl looks an initial pc up as is, and the caller's
+	 * CFI row is the one of its call instruction. unwind_frame_cb adds the one back. */
+	dwfl_thread_state_register_pc(thread, c->pc - 1);
+	return true;
+}
+
+/* Called for each frame before libdwfl unwinds it: a frame in JIT code ends the pass, its
+ * registers kept in sp->stop for unwind_jit_recover. first: the pass' initial frame (its pc
+ * is exact, else a return address). */
+static bool unwind_jit_stop_here(struct unwind_space *sp, Dwfl_Frame *state, uint64_t pc,
+				 bool first)
+{
+	const struct unwind_map *m = unwind_space_lookup(sp, first ? pc : pc - 1);
+	Dwarf_Word reg;
+
+	if (!m || !unwind_map_anon(sp, m))
+		return false;
+	if (dwfl_frame_reg(state, UNWIND_DWARF_SP, &reg) != 0)
+		return false; /* nothing to start from: libdwfl goes on as it would */
+	sp->stop = (struct jit_frame){ .pc = pc, .sp = reg };
+	if (dwfl_frame_reg(state, UNWIND_DWARF_BP, &reg) == 0) {
+		sp->stop.bp = reg;
+		sp->stop.have_bp = true;
+	}
+	sp->stopped = true;
+	return true;
+}
+
 static pid_t unwind_next_thread(Dwfl *dwfl, void *dwfl_arg, void **thread_argp)
 {
 	struct unwind_space *sp = dwfl_arg;
@@ -566,6 +711,8 @@ static bool unwind_set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
 	struct unwind_space *sp = thread_arg;
 	const struct unwind_sample *s = sp->cur;
 
+	if (sp->resume)
+		return unwind_jit_set_registers(thread, sp->resume);
 	for (unsigned r = 0; r < 17; r++) {
 		unsigned perf = unwind_dwarf_to_perf[r];
 		if (!(s->regs_mask & (1ULL << perf)))
@@ -628,6 +775,7 @@ static void unwind_push(struct unwind_ctx *ctx, struct unwind_proc *p, struct un
 	const struct unwind_map *m = unwind_space_lookup(sp, pc);
 	struct unwind_loc loc;
 
+	loc.flags = 0;
 	if (m && ctx->modules[m->module]->kind != UNWIND_MOD_JIT) {
 		loc.module = m->module;
 		loc.offset = pc - m->start + m->pgoff;
@@ -646,10 +794,29 @@ static int unwind_frame_cb(Dwfl_Frame *state, void *arg)
 	struct unwind_space *sp = arg;
 	Dwarf_Addr pc;
 	bool activation;
+	bool first = sp->pass_first;
 
 	/* dwfl_frame_pc with isactivation unwinds this frame to its caller already, so the
 	 * read-failure flags are reset first: afterwards they describe the step just taken. */
+	sp->pass_first = false;
 	sp->read_failed = sp->read_beyond = false;
+	if (!sp->has_jit)
+		goto cfi; /* the common case: no JIT code in this process */
+	if (!dwfl_frame_pc(state, &pc, NULL))
+		return DWARF_CB_ABORT;
+	if (first && sp->resume) {
+		/* A caller recovered past a frame without CFI (unwind_jit_set_registers). */
+		unwind_push(sp->ctx, sp->proc, sp, pc + 1);
+		if (sp->n > 0)
+			sp->locs[sp->n - 1].flags = sp->resume->how;
+		return sp->n >= sp->max ? DWARF_CB_ABORT : DWARF_CB_OK;
+	}
+	if (unwind_jit_stop_here(sp, state, pc, first)) {
+		/* Pushed as below: an exact pc after kernel frames gets + 1. */
+		unwind_push(sp->ctx, sp->proc, sp, first && sp->n > 0 ? pc + 1 : pc);
+		return DWARF_CB_ABORT;
+	}
+cfi:
 	if (!dwfl_frame_pc(state, &pc, &activation))
 		return DWARF_CB_ABORT;
 	/* A non-leaf frame whose pc is exact (interrupted by a signal) is given as pc + 1, so
@@ -659,6 +826,15 @@ static int unwind_frame_cb(Dwfl_Frame *state, void *arg)
 		pc++;
 	unwind_push(sp->ctx, sp->proc, sp, pc);
 	return sp->n >= sp->max ? DWARF_CB_ABORT : DWARF_CB_OK;
+}
+
+/* Whether loc is in a file without CFI (where libdwfl's unwinding stopped). */
+static bool unwind_loc_no_cfi(const struct unwind_ctx *ctx, const struct unwind_loc *loc)
+{
+	const struct unwind_module_priv *m = ctx->modules[loc->module];
+
+	return m->kind == UNWIND_MOD_FILE ||
+	       (m->kind == UNWIND_MOD_ELF && (m->file->section_flags & PROFILE_MODULE_NO_CFI));
 }
 
 int unwind_sample(struct unwind_ctx *ctx, const struct unwind_sample *s, struct unwind_loc *locs,
@@ -673,7 +849,7 @@ int unwind_sample(struct unwind_ctx *ctx, const struct unwind_sample *s, struct 
 		if (ctx->kernel_module == UINT32_MAX)
 			ctx->kernel_module = unwind_module_id(ctx, UNWIND_MOD_KERNEL, "[kernel.kallsyms]",
 							      NULL, 0);
-		locs[n++] = (struct unwind_loc){ ctx->kernel_module, s->kernel_ips[i] };
+		locs[n++] = (struct unwind_loc){ ctx->kernel_module, s->kernel_ips[i], 0 };
 	}
 	if (n >= max)
 		return n;
@@ -713,8 +889,32 @@ int unwind_sample(struct unwind_ctx *ctx, const struct unwind_sample *s, struct 
 		*flags |= UNWIND_ERROR;
 		goto out;
 	}
+	sp->resume = NULL;
+	sp->pass_first = true;
+	sp->stopped = false;
 	int rc = dwfl_getthread_frames(sp->dwfl, (pid_t)s->tid, unwind_frame_cb, sp);
-	if (rc == 0 && !sp->read_failed) {
+	/* A pass that stopped at a frame without CFI resumes at its recovered caller. */
+	int jit_err = 0;
+	for (int i = 0; sp->stopped && sp->n < max && i < UNWIND_JIT_MAX_RECOVERIES; i++) {
+		struct jit_caller caller;
+		jit_err = unwind_jit_recover(sp, &caller);
+		if (jit_err)
+			break;
+		sp->resume = &caller;
+		sp->pass_first = true;
+		sp->stopped = false;
+		sp->read_failed = sp->read_beyond = false;
+		rc = dwfl_getthread_frames(sp->dwfl, (pid_t)s->tid, unwind_frame_cb, sp);
+		sp->resume = NULL;
+	}
+	if (sp->stopped) {
+		if (sp->n >= max)
+			; /* locs is full */
+		else if (jit_err == -ERANGE)
+			*flags |= UNWIND_STACK_END;
+		else
+			*flags |= UNWIND_ERROR | UNWIND_STOP_ANON;
+	} else if (rc == 0 && !sp->read_failed) {
 		*flags |= UNWIND_COMPLETE;
 	} else if (rc == DWARF_CB_ABORT) {
 		/* locs is full: neither complete nor an unwinder error. */
@@ -724,6 +924,8 @@ int unwind_sample(struct unwind_ctx *ctx, const struct unwind_sample *s, struct 
 		*flags |= sp->read_beyond ? UNWIND_STACK_END : UNWIND_ERROR;
 		if (sp->n == n) /* not even the leaf (e.g. the thread state could not be set) */
 			unwind_push(ctx, p, sp, s->regs[UNWIND_PERF_IP]);
+		else if (!sp->read_beyond && unwind_loc_no_cfi(ctx, &sp->locs[sp->n - 1]))
+			*flags |= UNWIND_STOP_NO_CFI;
 	}
 out:
 	if (sp->no_map)

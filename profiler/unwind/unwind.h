@@ -37,6 +37,8 @@ struct unwind_sample {
 struct unwind_loc {
 	uint32_t module;           /* module id */
 	uint64_t offset;           /* file offset (kernel, JIT: the absolute address) */
+	uint32_t flags;            /* PROFILE_FRAME_FOUND_* (datafile.h): how the frame was found
+				    * when not by CFI (its callee had none, unwind/jit.h) */
 };
 
 enum unwind_result_flags {
@@ -48,6 +50,10 @@ enum unwind_result_flags {
 				     * --stack-size would have gone further */
 	UNWIND_NO_MAP = 1 << 3,     /* an address was in no known mapping (it is then given as
 				     * an address in the process' "//anon" module) */
+	UNWIND_STOP_ANON = 1 << 4,  /* with UNWIND_ERROR: stopped at code without CFI in
+				     * anonymous memory (JIT) whose caller was not recovered */
+	UNWIND_STOP_NO_CFI = 1 << 5,/* with UNWIND_ERROR: stopped at code in a file without CFI
+				     * (libdwfl's frame-pointer fallback failed there) */
 };
 /* None of COMPLETE, ERROR, STACK_END: locs filled up (max reached) before the end. */
 
@@ -81,7 +87,9 @@ int unwind_exit(struct unwind_ctx *ctx, uint32_t pid);   /* may free per-process
 int unwind_load_proc_maps(struct unwind_ctx *ctx, uint32_t pid);
 
 /* Unwind one sample: kernel frames first (leaf first, module = the kernel module), then user
- * frames. The leaf ip is reported as is; every caller's entry is its return address,
+ * frames. A frame in JIT code (anonymous executable memory, no CFI) does not end the stack:
+ * its caller is recovered as unwind/jit.h says and CFI unwinding resumes from there, up to
+ * UNWIND_JIT_MAX_RECOVERIES times per sample; the frames found so are marked in locs[].flags. The leaf ip is reported as is; every caller's entry is its return address,
  * unadjusted (sym_resolve adjusts by one). A frame interrupted by a signal (its pc is exact,
  * not a return address) is given as pc + 1 so that the same adjustment lands on it. The user
  * ip after kernel frames is where the thread entered the kernel (a syscall's return point:

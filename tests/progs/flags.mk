@@ -8,3 +8,11 @@ bin/tests/symbols bin/tests/symbols_cxx: tests/progs/marks.h
 bin/tests/accuracy-stripped: bin/tests/accuracy
 	strip -o $@ $<
 TEST_PROGRAMS += bin/tests/accuracy-stripped
+
+# The JIT programs (jit.h): their C callers without frame pointers, so only CFI unwinds them and
+# only the JIT-frame recovery gets past the kernels.
+bin/tests/jit-kernel bin/tests/jit-fp bin/tests/jit-decoy: PROG_FLAGS = -O2 -g -fomit-frame-pointer
+bin/tests/jit-kernel bin/tests/jit-fp bin/tests/jit-decoy: tests/progs/jit.h
+bin/tests/jit-decoy: tests/progs/jit-kernel.c
+bin/tests/jit-nested: PROG_FLAGS = -O2 -g -fomit-frame-pointer
+bin/tests/jit-nested: tests/progs/jit.h tests/progs/jit-kernel.c
