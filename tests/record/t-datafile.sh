@@ -7,16 +7,27 @@ source "$CSAMPLER_ROOT/tests/lib.sh"
 "$CSAMPLER" info -i full.data --format json >full.json
 total=$(json_get full.json j.samples)
 size=$(stat -c %s full.data)
-# Cut inside the last chunk (it holds the last samples and END): the chunks before it must come
-# back whole. Halving the file instead depended on where chunk boundaries fell: on a loaded
-# machine the first data chunk can hold more than half of the file.
-last=$(python3 -c '
+# Cut inside the last chunk that holds samples (the file is uncompressed, so the records can be
+# read here): the chunks before it come back whole, its samples and those after do not.
+# Halving the file instead depended on where chunk boundaries fell (the first data chunk can hold
+# more than half of it), and so did cutting the very last chunk (it may hold only symbols).
+cut=$(python3 -c '
 import struct, sys
-d = open(sys.argv[1], "rb").read(); off = 64; last = off
+d = open(sys.argv[1], "rb").read(); off = 64; cut = 0
 while off + 24 <= len(d):
-    last = off; off += 24 + struct.unpack_from("<I", d, off + 8)[0]
-print(last)' full.data)
-head -c $((last + (size - last) / 2)) full.data >half.data
+    stored = struct.unpack_from("<I", d, off + 8)[0]
+    body = d[off + 24:off + 24 + stored]; p = 0
+    while p + 8 <= len(body):
+        t, _, sz = struct.unpack_from("<HHI", body, p)
+        if t == 10:
+            cut = off + 24 + stored // 2
+            break
+        if sz < 8:
+            break
+        p += sz
+    off += 24 + stored
+print(cut)' full.data)
+head -c "$cut" full.data >half.data
 "$CSAMPLER" info -i half.data --format json >half.json 2>half.err
 rc=$?
 got=$(json_get half.json j.samples 2>/dev/null)
