@@ -7,7 +7,8 @@
 # the sample types are samples/count and cpu/nanoseconds, the samples' values sum to the
 # `csampler folded` total (and that times the period), every location and function id a
 # sample uses is defined, and a sample's first location (the leaf) is hot_main with its
-# callers after it. go tool pprof and pprof are not installed here (no Debian golang-go on
+# callers after it; and on tests/progs/accuracy, that an inlined function is an extra line of
+# its caller's location. go tool pprof and pprof are not installed here (no Debian golang-go on
 # this machine), so the decoding is protoc's; SKIPPED without protoc.
 source "$CSAMPLER_ROOT/tests/lib.sh"
 
@@ -108,6 +109,30 @@ PY
 )
 [ "$out" = ok ] && pass "export/pprof: names, sample types, values agree with folded ($folded_total samples)" ||
 	fail "export/pprof: $out"
+
+# Inline frames: tests/progs/accuracy always inlines work_gamma into gamma_caller, so one
+# location must carry two lines, work_gamma (innermost) then gamma_caller.
+if "$CSAMPLER" record -q -o acc.data -- "$TPROG/accuracy" 0.3 >acc.out 2>acc.err &&
+   "$CSAMPLER" -q export --format pprof -i acc.data -o acc.pb.gz 2>>export.err &&
+   gzip -dc acc.pb.gz | protoc --decode=perftools.profiles.Profile \
+	-I "$CSAMPLER_ROOT/tests/export" profile.proto >acc.txt 2>>decode.err; then
+	out=$(python3 - acc.txt <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+strings = re.findall(r'^string_table: "(.*)"$', text, re.M)
+functions = {int(i): strings[int(n)] for i, n in
+             re.findall(r'^function \{\n  id: (\d+)\n  name: (\d+)\n', text, re.M)}
+chains = [[functions[int(f)] for f in re.findall(r'function_id: (\d+)', body)]
+          for body in re.findall(r'^location \{\n(.*?)^\}', text, re.M | re.S)]
+print('ok' if ['work_gamma', 'gamma_caller'] in chains else
+      'no location with lines work_gamma, gamma_caller among %d' % len(chains))
+PY
+)
+	[ "$out" = ok ] && pass "export/pprof: an inlined function is an extra line of its caller's location" ||
+		fail "export/pprof: inline frames: $out"
+else
+	fail "export/pprof: recording or exporting accuracy failed: $(tail -n 2 acc.err export.err decode.err | tr '\n' ' ')"
+fi
 
 # A truncated stream must not decode: the check above can fail.
 head -c 200 p.pb.gz >cut.gz
