@@ -76,6 +76,7 @@ async function checkSpeedscopeFile(file, want, shot) {
 		const missing = doc.profiles.map((p) => p.name).filter((name) => !body.includes(name));
 		check('file/thread-names', missing.length === 0, `profiles not listed: ${missing.join(', ')}`);
 		await page.click('text=Sandwich');
+		await page.waitForTimeout(1000); // the table renders late on a loaded machine
 		check('file/search-can-fail', !(await findInTable(page, 'no_such_function_in_the_profile')),
 			'the table search found a name that is not in the profile');
 		for (const name of want)
