@@ -6,9 +6,9 @@
  *
  *     pb_stack(&b, "_start;__libc_start_main;main;compute_[i];memcpy_[k]")
  *
- * Each frame is NAME[_[k|i|j|p|s]][@MODULE][=FILE:LINE]: the suffix sets PROFILE_FRAME_KERNEL,
- * _INLINED, _JIT, _FOUND_FP or _FOUND_SCAN; MODULE is a module path (default b->default_module, or
- * "[kernel.kallsyms]" for kernel frames); FILE:LINE is the frame's source position. Equal
+ * Each frame is NAME[_[k|i|j|p|s|y]][@MODULE][=FILE:LINE]: the suffix sets PROFILE_FRAME_KERNEL,
+ * _INLINED, _JIT, _FOUND_FP, _FOUND_SCAN or _PYTHON; MODULE is a module path (default
+ * b->default_module, "[kernel.kallsyms]" for kernel frames, "[python]" for Python frames); FILE:LINE is the frame's source position. Equal
  * frames and strings are shared, as in a loaded profile. */
 #ifndef CSAMPLER_PROFILE_BUILDER_H
 #define CSAMPLER_PROFILE_BUILDER_H

@@ -105,14 +105,17 @@ static uint32_t pb_parse_frame(struct pbuild *b, char *spec)
 		case 'j': flags = PROFILE_FRAME_JIT; break;
 		case 'p': flags = PROFILE_FRAME_FOUND_FP; break;
 		case 's': flags = PROFILE_FRAME_FOUND_SCAN; break;
+		case 'y': flags = PROFILE_FRAME_PYTHON; break;
 		}
 		if (flags)
 			spec[n - 4] = 0;
 	}
 	if (!module)
-		module = (char *)(flags & PROFILE_FRAME_KERNEL ? "[kernel.kallsyms]"
-							      : b->default_module);
-	uint32_t mflags = flags & PROFILE_FRAME_KERNEL ? PROFILE_MODULE_KERNEL : 0;
+		module = (char *)(flags & PROFILE_FRAME_KERNEL   ? "[kernel.kallsyms]"
+				  : flags & PROFILE_FRAME_PYTHON ? "[python]"
+								 : b->default_module);
+	uint32_t mflags = flags & PROFILE_FRAME_KERNEL   ? PROFILE_MODULE_KERNEL
+			  : flags & PROFILE_FRAME_PYTHON ? PROFILE_MODULE_PYTHON : 0;
 	return pb_frame(b, spec, pb_module(b, module, mflags), file, line, flags);
 }
 

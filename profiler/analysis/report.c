@@ -111,6 +111,8 @@ static void report_text_header(FILE *f, const struct profile *p, const struct st
 			fprintf(f, ", %" PRIu64 "-byte stack copies", r->unwind.stack_size);
 		fputc('\n', f);
 	}
+	if (o->python_only)
+		fprintf(f, "# view:      --python-only: the stacks keep their Python frames only\n");
 	if (p->truncated)
 		fprintf(f, "# WARNING: truncated file: the recording ended early; the %" PRIu64
 			" samples that were read are reported\n", p->nsamples);
@@ -166,6 +168,42 @@ static void report_text_functions(FILE *f, const struct stacks_function *fns, si
 			fn->total, libw, report_library_name(fn->module),
 			report_frame_marker(fn->frame_flags), fn->name);
 	}
+}
+
+/* The Python functions (stacks_python_functions), in the --sort order. Self is the innermost
+ * Python frame of each sample: the interpreter and C extension code under it count for it, as
+ * py-spy counts them; total counts a function once per sample, however deep it recurses. */
+static void report_text_python(FILE *f, const struct stacks_report *r,
+			       const struct report_opts *o)
+{
+	struct stacks_function *fns;
+	size_t n = stacks_python_functions(r, o->sort, &fns);
+	size_t rows = report_rows(n, o);
+
+	if (!r->python_samples) {
+		free(fns);
+		return;
+	}
+	fprintf(f, "\nPython functions by %s (%zu of %zu; %" PRIu64 " samples, %.2f%%, run Python "
+		"code; self: the innermost Python frame, with the native code under it)\n",
+		o->sort == STACKS_SORT_TOTAL ? "total samples" : "self samples", rows, n,
+		r->python_samples, report_pct(r->python_samples, r->samples));
+	int namew = 8;
+	for (size_t i = 0; i < rows; i++) {
+		int len = (int)strlen(fns[i].name);
+		if (len > namew)
+			namew = len < 40 ? len : 40;
+	}
+	fprintf(f, "%8s %8s %8s %8s  %-*s  %s\n", "Self%", "Self", "Total%", "Total", namew,
+		"Function", "File:line (hottest)");
+	for (size_t i = 0; i < rows; i++) {
+		const struct stacks_function *fn = &fns[i];
+		fprintf(f, "%7.2f%% %8" PRIu64 " %7.2f%% %8" PRIu64 "  %-*s  %s:%u\n",
+			report_pct(fn->python_self, r->samples), fn->python_self,
+			report_pct(fn->total, r->samples), fn->total, namew, fn->name,
+			fn->hot_file ? fn->hot_file : "?", fn->hot_line);
+	}
+	free(fns);
 }
 
 /* The hottest source line of each function of the first table. */
@@ -311,6 +349,7 @@ static void report_write_text_cpu(FILE *f, const struct profile *p,
 	report_text_functions(f, r->functions, r->nfunctions, r->samples, o->sort, o);
 	report_text_functions(f, resorted.functions, r->nfunctions, r->samples, other, o);
 	free(resorted.functions);
+	report_text_python(f, r, o);
 	report_text_lines(f, r, o);
 	report_text_breakdowns(f, r, o);
 	report_text_unwind(f, r);
@@ -607,6 +646,51 @@ static void report_json_functions(FILE *f, const struct stacks_report *r,
 		fputs(i + 1 < rows ? "},\n" : "}\n", f);
 	}
 	fputs("],\n", f);
+}
+
+/* "python": the Python function table (see report_text_python), null without Python frames. */
+static void report_json_python(FILE *f, const struct stacks_report *r,
+			       const struct report_opts *o)
+{
+	report_json_key(f, "python");
+	if (!r->python_samples) {
+		fputs("null,\n", f);
+		return;
+	}
+	struct stacks_function *fns;
+	size_t n = stacks_python_functions(r, o->sort, &fns);
+	size_t rows = report_rows(n, o);
+	fputc('{', f);
+	report_json_u64(f, "samples", r->python_samples);
+	fputc(',', f);
+	report_json_key(f, "functions");
+	fputs("[\n", f);
+	for (size_t i = 0; i < rows; i++) {
+		const struct stacks_function *fn = &fns[i];
+		fputs("  {", f);
+		report_json_str(f, "name", fn->name);
+		fputc(',', f);
+		report_json_str(f, "file", fn->hot_file);
+		fputc(',', f);
+		report_json_key(f, "line");
+		if (fn->hot_line)
+			fprintf(f, "%u", fn->hot_line);
+		else
+			fputs("null", f);
+		fputc(',', f);
+		report_json_u64(f, "self", fn->python_self);
+		fputc(',', f);
+		report_json_u64(f, "total", fn->total);
+		fputc(',', f);
+		report_json_double(f, "self_pct", report_pct(fn->python_self, r->samples), 2);
+		fputc(',', f);
+		report_json_double(f, "total_pct", report_pct(fn->total, r->samples), 2);
+		fputc(',', f);
+		report_json_u64(f, "line_samples", fn->hot_samples);
+		fputs(i + 1 < rows ? "},\n" : "}\n", f);
+	}
+	fputs("]},\n", f);
+	free(fns);
 }
 
 static void report_json_breakdowns(FILE *f, const struct stacks_report *r)
@@ -1034,6 +1118,8 @@ static void report_write_json(FILE *f, const struct profile *p, const struct sta
 	fputs(",\n", f);
 	report_json_str(f, "sort", o->sort == STACKS_SORT_TOTAL ? "total" : "self");
 	fputc(',', f);
+	report_json_bool(f, "python_only", o->python_only);
+	fputc(',', f);
 	report_json_key(f, "filter");
 	fputc('{', f);
 	report_json_key(f, "pid");
@@ -1051,6 +1137,7 @@ static void report_write_json(FILE *f, const struct profile *p, const struct sta
 	report_json_str(f, "comm", flt->comm);
 	fputs("},\n", f);
 	report_json_functions(f, r, o);
+	report_json_python(f, r, o);
 	report_json_breakdowns(f, r);
 	if (o->gpu && o->gpu->present)
 		report_json_gpu(f, p, o->gpu, o);

@@ -4,6 +4,7 @@
 #ifndef CSAMPLER_REPORT_H
 #define CSAMPLER_REPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -20,6 +21,8 @@ struct report_opts {
 	enum report_format format;
 	struct stacks_filter filter;       /* shown in the header; already applied to the report */
 	const struct gpu_analysis *gpu;    /* the GPU tables (gpu.h), or NULL for none */
+	bool python_only;                  /* the stacks were cut to their Python frames
+					    * (stacks_python_view); shown in the header */
 };
 #define REPORT_DEFAULT_LIMIT 20
 #define REPORT_OPTS_DEFAULT { .input = "csampler.data", .sort = STACKS_SORT_SELF,            \
@@ -27,7 +30,8 @@ struct report_opts {
 			      .filter = STACKS_FILTER_ALL }
 
 /* Write r (aggregated from p, its functions already sorted by o->sort) to f in o->format,
- * then the GPU tables of o->gpu when it is set and present (text: after the CPU tables;
+ * with the Python function table when r has Python frames (text: after the top functions;
+ * JSON: "python", null without them), then the GPU tables of o->gpu when it is set and present (text: after the CPU tables;
  * JSON: the object under "gpu", null without GPU records).
  * Returns 0, or -EIO when writing to f failed (nothing is printed about it here). */
 int report_write(FILE *f, const struct profile *p, const struct stacks_report *r,

@@ -332,6 +332,7 @@ struct stacks_func_acc {
 	uint32_t flags;
 	uint32_t stamp;            /* last stack (+1) counted in total */
 	uint64_t self, total, stop;
+	uint64_t pyself;           /* as the innermost Python frame of a stack */
 	uint32_t hot;              /* best line index, STACKS_NONE */
 };
 
@@ -345,7 +346,7 @@ struct stacks_lib_acc {
 struct stacks_line_acc {
 	uint32_t func, file, line;
 	uint32_t stamp;
-	uint64_t self, total;
+	uint64_t self, total, pyself;
 };
 
 struct stacks_agg {
@@ -360,6 +361,7 @@ struct stacks_agg {
 	struct stacks_line_acc *lines;
 	size_t nlines, lines_cap;
 	struct stacks_map linemap; /* (func << 32 | file, line) -> line */
+	uint64_t python_samples;   /* weight of the stacks with a Python frame */
 };
 
 static uint32_t stacks_lib_of(struct stacks_agg *g, uint32_t module)
@@ -425,6 +427,7 @@ static void stacks_add_stack(struct stacks_agg *g, uint32_t stack, uint64_t w, u
 	size_t n;
 	const uint32_t *fr = stacks_frames(g->c.p, stack, &n);
 	uint32_t stamp = stack + 1;
+	bool python_seen = false;
 
 	for (size_t i = 0; i < n; i++) {
 		uint32_t func, line;
@@ -436,6 +439,14 @@ static void stacks_add_stack(struct stacks_agg *g, uint32_t stack, uint64_t w, u
 			fa->self += w;
 			la->self += w;
 			lb->self += w;
+		}
+		/* Frames are leaf first: the first Python one is the innermost, whose self the
+		 * native frames below it (the interpreter, a C extension) count toward. */
+		if (!python_seen && (stacks_frame(g->c.p, fr[i])->flags & PROFILE_FRAME_PYTHON)) {
+			python_seen = true;
+			fa->pyself += w;
+			la->pyself += w;
+			g->python_samples += w;
 		}
 		if (fa->stamp != stamp) {
 			fa->stamp = stamp;
@@ -463,8 +474,10 @@ static void stacks_pick_hot_lines(struct stacks_agg *g)
 		if (!la->file && !la->line)
 			continue;
 		struct stacks_func_acc *fa = &g->funcs[la->func];
-		bool by_self = fa->self > 0;
-		uint64_t v = by_self ? la->self : la->total;
+		/* A Python function is hardly ever the leaf: its own time is pyself. */
+		bool by_py = (fa->flags & PROFILE_FRAME_PYTHON) && fa->pyself > 0;
+		bool by_self = !by_py && fa->self > 0;
+		uint64_t v = by_py ? la->pyself : by_self ? la->self : la->total;
 		if (!v)
 			continue;
 		if (fa->hot == STACKS_NONE) {
@@ -472,7 +485,7 @@ static void stacks_pick_hot_lines(struct stacks_agg *g)
 			continue;
 		}
 		const struct stacks_line_acc *best = &g->lines[fa->hot];
-		uint64_t bv = by_self ? best->self : best->total;
+		uint64_t bv = by_py ? best->pyself : by_self ? best->self : best->total;
 		if (v > bv || (v == bv && la->line < best->line))
 			fa->hot = (uint32_t)i;
 	}
@@ -546,6 +559,63 @@ static int stacks_cmp_total(const void *x, const void *y)
 	return r ? r : stacks_cmp_func_names(a, b);
 }
 
+static int stacks_cmp_python_self(const void *x, const void *y)
+{
+	const struct stacks_function *a = x, *b = y;
+	int r = stacks_cmp_u64_desc(a->python_self, b->python_self);
+	if (!r)
+		r = stacks_cmp_u64_desc(a->total, b->total);
+	return r ? r : stacks_cmp_func_names(a, b);
+}
+
+static int stacks_cmp_python_total(const void *x, const void *y)
+{
+	const struct stacks_function *a = x, *b = y;
+	int r = stacks_cmp_u64_desc(a->total, b->total);
+	if (!r)
+		r = stacks_cmp_u64_desc(a->python_self, b->python_self);
+	return r ? r : stacks_cmp_func_names(a, b);
+}
+
+size_t stacks_python_functions(const struct stacks_report *r, enum stacks_sort by,
+			       struct stacks_function **out)
+{
+	size_t n = 0;
+
+	*out = cs_malloc(r->nfunctions * sizeof(**out) + 1);
+	for (size_t i = 0; i < r->nfunctions; i++)
+		if (r->functions[i].frame_flags & PROFILE_FRAME_PYTHON)
+			(*out)[n++] = r->functions[i];
+	cs_qsort(*out, n, sizeof(**out),
+		 by == STACKS_SORT_TOTAL ? stacks_cmp_python_total : stacks_cmp_python_self);
+	return n;
+}
+
+void stacks_python_view(const struct profile *p, struct profile *view)
+{
+	*view = *p;
+	view->stacks = cs_calloc(p->nstacks ? p->nstacks : 1, sizeof(*view->stacks));
+	view->stack_frames = cs_malloc((p->nstack_frames ? p->nstack_frames : 1) *
+				       sizeof(*view->stack_frames));
+	view->nstack_frames = 0;
+	for (size_t st = 0; st < p->nstacks; st++) {
+		size_t n;
+		const uint32_t *fr = stacks_frames(p, (uint32_t)st, &n);
+		view->stacks[st].first = (uint32_t)view->nstack_frames;
+		for (size_t i = 0; fr && i < n; i++)
+			if (stacks_frame(p, fr[i])->flags & PROFILE_FRAME_PYTHON)
+				view->stack_frames[view->nstack_frames++] = fr[i];
+		view->stacks[st].nframes = (uint32_t)(view->nstack_frames - view->stacks[st].first);
+	}
+}
+
+void stacks_python_view_free(struct profile *view)
+{
+	free(view->stacks);
+	free(view->stack_frames);
+	memset(view, 0, sizeof(*view));
+}
+
 void stacks_sort_functions(struct stacks_report *r, enum stacks_sort by)
 {
 	cs_qsort(r->functions, r->nfunctions, sizeof(*r->functions),
@@ -598,13 +668,16 @@ static void stacks_build_report(struct stacks_agg *g, struct stacks_report *r)
 		f->frame_flags = fa->flags;
 		f->self = fa->self;
 		f->total = fa->total;
+		f->python_self = fa->pyself;
 		if (fa->hot != STACKS_NONE) {
 			const struct stacks_line_acc *la = &g->lines[fa->hot];
 			f->hot_file = la->file ? profile_str(p, la->file) : NULL;
 			f->hot_line = la->line;
-			f->hot_samples = fa->self ? la->self : la->total;
+			f->hot_samples = (fa->flags & PROFILE_FRAME_PYTHON) && fa->pyself ? la->pyself
+					 : fa->self ? la->self : la->total;
 		}
 	}
+	r->python_samples = g->python_samples;
 	stacks_sort_functions(r, STACKS_SORT_SELF);
 
 	r->unwind.stops = cs_calloc(nstops, sizeof(*r->unwind.stops));

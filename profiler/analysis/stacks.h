@@ -31,10 +31,14 @@ struct stacks_function {
 	uint32_t frame_flags;    /* PROFILE_FRAME_* of its frames, or-ed */
 	uint64_t self;           /* samples with this function as the leaf frame */
 	uint64_t total;          /* samples with this function anywhere (once per sample) */
+	uint64_t python_self;    /* Python functions: samples with this function as the innermost
+				  * Python frame (the native code under it, a C extension, runs on
+				  * its behalf), the self of the Python function table */
 	const char *hot_file;    /* source file of its hottest line, or NULL when unknown */
 	uint32_t hot_line;
 	uint64_t hot_samples;    /* samples on that line: self samples, or total samples when the
-				  * function has no self samples (then it is its call sites) */
+				  * function has no self samples (then it is its call sites); for
+				  * Python functions python_self takes the place of self */
 };
 
 struct stacks_process {
@@ -104,6 +108,7 @@ enum stacks_sort { STACKS_SORT_SELF, STACKS_SORT_TOTAL };
  * strings are borrowed from the profile, which must outlive the report. */
 struct stacks_report {
 	uint64_t samples;        /* weight of the samples that passed the filter */
+	uint64_t python_samples; /* of those, samples with a Python frame in their stack */
 	struct stacks_function *functions;  /* sorted by self (see stacks_sort_functions) */
 	size_t nfunctions;
 	struct stacks_process *processes;   /* most samples first */
@@ -127,6 +132,19 @@ void stacks_report_free(struct stacks_report *r);
 
 /* Order r->functions by self or total samples (ties: the other count, then name, library). */
 void stacks_sort_functions(struct stacks_report *r, enum stacks_sort by);
+
+/* The Python functions of r (PROFILE_FRAME_PYTHON), ordered by python_self or total (ties: the
+ * other count, then name), into *out (cs_malloc'ed, the caller frees; strings borrowed from r's
+ * profile). Returns their number. */
+size_t stacks_python_functions(const struct stacks_report *r, enum stacks_sort by,
+			       struct stacks_function **out);
+
+/* `--python-only`: fill *view with a shallow copy of p whose stacks keep only their Python
+ * frames (PROFILE_FRAME_PYTHON), innermost first as in p; a stack without any becomes empty
+ * (its samples keep their process and thread, as py-spy's idle samples). Everything but the
+ * stacks is shared with p, which must outlive the view; free with stacks_python_view_free(). */
+void stacks_python_view(const struct profile *p, struct profile *view);
+void stacks_python_view_free(struct profile *view);
 
 /* True when a stack whose outermost frame is named root is complete for a thread that is
  * (main_thread) or is not the process' main thread. */

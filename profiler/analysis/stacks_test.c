@@ -598,3 +598,105 @@ UNIT_TEST(stacks_summary)
 	free(text);
 	pb_free(&b);
 }
+
+/* ---- Python frames ---- */
+
+/* A Python process (pid 200): frames leaf first in the profile, root first here.
+ *   10 samples in f, the interpreter's native code under it
+ *    5 samples in zlib's deflate under a three-deep recursion of rec (lines 9, 10, 10)
+ *    3 samples without Python frames */
+static void build_python(struct pbuild *b)
+{
+	pb_init(b);
+	pb_process(b, 200, 1, "py");
+	pb_thread(b, 200, 200, "py");
+	uint32_t s1 = pb_stack(b, "_start;main;_PyEval_EvalFrameDefault;<module>_[y]=m.py:1;"
+				  "f_[y]=m.py:5;_PyEval_EvalFrameDefault;PyLong_Add");
+	uint32_t s2 = pb_stack(b, "_start;main;<module>_[y]=m.py:1;rec_[y]=m.py:9;"
+				  "rec_[y]=m.py:10;rec_[y]=m.py:10;compress@/lib/libz.so;"
+				  "deflate@/lib/libz.so");
+	uint32_t s3 = pb_stack(b, "_start;main;idle");
+	pb_samples(b, 200, 200, s1, 10, 0);
+	pb_samples(b, 200, 200, s2, 5, 0);
+	pb_samples(b, 200, 200, s3, 3, 0);
+}
+
+UNIT_TEST(stacks_python_self_total)
+{
+	struct pbuild b;
+	struct stacks_report r;
+	build_python(&b);
+	UNIT_ASSERT(stacks_aggregate(&b.p, NULL, &r) == 0);
+	UNIT_ASSERT_EQ_INT(r.samples, 18);
+	UNIT_ASSERT_EQ_INT(r.python_samples, 15);
+	const struct stacks_function *f = find_func(&r, "f"), *rec = find_func(&r, "rec"),
+				     *mod = find_func(&r, "<module>"), *defl = find_func(&r, "deflate");
+	UNIT_ASSERT(f && rec && mod && defl);
+	/* self: the innermost Python frame, the native frames under it counted for it */
+	UNIT_ASSERT_EQ_INT(f->python_self, 10);
+	UNIT_ASSERT_EQ_INT(f->self, 0);
+	UNIT_ASSERT_EQ_INT(rec->python_self, 5);
+	UNIT_ASSERT_EQ_INT(mod->python_self, 0);
+	UNIT_ASSERT_EQ_INT(defl->python_self, 0); /* native: not a Python function */
+	UNIT_ASSERT_EQ_INT(defl->self, 5);
+	/* total: once per sample, however deep the recursion */
+	UNIT_ASSERT_EQ_INT(rec->total, 5);
+	UNIT_ASSERT_EQ_INT(mod->total, 15);
+	/* the hottest line of rec is the innermost activation's (10), not its caller's (9) */
+	UNIT_ASSERT_EQ_INT(rec->hot_line, 10);
+	UNIT_ASSERT_EQ_INT(rec->hot_samples, 5);
+	UNIT_ASSERT(!strcmp(rec->hot_file, "m.py"));
+
+	struct stacks_function *py;
+	size_t n = stacks_python_functions(&r, STACKS_SORT_SELF, &py);
+	UNIT_ASSERT_EQ_INT(n, 3);
+	UNIT_ASSERT(!strcmp(py[0].name, "f") && !strcmp(py[1].name, "rec") &&
+		    !strcmp(py[2].name, "<module>"));
+	free(py);
+	n = stacks_python_functions(&r, STACKS_SORT_TOTAL, &py);
+	UNIT_ASSERT_EQ_INT(n, 3);
+	UNIT_ASSERT(!strcmp(py[0].name, "<module>") && !strcmp(py[1].name, "f") &&
+		    !strcmp(py[2].name, "rec"));
+	free(py);
+	stacks_report_free(&r);
+
+	/* no Python frames: no Python samples, no Python functions */
+	struct pbuild nb;
+	build_app(&nb);
+	UNIT_ASSERT(stacks_aggregate(&nb.p, NULL, &r) == 0);
+	UNIT_ASSERT_EQ_INT(r.python_samples, 0);
+	UNIT_ASSERT_EQ_INT(stacks_python_functions(&r, STACKS_SORT_SELF, &py), 0);
+	free(py);
+	stacks_report_free(&r);
+	pb_free(&nb);
+	pb_free(&b);
+}
+
+UNIT_TEST(stacks_python_view)
+{
+	struct pbuild b;
+	struct profile view;
+	struct stacks_report r;
+	build_python(&b);
+	stacks_python_view(&b.p, &view);
+	char *text = folded_text(&view, NULL);
+	/* only Python frames under the root; the sample without any keeps its root */
+	expect_text(text,
+		    "py 3\n"
+		    "py;<module> (m.py:1);f (m.py:5) 10\n"
+		    "py;<module> (m.py:1);rec (m.py:9);rec (m.py:10);rec (m.py:10) 5\n");
+	free(text);
+	UNIT_ASSERT(stacks_aggregate(&view, NULL, &r) == 0);
+	UNIT_ASSERT_EQ_INT(r.samples, 18);
+	UNIT_ASSERT_EQ_INT(r.python_samples, 15);
+	UNIT_ASSERT(!find_func(&r, "deflate") && !find_func(&r, "main"));
+	UNIT_ASSERT_EQ_INT(find_func(&r, "f")->self, 10); /* now the leaf */
+	UNIT_ASSERT_EQ_INT(find_func(&r, "f")->python_self, 10);
+	stacks_report_free(&r);
+	/* the profile itself is unchanged */
+	text = folded_text(&b.p, NULL);
+	UNIT_ASSERT(strstr(text, "deflate") != NULL);
+	free(text);
+	stacks_python_view_free(&view);
+	pb_free(&b);
+}

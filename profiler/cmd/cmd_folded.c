@@ -14,10 +14,11 @@ static void folded_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: csampler folded [-i FILE] [--cpu|--gpu|--both] [--per-thread] [--pid PID]\n"
-		"                       [--tid TID] [--comm NAME]\n"
+		"                       [--tid TID] [--comm NAME] [--python-only]\n"
 		"\n"
 		"Print the recorded stacks as folded text, one 'root;...;leaf COUNT' line per\n"
-		"distinct stack, with the annotations _[k] (kernel), _[i] (inlined), _[j] (JIT).\n"
+		"distinct stack, with the annotations _[k] (kernel), _[i] (inlined), _[j] (JIT);\n"
+		"Python frames read 'function (file.py:line)' as py-spy writes them.\n"
 		"\n"
 		"  -i, --input FILE     data file to read (default ./csampler.data)\n"
 		"      --cpu            CPU samples, counted in samples (the default)\n"
@@ -29,13 +30,17 @@ static void folded_usage(FILE *f)
 		"      --pid PID        only samples of process PID\n"
 		"      --tid TID        only samples of thread TID\n"
 		"      --comm NAME      only threads named NAME, or of a process named NAME\n"
+		"      --python-only    stacks keep only their Python frames under the root, as\n"
+		"                       py-spy shows them (samples without any: the root alone)\n"
 		"  -h, --help           show this help\n");
 }
 
 /* Parse argv. Returns 0, 1 when --help was printed, or -EINVAL after one line. */
-static int folded_parse_args(int argc, char **argv, const char **input, struct fold_opts *o)
+static int folded_parse_args(int argc, char **argv, const char **input, struct fold_opts *o,
+			     bool *python_only)
 {
-	enum { OPT_PER_THREAD = 256, OPT_PID, OPT_TID, OPT_COMM, OPT_CPU, OPT_GPU, OPT_BOTH };
+	enum { OPT_PER_THREAD = 256, OPT_PID, OPT_TID, OPT_COMM, OPT_CPU, OPT_GPU, OPT_BOTH,
+	       OPT_PYTHON_ONLY };
 	static const struct option longopts[] = {
 		{ "input", required_argument, NULL, 'i' },
 		{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
@@ -45,6 +50,7 @@ static int folded_parse_args(int argc, char **argv, const char **input, struct f
 		{ "cpu", no_argument, NULL, OPT_CPU },
 		{ "gpu", no_argument, NULL, OPT_GPU },
 		{ "both", no_argument, NULL, OPT_BOTH },
+		{ "python-only", no_argument, NULL, OPT_PYTHON_ONLY },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -82,6 +88,9 @@ static int folded_parse_args(int argc, char **argv, const char **input, struct f
 		case OPT_BOTH:
 			o->source = FOLD_BOTH;
 			break;
+		case OPT_PYTHON_ONLY:
+			*python_only = true;
+			break;
 		case 'h':
 			folded_usage(stdout);
 			return 1;
@@ -105,11 +114,12 @@ int cmd_folded(int argc, char **argv)
 {
 	struct fold_opts o = FOLD_OPTS_DEFAULT;
 	const char *input = "csampler.data";
-	struct profile *p = NULL;
+	struct profile *p = NULL, view = { 0 };
+	bool python_only = false;
 	int status = CS_EXIT_ERROR;
 	int err;
 
-	err = folded_parse_args(argc, argv, &input, &o);
+	err = folded_parse_args(argc, argv, &input, &o, &python_only);
 	if (err)
 		return err > 0 ? 0 : CS_EXIT_ERROR;
 	if (profile_load(input, &p) < 0)
@@ -122,7 +132,9 @@ int cmd_folded(int argc, char **argv)
 			 "samples cannot be turned into time; use --cpu or --gpu", input);
 		goto out;
 	}
-	err = stacks_write_folded(stdout, p, &o);
+	if (python_only)
+		stacks_python_view(p, &view);
+	err = stacks_write_folded(stdout, python_only ? &view : p, &o);
 	if (err == -EIO || (!err && fflush(stdout) == EOF)) {
 		cs_error(EIO, "folded: writing to standard output: %s", strerror(errno ? errno : EIO));
 		goto out;
@@ -133,6 +145,8 @@ int cmd_folded(int argc, char **argv)
 	}
 	status = 0;
 out:
+	if (python_only)
+		stacks_python_view_free(&view);
 	if (p)
 		profile_free(p);
 	return status;

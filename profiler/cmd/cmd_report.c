@@ -16,6 +16,7 @@ static void report_usage(FILE *f)
 	fprintf(f,
 		"usage: csampler report [-i FILE] [--sort self|total] [--limit N] [--pid PID]\n"
 		"                       [--tid TID] [--comm NAME] [--format text|json] [--stdio]\n"
+		"                       [--python-only]\n"
 		"\n"
 		"Print the top functions by self and total samples, per-process, per-thread and\n"
 		"per-library breakdowns, the hottest source lines and the unwind quality; with\n"
@@ -30,6 +31,8 @@ static void report_usage(FILE *f)
 		"      --comm NAME      only threads named NAME, or of a process named NAME\n"
 		"      --format FMT     'text' (default) or 'json'\n"
 		"      --stdio          the text report, as perf report --stdio (same as --format text)\n"
+		"      --python-only    stacks keep only their Python frames (py-spy's look); the\n"
+		"                       unwind quality is still that of the whole stacks\n"
 		"  -h, --help           show this help\n",
 		REPORT_DEFAULT_LIMIT);
 }
@@ -37,7 +40,8 @@ static void report_usage(FILE *f)
 /* Parse argv into *o. Returns 0, 1 when --help was printed, or -EINVAL after one line. */
 static int report_parse_args(int argc, char **argv, struct report_opts *o)
 {
-	enum { OPT_SORT = 256, OPT_LIMIT, OPT_PID, OPT_TID, OPT_COMM, OPT_FORMAT, OPT_STDIO };
+	enum { OPT_SORT = 256, OPT_LIMIT, OPT_PID, OPT_TID, OPT_COMM, OPT_FORMAT, OPT_STDIO,
+	       OPT_PYTHON_ONLY };
 	static const struct option longopts[] = {
 		{ "input", required_argument, NULL, 'i' },
 		{ "sort", required_argument, NULL, OPT_SORT },
@@ -47,6 +51,7 @@ static int report_parse_args(int argc, char **argv, struct report_opts *o)
 		{ "comm", required_argument, NULL, OPT_COMM },
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "stdio", no_argument, NULL, OPT_STDIO },
+		{ "python-only", no_argument, NULL, OPT_PYTHON_ONLY },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -100,6 +105,9 @@ static int report_parse_args(int argc, char **argv, struct report_opts *o)
 		case OPT_STDIO: /* perf users' habit; csampler's report is text already */
 			o->format = REPORT_TEXT;
 			break;
+		case OPT_PYTHON_ONLY:
+			o->python_only = true;
+			break;
 		case 'h':
 			report_usage(stdout);
 			return 1;
@@ -124,7 +132,8 @@ int cmd_report(int argc, char **argv)
 {
 	struct report_opts o = REPORT_OPTS_DEFAULT;
 	struct profile *p = NULL;
-	struct stacks_report r = { 0 };
+	struct stacks_report r = { 0 }, whole = { 0 };
+	struct profile view = { 0 };
 	struct gpu_analysis g = { 0 };
 	int status = CS_EXIT_ERROR;
 	int err;
@@ -134,10 +143,20 @@ int cmd_report(int argc, char **argv)
 		return err > 0 ? 0 : CS_EXIT_ERROR;
 	if (profile_load(o.input, &p) < 0)
 		goto out; /* profile_load printed why */
-	err = stacks_aggregate(p, &o.filter, &r);
+	if (o.python_only)
+		stacks_python_view(p, &view);
+	err = stacks_aggregate(o.python_only ? &view : p, &o.filter, &r);
+	if (!err && o.python_only)
+		err = stacks_aggregate(p, &o.filter, &whole);
 	if (err < 0) {
 		cs_error(-err, "report: aggregating %s failed: %s", o.input, strerror(-err));
 		goto out;
+	}
+	if (o.python_only) {
+		/* Python-only stacks never reach _start: report how the whole stacks unwound. */
+		struct stacks_unwind u = r.unwind;
+		r.unwind = whole.unwind;
+		whole.unwind = u;
 	}
 	stacks_sort_functions(&r, o.sort);
 	if (p->ngpu_activities) {
@@ -151,6 +170,9 @@ int cmd_report(int argc, char **argv)
 	status = 0;
 out:
 	stacks_report_free(&r);
+	stacks_report_free(&whole);
+	if (o.python_only)
+		stacks_python_view_free(&view);
 	gpu_analysis_free(&g);
 	if (p)
 		profile_free(p);
