@@ -12,7 +12,7 @@ PROFILER_SAMPLER  := sampler_perf
 PROFILER_UNWIND   := elfcache unwind symbols python jit
 PROFILER_RECORD   := record gpu_merge gpu_setup
 PROFILER_ANALYSIS := profile stacks fold_gpu report gpu
-PROFILER_EXPORT   := export chrome
+PROFILER_EXPORT   := export chrome speedscope pprof
 PROFILER_SRCS := profiler/main.c \
 	$(PROFILER_CMD:%=profiler/cmd/%.c) $(PROFILER_BASE:%=profiler/base/%.c) \
 	$(PROFILER_FORMAT:%=profiler/format/%.c) $(PROFILER_SAMPLER:%=profiler/sampler/%.c) \

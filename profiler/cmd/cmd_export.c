@@ -22,7 +22,7 @@ static void export_usage(FILE *f)
 		"\n"
 		"  -f, --format NAME    output format (default chrome), one of:\n");
 	for (size_t i = 0; i < export_nformats; i++)
-		fprintf(f, "                         %-8s %s\n", export_formats[i].name,
+		fprintf(f, "                         %-10s %s\n", export_formats[i].name,
 			export_formats[i].description);
 	fprintf(f,
 		"  -o, --output FILE    file to write (default: standard output)\n"

@@ -7,6 +7,10 @@
 const struct export_format export_formats[] = {
 	{ "chrome", "Chrome trace-event JSON: a CPU and GPU timeline for Perfetto, "
 		    "chrome://tracing and speedscope", export_chrome_write },
+	{ "speedscope", "speedscope's JSON file format: one sampled profile per thread",
+	  export_speedscope_write },
+	{ "pprof", "pprof profile.proto, gzipped: samples and CPU time per call stack, for "
+		   "go tool pprof, Pyroscope, Parca, Grafana", export_pprof_write },
 };
 const size_t export_nformats = sizeof(export_formats) / sizeof(export_formats[0]);
 

@@ -1,6 +1,7 @@
 /* export.h: `csampler export`, a loaded profile written in another tool's format. Each format
  * is one row of export_formats[] (export.c): its name for --format, a one-line description and
- * its writer. The Chrome trace-event timeline is chrome.c; pprof and speedscope join as rows. */
+ * its writer. The Chrome trace-event timeline is chrome.c, speedscope's format speedscope.c,
+ * pprof's profile.proto pprof.c. */
 #ifndef CSAMPLER_EXPORT_H
 #define CSAMPLER_EXPORT_H
 
@@ -25,5 +26,12 @@ const struct export_format *export_find(const char *name);
 
 /* The Chrome trace-event JSON timeline (chrome.c). */
 int export_chrome_write(FILE *f, const struct profile *p);
+
+/* speedscope's JSON file format, one sampled profile per thread (speedscope.c). */
+int export_speedscope_write(FILE *f, const struct profile *p);
+/* The pprof profile.proto, gzip-compressed (pprof.c). */
+int export_pprof_write(FILE *f, const struct profile *p);
+/* The sampling period in ns from the header's rate_hz, else 1 ms (speedscope.c). */
+uint64_t export_period_ns(const struct profile *p);
 
 #endif

@@ -3,7 +3,9 @@
 // a file, the trace through its file input. Checks that it loads with one profile per track,
 // every thread and stream name listed, no frame left unpaired by the importer, and the names
 // of kernels, API calls and sampled functions in its sandwich (function table) view.
-//   node speedscope.js TRACE.json SCREENSHOT.png   prints PASS:/FAIL: lines
+// Given a `csampler export --format speedscope` file instead, checks it loads with every
+// thread's profile and the names given in NAMES (comma-separated) in its function table.
+//   node speedscope.js TRACE.json SCREENSHOT.png [NAMES]   prints PASS:/FAIL: lines
 'use strict';
 const fs = require('fs');
 const os = require('os');
@@ -24,9 +26,72 @@ function check(name, ok, why) {
 	}
 }
 
+// Open speedscope's index.html in headless Chromium, load file through its file input, and
+// run fn(page, errors, warnings); the browser is closed afterwards.
+async function withSpeedscope(file, fn) {
+	const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'csampler-chromium-'));
+	const ctx = await chromium.launchPersistentContext(dir, { executablePath: CHROMIUM,
+		headless: true, args: ARGS, viewport: { width: 1400, height: 800 } });
+	try {
+		const page = await ctx.newPage();
+		const warnings = [], errors = [];
+		page.on('console', (m) => warnings.push(m.text()));
+		page.on('pageerror', (e) => errors.push(e.message));
+		await page.goto('file://' + path.join(modules, 'speedscope', 'dist', 'release', 'index.html'));
+		await page.setInputFiles('#file', file);
+		await fn(page, errors, warnings);
+	} finally {
+		await ctx.close();
+		fs.rmSync(dir, { recursive: true, force: true });
+	}
+}
+
+// Search the sandwich (function table) view for a name; true when a row starts with it.
+async function findInTable(page, name) {
+	await page.keyboard.press('Control+f');
+	await page.keyboard.press('Control+a');
+	await page.keyboard.type(name);
+	await page.waitForTimeout(300);
+	const rows = await page.$$eval('td, span, div', (els, n) =>
+		els.filter((el) => el.children.length === 0 && el.textContent.startsWith(n)).length, name);
+	await page.keyboard.press('Escape');
+	return rows > 0;
+}
+
+// A `csampler export --format speedscope` file: it loads with one profile per thread, every
+// profile listed under its name ("comm tid"), and each name in want (comma-separated, from the
+// command line) found in the first thread's function table.
+async function checkSpeedscopeFile(file, want, shot) {
+	const doc = JSON.parse(fs.readFileSync(file, 'utf8'));
+	const n = doc.profiles.length;
+	await withSpeedscope(file, async (page, errors) => {
+		const count = `(1/${n})`;
+		let loaded = true;
+		await page.waitForSelector(`text=${count}`, { timeout: 30000 }).catch(() => { loaded = false; });
+		const body = await page.textContent('body');
+		check('file/loads', loaded && errors.length === 0,
+			`no '${count}' profile counter (${n} profiles): ${errors.join('; ')} ${body.slice(0, 200)}`);
+		if (!loaded)
+			return;
+		const missing = doc.profiles.map((p) => p.name).filter((name) => !body.includes(name));
+		check('file/thread-names', missing.length === 0, `profiles not listed: ${missing.join(', ')}`);
+		await page.click('text=Sandwich');
+		await page.waitForTimeout(1000); // the table renders late on a loaded machine
+		check('file/search-can-fail', !(await findInTable(page, 'no_such_function_in_the_profile')),
+			'the table search found a name that is not in the profile');
+		for (const name of want)
+			check(`file/${name}`, await findInTable(page, name), `'${name}' not in the sandwich table`);
+		await page.keyboard.press('1');
+		if (shot)
+			await page.screenshot({ path: shot });
+	});
+}
+
 async function main() {
-	const [tracePath, shot] = process.argv.slice(2);
+	const [tracePath, shot, want] = process.argv.slice(2);
 	const trace = JSON.parse(fs.readFileSync(tracePath, 'utf8'));
+	if (trace.$schema && trace.$schema.includes('speedscope'))
+		return checkSpeedscopeFile(tracePath, (want || '').split(',').filter((x) => x), shot);
 	const ev = trace.traceEvents;
 	const names = new Map();
 	for (const e of ev)
@@ -66,16 +131,7 @@ async function main() {
 		await page.click('text=Sandwich');
 		await page.click(`text=${count}`);
 		await page.click(`text=${names.get(mainKey)} (tid ${mainKey.split('/')[1]})`);
-		const find = async (name) => {
-			await page.keyboard.press('Control+f');
-			await page.keyboard.press('Control+a');
-			await page.keyboard.type(name);
-			await page.waitForTimeout(300);
-			const rows = await page.$$eval('td, span, div', (els, n) =>
-				els.filter((el) => el.children.length === 0 && el.textContent.startsWith(n)).length, name);
-			await page.keyboard.press('Escape');
-			return rows > 0;
-		};
+		const find = (name) => findInTable(page, name);
 		check('search-can-fail', !(await find('no_such_function_in_the_trace')),
 			'the table search found a name that is not in the trace');
 		for (const name of ['cudaLaunchKernel', 'Stream Synchronize', 'train'])
