@@ -86,6 +86,7 @@ static int flame_input_datafile(struct flame_input_ctx *c, const char *path,
 	fo.tid = o->tid;
 	fo.comm = o->comm;
 	fo.source = o->source;
+	fo.idle = o->idle;
 	if (o->source != FOLD_CPU && !p->ngpu_activities)
 		cs_warn("%s has no GPU records (record with 'csampler record --gpu on' on a CUDA "
 			"program)", path);

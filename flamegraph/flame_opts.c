@@ -3,6 +3,7 @@
  * two dashes and "=VALUE" or a separate argument, as flamegraph.pl's Getopt::Long does, so
  * that csampler flame drops in for flamegraph.pl. */
 #include "flame.h"
+#include "analysis/stacks.h"
 #include "base/cs.h"
 
 #include <errno.h>
@@ -18,6 +19,7 @@ enum flame_opt_type {
 	FLAME_OPT_ID,       /* int64_t, >= 0 */
 	FLAME_OPT_INPUT,    /* appended to inputs */
 	FLAME_OPT_SOURCE,   /* int, enum fold_source named by the option: cpu, gpu, both */
+	FLAME_OPT_IDLE,     /* int, enum stacks_idle named by the option: idle, no-idle */
 	FLAME_OPT_HELP,
 };
 
@@ -90,6 +92,10 @@ static const struct flame_optdef flame_optdefs[] = {
 	{ "tid", 0, FLAME_OPT_ID, FO(tid), FLAME_BOTH, "TID", "data files: only this thread" },
 	{ "comm", 0, FLAME_OPT_STR, FO(comm), FLAME_BOTH, "NAME",
 	  "data files: only threads (or processes) named NAME" },
+	{ "idle", 0, FLAME_OPT_IDLE, FO(idle), FLAME_BOTH, NULL,
+	  "data files of record --idle: only threads off the CPU" },
+	{ "no-idle", 0, FLAME_OPT_IDLE, FO(idle), FLAME_BOTH, NULL,
+	  "data files: only threads on the CPU" },
 	{ "dump-layout", 0, FLAME_OPT_FLAG, FO(dump_layout), FLAME_BOTH, NULL,
 	  "print the frames' geometry as text instead of the SVG" },
 	{ "help", 'h', FLAME_OPT_HELP, 0, FLAME_BOTH, NULL, "this help" },
@@ -213,6 +219,9 @@ static int flame_opt_set(struct flame_opts *o, const struct flame_optdef *od, co
 	case FLAME_OPT_SOURCE:
 		*(int *)field = !strcmp(od->name, "gpu") ? FOLD_GPU :
 				!strcmp(od->name, "both") ? FOLD_BOTH : FOLD_CPU;
+		return 0;
+	case FLAME_OPT_IDLE:
+		*(int *)field = !strcmp(od->name, "idle") ? STACKS_IDLE_ONLY : STACKS_IDLE_NONE;
 		return 0;
 	case FLAME_OPT_HELP:
 		return 0;

@@ -9,7 +9,7 @@ PROFILER_CMD      := cmd_diff cmd_env cmd_export cmd_flame cmd_folded cmd_info c
 PROFILER_BASE     := cs
 PROFILER_FORMAT   := datafile
 PROFILER_SAMPLER  := sampler sampler_perf sampler_ptrace proc
-PROFILER_UNWIND   := elfcache unwind symbols python jit
+PROFILER_UNWIND   := elfcache unwind symbols python jit offcpu
 PROFILER_RECORD   := record gpu_merge gpu_setup
 PROFILER_ANALYSIS := profile stacks fold_gpu report gpu
 PROFILER_EXPORT   := export chrome speedscope pprof
@@ -20,7 +20,7 @@ PROFILER_SRCS := profiler/main.c \
 	$(PROFILER_ANALYSIS:%=profiler/analysis/%.c) $(PROFILER_EXPORT:%=profiler/export/%.c)
 PROFILER_TESTS := base/cs format/datafile unwind/unwind unwind/symbols \
 	analysis/profile_builder analysis/stacks analysis/fold_gpu analysis/report analysis/gpu \
-	record/gpu_merge unwind/python unwind/jit
+	record/gpu_merge unwind/python unwind/jit unwind/offcpu
 PROFILER_OBJS      := $(PROFILER_SRCS:%.c=$(BUILD)/%.o)
 PROFILER_TEST_OBJS := $(PROFILER_TESTS:%=$(BUILD)/profiler/%_test.o)
 PROFILER_LIBS      := -ldw -lelf -lz -lzstd -llzma -lstdc++

@@ -39,9 +39,10 @@ struct fold_opts {
 	int64_t pid, tid;    /* filters; -1 = all */
 	const char *comm;    /* filter on thread name; NULL = all */
 	int source;          /* enum fold_source */
+	int idle;            /* record --idle files: enum stacks_idle (stacks.h), 0 = all */
 };
 #define FOLD_OPTS_DEFAULT { .per_thread = 0, .time_order = 0, .pid = -1, .tid = -1, .comm = NULL, \
-			    .source = FOLD_CPU }
+			    .source = FOLD_CPU, .idle = 0 }
 
 /* Walk a loaded profile's samples as merged stacks (or, with time_order, sample by sample).
  * The root frame is the process name (comm of the process), or "comm-tid" with per_thread.

@@ -46,9 +46,12 @@ static const char *report_library_name(const char *path)
 	return *path ? cs_basename(path) : "(unknown)";
 }
 
-/* perf's marker of where a function runs: [k] kernel, [j] JIT, [i] inlined, [.] user. */
+/* perf's marker of where a function runs: [k] kernel, [j] JIT, [i] inlined, [.] user; and
+ * [o] for record --idle's off-CPU leaves. */
 static const char *report_frame_marker(uint32_t flags)
 {
+	if (flags & PROFILE_FRAME_OFFCPU)
+		return "[o]";
 	if (flags & PROFILE_FRAME_KERNEL)
 		return "[k]";
 	if (flags & PROFILE_FRAME_JIT)
@@ -72,6 +75,13 @@ static const char *report_lib_notes(uint32_t flags, char *buf, size_t len)
 	return buf;
 }
 
+/* Whether the file was recorded with --idle (its header says so). */
+static bool report_idle_recorded(const struct profile *p)
+{
+	const char *idle = profile_header(p, "idle");
+	return idle && !strcmp(idle, "yes");
+}
+
 static void report_text_header(FILE *f, const struct profile *p, const struct stacks_report *r,
 			       const struct report_opts *o)
 {
@@ -86,7 +96,7 @@ static void report_text_header(FILE *f, const struct profile *p, const struct st
 	if (cmdline && *cmdline && cmd != cmdline)
 		fprintf(f, "# recorded:  %s\n", cmdline);
 	fprintf(f, "# duration:  %.3f s\n", dur);
-	if (flt->pid >= 0 || flt->tid >= 0 || flt->comm) {
+	if (flt->pid >= 0 || flt->tid >= 0 || flt->comm || flt->idle) {
 		fprintf(f, "# samples:   %" PRIu64 " of %" PRIu64 " pass the filter:", r->samples,
 			p->nsamples);
 		if (flt->pid >= 0)
@@ -95,10 +105,21 @@ static void report_text_header(FILE *f, const struct profile *p, const struct st
 			fprintf(f, " tid %" PRId64, flt->tid);
 		if (flt->comm)
 			fprintf(f, " comm '%s'", flt->comm);
+		if (flt->idle == STACKS_IDLE_ONLY)
+			fprintf(f, " off-CPU only (--idle)");
+		else if (flt->idle == STACKS_IDLE_NONE)
+			fprintf(f, " on-CPU only (--no-idle)");
 		fputc('\n', f);
 	} else {
 		fprintf(f, "# samples:   %" PRIu64 "\n", r->samples);
 	}
+	if (flt->idle == STACKS_IDLE_NONE && (r->offcpu_unfiltered || report_idle_recorded(p)))
+		fprintf(f, "# off-CPU:   recorded with --idle; its %" PRIu64 " samples of threads off "
+			"the CPU are left out (--no-idle)\n", r->offcpu_unfiltered);
+	else if (r->offcpu_unfiltered || report_idle_recorded(p))
+		fprintf(f, "# off-CPU:   %" PRIu64 " samples (%.1f%%) of threads off the CPU, under "
+			"[off-cpu: SYSCALL] leaves (record --idle: shares of wall-clock time)\n",
+			r->offcpu_samples, report_pct(r->offcpu_samples, r->samples));
 	fprintf(f, "# lost:      %" PRIu64 " (%.2f%% of all samples)\n", p->lost,
 		report_pct(p->lost, p->nsamples + p->lost));
 	fprintf(f, "# rate:      ");
@@ -1102,6 +1123,10 @@ static void report_write_json(FILE *f, const struct profile *p, const struct sta
 	fputc(',', f);
 	report_json_u64(f, "samples_unfiltered", p->nsamples);
 	fputc(',', f);
+	report_json_bool(f, "idle_recorded", report_idle_recorded(p) || r->offcpu_unfiltered);
+	fputc(',', f);
+	report_json_u64(f, "offcpu_samples", r->offcpu_samples);
+	fputc(',', f);
 	report_json_u64(f, "lost", p->lost);
 	fputc(',', f);
 	report_json_double(f, "duration_s", report_duration_s(p), 6);
@@ -1135,6 +1160,10 @@ static void report_write_json(FILE *f, const struct profile *p, const struct sta
 		fputs("null", f);
 	fputc(',', f);
 	report_json_str(f, "comm", flt->comm);
+	fputc(',', f);
+	report_json_str(f, "idle", flt->idle == STACKS_IDLE_ONLY   ? "off-cpu"
+				   : flt->idle == STACKS_IDLE_NONE ? "on-cpu"
+								   : "all");
 	fputs("},\n", f);
 	report_json_functions(f, r, o);
 	report_json_python(f, r, o);

@@ -603,7 +603,7 @@ void stacks_python_view(const struct profile *p, struct profile *view)
 		const uint32_t *fr = stacks_frames(p, (uint32_t)st, &n);
 		view->stacks[st].first = (uint32_t)view->nstack_frames;
 		for (size_t i = 0; fr && i < n; i++)
-			if (stacks_frame(p, fr[i])->flags & PROFILE_FRAME_PYTHON)
+			if (stacks_frame(p, fr[i])->flags & (PROFILE_FRAME_PYTHON | PROFILE_FRAME_OFFCPU))
 				view->stack_frames[view->nstack_frames++] = fr[i];
 		view->stacks[st].nframes = (uint32_t)(view->nstack_frames - view->stacks[st].first);
 	}
@@ -768,8 +768,10 @@ static void stacks_count_frames(const struct profile *p, const uint64_t *stack_w
 		const uint32_t *fr = stacks_frames(p, (uint32_t)st, &n);
 		for (size_t i = 0; fr && i < n; i++) {
 			uint32_t fl = stacks_frame(p, fr[i])->flags;
-			if (fl & (PROFILE_FRAME_KERNEL | PROFILE_FRAME_INLINED | PROFILE_FRAME_PYTHON))
-				continue; /* not unwound: the kernel's, inline chains, the interpreter's */
+			if (fl & (PROFILE_FRAME_KERNEL | PROFILE_FRAME_INLINED | PROFILE_FRAME_PYTHON |
+				  PROFILE_FRAME_OFFCPU))
+				continue; /* not unwound: the kernel's, inline chains, the interpreter's,
+					   * why a thread was off the CPU */
 			if (fl & PROFILE_FRAME_FOUND_FP)
 				u->frames_fp += stack_w[st];
 			else if (fl & PROFILE_FRAME_FOUND_SCAN)
@@ -806,10 +808,14 @@ int stacks_aggregate(const struct profile *p, const struct stacks_filter *filter
 	for (size_t i = 0; i < p->nsamples_records; i++) {
 		const struct profile_sample *s = &p->samples[i];
 		struct stacks_trow *t = stacks_sample_trow(&g.c, s);
-		if (!t->match)
+		if (s->flags & PROFILE_SAMPLE_OFFCPU)
+			out->offcpu_unfiltered += s->weight;
+		if (!t->match || !stacks_idle_match(g.c.filter.idle, s->flags))
 			continue;
 		uint64_t w = s->weight;
 		out->samples += w;
+		if (s->flags & PROFILE_SAMPLE_OFFCPU)
+			out->offcpu_samples += w;
 		t->samples += w;
 		g.c.prows[t->prow].samples += w;
 		if (s->flags & PROFILE_SAMPLE_UNWIND_ERROR)
@@ -1028,7 +1034,7 @@ int fold_profile(const struct profile *p, const struct fold_opts *opts, fold_fn 
 	for (size_t i = 0; i < p->nsamples_records; i++) {
 		const struct profile_sample *s = &p->samples[i];
 		struct stacks_trow *t = stacks_sample_trow(&fo.c, s);
-		if (!t->match)
+		if (!t->match || !stacks_idle_match(fo.opts->idle, s->flags))
 			continue;
 		uint32_t root = fo.opts->per_thread ? (uint32_t)(t - fo.c.trows) : t->prow;
 		uint32_t stack = (stacks_root_class(&fo.c, s->stack) & STACKS_ROOT_EMPTY)

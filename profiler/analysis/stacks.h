@@ -16,12 +16,27 @@
 
 #include "analysis/profile.h"
 
+/* `record --idle` files: which samples count by whether the thread was running. */
+enum stacks_idle {
+	STACKS_IDLE_ALL = 0,  /* on-CPU and off-CPU samples */
+	STACKS_IDLE_ONLY,     /* --idle: off-CPU samples only (PROFILE_SAMPLE_OFFCPU) */
+	STACKS_IDLE_NONE,     /* --no-idle: on-CPU samples only */
+};
+
 /* Which samples count. A thread matches comm when its own name or its process' name is comm. */
 struct stacks_filter {
 	int64_t pid, tid;     /* -1 = all */
 	const char *comm;     /* NULL = all */
+	int idle;             /* enum stacks_idle */
 };
-#define STACKS_FILTER_ALL { .pid = -1, .tid = -1, .comm = NULL }
+#define STACKS_FILTER_ALL { .pid = -1, .tid = -1, .comm = NULL, .idle = STACKS_IDLE_ALL }
+
+/* Whether sample flags pass an enum stacks_idle filter. */
+static inline bool stacks_idle_match(int idle, uint32_t sample_flags)
+{
+	bool off = sample_flags & PROFILE_SAMPLE_OFFCPU;
+	return idle == STACKS_IDLE_ALL || (idle == STACKS_IDLE_ONLY) == off;
+}
 
 /* A function: the frames sharing one name in one library (an inlined function is its own
  * function, as it is its own frame). */
@@ -109,6 +124,8 @@ enum stacks_sort { STACKS_SORT_SELF, STACKS_SORT_TOTAL };
 struct stacks_report {
 	uint64_t samples;        /* weight of the samples that passed the filter */
 	uint64_t python_samples; /* of those, samples with a Python frame in their stack */
+	uint64_t offcpu_samples; /* of those, samples of threads off the CPU (record --idle) */
+	uint64_t offcpu_unfiltered; /* off-CPU samples in the whole profile */
 	struct stacks_function *functions;  /* sorted by self (see stacks_sort_functions) */
 	size_t nfunctions;
 	struct stacks_process *processes;   /* most samples first */
@@ -140,7 +157,8 @@ size_t stacks_python_functions(const struct stacks_report *r, enum stacks_sort b
 			       struct stacks_function **out);
 
 /* `--python-only`: fill *view with a shallow copy of p whose stacks keep only their Python
- * frames (PROFILE_FRAME_PYTHON), innermost first as in p; a stack without any becomes empty
+ * frames (PROFILE_FRAME_PYTHON) and off-CPU leaves (PROFILE_FRAME_OFFCPU), innermost first as
+ * in p; a stack without any becomes empty
  * (its samples keep their process and thread, as py-spy's idle samples). Everything but the
  * stacks is shared with p, which must outlive the view; free with stacks_python_view_free(). */
 void stacks_python_view(const struct profile *p, struct profile *view);

@@ -14,7 +14,7 @@ static void folded_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: csampler folded [-i FILE] [--cpu|--gpu|--both] [--per-thread] [--pid PID]\n"
-		"                       [--tid TID] [--comm NAME] [--python-only]\n"
+		"                       [--tid TID] [--comm NAME] [--python-only] [--idle|--no-idle]\n"
 		"\n"
 		"Print the recorded stacks as folded text, one 'root;...;leaf COUNT' line per\n"
 		"distinct stack, with the annotations _[k] (kernel), _[i] (inlined), _[j] (JIT);\n"
@@ -32,6 +32,8 @@ static void folded_usage(FILE *f)
 		"      --comm NAME      only threads named NAME, or of a process named NAME\n"
 		"      --python-only    stacks keep only their Python frames under the root, as\n"
 		"                       py-spy shows them (samples without any: the root alone)\n"
+		"      --idle           only samples of threads off the CPU (files of record --idle)\n"
+		"      --no-idle        only samples of threads on the CPU\n"
 		"  -h, --help           show this help\n");
 }
 
@@ -40,7 +42,7 @@ static int folded_parse_args(int argc, char **argv, const char **input, struct f
 			     bool *python_only)
 {
 	enum { OPT_PER_THREAD = 256, OPT_PID, OPT_TID, OPT_COMM, OPT_CPU, OPT_GPU, OPT_BOTH,
-	       OPT_PYTHON_ONLY };
+	       OPT_PYTHON_ONLY, OPT_IDLE, OPT_NO_IDLE };
 	static const struct option longopts[] = {
 		{ "input", required_argument, NULL, 'i' },
 		{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
@@ -51,6 +53,8 @@ static int folded_parse_args(int argc, char **argv, const char **input, struct f
 		{ "gpu", no_argument, NULL, OPT_GPU },
 		{ "both", no_argument, NULL, OPT_BOTH },
 		{ "python-only", no_argument, NULL, OPT_PYTHON_ONLY },
+		{ "idle", no_argument, NULL, OPT_IDLE },
+		{ "no-idle", no_argument, NULL, OPT_NO_IDLE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -90,6 +94,12 @@ static int folded_parse_args(int argc, char **argv, const char **input, struct f
 			break;
 		case OPT_PYTHON_ONLY:
 			*python_only = true;
+			break;
+		case OPT_IDLE:
+			o->idle = STACKS_IDLE_ONLY;
+			break;
+		case OPT_NO_IDLE:
+			o->idle = STACKS_IDLE_NONE;
 			break;
 		case 'h':
 			folded_usage(stdout);

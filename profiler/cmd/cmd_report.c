@@ -16,7 +16,7 @@ static void report_usage(FILE *f)
 	fprintf(f,
 		"usage: csampler report [-i FILE] [--sort self|total] [--limit N] [--pid PID]\n"
 		"                       [--tid TID] [--comm NAME] [--format text|json] [--stdio]\n"
-		"                       [--python-only]\n"
+		"                       [--python-only] [--idle|--no-idle]\n"
 		"\n"
 		"Print the top functions by self and total samples, per-process, per-thread and\n"
 		"per-library breakdowns, the hottest source lines and the unwind quality; with\n"
@@ -33,6 +33,8 @@ static void report_usage(FILE *f)
 		"      --stdio          the text report, as perf report --stdio (same as --format text)\n"
 		"      --python-only    stacks keep only their Python frames (py-spy's look); the\n"
 		"                       unwind quality is still that of the whole stacks\n"
+		"      --idle           only samples of threads off the CPU (files of record --idle)\n"
+		"      --no-idle        only samples of threads on the CPU\n"
 		"  -h, --help           show this help\n",
 		REPORT_DEFAULT_LIMIT);
 }
@@ -41,7 +43,7 @@ static void report_usage(FILE *f)
 static int report_parse_args(int argc, char **argv, struct report_opts *o)
 {
 	enum { OPT_SORT = 256, OPT_LIMIT, OPT_PID, OPT_TID, OPT_COMM, OPT_FORMAT, OPT_STDIO,
-	       OPT_PYTHON_ONLY };
+	       OPT_PYTHON_ONLY, OPT_IDLE, OPT_NO_IDLE };
 	static const struct option longopts[] = {
 		{ "input", required_argument, NULL, 'i' },
 		{ "sort", required_argument, NULL, OPT_SORT },
@@ -52,6 +54,8 @@ static int report_parse_args(int argc, char **argv, struct report_opts *o)
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "stdio", no_argument, NULL, OPT_STDIO },
 		{ "python-only", no_argument, NULL, OPT_PYTHON_ONLY },
+		{ "idle", no_argument, NULL, OPT_IDLE },
+		{ "no-idle", no_argument, NULL, OPT_NO_IDLE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -107,6 +111,12 @@ static int report_parse_args(int argc, char **argv, struct report_opts *o)
 			break;
 		case OPT_PYTHON_ONLY:
 			o->python_only = true;
+			break;
+		case OPT_IDLE:
+			o->filter.idle = STACKS_IDLE_ONLY;
+			break;
+		case OPT_NO_IDLE:
+			o->filter.idle = STACKS_IDLE_NONE;
 			break;
 		case 'h':
 			report_usage(stdout);

@@ -79,6 +79,7 @@ struct record {
 	size_t stack_hash_cap;
 	/* counts */
 	uint64_t nsamples, lost, stack_full, unwind_errors;
+	uint64_t offcpu_samples;    /* --idle: weight of the off-CPU samples */
 	uint64_t py_merged, py_changed, py_unread; /* samples by py_merge result */
 	uint32_t *tids, *pids;      /* sets of tids/pids seen in samples (ids + 1) */
 	size_t tid_cap, ntids, pid_cap, npids_seen;
@@ -328,11 +329,23 @@ static void record_sample(struct record *r, const struct sampler_event *ev)
 	}
 	if (!r->o->no_python)
 		n = record_python(r, ev, locs, n, &flags);
+	if (ev->sample.offcpu) {
+		/* --idle: why the thread was not running becomes the leaf, "[off-cpu: futex]" */
+		if (n == RECORD_MAX_LOCS)
+			n--;
+		memmove(locs + 1, locs, (size_t)n * sizeof(*locs));
+		locs[0] = (struct unwind_loc){ unwind_offcpu_module(r->unwind),
+					       (uint64_t)(int64_t)ev->sample.offcpu_syscall, 0 };
+		n++;
+		flags |= PROFILE_SAMPLE_OFFCPU;
+		r->offcpu_samples += ev->sample.weight;
+	}
 	record_write_modules(r);
 	bool seen_user = false;
 	for (int i = 0; i < n; i++) {
 		const struct unwind_module *m = unwind_module_get(r->unwind, locs[i].module);
-		bool kernel = m && (m->flags & PROFILE_MODULE_KERNEL);
+		/* the kernel's frames and the off-CPU leaf: no return addresses */
+		bool kernel = m && (m->flags & (PROFILE_MODULE_KERNEL | PROFILE_MODULE_OFFCPU));
 		/* The first user frame after kernel frames is where the thread entered the
 		 * kernel, not a return address: it is looked up as is, like the leaf. Python
 		 * frame ids are no addresses: never adjusted. */
@@ -358,7 +371,8 @@ static void record_sample(struct record *r, const struct sampler_event *ev)
 	struct {
 		uint64_t time;
 		uint32_t pid, tid, cpu, stack, flags, weight;
-	} rec = { ev->time, ev->pid, ev->tid, ev->cpu, stack, flags, 1 };
+	} rec = { ev->time, ev->pid, ev->tid, ev->cpu, stack, flags,
+		  ev->sample.weight ? ev->sample.weight : 1 };
 	df_put(r->w, DF_SAMPLE, &rec, sizeof(rec));
 	if (r->o->keep_raw && r->o->sampler.callgraph == SAMPLER_CALLGRAPH_DWARF)
 		record_raw(r, ev, flags);
@@ -810,6 +824,9 @@ static void record_print_summary(struct record *r, uint64_t end_ns)
 		secs, (double)bytes / 1024.0, r->o->output,
 		r->nsamples ? (double)bytes / (double)r->nsamples : 0.0);
 	record_print_cost(r);
+	if (r->o->sampler.idle)
+		cs_info("--idle: %llu sampling periods off the CPU (blocked or sleeping), marked [off-cpu: SYSCALL]",
+			(unsigned long long)r->offcpu_samples);
 	if (r->lost)
 		cs_warn("%llu samples were lost: the ring buffers overflowed; use a larger -m or a lower -F",
 			(unsigned long long)r->lost);

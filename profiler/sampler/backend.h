@@ -78,6 +78,10 @@ void sampler_proc_maps(struct sampler_events *e, pid_t pid, uint64_t time);
 /* One thread's scheduling state ('R' running or runnable, 'S', 'D', 'T', 't', 'Z', ...; 0 when
  * unreadable), from /proc/PID/task/TID/stat; *cpu (may be NULL) the CPU it last ran on. */
 char sampler_proc_thread_state(pid_t pid, pid_t tid, uint32_t *cpu);
+/* The same from an open /proc/PID/task/TID/stat (read again from its start), and from its
+ * text (NUL-terminated). */
+char sampler_proc_stat_fd_state(int fd, uint32_t *cpu);
+char sampler_proc_parse_state(const char *stat_text, uint32_t *cpu);
 /* Copy up to size bytes of tid's memory at addr; returns the bytes copied, a prefix that
  * stops at the first unreadable page. */
 size_t sampler_proc_read_stack(pid_t tid, uint64_t addr, uint8_t *buf, size_t size);

@@ -88,6 +88,21 @@ char sampler_proc_thread_state(pid_t pid, pid_t tid, uint32_t *cpu)
 	ssize_t n = cs_read_small_file(path, buf, sizeof(buf));
 	if (n <= 0)
 		return 0;
+	return sampler_proc_parse_state(buf, cpu);
+}
+
+char sampler_proc_stat_fd_state(int fd, uint32_t *cpu)
+{
+	char buf[1024];
+	ssize_t n = fd >= 0 ? pread(fd, buf, sizeof(buf) - 1, 0) : -1;
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	return sampler_proc_parse_state(buf, cpu);
+}
+
+char sampler_proc_parse_state(const char *buf, uint32_t *cpu)
+{
 	/* the name (field 2) may hold spaces and parentheses: fields count from the last ')' */
 	const char *p = strrchr(buf, ')');
 	if (!p || p[1] != ' ' || !p[2])
