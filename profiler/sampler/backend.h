@@ -93,5 +93,12 @@ size_t sampler_proc_read_stack(pid_t tid, uint64_t addr, uint8_t *buf, size_t si
  * (the thread runs), -EAGAIN, or -errno (-EACCES: not permitted to read it). */
 int sampler_proc_offcpu(pid_t pid, pid_t tid, char state, uint8_t *stack, size_t cap,
 			struct sampler_event *ev);
+/* The two halves of it for a caller that keeps the file open (perf's --idle poller):
+ * parse an open /proc/PID/task/TID/syscall (read again from its start) into the system call
+ * (-1: none), SP and PC, returning 0, -EBUSY (running) or -errno; and fill ev as an off-CPU
+ * sample from those and got bytes of stack copied (of cap). */
+int sampler_proc_syscall_fd(int fd, long *nr, uint64_t *sp, uint64_t *pc);
+void sampler_proc_offcpu_event(pid_t pid, pid_t tid, char state, long nr, uint64_t sp, uint64_t pc,
+			       size_t got, size_t cap, struct sampler_event *ev);
 
 #endif

@@ -43,11 +43,27 @@ static void perf_close(struct sampler *base);
 #define PERF_IDLE_RESCAN_NS 10000000ull     /* threads and child processes: every 10 ms */
 #define PERF_IDLE_MAX_PENDING (256u << 20)  /* beyond this, off-CPU samples are dropped */
 
-/* --idle: a thread of a sampled process, as the poller sees it. */
+#define PERF_IDLE_FLUSH_NS 100000000ull   /* a long wait is delivered in 100 ms pieces */
+
+/* --idle: a thread of a sampled process, as the poller sees it. A thread that stays blocked
+ * at the same place without running between ticks is not copied again: its pending sample
+ * weighs one more period per tick, and is delivered when the thread moves (or every
+ * PERF_IDLE_FLUSH_NS), so a program with many idle threads costs one small read per thread
+ * and tick, not a stack copy and an unwind. */
 struct perf_idle_thread {
 	pid_t pid, tid;
-	int stat_fd;              /* /proc/PID/task/TID/stat, kept open: read at every tick */
+	int syscall_fd;           /* /proc/PID/task/TID/syscall, kept open: read at every tick */
+	int schedstat_fd;         /* .../schedstat: its CPU time, to see that it did not run */
 	bool seen;                /* found by the last rescan */
+	/* the last stack copy (armed: it is still the thread's) and the periods it stands for
+	 * that are not delivered yet (weight) */
+	bool armed;
+	uint32_t weight;
+	char state;
+	long nr;
+	uint64_t sp, pc, runtime, time;
+	size_t got;
+	uint8_t *stack;           /* opts.stack_size bytes, allocated at the first sample */
 };
 
 /* --idle: the poller thread's state. Only the poller touches the fields above lock; lock
@@ -65,7 +81,9 @@ struct perf_idle {
 	uint8_t *stack;           /* stack copy buffer, opts.stack_size bytes */
 	uint64_t period_ns, rescan_ns;
 	uint64_t ticks, late_ticks; /* ticks taken; periods the poller slept through */
-	uint64_t taken, missed;   /* off-CPU samples; threads that moved while read */
+	uint64_t taken, missed;   /* blocked threads seen at ticks; threads that moved while read */
+	uint64_t copies;          /* stack copies made (a thread still blocked where it was is
+				   * not copied again) */
 	pthread_mutex_t lock;
 	struct sampler_events events; /* off-CPU samples not collected yet */
 	pid_t *new_pids;          /* processes created (FORK records), for the poller */
@@ -289,10 +307,13 @@ static void perf_idle_children(struct perf_idle *idle, pid_t pid, pid_t tid)
 	}
 }
 
+static void perf_idle_thread_free(struct perf_sampler *s, struct perf_idle_thread *th);
+
 /* Bring the thread list up to date: new processes from FORK records and from the children
  * files, every thread of every process; threads and processes that are gone are dropped. */
-static void perf_idle_rescan(struct perf_idle *idle)
+static void perf_idle_rescan(struct perf_sampler *s)
 {
+	struct perf_idle *idle = s->idle;
 	pthread_mutex_lock(&idle->lock);
 	for (size_t i = 0; i < idle->nnew_pids; i++)
 		perf_idle_add_pid(idle, idle->new_pids[i]);
@@ -320,15 +341,17 @@ static void perf_idle_rescan(struct perf_idle *idle)
 				if (idle->threads[t].tid == tid && idle->threads[t].pid == pid)
 					th = &idle->threads[t];
 			if (!th) {
-				char stat[80];
-				snprintf(stat, sizeof(stat), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-				int fd = open(stat, O_RDONLY | O_CLOEXEC);
+				char file[80];
+				snprintf(file, sizeof(file), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
+				int fd = open(file, O_RDONLY | O_CLOEXEC);
 				if (fd < 0)
-					continue;
+					continue; /* gone, or not permitted (-EACCES): not sampled */
+				snprintf(file, sizeof(file), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
 				cs_grow(&idle->threads, &idle->cap_threads, idle->nthreads + 1,
 					sizeof(*idle->threads));
 				th = &idle->threads[idle->nthreads++];
-				*th = (struct perf_idle_thread){ .pid = pid, .tid = tid, .stat_fd = fd };
+				*th = (struct perf_idle_thread){ .pid = pid, .tid = tid, .syscall_fd = fd,
+					.schedstat_fd = open(file, O_RDONLY | O_CLOEXEC) };
 			}
 			th->seen = true;
 			perf_idle_children(idle, pid, tid);
@@ -338,7 +361,7 @@ static void perf_idle_rescan(struct perf_idle *idle)
 	for (size_t t = 0; t < idle->nthreads; t++) {
 		if (idle->threads[t].seen)
 			continue;
-		close(idle->threads[t].stat_fd);
+		perf_idle_thread_free(s, &idle->threads[t]);
 		idle->threads[t--] = idle->threads[--idle->nthreads];
 	}
 }
@@ -353,45 +376,107 @@ static bool perf_idle_exec_seen(struct perf_sampler *s)
 	return false;
 }
 
-static void perf_idle_take(struct perf_sampler *s, struct perf_idle_thread *th, char state,
-			   uint32_t cpu, uint32_t weight)
+/* The thread's CPU time so far (the first field of schedstat), or UINT64_MAX when unknown. */
+static uint64_t perf_idle_runtime(const struct perf_idle_thread *th)
+{
+	char buf[128];
+	ssize_t n = th->schedstat_fd >= 0 ? pread(th->schedstat_fd, buf, sizeof(buf) - 1, 0) : -1;
+	if (n <= 0)
+		return UINT64_MAX;
+	buf[n] = 0;
+	return strtoull(buf, NULL, 10);
+}
+
+/* Deliver the thread's pending sample (into the set collect merges). */
+static void perf_idle_flush(struct perf_sampler *s, struct perf_idle_thread *th)
 {
 	struct perf_idle *idle = s->idle;
-	struct sampler_event ev;
-	int ret = sampler_proc_offcpu(th->pid, th->tid, state, idle->stack, s->base.opts.stack_size,
-				      &ev);
-	if (ret) {
-		idle->missed += ret == -EAGAIN;
+	if (!th->weight)
 		return;
-	}
-	idle->taken++;
-	ev.cpu = cpu;
-	ev.sample.weight = weight;
+	struct sampler_event ev;
+	sampler_proc_offcpu_event(th->pid, th->tid, th->state, th->nr, th->sp, th->pc, th->got,
+				  s->base.opts.stack_size, &ev);
+	ev.time = th->time;
+	ev.sample.weight = th->weight;
+	th->weight = 0;
 	pthread_mutex_lock(&idle->lock);
 	if (idle->events.arena.len > PERF_IDLE_MAX_PENDING) {
 		idle->lost++;
 	} else {
-		ev.time = cs_monotonic_ns();
 		struct sampler_pending *pe = sampler_events_push(&idle->events, SAMPLER_EV_SAMPLE);
 		pe->ev = ev;
-		if (ev.sample.snap.stack_size)
-			pe->off_a = sampler_events_keep(&idle->events, idle->stack,
-							ev.sample.snap.stack_size);
+		if (th->got)
+			pe->off_a = sampler_events_keep(&idle->events, th->stack, th->got);
 	}
 	pthread_mutex_unlock(&idle->lock);
 }
 
-static void perf_idle_tick(struct perf_sampler *s, uint32_t weight)
+static void perf_idle_thread_free(struct perf_sampler *s, struct perf_idle_thread *th)
+{
+	perf_idle_flush(s, th);
+	close(th->syscall_fd);
+	if (th->schedstat_fd >= 0)
+		close(th->schedstat_fd);
+	free(th->stack);
+}
+
+/* One thread at one tick that stands for periods sampling periods. */
+static void perf_idle_sample(struct perf_sampler *s, struct perf_idle_thread *th, uint64_t now,
+			     uint32_t periods)
 {
 	struct perf_idle *idle = s->idle;
-	for (size_t t = 0; t < idle->nthreads; t++) {
-		struct perf_idle_thread *th = &idle->threads[t];
-		uint32_t cpu = 0;
-		char state = sampler_proc_stat_fd_state(th->stat_fd, &cpu);
-		/* 'R': running (cpu-clock samples it) or waiting for a CPU; 'Z', 'X': gone */
-		if (state && state != 'R' && state != 'Z' && state != 'X')
-			perf_idle_take(s, th, state, cpu, weight);
+	long nr, nr2;
+	uint64_t sp, pc, sp2, pc2;
+	int ret = sampler_proc_syscall_fd(th->syscall_fd, &nr, &sp, &pc);
+	if (ret) {
+		perf_idle_flush(s, th); /* running (cpu-clock samples it), or gone */
+		th->armed = false;
+		return;
 	}
+	uint64_t runtime = perf_idle_runtime(th);
+	if (th->armed && nr == th->nr && sp == th->sp && pc == th->pc && runtime != UINT64_MAX &&
+	    runtime == th->runtime) {
+		/* still blocked where it was, and it did not run since: the same stack */
+		if (!th->weight)
+			th->time = now;
+		th->weight += periods;
+		idle->taken++;
+		if (now - th->time >= PERF_IDLE_FLUSH_NS)
+			perf_idle_flush(s, th); /* the copy stays armed for the next piece */
+		return;
+	}
+	perf_idle_flush(s, th);
+	th->armed = false;
+	char state = sampler_proc_thread_state(th->pid, th->tid, NULL);
+	if (!state || state == 'R' || state == 'Z' || state == 'X')
+		return; /* woke up meanwhile, or gone */
+	if (!th->stack)
+		th->stack = cs_malloc(s->base.opts.stack_size ? s->base.opts.stack_size : 1);
+	size_t got = sampler_proc_read_stack(th->tid, sp, th->stack, s->base.opts.stack_size);
+	/* the thread may have run between the reads: then the copy belongs to no one state */
+	if (sampler_proc_syscall_fd(th->syscall_fd, &nr2, &sp2, &pc2) || nr2 != nr || sp2 != sp ||
+	    pc2 != pc) {
+		idle->missed++;
+		return;
+	}
+	idle->taken++;
+	idle->copies++;
+	th->armed = true;
+	th->weight = periods;
+	th->state = state;
+	th->nr = nr;
+	th->sp = sp;
+	th->pc = pc;
+	th->runtime = runtime;
+	th->time = now;
+	th->got = got;
+}
+
+static void perf_idle_tick(struct perf_sampler *s, uint64_t now, uint32_t periods)
+{
+	struct perf_idle *idle = s->idle;
+	for (size_t t = 0; t < idle->nthreads; t++)
+		perf_idle_sample(s, &idle->threads[t], now, periods);
 }
 
 static void *perf_idle_main(void *arg)
@@ -423,11 +508,13 @@ static void *perf_idle_main(void *arg)
 		idle->ticks++;
 		idle->late_ticks += periods - 1;
 		if (now - last_rescan >= idle->rescan_ns) {
-			perf_idle_rescan(idle);
+			perf_idle_rescan(s);
 			last_rescan = now;
 		}
-		perf_idle_tick(s, periods);
+		perf_idle_tick(s, now, periods);
 	}
+	for (size_t t = 0; t < idle->nthreads; t++)
+		perf_idle_flush(s, &idle->threads[t]); /* before the last collect */
 	return NULL;
 }
 
@@ -467,7 +554,7 @@ static void perf_idle_free(struct perf_sampler *s)
 		return;
 	perf_idle_stop(s);
 	for (size_t t = 0; t < idle->nthreads; t++)
-		close(idle->threads[t].stat_fd);
+		perf_idle_thread_free(s, &idle->threads[t]);
 	free(idle->threads);
 	free(idle->pids);
 	free(idle->new_pids);
@@ -524,9 +611,10 @@ static void perf_describe(struct sampler *base, char *buf, size_t len)
 		return;
 	/* after sampler_disable: the poller has stopped */
 	snprintf(buf, len,
-		 "--idle: %llu off-CPU samples read from /proc in %llu ticks, %llu skipped (the thread moved while read), %llu periods the poller was late for",
-		 (unsigned long long)idle->taken, (unsigned long long)idle->ticks,
-		 (unsigned long long)idle->missed, (unsigned long long)idle->late_ticks);
+		 "--idle: %llu ticks found a thread off the CPU, %llu stack copies read from /proc, %llu skipped (the thread moved while read); %llu ticks, late for %llu periods",
+		 (unsigned long long)idle->taken, (unsigned long long)idle->copies,
+		 (unsigned long long)idle->missed, (unsigned long long)idle->ticks,
+		 (unsigned long long)idle->late_ticks);
 }
 
 static int perf_open_launch(struct sampler **out, const struct sampler_opts *opts, pid_t child)
