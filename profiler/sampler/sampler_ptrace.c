@@ -65,6 +65,7 @@ struct pt_thread {
 	char comm[16];
 	uint64_t comm_check_ns;
 	uint64_t interrupt_ns;
+	uint32_t interrupt_weight; /* sampling periods the pending interrupt's sample stands for */
 	uint32_t cpu;
 	uint64_t cpu_ticks_first, cpu_ticks_last; /* utime + stime, clock ticks */
 	bool cpu_ticks_known;
@@ -364,7 +365,7 @@ static void pt_take_sample(struct ptrace_sampler *s, struct pt_thread *t, struct
 	ev->cpu = t->cpu;
 	ev->sample.snap.pid = (uint32_t)t->pid;
 	ev->sample.snap.tid = (uint32_t)t->tid;
-	ev->sample.weight = 1;
+	ev->sample.weight = t->interrupt_weight ? t->interrupt_weight : 1;
 	if (fp) {
 		pe->off_c = sampler_events_keep(&s->events, ips, nips * 8);
 		ev->sample.snap.nuser_ips = nips;
@@ -386,7 +387,7 @@ static void pt_take_sample(struct ptrace_sampler *s, struct pt_thread *t, struct
 
 /* --idle: a thread off the CPU, sampled from /proc without stopping it. */
 static void pt_take_offcpu(struct ptrace_sampler *s, struct pt_thread *t, struct pt_process *p,
-			   char state, uint64_t now)
+			   char state, uint64_t now, uint32_t periods)
 {
 	struct sampler_event ev;
 	int ret = sampler_proc_offcpu(t->pid, t->tid, state, s->stack, s->base.opts.stack_size, &ev);
@@ -401,6 +402,7 @@ static void pt_take_offcpu(struct ptrace_sampler *s, struct pt_thread *t, struct
 		pt_comm(s, t, false, now);
 	ev.time = now;
 	ev.cpu = t->cpu;
+	ev.sample.weight = periods;
 	pthread_mutex_lock(&s->lock);
 	if (s->events.arena.len > PT_MAX_PENDING_BYTES) {
 		s->lost++;
@@ -415,7 +417,10 @@ static void pt_take_offcpu(struct ptrace_sampler *s, struct pt_thread *t, struct
 
 /* ---- the tick ---- */
 
-static void pt_tick(struct ptrace_sampler *s, uint64_t now)
+/* periods: the sampling periods this tick stands for (more than 1 when the tracer was late
+ * and timer ticks were missed), the weight of its samples, so that --idle shares stay shares
+ * of wall-clock time on a busy machine. */
+static void pt_tick(struct ptrace_sampler *s, uint64_t now, uint32_t periods)
 {
 	for (size_t i = 0; i < s->nthreads; i++) {
 		struct pt_thread *t = &s->threads[i];
@@ -427,9 +432,10 @@ static void pt_tick(struct ptrace_sampler *s, uint64_t now)
 			if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) == 0) {
 				t->interrupt_pending = true;
 				t->interrupt_ns = now;
+				t->interrupt_weight = periods;
 			}
 		} else if (s->base.opts.idle && state && state != 'Z' && state != 'X') {
-			pt_take_offcpu(s, t, p, state, now);
+			pt_take_offcpu(s, t, p, state, now, periods);
 		}
 	}
 	for (size_t i = 0; i < s->nprocs; i++)
@@ -771,10 +777,10 @@ static void *pt_tracer(void *arg)
 	while (!s->stop) {
 		uint64_t now = cs_monotonic_ns();
 		if (now >= s->next_tick) {
-			pt_tick(s, now);
-			s->next_tick += s->period_ns;
-			if (s->next_tick <= now)
-				s->next_tick = now + s->period_ns; /* ticks missed: do not catch up */
+			/* ticks missed: not caught up, but this one weighs them */
+			uint64_t missed = (now - s->next_tick) / s->period_ns;
+			pt_tick(s, now, missed < 1000000 ? (uint32_t)missed + 1 : 1000000);
+			s->next_tick += (missed + 1) * s->period_ns;
 			pt_wake(s);
 		}
 		int status;
