@@ -4,6 +4,7 @@
 #include "cmd/cmds.h"
 #include "base/cs.h"
 #include "analysis/profile.h"
+#include "analysis/stacks.h"
 #include "export/export.h"
 
 #include <errno.h>
@@ -16,7 +17,7 @@
 static void export_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: csampler export [--format NAME] [-o FILE] [-i FILE]\n"
+		"usage: csampler export [--format NAME] [-o FILE] [-i FILE] [--idle|--no-idle]\n"
 		"\n"
 		"Write a profile in another tool's format.\n"
 		"\n"
@@ -27,12 +28,15 @@ static void export_usage(FILE *f)
 	fprintf(f,
 		"  -o, --output FILE    file to write (default: standard output)\n"
 		"  -i, --input FILE     data file to read (default ./csampler.data)\n"
+		"      --idle           only samples of threads off the CPU (files of record --idle)\n"
+		"      --no-idle        only samples of threads on the CPU\n"
 		"  -h, --help           show this help\n");
 }
 
 struct export_args {
 	const char *input, *output;
 	const struct export_format *format;
+	int idle;                 /* enum stacks_idle */
 };
 
 /* Parse argv. Returns 0, 1 when --help was printed, or -EINVAL after one line. */
@@ -42,6 +46,8 @@ static int export_parse_args(int argc, char **argv, struct export_args *a)
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "input", required_argument, NULL, 'i' },
+		{ "idle", no_argument, NULL, 'I' },
+		{ "no-idle", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -71,6 +77,12 @@ static int export_parse_args(int argc, char **argv, struct export_args *a)
 		case 'i':
 			a->input = optarg;
 			input_given = true;
+			break;
+		case 'I':
+			a->idle = STACKS_IDLE_ONLY;
+			break;
+		case 'N':
+			a->idle = STACKS_IDLE_NONE;
 			break;
 		case 'h':
 			export_usage(stdout);
@@ -171,6 +183,18 @@ int cmd_export(int argc, char **argv)
 		return CS_EXIT_ERROR;
 	if (profile_load(a.input, &p) < 0)
 		return CS_EXIT_ERROR; /* profile_load printed why */
+	if (a.idle) {
+		/* --idle / --no-idle: the formats see only the samples of one kind */
+		size_t kept = 0;
+		p->nsamples = 0;
+		for (size_t i = 0; i < p->nsamples_records; i++) {
+			if (!stacks_idle_match(a.idle, p->samples[i].flags))
+				continue;
+			p->nsamples += p->samples[i].weight;
+			p->samples[kept++] = p->samples[i];
+		}
+		p->nsamples_records = kept;
+	}
 	err = export_write(&a, p, in_place);
 	profile_free(p);
 	if (!err && a.output)

@@ -89,6 +89,13 @@ for mode in perf ptrace; do
 	else
 		fail "idle $mode: folded --no-idle has off-CPU frames or --idle has others"
 	fi
+	"$CSAMPLER" export -f speedscope --no-idle -i idle-$mode.data -o on.json 2>/dev/null
+	"$CSAMPLER" export -f speedscope --idle -i idle-$mode.data -o off.json 2>/dev/null
+	if [ -s on.json ] && ! grep -q 'off-cpu' on.json && grep -q '\[off-cpu: futex\]' off.json; then
+		pass "idle $mode: export --idle / --no-idle"
+	else
+		fail "idle $mode: export --no-idle has off-CPU frames or --idle lacks them"
+	fi
 	"$CSAMPLER" flame -i idle-$mode.data --dump-layout >layout.txt 2>/dev/null
 	"$CSAMPLER" flame -i idle-$mode.data --dump-layout --no-idle >layout-on.txt 2>/dev/null
 	if grep -q ' off-cpu \[off-cpu: futex\]$' layout.txt && [ -s layout-on.txt ] && ! grep -q ' off-cpu ' layout-on.txt; then
