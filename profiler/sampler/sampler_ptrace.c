@@ -37,7 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PT_MAPS_REFRESH_NS 500000000ull
+#define PT_MAPS_REFRESH_NS 500000000ull /* the longest interval between two reads */
+#define PT_MAPS_FIRST_NS 1000000ull     /* the first, after an exec; it doubles each time */
 #define PT_MAPS_MISS_NS 20000000ull     /* at most one re-read per 20 ms on a pc miss */
 #define PT_COMM_REFRESH_NS 1000000000ull
 #define PT_MAX_PENDING_BYTES (256u << 20) /* beyond this, samples are dropped (LOST) */
@@ -54,6 +55,8 @@ struct pt_process {
 	struct pt_map *maps;      /* executable mappings already delivered */
 	size_t nmaps, capmaps;
 	uint64_t maps_read_ns;
+	uint64_t maps_interval_ns; /* until the next periodic read: short after an exec, when
+				    * the dynamic loader maps libraries, then up to 500 ms */
 };
 
 struct pt_thread {
@@ -432,10 +435,15 @@ static void pt_tick(struct ptrace_sampler *s, uint64_t now)
 			pt_take_offcpu(s, t, p, state, now);
 		}
 	}
-	for (size_t i = 0; i < s->nprocs; i++)
-		if (s->procs[i].sampling && !s->procs[i].exited &&
-		    now - s->procs[i].maps_read_ns > PT_MAPS_REFRESH_NS)
-			pt_refresh_maps(s, &s->procs[i], now);
+	for (size_t i = 0; i < s->nprocs; i++) {
+		struct pt_process *p = &s->procs[i];
+		if (!p->sampling || p->exited || now - p->maps_read_ns < p->maps_interval_ns)
+			continue;
+		pt_refresh_maps(s, p, now);
+		p->maps_interval_ns = p->maps_interval_ns * 2 > PT_MAPS_REFRESH_NS
+					      ? PT_MAPS_REFRESH_NS
+					      : p->maps_interval_ns * 2;
+	}
 }
 
 /* ---- stops ---- */
@@ -471,6 +479,9 @@ static void pt_new_task(struct ptrace_sampler *s, struct pt_thread *parent, int 
 	t = pt_add_thread(s, pid, tid);
 	struct pt_process *np = pt_process(s, pid, true);
 	pt_task_event(s, SAMPLER_EV_FORK, pid, tid, process ? parent_pid : pid, parent_tid);
+	/* a new thread often follows a dlopen: read the mappings again at the next tick */
+	if (!process)
+		np->maps_interval_ns = PT_MAPS_FIRST_NS;
 	if (process && sampling && !np->sampling) {
 		np->sampling = true;
 		/* a forked child has its parent's mappings: the recorder copies them at FORK */
@@ -480,6 +491,7 @@ static void pt_new_task(struct ptrace_sampler *s, struct pt_thread *parent, int 
 			memcpy(np->maps, pp->maps, pp->nmaps * sizeof(*np->maps));
 			np->nmaps = np->capmaps = pp->nmaps;
 			np->maps_read_ns = pp->maps_read_ns;
+			np->maps_interval_ns = PT_MAPS_FIRST_NS;
 		}
 	} else if (!process) {
 		np->sampling = sampling;
@@ -513,6 +525,7 @@ static void pt_exec(struct ptrace_sampler *s, pid_t pid, uint64_t now)
 	p->nmaps = p->capmaps = 0;
 	pt_comm(s, t, true, now);
 	pt_refresh_maps(s, p, now);
+	p->maps_interval_ns = PT_MAPS_FIRST_NS;
 }
 
 static void pt_exited(struct ptrace_sampler *s, pid_t tid, int status)
@@ -667,6 +680,7 @@ static int pt_attach_all(struct ptrace_sampler *s)
 					s->threads[k].comm[strcspn(s->threads[k].comm, "\n")] = 0;
 			}
 		pt_refresh_maps(s, p, now);
+		p->maps_interval_ns = PT_MAPS_REFRESH_NS;
 	}
 	return 0;
 }
