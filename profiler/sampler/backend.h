@@ -73,7 +73,11 @@ void sampler_events_free(struct sampler_events *e);
  * stamped with time. */
 void sampler_proc_comms(struct sampler_events *e, pid_t pid, uint64_t time);
 void sampler_proc_comm(struct sampler_events *e, pid_t pid, pid_t tid, uint64_t time, bool fork);
-void sampler_proc_maps(struct sampler_events *e, pid_t pid, uint64_t time);
+/* keep (may be NULL: all) sees each executable mapping and says whether to deliver it. */
+typedef bool (*sampler_map_fn)(void *arg, uint64_t start, uint64_t end, uint64_t pgoff,
+			       const char *path);
+void sampler_proc_maps(struct sampler_events *e, pid_t pid, uint64_t time, sampler_map_fn keep,
+		       void *arg);
 
 /* One thread's scheduling state ('R' running or runnable, 'S', 'D', 'T', 't', 'Z', ...; 0 when
  * unreadable), from /proc/PID/task/TID/stat; *cpu (may be NULL) the CPU it last ran on. */

@@ -290,54 +290,40 @@ static uint64_t pt_hash(const char *str)
 	return h;
 }
 
+struct pt_maps_read {
+	struct pt_process *p;
+	struct pt_map *now;       /* every executable mapping of this read */
+	size_t n, cap;
+};
+
+/* A mapping is delivered unless the last read had it already (same range, offset, path). */
+static bool pt_map_is_new(void *arg, uint64_t start, uint64_t end, uint64_t pgoff, const char *path)
+{
+	struct pt_maps_read *rd = arg;
+	struct pt_map m = { start, end, pgoff, pt_hash(path) };
+	cs_grow(&rd->now, &rd->cap, rd->n + 1, sizeof(*rd->now));
+	rd->now[rd->n++] = m;
+	for (size_t i = 0; i < rd->p->nmaps; i++)
+		if (!memcmp(&rd->p->maps[i], &m, sizeof(m)))
+			return false;
+	return true;
+}
+
 /* Re-read the process' executable mappings and deliver those not delivered yet (all of them
  * after an exec: known is cleared then). */
 static void pt_refresh_maps(struct ptrace_sampler *s, struct pt_process *p, uint64_t now)
 {
-	char path[64], line[4352];
-	struct pt_map *now_maps = NULL;
-	size_t n = 0, cap = 0;
-
+	struct pt_maps_read rd = { .p = p };
 	p->maps_read_ns = now;
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return;
 	pthread_mutex_lock(&s->lock);
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long start, end, pgoff;
-		char perms[8];
-		int name_at = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &pgoff,
-			   &name_at) < 4 || perms[2] != 'x')
-			continue;
-		char *name = line + name_at;
-		name[strcspn(name, "\n")] = 0;
-		struct pt_map m = { start, end, pgoff, pt_hash(name) };
-		cs_grow(&now_maps, &cap, n + 1, sizeof(*now_maps));
-		now_maps[n++] = m;
-		bool known = false;
-		for (size_t i = 0; i < p->nmaps && !known; i++)
-			known = !memcmp(&p->maps[i], &m, sizeof(m));
-		if (known)
-			continue;
-		struct sampler_pending *pe = sampler_events_push(&s->events, SAMPLER_EV_MMAP);
-		pe->ev.time = now;
-		pe->ev.pid = (uint32_t)p->pid;
-		pe->ev.tid = (uint32_t)p->pid;
-		pe->ev.mmap.start = start;
-		pe->ev.mmap.len = end - start;
-		pe->ev.mmap.pgoff = pgoff;
-		pe->ev.mmap.prot = (perms[0] == 'r' ? 1 : 0) | (perms[1] == 'w' ? 2 : 0) | 4;
-		pe->ev.mmap.flags = perms[3] == 'p' ? 2 /* MAP_PRIVATE */ : 1 /* MAP_SHARED */;
-		pe->off_a = sampler_events_keep(&s->events, name, strlen(name) + 1);
-	}
+	sampler_proc_maps(&s->events, p->pid, now, pt_map_is_new, &rd);
 	pthread_mutex_unlock(&s->lock);
-	fclose(f);
+	if (!rd.n && p->nmaps)
+		return; /* unreadable (the process is exiting): keep what was known */
 	free(p->maps);
-	p->maps = now_maps;
-	p->nmaps = n;
-	p->capmaps = cap;
+	p->maps = rd.now;
+	p->nmaps = rd.n;
+	p->capmaps = rd.cap;
 }
 
 static bool pt_pc_known(const struct pt_process *p, uint64_t pc)
