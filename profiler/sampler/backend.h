@@ -9,6 +9,8 @@
 
 #include "base/cs.h"
 
+#include <sys/user.h>
+
 struct sampler_ops {
 	const char *name;         /* "perf_event_open", "ptrace" */
 	/* Open quietly: return -errno and leave the one-line message to explain_open_error,
@@ -93,5 +95,10 @@ size_t sampler_proc_read_stack(pid_t tid, uint64_t addr, uint8_t *buf, size_t si
  * (the thread runs), -EAGAIN, or -errno (-EACCES: not permitted to read it). */
 int sampler_proc_offcpu(pid_t pid, pid_t tid, char state, uint8_t *stack, size_t cap,
 			struct sampler_event *ev);
+
+/* ptrace: at a stop that aborted a system call with EINTR which the kernel would not restart
+ * (epoll_wait, semop, ...), restart it, unless a signal of the target's own is pending; the
+ * thread is in a ptrace stop, regs its registers there. Returns whether it did. */
+bool sampler_ptrace_restart_syscall(pid_t pid, pid_t tid, const struct user_regs_struct *regs);
 
 #endif

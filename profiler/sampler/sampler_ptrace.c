@@ -111,6 +111,7 @@ struct ptrace_sampler {
 	uint64_t nstops, stop_ns_total, stop_ns_max; /* from the stop's report to the resume */
 	uint64_t reach_ns_total;  /* from PTRACE_INTERRUPT to the stop's report */
 	uint64_t offcpu_taken, offcpu_missed;
+	uint64_t syscalls_restarted; /* aborted by a stop with EINTR, restarted */
 };
 
 /* The timer's signal only interrupts the tracer's waitpid: the handler has nothing to do. */
@@ -358,6 +359,42 @@ static size_t pt_fp_chain(pid_t tid, const struct user_regs_struct *regs, const 
 	return n;
 }
 
+/* Whether the thread has a signal of its own waiting (pending for it or for its process, and
+ * not blocked), from /proc/PID/task/TID/status. */
+static bool pt_signal_pending(pid_t pid, pid_t tid)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+	if (cs_read_small_file(path, buf, sizeof(buf)) <= 0)
+		return true; /* cannot tell: leave the call's result alone */
+	const char *pnd = strstr(buf, "\nSigPnd:"), *shd = strstr(buf, "\nShdPnd:");
+	const char *blk = strstr(buf, "\nSigBlk:");
+	if (!pnd || !shd || !blk)
+		return true;
+	uint64_t pending = strtoull(pnd + 8, NULL, 16) | strtoull(shd + 8, NULL, 16);
+	return (pending & ~strtoull(blk + 8, NULL, 16)) != 0;
+}
+
+/* The stop aborted a system call that the kernel does not restart by itself (epoll_wait,
+ * semop, sigtimedwait: they return EINTR after any stop, see signal(7)): restart it the way the
+ * kernel restarts the others (the call again, from its syscall instruction), so that sampling
+ * never shows the target an EINTR. Not when a signal of the target's own is waiting: then EINTR
+ * is what it would have seen without csampler. A restarted call with a timeout waits its whole
+ * timeout again. Returns whether it restarted the call (backend.h). */
+bool sampler_ptrace_restart_syscall(pid_t pid, pid_t tid, const struct user_regs_struct *regs)
+{
+	if ((long long)regs->orig_rax < 0 || (long long)regs->rax != -EINTR)
+		return false;
+	uint8_t insn[2];
+	if (sampler_proc_read_stack(tid, regs->rip - 2, insn, 2) != 2 || insn[0] != 0x0f ||
+	    insn[1] != 0x05 || pt_signal_pending(pid, tid))
+		return false;
+	struct user_regs_struct again = *regs;
+	again.rax = again.orig_rax;
+	again.rip -= 2;
+	return ptrace(PTRACE_SETREGS, tid, NULL, &again) == 0;
+}
+
 /* The thread is in the stop its PTRACE_INTERRUPT asked for: take its sample. */
 static void pt_take_sample(struct ptrace_sampler *s, struct pt_thread *t, struct pt_process *p,
 			   uint64_t now)
@@ -365,6 +402,8 @@ static void pt_take_sample(struct ptrace_sampler *s, struct pt_thread *t, struct
 	struct user_regs_struct regs;
 	if (ptrace(PTRACE_GETREGS, t->tid, NULL, &regs) < 0)
 		return;
+	if (sampler_ptrace_restart_syscall(t->pid, t->tid, &regs))
+		s->syscalls_restarted++;
 	if (!pt_pc_known(p, regs.rip) && now - p->maps_read_ns > PT_MAPS_MISS_NS)
 		pt_refresh_maps(s, p, now); /* a library mapped since the last read */
 	if (!t->comm_sent || now - t->comm_check_ns > PT_COMM_REFRESH_NS)
@@ -1023,6 +1062,9 @@ static void pt_describe(struct sampler *base, char *buf, size_t len)
 			 "ptrace: %llu stops, each held %.1f us on average (at most %.1f us) after %.1f us to stop",
 			 (unsigned long long)s->nstops, (double)s->stop_ns_total / n_stops / 1e3,
 			 (double)s->stop_ns_max / 1e3, (double)s->reach_ns_total / n_stops / 1e3);
+	if (s->syscalls_restarted && n > 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, "; %llu system calls a stop aborted with EINTR restarted",
+			      (unsigned long long)s->syscalls_restarted);
 	if (s->base.opts.idle && n > 0 && (size_t)n < len)
 		snprintf(buf + n, len - (size_t)n, "; %llu off-CPU samples read from /proc, %llu skipped (the thread moved while read)",
 			 (unsigned long long)s->offcpu_taken, (unsigned long long)s->offcpu_missed);
