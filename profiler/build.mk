@@ -20,7 +20,7 @@ PROFILER_SRCS := profiler/main.c \
 	$(PROFILER_ANALYSIS:%=profiler/analysis/%.c) $(PROFILER_EXPORT:%=profiler/export/%.c)
 PROFILER_TESTS := base/cs format/datafile unwind/unwind unwind/symbols \
 	analysis/profile_builder analysis/stacks analysis/fold_gpu analysis/report analysis/gpu \
-	record/gpu_merge unwind/python unwind/jit analysis/compare
+	record/gpu_merge unwind/python unwind/jit analysis/compare export/pprof
 PROFILER_OBJS      := $(PROFILER_SRCS:%.c=$(BUILD)/%.o)
 PROFILER_TEST_OBJS := $(PROFILER_TESTS:%=$(BUILD)/profiler/%_test.o)
 PROFILER_LIBS      := -ldw -lelf -lz -lzstd -llzma -lstdc++ -lm
