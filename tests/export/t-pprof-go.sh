@@ -54,7 +54,7 @@ else
 		check "pprof-go: -traces shows tid labels of both threads ($ntids)" test "$ntids" = 2
 		check "pprof-go: -traces shows the thread_name label" grep -qE '^ *thread_name: +accuracy$' traces.txt
 		check "pprof-go: -traces shows work_gamma inlined into gamma_caller" \
-			grep -A1 -E ' work_gamma \(inline\)$' traces.txt | grep -qE '^ +gamma_caller$'
+			bash -c "grep -A1 -E ' work_gamma \(inline\)\$' traces.txt | grep -qE '^ +gamma_caller\$'"
 	fi
 fi
 
