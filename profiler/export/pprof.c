@@ -97,7 +97,7 @@ struct pprof_ctx {
 	const struct profile *p;
 	uint32_t *keys;          /* the runs of every key, appended */
 	size_t nkeys, keys_cap;
-	struct pprof_table locations, functions;
+	struct pprof_table locations, functions, rows; /* rows: (stack, leaf, pid, tid) */
 	struct cs_buf out, sub, line;
 	uint32_t *stack_locations; /* scratch: one stack's location ids, leaf first */
 	/* Strings the profile lacks (value-type and label names, GPU leaves): string ids from
@@ -296,23 +296,39 @@ static int pprof_thread_cmp(const void *x, const void *y)
 	return a->tid < b->tid ? -1 : a->tid > b->tid;
 }
 
-/* The rows of p: one per sample record and one per GPU activity that is GPU work (kernels,
- * copies, memsets, syncs), sorted and merged per (stack, leaf, pid, tid). Returns their
+/* The row of (stack, leaf, pid, tid) in *rows, made (zeroed) the first time: one hash lookup
+ * per sample record, however many there are. */
+static struct pprof_row *pprof_row_of(struct pprof_ctx *c, struct pprof_row **rows,
+				      size_t *cap, uint32_t stack, uint32_t leaf, uint32_t pid,
+				      uint32_t tid)
+{
+	uint32_t key[4] = { stack, leaf, pid, tid };
+	bool added;
+	uint32_t id = pprof_intern(c, &c->rows, key, 4, &added);
+
+	if (added) {
+		cs_grow(rows, cap, id, sizeof(**rows));
+		(*rows)[id - 1] = (struct pprof_row){ .stack = stack, .leaf = leaf, .pid = pid,
+						      .tid = tid };
+	}
+	return &(*rows)[id - 1];
+}
+
+/* The rows of p: the sample records and the GPU activities that are GPU work (kernels,
+ * copies, memsets, syncs), summed per (stack, leaf, pid, tid) and sorted. Returns their
  * number into *out (cs_malloc'ed). */
 static size_t pprof_rows(struct pprof_ctx *c, struct pprof_row **out)
 {
 	const struct profile *p = c->p;
-	struct pprof_row *rows = cs_calloc(p->nsamples_records + p->ngpu_activities + 1,
-					   sizeof(*rows));
+	struct pprof_row *rows = NULL;
+	size_t rows_cap = 0;
 	uint32_t *kernel_leaf = NULL; /* profile string id of a kernel name -> its leaf's id */
 	uint32_t copy_leaf[16] = { 0 }, memset_leaf = 0, sync_leaf = 0;
-	size_t n = 0;
-
 	for (size_t i = 0; i < p->nsamples_records; i++) {
 		const struct profile_sample *s = &p->samples[i];
 		if (s->stack < p->nstacks && s->weight)
-			rows[n++] = (struct pprof_row){ .stack = s->stack, .pid = s->pid,
-							.tid = s->tid, .count = s->weight };
+			pprof_row_of(c, &rows, &rows_cap, s->stack, 0, s->pid, s->tid)->count +=
+				s->weight;
 	}
 	for (size_t i = 0; i < p->ngpu_activities; i++) {
 		const struct profile_gpu_activity *a = &p->gpu_activities[i];
@@ -357,22 +373,13 @@ static size_t pprof_rows(struct pprof_ctx *c, struct pprof_row **out)
 			if (l->stack < p->nstacks)
 				stack = l->stack;
 		}
-		rows[n++] = (struct pprof_row){ .stack = stack, .leaf = *leaf, .pid = pid,
-						.tid = tid, .gpu_ns = a->end - a->start };
+		pprof_row_of(c, &rows, &rows_cap, stack, *leaf, pid, tid)->gpu_ns +=
+			a->end - a->start;
 	}
 	free(kernel_leaf);
-	qsort(rows, n, sizeof(*rows), pprof_row_cmp);
-	size_t merged = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (merged && !pprof_row_cmp(&rows[merged - 1], &rows[i])) {
-			rows[merged - 1].count += rows[i].count;
-			rows[merged - 1].gpu_ns += rows[i].gpu_ns;
-		} else {
-			rows[merged++] = rows[i];
-		}
-	}
+	qsort(rows, c->rows.n, sizeof(*rows), pprof_row_cmp); /* a stable order */
 	*out = rows;
-	return merged;
+	return c->rows.n;
 }
 
 static void pprof_label(struct cs_buf *sample, struct cs_buf *label, uint32_t key, uint32_t str,
@@ -524,6 +531,7 @@ int export_pprof_write(FILE *f, const struct profile *p)
 	free(c.keys);
 	free(c.locations.slots);
 	free(c.functions.slots);
+	free(c.rows.slots);
 	for (size_t i = 0; i < c.nowned; i++)
 		free(c.owned[i]);
 	free(c.owned);
