@@ -118,8 +118,9 @@ void flame_opts_usage(FILE *f, enum flame_mode mode)
 	if (mode == FLAME_MODE_DIFF)
 		fprintf(f, "usage: csampler diff [OPTIONS] BEFORE AFTER > diff.svg\n\n"
 			"A differential flame graph on AFTER's shape: red grew, blue shrank, the\n"
-			"deeper the colour the larger the change in share of the total. BEFORE and\n"
-			"AFTER are csampler data files or folded stacks.\n\noptions:\n");
+			"deeper the colour the larger the change in share of the total (AFTER's\n"
+			"share minus BEFORE's, in points: the change of 'csampler report --compare').\n"
+			"BEFORE and AFTER are csampler data files or folded stacks.\n\noptions:\n");
 	else
 		fprintf(f, "usage: csampler flame [OPTIONS] [FILE...] > flame.svg\n\n"
 			"An interactive flame graph from csampler data files or folded stacks\n"

@@ -37,6 +37,8 @@ static const char record_usage[] =
 	"      --keep-raw         also keep the raw registers and stack copies in the file\n"
 	"      --no-compress      write uncompressed chunks\n"
 	"      --no-python        do not read CPython frames: keep the interpreter's native frames\n"
+	"      --no-debuginfod    do not look missing debug info up on the debuginfod servers of\n"
+	"                         DEBUGINFOD_URLS (the command keeps the variable)\n"
 	"      --gpu MODE         auto (default), on or off: CUDA kernels, copies, syncs and NVTX\n"
 	"                         ranges with the CPU stack of every launch (CUPTI)\n"
 	"      --mode MODE        auto (default: perf events, else ptrace), perf or ptrace\n"
@@ -140,7 +142,8 @@ static int record_gpu_prepare(struct record_opts *o, char *why, size_t whylen)
 
 int cmd_record(int argc, char **argv)
 {
-	enum { OPT_STACK = 256, OPT_DURATION, OPT_KEEP_RAW, OPT_NO_PYTHON, OPT_NO_COMPRESS, OPT_GPU, OPT_MODE, OPT_IDLE };
+	enum { OPT_STACK = 256, OPT_DURATION, OPT_KEEP_RAW, OPT_NO_PYTHON, OPT_NO_COMPRESS, OPT_GPU,
+	       OPT_MODE, OPT_IDLE, OPT_NO_DEBUGINFOD };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "freq", required_argument, NULL, 'F' },
@@ -152,6 +155,7 @@ int cmd_record(int argc, char **argv)
 		{ "keep-raw", no_argument, NULL, OPT_KEEP_RAW },
 		{ "no-compress", no_argument, NULL, OPT_NO_COMPRESS },
 		{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
+		{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
 		{ "gpu", required_argument, NULL, OPT_GPU },
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "idle", no_argument, NULL, OPT_IDLE },
@@ -233,6 +237,9 @@ int cmd_record(int argc, char **argv)
 			break;
 		case OPT_NO_PYTHON:
 			o.no_python = true;
+			break;
+		case OPT_NO_DEBUGINFOD:
+			o.no_debuginfod = true;
 			break;
 		case OPT_GPU:
 			if (!strcmp(optarg, "auto"))

@@ -16,7 +16,7 @@ static void report_usage(FILE *f)
 	fprintf(f,
 		"usage: csampler report [-i FILE] [--sort self|total] [--limit N] [--pid PID]\n"
 		"                       [--tid TID] [--comm NAME] [--format text|json] [--stdio]\n"
-		"                       [--python-only]\n"
+		"                       [--python-only] [--compare BASE]\n"
 		"\n"
 		"Print the top functions by self and total samples, per-process, per-thread and\n"
 		"per-library breakdowns, the hottest source lines and the unwind quality; with\n"
@@ -33,6 +33,10 @@ static void report_usage(FILE *f)
 		"      --stdio          the text report, as perf report --stdio (same as --format text)\n"
 		"      --python-only    stacks keep only their Python frames (py-spy's look); the\n"
 		"                       unwind quality is still that of the whole stacks\n"
+		"      --compare BASE   compare the input (NEW) with the data file BASE: per function\n"
+		"                       and thread, the change in share (points, as 'csampler diff')\n"
+		"                       and in CPU ms per second, largest first, with the noise floor;\n"
+		"                       as 'report --compare BASE.data NEW.data'\n"
 		"  -h, --help           show this help\n",
 		REPORT_DEFAULT_LIMIT);
 }
@@ -41,7 +45,7 @@ static void report_usage(FILE *f)
 static int report_parse_args(int argc, char **argv, struct report_opts *o)
 {
 	enum { OPT_SORT = 256, OPT_LIMIT, OPT_PID, OPT_TID, OPT_COMM, OPT_FORMAT, OPT_STDIO,
-	       OPT_PYTHON_ONLY };
+	       OPT_PYTHON_ONLY, OPT_COMPARE };
 	static const struct option longopts[] = {
 		{ "input", required_argument, NULL, 'i' },
 		{ "sort", required_argument, NULL, OPT_SORT },
@@ -52,6 +56,7 @@ static int report_parse_args(int argc, char **argv, struct report_opts *o)
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "stdio", no_argument, NULL, OPT_STDIO },
 		{ "python-only", no_argument, NULL, OPT_PYTHON_ONLY },
+		{ "compare", required_argument, NULL, OPT_COMPARE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -108,6 +113,9 @@ static int report_parse_args(int argc, char **argv, struct report_opts *o)
 		case OPT_PYTHON_ONLY:
 			o->python_only = true;
 			break;
+		case OPT_COMPARE:
+			o->compare = optarg;
+			break;
 		case 'h':
 			report_usage(stdout);
 			return 1;
@@ -141,6 +149,8 @@ int cmd_report(int argc, char **argv)
 	err = report_parse_args(argc, argv, &o);
 	if (err)
 		return err > 0 ? 0 : CS_EXIT_ERROR;
+	if (o.compare)
+		return report_compare(&o);
 	if (profile_load(o.input, &p) < 0)
 		goto out; /* profile_load printed why */
 	if (o.python_only)

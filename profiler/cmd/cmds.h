@@ -12,4 +12,8 @@ int cmd_diff(int argc, char **argv);
 int cmd_env(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 
+/* `report --compare` (cmd_compare.c), with report's parsed options. */
+struct report_opts;
+int report_compare(const struct report_opts *o);
+
 #endif

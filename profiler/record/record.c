@@ -608,6 +608,11 @@ static void record_write_header(struct record *r)
 	record_header_kv(r, "kernel_frames", sampler_has_kernel(r->sampler) ? "yes" : "no");
 	record_header_kv(r, "sampler", sampler_name(r->sampler));
 	record_header_kv(r, "idle", o->sampler.idle ? "yes" : "no");
+	const char *debuginfod = getenv("DEBUGINFOD_URLS");
+	if (o->no_debuginfod)
+		record_header_kv(r, "debuginfod", "off (--no-debuginfod)");
+	else if (debuginfod && *debuginfod)
+		record_header_kv(r, "debuginfod", debuginfod);
 	if (o->gpu.dir) {
 		record_header_kv(r, "gpu", o->argv ? "on" : "on (attach: records of csampler env)");
 		if (o->gpu.inject_lib)
@@ -1154,6 +1159,15 @@ int record_run(const struct record_opts *o, bool *written)
 		if (ret)
 			goto out;
 	}
+	/* Debug files missing locally are looked up by build id on the servers of DEBUGINFOD_URLS
+	 * by libdw itself: dwfl_standard_find_debuginfo, the symbolizer's callback, goes on to
+	 * elfutils' libdebuginfod (which libdw loads when present) with its cache
+	 * (DEBUGINFOD_CACHE_PATH, else ~/.cache/debuginfod_client), as eu-addr2line does. Both
+	 * read the variable from csampler's own environment at each lookup, so --no-debuginfod
+	 * takes it out of that environment, here: after the command was forked with its own, and
+	 * before the reader thread starts (the ptrace sampler's tracer never reads it). */
+	if (o->no_debuginfod)
+		unsetenv("DEBUGINFOD_URLS");
 	if (!sampler_has_kernel(r.sampler) && !strcmp(sampler_name(r.sampler), "perf_event_open"))
 		cs_info("kernel frames are not captured (perf_event_paranoid forbids it for this user)");
 	r.start_ns = r.last_flush_ns = r.last_symbolize_ns = cs_monotonic_ns();

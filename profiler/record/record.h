@@ -21,6 +21,7 @@ struct record_opts {
 	bool keep_raw;               /* also store raw registers + stack copies */
 	bool compress;
 	bool no_python;              /* --no-python: native stacks only, no CPython frame reads */
+	bool no_debuginfod;          /* --no-debuginfod: no debuginfod lookups (see record.c) */
 	/* GPU capture (--gpu): gpu.dir set means on. Launch mode: the command gets the
 	 * variables of gpu_setup_env and gpu.dir is private (removed at the end); attach mode:
 	 * gpu.dir is the per-user directory of `csampler env`, read for the session's PIDs. */
