@@ -11,7 +11,7 @@ PROFILER_FORMAT   := datafile
 PROFILER_SAMPLER  := sampler_perf
 PROFILER_UNWIND   := elfcache unwind symbols python jit
 PROFILER_RECORD   := record gpu_merge gpu_setup
-PROFILER_ANALYSIS := profile stacks fold_gpu report gpu
+PROFILER_ANALYSIS := profile filter stacks fold_gpu report gpu
 PROFILER_EXPORT   := export chrome speedscope pprof
 PROFILER_SRCS := profiler/main.c \
 	$(PROFILER_CMD:%=profiler/cmd/%.c) $(PROFILER_BASE:%=profiler/base/%.c) \
