@@ -10,7 +10,7 @@ PROFILER_BASE     := cs
 PROFILER_FORMAT   := datafile
 PROFILER_SAMPLER  := sampler_perf
 PROFILER_UNWIND   := elfcache unwind symbols python jit
-PROFILER_RECORD   := record gpu_merge gpu_setup
+PROFILER_RECORD   := record gpu_merge gpu_setup output
 PROFILER_ANALYSIS := profile filter stacks fold_gpu report gpu
 PROFILER_EXPORT   := export chrome speedscope pprof
 PROFILER_SRCS := profiler/main.c \
@@ -20,7 +20,7 @@ PROFILER_SRCS := profiler/main.c \
 	$(PROFILER_ANALYSIS:%=profiler/analysis/%.c) $(PROFILER_EXPORT:%=profiler/export/%.c)
 PROFILER_TESTS := base/cs format/datafile unwind/unwind unwind/symbols \
 	analysis/profile_builder analysis/stacks analysis/fold_gpu analysis/report analysis/gpu \
-	record/gpu_merge unwind/python unwind/jit
+	record/gpu_merge record/output unwind/python unwind/jit
 PROFILER_OBJS      := $(PROFILER_SRCS:%.c=$(BUILD)/%.o)
 PROFILER_TEST_OBJS := $(PROFILER_TESTS:%=$(BUILD)/profiler/%_test.o)
 PROFILER_LIBS      := -ldw -lelf -lz -lzstd -llzma -lstdc++

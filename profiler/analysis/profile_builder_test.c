@@ -11,6 +11,7 @@ void pb_init(struct pbuild *b)
 	memset(b, 0, sizeof(*b));
 	b->default_module = "/usr/bin/app";
 	b->p.format_version = 1;
+	b->p.rank = -1;
 	b->p.finalized = true;
 	b->p.start_ns = 1000000000ull;
 	b->p.end_ns = b->p.start_ns;
@@ -177,7 +178,8 @@ void pb_process(struct pbuild *b, uint32_t pid, uint32_t ppid, const char *comm)
 	cs_grow(&b->p.processes, &b->processes_cap, b->p.nprocesses + 1,
 		sizeof(*b->p.processes));
 	b->p.processes[b->p.nprocesses++] = (struct profile_process){ .pid = pid, .ppid = ppid,
-								      .comm = pb_str(b, comm) };
+								      .comm = pb_str(b, comm),
+								      .rank = -1, .orig_pid = pid };
 }
 
 void pb_header(struct pbuild *b, const char *key, const char *value)
