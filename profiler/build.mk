@@ -5,9 +5,9 @@
 # other as "folder/file.h" (-Iprofiler); `make check-layout` enforces which folder may include
 # which (scripts/check-layout.sh, the README's design section).
 # flamegraph/build.mk adds its objects to CSAMPLER_EXTRA_OBJS.
-PROFILER_CMD      := cmd_diff cmd_env cmd_export cmd_flame cmd_folded cmd_info cmd_record cmd_report
+PROFILER_CMD      := cmd_diff cmd_env cmd_export cmd_flame cmd_folded cmd_info cmd_merge cmd_record cmd_report
 PROFILER_BASE     := cs
-PROFILER_FORMAT   := datafile
+PROFILER_FORMAT   := datafile merge
 PROFILER_SAMPLER  := sampler_perf
 PROFILER_UNWIND   := elfcache unwind symbols python jit
 PROFILER_RECORD   := record gpu_merge gpu_setup output

@@ -116,7 +116,9 @@ int cmd_folded(int argc, char **argv)
 		return err > 0 ? 0 : CS_EXIT_ERROR;
 	if (profile_load_filtered(input, &filter, &p) < 0)
 		goto out; /* profile_load printed why */
-	if (o.source != FOLD_CPU && !p->ngpu_activities)
+	if (o.source != FOLD_CPU && !p->ngpu_activities && p->filtered.text)
+		cs_warn("folded: no GPU records of %s pass the filter (%s)", input, p->filtered.text);
+	else if (o.source != FOLD_CPU && !p->ngpu_activities)
 		cs_warn("folded: %s has no GPU records (record with 'csampler record --gpu on' on a "
 			"CUDA program)", input);
 	if (o.source == FOLD_BOTH && !fold_cpu_period_ns(p)) {

@@ -11,5 +11,6 @@ int cmd_flame(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_env(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 
 #endif
