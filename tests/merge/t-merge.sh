@@ -61,7 +61,7 @@ got=$(json_get r1.json "j.processes.map(p => p.comm + ':' + p.rank).join(' ') + 
 [ "$got" = "rank1:1 $s1 1" ] && pass "report --rank 1: only rank 1's process, its $s1 samples" ||
 	fail "report --rank 1: '$got' (want 'rank1:1 $s1 1') $(cat r1.err)"
 "$CSAMPLER" report -i all.data --rank 1 >r1.txt 2>/dev/null
-procs=$(sed -n '/^Processes/,/^$/p' r1.txt | grep -c '%')
+procs=$(sed -n '/^Processes/,/^$/p' r1.txt | grep -Ec '^ *[0-9.]+%')
 sed -n '/^Processes/,/^$/p' r1.txt | grep -q "rank1 (rank 1, $host)" && [ "$procs" = 1 ] &&
 	! sed -n '/^Threads/,/^$/p' r1.txt | grep -q rank0 &&
 	pass "report --rank 1 (text): rank 1 alone, labelled" || fail "report --rank 1 (text): $(sed -n '/^Processes/,/^$/p' r1.txt | tr '\n' ' ')"
