@@ -92,6 +92,24 @@ got=$(json_get twice.json "(() => { const p = j.processes; const o = p.find(x =>
 [ "$got" = "2 true" ] && pass "merge: a clashing pid is renumbered from 4194304 up, its original kept" ||
 	fail "merge: clashing pids: $(json_get twice.json "JSON.stringify(j.processes)")"
 
+# GPU records (stand-in CUPTI) follow their process through the renumbering
+LIB=$CSAMPLER_ROOT/lib/libcsampler-cupti.so DRIVER=$CSAMPLER_ROOT/bin/tests/cupti/driver
+if [ -f "$LIB" ] && [ -x "$DRIVER" ]; then
+	for r in 0 1; do
+		RANK=$r LD_LIBRARY_PATH=$CSAMPLER_ROOT/bin/tests/cupti/standin "$CSAMPLER" record -q --gpu on \
+			-o "g.%r.data" -- sh -c 'exec "$0" workload "$CUDA_INJECTION64_PATH"' "$DRIVER" >/dev/null 2>&1
+	done
+	"$CSAMPLER" merge -o g.data g.0.data g.1.data 2>/dev/null
+	launches() { "$CSAMPLER" report --format json "$@" 2>/dev/null | node -e "
+const j = JSON.parse(require('fs').readFileSync(0, 'utf8')); console.log(j.gpu ? j.gpu.launches : 0)"; }
+	one=$(launches -i g.0.data); both=$(launches -i g.data); r1=$(launches -i g.data --rank 1)
+	[ "${one:-0}" -gt 0 ] && [ "$both" = $((2 * one)) ] && [ "$r1" = "$one" ] &&
+		pass "merge: GPU launches of both ranks kept ($both), --rank 1 keeps its $r1" ||
+		fail "merge: GPU launches: one file $one, merged $both, --rank 1 $r1"
+else
+	skip "merge/gpu: lib/libcsampler-cupti.so or the stand-in driver is not built (no CUPTI headers)"
+fi
+
 # -- patterns --
 "$CSAMPLER" record -q -o 'p.%p.data' -- ./phases 0.05 >/dev/null 2>&1
 f=$(ls p.*.data 2>/dev/null)
