@@ -439,8 +439,8 @@ static int cmp_label(const void *a, const void *b)
 	return (x->id > y->id) - (x->id < y->id);
 }
 
-/* Labels sorted by id (a later label of the same id wins), the header's rank and host, and
- * every process' rank, host and original pid. */
+/* Labels sorted by id (merge writes one per id; of duplicates one is kept), the header's rank
+ * and host, and every process' rank, host and original pid. */
 static void load_labels(struct load *l)
 {
 	struct profile *p = l->p;
