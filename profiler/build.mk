@@ -19,7 +19,7 @@ PROFILER_SRCS := profiler/main.c \
 	$(PROFILER_UNWIND:%=profiler/unwind/%.c) $(PROFILER_RECORD:%=profiler/record/%.c) \
 	$(PROFILER_ANALYSIS:%=profiler/analysis/%.c) $(PROFILER_EXPORT:%=profiler/export/%.c)
 PROFILER_TESTS := base/cs format/datafile unwind/unwind unwind/symbols \
-	analysis/profile_builder analysis/stacks analysis/fold_gpu analysis/report analysis/gpu \
+	analysis/profile_builder analysis/filter analysis/stacks analysis/fold_gpu analysis/report analysis/gpu \
 	record/gpu_merge record/output unwind/python unwind/jit
 PROFILER_OBJS      := $(PROFILER_SRCS:%.c=$(BUILD)/%.o)
 PROFILER_TEST_OBJS := $(PROFILER_TESTS:%=$(BUILD)/profiler/%_test.o)

@@ -266,9 +266,11 @@ static void filter_samples(struct filter_ctx *c)
 	for (size_t i = 0; i < p->nsamples_records; i++) {
 		const struct profile_sample *s = &p->samples[i];
 		ssize_t t = filter_thread(p, s->pid, s->tid);
-		if (t < 0 || !c->thread_pass[t] || !filter_time(c, s->time))
+		bool pass = t >= 0 ? c->thread_pass[t] : filter_task(c, s->pid, s->tid);
+		if (!pass || !filter_time(c, s->time))
 			continue;
-		p->threads[t].samples += s->weight;
+		if (t >= 0)
+			p->threads[t].samples += s->weight;
 		p->nsamples += s->weight;
 		p->samples[n++] = *s;
 	}

@@ -36,6 +36,10 @@ void pb_free(struct pbuild *b)
 	free(b->p.samples);
 	free(b->p.threads);
 	free(b->p.processes);
+	free(b->p.labels);
+	free(b->p.filtered.text);
+	free(b->p.filtered.comm);
+	free(b->p.filtered.time);
 	memset(b, 0, sizeof(*b));
 }
 
