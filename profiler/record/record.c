@@ -361,7 +361,8 @@ static void record_sample(struct record *r, const struct sampler_event *ev)
 	struct {
 		uint64_t time;
 		uint32_t pid, tid, cpu, stack, flags, weight;
-	} rec = { ev->time, ev->pid, ev->tid, ev->cpu, stack, flags, 1 };
+	} rec = { ev->time, ev->pid, ev->tid, ev->cpu, stack, flags,
+		  ev->sample.weight ? ev->sample.weight : 1 };
 	df_put(r->w, DF_SAMPLE, &rec, sizeof(rec));
 	if (r->o->keep_raw && r->o->sampler.callgraph == SAMPLER_CALLGRAPH_DWARF)
 		record_raw(r, ev, flags);

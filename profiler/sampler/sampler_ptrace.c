@@ -37,7 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PT_MAPS_REFRESH_NS 500000000ull
+#define PT_MAPS_REFRESH_NS 500000000ull /* the longest interval between two reads */
+#define PT_MAPS_FIRST_NS 1000000ull     /* the first, after an exec; it doubles each time */
 #define PT_MAPS_MISS_NS 20000000ull     /* at most one re-read per 20 ms on a pc miss */
 #define PT_COMM_REFRESH_NS 1000000000ull
 #define PT_MAX_PENDING_BYTES (256u << 20) /* beyond this, samples are dropped (LOST) */
@@ -54,11 +55,18 @@ struct pt_process {
 	struct pt_map *maps;      /* executable mappings already delivered */
 	size_t nmaps, capmaps;
 	uint64_t maps_read_ns;
+	uint64_t maps_interval_ns; /* until the next periodic read: short after an exec, when
+				    * the dynamic loader maps libraries, then up to 500 ms */
 };
 
 struct pt_thread {
 	pid_t tid, pid;
 	int stat_fd;              /* /proc/PID/task/TID/stat, kept open: read at every tick */
+	int sched_fd;             /* /proc/PID/task/TID/schedstat: CPU time in ns */
+	bool run_known;
+	uint64_t run_ns_first, run_ns_last;
+	uint64_t credit_ns;       /* CPU time run and not sampled yet */
+	uint32_t weight;          /* periods the pending interrupt's sample stands for */
 	bool interrupt_pending;   /* PTRACE_INTERRUPT sent, its stop not reported yet */
 	bool listening;           /* in a group stop (SIGSTOP from a user), PTRACE_LISTEN */
 	bool comm_sent;
@@ -98,6 +106,7 @@ struct ptrace_sampler {
 	uint64_t period_ns, next_tick;
 	uint8_t *stack;           /* stack copy buffer, opts.stack_size bytes */
 	uint64_t cpu_ticks_gone;  /* CPU time of threads that exited, clock ticks */
+	uint64_t run_ns_gone;     /* the same from schedstat, ns */
 	/* cost of the stops, for the end-of-run line */
 	uint64_t nstops, stop_ns_total, stop_ns_max; /* from the stop's report to the resume */
 	uint64_t reach_ns_total;  /* from PTRACE_INTERRUPT to the stop's report */
@@ -139,6 +148,20 @@ static struct pt_thread *pt_thread(struct ptrace_sampler *s, pid_t tid)
 	return NULL;
 }
 
+/* (Re)open the thread's stat and schedstat files (after an exec the leader's are new). */
+static void pt_thread_open(struct pt_thread *t)
+{
+	char path[64];
+	if (t->stat_fd >= 0)
+		close(t->stat_fd);
+	if (t->sched_fd >= 0)
+		close(t->sched_fd);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)t->pid, (int)t->tid);
+	t->stat_fd = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)t->pid, (int)t->tid);
+	t->sched_fd = open(path, O_RDONLY | O_CLOEXEC);
+}
+
 static struct pt_thread *pt_add_thread(struct ptrace_sampler *s, pid_t pid, pid_t tid)
 {
 	struct pt_thread *t = pt_thread(s, tid);
@@ -149,9 +172,8 @@ static struct pt_thread *pt_add_thread(struct ptrace_sampler *s, pid_t pid, pid_
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
 	t->pid = pid;
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	t->stat_fd = open(path, O_RDONLY | O_CLOEXEC);
+	t->stat_fd = t->sched_fd = -1;
+	pt_thread_open(t);
 	return t;
 }
 
@@ -159,8 +181,12 @@ static void pt_remove_thread(struct ptrace_sampler *s, struct pt_thread *t)
 {
 	if (t->cpu_ticks_known)
 		s->cpu_ticks_gone += t->cpu_ticks_last - t->cpu_ticks_first;
+	if (t->run_known)
+		s->run_ns_gone += t->run_ns_last - t->run_ns_first;
 	if (t->stat_fd >= 0)
 		close(t->stat_fd);
+	if (t->sched_fd >= 0)
+		close(t->sched_fd);
 	*t = s->threads[--s->nthreads];
 }
 
@@ -196,6 +222,20 @@ static char pt_thread_state(struct pt_thread *t)
 	}
 	t->cpu_ticks_last = utime + stime;
 	return state;
+}
+
+/* The thread's CPU time so far from schedstat (ns, exact, unlike stat's clock ticks); false
+ * where the kernel has no schedstat. */
+static bool pt_thread_runtime(struct pt_thread *t, uint64_t *ns)
+{
+	char buf[128];
+	ssize_t n = t->sched_fd >= 0 ? pread(t->sched_fd, buf, sizeof(buf) - 1, 0) : -1;
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	char *end;
+	*ns = strtoull(buf, &end, 10);
+	return end != buf;
 }
 
 /* ---- events (under the lock: the reader thread takes them as batches) ---- */
@@ -364,7 +404,7 @@ static void pt_take_sample(struct ptrace_sampler *s, struct pt_thread *t, struct
 	ev->cpu = t->cpu;
 	ev->sample.snap.pid = (uint32_t)t->pid;
 	ev->sample.snap.tid = (uint32_t)t->tid;
-	ev->sample.weight = 1;
+	ev->sample.weight = t->weight ? t->weight : 1;
 	if (fp) {
 		pe->off_c = sampler_events_keep(&s->events, ips, nips * 8);
 		ev->sample.snap.nuser_ips = nips;
@@ -422,20 +462,46 @@ static void pt_tick(struct ptrace_sampler *s, uint64_t now)
 		struct pt_process *p = pt_process(s, t->pid, false);
 		if (!p || !p->sampling || t->interrupt_pending || t->listening)
 			continue;
+		/* Like perf's cpu-clock, a thread is sampled once per period of CPU time it used:
+		 * schedstat tells exactly how much it ran since the last tick, so a thread that was
+		 * only runnable (more threads than CPUs) is not stopped, and a sample taken after
+		 * missed ticks weighs the periods it stands for. */
+		uint64_t run;
+		bool have_run = pt_thread_runtime(t, &run);
+		if (have_run) {
+			if (!t->run_known || run < t->run_ns_last) {
+				t->run_known = true;
+				t->run_ns_first = t->run_ns_last = run;
+			}
+			t->credit_ns += run - t->run_ns_last;
+			t->run_ns_last = run;
+		}
+		bool ran = !have_run || t->credit_ns >= s->period_ns;
 		char state = pt_thread_state(t);
-		if (state == 'R') {
+		if (ran && state == 'R') {
 			if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) == 0) {
 				t->interrupt_pending = true;
 				t->interrupt_ns = now;
+				uint64_t periods = have_run ? t->credit_ns / s->period_ns : 1;
+				t->weight = (uint32_t)(periods > 1000 ? 1000 : periods);
+				t->credit_ns = have_run ? t->credit_ns - periods * s->period_ns : 0;
 			}
-		} else if (s->base.opts.idle && state && state != 'Z' && state != 'X') {
-			pt_take_offcpu(s, t, p, state, now);
+			continue;
 		}
+		if (ran)
+			t->credit_ns = 0; /* it ran, then blocked: the stack it ran on is gone */
+		if (s->base.opts.idle && state && state != 'R' && state != 'Z' && state != 'X')
+			pt_take_offcpu(s, t, p, state, now);
 	}
-	for (size_t i = 0; i < s->nprocs; i++)
-		if (s->procs[i].sampling && !s->procs[i].exited &&
-		    now - s->procs[i].maps_read_ns > PT_MAPS_REFRESH_NS)
-			pt_refresh_maps(s, &s->procs[i], now);
+	for (size_t i = 0; i < s->nprocs; i++) {
+		struct pt_process *p = &s->procs[i];
+		if (!p->sampling || p->exited || now - p->maps_read_ns < p->maps_interval_ns)
+			continue;
+		pt_refresh_maps(s, p, now);
+		p->maps_interval_ns = p->maps_interval_ns * 2 > PT_MAPS_REFRESH_NS
+					      ? PT_MAPS_REFRESH_NS
+					      : p->maps_interval_ns * 2;
+	}
 }
 
 /* ---- stops ---- */
@@ -471,6 +537,9 @@ static void pt_new_task(struct ptrace_sampler *s, struct pt_thread *parent, int 
 	t = pt_add_thread(s, pid, tid);
 	struct pt_process *np = pt_process(s, pid, true);
 	pt_task_event(s, SAMPLER_EV_FORK, pid, tid, process ? parent_pid : pid, parent_tid);
+	/* a new thread often follows a dlopen: read the mappings again at the next tick */
+	if (!process)
+		np->maps_interval_ns = PT_MAPS_FIRST_NS;
 	if (process && sampling && !np->sampling) {
 		np->sampling = true;
 		/* a forked child has its parent's mappings: the recorder copies them at FORK */
@@ -480,6 +549,7 @@ static void pt_new_task(struct ptrace_sampler *s, struct pt_thread *parent, int 
 			memcpy(np->maps, pp->maps, pp->nmaps * sizeof(*np->maps));
 			np->nmaps = np->capmaps = pp->nmaps;
 			np->maps_read_ns = pp->maps_read_ns;
+			np->maps_interval_ns = PT_MAPS_FIRST_NS;
 		}
 	} else if (!process) {
 		np->sampling = sampling;
@@ -500,11 +570,11 @@ static void pt_exec(struct ptrace_sampler *s, pid_t pid, uint64_t now)
 		i++;
 	}
 	struct pt_thread *t = pt_add_thread(s, pid, pid);
-	char path[64];
-	if (t->stat_fd >= 0)
-		close(t->stat_fd);
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)pid);
-	t->stat_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (t->run_known)
+		s->run_ns_gone += t->run_ns_last - t->run_ns_first;
+	t->run_known = false; /* the exec'ing thread may be another task than the old leader */
+	t->credit_ns = 0;
+	pt_thread_open(t);
 	t->interrupt_pending = false;
 	struct pt_process *p = pt_process(s, pid, true);
 	p->sampling = true;
@@ -513,6 +583,7 @@ static void pt_exec(struct ptrace_sampler *s, pid_t pid, uint64_t now)
 	p->nmaps = p->capmaps = 0;
 	pt_comm(s, t, true, now);
 	pt_refresh_maps(s, p, now);
+	p->maps_interval_ns = PT_MAPS_FIRST_NS;
 }
 
 static void pt_exited(struct ptrace_sampler *s, pid_t tid, int status)
@@ -667,6 +738,7 @@ static int pt_attach_all(struct ptrace_sampler *s)
 					s->threads[k].comm[strcspn(s->threads[k].comm, "\n")] = 0;
 			}
 		pt_refresh_maps(s, p, now);
+		p->maps_interval_ns = PT_MAPS_REFRESH_NS;
 	}
 	return 0;
 }
@@ -924,10 +996,15 @@ static uint64_t pt_task_clock_ns(struct sampler *base)
 	struct ptrace_sampler *s = (struct ptrace_sampler *)base;
 	if (s->tracer_running)
 		return 0; /* read once the tracer is done with the thread table */
-	uint64_t ticks = s->cpu_ticks_gone;
-	for (size_t i = 0; i < s->nthreads; i++)
+	uint64_t ns = s->run_ns_gone, ticks = s->cpu_ticks_gone;
+	for (size_t i = 0; i < s->nthreads; i++) {
+		if (s->threads[i].run_known)
+			ns += s->threads[i].run_ns_last - s->threads[i].run_ns_first;
 		if (s->threads[i].cpu_ticks_known)
 			ticks += s->threads[i].cpu_ticks_last - s->threads[i].cpu_ticks_first;
+	}
+	if (ns)
+		return ns;
 	long hz = sysconf(_SC_CLK_TCK);
 	return ticks * (1000000000ull / (uint64_t)(hz > 0 ? hz : 100));
 }
@@ -974,6 +1051,9 @@ static void pt_close(struct sampler *base)
 	for (size_t i = 0; i < s->nthreads; i++)
 		if (s->threads[i].stat_fd >= 0)
 			close(s->threads[i].stat_fd);
+	for (size_t i = 0; i < s->nthreads; i++)
+		if (s->threads[i].sched_fd >= 0)
+			close(s->threads[i].sched_fd);
 	for (size_t i = 0; i < s->nprocs; i++)
 		free(s->procs[i].maps);
 	free(s->threads);
