@@ -4,6 +4,7 @@
 #include "cmd/cmds.h"
 #include "base/cs.h"
 #include "analysis/compare.h"
+#include "analysis/filter.h"
 #include "analysis/profile.h"
 #include "analysis/report.h"
 #include "analysis/stacks.h"
@@ -18,9 +19,10 @@ struct compare_load {
 };
 
 /* Load and aggregate path into *l. Returns 0, or -errno after one line. */
-static int compare_load(const struct report_opts *o, const char *path, struct compare_load *l)
+static int compare_load(const struct report_opts *o, const struct profile_filter *filter,
+			const char *path, struct compare_load *l)
 {
-	int err = profile_load(path, &l->p);
+	int err = profile_load_filtered(path, filter, &l->p);
 	if (err < 0)
 		return err; /* profile_load printed why */
 	if (o->python_only)
@@ -40,21 +42,23 @@ static void compare_unload(const struct report_opts *o, struct compare_load *l)
 		profile_free(l->p);
 }
 
-int report_compare(const struct report_opts *o)
+int report_compare(const struct report_opts *o, const struct profile_filter *filter)
 {
 	struct compare_load base = { 0 }, new = { 0 };
 	struct compare_result c = { 0 };
 	int status = CS_EXIT_ERROR;
 
-	if (compare_load(o, o->compare, &base) < 0 || compare_load(o, o->input, &new) < 0)
+	if (compare_load(o, filter, o->compare, &base) < 0 || compare_load(o, filter, o->input, &new) < 0)
 		goto out;
 	struct compare_side bs = { .input = o->compare, .p = base.p, .r = &base.r },
 			    ns = { .input = o->input, .p = new.p, .r = &new.r };
 	if (compare_build(&bs, &ns, o->sort, &c) < 0) {
 		cs_error(ENODATA, "report: %s has no samples%s; nothing to compare",
 			 base.r.samples ? o->input : o->compare,
-			 o->filter.pid >= 0 || o->filter.tid >= 0 || o->filter.comm ?
-			 " that pass the filter" : "");
+			 filter->pid >= 0 || filter->tid >= 0 || filter->comm || filter->rank >= 0 ||
+					 filter->nranges
+				 ? " that pass the filter"
+				 : "");
 		goto out;
 	}
 	if (compare_write(stdout, &c, o->limit, o->format == REPORT_JSON) < 0 ||

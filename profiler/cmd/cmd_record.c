@@ -3,6 +3,7 @@
 #include "base/cs.h"
 #include "analysis/profile.h"
 #include "record/gpu_setup.h"
+#include "record/output.h"
 #include "record/record.h"
 #include "analysis/stacks.h"
 
@@ -27,7 +28,9 @@ static const char record_usage[] =
 	"usage: csampler record [options] -- COMMAND [ARGS...]\n"
 	"       csampler record [options] -p PID[,PID...] [--duration SEC]\n"
 	"\n"
-	"  -o, --output FILE      data file (default ./csampler.data; an old one becomes FILE.old)\n"
+	"  -o, --output FILE      data file (default ./csampler.data; an old one becomes FILE.old);\n"
+	"                         %p pid, %r rank ($RANK, $LOCAL_RANK, $OMPI_COMM_WORLD_RANK,\n"
+	"                         else 'norank'), %h host, %t start time, %% a '%'\n"
 	"  -F, --freq HZ          samples per second per CPU-busy thread (default 999)\n"
 	"  -g, --call-graph MODE  dwarf (default), dwarf,SIZE or fp\n"
 	"      --stack-size BYTES user stack bytes copied per sample in dwarf mode (default 32768, max 65528)\n"
@@ -183,6 +186,8 @@ int cmd_record(int argc, char **argv)
 		case 'o':
 			if (!*optarg)
 				return record_bad("empty output path: give -o FILE");
+			if (record_output_check(optarg) < 0)
+				return CS_EXIT_ERROR;
 			o.output = optarg;
 			break;
 		case 'F':
@@ -311,7 +316,7 @@ int cmd_record(int argc, char **argv)
 		return CS_EXIT_ERROR;
 	}
 	o.gpu_off_reason = why[0] ? why : NULL;
-	bool written = false;
+	char *written = NULL;
 	status = record_run(&o, &written);
 	if (o.argv && o.gpu.dir)
 		rmdir(o.gpu.dir); /* normally gone already (record_run removes what it read) */
@@ -319,11 +324,12 @@ int cmd_record(int argc, char **argv)
 	 * the recording engine, so the writer never depends on the reader. */
 	if (written && isatty(2) && !cs_quiet) {
 		struct profile *p;
-		if (profile_load(o.output, &p) == 0) {
+		if (profile_load(written, &p) == 0) {
 			stacks_print_summary(p, stderr, 5);
 			profile_free(p);
 		}
 	}
+	free(written);
 	free(o.pids);
 	gpu_setup_free(&o.gpu);
 	return status;

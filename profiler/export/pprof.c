@@ -5,7 +5,7 @@
  * copy, memset and sync weighs its duration, on the CPU stack of the call that launched it
  * under a leaf "[gpu] KERNEL", "[memcpy HtoD]", "[memset]" or "[sync]", as `flame --gpu`
  * draws them). One sample per distinct (call stack, thread) with location ids leaf first and
- * the labels pid, tid (numbers), thread_name, and rank when the file's header has one; one
+ * the labels pid, tid (numbers), thread_name, and rank when the recording kept one; one
  * location per physical frame, its inlined frames as extra lines (innermost first, as pprof
  * wants); one function per (name, source file); one mapping per module with its build id.
  * Off-CPU time is not recorded by csampler yet, so there is no value type for it.
@@ -430,15 +430,19 @@ int export_pprof_write(FILE *f, const struct profile *p)
 	pprof_value_type(&c, PROFILE_SAMPLE_TYPE, s_cpu, s_nanoseconds);
 	if (gpu)
 		pprof_value_type(&c, PROFILE_SAMPLE_TYPE, s_gpu, s_nanoseconds);
-	/* The rank of a multi-process run (RANK, LOCAL_RANK, OMPI_COMM_WORLD_RANK), when the
-	 * recording kept it: a number label when it is one, else a string. */
-	const char *rank = profile_header(p, "rank");
-	uint64_t rank_num = 0;
-	uint32_t rank_str = 0;
-	if (rank && *rank) {
-		s_rank = pprof_extra(&c, "rank", false);
-		if (cs_parse_u64(rank, &rank_num) < 0)
-			rank_str = pprof_extra(&c, rank, false);
+	/* The rank of each process of a multi-process run (RANK, LOCAL_RANK,
+	 * OMPI_COMM_WORLD_RANK; per process in a merged file), when the recording kept it. A
+	 * string label: pprof's decoder drops a numeric label whose value is 0, rank 0's. */
+	uint32_t *rank_strs = cs_calloc(p->nprocesses + 1, sizeof(*rank_strs));
+	for (size_t i = 0; i < p->nprocesses; i++) {
+		int32_t rank = profile_rank_of(p, p->processes[i].pid);
+		if (rank < 0)
+			continue;
+		if (!s_rank)
+			s_rank = pprof_extra(&c, "rank", false);
+		char *text = cs_malloc(16);
+		snprintf(text, 16, "%d", (int)rank);
+		rank_strs[i] = pprof_extra(&c, text, true);
 	}
 
 	/* Thread names by (pid, tid). */
@@ -484,14 +488,16 @@ int export_pprof_write(FILE *f, const struct profile *p)
 				comm = p->processes[i].comm;
 		if (comm && comm < p->nstrings)
 			pprof_label(&sample, &label, s_thread, comm, 0);
-		if (s_rank)
-			pprof_label(&sample, &label, s_rank, rank_str, (int64_t)rank_num);
+		const struct profile_process *proc = s_rank ? profile_process_of(p, (uint32_t)row->pid) : NULL;
+		if (proc && rank_strs[proc - p->processes])
+			pprof_label(&sample, &label, s_rank, rank_strs[proc - p->processes], 0);
 		pb_bytes(&c.out, PROFILE_SAMPLE, sample.data, sample.len);
 		sample.len = 0;
 	}
 	cs_buf_free(&sample);
 	cs_buf_free(&packed);
 	cs_buf_free(&label);
+	free(rank_strs);
 	free(rows);
 	free(threads);
 
