@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "analysis/filter.h"
 #include "analysis/fold.h"
 
 /* ---- options (flame_opts.c) ---------------------------------------------------------- */
@@ -41,10 +42,8 @@ struct flame_opts {
 	bool hash;               /* flamegraph.pl's --hash/--cp: always what csampler does */
 	bool dump_layout;        /* print the layout as text instead of the SVG */
 	bool per_thread;         /* data files: root frame "comm-tid" */
-	int64_t pid, tid;        /* data files: filters, -1 = all */
-	const char *comm;        /* data files: thread-name filter, NULL = all */
+	struct profile_filter filter; /* data files: --pid, --tid, --comm, --rank, --time */
 	int source;              /* data files: enum fold_source (--cpu, --gpu, --both) */
-	int idle;                /* data files: enum stacks_idle (--idle, --no-idle) */
 	const char **inputs;     /* files named by -i or as arguments; owned by the caller */
 	size_t ninputs;
 };

@@ -39,10 +39,9 @@ struct fold_opts {
 	int64_t pid, tid;    /* filters; -1 = all */
 	const char *comm;    /* filter on thread name; NULL = all */
 	int source;          /* enum fold_source */
-	int idle;            /* record --idle files: enum stacks_idle (stacks.h), 0 = all */
 };
 #define FOLD_OPTS_DEFAULT { .per_thread = 0, .time_order = 0, .pid = -1, .tid = -1, .comm = NULL, \
-			    .source = FOLD_CPU, .idle = 0 }
+			    .source = FOLD_CPU }
 
 /* Walk a loaded profile's samples as merged stacks (or, with time_order, sample by sample).
  * The root frame is the process name (comm of the process), or "comm-tid" with per_thread.
@@ -59,6 +58,9 @@ int fold_profile(const struct profile *p, const struct fold_opts *opts, fold_fn 
  * for FOLD_BOTH when the sampling rate is unknown. */
 int fold_profile_gpu(const struct profile *p, const struct fold_opts *opts, fold_fn fn,
 		     void *arg);
+
+/* The name of a CUPTI copy kind (a memcpy activity's detail): "HtoD", "DtoH", ..., "?". */
+const char *fold_gpu_copy_kind(uint32_t kind);
 
 /* The time one CPU sample of weight 1 stands for: 1e9 / rate_hz ns (the header's sampling
  * frequency) rounded to the nanosecond, or 0 when the file does not say. */

@@ -808,9 +808,7 @@ int stacks_aggregate(const struct profile *p, const struct stacks_filter *filter
 	for (size_t i = 0; i < p->nsamples_records; i++) {
 		const struct profile_sample *s = &p->samples[i];
 		struct stacks_trow *t = stacks_sample_trow(&g.c, s);
-		if (s->flags & PROFILE_SAMPLE_OFFCPU)
-			out->offcpu_unfiltered += s->weight;
-		if (!t->match || !stacks_idle_match(g.c.filter.idle, s->flags))
+		if (!t->match)
 			continue;
 		uint64_t w = s->weight;
 		out->samples += w;
@@ -1034,7 +1032,7 @@ int fold_profile(const struct profile *p, const struct fold_opts *opts, fold_fn 
 	for (size_t i = 0; i < p->nsamples_records; i++) {
 		const struct profile_sample *s = &p->samples[i];
 		struct stacks_trow *t = stacks_sample_trow(&fo.c, s);
-		if (!t->match || !stacks_idle_match(fo.opts->idle, s->flags))
+		if (!t->match)
 			continue;
 		uint32_t root = fo.opts->per_thread ? (uint32_t)(t - fo.c.trows) : t->prow;
 		uint32_t stack = (stacks_root_class(&fo.c, s->stack) & STACKS_ROOT_EMPTY)

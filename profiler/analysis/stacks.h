@@ -16,27 +16,12 @@
 
 #include "analysis/profile.h"
 
-/* `record --idle` files: which samples count by whether the thread was running. */
-enum stacks_idle {
-	STACKS_IDLE_ALL = 0,  /* on-CPU and off-CPU samples */
-	STACKS_IDLE_ONLY,     /* --idle: off-CPU samples only (PROFILE_SAMPLE_OFFCPU) */
-	STACKS_IDLE_NONE,     /* --no-idle: on-CPU samples only */
-};
-
 /* Which samples count. A thread matches comm when its own name or its process' name is comm. */
 struct stacks_filter {
 	int64_t pid, tid;     /* -1 = all */
 	const char *comm;     /* NULL = all */
-	int idle;             /* enum stacks_idle */
 };
-#define STACKS_FILTER_ALL { .pid = -1, .tid = -1, .comm = NULL, .idle = STACKS_IDLE_ALL }
-
-/* Whether sample flags pass an enum stacks_idle filter. */
-static inline bool stacks_idle_match(int idle, uint32_t sample_flags)
-{
-	bool off = sample_flags & PROFILE_SAMPLE_OFFCPU;
-	return idle == STACKS_IDLE_ALL || (idle == STACKS_IDLE_ONLY) == off;
-}
+#define STACKS_FILTER_ALL { .pid = -1, .tid = -1, .comm = NULL }
 
 /* A function: the frames sharing one name in one library (an inlined function is its own
  * function, as it is its own frame). */
@@ -125,7 +110,6 @@ struct stacks_report {
 	uint64_t samples;        /* weight of the samples that passed the filter */
 	uint64_t python_samples; /* of those, samples with a Python frame in their stack */
 	uint64_t offcpu_samples; /* of those, samples of threads off the CPU (record --idle) */
-	uint64_t offcpu_unfiltered; /* off-CPU samples in the whole profile */
 	struct stacks_function *functions;  /* sorted by self (see stacks_sort_functions) */
 	size_t nfunctions;
 	struct stacks_process *processes;   /* most samples first */

@@ -9,6 +9,8 @@
 
 #include "base/cs.h"
 
+#include <sys/user.h>
+
 struct sampler_ops {
 	const char *name;         /* "perf_event_open", "ptrace" */
 	/* Open quietly: return -errno and leave the one-line message to explain_open_error,
@@ -73,7 +75,11 @@ void sampler_events_free(struct sampler_events *e);
  * stamped with time. */
 void sampler_proc_comms(struct sampler_events *e, pid_t pid, uint64_t time);
 void sampler_proc_comm(struct sampler_events *e, pid_t pid, pid_t tid, uint64_t time, bool fork);
-void sampler_proc_maps(struct sampler_events *e, pid_t pid, uint64_t time);
+/* keep (may be NULL: all) sees each executable mapping and says whether to deliver it. */
+typedef bool (*sampler_map_fn)(void *arg, uint64_t start, uint64_t end, uint64_t pgoff,
+			       const char *path);
+void sampler_proc_maps(struct sampler_events *e, pid_t pid, uint64_t time, sampler_map_fn keep,
+		       void *arg);
 
 /* One thread's scheduling state ('R' running or runnable, 'S', 'D', 'T', 't', 'Z', ...; 0 when
  * unreadable), from /proc/PID/task/TID/stat; *cpu (may be NULL) the CPU it last ran on. */
@@ -100,5 +106,10 @@ int sampler_proc_offcpu(pid_t pid, pid_t tid, char state, uint8_t *stack, size_t
 int sampler_proc_syscall_fd(int fd, long *nr, uint64_t *sp, uint64_t *pc);
 void sampler_proc_offcpu_event(pid_t pid, pid_t tid, char state, long nr, uint64_t sp, uint64_t pc,
 			       size_t got, size_t cap, struct sampler_event *ev);
+
+/* ptrace: at a stop that aborted a system call with EINTR which the kernel would not restart
+ * (epoll_wait, semop, ...), restart it, unless a signal of the target's own is pending; the
+ * thread is in a ptrace stop, regs its registers there. Returns whether it did. */
+bool sampler_ptrace_restart_syscall(pid_t pid, pid_t tid, const struct user_regs_struct *regs);
 
 #endif

@@ -51,7 +51,8 @@ void sampler_proc_comms(struct sampler_events *e, pid_t pid, uint64_t time)
 		closedir(d);
 }
 
-void sampler_proc_maps(struct sampler_events *e, pid_t pid, uint64_t time)
+void sampler_proc_maps(struct sampler_events *e, pid_t pid, uint64_t time, sampler_map_fn keep,
+		       void *arg)
 {
 	char path[64], line[4352];
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
@@ -67,6 +68,8 @@ void sampler_proc_maps(struct sampler_events *e, pid_t pid, uint64_t time)
 			continue;
 		char *name = line + name_at;
 		name[strcspn(name, "\n")] = 0;
+		if (keep && !keep(arg, start, end, pgoff, name))
+			continue;
 		struct sampler_pending *pe = sampler_events_push(e, SAMPLER_EV_MMAP);
 		pe->ev.time = time;
 		pe->ev.pid = (uint32_t)pid;

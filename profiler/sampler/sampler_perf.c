@@ -993,7 +993,7 @@ static void perf_synthesize(struct perf_sampler *s)
 {
 	for (size_t i = 0; i < s->nsynth; i++) {
 		sampler_proc_comms(&s->events, s->synth_pids[i], s->attach_time);
-		sampler_proc_maps(&s->events, s->synth_pids[i], s->attach_time);
+		sampler_proc_maps(&s->events, s->synth_pids[i], s->attach_time, NULL, NULL);
 	}
 	s->nsynth = 0;
 }

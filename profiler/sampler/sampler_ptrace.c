@@ -37,7 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PT_MAPS_REFRESH_NS 500000000ull
+#define PT_MAPS_REFRESH_NS 500000000ull /* the longest interval between two reads */
+#define PT_MAPS_FIRST_NS 1000000ull     /* the first, after an exec; it doubles each time */
 #define PT_MAPS_MISS_NS 20000000ull     /* at most one re-read per 20 ms on a pc miss */
 #define PT_COMM_REFRESH_NS 1000000000ull
 #define PT_MAX_PENDING_BYTES (256u << 20) /* beyond this, samples are dropped (LOST) */
@@ -54,18 +55,24 @@ struct pt_process {
 	struct pt_map *maps;      /* executable mappings already delivered */
 	size_t nmaps, capmaps;
 	uint64_t maps_read_ns;
+	uint64_t maps_interval_ns; /* until the next periodic read: short after an exec, when
+				    * the dynamic loader maps libraries, then up to 500 ms */
 };
 
 struct pt_thread {
 	pid_t tid, pid;
 	int stat_fd;              /* /proc/PID/task/TID/stat, kept open: read at every tick */
+	int sched_fd;             /* /proc/PID/task/TID/schedstat: CPU time in ns */
+	bool run_known;
+	uint64_t run_ns_first, run_ns_last;
+	uint64_t credit_ns;       /* CPU time run and not sampled yet */
+	uint32_t weight;          /* periods the pending interrupt's sample stands for */
 	bool interrupt_pending;   /* PTRACE_INTERRUPT sent, its stop not reported yet */
 	bool listening;           /* in a group stop (SIGSTOP from a user), PTRACE_LISTEN */
 	bool comm_sent;
 	char comm[16];
 	uint64_t comm_check_ns;
 	uint64_t interrupt_ns;
-	uint32_t interrupt_weight; /* sampling periods the pending interrupt's sample stands for */
 	uint32_t cpu;
 	uint64_t cpu_ticks_first, cpu_ticks_last; /* utime + stime, clock ticks */
 	bool cpu_ticks_known;
@@ -99,10 +106,12 @@ struct ptrace_sampler {
 	uint64_t period_ns, next_tick;
 	uint8_t *stack;           /* stack copy buffer, opts.stack_size bytes */
 	uint64_t cpu_ticks_gone;  /* CPU time of threads that exited, clock ticks */
+	uint64_t run_ns_gone;     /* the same from schedstat, ns */
 	/* cost of the stops, for the end-of-run line */
 	uint64_t nstops, stop_ns_total, stop_ns_max; /* from the stop's report to the resume */
 	uint64_t reach_ns_total;  /* from PTRACE_INTERRUPT to the stop's report */
 	uint64_t offcpu_taken, offcpu_missed;
+	uint64_t syscalls_restarted; /* aborted by a stop with EINTR, restarted */
 };
 
 /* The timer's signal only interrupts the tracer's waitpid: the handler has nothing to do. */
@@ -140,6 +149,20 @@ static struct pt_thread *pt_thread(struct ptrace_sampler *s, pid_t tid)
 	return NULL;
 }
 
+/* (Re)open the thread's stat and schedstat files (after an exec the leader's are new). */
+static void pt_thread_open(struct pt_thread *t)
+{
+	char path[64];
+	if (t->stat_fd >= 0)
+		close(t->stat_fd);
+	if (t->sched_fd >= 0)
+		close(t->sched_fd);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)t->pid, (int)t->tid);
+	t->stat_fd = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)t->pid, (int)t->tid);
+	t->sched_fd = open(path, O_RDONLY | O_CLOEXEC);
+}
+
 static struct pt_thread *pt_add_thread(struct ptrace_sampler *s, pid_t pid, pid_t tid)
 {
 	struct pt_thread *t = pt_thread(s, tid);
@@ -150,9 +173,8 @@ static struct pt_thread *pt_add_thread(struct ptrace_sampler *s, pid_t pid, pid_
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
 	t->pid = pid;
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	t->stat_fd = open(path, O_RDONLY | O_CLOEXEC);
+	t->stat_fd = t->sched_fd = -1;
+	pt_thread_open(t);
 	return t;
 }
 
@@ -160,8 +182,12 @@ static void pt_remove_thread(struct ptrace_sampler *s, struct pt_thread *t)
 {
 	if (t->cpu_ticks_known)
 		s->cpu_ticks_gone += t->cpu_ticks_last - t->cpu_ticks_first;
+	if (t->run_known)
+		s->run_ns_gone += t->run_ns_last - t->run_ns_first;
 	if (t->stat_fd >= 0)
 		close(t->stat_fd);
+	if (t->sched_fd >= 0)
+		close(t->sched_fd);
 	*t = s->threads[--s->nthreads];
 }
 
@@ -197,6 +223,20 @@ static char pt_thread_state(struct pt_thread *t)
 	}
 	t->cpu_ticks_last = utime + stime;
 	return state;
+}
+
+/* The thread's CPU time so far from schedstat (ns, exact, unlike stat's clock ticks); false
+ * where the kernel has no schedstat. */
+static bool pt_thread_runtime(struct pt_thread *t, uint64_t *ns)
+{
+	char buf[128];
+	ssize_t n = t->sched_fd >= 0 ? pread(t->sched_fd, buf, sizeof(buf) - 1, 0) : -1;
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	char *end;
+	*ns = strtoull(buf, &end, 10);
+	return end != buf;
 }
 
 /* ---- events (under the lock: the reader thread takes them as batches) ---- */
@@ -251,54 +291,40 @@ static uint64_t pt_hash(const char *str)
 	return h;
 }
 
+struct pt_maps_read {
+	struct pt_process *p;
+	struct pt_map *now;       /* every executable mapping of this read */
+	size_t n, cap;
+};
+
+/* A mapping is delivered unless the last read had it already (same range, offset, path). */
+static bool pt_map_is_new(void *arg, uint64_t start, uint64_t end, uint64_t pgoff, const char *path)
+{
+	struct pt_maps_read *rd = arg;
+	struct pt_map m = { start, end, pgoff, pt_hash(path) };
+	cs_grow(&rd->now, &rd->cap, rd->n + 1, sizeof(*rd->now));
+	rd->now[rd->n++] = m;
+	for (size_t i = 0; i < rd->p->nmaps; i++)
+		if (!memcmp(&rd->p->maps[i], &m, sizeof(m)))
+			return false;
+	return true;
+}
+
 /* Re-read the process' executable mappings and deliver those not delivered yet (all of them
  * after an exec: known is cleared then). */
 static void pt_refresh_maps(struct ptrace_sampler *s, struct pt_process *p, uint64_t now)
 {
-	char path[64], line[4352];
-	struct pt_map *now_maps = NULL;
-	size_t n = 0, cap = 0;
-
+	struct pt_maps_read rd = { .p = p };
 	p->maps_read_ns = now;
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return;
 	pthread_mutex_lock(&s->lock);
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long start, end, pgoff;
-		char perms[8];
-		int name_at = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &pgoff,
-			   &name_at) < 4 || perms[2] != 'x')
-			continue;
-		char *name = line + name_at;
-		name[strcspn(name, "\n")] = 0;
-		struct pt_map m = { start, end, pgoff, pt_hash(name) };
-		cs_grow(&now_maps, &cap, n + 1, sizeof(*now_maps));
-		now_maps[n++] = m;
-		bool known = false;
-		for (size_t i = 0; i < p->nmaps && !known; i++)
-			known = !memcmp(&p->maps[i], &m, sizeof(m));
-		if (known)
-			continue;
-		struct sampler_pending *pe = sampler_events_push(&s->events, SAMPLER_EV_MMAP);
-		pe->ev.time = now;
-		pe->ev.pid = (uint32_t)p->pid;
-		pe->ev.tid = (uint32_t)p->pid;
-		pe->ev.mmap.start = start;
-		pe->ev.mmap.len = end - start;
-		pe->ev.mmap.pgoff = pgoff;
-		pe->ev.mmap.prot = (perms[0] == 'r' ? 1 : 0) | (perms[1] == 'w' ? 2 : 0) | 4;
-		pe->ev.mmap.flags = perms[3] == 'p' ? 2 /* MAP_PRIVATE */ : 1 /* MAP_SHARED */;
-		pe->off_a = sampler_events_keep(&s->events, name, strlen(name) + 1);
-	}
+	sampler_proc_maps(&s->events, p->pid, now, pt_map_is_new, &rd);
 	pthread_mutex_unlock(&s->lock);
-	fclose(f);
+	if (!rd.n && p->nmaps)
+		return; /* unreadable (the process is exiting): keep what was known */
 	free(p->maps);
-	p->maps = now_maps;
-	p->nmaps = n;
-	p->capmaps = cap;
+	p->maps = rd.now;
+	p->nmaps = rd.n;
+	p->capmaps = rd.cap;
 }
 
 static bool pt_pc_known(const struct pt_process *p, uint64_t pc)
@@ -333,6 +359,42 @@ static size_t pt_fp_chain(pid_t tid, const struct user_regs_struct *regs, const 
 	return n;
 }
 
+/* Whether the thread has a signal of its own waiting (pending for it or for its process, and
+ * not blocked), from /proc/PID/task/TID/status. */
+static bool pt_signal_pending(pid_t pid, pid_t tid)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+	if (cs_read_small_file(path, buf, sizeof(buf)) <= 0)
+		return true; /* cannot tell: leave the call's result alone */
+	const char *pnd = strstr(buf, "\nSigPnd:"), *shd = strstr(buf, "\nShdPnd:");
+	const char *blk = strstr(buf, "\nSigBlk:");
+	if (!pnd || !shd || !blk)
+		return true;
+	uint64_t pending = strtoull(pnd + 8, NULL, 16) | strtoull(shd + 8, NULL, 16);
+	return (pending & ~strtoull(blk + 8, NULL, 16)) != 0;
+}
+
+/* The stop aborted a system call that the kernel does not restart by itself (epoll_wait,
+ * semop, sigtimedwait: they return EINTR after any stop, see signal(7)): restart it the way the
+ * kernel restarts the others (the call again, from its syscall instruction), so that sampling
+ * never shows the target an EINTR. Not when a signal of the target's own is waiting: then EINTR
+ * is what it would have seen without csampler. A restarted call with a timeout waits its whole
+ * timeout again. Returns whether it restarted the call (backend.h). */
+bool sampler_ptrace_restart_syscall(pid_t pid, pid_t tid, const struct user_regs_struct *regs)
+{
+	if ((long long)regs->orig_rax < 0 || (long long)regs->rax != -EINTR)
+		return false;
+	uint8_t insn[2];
+	if (sampler_proc_read_stack(tid, regs->rip - 2, insn, 2) != 2 || insn[0] != 0x0f ||
+	    insn[1] != 0x05 || pt_signal_pending(pid, tid))
+		return false;
+	struct user_regs_struct again = *regs;
+	again.rax = again.orig_rax;
+	again.rip -= 2;
+	return ptrace(PTRACE_SETREGS, tid, NULL, &again) == 0;
+}
+
 /* The thread is in the stop its PTRACE_INTERRUPT asked for: take its sample. */
 static void pt_take_sample(struct ptrace_sampler *s, struct pt_thread *t, struct pt_process *p,
 			   uint64_t now)
@@ -340,6 +402,8 @@ static void pt_take_sample(struct ptrace_sampler *s, struct pt_thread *t, struct
 	struct user_regs_struct regs;
 	if (ptrace(PTRACE_GETREGS, t->tid, NULL, &regs) < 0)
 		return;
+	if (sampler_ptrace_restart_syscall(t->pid, t->tid, &regs))
+		s->syscalls_restarted++;
 	if (!pt_pc_known(p, regs.rip) && now - p->maps_read_ns > PT_MAPS_MISS_NS)
 		pt_refresh_maps(s, p, now); /* a library mapped since the last read */
 	if (!t->comm_sent || now - t->comm_check_ns > PT_COMM_REFRESH_NS)
@@ -365,7 +429,7 @@ static void pt_take_sample(struct ptrace_sampler *s, struct pt_thread *t, struct
 	ev->cpu = t->cpu;
 	ev->sample.snap.pid = (uint32_t)t->pid;
 	ev->sample.snap.tid = (uint32_t)t->tid;
-	ev->sample.weight = t->interrupt_weight ? t->interrupt_weight : 1;
+	ev->sample.weight = t->weight ? t->weight : 1;
 	if (fp) {
 		pe->off_c = sampler_events_keep(&s->events, ips, nips * 8);
 		ev->sample.snap.nuser_ips = nips;
@@ -417,31 +481,56 @@ static void pt_take_offcpu(struct ptrace_sampler *s, struct pt_thread *t, struct
 
 /* ---- the tick ---- */
 
-/* periods: the sampling periods this tick stands for (more than 1 when the tracer was late
- * and timer ticks were missed), the weight of its samples, so that --idle shares stay shares
- * of wall-clock time on a busy machine. */
-static void pt_tick(struct ptrace_sampler *s, uint64_t now, uint32_t periods)
+/* wall_periods: the sampling periods of wall time this tick stands for (more than 1 when the tracer
+ * was late and timer ticks were missed), the weight of its off-CPU samples, so that --idle
+ * shares stay shares of wall-clock time on a busy machine. */
+static void pt_tick(struct ptrace_sampler *s, uint64_t now, uint32_t wall_periods)
 {
 	for (size_t i = 0; i < s->nthreads; i++) {
 		struct pt_thread *t = &s->threads[i];
 		struct pt_process *p = pt_process(s, t->pid, false);
 		if (!p || !p->sampling || t->interrupt_pending || t->listening)
 			continue;
+		/* Like perf's cpu-clock, a thread is sampled once per period of CPU time it used:
+		 * schedstat tells exactly how much it ran since the last tick, so a thread that was
+		 * only runnable (more threads than CPUs) is not stopped, and a sample taken after
+		 * missed ticks weighs the periods it stands for. */
+		uint64_t run;
+		bool have_run = pt_thread_runtime(t, &run);
+		if (have_run) {
+			if (!t->run_known || run < t->run_ns_last) {
+				t->run_known = true;
+				t->run_ns_first = t->run_ns_last = run;
+			}
+			t->credit_ns += run - t->run_ns_last;
+			t->run_ns_last = run;
+		}
+		bool ran = !have_run || t->credit_ns >= s->period_ns;
 		char state = pt_thread_state(t);
-		if (state == 'R') {
+		if (ran && state == 'R') {
 			if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) == 0) {
 				t->interrupt_pending = true;
 				t->interrupt_ns = now;
-				t->interrupt_weight = periods;
+				uint64_t periods = have_run ? t->credit_ns / s->period_ns : 1;
+				t->weight = (uint32_t)(periods > 1000 ? 1000 : periods);
+				t->credit_ns = have_run ? t->credit_ns - periods * s->period_ns : 0;
 			}
-		} else if (s->base.opts.idle && state && state != 'Z' && state != 'X') {
-			pt_take_offcpu(s, t, p, state, now, periods);
+			continue;
 		}
+		if (ran)
+			t->credit_ns = 0; /* it ran, then blocked: the stack it ran on is gone */
+		if (s->base.opts.idle && state && state != 'R' && state != 'Z' && state != 'X')
+			pt_take_offcpu(s, t, p, state, now, wall_periods);
 	}
-	for (size_t i = 0; i < s->nprocs; i++)
-		if (s->procs[i].sampling && !s->procs[i].exited &&
-		    now - s->procs[i].maps_read_ns > PT_MAPS_REFRESH_NS)
-			pt_refresh_maps(s, &s->procs[i], now);
+	for (size_t i = 0; i < s->nprocs; i++) {
+		struct pt_process *p = &s->procs[i];
+		if (!p->sampling || p->exited || now - p->maps_read_ns < p->maps_interval_ns)
+			continue;
+		pt_refresh_maps(s, p, now);
+		p->maps_interval_ns = p->maps_interval_ns * 2 > PT_MAPS_REFRESH_NS
+					      ? PT_MAPS_REFRESH_NS
+					      : p->maps_interval_ns * 2;
+	}
 }
 
 /* ---- stops ---- */
@@ -477,6 +566,9 @@ static void pt_new_task(struct ptrace_sampler *s, struct pt_thread *parent, int 
 	t = pt_add_thread(s, pid, tid);
 	struct pt_process *np = pt_process(s, pid, true);
 	pt_task_event(s, SAMPLER_EV_FORK, pid, tid, process ? parent_pid : pid, parent_tid);
+	/* a new thread often follows a dlopen: read the mappings again at the next tick */
+	if (!process)
+		np->maps_interval_ns = PT_MAPS_FIRST_NS;
 	if (process && sampling && !np->sampling) {
 		np->sampling = true;
 		/* a forked child has its parent's mappings: the recorder copies them at FORK */
@@ -486,6 +578,7 @@ static void pt_new_task(struct ptrace_sampler *s, struct pt_thread *parent, int 
 			memcpy(np->maps, pp->maps, pp->nmaps * sizeof(*np->maps));
 			np->nmaps = np->capmaps = pp->nmaps;
 			np->maps_read_ns = pp->maps_read_ns;
+			np->maps_interval_ns = PT_MAPS_FIRST_NS;
 		}
 	} else if (!process) {
 		np->sampling = sampling;
@@ -506,11 +599,11 @@ static void pt_exec(struct ptrace_sampler *s, pid_t pid, uint64_t now)
 		i++;
 	}
 	struct pt_thread *t = pt_add_thread(s, pid, pid);
-	char path[64];
-	if (t->stat_fd >= 0)
-		close(t->stat_fd);
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)pid);
-	t->stat_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (t->run_known)
+		s->run_ns_gone += t->run_ns_last - t->run_ns_first;
+	t->run_known = false; /* the exec'ing thread may be another task than the old leader */
+	t->credit_ns = 0;
+	pt_thread_open(t);
 	t->interrupt_pending = false;
 	struct pt_process *p = pt_process(s, pid, true);
 	p->sampling = true;
@@ -519,6 +612,7 @@ static void pt_exec(struct ptrace_sampler *s, pid_t pid, uint64_t now)
 	p->nmaps = p->capmaps = 0;
 	pt_comm(s, t, true, now);
 	pt_refresh_maps(s, p, now);
+	p->maps_interval_ns = PT_MAPS_FIRST_NS;
 }
 
 static void pt_exited(struct ptrace_sampler *s, pid_t tid, int status)
@@ -673,6 +767,7 @@ static int pt_attach_all(struct ptrace_sampler *s)
 					s->threads[k].comm[strcspn(s->threads[k].comm, "\n")] = 0;
 			}
 		pt_refresh_maps(s, p, now);
+		p->maps_interval_ns = PT_MAPS_REFRESH_NS;
 	}
 	return 0;
 }
@@ -777,7 +872,7 @@ static void *pt_tracer(void *arg)
 	while (!s->stop) {
 		uint64_t now = cs_monotonic_ns();
 		if (now >= s->next_tick) {
-			/* ticks missed: not caught up, but this one weighs them */
+			/* ticks missed: not caught up, but this one's off-CPU samples weigh them */
 			uint64_t missed = (now - s->next_tick) / s->period_ns;
 			pt_tick(s, now, missed < 1000000 ? (uint32_t)missed + 1 : 1000000);
 			s->next_tick += (missed + 1) * s->period_ns;
@@ -930,10 +1025,15 @@ static uint64_t pt_task_clock_ns(struct sampler *base)
 	struct ptrace_sampler *s = (struct ptrace_sampler *)base;
 	if (s->tracer_running)
 		return 0; /* read once the tracer is done with the thread table */
-	uint64_t ticks = s->cpu_ticks_gone;
-	for (size_t i = 0; i < s->nthreads; i++)
+	uint64_t ns = s->run_ns_gone, ticks = s->cpu_ticks_gone;
+	for (size_t i = 0; i < s->nthreads; i++) {
+		if (s->threads[i].run_known)
+			ns += s->threads[i].run_ns_last - s->threads[i].run_ns_first;
 		if (s->threads[i].cpu_ticks_known)
 			ticks += s->threads[i].cpu_ticks_last - s->threads[i].cpu_ticks_first;
+	}
+	if (ns)
+		return ns;
 	long hz = sysconf(_SC_CLK_TCK);
 	return ticks * (1000000000ull / (uint64_t)(hz > 0 ? hz : 100));
 }
@@ -966,6 +1066,9 @@ static void pt_describe(struct sampler *base, char *buf, size_t len)
 			 "ptrace: %llu stops, each held %.1f us on average (at most %.1f us) after %.1f us to stop",
 			 (unsigned long long)s->nstops, (double)s->stop_ns_total / n_stops / 1e3,
 			 (double)s->stop_ns_max / 1e3, (double)s->reach_ns_total / n_stops / 1e3);
+	if (s->syscalls_restarted && n > 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, "; %llu system calls a stop aborted with EINTR restarted",
+			      (unsigned long long)s->syscalls_restarted);
 	if (s->base.opts.idle && n > 0 && (size_t)n < len)
 		snprintf(buf + n, len - (size_t)n, "; %llu off-CPU samples read from /proc, %llu skipped (the thread moved while read)",
 			 (unsigned long long)s->offcpu_taken, (unsigned long long)s->offcpu_missed);
@@ -980,6 +1083,9 @@ static void pt_close(struct sampler *base)
 	for (size_t i = 0; i < s->nthreads; i++)
 		if (s->threads[i].stat_fd >= 0)
 			close(s->threads[i].stat_fd);
+	for (size_t i = 0; i < s->nthreads; i++)
+		if (s->threads[i].sched_fd >= 0)
+			close(s->threads[i].sched_fd);
 	for (size_t i = 0; i < s->nprocs; i++)
 		free(s->procs[i].maps);
 	free(s->threads);

@@ -6,10 +6,9 @@
 # shows and nothing is marked off-CPU. report, folded and flame --idle/--no-idle split the file.
 #
 # The shares expected are computed from what the program measured of itself: the wall time of
-# each phase, and for the spinning the worker's CPU time in perf mode (cpu-clock samples only
-# run while the thread runs, and a thread waiting for a CPU on a busy machine is neither running
-# nor blocked) and its wall time in ptrace mode (the tick stops the running thread when it next
-# runs).
+# each blocked phase, and the worker's CPU time for the spinning (both backends sample a
+# running thread once per period of CPU time, and a thread waiting for a CPU on a busy machine
+# is neither running nor blocked).
 source "$CSAMPLER_ROOT/tests/lib.sh"
 
 # shares FOLDED: "futex sleep read spin other total" in percent of the worker's weight, each
@@ -24,10 +23,10 @@ shares() {
 	     END { if (!t) t = 1; printf "%.1f %.1f %.1f %.1f %.1f %d\n", 100*f/t, 100*s/t, 100*r/t, 100*p/t, 100*o/t, t }' "$1"
 }
 
-# expected PHASES MODE: the same four shares from the program's own figures.
+# expected PHASES: the same four shares from the program's own figures.
 expected() {
-	awk -v mode="$2" '{ w[$1] = $2; c[$1] = $3 }
-	     END { spin = mode == "perf" ? c["spin"] : w["spin"]
+	awk '{ w[$1] = $2; c[$1] = $3 }
+	     END { spin = c["spin"]
 		   t = w["futex"] + w["sleep"] + w["read"] + spin
 		   printf "%.1f %.1f %.1f %.1f\n", 100*w["futex"]/t, 100*w["sleep"]/t, 100*w["read"]/t, 100*spin/t }' "$1"
 }
@@ -49,7 +48,7 @@ for mode in perf ptrace; do
 	fi
 	"$CSAMPLER" folded -i idle-$mode.data --comm worker >worker-$mode.folded 2>/dev/null
 	read -r f s r p o total <<<"$(shares worker-$mode.folded)"
-	read -r ef es er ep <<<"$(expected phases-$mode.txt $mode)"
+	read -r ef es er ep <<<"$(expected phases-$mode.txt)"
 	ok=1
 	for pair in "futex $f $ef" "sleep $s $es" "read $r $er" "spin $p $ep"; do
 		set -- $pair
