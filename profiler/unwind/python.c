@@ -50,6 +50,8 @@
 #define PY_MAX_STRING 1024
 #define PY_MAX_LINETABLE (256u << 10)
 #define PY_TCACHE 64
+#define PY_MAX_CFRAME_OFF 16384u /* the interpreter's _PyCFrame local: within this of its CFA */
+#define PY_LEARN_TRIES 256       /* samples tried for learning where it is */
 
 /* One CPython version's structure layout: byte offsets of the fields csampler reads. */
 struct py_layout {
@@ -61,7 +63,9 @@ struct py_layout {
 	uint32_t tstate_next;          /* PyThreadState.next */
 	uint32_t tstate_cframe;        /* PyThreadState.cframe */
 	uint32_t tstate_native_tid;    /* PyThreadState.native_thread_id */
+	uint32_t tstate_root_cframe;   /* PyThreadState.root_cframe (0: no anchoring) */
 	uint32_t cframe_current_frame; /* _PyCFrame.current_frame */
+	uint32_t cframe_previous;      /* _PyCFrame.previous */
 	uint32_t frame_code;           /* _PyInterpreterFrame.f_code */
 	uint32_t frame_previous;       /* _PyInterpreterFrame.previous */
 	uint32_t frame_instr;          /* _PyInterpreterFrame.prev_instr */
@@ -89,7 +93,7 @@ static const struct py_layout py_layouts[] = {
 		.runtime_interp_head = 40,
 		.interp_next = 0, .interp_threads_head = 16,
 		.tstate_next = 8, .tstate_cframe = 56, .tstate_native_tid = 160,
-		.cframe_current_frame = 8,
+		.tstate_root_cframe = 336, .cframe_current_frame = 8, .cframe_previous = 16,
 		.frame_code = 32, .frame_previous = 48, .frame_instr = 56, .frame_is_entry = 68,
 		.frame_owner = 69, .owner_generator = 1,
 		.code_qualname = 128, .code_filename = 112, .code_firstlineno = 72,
@@ -107,6 +111,9 @@ struct py_module_info {
 	uint64_t eval_lo, eval_hi;     /* _PyEval_EvalFrameDefault as file offsets [lo, hi) */
 	uint64_t runtime, code_type, unicode_type; /* link-time addresses */
 	uint32_t version;              /* PY_VERSION_HEX, 0 when unknown */
+	uint64_t cframe_off;           /* _PyEval_EvalFrameDefault's _PyCFrame local is at its
+					* CFA - cframe_off; 0 while not learned */
+	uint16_t learn_left;           /* samples left to learn it from */
 };
 
 struct py_code {                       /* a code object seen in a process */
@@ -475,6 +482,7 @@ static struct py_module_info *py_module_info(struct unwind_ctx *ctx, struct py_s
 		if (v && sscanf(v + 6, "%u.%u", &major, &minor) == 2)
 			mi->version = major << 24 | minor << 16;
 	}
+	mi->learn_left = PY_LEARN_TRIES;
 	mi->state = 2;
 	return mi;
 }
@@ -602,30 +610,27 @@ static uint64_t py_thread_state(struct py_proc *p, uint32_t tid)
 	return 0;
 }
 
-/* Read thread tid's frame chain into st->ids/st->entry, innermost first. Returns the number of
- * frames, or -1 when it could not be read. */
-static int py_read_chain(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
-			 uint32_t tid)
+/* Walk Python frames outward from frame (via previous) into st->ids/st->entry from *n; with
+ * one_activation, stop after the first entry frame (the frames one native activation runs)
+ * and give its previous frame in *entry_prev. Returns false when a frame could not be read or
+ * the walk did not end within bounds. */
+static bool py_walk(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+		    uint64_t frame, bool one_activation, int *n, uint64_t *entry_prev)
 {
 	const struct py_layout *L = p->layout;
-	uint64_t ts = py_thread_state(p, tid), cframe, frame;
-	int n = 0;
 
-	if (!ts || !py_read_ptr(p->pid, ts + L->tstate_cframe, &cframe) ||
-	    !py_read_ptr(p->pid, cframe + L->cframe_current_frame, &frame))
-		return -1;
 	for (int depth = 0; frame; depth++) {
 		uint8_t fb[128];
-		if (depth >= PY_MAX_FRAMES || frame & 7 ||
+		if (depth >= PY_MAX_FRAMES || *n >= PY_MAX_FRAMES || frame & 7 ||
 		    !py_read(p->pid, frame, fb, L->frame_owner + 1))
-			return -1;
+			return false;
 		uint64_t code_addr = py_u64(fb, L->frame_code);
 		uint64_t instr = py_u64(fb, L->frame_instr);
 		bool is_entry = fb[L->frame_is_entry] != 0;
 		uint8_t owner = fb[L->frame_owner];
 		struct py_code *c = py_code_get(ctx, p, code_addr);
 		if (!c)
-			return -1;
+			return false;
 		uint64_t code0 = code_addr + L->code_code;
 		int32_t first_traceable = c->first_traceable;
 		/* A frame still being set up (before its RESUME) is not shown, as CPython's own
@@ -640,21 +645,194 @@ static int py_read_chain(struct unwind_ctx *ctx, struct py_state *st, struct py_
 				if (l)
 					line = l;
 			}
-			st->ids[n] = incomplete ? UINT32_MAX : py_frame_id(st, c->name, c->file, line);
-			st->entry[n] = is_entry;
-			n++;
+			st->ids[*n] = incomplete ? UINT32_MAX : py_frame_id(st, c->name, c->file, line);
+			st->entry[*n] = is_entry;
+			(*n)++;
 		}
-		if (!py_read_ptr(p->pid, frame + L->frame_previous, &frame))
+		frame = py_u64(fb, L->frame_previous);
+		if (is_entry && one_activation) {
+			*entry_prev = frame;
+			return true;
+		}
+	}
+	return !one_activation;
+}
+
+/* Read thread tid's whole frame chain as it is now into st->ids/st->entry, innermost first.
+ * Returns the number of frames, or -1 when it could not be read. */
+static int py_read_chain(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+			 uint64_t ts)
+{
+	const struct py_layout *L = p->layout;
+	uint64_t cframe, frame;
+	int n = 0;
+
+	if (!py_read_ptr(p->pid, ts + L->tstate_cframe, &cframe) ||
+	    !py_read_ptr(p->pid, cframe + L->cframe_current_frame, &frame) ||
+	    !py_walk(ctx, st, p, frame, false, &n, NULL))
+		return -1;
+	return n;
+}
+
+/* The thread's _PyCFrame chain as it is now (one per native activation, innermost first, on
+ * the C stack; the chain ends at the thread state's root_cframe): addresses and current
+ * frames. Returns the count, or -1. */
+static int py_cframes_now(struct py_proc *p, uint64_t ts, uint64_t *addr, uint64_t *cur, int max)
+{
+	const struct py_layout *L = p->layout;
+	uint64_t root = ts + L->tstate_root_cframe, cf;
+	int n = 0;
+
+	if (!py_read_ptr(p->pid, ts + L->tstate_cframe, &cf))
+		return -1;
+	while (cf && cf != root) {
+		uint8_t b[32];
+		if (n >= max || cf & 7 || !py_read(p->pid, cf, b, L->cframe_previous + 8))
 			return -1;
+		addr[n] = cf;
+		cur[n++] = py_u64(b, L->cframe_current_frame);
+		cf = py_u64(b, L->cframe_previous);
 	}
 	return n;
+}
+
+/* 8 bytes of the sample's stack copy at addr; false outside it. */
+static bool py_stack_u64(const struct py_stack *s, uint64_t addr, uint64_t *v)
+{
+	if (addr < s->addr || addr - s->addr > s->size || s->size - (addr - s->addr) < 8)
+		return false;
+	memcpy(v, s->data + (addr - s->addr), 8);
+	return true;
+}
+
+/* The CFA of the native activation at locs[i]: its caller's stack pointer, or 0. */
+static uint64_t py_act_cfa(const struct unwind_loc *locs, int n, int i)
+{
+	return i + 1 < n ? locs[i + 1].sp : 0;
+}
+
+/* Whether cframe offset off (cframe = CFA - off) makes the activations' cframes in the sample's
+ * copy a chain: each one's previous is the next outer one's, the outermost's is root (when
+ * root is not 0). */
+static bool py_cframe_chain_ok(const struct py_layout *L, const struct py_stack *s,
+			       const struct unwind_loc *locs, int n, const int *acts, int nacts,
+			       uint64_t off, uint64_t root)
+{
+	for (int k = 0; k < nacts; k++) {
+		uint64_t cfa = py_act_cfa(locs, n, acts[k]), prev, cur;
+		if (!cfa || !py_stack_u64(s, cfa - off + L->cframe_previous, &prev) ||
+		    !py_stack_u64(s, cfa - off + L->cframe_current_frame, &cur) || !cur || cur & 7)
+			return false;
+		uint64_t want = k + 1 < nacts ? py_act_cfa(locs, n, acts[k + 1]) - off : root;
+		if (k + 1 < nacts && !py_act_cfa(locs, n, acts[k + 1]))
+			return false;
+		if ((k + 1 < nacts || root) && prev != want)
+			return false;
+	}
+	return true;
+}
+
+/* Learn where _PyEval_EvalFrameDefault keeps its _PyCFrame local: a fixed distance below its
+ * CFA for one build of the interpreter. Learned from a sample whose native stack is complete:
+ * the one distance at which the outermost activation's cframe points to the thread state's
+ * root_cframe and every inner one to the next outer one, within the stack copy. Bounded:
+ * the distance is searched within PY_MAX_CFRAME_OFF, on at most PY_LEARN_TRIES samples. */
+static void py_learn_cframe_off(struct py_module_info *mi, const struct py_layout *L,
+				const struct py_stack *s, const struct unwind_loc *locs, int n,
+				const int *acts, int nacts, uint64_t root)
+{
+	uint64_t outer = py_act_cfa(locs, n, acts[nacts - 1]), found = 0;
+	int nfound = 0;
+
+	if (!outer || !mi->learn_left)
+		return;
+	mi->learn_left--;
+	for (uint64_t off = 8; off <= PY_MAX_CFRAME_OFF && nfound < 2; off += 8) {
+		uint64_t prev;
+		if (outer - off + L->cframe_previous < s->addr)
+			break;
+		if (!py_stack_u64(s, outer - off + L->cframe_previous, &prev) || prev != root)
+			continue;
+		if (py_cframe_chain_ok(L, s, locs, n, acts, nacts, off, root)) {
+			found = off;
+			nfound++;
+		}
+	}
+	if (nfound == 1)
+		mi->cframe_off = found;
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* Merging */
 
-int py_merge(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, struct unwind_loc *locs, int n,
-	     int max, enum py_merge_result *result)
+/* Put the frames of run r (st->ids[start[r], start[r + 1])) into st->out; returns how many. */
+static int py_put_run(struct py_state *st, const int *start, int r, int *out, int max)
+{
+	int pushed = 0;
+
+	for (int f = start[r]; f < start[r + 1] && *out < max; f++) {
+		if (st->ids[f] == UINT32_MAX)
+			continue;
+		st->out[(*out)++] = (struct unwind_loc){ st->module, st->ids[f], 0, 0 };
+		pushed++;
+	}
+	return pushed;
+}
+
+/* Each activation's frames from where the sample's stack copy says it was: its _PyCFrame's
+ * current_frame at the time of the sample (cframe_off learned), its frames then read now.
+ * An activation is confirmed when its cframe is still in the thread's chain with the same
+ * current frame (it was blocked in a call, or came back to the same place). One that is not
+ * has moved on: its frames are kept only when their entry frame still links to the frame the
+ * next outer activation was running at the time of the sample (as CPython links them when it
+ * enters an activation), else the frames were popped and reused and the activation stays
+ * native. Returns the number of activations confirmed, or -1 when the copy does not give
+ * every activation's frame (then the caller matches the chain read now by count). start[]
+ * gets nacts + 1 run bounds; *unread the activations that stay native. */
+static int py_runs_anchored(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+			    uint64_t ts, const struct py_module_info *mi, const struct py_stack *s,
+			    const struct unwind_loc *locs, int n, const int *acts, int nacts,
+			    int *start, int *unread)
+{
+	const struct py_layout *L = p->layout;
+	uint64_t root = ts + L->tstate_root_cframe;
+	uint64_t now_addr[PY_MAX_FRAMES], now_cur[PY_MAX_FRAMES], cf[PY_MAX_FRAMES],
+		cur[PY_MAX_FRAMES];
+	int confirmed = 0, nf = 0;
+
+	*unread = 0;
+	if (!s || !mi->cframe_off ||
+	    !py_cframe_chain_ok(L, s, locs, n, acts, nacts, mi->cframe_off, s->complete ? root : 0))
+		return -1;
+	for (int k = 0; k < nacts; k++) {
+		cf[k] = py_act_cfa(locs, n, acts[k]) - mi->cframe_off;
+		cur[k] = 0;
+		py_stack_u64(s, cf[k] + L->cframe_current_frame, &cur[k]); /* checked by chain_ok */
+	}
+	int nnow = py_cframes_now(p, ts, now_addr, now_cur, PY_MAX_FRAMES);
+	for (int k = 0; k < nacts; k++) {
+		uint64_t prev = UINT64_MAX;
+		start[k] = nf;
+		/* The outermost activation of a complete stack was entered from no frame. */
+		bool check = k + 1 < nacts || s->complete;
+		uint64_t want = k + 1 < nacts ? cur[k + 1] : 0;
+		if (!py_walk(ctx, st, p, cur[k], true, &nf, &prev) || (check && prev != want)) {
+			nf = start[k]; /* popped (and reused) since: this activation stays native */
+			(*unread)++;
+			continue;
+		}
+		for (int j = 0; j < nnow; j++)
+			if (now_addr[j] == cf[k]) {
+				confirmed += now_cur[j] == cur[k];
+				break;
+			}
+	}
+	start[nacts] = nf;
+	return confirmed;
+}
+
+int py_merge(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, const struct py_stack *stack,
+	     struct unwind_loc *locs, int n, int max, enum py_merge_result *result)
 {
 	struct py_state *st = ctx->python;
 	int acts[PY_MAX_FRAMES], nacts = 0;
@@ -677,52 +855,62 @@ int py_merge(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, struct unwind_l
 	}
 	if (!nacts)
 		return n;
-	struct py_proc *p = py_proc_get(ctx, st, pid, runtime_module, &st->mods[runtime_module]);
+	struct py_module_info *mi = &st->mods[runtime_module];
+	struct py_proc *p = py_proc_get(ctx, st, pid, runtime_module, mi);
 	if (p->state != PY_PROC_READY) {
 		*result = p->state == PY_PROC_UNSUPPORTED ? PY_MERGE_UNSUPPORTED : PY_MERGE_UNREADABLE;
 		return n;
 	}
-	int nframes = py_read_chain(ctx, st, p, tid);
-	if (nframes <= 0) {
+	uint64_t ts = py_thread_state(p, tid);
+	if (!ts) {
 		*result = PY_MERGE_UNREADABLE;
 		return n;
 	}
-	/* Runs of frames per native activation: a run ends at an entry frame. */
-	int run_start[PY_MAX_FRAMES + 1], nruns = 0;
-	run_start[0] = 0;
-	for (int i = 0; i < nframes; i++) {
-		if (st->entry[i] || i == nframes - 1) {
-			if (nruns < PY_MAX_FRAMES)
-				run_start[++nruns] = i + 1;
+	const struct py_layout *L = p->layout;
+	if (stack && stack->complete && !mi->cframe_off && L->tstate_root_cframe)
+		py_learn_cframe_off(mi, L, stack, locs, n, acts, nacts, ts + L->tstate_root_cframe);
+
+	int run_start[PY_MAX_FRAMES + 1], nruns = 0, shift_runs = 0, shift_acts = 0, unread = 0;
+	int confirmed = L->tstate_root_cframe ? py_runs_anchored(ctx, st, p, ts, mi, stack, locs, n,
+								 acts, nacts, run_start, &unread)
+					      : -1;
+	if (confirmed >= 0) {
+		nruns = nacts;
+		*result = confirmed == nacts ? PY_MERGE_OK : PY_MERGE_CHANGED;
+		if (unread == nacts) {
+			*result = PY_MERGE_UNREADABLE;
+			return n;
 		}
+	} else {
+		/* No anchor in the copy: the chain as it is now, one run per activation. */
+		int nframes = py_read_chain(ctx, st, p, ts);
+		if (nframes <= 0) {
+			*result = PY_MERGE_UNREADABLE;
+			return n;
+		}
+		run_start[0] = 0;
+		for (int i = 0; i < nframes; i++)
+			if ((st->entry[i] || i == nframes - 1) && nruns < PY_MAX_FRAMES)
+				run_start[++nruns] = i + 1;
+		/* Normally one run per activation. If the program moved on between the sample
+		 * and this read, they differ: the outer frames change least, so align from the
+		 * root when the native unwind reached it, from the leaf when the stack copy
+		 * ended first (its outer activations are not in the sample). */
+		*result = nruns == nacts ? PY_MERGE_OK : PY_MERGE_CHANGED;
+		bool from_root = !stack || stack->complete;
+		if (nruns > nacts && from_root)
+			shift_runs = nruns - nacts;
+		else if (nacts > nruns && from_root)
+			shift_acts = nacts - nruns;
 	}
-	/* Normally one run per activation. If the program moved on between the sample and this
-	 * read, they differ: the outer frames change least, so align from the root when the
-	 * native unwind reached it (no way to know for sure here: the outermost activation is
-	 * matched to the outermost run), from the leaf otherwise. */
-	*result = nruns == nacts ? PY_MERGE_OK : PY_MERGE_CHANGED;
-	int shift_runs = 0, shift_acts = 0;
-	if (nruns > nacts)
-		shift_runs = nruns - nacts;
-	else if (nacts > nruns)
-		shift_acts = nacts - nruns;
 
 	int out = 0, next_act = 0;
 	for (int i = 0; i < n; i++) {
 		if (next_act < nacts && acts[next_act] == i) {
 			int a = next_act++;
 			int r = a - shift_acts + shift_runs;
-			if (a >= shift_acts && r < nruns) {
-				int pushed = 0;
-				for (int f = run_start[r]; f < run_start[r + 1] && out < max; f++) {
-					if (st->ids[f] == UINT32_MAX)
-						continue;
-					st->out[out++] = (struct unwind_loc){ st->module, st->ids[f], 0 };
-					pushed++;
-				}
-				if (pushed)
-					continue;
-			}
+			if (a >= shift_acts && r < nruns && py_put_run(st, run_start, r, &out, max))
+				continue;
 		}
 		if (out < max)
 			st->out[out++] = locs[i];

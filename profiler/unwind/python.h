@@ -15,6 +15,7 @@
 #ifndef CSAMPLER_PYTHON_H
 #define CSAMPLER_PYTHON_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "unwind/symbols.h"
@@ -28,14 +29,24 @@ enum py_merge_result {
 	PY_MERGE_UNSUPPORTED,   /* a CPython version csampler has no layout for: native */
 };
 
+/* The sample's copy of the thread's stack, as the kernel took it at the time of the sample. */
+struct py_stack {
+	const uint8_t *data;
+	uint64_t addr, size;            /* the copy starts at the sampled stack pointer */
+	bool complete;                  /* the native unwind reached the thread's entry point */
+};
+
 /* Turn Python frame merging on for ctx. */
 void py_enable(struct unwind_ctx *ctx);
 
 /* Merge the Python frames of thread tid of pid into locs[0, n) (leaf first, as unwind_sample
- * wrote them), in place; at most max locations. Returns the new count; *result says what was
- * done. Never fails: without Python frames the native stack is returned unchanged. */
-int py_merge(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, struct unwind_loc *locs, int n,
-	     int max, enum py_merge_result *result);
+ * wrote them, with their sp), in place; at most max locations. stack (may be NULL) is the
+ * sample's stack copy: each activation's frames are then found from what the interpreter had
+ * in its C stack frame at the time of the sample, not from the chain as it is when read.
+ * Returns the new count; *result says what was done. Never fails: without Python frames the
+ * native stack is returned unchanged. */
+int py_merge(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, const struct py_stack *stack,
+	     struct unwind_loc *locs, int n, int max, enum py_merge_result *result);
 
 /* The process exec'd or exited: forget what was learned about its interpreter. */
 void py_forget(struct unwind_ctx *ctx, uint32_t pid);

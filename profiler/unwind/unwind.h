@@ -21,6 +21,7 @@ struct unwind_ctx; /* not thread-safe: one thread at a time calls into a context
 /* x86-64 user registers indexed by perf's enum perf_event_x86_regs (PERF_REG_X86_AX = 0 ...
  * PERF_REG_X86_IP = 8, PERF_REG_X86_SP = 7, PERF_REG_X86_BP = 6, R8..R15 = 16..23). */
 #define UNWIND_NREGS 24
+#define UNWIND_REG_SP 7 /* PERF_REG_X86_SP */
 
 struct unwind_sample {
 	uint32_t pid, tid;
@@ -39,6 +40,10 @@ struct unwind_loc {
 	uint64_t offset;           /* file offset (kernel, JIT: the absolute address) */
 	uint32_t flags;            /* PROFILE_FRAME_FOUND_* (datafile.h): how the frame was found
 				    * when not by CFI (its callee had none, unwind/jit.h) */
+	uint64_t sp;               /* user frames unwound from a stack copy: the frame's stack
+				    * pointer (its callee's CFA), so the caller's sp is this
+				    * frame's CFA (python.c finds interpreter locals by it); 0
+				    * when not known (kernel frames, -g fp, Python frames) */
 };
 
 enum unwind_result_flags {
