@@ -41,6 +41,8 @@ struct flame_opts {
 	bool hash;               /* flamegraph.pl's --hash/--cp: always what csampler does */
 	bool dump_layout;        /* print the layout as text instead of the SVG */
 	bool per_thread;         /* data files: root frame "comm-tid" */
+	bool python_only;        /* data files: stacks keep only their Python frames under the
+				  * root (stacks_python_view), py-spy's look */
 	int64_t pid, tid;        /* data files: filters, -1 = all */
 	const char *comm;        /* data files: thread-name filter, NULL = all */
 	int source;              /* data files: enum fold_source (--cpu, --gpu, --both) */
