@@ -7,12 +7,25 @@
  * which structure layout applies. From there, everything is read from the target's memory with
  * process_vm_readv:
  *   _PyRuntime.interpreters.head -> PyInterpreterState (-> next) -> threads.head ->
- *   PyThreadState (-> next) with native_thread_id == the sampled tid -> cframe->current_frame ->
+ *   PyThreadState (-> next) with native_thread_id == the sampled tid -> cframe->current_frame
+ *   (3.13: current_frame) ->
  *   _PyInterpreterFrame (-> previous): f_code (PyCodeObject: co_qualname, co_filename,
  *   co_firstlineno, co_linetable) and prev_instr (the instruction being run -> its line).
- * In 3.11 one native _PyEval_EvalFrameDefault call runs a run of Python frames linked by
- * `previous`, the outermost of which has is_entry set: those runs are matched to the native
- * activations in order, innermost first.
+ * One native _PyEval_EvalFrameDefault call (an activation) runs a run of Python frames linked
+ * by `previous`; the outermost is marked (3.11: is_entry; 3.12+: the next frame is a shim owned
+ * by the C stack, FRAME_OWNED_BY_CSTACK).
+ *
+ * Which frames an activation ran at the time of the sample: the frames are read when the
+ * recorder gets to the sample, milliseconds later. In 3.11 and 3.12 each activation keeps a
+ * _PyCFrame in its C stack frame, whose current_frame is its innermost Python frame, and the
+ * kernel copied that stack with the sample. The _PyCFrame sits at a fixed distance below the
+ * activation's CFA for a build of the interpreter: learned once from a complete sample (the
+ * one distance at which the activations' _PyCFrames chain to the thread state's root_cframe),
+ * then each activation's frames are walked from its current_frame as the copy holds it. An
+ * activation whose frames were popped since (the walk does not end at an entry frame linked
+ * to the next outer activation's frame) stays native. Without that anchor (3.13: no _PyCFrame,
+ * or before it is learned) the chain as it is when read is matched to the activations by
+ * count (PY_MERGE_CHANGED when they differ).
  *
  * Safety: the target runs while it is read. Every pointer read is bounded (a fixed number of
  * interpreters, threads and frames, lengths capped), every object is checked against its type
@@ -20,14 +33,12 @@
  * read only makes the sample native (PY_MERGE_UNREADABLE). Nothing here can loop forever or
  * read the recorder's own memory.
  *
- * Versions: one struct py_layout per CPython minor version, offsets taken from that version's
- * Include/internal headers (pycore_runtime.h, pycore_interp.h, pycore_frame.h, cpython/code.h;
- * tests/progs/py-offsets.c checks the table against the installed headers). Only 3.11 is in
- * the table: it is the version installed here, and the only one tested. 3.12 slots in as a row
- * (its entry frames are marked by the owner FRAME_OWNED_BY_CSTACK shim instead of is_entry:
- * a new entry_rule, and a location-table decoder shared with 3.11); from 3.13 the runtime
- * starts with _Py_DebugOffsets, which py_layout can be filled from at setup instead of the
- * table. A version without a row gets one warning line and native stacks.
+ * Versions (py_layout_for): 3.11 and 3.12 are rows of a table, offsets from each version's
+ * headers; 3.13 takes them from the interpreter's own _Py_DebugOffsets (cookie "xdebugpy", at
+ * the start of _PyRuntime, read from the target), whose own layout is 3.13's. 3.11 is Debian's
+ * and tested by every test run; 3.12 and 3.13 are tested where pyenv's builds are installed
+ * (tests/python/t-python-versions.sh). Any other version, or a 3.13 whose debug offsets do not
+ * check, gets one warning line and native stacks.
  *
  * Hand-written, because no library reads another process' CPython state (py-spy and austin
  * do, as programs; neither is a C library), and the location-table format is CPython's own. */
@@ -35,6 +46,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,43 +64,15 @@
 #define PY_TCACHE 64
 #define PY_MAX_CFRAME_OFF 16384u /* the interpreter's _PyCFrame local: within this of its CFA */
 #define PY_LEARN_TRIES 256       /* samples tried for learning where it is */
+#define PY_MAX_OBJECT 512        /* bytes read of one frame, code object or str header */
 
-/* One CPython version's structure layout: byte offsets of the fields csampler reads. */
-struct py_layout {
-	uint32_t hex_min, hex_max;     /* PY_VERSION_HEX range it applies to */
-	const char *name;
-	uint32_t runtime_interp_head;  /* _PyRuntimeState.interpreters.head */
-	uint32_t interp_next;          /* PyInterpreterState.next */
-	uint32_t interp_threads_head;  /* PyInterpreterState.threads.head */
-	uint32_t tstate_next;          /* PyThreadState.next */
-	uint32_t tstate_cframe;        /* PyThreadState.cframe */
-	uint32_t tstate_native_tid;    /* PyThreadState.native_thread_id */
-	uint32_t tstate_root_cframe;   /* PyThreadState.root_cframe (0: no anchoring) */
-	uint32_t cframe_current_frame; /* _PyCFrame.current_frame */
-	uint32_t cframe_previous;      /* _PyCFrame.previous */
-	uint32_t frame_code;           /* _PyInterpreterFrame.f_code */
-	uint32_t frame_previous;       /* _PyInterpreterFrame.previous */
-	uint32_t frame_instr;          /* _PyInterpreterFrame.prev_instr */
-	uint32_t frame_is_entry;       /* _PyInterpreterFrame.is_entry (bool) */
-	uint32_t frame_owner;          /* _PyInterpreterFrame.owner (char) */
-	uint8_t owner_generator;       /* FRAME_OWNED_BY_GENERATOR */
-	uint32_t code_qualname, code_filename, code_firstlineno, code_linetable;
-	uint32_t code_code;            /* co_code_adaptive: the first code unit */
-	uint32_t code_firsttraceable;  /* _co_firsttraceable (int, code units) */
-	uint32_t code_size;            /* bytes read of a code object (covers every field) */
-	uint32_t ob_type;              /* PyObject.ob_type */
-	uint32_t var_size;             /* PyVarObject.ob_size */
-	uint32_t bytes_data;           /* PyBytesObject.ob_sval */
-	uint32_t str_length, str_state;/* PyASCIIObject.length, .state */
-	uint32_t str_ascii_data;       /* sizeof(PyASCIIObject): compact ASCII data */
-	uint32_t str_compact_data;     /* sizeof(PyCompactUnicodeObject): other compact data */
-	uint32_t (*line)(const uint8_t *table, size_t len, uint32_t first_line, uint32_t unit);
-};
-
+/* The versions whose layout is a row of this table; 3.13 is built from _Py_DebugOffsets
+ * (py_layout_from_debug). Offsets from each version's headers (pycore_runtime.h,
+ * pycore_interp.h, cpython/pystate.h, pycore_frame.h, cpython/code.h, cpython/unicodeobject.h)
+ * for a default (not debug, not free-threaded) x86-64 build; fixed within a minor version. */
 static const struct py_layout py_layouts[] = {
 	{
-		/* CPython 3.11 (offsets from Debian's 3.11.7 headers; the layout is fixed
-		 * within a minor version). */
+		/* CPython 3.11: Debian's 3.11.2 and 3.11.7; tested. An entry frame has is_entry. */
 		.hex_min = 0x030b0000, .hex_max = 0x030bffff, .name = "3.11",
 		.runtime_interp_head = 40,
 		.interp_next = 0, .interp_threads_head = 16,
@@ -98,12 +82,154 @@ static const struct py_layout py_layouts[] = {
 		.frame_owner = 69, .owner_generator = 1,
 		.code_qualname = 128, .code_filename = 112, .code_firstlineno = 72,
 		.code_linetable = 136, .code_code = 184, .code_firsttraceable = 168,
-		.code_size = 192,
 		.ob_type = 8, .var_size = 16, .bytes_data = 32,
 		.str_length = 16, .str_state = 32, .str_ascii_data = 48, .str_compact_data = 72,
 		.line = py_linetable_line_311,
 	},
+	{
+		/* CPython 3.12 (3.12.1's headers; tested with pyenv's 3.12.1 where installed).
+		 * Each activation pushes a shim frame owned by the C stack (FRAME_OWNED_BY_CSTACK)
+		 * under its first frame; the location table is 3.11's format. */
+		.hex_min = 0x030c0000, .hex_max = 0x030cffff, .name = "3.12",
+		.runtime_interp_head = 40,
+		.interp_next = 0, .interp_threads_head = 72,
+		.tstate_next = 8, .tstate_cframe = 56, .tstate_native_tid = 144,
+		.tstate_root_cframe = 272, .cframe_current_frame = 0, .cframe_previous = 8,
+		.frame_code = 0, .frame_previous = 8, .frame_instr = 56,
+		.frame_owner = 70, .owner_generator = 1, .owner_cstack = 3,
+		.code_qualname = 128, .code_filename = 112, .code_firstlineno = 68,
+		.code_linetable = 136, .code_code = 192, .code_firsttraceable = 176,
+		.ob_type = 8, .var_size = 16, .bytes_data = 32,
+		.str_length = 16, .str_state = 32, .str_ascii_data = 40, .str_compact_data = 56,
+		.line = py_linetable_line_311,
+	},
 };
+
+/* _Py_DebugOffsets as 3.13 lays it out (Include/internal/pycore_runtime.h): the byte offsets
+ * of the fields csampler takes from it. The struct itself changes between minor versions
+ * (3.14 adds fields inside its sections), so only 3.13's is read. */
+enum {
+	PY_DBG13_COOKIE = 0, PY_DBG13_VERSION = 8, PY_DBG13_FREE_THREADED = 16,
+	PY_DBG13_RUNTIME_INTERP_HEAD = 40,
+	PY_DBG13_INTERP_NEXT = 64, PY_DBG13_INTERP_THREADS_HEAD = 72,
+	PY_DBG13_TSTATE_NEXT = 168, PY_DBG13_TSTATE_CURRENT_FRAME = 184,
+	PY_DBG13_TSTATE_NATIVE_TID = 200,
+	PY_DBG13_FRAME_PREVIOUS = 232, PY_DBG13_FRAME_EXECUTABLE = 240, PY_DBG13_FRAME_INSTR = 248,
+	PY_DBG13_FRAME_OWNER = 264,
+	PY_DBG13_CODE_FILENAME = 280, PY_DBG13_CODE_QUALNAME = 296, PY_DBG13_CODE_LINETABLE = 304,
+	PY_DBG13_CODE_FIRSTLINENO = 312, PY_DBG13_CODE_CODE = 344,
+	PY_DBG13_OB_TYPE = 360,
+	PY_DBG13_BYTES_SIZE = 520, PY_DBG13_BYTES_DATA = 528,
+	PY_DBG13_STR_STATE = 544, PY_DBG13_STR_LENGTH = 552, PY_DBG13_STR_ASCII_SIZE = 560,
+	PY_DBG13_SIZE = 584,
+};
+
+static uint32_t py_max_u32(uint32_t a, uint32_t b)
+{
+	return a > b ? a : b;
+}
+
+/* The bytes to read of each object: up to the last field used. */
+static void py_layout_derive(struct py_layout *L)
+{
+	L->frame_read = py_max_u32(py_max_u32(L->frame_code, L->frame_previous), L->frame_instr) + 8;
+	L->frame_read = py_max_u32(L->frame_read, py_max_u32(L->frame_owner, L->frame_is_entry) + 1);
+	L->code_read = py_max_u32(py_max_u32(L->code_qualname, L->code_filename), L->code_linetable) + 8;
+	L->code_read = py_max_u32(L->code_read, py_max_u32(L->code_firstlineno, L->code_firsttraceable) + 4);
+	L->code_read = py_max_u32(L->code_read, L->ob_type + 8);
+	L->str_read = py_max_u32(py_max_u32(L->str_length, L->ob_type) + 8, L->str_state + 4);
+}
+
+static uint64_t py_dbg_u64(const uint8_t *d, size_t off)
+{
+	uint64_t v;
+	memcpy(&v, d + off, sizeof(v));
+	return v;
+}
+
+/* 3.13: the layout from the interpreter's _Py_DebugOffsets. Every offset csampler uses is
+ * taken from it, but two it does not give: _co_firsttraceable (only used to hide a frame still
+ * being set up; 3.13's headers: 184) and the owner values (3.13's pycore_frame.h). */
+static int py_layout_from_debug(uint32_t version, const uint8_t *d, size_t n, struct py_layout *L)
+{
+	if (!d || n < PY_DBG13_SIZE || memcmp(d + PY_DBG13_COOKIE, "xdebugpy", 8))
+		return -EINVAL;
+	uint64_t dv = py_dbg_u64(d, PY_DBG13_VERSION);
+	if ((dv >> 16) != (version >> 16))
+		return -EINVAL; /* not the version the binary says: not trusted */
+	if (py_dbg_u64(d, PY_DBG13_FREE_THREADED))
+		return -ENOTSUP;
+	static const size_t fields[] = {
+		PY_DBG13_RUNTIME_INTERP_HEAD, PY_DBG13_INTERP_NEXT, PY_DBG13_INTERP_THREADS_HEAD,
+		PY_DBG13_TSTATE_NEXT, PY_DBG13_TSTATE_CURRENT_FRAME, PY_DBG13_TSTATE_NATIVE_TID,
+		PY_DBG13_FRAME_PREVIOUS, PY_DBG13_FRAME_EXECUTABLE, PY_DBG13_FRAME_INSTR,
+		PY_DBG13_FRAME_OWNER, PY_DBG13_CODE_FILENAME, PY_DBG13_CODE_QUALNAME,
+		PY_DBG13_CODE_LINETABLE, PY_DBG13_CODE_FIRSTLINENO, PY_DBG13_CODE_CODE,
+		PY_DBG13_OB_TYPE, PY_DBG13_BYTES_SIZE, PY_DBG13_BYTES_DATA, PY_DBG13_STR_STATE,
+		PY_DBG13_STR_LENGTH, PY_DBG13_STR_ASCII_SIZE,
+	};
+	/* Field offsets within a structure (the interpreter state is some KiB): a value
+	 * past 1 MiB is not one. The objects read whole are bounded by py_layout_for. */
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		if (py_dbg_u64(d, fields[i]) > (1u << 20))
+			return -EINVAL;
+	*L = (struct py_layout){
+		.hex_min = version & 0xffff0000u, .hex_max = version | 0xffffu, .name = "3.13",
+		.runtime_interp_head = (uint32_t)py_dbg_u64(d, PY_DBG13_RUNTIME_INTERP_HEAD),
+		.interp_next = (uint32_t)py_dbg_u64(d, PY_DBG13_INTERP_NEXT),
+		.interp_threads_head = (uint32_t)py_dbg_u64(d, PY_DBG13_INTERP_THREADS_HEAD),
+		.tstate_next = (uint32_t)py_dbg_u64(d, PY_DBG13_TSTATE_NEXT),
+		.tstate_current_frame = (uint32_t)py_dbg_u64(d, PY_DBG13_TSTATE_CURRENT_FRAME),
+		.tstate_native_tid = (uint32_t)py_dbg_u64(d, PY_DBG13_TSTATE_NATIVE_TID),
+		.frame_code = (uint32_t)py_dbg_u64(d, PY_DBG13_FRAME_EXECUTABLE),
+		.frame_previous = (uint32_t)py_dbg_u64(d, PY_DBG13_FRAME_PREVIOUS),
+		.frame_instr = (uint32_t)py_dbg_u64(d, PY_DBG13_FRAME_INSTR),
+		.frame_owner = (uint32_t)py_dbg_u64(d, PY_DBG13_FRAME_OWNER),
+		.owner_generator = 1, .owner_cstack = 3,
+		.code_qualname = (uint32_t)py_dbg_u64(d, PY_DBG13_CODE_QUALNAME),
+		.code_filename = (uint32_t)py_dbg_u64(d, PY_DBG13_CODE_FILENAME),
+		.code_firstlineno = (uint32_t)py_dbg_u64(d, PY_DBG13_CODE_FIRSTLINENO),
+		.code_linetable = (uint32_t)py_dbg_u64(d, PY_DBG13_CODE_LINETABLE),
+		.code_code = (uint32_t)py_dbg_u64(d, PY_DBG13_CODE_CODE),
+		.code_firsttraceable = 184,
+		.ob_type = (uint32_t)py_dbg_u64(d, PY_DBG13_OB_TYPE),
+		.var_size = (uint32_t)py_dbg_u64(d, PY_DBG13_BYTES_SIZE),
+		.bytes_data = (uint32_t)py_dbg_u64(d, PY_DBG13_BYTES_DATA),
+		.str_length = (uint32_t)py_dbg_u64(d, PY_DBG13_STR_LENGTH),
+		.str_state = (uint32_t)py_dbg_u64(d, PY_DBG13_STR_STATE),
+		.str_ascii_data = (uint32_t)py_dbg_u64(d, PY_DBG13_STR_ASCII_SIZE),
+		/* PyCompactUnicodeObject: PyASCIIObject, then utf8_length and utf8 */
+		.str_compact_data = (uint32_t)py_dbg_u64(d, PY_DBG13_STR_ASCII_SIZE) + 16,
+		.line = py_linetable_line_311,
+	};
+	return 0;
+}
+
+size_t py_layout_debug_size(uint32_t version)
+{
+	return (version >> 16) == 0x030d ? PY_DBG13_SIZE : 0;
+}
+
+int py_layout_for(uint32_t version, const uint8_t *debug, size_t ndebug, struct py_layout *out)
+{
+	int err = -ENOTSUP;
+
+	for (size_t i = 0; i < sizeof(py_layouts) / sizeof(py_layouts[0]); i++)
+		if (version >= py_layouts[i].hex_min && version <= py_layouts[i].hex_max) {
+			*out = py_layouts[i];
+			err = 0;
+		}
+	if ((version >> 16) == 0x030d)
+		err = py_layout_from_debug(version, debug, ndebug, out);
+	if (!err) {
+		/* Every field is read from a buffer of PY_MAX_OBJECT bytes. */
+		py_layout_derive(out);
+		if (out->frame_read > PY_MAX_OBJECT || out->code_read > PY_MAX_OBJECT ||
+		    out->str_read > PY_MAX_OBJECT || out->str_compact_data > PY_MAX_OBJECT)
+			err = -EINVAL;
+	}
+	return err;
+}
 
 /* What a module of the unwinder's table is to Python (by module id). */
 struct py_module_info {
@@ -130,7 +256,8 @@ enum py_proc_state { PY_PROC_READY = 1, PY_PROC_FAILED, PY_PROC_UNSUPPORTED };
 struct py_proc {
 	uint32_t pid;
 	enum py_proc_state state;
-	const struct py_layout *layout;
+	const struct py_layout *layout; /* &own */
+	struct py_layout own;
 	uint64_t runtime, code_type, unicode_type; /* addresses in the target */
 	struct { uint32_t tid; uint64_t tstate; } tcache[PY_TCACHE];
 	struct elfcache_hash codes;    /* address -> struct py_code */
@@ -289,9 +416,9 @@ static void py_utf8_put(char *out, size_t *n, size_t cap, uint32_t c)
 static bool py_read_str(struct py_proc *p, uint64_t addr, char *out, size_t cap)
 {
 	const struct py_layout *L = p->layout;
-	uint8_t hdr[128];
+	uint8_t hdr[PY_MAX_OBJECT];
 
-	if (!py_read(p->pid, addr, hdr, L->str_compact_data) || py_u64(hdr, L->ob_type) != p->unicode_type)
+	if (!py_read(p->pid, addr, hdr, L->str_read) || py_u64(hdr, L->ob_type) != p->unicode_type)
 		return false;
 	uint64_t length = py_u64(hdr, L->str_length);
 	uint32_t state = py_u32(hdr, L->str_state);
@@ -335,15 +462,16 @@ static void py_code_free(struct py_code *c)
 static struct py_code *py_code_get(struct unwind_ctx *ctx, struct py_proc *p, uint64_t addr)
 {
 	const struct py_layout *L = p->layout;
-	uint8_t buf[512];
+	uint8_t buf[PY_MAX_OBJECT];
 
-	if (addr & 7 || !py_read(p->pid, addr, buf, L->code_size) ||
+	if (addr & 7 || !py_read(p->pid, addr, buf, L->code_read) ||
 	    py_u64(buf, L->ob_type) != p->code_type)
 		return NULL;
 	uint64_t qualname = py_u64(buf, L->code_qualname), filename = py_u64(buf, L->code_filename);
 	uint64_t linetable = py_u64(buf, L->code_linetable);
 	uint32_t first_line = py_u32(buf, L->code_firstlineno);
-	int32_t first_traceable = (int32_t)py_u32(buf, L->code_firsttraceable);
+	int32_t first_traceable =
+		L->code_firsttraceable ? (int32_t)py_u32(buf, L->code_firsttraceable) : 0;
 	struct py_code *c = elfcache_hash_find(&p->codes, cs_hash_u64(addr), py_code_eq, &addr);
 	if (c && c->qualname == qualname && c->filename == filename && c->linetable == linetable &&
 	    c->first_line == first_line && c->first_traceable == first_traceable)
@@ -430,14 +558,6 @@ int py_frame_symbol(struct unwind_ctx *ctx, uint64_t id, struct sym_frame *out)
 
 /* ------------------------------------------------------------------------------------------ */
 /* Modules and processes */
-
-static const struct py_layout *py_layout_find(uint32_t version)
-{
-	for (size_t i = 0; i < sizeof(py_layouts) / sizeof(py_layouts[0]); i++)
-		if (version >= py_layouts[i].hex_min && version <= py_layouts[i].hex_max)
-			return &py_layouts[i];
-	return NULL;
-}
 
 /* Look at module id once: is it a CPython runtime? */
 static struct py_module_info *py_module_info(struct unwind_ctx *ctx, struct py_state *st,
@@ -538,26 +658,37 @@ static struct py_proc *py_proc_get(struct unwind_ctx *ctx, struct py_state *st, 
 	p->pid = pid;
 	elfcache_hash_insert(&st->procs, cs_hash_u64(pid), p);
 	uint32_t version = st->version_override >= 0 ? (uint32_t)st->version_override : mi->version;
-	p->layout = py_layout_find(version);
-	if (!p->layout) {
-		p->state = PY_PROC_UNSUPPORTED;
-		if (st->warned_version != version + 1) {
-			st->warned_version = version + 1;
-			if (version)
-				cs_warn("python %u.%u (pid %u) is not supported (CPython 3.11 only): "
-					"its stacks stay native", version >> 24, (version >> 16) & 255,
-					pid);
-			else
-				cs_warn("python of unknown version (pid %u) is not supported (CPython "
-					"3.11 only): its stacks stay native", pid);
-		}
-		return p;
-	}
 	uint64_t bias;
 	if (!py_module_bias(ctx->modules[module], pid, &bias)) {
 		p->state = PY_PROC_FAILED;
 		return p;
 	}
+	/* 3.13+: the layout is the interpreter's own _Py_DebugOffsets, at the start of its
+	 * _PyRuntime in the target. */
+	uint8_t debug[1024];
+	size_t ndebug = py_layout_debug_size(version);
+	if (ndebug > sizeof(debug) || (ndebug && !py_read(pid, mi->runtime + bias, debug, ndebug)))
+		ndebug = 0;
+	int err = py_layout_for(version, ndebug ? debug : NULL, ndebug, &p->own);
+	if (err) {
+		p->state = PY_PROC_UNSUPPORTED;
+		if (st->warned_version != version + 1) {
+			st->warned_version = version + 1;
+			if (!version)
+				cs_warn("python of unknown version (pid %u) is not supported (CPython "
+					"3.11 to 3.13): its stacks stay native", pid);
+			else if (err == -ENOTSUP)
+				cs_warn("python %u.%u (pid %u) is not supported (CPython 3.11 to 3.13, "
+					"not free-threaded): its stacks stay native", version >> 24,
+					(version >> 16) & 255, pid);
+			else
+				cs_warn("python %u.%u (pid %u): its _Py_DebugOffsets could not be read "
+					"or do not check: its stacks stay native", version >> 24,
+					(version >> 16) & 255, pid);
+		}
+		return p;
+	}
+	p->layout = &p->own;
 	p->runtime = mi->runtime + bias;
 	p->code_type = mi->code_type + bias;
 	p->unicode_type = mi->unicode_type + bias;
@@ -618,16 +749,35 @@ static bool py_walk(struct unwind_ctx *ctx, struct py_state *st, struct py_proc 
 		    uint64_t frame, bool one_activation, int *n, uint64_t *entry_prev)
 {
 	const struct py_layout *L = p->layout;
+	int run_first = *n;
 
 	for (int depth = 0; frame; depth++) {
-		uint8_t fb[128];
+		uint8_t fb[PY_MAX_OBJECT];
 		if (depth >= PY_MAX_FRAMES || *n >= PY_MAX_FRAMES || frame & 7 ||
-		    !py_read(p->pid, frame, fb, L->frame_owner + 1))
+		    !py_read(p->pid, frame, fb, L->frame_read))
 			return false;
+		uint8_t owner = fb[L->frame_owner];
+		if (L->owner_cstack && owner == L->owner_cstack) {
+			/* 3.12+: the shim under an activation's first frame ends its run. */
+			uint64_t prev = py_u64(fb, L->frame_previous);
+			if (one_activation) {
+				*entry_prev = prev;
+				return true;
+			}
+			if (*n > run_first)
+				st->entry[*n - 1] = 1;
+			else if (*n < PY_MAX_FRAMES) {
+				/* no frame shown in this activation: a run of its own */
+				st->ids[*n] = UINT32_MAX;
+				st->entry[(*n)++] = 1;
+			}
+			run_first = *n;
+			frame = prev;
+			continue;
+		}
 		uint64_t code_addr = py_u64(fb, L->frame_code);
 		uint64_t instr = py_u64(fb, L->frame_instr);
-		bool is_entry = fb[L->frame_is_entry] != 0;
-		uint8_t owner = fb[L->frame_owner];
+		bool is_entry = L->frame_is_entry && fb[L->frame_is_entry] != 0;
 		struct py_code *c = py_code_get(ctx, p, code_addr);
 		if (!c)
 			return false;
@@ -648,6 +798,8 @@ static bool py_walk(struct unwind_ctx *ctx, struct py_state *st, struct py_proc 
 			st->ids[*n] = incomplete ? UINT32_MAX : py_frame_id(st, c->name, c->file, line);
 			st->entry[*n] = is_entry;
 			(*n)++;
+			if (is_entry)
+				run_first = *n;
 		}
 		frame = py_u64(fb, L->frame_previous);
 		if (is_entry && one_activation) {
@@ -667,10 +819,17 @@ static int py_read_chain(struct unwind_ctx *ctx, struct py_state *st, struct py_
 	uint64_t cframe, frame;
 	int n = 0;
 
-	if (!py_read_ptr(p->pid, ts + L->tstate_cframe, &cframe) ||
-	    !py_read_ptr(p->pid, cframe + L->cframe_current_frame, &frame) ||
-	    !py_walk(ctx, st, p, frame, false, &n, NULL))
+	if (L->tstate_cframe) {
+		if (!py_read_ptr(p->pid, ts + L->tstate_cframe, &cframe) ||
+		    !py_read_ptr(p->pid, cframe + L->cframe_current_frame, &frame))
+			return -1;
+	} else if (!py_read_ptr(p->pid, ts + L->tstate_current_frame, &frame)) {
 		return -1;
+	}
+	if (!py_walk(ctx, st, p, frame, false, &n, NULL))
+		return -1;
+	/* 3.12+: the outermost activation's frames end at its shim, already a run's end; a
+	 * chain that ends without one (3.11: its is_entry frame) ends the last run too. */
 	return n;
 }
 
@@ -683,6 +842,8 @@ static int py_cframes_now(struct py_proc *p, uint64_t ts, uint64_t *addr, uint64
 	uint64_t root = ts + L->tstate_root_cframe, cf;
 	int n = 0;
 
+	if (!L->tstate_cframe)
+		return -1;
 	if (!py_read_ptr(p->pid, ts + L->tstate_cframe, &cf))
 		return -1;
 	while (cf && cf != root) {
