@@ -893,21 +893,17 @@ static bool py_cframe_chain_ok(const struct py_layout *L, const struct py_stack 
 	return true;
 }
 
-/* Learn where _PyEval_EvalFrameDefault keeps its _PyCFrame local: a fixed distance below its
- * CFA for one build of the interpreter. Learned from a sample whose native stack is complete:
- * the one distance at which the outermost activation's cframe points to the thread state's
- * root_cframe and every inner one to the next outer one, within the stack copy. Bounded:
- * the distance is searched within PY_MAX_CFRAME_OFF, on at most PY_LEARN_TRIES samples. */
-static void py_learn_cframe_off(struct py_module_info *mi, const struct py_layout *L,
-				const struct py_stack *s, const struct unwind_loc *locs, int n,
-				const int *acts, int nacts, uint64_t root)
+/* Learn where _PyEval_EvalFrameDefault keeps its _PyCFrame local (py_cframe_offset_find),
+ * on at most PY_LEARN_TRIES samples. */
+uint64_t py_cframe_offset_find(const struct py_layout *L, const struct py_stack *s,
+			       const struct unwind_loc *locs, int n, const int *acts, int nacts,
+			       uint64_t root)
 {
-	uint64_t outer = py_act_cfa(locs, n, acts[nacts - 1]), found = 0;
+	uint64_t outer = nacts > 0 ? py_act_cfa(locs, n, acts[nacts - 1]) : 0, found = 0;
 	int nfound = 0;
 
-	if (!outer || !mi->learn_left)
-		return;
-	mi->learn_left--;
+	if (!outer || !L->tstate_root_cframe)
+		return 0;
 	for (uint64_t off = 8; off <= PY_MAX_CFRAME_OFF && nfound < 2; off += 8) {
 		uint64_t prev;
 		if (outer - off + L->cframe_previous < s->addr)
@@ -919,8 +915,17 @@ static void py_learn_cframe_off(struct py_module_info *mi, const struct py_layou
 			nfound++;
 		}
 	}
-	if (nfound == 1)
-		mi->cframe_off = found;
+	return nfound == 1 ? found : 0;
+}
+
+static void py_learn_cframe_off(struct py_module_info *mi, const struct py_layout *L,
+				const struct py_stack *s, const struct unwind_loc *locs, int n,
+				const int *acts, int nacts, uint64_t root)
+{
+	if (!mi->learn_left)
+		return;
+	mi->learn_left--;
+	mi->cframe_off = py_cframe_offset_find(L, s, locs, n, acts, nacts, root);
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -100,6 +100,17 @@ struct py_layout {
  * build); -EINVAL when 3.13's debug offsets are missing or do not check. */
 int py_layout_for(uint32_t version, const uint8_t *debug, size_t ndebug, struct py_layout *out);
 
+/* Where _PyEval_EvalFrameDefault keeps its _PyCFrame local (3.11, 3.12), as a distance below
+ * the activation's CFA, fixed for one build of the interpreter: from a sample whose native
+ * stack is complete (locs[0, n) with their sp; acts: the indexes of its interpreter
+ * activations, innermost first), the one distance (a multiple of 8, within 16 KiB) at which
+ * the outermost activation's _PyCFrame in the stack copy s has previous == root (the thread
+ * state's root_cframe) and every inner one's previous is the next outer one's. Returns it, or
+ * 0 when there is none or more than one. Exposed for the unit tests. */
+uint64_t py_cframe_offset_find(const struct py_layout *L, const struct py_stack *s,
+			       const struct unwind_loc *locs, int n, const int *acts, int nacts,
+			       uint64_t root);
+
 /* How many bytes of the runtime's start py_layout_for wants for version (0: none). */
 size_t py_layout_debug_size(uint32_t version);
 

@@ -150,3 +150,49 @@ UNIT_TEST(python_layout_debug_offsets)
 	py_test_put(d, 16, 1);
 	UNIT_ASSERT_EQ_INT(py_layout_for(0x030d00f0, d, n, &L), -ENOTSUP);
 }
+
+/* Learning where the interpreter keeps its _PyCFrame: three activations whose _PyCFrames sit
+ * 0x98 below their CFAs in a synthetic stack copy, chained to the thread's root_cframe. */
+UNIT_TEST(python_cframe_offset)
+{
+	static uint8_t stack[4096];
+	const uint64_t base = 0x7ffd00000000ull, root = 0x555500001000ull + 336, d = 0x98;
+	const uint64_t cfa[3] = { base + 0x400, base + 0x900, base + 0xe00 };
+	struct py_layout L;
+	struct unwind_loc locs[7] = { { .sp = base } };
+	int acts[3] = { 1, 3, 5 };
+	struct py_stack s = { stack, base, sizeof(stack), true };
+
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030b07f0, NULL, 0, &L), 0);
+	memset(stack, 0, sizeof(stack));
+	for (int k = 0; k < 3; k++) {
+		locs[acts[k] + 1].sp = cfa[k];  /* the caller's sp is the activation's CFA */
+		py_test_put(stack, cfa[k] - d - base + L.cframe_current_frame, 0x7f0000001000ull + 64 * k);
+		py_test_put(stack, cfa[k] - d - base + L.cframe_previous, k < 2 ? cfa[k + 1] - d : root);
+	}
+	/* a local elsewhere that also holds root (the saved prev_cframe): not a chain */
+	py_test_put(stack, cfa[2] - 0x200 - base + L.cframe_previous, root);
+	py_test_put(stack, cfa[2] - 0x200 - base + L.cframe_current_frame, 0x7f0000002000ull);
+	UNIT_ASSERT(py_cframe_offset_find(&L, &s, locs, 7, acts, 3, root) == d);
+	/* one activation only: both slots chain to root, ambiguous: nothing learned */
+	UNIT_ASSERT(py_cframe_offset_find(&L, &s, locs, 7, acts + 2, 1, root) == 0);
+	/* another thread's root: nothing */
+	UNIT_ASSERT(py_cframe_offset_find(&L, &s, locs, 7, acts, 3, root + 8) == 0);
+	/* a broken link between the two inner activations: nothing */
+	py_test_put(stack, cfa[0] - d - base + L.cframe_previous, cfa[1] - d + 8);
+	UNIT_ASSERT(py_cframe_offset_find(&L, &s, locs, 7, acts, 3, root) == 0);
+	py_test_put(stack, cfa[0] - d - base + L.cframe_previous, cfa[1] - d);
+	/* an activation whose CFA is not known (its caller was not unwound): nothing */
+	locs[4].sp = 0;
+	UNIT_ASSERT(py_cframe_offset_find(&L, &s, locs, 7, acts, 3, root) == 0);
+	locs[4].sp = cfa[1];
+	/* the stack copy ends before the outer activation's _PyCFrame: nothing */
+	s.size = cfa[2] - d - base;
+	UNIT_ASSERT(py_cframe_offset_find(&L, &s, locs, 7, acts, 3, root) == 0);
+	/* 3.13 has no _PyCFrame */
+	s.size = sizeof(stack);
+	uint8_t dbg[1024];
+	size_t nd = py_test_debug13(dbg);
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030d00f0, dbg, nd, &L), 0);
+	UNIT_ASSERT(py_cframe_offset_find(&L, &s, locs, 7, acts, 3, root) == 0);
+}
