@@ -278,6 +278,34 @@ UNIT_TEST(flame_layout_diff_and_reverse)
 	free(o.inputs);
 }
 
+/* A frame from a data file (flagged: found by a scan, without a symbol) and the same frame from
+ * folded text (no such flags) are one frame; a kernel frame of the same name is another. */
+UNIT_TEST(flame_tree_identity_ignores_how_found)
+{
+	struct flame_tree t;
+	struct flame_layout l;
+	struct flame_opts o = flame_test_opts();
+	char out[512];
+	struct fold_frame from_data[] = { { .name = "m" },
+					  { .name = "//anon+0x7f00", .flags = PROFILE_FRAME_UNNAMED |
+									       PROFILE_FRAME_FOUND_SCAN } };
+	struct fold_frame from_text[] = { { .name = "m" }, { .name = "//anon+0x7f00" } };
+	struct fold_frame kernel[] = { { .name = "m" }, { .name = "//anon+0x7f00", .flags = PROFILE_FRAME_KERNEL } };
+
+	flame_tree_init(&t, false, false);
+	flame_tree_add(&t, from_data, 2, 0, FLAME_SERIES_BEFORE, 2);
+	flame_tree_add(&t, from_text, 2, 0, FLAME_SERIES_MAIN, 3);
+	flame_tree_add(&t, kernel, 2, 0, FLAME_SERIES_MAIN, 1);
+	flame_tree_finish(&t);
+	UNIT_ASSERT_EQ_INT(flame_layout_build(&t, &o, &l), 0);
+	flame_test_layout(&t, &l, out, sizeof(out));
+	UNIT_ASSERT(!strcmp(out, "all:4 .m:4 ..//anon+0x7f00:3 ..//anon+0x7f00:1"));
+	UNIT_ASSERT(l.frames[2].before == 2);
+	flame_layout_free(&l);
+	flame_tree_free(&t);
+	free(o.inputs);
+}
+
 UNIT_TEST(flame_tree_stack_cache)
 {
 	struct flame_tree t;

@@ -134,11 +134,18 @@ static void flame_key_merge(struct flame_tree *t, struct flame_key *k, const str
 		k->file = flame_str_intern(t, f->file);
 }
 
+/* The flags that tell frames apart. The others say how a frame was found or named (by a
+ * frame-pointer step or a scan, without a symbol): folded text does not carry them, and the
+ * same function found two ways is one frame (a diff of folded text against a data file would
+ * otherwise see a frame change). */
+#define FLAME_IDENTITY_FLAGS                                                                      \
+	(~(uint32_t)(PROFILE_FRAME_UNNAMED | PROFILE_FRAME_FOUND_FP | PROFILE_FRAME_FOUND_SCAN))
+
 /* Whether key is the frame f, without interning f. */
 static bool flame_key_is(struct flame_tree *t, uint32_t key, const struct fold_frame *f)
 {
 	struct flame_key *k = &t->keys[key];
-	if (k->flags != f->flags || strcmp(t->names + k->name, f->name))
+	if (k->flags != (f->flags & FLAME_IDENTITY_FLAGS) || strcmp(t->names + k->name, f->name))
 		return false;
 	flame_key_merge(t, k, f);
 	return true;
@@ -147,7 +154,8 @@ static bool flame_key_is(struct flame_tree *t, uint32_t key, const struct fold_f
 static uint32_t flame_key_intern(struct flame_tree *t, const struct fold_frame *f)
 {
 	size_t n = strlen(f->name);
-	uint64_t h64 = XXH3_64bits(f->name, n) ^ cs_hash_u64(f->flags);
+	uint32_t flags = f->flags & FLAME_IDENTITY_FLAGS;
+	uint64_t h64 = XXH3_64bits(f->name, n) ^ cs_hash_u64(flags);
 	uint32_t h = (uint32_t)h64 ^ (uint32_t)(h64 >> 32);
 
 	if ((t->nkeys + 1) * 2 > t->key_slots_cap)
@@ -155,7 +163,7 @@ static uint32_t flame_key_intern(struct flame_tree *t, const struct fold_frame *
 	size_t mask = t->key_slots_cap - 1, i = h & mask;
 	for (; t->key_slots[i]; i = (i + 1) & mask) {
 		struct flame_key *k = &t->keys[t->key_slots[i] - 1];
-		if (k->hash == h && k->flags == f->flags && !strcmp(t->names + k->name, f->name)) {
+		if (k->hash == h && k->flags == flags && !strcmp(t->names + k->name, f->name)) {
 			flame_key_merge(t, k, f);
 			return t->key_slots[i] - 1;
 		}
@@ -168,7 +176,7 @@ static uint32_t flame_key_intern(struct flame_tree *t, const struct fold_frame *
 		.module = f->module ? flame_str_intern(t, f->module) : 0,
 		.file = flame_str_intern(t, f->file),
 		.line = f->file ? f->line : 0,
-		.flags = f->flags,
+		.flags = flags,
 		.hash = h,
 	};
 	t->names_len += n + 1;

@@ -8,7 +8,7 @@
 PROFILER_CMD      := cmd_diff cmd_env cmd_export cmd_flame cmd_folded cmd_info cmd_record cmd_report
 PROFILER_BASE     := cs
 PROFILER_FORMAT   := datafile
-PROFILER_SAMPLER  := sampler_perf
+PROFILER_SAMPLER  := sampler sampler_perf sampler_ptrace proc
 PROFILER_UNWIND   := elfcache unwind symbols python jit
 PROFILER_RECORD   := record gpu_merge gpu_setup
 PROFILER_ANALYSIS := profile stacks fold_gpu report gpu
@@ -18,7 +18,7 @@ PROFILER_SRCS := profiler/main.c \
 	$(PROFILER_FORMAT:%=profiler/format/%.c) $(PROFILER_SAMPLER:%=profiler/sampler/%.c) \
 	$(PROFILER_UNWIND:%=profiler/unwind/%.c) $(PROFILER_RECORD:%=profiler/record/%.c) \
 	$(PROFILER_ANALYSIS:%=profiler/analysis/%.c) $(PROFILER_EXPORT:%=profiler/export/%.c)
-PROFILER_TESTS := base/cs format/datafile unwind/unwind unwind/symbols \
+PROFILER_TESTS := base/cs format/datafile unwind/unwind unwind/symbols sampler/sampler_ptrace \
 	analysis/profile_builder analysis/stacks analysis/fold_gpu analysis/report analysis/gpu \
 	record/gpu_merge unwind/python unwind/jit
 PROFILER_OBJS      := $(PROFILER_SRCS:%.c=$(BUILD)/%.o)

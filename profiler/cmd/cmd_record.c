@@ -39,6 +39,9 @@ static const char record_usage[] =
 	"      --no-python        do not read CPython frames: keep the interpreter's native frames\n"
 	"      --gpu MODE         auto (default), on or off: CUDA kernels, copies, syncs and NVTX\n"
 	"                         ranges with the CPU stack of every launch (CUPTI)\n"
+	"      --mode MODE        auto (default: perf events, else ptrace), perf or ptrace\n"
+	"      --idle             also sample threads off the CPU (blocked, sleeping, waiting):\n"
+	"                         wall-clock time, each stack ending in [off-cpu: SYSCALL]\n"
 	"  -q, --quiet            no summary\n";
 
 __attribute__((format(printf, 1, 2))) static int record_bad(const char *fmt, ...)
@@ -137,7 +140,7 @@ static int record_gpu_prepare(struct record_opts *o, char *why, size_t whylen)
 
 int cmd_record(int argc, char **argv)
 {
-	enum { OPT_STACK = 256, OPT_DURATION, OPT_KEEP_RAW, OPT_NO_PYTHON, OPT_NO_COMPRESS, OPT_GPU };
+	enum { OPT_STACK = 256, OPT_DURATION, OPT_KEEP_RAW, OPT_NO_PYTHON, OPT_NO_COMPRESS, OPT_GPU, OPT_MODE, OPT_IDLE };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "freq", required_argument, NULL, 'F' },
@@ -150,6 +153,8 @@ int cmd_record(int argc, char **argv)
 		{ "no-compress", no_argument, NULL, OPT_NO_COMPRESS },
 		{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 		{ "gpu", required_argument, NULL, OPT_GPU },
+		{ "mode", required_argument, NULL, OPT_MODE },
+		{ "idle", no_argument, NULL, OPT_IDLE },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -238,6 +243,19 @@ int cmd_record(int argc, char **argv)
 				o.gpu_mode = GPU_MODE_OFF;
 			else
 				return record_bad("invalid --gpu '%s': use auto, on or off", optarg);
+			break;
+		case OPT_MODE:
+			if (!strcmp(optarg, "auto"))
+				o.sampler.mode = SAMPLER_MODE_AUTO;
+			else if (!strcmp(optarg, "perf"))
+				o.sampler.mode = SAMPLER_MODE_PERF;
+			else if (!strcmp(optarg, "ptrace"))
+				o.sampler.mode = SAMPLER_MODE_PTRACE;
+			else
+				return record_bad("invalid --mode '%s': use auto, perf or ptrace", optarg);
+			break;
+		case OPT_IDLE:
+			o.sampler.idle = true;
 			break;
 		case 'q':
 			cs_quiet = 1;

@@ -363,7 +363,8 @@ static void record_sample(struct record *r, const struct sampler_event *ev)
 	struct {
 		uint64_t time;
 		uint32_t pid, tid, cpu, stack, flags, weight;
-	} rec = { ev->time, ev->pid, ev->tid, ev->cpu, stack, flags, 1 };
+	} rec = { ev->time, ev->pid, ev->tid, ev->cpu, stack, flags,
+		  ev->sample.weight ? ev->sample.weight : 1 };
 	df_put(r->w, DF_SAMPLE, &rec, sizeof(rec));
 	if (r->o->keep_raw && r->o->sampler.callgraph == SAMPLER_CALLGRAPH_DWARF)
 		record_raw(r, ev, flags);
@@ -601,7 +602,7 @@ static void record_write_header(struct record *r)
 	snprintf(num, sizeof(num), "%llu", (unsigned long long)r->start_ns);
 	record_header_kv(r, "start_monotonic_ns", num);
 	record_header_kv(r, "clock", "CLOCK_MONOTONIC");
-	record_header_kv(r, "event", "cpu-clock");
+	record_header_kv(r, "event", sampler_event_name(r->sampler));
 	snprintf(num, sizeof(num), "%llu", (unsigned long long)o->sampler.freq_hz);
 	record_header_kv(r, "rate_hz", num);
 	record_header_kv(r, "callgraph", o->sampler.callgraph == SAMPLER_CALLGRAPH_DWARF ? "dwarf" : "fp");
@@ -610,7 +611,8 @@ static void record_write_header(struct record *r)
 	snprintf(num, sizeof(num), "%u", o->sampler.mmap_pages);
 	record_header_kv(r, "mmap_pages", num);
 	record_header_kv(r, "kernel_frames", sampler_has_kernel(r->sampler) ? "yes" : "no");
-	record_header_kv(r, "sampler", "perf_event_open");
+	record_header_kv(r, "sampler", sampler_name(r->sampler));
+	record_header_kv(r, "idle", o->sampler.idle ? "yes" : "no");
 	if (o->gpu.dir) {
 		record_header_kv(r, "gpu", o->argv ? "on" : "on (attach: records of csampler env)");
 		if (o->gpu.inject_lib)
@@ -700,7 +702,10 @@ static void record_reap_child(struct record *r)
 	int st;
 	if (r->child_exited || r->child <= 0)
 		return;
-	if (waitpid(r->child, &st, WNOHANG) == r->child)
+	int owned = sampler_child_exit(r->sampler, r->child, &st);
+	if (owned == 1)
+		record_child_done(r, st);
+	else if (owned < 0 && waitpid(r->child, &st, WNOHANG) == r->child)
 		record_child_done(r, st);
 }
 
@@ -794,6 +799,10 @@ static void record_print_cost(struct record *r)
 		fprintf(stderr, ", %.1f%% of the target's %.2f s CPU\n", 100.0 * own / target, target);
 	else
 		fprintf(stderr, ", the target used under 0.01 s CPU\n");
+	char line[256];
+	sampler_describe(r->sampler, line, sizeof(line));
+	if (line[0])
+		fprintf(stderr, "csampler: %s\n", line);
 }
 
 static void record_print_summary(struct record *r, uint64_t end_ns)
@@ -1150,7 +1159,7 @@ int record_run(const struct record_opts *o, bool *written)
 		if (ret)
 			goto out;
 	}
-	if (!sampler_has_kernel(r.sampler))
+	if (!sampler_has_kernel(r.sampler) && !strcmp(sampler_name(r.sampler), "perf_event_open"))
 		cs_info("kernel frames are not captured (perf_event_paranoid forbids it for this user)");
 	r.start_ns = r.last_flush_ns = r.last_symbolize_ns = cs_monotonic_ns();
 	record_write_header(&r);
@@ -1213,7 +1222,8 @@ int record_run(const struct record_opts *o, bool *written)
 			record_wait_command(&r);
 		} else if (!r.child_exited && !r.stop_signal) {
 			int st;
-			if (waitpid(r.child, &st, 0) == r.child)
+			if (sampler_child_exit(r.sampler, r.child, &st) == 1 ||
+			    waitpid(r.child, &st, 0) == r.child)
 				record_child_done(&r, st);
 		}
 		if (r.child_exited)

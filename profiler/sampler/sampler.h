@@ -1,7 +1,10 @@
-/* sampler.h: the interface between `record` and a sampling backend. sampler_perf.c implements
- * it with perf_event_open (per-CPU ring buffers); a ptrace backend will implement the same
- * interface where perf events are refused. A backend delivers raw samples and process events
- * (mmap, comm, fork, exit, lost) in time order within each drained batch. */
+/* sampler.h: the interface between `record` and a sampling backend. Two backends implement it
+ * behind one ops table (backend.h): sampler_perf.c with perf_event_open (per-CPU ring buffers)
+ * and sampler_ptrace.c with ptrace stops (where perf events are refused: containers without
+ * CAP_PERFMON, perf_event_paranoid 3, gVisor). sampler.c picks one (--mode) and falls back from
+ * perf to ptrace. A backend delivers raw samples and process events (mmap, comm, fork, exit,
+ * lost) in time order within each drained batch, so `record` and the data file are the same
+ * whichever backend ran. */
 #ifndef CSAMPLER_SAMPLER_H
 #define CSAMPLER_SAMPLER_H
 
@@ -18,7 +21,15 @@ enum sampler_callgraph {
 	SAMPLER_CALLGRAPH_FP,     /* the kernel's frame-pointer callchain */
 };
 
+enum sampler_mode {
+	SAMPLER_MODE_AUTO,        /* perf_event_open, else ptrace when perf events are refused */
+	SAMPLER_MODE_PERF,
+	SAMPLER_MODE_PTRACE,
+};
+
 struct sampler_opts {
+	enum sampler_mode mode;
+	bool idle;                /* --idle: also sample threads off the CPU, on the wall clock */
 	uint64_t freq_hz;
 	enum sampler_callgraph callgraph;
 	uint32_t stack_size;      /* bytes of user stack per sample (dwarf) */
@@ -42,6 +53,12 @@ struct sampler_event {
 		struct {
 			struct unwind_sample snap; /* pid/tid filled; pointers valid in the callback */
 			uint64_t stack_cap;        /* bytes requested; dyn size == cap means full */
+			/* --idle: the thread was off the CPU (blocked) when sampled; offcpu_syscall
+			 * is the system call it waits in, or SAMPLER_OFFCPU_* when not in one. Its
+			 * registers may hold only SP and IP (regs_mask). */
+			bool offcpu;
+			int32_t offcpu_syscall;
+			uint32_t weight;           /* sampling periods this sample stands for (>= 1) */
 		} sample;
 		struct {
 			uint64_t start, len, pgoff;
@@ -61,13 +78,20 @@ struct sampler_event {
 	};
 };
 
+enum sampler_offcpu_state {
+	SAMPLER_OFFCPU_NOT_IN_SYSCALL = -1, /* blocked outside a system call (page fault, ...) */
+	SAMPLER_OFFCPU_RUNNABLE = -2,       /* ready but waiting for a CPU (preempted) */
+	SAMPLER_OFFCPU_STOPPED = -3,        /* stopped by a signal (SIGSTOP) */
+};
+
 /* Returns 0 or -errno to stop draining. */
 typedef int (*sampler_fn)(void *arg, const struct sampler_event *ev);
 
 struct sampler;
 
-/* Launch mode: sample child (stopped before exec) and everything it creates; counting starts
- * at its exec. */
+/* Launch mode: sample child (stopped before exec, on a pipe) and everything it creates;
+ * counting starts at its exec. opts->mode picks the backend; in auto mode a refusal of perf
+ * events (EACCES, EPERM, ENOSYS, EOPNOTSUPP) is said in one line and ptrace is tried. */
 int sampler_open_launch(struct sampler **out, const struct sampler_opts *opts, pid_t child);
 /* Attach mode: sample every thread of each pid and what they create from now on. The existing
  * state (threads, names, mappings) is delivered as synthesized events by the first drain. */
@@ -98,5 +122,17 @@ uint64_t sampler_task_clock_ns(struct sampler *s);
 void sampler_close(struct sampler *s);
 /* Whether kernel frames are being captured (false when perf_event_paranoid forbids). */
 bool sampler_has_kernel(const struct sampler *s);
+/* The backend ("perf_event_open", "ptrace") and what a sample measures ("cpu-clock",
+ * "cpu-clock+idle", ...), for the data file's header. */
+const char *sampler_name(const struct sampler *s);
+const char *sampler_event_name(const struct sampler *s);
+/* A backend that waits for the traced processes itself (ptrace: while attached, a waitpid
+ * from any other thread would take the tracer's stops) reaps the launched child too. Returns 1
+ * with its wait status once it has, 0 while it may still (the caller must not waitpid), and
+ * -ENOSYS when the caller waits for the child itself (perf; ptrace after detaching). */
+int sampler_child_exit(struct sampler *s, pid_t child, int *status);
+/* One line on what sampling cost the target where the backend measures it (ptrace: the
+ * stops), after sampler_disable; "" when there is nothing to say. */
+void sampler_describe(struct sampler *s, char *buf, size_t len);
 
 #endif

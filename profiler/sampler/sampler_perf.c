@@ -3,7 +3,7 @@
  * callchain (fp), timestamps on CLOCK_MONOTONIC, and the MMAP2/COMM/FORK/EXIT/LOST side-band
  * records. Records are copied out of the rings in batches and sorted by time before delivery,
  * so a fork or mmap on one CPU is seen before the samples that depend on it on another. */
-#include "sampler/sampler.h"
+#include "sampler/backend.h"
 
 #include "base/cs.h"
 
@@ -20,10 +20,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* x86-64 user registers sampled in dwarf mode: AX..IP (0-8) and R8..R15 (16-23); flags and
- * segment registers are not needed for unwinding. */
-#define SAMPLER_REGS_MASK 0xff01ffull
-
 struct perf_ring {
 	int fd;
 	int cpu;
@@ -31,15 +27,10 @@ struct perf_ring {
 	size_t data_size;         /* power of two */
 };
 
-/* A copied-out event: pointers of the sampler_event are offsets into the arena until
- * delivery. */
-struct pending {
-	struct sampler_event ev;
-	size_t off_a, off_b, off_c; /* stack bytes / path / comm; kernel ips; user ips */
-};
+static void perf_close(struct sampler *base);
 
-struct sampler {
-	struct sampler_opts opts;
+struct perf_sampler {
+	struct sampler base;      /* base.opts: the options */
 	struct perf_event_attr attr;
 	int *cpus;
 	int ncpus;
@@ -47,10 +38,7 @@ struct sampler {
 	int *fds;                 /* every event fd (attach: one per thread and CPU) */
 	size_t nfds, cap_fds;
 	bool kernel;
-	/* batch */
-	struct cs_buf arena;
-	struct pending *pend;
-	size_t npend, cap_pend;
+	struct sampler_events events; /* the batch being collected */
 	uint8_t *wrapbuf;         /* a record that wraps around the end of a ring */
 	size_t wrapcap;
 	/* attach mode: the state that existed before attaching, delivered by the first drain */
@@ -66,7 +54,7 @@ static long perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, in
 }
 
 /* Online CPUs from /sys/devices/system/cpu/online ("0-3,6"). */
-static int sampler_online_cpus(struct sampler *s)
+static int sampler_online_cpus(struct perf_sampler *s)
 {
 	char buf[1024];
 	ssize_t n = cs_read_small_file("/sys/devices/system/cpu/online", buf, sizeof(buf));
@@ -91,7 +79,7 @@ static int sampler_online_cpus(struct sampler *s)
 	return s->ncpus ? 0 : -ENODEV;
 }
 
-static void sampler_init_attr(struct sampler *s, bool kernel)
+static void sampler_init_attr(struct perf_sampler *s, bool kernel)
 {
 	struct perf_event_attr *a = &s->attr;
 	memset(a, 0, sizeof(*a));
@@ -99,13 +87,13 @@ static void sampler_init_attr(struct sampler *s, bool kernel)
 	a->type = PERF_TYPE_SOFTWARE;
 	a->config = PERF_COUNT_SW_CPU_CLOCK;
 	a->freq = 1;
-	a->sample_freq = s->opts.freq_hz;
+	a->sample_freq = s->base.opts.freq_hz;
 	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
 			 PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN;
-	if (s->opts.callgraph == SAMPLER_CALLGRAPH_DWARF) {
+	if (s->base.opts.callgraph == SAMPLER_CALLGRAPH_DWARF) {
 		a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
 		a->sample_regs_user = SAMPLER_REGS_MASK;
-		a->sample_stack_user = s->opts.stack_size;
+		a->sample_stack_user = s->base.opts.stack_size;
 		a->exclude_callchain_user = 1; /* the user part comes from DWARF */
 	}
 	a->sample_max_stack = 127;
@@ -122,11 +110,11 @@ static void sampler_init_attr(struct sampler *s, bool kernel)
 	a->exclude_hv = 1;
 	a->inherit = 1;
 	a->watermark = 1;
-	a->wakeup_watermark = (uint32_t)(s->opts.mmap_pages * (size_t)getpagesize() / 4);
+	a->wakeup_watermark = (uint32_t)(s->base.opts.mmap_pages * (size_t)getpagesize() / 4);
 }
 
 /* One line for a perf_event_open failure, naming the cause and the fix. */
-static int sampler_open_error(int err, pid_t pid, bool attach)
+static int perf_open_error(int err, pid_t pid, bool attach)
 {
 	long paranoid = cs_read_long_file("/proc/sys/kernel/perf_event_paranoid", 0);
 	switch (err) {
@@ -166,7 +154,7 @@ static int sampler_open_error(int err, pid_t pid, bool attach)
 
 /* Open one event for (pid, cpu): the first on a CPU gets the ring buffer, the others are
  * redirected into it. Kernel sampling is dropped once, at the first EACCES. */
-static int sampler_open_one(struct sampler *s, pid_t pid, int cpu_index, bool attach)
+static int sampler_open_one(struct perf_sampler *s, pid_t pid, int cpu_index, bool attach)
 {
 	struct perf_ring *r = &s->rings[cpu_index];
 	int fd;
@@ -188,31 +176,32 @@ static int sampler_open_one(struct sampler *s, pid_t pid, int cpu_index, bool at
 	cs_grow(&s->fds, &s->cap_fds, s->nfds + 1, sizeof(int));
 	s->fds[s->nfds++] = fd;
 	if (r->fd < 0) {
-		size_t len = (size_t)(s->opts.mmap_pages + 1) * (size_t)getpagesize();
+		size_t len = (size_t)(s->base.opts.mmap_pages + 1) * (size_t)getpagesize();
 		void *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		if (base == MAP_FAILED) {
 			int err = errno;
-			return cs_error(err,
+			return SAMPLER_SAID(cs_error(err,
 					"mmap of the perf ring buffer (%u pages): %s; use a smaller -m or raise /proc/sys/kernel/perf_event_mlock_kb",
-					s->opts.mmap_pages, strerror(err));
+					s->base.opts.mmap_pages, strerror(err)));
 		}
 		r->fd = fd;
 		r->cpu = s->cpus[cpu_index];
 		r->base = base;
-		r->data_size = (size_t)s->opts.mmap_pages * (size_t)getpagesize();
+		r->data_size = (size_t)s->base.opts.mmap_pages * (size_t)getpagesize();
 	} else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) < 0) {
 		int err = errno;
-		return cs_error(err, "ioctl(PERF_EVENT_IOC_SET_OUTPUT): %s", strerror(err));
+		return SAMPLER_SAID(cs_error(err, "ioctl(PERF_EVENT_IOC_SET_OUTPUT): %s", strerror(err)));
 	}
 	return 0;
 }
 
-static int sampler_new(struct sampler **out, const struct sampler_opts *opts)
+static int sampler_new(struct perf_sampler **out, const struct sampler_opts *opts)
 {
-	struct sampler *s = cs_calloc(1, sizeof(*s));
+	struct perf_sampler *s = cs_calloc(1, sizeof(*s));
+	s->base.ops = &sampler_perf_ops;
 	int ret;
 
-	s->opts = *opts;
+	s->base.opts = *opts;
 	ret = sampler_online_cpus(s);
 	if (ret) {
 		free(s->cpus);
@@ -228,29 +217,27 @@ static int sampler_new(struct sampler **out, const struct sampler_opts *opts)
 	return 0;
 }
 
-int sampler_open_launch(struct sampler **out, const struct sampler_opts *opts, pid_t child)
+static int perf_open_launch(struct sampler **out, const struct sampler_opts *opts, pid_t child)
 {
-	struct sampler *s;
+	struct perf_sampler *s;
 	int ret = sampler_new(&s, opts);
 	if (ret)
-		return ret;
+		return SAMPLER_SAID(ret);
 	s->attr.disabled = 1;
 	s->attr.enable_on_exec = 1;
 	for (int c = 0; c < s->ncpus; c++) {
 		ret = sampler_open_one(s, child, c, false);
 		if (ret) {
-			if (ret != -ENOMEM && ret > -4096)
-				ret = sampler_open_error(-ret, child, false);
-			sampler_close(s);
+			perf_close(&s->base);
 			return ret;
 		}
 	}
-	*out = s;
+	*out = &s->base;
 	return 0;
 }
 
 /* Open events for every thread of pid not opened yet; returns how many were new. */
-static int sampler_attach_threads(struct sampler *s, pid_t pid, pid_t **seen, size_t *nseen,
+static int sampler_attach_threads(struct perf_sampler *s, pid_t pid, pid_t **seen, size_t *nseen,
 				  size_t *capseen)
 {
 	char path[64];
@@ -288,15 +275,15 @@ static int sampler_attach_threads(struct sampler *s, pid_t pid, pid_t **seen, si
 	return added;
 }
 
-int sampler_open_attach(struct sampler **out, const struct sampler_opts *opts, const pid_t *pids,
-			size_t npids)
+static int perf_open_attach(struct sampler **out, const struct sampler_opts *opts, const pid_t *pids,
+			    size_t npids)
 {
-	struct sampler *s;
+	struct perf_sampler *s;
 	pid_t *seen = NULL;
 	size_t nseen = 0, capseen = 0;
 	int ret = sampler_new(&s, opts);
 	if (ret)
-		return ret;
+		return SAMPLER_SAID(ret);
 	s->attach_time = cs_monotonic_ns();
 	for (size_t i = 0; i < npids; i++) {
 		/* Rescan until no new thread shows up: threads created while we open events
@@ -304,15 +291,9 @@ int sampler_open_attach(struct sampler **out, const struct sampler_opts *opts, c
 		for (int round = 0; round < 20; round++) {
 			ret = sampler_attach_threads(s, pids[i], &seen, &nseen, &capseen);
 			if (ret < 0) {
-				if (ret > -4096 && ret != -ENOMEM) {
-					if (ret == -ENOENT)
-						ret = cs_error(ESRCH, "no such process %d", (int)pids[i]);
-					else
-						ret = sampler_open_error(-ret, pids[i], true);
-				}
 				free(seen);
-				sampler_close(s);
-				return ret;
+				perf_close(&s->base);
+				return ret == -ENOENT ? -ESRCH : ret;
 			}
 			if (ret == 0)
 				break;
@@ -322,12 +303,13 @@ int sampler_open_attach(struct sampler **out, const struct sampler_opts *opts, c
 	s->synth_pids = cs_malloc(npids * sizeof(pid_t));
 	memcpy(s->synth_pids, pids, npids * sizeof(pid_t));
 	s->nsynth = npids;
-	*out = s;
+	*out = &s->base;
 	return 0;
 }
 
-int sampler_pollfds(struct sampler *s, struct pollfd *fds, int max)
+static int perf_pollfds(struct sampler *base, struct pollfd *fds, int max)
 {
+	struct perf_sampler *s = (struct perf_sampler *)base;
 	int n = 0;
 	for (int c = 0; c < s->ncpus && n < max; c++)
 		if (s->rings[c].fd >= 0)
@@ -335,19 +317,22 @@ int sampler_pollfds(struct sampler *s, struct pollfd *fds, int max)
 	return n;
 }
 
-bool sampler_has_kernel(const struct sampler *s)
+static bool perf_has_kernel(const struct sampler *base)
 {
+	const struct perf_sampler *s = (const struct perf_sampler *)base;
 	return s->kernel;
 }
 
-void sampler_disable(struct sampler *s)
+static void perf_disable(struct sampler *base)
 {
+	struct perf_sampler *s = (struct perf_sampler *)base;
 	for (size_t i = 0; i < s->nfds; i++)
 		ioctl(s->fds[i], PERF_EVENT_IOC_DISABLE, 0);
 }
 
-uint64_t sampler_task_clock_ns(struct sampler *s)
+static uint64_t perf_task_clock_ns(struct sampler *base)
 {
+	struct perf_sampler *s = (struct perf_sampler *)base;
 	uint64_t total = 0, v;
 	/* read_format is 0: each read gives the u64 count, nanoseconds for cpu-clock */
 	for (size_t i = 0; s && i < s->nfds; i++)
@@ -356,8 +341,9 @@ uint64_t sampler_task_clock_ns(struct sampler *s)
 	return total;
 }
 
-void sampler_close(struct sampler *s)
+static void perf_close(struct sampler *base)
 {
+	struct perf_sampler *s = (struct perf_sampler *)base;
 	if (!s)
 		return;
 	for (int c = 0; c < s->ncpus; c++)
@@ -369,35 +355,13 @@ void sampler_close(struct sampler *s)
 	free(s->fds);
 	free(s->rings);
 	free(s->cpus);
-	free(s->pend);
+	sampler_events_free(&s->events);
 	free(s->wrapbuf);
 	free(s->synth_pids);
-	cs_buf_free(&s->arena);
 	free(s);
 }
 
-/* ---- batch of copied-out records ---- */
-
-static struct pending *sampler_push(struct sampler *s)
-{
-	cs_grow(&s->pend, &s->cap_pend, s->npend + 1, sizeof(*s->pend));
-	struct pending *p = &s->pend[s->npend++];
-	memset(p, 0, sizeof(*p));
-	p->off_a = p->off_b = p->off_c = SIZE_MAX;
-	return p;
-}
-
-static size_t sampler_keep(struct sampler *s, const void *data, size_t len)
-{
-	/* 8-byte aligned so that u64 arrays can be read in place */
-	size_t pad = (8 - (s->arena.len & 7)) & 7;
-	static const uint8_t zero[8];
-	if (pad)
-		cs_buf_put(&s->arena, zero, pad);
-	size_t off = s->arena.len;
-	cs_buf_put(&s->arena, data, len);
-	return off;
-}
+/* ---- parsing the ring records ---- */
 
 static uint64_t rd64(const uint8_t *p)
 {
@@ -425,17 +389,17 @@ static void sampler_trailer(const uint8_t *rec, size_t size, struct sampler_even
 	ev->cpu = rd32(t + 16);
 }
 
-static void sampler_parse_sample(struct sampler *s, const uint8_t *rec, size_t size)
+static void sampler_parse_sample(struct perf_sampler *s, const uint8_t *rec, size_t size)
 {
 	const uint8_t *p = rec + 8, *end = rec + size;
-	struct pending *pe;
+	struct sampler_pending *pe;
 	struct sampler_event *ev;
 	uint64_t nr, kern[128], user[128];
 	size_t nk = 0, nu = 0;
 
 	if (end - p < 40)
 		return;
-	pe = sampler_push(s);
+	pe = sampler_events_push(&s->events, SAMPLER_EV_SAMPLE);
 	ev = &pe->ev;
 	ev->type = SAMPLER_EV_SAMPLE;
 	p += 8; /* ip: the callchain or the registers have it */
@@ -447,7 +411,7 @@ static void sampler_parse_sample(struct sampler *s, const uint8_t *rec, size_t s
 	nr = rd64(p);
 	p += 8;
 	if (nr > (uint64_t)(end - p) / 8) {
-		s->npend--;
+		s->events.npend--;
 		return;
 	}
 	enum { CTX_NONE, CTX_KERNEL, CTX_USER } ctx = CTX_NONE;
@@ -468,11 +432,11 @@ static void sampler_parse_sample(struct sampler *s, const uint8_t *rec, size_t s
 	ev->sample.snap.pid = ev->pid;
 	ev->sample.snap.tid = ev->tid;
 	if (nk)
-		pe->off_b = sampler_keep(s, kern, nk * 8);
+		pe->off_b = sampler_events_keep(&s->events, kern, nk * 8);
 	ev->sample.snap.nkernel_ips = nk;
-	if (s->opts.callgraph == SAMPLER_CALLGRAPH_FP) {
+	if (s->base.opts.callgraph == SAMPLER_CALLGRAPH_FP) {
 		if (nu)
-			pe->off_c = sampler_keep(s, user, nu * 8);
+			pe->off_c = sampler_events_keep(&s->events, user, nu * 8);
 		ev->sample.snap.nuser_ips = nu;
 		return;
 	}
@@ -498,16 +462,16 @@ static void sampler_parse_sample(struct sampler *s, const uint8_t *rec, size_t s
 		uint64_t dyn = rd64(p + ssize);
 		if (dyn > ssize)
 			dyn = ssize;
-		pe->off_a = sampler_keep(s, p, dyn);
+		pe->off_a = sampler_events_keep(&s->events, p, dyn);
 		ev->sample.snap.stack_size = dyn;
 		ev->sample.stack_cap = ssize;
 	}
 }
 
-static void sampler_parse(struct sampler *s, const uint8_t *rec, size_t size, int cpu)
+static void sampler_parse(struct perf_sampler *s, const uint8_t *rec, size_t size, int cpu)
 {
 	const struct perf_event_header *h = (const void *)rec;
-	struct pending *pe;
+	struct sampler_pending *pe;
 	switch (h->type) {
 	case PERF_RECORD_SAMPLE:
 		sampler_parse_sample(s, rec, size);
@@ -515,7 +479,7 @@ static void sampler_parse(struct sampler *s, const uint8_t *rec, size_t size, in
 	case PERF_RECORD_MMAP2: {
 		if (size < 8 + 64 + 24)
 			return;
-		pe = sampler_push(s);
+		pe = sampler_events_push(&s->events, SAMPLER_EV_SAMPLE);
 		pe->ev.type = SAMPLER_EV_MMAP;
 		sampler_trailer(rec, size, &pe->ev);
 		const uint8_t *p = rec + 8;
@@ -525,8 +489,8 @@ static void sampler_parse(struct sampler *s, const uint8_t *rec, size_t size, in
 		pe->ev.mmap.prot = rd32(p + 56);
 		pe->ev.mmap.flags = rd32(p + 60);
 		size_t maxlen = size - 8 - 64 - 24;
-		pe->off_a = sampler_keep(s, p + 64, strnlen((const char *)p + 64, maxlen));
-		cs_buf_put(&s->arena, "", 1);
+		pe->off_a = sampler_events_keep(&s->events, p + 64, strnlen((const char *)p + 64, maxlen));
+		cs_buf_put(&s->events.arena, "", 1);
 		pe->ev.pid = rd32(p);
 		pe->ev.tid = rd32(p + 4);
 		return;
@@ -534,22 +498,22 @@ static void sampler_parse(struct sampler *s, const uint8_t *rec, size_t size, in
 	case PERF_RECORD_COMM: {
 		if (size < 8 + 8 + 24)
 			return;
-		pe = sampler_push(s);
+		pe = sampler_events_push(&s->events, SAMPLER_EV_SAMPLE);
 		pe->ev.type = SAMPLER_EV_COMM;
 		sampler_trailer(rec, size, &pe->ev);
 		pe->ev.pid = rd32(rec + 8);
 		pe->ev.tid = rd32(rec + 12);
 		pe->ev.comm.exec = !!(h->misc & PERF_RECORD_MISC_COMM_EXEC);
 		size_t maxlen = size - 16 - 24;
-		pe->off_a = sampler_keep(s, rec + 16, strnlen((const char *)rec + 16, maxlen));
-		cs_buf_put(&s->arena, "", 1);
+		pe->off_a = sampler_events_keep(&s->events, rec + 16, strnlen((const char *)rec + 16, maxlen));
+		cs_buf_put(&s->events.arena, "", 1);
 		return;
 	}
 	case PERF_RECORD_FORK:
 	case PERF_RECORD_EXIT:
 		if (size < 8 + 24)
 			return;
-		pe = sampler_push(s);
+		pe = sampler_events_push(&s->events, SAMPLER_EV_SAMPLE);
 		pe->ev.type = h->type == PERF_RECORD_FORK ? SAMPLER_EV_FORK : SAMPLER_EV_EXIT;
 		pe->ev.pid = rd32(rec + 8);
 		pe->ev.task.ppid = rd32(rec + 12);
@@ -561,7 +525,7 @@ static void sampler_parse(struct sampler *s, const uint8_t *rec, size_t size, in
 	case PERF_RECORD_LOST:
 		if (size < 8 + 16)
 			return;
-		pe = sampler_push(s);
+		pe = sampler_events_push(&s->events, SAMPLER_EV_SAMPLE);
 		pe->ev.type = SAMPLER_EV_LOST;
 		sampler_trailer(rec, size, &pe->ev);
 		pe->ev.lost.count = rd64(rec + 16);
@@ -569,7 +533,7 @@ static void sampler_parse(struct sampler *s, const uint8_t *rec, size_t size, in
 	case PERF_RECORD_LOST_SAMPLES:
 		if (size < 8 + 8)
 			return;
-		pe = sampler_push(s);
+		pe = sampler_events_push(&s->events, SAMPLER_EV_SAMPLE);
 		pe->ev.type = SAMPLER_EV_LOST;
 		sampler_trailer(rec, size, &pe->ev);
 		pe->ev.lost.count = rd64(rec + 8);
@@ -579,7 +543,7 @@ static void sampler_parse(struct sampler *s, const uint8_t *rec, size_t size, in
 	}
 }
 
-static void sampler_read_ring(struct sampler *s, struct perf_ring *r)
+static void sampler_read_ring(struct perf_sampler *s, struct perf_ring *r)
 {
 	struct perf_event_mmap_page *meta = (void *)r->base;
 	uint8_t *data = r->base + getpagesize();
@@ -613,173 +577,35 @@ static void sampler_read_ring(struct sampler *s, struct perf_ring *r)
 	__atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
 }
 
-/* ---- attach mode: synthesize what existed before attaching, from /proc ---- */
-
-static void sampler_synth_comm(struct sampler *s, pid_t pid, pid_t tid)
-{
-	char path[64], name[64];
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
-	if (cs_read_small_file(path, name, sizeof(name)) <= 0)
-		return;
-	name[strcspn(name, "\n")] = 0;
-	struct pending *pe = sampler_push(s);
-	pe->ev = (struct sampler_event){ .type = SAMPLER_EV_COMM, .time = s->attach_time,
-					 .pid = (uint32_t)pid, .tid = (uint32_t)tid };
-	pe->off_a = sampler_keep(s, name, strlen(name) + 1);
-	if (tid != pid) {
-		pe = sampler_push(s);
-		pe->ev = (struct sampler_event){ .type = SAMPLER_EV_FORK, .time = s->attach_time,
-						 .pid = (uint32_t)pid, .tid = (uint32_t)tid };
-		pe->ev.task.ppid = (uint32_t)pid;
-		pe->ev.task.ptid = (uint32_t)pid;
-	}
-}
-
-static void sampler_synth_maps(struct sampler *s, pid_t pid)
-{
-	char path[64], line[4352];
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long start, end, pgoff;
-		char perms[8];
-		int name_at = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &pgoff,
-			   &name_at) < 4 || perms[2] != 'x')
-			continue;
-		char *name = line + name_at;
-		name[strcspn(name, "\n")] = 0;
-		struct pending *pe = sampler_push(s);
-		pe->ev = (struct sampler_event){ .type = SAMPLER_EV_MMAP, .time = s->attach_time,
-						 .pid = (uint32_t)pid, .tid = (uint32_t)pid };
-		pe->ev.mmap.start = start;
-		pe->ev.mmap.len = end - start;
-		pe->ev.mmap.pgoff = pgoff;
-		pe->ev.mmap.prot = (perms[0] == 'r' ? 1 : 0) | (perms[1] == 'w' ? 2 : 0) | 4;
-		pe->ev.mmap.flags = perms[3] == 'p' ? 2 /* MAP_PRIVATE */ : 1 /* MAP_SHARED */;
-		pe->off_a = sampler_keep(s, name, strlen(name) + 1);
-	}
-	fclose(f);
-}
-
-static void sampler_synthesize(struct sampler *s)
+static void perf_synthesize(struct perf_sampler *s)
 {
 	for (size_t i = 0; i < s->nsynth; i++) {
-		pid_t pid = s->synth_pids[i];
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-		sampler_synth_comm(s, pid, pid);
-		sampler_synth_maps(s, pid);
-		DIR *d = opendir(path);
-		struct dirent *de;
-		while (d && (de = readdir(d)))
-			if (de->d_name[0] >= '1' && de->d_name[0] <= '9' && atoi(de->d_name) != pid)
-				sampler_synth_comm(s, pid, (pid_t)atoi(de->d_name));
-		if (d)
-			closedir(d);
+		sampler_proc_comms(&s->events, s->synth_pids[i], s->attach_time);
+		sampler_proc_maps(&s->events, s->synth_pids[i], s->attach_time, NULL, NULL);
 	}
 	s->nsynth = 0;
 }
 
-static int cmp_pending(const void *a, const void *b)
+static struct sampler_batch *perf_collect(struct sampler *base)
 {
-	const struct pending *x = a, *y = b;
-	if (x->ev.time != y->ev.time)
-		return x->ev.time < y->ev.time ? -1 : 1;
-	/* side-band records before samples at the same time */
-	return (x->ev.type == SAMPLER_EV_SAMPLE) - (y->ev.type == SAMPLER_EV_SAMPLE);
-}
-
-struct sampler_batch {
-	struct cs_buf arena;
-	struct pending *pend;
-	size_t npend;
-	uint64_t nsamples;
-};
-
-struct sampler_batch *sampler_collect(struct sampler *s)
-{
-	struct sampler_batch *b;
-
-	s->npend = 0;
-	s->arena.len = 0;
+	struct perf_sampler *s = (struct perf_sampler *)base;
 	if (s->nsynth)
-		sampler_synthesize(s);
+		perf_synthesize(s);
 	for (int c = 0; c < s->ncpus; c++)
 		if (s->rings[c].base)
 			sampler_read_ring(s, &s->rings[c]);
-	if (!s->npend)
-		return NULL;
-	qsort(s->pend, s->npend, sizeof(*s->pend), cmp_pending);
-	/* The batch takes the arena and the pending array; the sampler starts new ones. */
-	b = cs_calloc(1, sizeof(*b));
-	b->arena = s->arena;
-	b->pend = s->pend;
-	b->npend = s->npend;
-	for (size_t i = 0; i < b->npend; i++)
-		b->nsamples += b->pend[i].ev.type == SAMPLER_EV_SAMPLE;
-	s->arena = (struct cs_buf){ 0 };
-	s->pend = NULL;
-	s->npend = s->cap_pend = 0;
-	return b;
+	return sampler_events_take(&s->events);
 }
 
-size_t sampler_batch_bytes(const struct sampler_batch *b)
-{
-	return b->arena.cap + b->npend * sizeof(*b->pend);
-}
-
-uint64_t sampler_batch_samples(const struct sampler_batch *b)
-{
-	return b->nsamples;
-}
-
-int sampler_batch_deliver(struct sampler_batch *b, sampler_fn fn, void *arg)
-{
-	int ret = 0;
-	for (size_t i = 0; i < b->npend && !ret; i++) {
-		struct pending *pe = &b->pend[i];
-		struct sampler_event *ev = &pe->ev;
-		const char *a = pe->off_a != SIZE_MAX ? b->arena.data + pe->off_a : NULL;
-		switch (ev->type) {
-		case SAMPLER_EV_SAMPLE:
-			ev->sample.snap.stack = (const uint8_t *)a;
-			ev->sample.snap.kernel_ips =
-				pe->off_b != SIZE_MAX ? (const uint64_t *)(b->arena.data + pe->off_b) : NULL;
-			ev->sample.snap.user_ips =
-				pe->off_c != SIZE_MAX ? (const uint64_t *)(b->arena.data + pe->off_c) : NULL;
-			break;
-		case SAMPLER_EV_MMAP:
-			ev->mmap.path = a ? a : "";
-			break;
-		case SAMPLER_EV_COMM:
-			ev->comm.comm = a ? a : "";
-			break;
-		default:
-			break;
-		}
-		ret = fn(arg, ev);
-	}
-	return ret;
-}
-
-void sampler_batch_free(struct sampler_batch *b)
-{
-	if (!b)
-		return;
-	cs_buf_free(&b->arena);
-	free(b->pend);
-	free(b);
-}
-
-int sampler_drain(struct sampler *s, sampler_fn fn, void *arg)
-{
-	struct sampler_batch *b = sampler_collect(s);
-	if (!b)
-		return 0;
-	int ret = sampler_batch_deliver(b, fn, arg);
-	sampler_batch_free(b);
-	return ret;
-}
+const struct sampler_ops sampler_perf_ops = {
+	.name = "perf_event_open",
+	.open_launch = perf_open_launch,
+	.open_attach = perf_open_attach,
+	.explain_open_error = perf_open_error,
+	.pollfds = perf_pollfds,
+	.collect = perf_collect,
+	.disable = perf_disable,
+	.task_clock_ns = perf_task_clock_ns,
+	.has_kernel = perf_has_kernel,
+	.close = perf_close,
+};

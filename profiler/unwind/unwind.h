@@ -21,7 +21,9 @@ struct unwind_ctx; /* not thread-safe: one thread at a time calls into a context
 /* x86-64 user registers indexed by perf's enum perf_event_x86_regs (PERF_REG_X86_AX = 0 ...
  * PERF_REG_X86_IP = 8, PERF_REG_X86_SP = 7, PERF_REG_X86_BP = 6, R8..R15 = 16..23). */
 #define UNWIND_NREGS 24
-#define UNWIND_REG_SP 7 /* PERF_REG_X86_SP */
+#define UNWIND_REG_BP 6
+#define UNWIND_REG_SP 7
+#define UNWIND_REG_IP 8
 
 struct unwind_sample {
 	uint32_t pid, tid;

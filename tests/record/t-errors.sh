@@ -33,7 +33,27 @@ one_line "command and pid" 125 "not both" $C record -p 1 -- true
 one_line "output not writable" 125 "cannot create $T/no/such/dir/x.data" $C record -o "$T/no/such/dir/x.data" -- true
 one_line "unknown command" 125 "unknown command 'recrod'" $C recrod
 
-# perf_event_open refused: a seccomp filter makes it fail with EACCES
-one_line "perf_event_open refused" 125 "perf_event_paranoid" "$TPROG/deny-perf" $C record -o "$T/d.data" -- true
+one_line "invalid mode" 125 "invalid --mode 'bpf'" $C record --mode bpf -- true
+
+# perf_event_open refused: a seccomp filter makes it fail with EACCES. --mode perf: one line.
+one_line "perf_event_open refused (--mode perf)" 125 "perf_event_paranoid" "$TPROG/deny-perf" $C record --mode perf -o "$T/d.data" -- touch ran-anyway
 [ ! -e ran-anyway ] || fail "errors: command ran although sampling failed"
+# auto (the default): one line saying why, then the ptrace sampler records the command
+"$TPROG/deny-perf" $C record -o "$T/fallback.data" -- "$TPROG/accuracy" >out.txt 2>err.txt
+rc=$?
+if [ $rc = 0 ] && [ "$(grep -c "perf_event_open is refused (.*): sampling with ptrace instead" err.txt)" = 1 ] &&
+	! grep -v "^csampler: \(own CPU\|ptrace: \|[0-9]* samples\)" err.txt | grep -v "perf_event_open is refused" | grep -q .; then
+	pass "errors: perf_event_open refused (auto): one line, then ptrace records the command"
+else
+	fail "errors: perf_event_open refused (auto): rc $rc, stderr: $(head -c 600 err.txt)"
+fi
+if $C info -i "$T/fallback.data" 2>&1 | grep -q "sampler.*ptrace"; then
+	pass "errors: the fallback's file says it was recorded with ptrace"
+else
+	fail "errors: the fallback's file does not name the ptrace sampler: $($C info -i "$T/fallback.data" 2>&1 | head -c 400)"
+fi
+# both refused: one line naming both and what to do; the command does not run
+one_line "perf_event_open and ptrace refused" 125 "perf_event_open is refused .* and so is ptrace" \
+	"$TPROG/deny-perf" --ptrace $C record -o "$T/d2.data" -- touch ran-anyway
+[ ! -e ran-anyway ] || fail "errors: command ran although both samplers were refused"
 finish

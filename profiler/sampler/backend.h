@@ -1,0 +1,104 @@
+/* backend.h: what a sampling backend implements (an ops table, as elfutils' thread sources sit
+ * behind Dwfl_Thread_Callbacks) and the helpers they share: the growing set of copied-out
+ * events that becomes a sorted batch, and the /proc readers that describe a process attached
+ * to after it started. Only sampler/ includes this file; record/ sees sampler.h. */
+#ifndef CSAMPLER_SAMPLER_BACKEND_H
+#define CSAMPLER_SAMPLER_BACKEND_H
+
+#include "sampler/sampler.h"
+
+#include "base/cs.h"
+
+#include <sys/user.h>
+
+struct sampler_ops {
+	const char *name;         /* "perf_event_open", "ptrace" */
+	/* Open quietly: return -errno and leave the one-line message to explain_open_error,
+	 * so that a refusal in auto mode can fall back instead of failing. */
+	int (*open_launch)(struct sampler **out, const struct sampler_opts *opts, pid_t child);
+	int (*open_attach)(struct sampler **out, const struct sampler_opts *opts,
+			   const pid_t *pids, size_t npids);
+	/* Print the one line for a failure of open_*, naming the cause and the fix; returns
+	 * -err. */
+	int (*explain_open_error)(int err, pid_t pid, bool attach);
+	int (*pollfds)(struct sampler *s, struct pollfd *fds, int max);
+	struct sampler_batch *(*collect)(struct sampler *s);
+	void (*disable)(struct sampler *s);
+	uint64_t (*task_clock_ns)(struct sampler *s);
+	bool (*has_kernel)(const struct sampler *s);
+	int (*child_exit)(struct sampler *s, pid_t child, int *status); /* optional */
+	void (*describe)(struct sampler *s, char *buf, size_t len);      /* optional */
+	void (*close)(struct sampler *s);
+};
+
+/* An open_* failure that was already explained in one line (an mmap, a thread): the
+ * dispatcher passes it on without explaining it again. */
+#define SAMPLER_SAID_BIT 0x10000
+#define SAMPLER_SAID(neg_err) (-(SAMPLER_SAID_BIT | -(neg_err)))
+
+/* The first member of every backend's state. */
+struct sampler {
+	const struct sampler_ops *ops;
+	struct sampler_opts opts;
+};
+
+extern const struct sampler_ops sampler_perf_ops;
+extern const struct sampler_ops sampler_ptrace_ops;
+
+/* x86-64 user registers kept per sample, in perf's register numbering (unwind.h): AX..IP
+ * (0-8) and R8..R15 (16-23); flags and segment registers are not needed for unwinding. */
+#define SAMPLER_REGS_MASK 0xff01ffull
+
+/* A copied-out event: pointers of the sampler_event are offsets into the arena until
+ * delivery (the arena moves while it grows). */
+struct sampler_pending {
+	struct sampler_event ev;
+	size_t off_a, off_b, off_c; /* stack bytes / path / comm; kernel ips; user ips */
+};
+
+struct sampler_events {
+	struct cs_buf arena;
+	struct sampler_pending *pend;
+	size_t npend, cap_pend;
+};
+
+struct sampler_pending *sampler_events_push(struct sampler_events *e, enum sampler_event_type type);
+/* Copy len bytes into the arena, 8-byte aligned; returns their offset. */
+size_t sampler_events_keep(struct sampler_events *e, const void *data, size_t len);
+/* Sort what was pushed by time and hand it over as a batch (NULL when nothing was); e starts
+ * empty again. */
+struct sampler_batch *sampler_events_take(struct sampler_events *e);
+void sampler_events_free(struct sampler_events *e);
+
+/* /proc readers for a process that existed before sampling started: its threads' names
+ * (COMM, and FORK for threads other than the leader) and its executable mappings (MMAP),
+ * stamped with time. */
+void sampler_proc_comms(struct sampler_events *e, pid_t pid, uint64_t time);
+void sampler_proc_comm(struct sampler_events *e, pid_t pid, pid_t tid, uint64_t time, bool fork);
+/* keep (may be NULL: all) sees each executable mapping and says whether to deliver it. */
+typedef bool (*sampler_map_fn)(void *arg, uint64_t start, uint64_t end, uint64_t pgoff,
+			       const char *path);
+void sampler_proc_maps(struct sampler_events *e, pid_t pid, uint64_t time, sampler_map_fn keep,
+		       void *arg);
+
+/* One thread's scheduling state ('R' running or runnable, 'S', 'D', 'T', 't', 'Z', ...; 0 when
+ * unreadable), from /proc/PID/task/TID/stat; *cpu (may be NULL) the CPU it last ran on. */
+char sampler_proc_thread_state(pid_t pid, pid_t tid, uint32_t *cpu);
+/* Copy up to size bytes of tid's memory at addr; returns the bytes copied, a prefix that
+ * stops at the first unreadable page. */
+size_t sampler_proc_read_stack(pid_t tid, uint64_t addr, uint8_t *buf, size_t size);
+/* --idle: sample a thread that is not running without stopping it. /proc/PID/task/TID/syscall
+ * gives the system call it blocks in, its SP and PC; the stack is copied from SP into stack
+ * (cap bytes) and the file read again: a thread that moved between the reads is not taken
+ * (-EAGAIN). state is the thread's sampler_proc_thread_state. Fills ev as an off-CPU sample
+ * (registers SP and IP only; ev->sample.snap.stack is left to the caller). Returns 0, -EBUSY
+ * (the thread runs), -EAGAIN, or -errno (-EACCES: not permitted to read it). */
+int sampler_proc_offcpu(pid_t pid, pid_t tid, char state, uint8_t *stack, size_t cap,
+			struct sampler_event *ev);
+
+/* ptrace: at a stop that aborted a system call with EINTR which the kernel would not restart
+ * (epoll_wait, semop, ...), restart it, unless a signal of the target's own is pending; the
+ * thread is in a ptrace stop, regs its registers there. Returns whether it did. */
+bool sampler_ptrace_restart_syscall(pid_t pid, pid_t tid, const struct user_regs_struct *regs);
+
+#endif

@@ -1,0 +1,288 @@
+/* sampler.c: the backend-independent half of the sampler: picking the backend (--mode, and
+ * auto's fallback from perf events to ptrace), dispatching through its ops table, the batch of
+ * copied-out events both backends fill, and the /proc readers that describe a process that
+ * existed before sampling started. */
+#include "sampler/backend.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The errors that mean "perf events are not allowed here", as opposed to a bad setting: auto
+ * mode falls back to ptrace on these only. */
+static bool sampler_refused(int err)
+{
+	return err == EACCES || err == EPERM || err == ENOSYS || err == EOPNOTSUPP;
+}
+
+static const char *sampler_refusal_cause(int err)
+{
+	static char buf[160];
+	long paranoid = cs_read_long_file("/proc/sys/kernel/perf_event_paranoid", -99);
+	if (err == ENOSYS || err == EOPNOTSUPP)
+		return "this kernel or sandbox (gVisor?) has no perf events";
+	if (paranoid >= 3) {
+		snprintf(buf, sizeof(buf), "kernel.perf_event_paranoid is %ld", paranoid);
+		return buf;
+	}
+	snprintf(buf, sizeof(buf), "%s: no CAP_PERFMON, a seccomp filter or a container policy",
+		 strerror(err));
+	return buf;
+}
+
+/* Both refused: one line naming both causes and the ways out. */
+static int sampler_refused_twice(int perf_err, int ptrace_err, pid_t pid, bool attach)
+{
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	if (attach && stat(path, &st) == 0 && st.st_uid != geteuid() && geteuid() != 0)
+		return cs_error(perf_err,
+				"not permitted to profile PID %d (owned by uid %u): perf_event_open and ptrace both refuse another user's process; run csampler as that user or as root",
+				(int)pid, (unsigned)st.st_uid);
+	long scope = cs_read_long_file("/proc/sys/kernel/yama/ptrace_scope", -1);
+	char why_ptrace[160];
+	if (ptrace_err == EPERM && scope >= 1 && attach)
+		snprintf(why_ptrace, sizeof(why_ptrace),
+			 "kernel.yama.ptrace_scope is %ld (lower it with 'sysctl kernel.yama.ptrace_scope=0', or run as root)",
+			 scope);
+	else if (ptrace_err == EPERM)
+		snprintf(why_ptrace, sizeof(why_ptrace),
+			 "%s (another tracer such as gdb or strace is attached, or a seccomp filter forbids ptrace)",
+			 strerror(ptrace_err));
+	else
+		snprintf(why_ptrace, sizeof(why_ptrace), "%s", strerror(ptrace_err));
+	return cs_error(perf_err,
+			"cannot sample%s%.0d: perf_event_open is refused (%s) and so is ptrace (%s); run as root or with CAP_PERFMON, or lower kernel.perf_event_paranoid",
+			attach ? " PID " : "", attach ? (int)pid : 0, sampler_refusal_cause(perf_err),
+			why_ptrace);
+}
+
+static int sampler_open_any(struct sampler **out, const struct sampler_opts *opts, pid_t child,
+			    const pid_t *pids, size_t npids)
+{
+	bool attach = pids != NULL;
+	pid_t first = attach ? pids[0] : child;
+	const struct sampler_ops *ops =
+		opts->mode == SAMPLER_MODE_PTRACE ? &sampler_ptrace_ops : &sampler_perf_ops;
+	int ret = attach ? ops->open_attach(out, opts, pids, npids) : ops->open_launch(out, opts, child);
+	if (!ret)
+		return 0;
+	if (-ret & SAMPLER_SAID_BIT)
+		return -(-ret & ~SAMPLER_SAID_BIT); /* already said */
+	if (opts->mode != SAMPLER_MODE_AUTO || !sampler_refused(-ret))
+		return ops->explain_open_error(-ret, first, attach);
+
+	int perf_err = -ret;
+	ops = &sampler_ptrace_ops;
+	ret = attach ? ops->open_attach(out, opts, pids, npids) : ops->open_launch(out, opts, child);
+	if (ret == 0) {
+		cs_warn("perf_event_open is refused (%s): sampling with ptrace instead, which stops each running thread for a few microseconds per sample (--mode ptrace to say so, see csampler-record(1))",
+			sampler_refusal_cause(perf_err));
+		return 0;
+	}
+	if (-ret & SAMPLER_SAID_BIT)
+		return -(-ret & ~SAMPLER_SAID_BIT);
+	if (sampler_refused(-ret))
+		return sampler_refused_twice(perf_err, -ret, first, attach);
+	return ops->explain_open_error(-ret, first, attach);
+}
+
+int sampler_open_launch(struct sampler **out, const struct sampler_opts *opts, pid_t child)
+{
+	return sampler_open_any(out, opts, child, NULL, 0);
+}
+
+int sampler_open_attach(struct sampler **out, const struct sampler_opts *opts, const pid_t *pids,
+			size_t npids)
+{
+	return sampler_open_any(out, opts, 0, pids, npids);
+}
+
+int sampler_pollfds(struct sampler *s, struct pollfd *fds, int max)
+{
+	return s->ops->pollfds(s, fds, max);
+}
+
+struct sampler_batch *sampler_collect(struct sampler *s)
+{
+	return s->ops->collect(s);
+}
+
+int sampler_drain(struct sampler *s, sampler_fn fn, void *arg)
+{
+	struct sampler_batch *b = sampler_collect(s);
+	if (!b)
+		return 0;
+	int ret = sampler_batch_deliver(b, fn, arg);
+	sampler_batch_free(b);
+	return ret;
+}
+
+void sampler_disable(struct sampler *s)
+{
+	s->ops->disable(s);
+}
+
+uint64_t sampler_task_clock_ns(struct sampler *s)
+{
+	return s ? s->ops->task_clock_ns(s) : 0;
+}
+
+bool sampler_has_kernel(const struct sampler *s)
+{
+	return s->ops->has_kernel(s);
+}
+
+const char *sampler_name(const struct sampler *s)
+{
+	return s->ops->name;
+}
+
+const char *sampler_event_name(const struct sampler *s)
+{
+	if (s->ops == &sampler_ptrace_ops)
+		return s->opts.idle ? "wall-clock" : "cpu-clock (ptrace)";
+	return s->opts.idle ? "cpu-clock+idle" : "cpu-clock";
+}
+
+int sampler_child_exit(struct sampler *s, pid_t child, int *status)
+{
+	if (!s || !s->ops->child_exit)
+		return -ENOSYS;
+	return s->ops->child_exit(s, child, status);
+}
+
+void sampler_describe(struct sampler *s, char *buf, size_t len)
+{
+	if (len)
+		buf[0] = 0;
+	if (s && s->ops->describe)
+		s->ops->describe(s, buf, len);
+}
+
+void sampler_close(struct sampler *s)
+{
+	if (s)
+		s->ops->close(s);
+}
+
+/* ---- the batch of copied-out events ---- */
+
+struct sampler_batch {
+	struct cs_buf arena;
+	struct sampler_pending *pend;
+	size_t npend;
+	uint64_t nsamples;
+};
+
+struct sampler_pending *sampler_events_push(struct sampler_events *e, enum sampler_event_type type)
+{
+	cs_grow(&e->pend, &e->cap_pend, e->npend + 1, sizeof(*e->pend));
+	struct sampler_pending *p = &e->pend[e->npend++];
+	memset(p, 0, sizeof(*p));
+	p->ev.type = type;
+	p->off_a = p->off_b = p->off_c = SIZE_MAX;
+	return p;
+}
+
+size_t sampler_events_keep(struct sampler_events *e, const void *data, size_t len)
+{
+	/* 8-byte aligned so that u64 arrays can be read in place */
+	size_t pad = (8 - (e->arena.len & 7)) & 7;
+	static const uint8_t zero[8];
+	if (pad)
+		cs_buf_put(&e->arena, zero, pad);
+	size_t off = e->arena.len;
+	cs_buf_put(&e->arena, data, len);
+	return off;
+}
+
+static int cmp_pending(const void *a, const void *b)
+{
+	const struct sampler_pending *x = a, *y = b;
+	if (x->ev.time != y->ev.time)
+		return x->ev.time < y->ev.time ? -1 : 1;
+	/* side-band records before samples at the same time */
+	return (x->ev.type == SAMPLER_EV_SAMPLE) - (y->ev.type == SAMPLER_EV_SAMPLE);
+}
+
+struct sampler_batch *sampler_events_take(struct sampler_events *e)
+{
+	if (!e->npend) {
+		e->arena.len = 0;
+		return NULL;
+	}
+	qsort(e->pend, e->npend, sizeof(*e->pend), cmp_pending);
+	/* The batch takes the arena and the pending array; the set starts new ones. */
+	struct sampler_batch *b = cs_calloc(1, sizeof(*b));
+	b->arena = e->arena;
+	b->pend = e->pend;
+	b->npend = e->npend;
+	for (size_t i = 0; i < b->npend; i++)
+		b->nsamples += b->pend[i].ev.type == SAMPLER_EV_SAMPLE;
+	e->arena = (struct cs_buf){ 0 };
+	e->pend = NULL;
+	e->npend = e->cap_pend = 0;
+	return b;
+}
+
+void sampler_events_free(struct sampler_events *e)
+{
+	cs_buf_free(&e->arena);
+	free(e->pend);
+	memset(e, 0, sizeof(*e));
+}
+
+size_t sampler_batch_bytes(const struct sampler_batch *b)
+{
+	return b->arena.cap + b->npend * sizeof(*b->pend);
+}
+
+uint64_t sampler_batch_samples(const struct sampler_batch *b)
+{
+	return b->nsamples;
+}
+
+int sampler_batch_deliver(struct sampler_batch *b, sampler_fn fn, void *arg)
+{
+	int ret = 0;
+	for (size_t i = 0; i < b->npend && !ret; i++) {
+		struct sampler_pending *pe = &b->pend[i];
+		struct sampler_event *ev = &pe->ev;
+		const char *a = pe->off_a != SIZE_MAX ? b->arena.data + pe->off_a : NULL;
+		switch (ev->type) {
+		case SAMPLER_EV_SAMPLE:
+			ev->sample.snap.stack = (const uint8_t *)a;
+			ev->sample.snap.kernel_ips =
+				pe->off_b != SIZE_MAX ? (const uint64_t *)(b->arena.data + pe->off_b) : NULL;
+			ev->sample.snap.user_ips =
+				pe->off_c != SIZE_MAX ? (const uint64_t *)(b->arena.data + pe->off_c) : NULL;
+			if (!ev->sample.weight)
+				ev->sample.weight = 1;
+			break;
+		case SAMPLER_EV_MMAP:
+			ev->mmap.path = a ? a : "";
+			break;
+		case SAMPLER_EV_COMM:
+			ev->comm.comm = a ? a : "";
+			break;
+		default:
+			break;
+		}
+		ret = fn(arg, ev);
+	}
+	return ret;
+}
+
+void sampler_batch_free(struct sampler_batch *b)
+{
+	if (!b)
+		return;
+	cs_buf_free(&b->arena);
+	free(b->pend);
+	free(b);
+}

@@ -1,0 +1,69 @@
+/* sampler_ptrace_test.c: the ptrace sampler's repair of a system call its stop aborted: a
+ * child blocked in epoll_wait is stopped with PTRACE_INTERRUPT (as a sample whose state read
+ * raced with the call would), and after the repair its epoll_wait goes on and returns the
+ * event instead of EINTR. Without the repair (the control case) it returns EINTR: the test can
+ * tell the two apart. */
+#include "base/unit.h"
+#include "sampler/backend.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Returns what the child's epoll_wait gave: 1 (the event), or -errno. */
+static int epoll_child_after_stop(bool repair, bool *restarted)
+{
+	int data[2], report[2];
+	UNIT_ASSERT(pipe(data) == 0 && pipe(report) == 0);
+	pid_t child = fork();
+	UNIT_ASSERT(child >= 0);
+	if (child == 0) {
+		int ep = epoll_create1(0);
+		struct epoll_event ev = { .events = EPOLLIN }, out;
+		epoll_ctl(ep, EPOLL_CTL_ADD, data[0], &ev);
+		int r = epoll_wait(ep, &out, 1, 5000);
+		int result = r < 0 ? -errno : r;
+		ssize_t w = write(report[1], &result, sizeof(result));
+		_exit(w == sizeof(result) ? 0 : 1);
+	}
+	UNIT_ASSERT(ptrace(PTRACE_SEIZE, child, NULL, NULL) == 0);
+	/* wait until the child blocks in epoll_wait */
+	char state = 0;
+	for (int i = 0; i < 200 && state != 'S'; i++) {
+		struct timespec ts = { 0, 10000000 };
+		nanosleep(&ts, NULL);
+		state = sampler_proc_thread_state(child, child, NULL);
+	}
+	UNIT_ASSERT(state == 'S');
+	UNIT_ASSERT(ptrace(PTRACE_INTERRUPT, child, NULL, NULL) == 0);
+	int st;
+	UNIT_ASSERT(waitpid(child, &st, __WALL) == child && WIFSTOPPED(st) && (st >> 16) == PTRACE_EVENT_STOP);
+	struct user_regs_struct regs;
+	UNIT_ASSERT(ptrace(PTRACE_GETREGS, child, NULL, &regs) == 0);
+	UNIT_ASSERT((long long)regs.rax == -EINTR); /* the stop aborted the call */
+	*restarted = repair && sampler_ptrace_restart_syscall(child, child, &regs);
+	UNIT_ASSERT(ptrace(PTRACE_DETACH, child, NULL, NULL) == 0);
+	struct timespec ts = { 0, 50000000 };
+	nanosleep(&ts, NULL);
+	ssize_t w = write(data[1], "x", 1);
+	UNIT_ASSERT(w == 1);
+	int result = 0;
+	UNIT_ASSERT(read(report[0], &result, sizeof(result)) == sizeof(result));
+	waitpid(child, NULL, 0);
+	close(data[0]), close(data[1]), close(report[0]), close(report[1]);
+	return result;
+}
+
+UNIT_TEST(ptrace_restarts_a_call_its_stop_aborted)
+{
+	bool restarted = false;
+	UNIT_ASSERT(epoll_child_after_stop(false, &restarted) == -EINTR);
+	UNIT_ASSERT(!restarted);
+	UNIT_ASSERT(epoll_child_after_stop(true, &restarted) == 1);
+	UNIT_ASSERT(restarted);
+}
