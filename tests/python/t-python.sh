@@ -3,7 +3,8 @@
 # a known 60/25/15 split across three Python functions (one recursive, one calling zlib),
 # function names, files and lines in folded and report, zlib's native frames under the Python
 # frame that called it; threads and a multiprocessing child attributed to their own OS threads;
-# attach with -p; the ptrace backend (--mode ptrace); an unsupported version gives one line and native stacks, never names.
+# attach with -p; the ptrace backend (--mode ptrace); an unsupported version gives one line and
+# native stacks, never names.
 source "$CSAMPLER_ROOT/tests/lib.sh"
 
 PY=$(command -v python3.11 || command -v python3)
