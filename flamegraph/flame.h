@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "analysis/filter.h"
 #include "analysis/fold.h"
 
 /* ---- options (flame_opts.c) ---------------------------------------------------------- */
@@ -43,8 +44,7 @@ struct flame_opts {
 	bool per_thread;         /* data files: root frame "comm-tid" */
 	bool python_only;        /* data files: stacks keep only their Python frames under the
 				  * root (stacks_python_view), py-spy's look */
-	int64_t pid, tid;        /* data files: filters, -1 = all */
-	const char *comm;        /* data files: thread-name filter, NULL = all */
+	struct profile_filter filter; /* data files: --pid, --tid, --comm, --rank, --time */
 	int source;              /* data files: enum fold_source (--cpu, --gpu, --both) */
 	const char **inputs;     /* files named by -i or as arguments; owned by the caller */
 	size_t ninputs;

@@ -78,16 +78,15 @@ static int flame_input_datafile(struct flame_input_ctx *c, const char *path,
 {
 	struct profile *p = NULL;
 	struct fold_opts fo = FOLD_OPTS_DEFAULT;
-	int err = profile_load(path, &p);
+	int err = profile_load_filtered(path, &o->filter, &p);
 	if (err)
 		return err; /* profile_load printed why */
 	fo.per_thread = o->per_thread;
 	fo.time_order = o->flamechart;
-	fo.pid = o->pid;
-	fo.tid = o->tid;
-	fo.comm = o->comm;
 	fo.source = o->source;
-	if (o->source != FOLD_CPU && !p->ngpu_activities)
+	if (o->source != FOLD_CPU && !p->ngpu_activities && p->filtered.text)
+		cs_warn("no GPU records of %s pass the filter (%s)", path, p->filtered.text);
+	else if (o->source != FOLD_CPU && !p->ngpu_activities)
 		cs_warn("%s has no GPU records (record with 'csampler record --gpu on' on a CUDA "
 			"program)", path);
 	if (o->source == FOLD_BOTH && !fold_cpu_period_ns(p)) {

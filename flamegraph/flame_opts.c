@@ -15,7 +15,7 @@ enum flame_opt_type {
 	FLAME_OPT_NUM,      /* double */
 	FLAME_OPT_FLAG,     /* bool, set to true */
 	FLAME_OPT_MINWIDTH, /* double + "%" suffix into minwidth_pct */
-	FLAME_OPT_ID,       /* int64_t, >= 0 */
+	FLAME_OPT_FILTER,   /* a reader filter of analysis/filter.h, into o->filter */
 	FLAME_OPT_INPUT,    /* appended to inputs */
 	FLAME_OPT_SOURCE,   /* int, enum fold_source named by the option: cpu, gpu, both */
 	FLAME_OPT_HELP,
@@ -89,10 +89,15 @@ static const struct flame_optdef flame_optdefs[] = {
 	{ "python-only", 0, FLAME_OPT_FLAG, FO(python_only), FLAME_BOTH, NULL,
 	  "data files: only the Python frames of each stack, under its\n"
 	  "root (py-spy's look)" },
-	{ "pid", 0, FLAME_OPT_ID, FO(pid), FLAME_BOTH, "PID", "data files: only this process" },
-	{ "tid", 0, FLAME_OPT_ID, FO(tid), FLAME_BOTH, "TID", "data files: only this thread" },
-	{ "comm", 0, FLAME_OPT_STR, FO(comm), FLAME_BOTH, "NAME",
+	{ "pid", 0, FLAME_OPT_FILTER, 0, FLAME_BOTH, "PID", "data files: only this process" },
+	{ "tid", 0, FLAME_OPT_FILTER, 0, FLAME_BOTH, "TID", "data files: only this thread" },
+	{ "comm", 0, FLAME_OPT_FILTER, 0, FLAME_BOTH, "NAME",
 	  "data files: only threads (or processes) named NAME" },
+	{ "rank", 0, FLAME_OPT_FILTER, 0, FLAME_BOTH, "N",
+	  "data files: only processes of rank N (csampler merge)" },
+	{ "time", 0, FLAME_OPT_FILTER, 0, FLAME_BOTH, "SPEC",
+	  "data files: only a time window: START,END in seconds\n"
+	  "from the start, or percent slices 10%/2, 0%-10%" },
 	{ "dump-layout", 0, FLAME_OPT_FLAG, FO(dump_layout), FLAME_BOTH, NULL,
 	  "print the frames' geometry as text instead of the SVG" },
 	{ "help", 'h', FLAME_OPT_HELP, 0, FLAME_BOTH, NULL, "this help" },
@@ -111,8 +116,7 @@ static const struct flame_opts flame_opts_defaults = {
 	.fontwidth = 0.59,
 	.minwidth = 0.1,
 	.factor = 1,
-	.pid = -1,
-	.tid = -1,
+	.filter = PROFILE_FILTER_ALL,
 };
 
 void flame_opts_usage(FILE *f, enum flame_mode mode)
@@ -121,8 +125,9 @@ void flame_opts_usage(FILE *f, enum flame_mode mode)
 	if (mode == FLAME_MODE_DIFF)
 		fprintf(f, "usage: csampler diff [OPTIONS] BEFORE AFTER > diff.svg\n\n"
 			"A differential flame graph on AFTER's shape: red grew, blue shrank, the\n"
-			"deeper the colour the larger the change in share of the total. BEFORE and\n"
-			"AFTER are csampler data files or folded stacks.\n\noptions:\n");
+			"deeper the colour the larger the change in share of the total (AFTER's\n"
+			"share minus BEFORE's, in points: the change of 'csampler report --compare').\n"
+			"BEFORE and AFTER are csampler data files or folded stacks.\n\noptions:\n");
 	else
 		fprintf(f, "usage: csampler flame [OPTIONS] [FILE...] > flame.svg\n\n"
 			"An interactive flame graph from csampler data files or folded stacks\n"
@@ -170,11 +175,10 @@ static const struct flame_optdef *flame_opt_find(const char *name, size_t len, c
 }
 
 static int flame_opt_set(struct flame_opts *o, const struct flame_optdef *od, const char *val,
-			 size_t *inputs_cap)
+			 size_t *inputs_cap, const char *cmd)
 {
 	void *field = (char *)o + od->off;
 	double d;
-	uint64_t u;
 
 	switch (od->type) {
 	case FLAME_OPT_STR:
@@ -200,12 +204,8 @@ static int flame_opt_set(struct flame_opts *o, const struct flame_optdef *od, co
 		o->minwidth_pct = pct;
 		return 0;
 	}
-	case FLAME_OPT_ID:
-		if (cs_parse_u64(val, &u) || u > INT64_MAX)
-			return cs_error(EINVAL, "--%s: '%s' is not a process or thread id", od->name,
-					val);
-		*(int64_t *)field = (int64_t)u;
-		return 0;
+	case FLAME_OPT_FILTER:
+		return profile_filter_set(&o->filter, cmd, od->name, val) ? -EINVAL : 0;
 	case FLAME_OPT_INPUT:
 		cs_grow(&o->inputs, inputs_cap, o->ninputs + 1, sizeof(*o->inputs));
 		o->inputs[o->ninputs++] = val;
@@ -324,7 +324,7 @@ int flame_opts_parse(struct flame_opts *o, int argc, char **argv, enum flame_mod
 			cs_error(EINVAL, "%s: option --%s takes no value", cmd, od->name);
 			goto fail;
 		}
-		if (flame_opt_set(o, od, val, &inputs_cap))
+		if (flame_opt_set(o, od, val, &inputs_cap, cmd))
 			goto fail;
 	}
 	if (flame_opts_check(o, mode))

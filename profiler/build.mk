@@ -5,13 +5,13 @@
 # other as "folder/file.h" (-Iprofiler); `make check-layout` enforces which folder may include
 # which (scripts/check-layout.sh, the README's design section).
 # flamegraph/build.mk adds its objects to CSAMPLER_EXTRA_OBJS.
-PROFILER_CMD      := cmd_diff cmd_env cmd_export cmd_flame cmd_folded cmd_info cmd_record cmd_report
+PROFILER_CMD      := cmd_diff cmd_env cmd_export cmd_flame cmd_folded cmd_info cmd_merge cmd_record cmd_report cmd_compare
 PROFILER_BASE     := cs
-PROFILER_FORMAT   := datafile
+PROFILER_FORMAT   := datafile merge
 PROFILER_SAMPLER  := sampler sampler_perf sampler_ptrace proc
 PROFILER_UNWIND   := elfcache unwind symbols python jit
-PROFILER_RECORD   := record gpu_merge gpu_setup
-PROFILER_ANALYSIS := profile stacks fold_gpu report gpu
+PROFILER_RECORD   := record gpu_merge gpu_setup output
+PROFILER_ANALYSIS := profile filter stacks fold_gpu report gpu compare
 PROFILER_EXPORT   := export chrome speedscope pprof
 PROFILER_SRCS := profiler/main.c \
 	$(PROFILER_CMD:%=profiler/cmd/%.c) $(PROFILER_BASE:%=profiler/base/%.c) \
@@ -19,11 +19,12 @@ PROFILER_SRCS := profiler/main.c \
 	$(PROFILER_UNWIND:%=profiler/unwind/%.c) $(PROFILER_RECORD:%=profiler/record/%.c) \
 	$(PROFILER_ANALYSIS:%=profiler/analysis/%.c) $(PROFILER_EXPORT:%=profiler/export/%.c)
 PROFILER_TESTS := base/cs format/datafile unwind/unwind unwind/symbols sampler/sampler_ptrace \
-	analysis/profile_builder analysis/stacks analysis/fold_gpu analysis/report analysis/gpu \
-	record/gpu_merge unwind/python unwind/jit
+	analysis/profile_builder analysis/filter analysis/stacks analysis/fold_gpu analysis/report \
+	analysis/gpu record/gpu_merge record/output unwind/python unwind/jit analysis/compare \
+	export/pprof
 PROFILER_OBJS      := $(PROFILER_SRCS:%.c=$(BUILD)/%.o)
 PROFILER_TEST_OBJS := $(PROFILER_TESTS:%=$(BUILD)/profiler/%_test.o)
-PROFILER_LIBS      := -ldw -lelf -lz -lzstd -llzma -lstdc++
+PROFILER_LIBS      := -ldw -lelf -lz -lzstd -llzma -lstdc++ -lm
 CSAMPLER_EXTRA_OBJS ?=
 
 $(BUILD)/profiler/%.o $(BUILD)/flamegraph/%.o $(BUILD)/tests/%.o: CPPFLAGS += -Iprofiler

@@ -25,6 +25,7 @@ static const struct csampler_command csampler_commands[] = {
 	{ "folded", cmd_folded, "print a profile's stacks as folded text (FlameGraph, inferno)" },
 	{ "flame", cmd_flame, "draw an interactive flame graph (SVG) from a profile or folded stacks" },
 	{ "diff", cmd_diff, "draw a differential flame graph of two profiles (red grew, blue shrank)" },
+	{ "merge", cmd_merge, "join data files of many processes (ranks, hosts) into one" },
 	{ "export", cmd_export, "write a profile in another tool's format (Chrome trace timeline)" },
 	{ "env", cmd_env, "run a command with GPU capture set up, for a later record -p" },
 	{ "version", cmd_version, "print csampler's version" },

@@ -59,6 +59,9 @@ int fold_profile(const struct profile *p, const struct fold_opts *opts, fold_fn 
 int fold_profile_gpu(const struct profile *p, const struct fold_opts *opts, fold_fn fn,
 		     void *arg);
 
+/* The name of a CUPTI copy kind (a memcpy activity's detail): "HtoD", "DtoH", ..., "?". */
+const char *fold_gpu_copy_kind(uint32_t kind);
+
 /* The time one CPU sample of weight 1 stands for: 1e9 / rate_hz ns (the header's sampling
  * frequency) rounded to the nanosecond, or 0 when the file does not say. */
 uint64_t fold_cpu_period_ns(const struct profile *p);

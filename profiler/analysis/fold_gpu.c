@@ -202,8 +202,8 @@ static uint32_t fold_gpu_root(struct fold_gpu *g, uint32_t pid, uint32_t tid)
 	return id;
 }
 
-/* CUPTI's copy kinds (CUpti_ActivityMemcpyKind), as the leaf names them. */
-static const char *fold_gpu_copy_kind(uint32_t kind)
+/* CUPTI's copy kinds (CUpti_ActivityMemcpyKind), as the leaf names them (fold.h). */
+const char *fold_gpu_copy_kind(uint32_t kind)
 {
 	static const char *const names[] = {
 		"?", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP",

@@ -58,6 +58,7 @@ struct load {
 	char **gpu_note_texts;        /* owned until interned, by note index */
 	size_t nnote_texts, cap_note_texts;
 	uint64_t gpu_bad;             /* GPU records with ids out of range: skipped */
+	size_t cap_labels;
 };
 
 static int load_corrupt(struct load *l, const char *what)
@@ -300,6 +301,18 @@ static int load_record(void *arg, uint16_t type, const uint8_t *d, size_t len)
 		p->gpu_notes[p->ngpu_notes++] = (struct profile_gpu_note){ rd32(d), rd32(d + 4), 0 };
 		break;
 	}
+	case DF_TASK_LABEL: {
+		struct df_task_label t;
+		NEED(sizeof(t), "task label");
+		memcpy(&t, d, sizeof(t));
+		if (t.host >= p->nstrings)
+			return load_corrupt(l, "task label");
+		cs_grow(&p->labels, &l->cap_labels, p->nlabels + 1, sizeof(*p->labels));
+		p->labels[p->nlabels++] = (struct profile_label){
+			.id = t.id, .orig_id = t.orig_id, .rank = t.rank < 0 ? -1 : t.rank,
+			.input = t.input, .host = t.host, .flags = t.flags };
+		break;
+	}
 	case DF_END:
 		NEED(28, "end");
 		l->end_time = rd64(d + 16);
@@ -418,6 +431,71 @@ static uint32_t load_comm_of(const struct load *l, uint32_t tid)
 	if (lo > 0 && l->comms[lo - 1].tid == tid)
 		return l->comms[lo - 1].str;
 	return 0;
+}
+
+static int cmp_label(const void *a, const void *b)
+{
+	const struct profile_label *x = a, *y = b;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+/* Labels sorted by id (merge writes one per id; of duplicates one is kept), the header's rank
+ * and host, and every process' rank, host and original pid. */
+static void load_labels(struct load *l)
+{
+	struct profile *p = l->p;
+	size_t n = 0;
+
+	cs_qsort(p->labels, p->nlabels, sizeof(*p->labels), cmp_label);
+	for (size_t i = 0; i < p->nlabels; i++) {
+		if (n && p->labels[n - 1].id == p->labels[i].id)
+			n--;
+		p->labels[n++] = p->labels[i];
+	}
+	p->nlabels = n;
+	const char *rank = profile_header(p, "rank"), *host = profile_header(p, "hostname");
+	uint64_t v;
+	p->rank = rank && cs_parse_u64(rank, &v) == 0 && v <= INT32_MAX ? (int32_t)v : -1;
+	p->host = host ? load_intern(l, cs_strdup(host)) : 0;
+	for (size_t i = 0; i < p->nprocesses; i++) {
+		struct profile_process *pr = &p->processes[i];
+		const struct profile_label *lb = profile_label_of(p, pr->pid);
+		pr->rank = lb ? lb->rank : p->rank;
+		pr->host = lb ? lb->host : p->host;
+		pr->orig_pid = lb ? lb->orig_id : pr->pid;
+	}
+}
+
+const struct profile_label *profile_label_of(const struct profile *p, uint32_t id)
+{
+	size_t lo = 0, hi = p->nlabels;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (p->labels[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < p->nlabels && p->labels[lo].id == id ? &p->labels[lo] : NULL;
+}
+
+const struct profile_process *profile_process_of(const struct profile *p, uint32_t pid)
+{
+	size_t lo = 0, hi = p->nprocesses;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (p->processes[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < p->nprocesses && p->processes[lo].pid == pid ? &p->processes[lo] : NULL;
+}
+
+int32_t profile_rank_of(const struct profile *p, uint32_t pid)
+{
+	const struct profile_label *lb = profile_label_of(p, pid);
+	return lb ? lb->rank : p->rank;
 }
 
 static int cmp_gpu_launch(const void *a, const void *b)
@@ -800,7 +878,8 @@ static int load_finish(struct load *l)
 			if (l->forks[f].pid == pid)
 				ppid = l->forks[f].ppid;
 		cs_grow(&p->processes, &pcap, p->nprocesses + 1, sizeof(*p->processes));
-		p->processes[p->nprocesses++] = (struct profile_process){ pid, ppid, comm, n };
+		p->processes[p->nprocesses++] = (struct profile_process){ pid, ppid, comm, n, -1, 0,
+									   pid };
 		i = j;
 	}
 	free(keys);
@@ -817,6 +896,7 @@ static int load_finish(struct load *l)
 	if (p->end_ns < p->start_ns)
 		p->end_ns = p->start_ns;
 	p->finalized = l->symbolized;
+	load_labels(l);
 	load_gpu_finish(l);
 	return 0;
 }
@@ -831,6 +911,7 @@ static int profile_load_from(const char *path, const void *buf, size_t len,
 
 	l.p = cs_calloc(1, sizeof(*l.p));
 	l.p->format_version = DF_VERSION;
+	l.p->rank = -1;
 	cs_grow(&l.p->strings, &l.cap_strings, 1, sizeof(char *));
 	l.p->strings[l.p->nstrings++] = cs_strdup("");
 	ret = buf ? df_read_mem(buf, len, path, load_record, &l) : df_read(path, load_record, &l);
@@ -899,6 +980,10 @@ void profile_free(struct profile *p)
 	free(p->gpu_activities);
 	free(p->gpu_processes);
 	free(p->gpu_notes);
+	free(p->labels);
+	free(p->filtered.text);
+	free(p->filtered.comm);
+	free(p->filtered.time);
 	free(p);
 }
 

@@ -51,6 +51,19 @@ struct profile_process {
 	uint32_t pid, ppid;
 	uint32_t comm;      /* string id: name of the process' main thread */
 	uint64_t samples;
+	int32_t rank;       /* its rank (profile_rank_of), -1 when unknown */
+	uint32_t host;      /* string id: the host it ran on, or 0 */
+	uint32_t orig_pid;  /* its pid in its own recording (differs in merged files where
+			     * pids clashed), else pid */
+};
+
+/* Where a task (pid or tid) of a merged file came from: a DF_TASK_LABEL record. */
+struct profile_label {
+	uint32_t id, orig_id;
+	int32_t rank;       /* -1 when unknown */
+	uint32_t input;     /* index of the merged input file */
+	uint32_t host;      /* string id, or 0 */
+	uint32_t flags;     /* DF_TASK_LABEL_* */
 };
 
 /* GPU capture (csampler-data(5) GPU_LAUNCH, GPU_ACTIVITY, GPU_INFO, GPU_NOTE). An activity
@@ -173,6 +186,22 @@ struct profile {
 	size_t ngpu_processes;
 	struct profile_gpu_note *gpu_notes;
 	size_t ngpu_notes;
+
+	/* Ranks and hosts: a merged file labels each task (sorted by id); a single recording has
+	 * the header's "rank" and "hostname" for all its tasks. */
+	struct profile_label *labels;
+	size_t nlabels;
+	int32_t rank;                /* header "rank", -1 when absent */
+	uint32_t host;               /* string id of header "hostname", or 0 */
+
+	/* Set by profile_filter_apply() (filter.h): the readers' --pid/--tid/--comm/--rank/--time */
+	struct profile_filtered {
+		char *text;          /* what was kept, in words ("pid 12, time 10%/2"), or NULL
+				      * when the profile is whole */
+		int64_t pid, tid, rank; /* -1: not filtered on */
+		char *comm, *time;   /* NULL: not filtered on; time as given */
+		uint64_t nsamples;   /* nsamples before the filter */
+	} filtered;
 };
 
 /* Load path into *out. On error prints one line ("csampler: FILE: not a csampler data file",
@@ -189,6 +218,13 @@ const struct profile_gpu_launch *profile_gpu_launch_of(const struct profile *p, 
 						       uint32_t correlation);
 /* "kernel", "memcpy", "memset", "sync", "nvtx", "api"; "?" for others. */
 const char *profile_gpu_kind_name(uint32_t kind);
+
+/* Process pid (p->processes is sorted by pid), or NULL. */
+const struct profile_process *profile_process_of(const struct profile *p, uint32_t pid);
+/* The rank of process pid: its task label in a merged file, else the header's, else -1. */
+int32_t profile_rank_of(const struct profile *p, uint32_t pid);
+/* The task label of id (pid or tid) in a merged file, or NULL. */
+const struct profile_label *profile_label_of(const struct profile *p, uint32_t id);
 
 /* The header value for key, or NULL. */
 const char *profile_header(const struct profile *p, const char *key);

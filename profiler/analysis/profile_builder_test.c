@@ -11,6 +11,7 @@ void pb_init(struct pbuild *b)
 	memset(b, 0, sizeof(*b));
 	b->default_module = "/usr/bin/app";
 	b->p.format_version = 1;
+	b->p.rank = -1;
 	b->p.finalized = true;
 	b->p.start_ns = 1000000000ull;
 	b->p.end_ns = b->p.start_ns;
@@ -35,6 +36,10 @@ void pb_free(struct pbuild *b)
 	free(b->p.samples);
 	free(b->p.threads);
 	free(b->p.processes);
+	free(b->p.labels);
+	free(b->p.filtered.text);
+	free(b->p.filtered.comm);
+	free(b->p.filtered.time);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -177,7 +182,8 @@ void pb_process(struct pbuild *b, uint32_t pid, uint32_t ppid, const char *comm)
 	cs_grow(&b->p.processes, &b->processes_cap, b->p.nprocesses + 1,
 		sizeof(*b->p.processes));
 	b->p.processes[b->p.nprocesses++] = (struct profile_process){ .pid = pid, .ppid = ppid,
-								      .comm = pb_str(b, comm) };
+								      .comm = pb_str(b, comm),
+								      .rank = -1, .orig_pid = pid };
 }
 
 void pb_header(struct pbuild *b, const char *key, const char *value)
@@ -185,4 +191,6 @@ void pb_header(struct pbuild *b, const char *key, const char *value)
 	cs_grow(&b->p.header, &b->header_cap, b->p.nheader + 1, sizeof(*b->p.header));
 	b->p.header[b->p.nheader++] = (struct profile_kv){ .key = cs_strdup(key),
 							   .value = cs_strdup(value) };
+	if (!strcmp(key, "rank")) /* as profile_load reads it: a number, else none */
+		b->p.rank = strspn(value, "0123456789") == strlen(value) && *value ? atoi(value) : -1;
 }

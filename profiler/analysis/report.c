@@ -86,7 +86,10 @@ static void report_text_header(FILE *f, const struct profile *p, const struct st
 	if (cmdline && *cmdline && cmd != cmdline)
 		fprintf(f, "# recorded:  %s\n", cmdline);
 	fprintf(f, "# duration:  %.3f s\n", dur);
-	if (flt->pid >= 0 || flt->tid >= 0 || flt->comm) {
+	if (p->filtered.text) {        /* the readers' filters (filter.h) */
+		fprintf(f, "# samples:   %" PRIu64 " of %" PRIu64 " pass the filter: %s\n",
+			r->samples, p->filtered.nsamples, p->filtered.text);
+	} else if (flt->pid >= 0 || flt->tid >= 0 || flt->comm) {
 		fprintf(f, "# samples:   %" PRIu64 " of %" PRIu64 " pass the filter:", r->samples,
 			p->nsamples);
 		if (flt->pid >= 0)
@@ -228,14 +231,35 @@ static void report_text_lines(FILE *f, const struct stacks_report *r, const stru
 	}
 }
 
-static void report_text_breakdowns(FILE *f, const struct stacks_report *r,
-				   const struct report_opts *o)
+/* Where process pid ran, for the processes table: " (rank R, HOST[, pid ORIG])" when its
+ * recording had a rank or it comes from a merged file, else "". */
+static const char *report_process_where(const struct profile *p, uint32_t pid, char *buf,
+					size_t len)
 {
+	const struct profile_process *pr = profile_process_of(p, pid);
+	buf[0] = 0;
+	if (!pr || (pr->rank < 0 && !p->nlabels))
+		return buf;
+	char rank[32] = "no rank";
+	if (pr->rank >= 0)
+		snprintf(rank, sizeof(rank), "rank %d", (int)pr->rank);
+	snprintf(buf, len, " (%s%s%s", rank, pr->host ? ", " : "", profile_str(p, pr->host));
+	if (pr->orig_pid != pr->pid)
+		snprintf(buf + strlen(buf), len - strlen(buf), ", pid %u there", pr->orig_pid);
+	snprintf(buf + strlen(buf), len - strlen(buf), ")");
+	return buf;
+}
+
+static void report_text_breakdowns(FILE *f, const struct profile *p,
+				   const struct stacks_report *r, const struct report_opts *o)
+{
+	char where[320];
 	fprintf(f, "\nProcesses\n%8s %8s %8s  %s\n", "Samples%", "Samples", "PID", "Command");
 	for (size_t i = 0; i < r->nprocesses; i++) {
 		const struct stacks_process *pr = &r->processes[i];
-		fprintf(f, "%7.2f%% %8" PRIu64 " %8u  %s\n", report_pct(pr->samples, r->samples),
-			pr->samples, pr->pid, *pr->comm ? pr->comm : "?");
+		fprintf(f, "%7.2f%% %8" PRIu64 " %8u  %s%s\n", report_pct(pr->samples, r->samples),
+			pr->samples, pr->pid, *pr->comm ? pr->comm : "?",
+			report_process_where(p, pr->pid, where, sizeof(where)));
 	}
 
 	size_t rows = report_rows(r->nthreads, o);
@@ -351,7 +375,7 @@ static void report_write_text_cpu(FILE *f, const struct profile *p,
 	free(resorted.functions);
 	report_text_python(f, r, o);
 	report_text_lines(f, r, o);
-	report_text_breakdowns(f, r, o);
+	report_text_breakdowns(f, p, r, o);
 	report_text_unwind(f, r);
 }
 
@@ -693,18 +717,30 @@ static void report_json_python(FILE *f, const struct stacks_report *r,
 	free(fns);
 }
 
-static void report_json_breakdowns(FILE *f, const struct stacks_report *r)
+static void report_json_breakdowns(FILE *f, const struct profile *p,
+				   const struct stacks_report *r)
 {
 	report_json_key(f, "processes");
 	fputs("[\n", f);
 	for (size_t i = 0; i < r->nprocesses; i++) {
 		const struct stacks_process *pr = &r->processes[i];
+		const struct profile_process *pp = profile_process_of(p, pr->pid);
 		fputs("  {", f);
 		report_json_u64(f, "pid", pr->pid);
 		fputc(',', f);
 		report_json_str(f, "comm", pr->comm);
 		fputc(',', f);
 		report_json_u64(f, "samples", pr->samples);
+		fputc(',', f);
+		report_json_key(f, "rank"); /* the recording's rank (merged files: per process) */
+		if (pp && pp->rank >= 0)
+			fprintf(f, "%d", (int)pp->rank);
+		else
+			fputs("null", f);
+		fputc(',', f);
+		report_json_str(f, "host", pp && pp->host ? profile_str(p, pp->host) : NULL);
+		fputc(',', f);
+		report_json_u64(f, "orig_pid", pp ? pp->orig_pid : pr->pid);
 		fputs(i + 1 < r->nprocesses ? "},\n" : "}\n", f);
 	}
 	fputs("],\n", f);
@@ -1100,7 +1136,8 @@ static void report_write_json(FILE *f, const struct profile *p, const struct sta
 	fputs(",\n", f);
 	report_json_u64(f, "samples", r->samples);
 	fputc(',', f);
-	report_json_u64(f, "samples_unfiltered", p->nsamples);
+	report_json_u64(f, "samples_unfiltered",
+			p->filtered.text ? p->filtered.nsamples : p->nsamples);
 	fputc(',', f);
 	report_json_u64(f, "lost", p->lost);
 	fputc(',', f);
@@ -1120,25 +1157,28 @@ static void report_write_json(FILE *f, const struct profile *p, const struct sta
 	fputc(',', f);
 	report_json_bool(f, "python_only", o->python_only);
 	fputc(',', f);
+	/* the readers' filters (filter.h) were applied at load; o->filter is applied here */
+	const struct profile_filtered *pf = p->filtered.text ? &p->filtered : NULL;
+	const int64_t ids[3] = { pf && pf->pid >= 0 ? pf->pid : flt->pid,
+				 pf && pf->tid >= 0 ? pf->tid : flt->tid, pf ? pf->rank : -1 };
+	static const char *const id_keys[3] = { "pid", "tid", "rank" };
 	report_json_key(f, "filter");
 	fputc('{', f);
-	report_json_key(f, "pid");
-	if (flt->pid >= 0)
-		fprintf(f, "%" PRId64, flt->pid);
-	else
-		fputs("null", f);
+	for (int i = 0; i < 3; i++) {
+		report_json_key(f, id_keys[i]);
+		if (ids[i] >= 0)
+			fprintf(f, "%" PRId64, ids[i]);
+		else
+			fputs("null", f);
+		fputc(',', f);
+	}
+	report_json_str(f, "comm", pf && pf->comm ? pf->comm : flt->comm);
 	fputc(',', f);
-	report_json_key(f, "tid");
-	if (flt->tid >= 0)
-		fprintf(f, "%" PRId64, flt->tid);
-	else
-		fputs("null", f);
-	fputc(',', f);
-	report_json_str(f, "comm", flt->comm);
+	report_json_str(f, "time", pf ? pf->time : NULL);
 	fputs("},\n", f);
 	report_json_functions(f, r, o);
 	report_json_python(f, r, o);
-	report_json_breakdowns(f, r);
+	report_json_breakdowns(f, p, r);
 	if (o->gpu && o->gpu->present)
 		report_json_gpu(f, p, o->gpu, o);
 	report_json_unwind(f, r);

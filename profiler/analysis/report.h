@@ -23,6 +23,8 @@ struct report_opts {
 	const struct gpu_analysis *gpu;    /* the GPU tables (gpu.h), or NULL for none */
 	bool python_only;                  /* the stacks were cut to their Python frames
 					    * (stacks_python_view); shown in the header */
+	const char *compare;               /* --compare BASE: compare input against BASE
+					    * (cmd_compare.c, analysis/compare.h) */
 };
 #define REPORT_DEFAULT_LIMIT 20
 #define REPORT_OPTS_DEFAULT { .input = "csampler.data", .sort = STACKS_SORT_SELF,            \

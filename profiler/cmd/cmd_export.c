@@ -3,6 +3,7 @@
  * renamed into place, so a failed export never leaves half a file (nor replaces a good one). */
 #include "cmd/cmds.h"
 #include "base/cs.h"
+#include "analysis/filter.h"
 #include "analysis/profile.h"
 #include "export/export.h"
 
@@ -16,7 +17,8 @@
 static void export_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: csampler export [--format NAME] [-o FILE] [-i FILE]\n"
+		"usage: csampler export [--format NAME] [-o FILE] [-i FILE] [--pid PID] [--tid TID]\n"
+		"                       [--comm NAME] [--rank N] [--time SPEC]\n"
 		"\n"
 		"Write a profile in another tool's format.\n"
 		"\n"
@@ -27,12 +29,14 @@ static void export_usage(FILE *f)
 	fprintf(f,
 		"  -o, --output FILE    file to write (default: standard output)\n"
 		"  -i, --input FILE     data file to read (default ./csampler.data)\n"
+		PROFILE_FILTER_HELP
 		"  -h, --help           show this help\n");
 }
 
 struct export_args {
 	const char *input, *output;
 	const struct export_format *format;
+	struct profile_filter filter;
 };
 
 /* Parse argv. Returns 0, 1 when --help was printed, or -EINVAL after one line. */
@@ -42,11 +46,12 @@ static int export_parse_args(int argc, char **argv, struct export_args *a)
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "input", required_argument, NULL, 'i' },
+		PROFILE_FILTER_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool input_given = false;
-	int c;
+	int c, err;
 
 	optind = 0; /* glibc: start a fresh scan */
 	opterr = 0;
@@ -79,6 +84,11 @@ static int export_parse_args(int argc, char **argv, struct export_args *a)
 			return cs_error(EINVAL, "export: option '%s' needs a value; see 'csampler "
 					"export --help'", argv[optind - 1]);
 		default:
+			err = profile_filter_option(&a->filter, "export", c, optarg);
+			if (err < 0)
+				return err;
+			if (err == 0)
+				break;
 			return cs_error(EINVAL, "export: unknown option '%s'; see 'csampler export "
 					"--help'", argv[optind - 1]);
 		}
@@ -157,7 +167,8 @@ static int export_write(const struct export_args *a, const struct profile *p, bo
 
 int cmd_export(int argc, char **argv)
 {
-	struct export_args a = { .input = "csampler.data", .format = &export_formats[0] };
+	struct export_args a = { .input = "csampler.data", .format = &export_formats[0],
+				 .filter = PROFILE_FILTER_ALL };
 	struct profile *p = NULL;
 	bool in_place = false;
 	int err;
@@ -169,7 +180,7 @@ int cmd_export(int argc, char **argv)
 		a.output = NULL;
 	if (a.output && export_check_output(&a, &in_place) < 0)
 		return CS_EXIT_ERROR;
-	if (profile_load(a.input, &p) < 0)
+	if (profile_load_filtered(a.input, &a.filter, &p) < 0)
 		return CS_EXIT_ERROR; /* profile_load printed why */
 	err = export_write(&a, p, in_place);
 	profile_free(p);

@@ -2,6 +2,7 @@
  * ("root;...;leaf COUNT"), the input of FlameGraph and inferno. Folding is in stacks.c. */
 #include "cmd/cmds.h"
 #include "base/cs.h"
+#include "analysis/filter.h"
 #include "analysis/fold.h"
 #include "analysis/profile.h"
 #include "analysis/stacks.h"
@@ -14,7 +15,8 @@ static void folded_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: csampler folded [-i FILE] [--cpu|--gpu|--both] [--per-thread] [--pid PID]\n"
-		"                       [--tid TID] [--comm NAME] [--python-only]\n"
+		"                       [--tid TID] [--comm NAME] [--rank N] [--time SPEC]\n"
+		"                       [--python-only]\n"
 		"\n"
 		"Print the recorded stacks as folded text, one 'root;...;leaf COUNT' line per\n"
 		"distinct stack, with the annotations _[k] (kernel), _[i] (inlined), _[j] (JIT);\n"
@@ -27,9 +29,7 @@ static void folded_usage(FILE *f)
 		"      --both           a CPU root (samples times the sampling period) and a GPU\n"
 		"                       root, both in ns\n"
 		"      --per-thread     root frame 'comm-tid' instead of the process name\n"
-		"      --pid PID        only samples of process PID\n"
-		"      --tid TID        only samples of thread TID\n"
-		"      --comm NAME      only threads named NAME, or of a process named NAME\n"
+		PROFILE_FILTER_HELP
 		"      --python-only    stacks keep only their Python frames under the root, as\n"
 		"                       py-spy shows them (samples without any: the root alone)\n"
 		"  -h, --help           show this help\n");
@@ -37,16 +37,13 @@ static void folded_usage(FILE *f)
 
 /* Parse argv. Returns 0, 1 when --help was printed, or -EINVAL after one line. */
 static int folded_parse_args(int argc, char **argv, const char **input, struct fold_opts *o,
-			     bool *python_only)
+			     struct profile_filter *filter, bool *python_only)
 {
-	enum { OPT_PER_THREAD = 256, OPT_PID, OPT_TID, OPT_COMM, OPT_CPU, OPT_GPU, OPT_BOTH,
-	       OPT_PYTHON_ONLY };
+	enum { OPT_PER_THREAD = 256, OPT_CPU, OPT_GPU, OPT_BOTH, OPT_PYTHON_ONLY };
 	static const struct option longopts[] = {
 		{ "input", required_argument, NULL, 'i' },
 		{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
-		{ "pid", required_argument, NULL, OPT_PID },
-		{ "tid", required_argument, NULL, OPT_TID },
-		{ "comm", required_argument, NULL, OPT_COMM },
+		PROFILE_FILTER_LONGOPTS,
 		{ "cpu", no_argument, NULL, OPT_CPU },
 		{ "gpu", no_argument, NULL, OPT_GPU },
 		{ "both", no_argument, NULL, OPT_BOTH },
@@ -55,7 +52,7 @@ static int folded_parse_args(int argc, char **argv, const char **input, struct f
 		{ NULL, 0, NULL, 0 },
 	};
 	bool input_given = false;
-	int c;
+	int c, err;
 
 	optind = 0; /* glibc: start a fresh scan */
 	opterr = 0;
@@ -67,17 +64,6 @@ static int folded_parse_args(int argc, char **argv, const char **input, struct f
 			break;
 		case OPT_PER_THREAD:
 			o->per_thread = 1;
-			break;
-		case OPT_PID:
-			if (stacks_parse_id("folded: --pid", optarg, &o->pid) < 0)
-				return -EINVAL;
-			break;
-		case OPT_TID:
-			if (stacks_parse_id("folded: --tid", optarg, &o->tid) < 0)
-				return -EINVAL;
-			break;
-		case OPT_COMM:
-			o->comm = optarg;
 			break;
 		case OPT_CPU:
 			o->source = FOLD_CPU;
@@ -98,6 +84,11 @@ static int folded_parse_args(int argc, char **argv, const char **input, struct f
 			return cs_error(EINVAL, "folded: option '%s' needs a value; see 'csampler "
 					"folded --help'", argv[optind - 1]);
 		default:
+			err = profile_filter_option(filter, "folded", c, optarg);
+			if (err < 0)
+				return err;
+			if (err == 0)
+				break;
 			return cs_error(EINVAL, "folded: unknown option '%s'; see 'csampler folded "
 					"--help'", argv[optind - 1]);
 		}
@@ -113,18 +104,21 @@ static int folded_parse_args(int argc, char **argv, const char **input, struct f
 int cmd_folded(int argc, char **argv)
 {
 	struct fold_opts o = FOLD_OPTS_DEFAULT;
+	struct profile_filter filter = PROFILE_FILTER_ALL;
 	const char *input = "csampler.data";
 	struct profile *p = NULL, view = { 0 };
 	bool python_only = false;
 	int status = CS_EXIT_ERROR;
 	int err;
 
-	err = folded_parse_args(argc, argv, &input, &o, &python_only);
+	err = folded_parse_args(argc, argv, &input, &o, &filter, &python_only);
 	if (err)
 		return err > 0 ? 0 : CS_EXIT_ERROR;
-	if (profile_load(input, &p) < 0)
+	if (profile_load_filtered(input, &filter, &p) < 0)
 		goto out; /* profile_load printed why */
-	if (o.source != FOLD_CPU && !p->ngpu_activities)
+	if (o.source != FOLD_CPU && !p->ngpu_activities && p->filtered.text)
+		cs_warn("folded: no GPU records of %s pass the filter (%s)", input, p->filtered.text);
+	else if (o.source != FOLD_CPU && !p->ngpu_activities)
 		cs_warn("folded: %s has no GPU records (record with 'csampler record --gpu on' on a "
 			"CUDA program)", input);
 	if (o.source == FOLD_BOTH && !fold_cpu_period_ns(p)) {

@@ -195,10 +195,22 @@ static void info_text(const struct profile *p, const char *path)
 	printf("duration:       %.3f s\n", (double)(p->end_ns - p->start_ns) / 1e9);
 	printf("stacks:         %zu unique\n", p->nstacks);
 	printf("processes:      %zu\n", p->nprocesses);
-	for (size_t i = 0; i < p->nprocesses; i++)
-		printf("  pid %-8u ppid %-8u %-16s %llu samples\n", p->processes[i].pid,
-		       p->processes[i].ppid, profile_str(p, p->processes[i].comm),
-		       (unsigned long long)p->processes[i].samples);
+	for (size_t i = 0; i < p->nprocesses; i++) {
+		const struct profile_process *pr = &p->processes[i];
+		printf("  pid %-8u ppid %-8u %-16s %llu samples", pr->pid, pr->ppid,
+		       profile_str(p, pr->comm), (unsigned long long)pr->samples);
+		if (pr->rank >= 0 || p->nlabels) {  /* a rank's recording, or a merged file */
+			if (pr->rank >= 0)
+				printf(", rank %d", (int)pr->rank);
+			else
+				printf(", no rank");
+			if (pr->host)
+				printf(", host %s", profile_str(p, pr->host));
+			if (pr->orig_pid != pr->pid)
+				printf(", pid %u there", pr->orig_pid);
+		}
+		printf("\n");
+	}
 	printf("threads:        %zu\n", p->nthreads);
 	for (size_t i = 0; i < p->nthreads; i++)
 		printf("  tid %-8u pid %-8u %-16s %llu samples\n", p->threads[i].tid, p->threads[i].pid,
@@ -226,7 +238,17 @@ static void info_json(const struct profile *p, const char *path)
 		printf("%s{\"pid\":%u,\"ppid\":%u,\"comm\":", i ? "," : "", p->processes[i].pid,
 		       p->processes[i].ppid);
 		cs_fputs_json(stdout, profile_str(p, p->processes[i].comm));
-		printf(",\"samples\":%llu}", (unsigned long long)p->processes[i].samples);
+		printf(",\"samples\":%llu,\"rank\":", (unsigned long long)p->processes[i].samples);
+		if (p->processes[i].rank >= 0)
+			printf("%d", (int)p->processes[i].rank);
+		else
+			printf("null");
+		printf(",\"host\":");
+		if (p->processes[i].host)
+			cs_fputs_json(stdout, profile_str(p, p->processes[i].host));
+		else
+			printf("null");
+		printf(",\"orig_pid\":%u}", p->processes[i].orig_pid);
 	}
 	printf("],\"threads\":[");
 	for (size_t i = 0; i < p->nthreads; i++) {

@@ -3,6 +3,7 @@
 #include "base/cs.h"
 #include "analysis/profile.h"
 #include "record/gpu_setup.h"
+#include "record/output.h"
 #include "record/record.h"
 #include "analysis/stacks.h"
 
@@ -27,7 +28,9 @@ static const char record_usage[] =
 	"usage: csampler record [options] -- COMMAND [ARGS...]\n"
 	"       csampler record [options] -p PID[,PID...] [--duration SEC]\n"
 	"\n"
-	"  -o, --output FILE      data file (default ./csampler.data; an old one becomes FILE.old)\n"
+	"  -o, --output FILE      data file (default ./csampler.data; an old one becomes FILE.old);\n"
+	"                         %p pid, %r rank ($RANK, $LOCAL_RANK, $OMPI_COMM_WORLD_RANK,\n"
+	"                         else 'norank'), %h host, %t start time, %% a '%'\n"
 	"  -F, --freq HZ          samples per second per CPU-busy thread (default 999)\n"
 	"  -g, --call-graph MODE  dwarf (default), dwarf,SIZE or fp\n"
 	"      --stack-size BYTES user stack bytes copied per sample in dwarf mode (default 32768, max 65528)\n"
@@ -37,6 +40,8 @@ static const char record_usage[] =
 	"      --keep-raw         also keep the raw registers and stack copies in the file\n"
 	"      --no-compress      write uncompressed chunks\n"
 	"      --no-python        do not read CPython frames: keep the interpreter's native frames\n"
+	"      --no-debuginfod    do not look missing debug info up on the debuginfod servers of\n"
+	"                         DEBUGINFOD_URLS (the command keeps the variable)\n"
 	"      --gpu MODE         auto (default), on or off: CUDA kernels, copies, syncs and NVTX\n"
 	"                         ranges with the CPU stack of every launch (CUPTI)\n"
 	"      --mode MODE        auto (default: perf events, else ptrace), perf or ptrace\n"
@@ -140,7 +145,8 @@ static int record_gpu_prepare(struct record_opts *o, char *why, size_t whylen)
 
 int cmd_record(int argc, char **argv)
 {
-	enum { OPT_STACK = 256, OPT_DURATION, OPT_KEEP_RAW, OPT_NO_PYTHON, OPT_NO_COMPRESS, OPT_GPU, OPT_MODE, OPT_IDLE };
+	enum { OPT_STACK = 256, OPT_DURATION, OPT_KEEP_RAW, OPT_NO_PYTHON, OPT_NO_COMPRESS, OPT_GPU,
+	       OPT_MODE, OPT_IDLE, OPT_NO_DEBUGINFOD };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "freq", required_argument, NULL, 'F' },
@@ -152,6 +158,7 @@ int cmd_record(int argc, char **argv)
 		{ "keep-raw", no_argument, NULL, OPT_KEEP_RAW },
 		{ "no-compress", no_argument, NULL, OPT_NO_COMPRESS },
 		{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
+		{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
 		{ "gpu", required_argument, NULL, OPT_GPU },
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "idle", no_argument, NULL, OPT_IDLE },
@@ -179,6 +186,8 @@ int cmd_record(int argc, char **argv)
 		case 'o':
 			if (!*optarg)
 				return record_bad("empty output path: give -o FILE");
+			if (record_output_check(optarg) < 0)
+				return CS_EXIT_ERROR;
 			o.output = optarg;
 			break;
 		case 'F':
@@ -233,6 +242,9 @@ int cmd_record(int argc, char **argv)
 			break;
 		case OPT_NO_PYTHON:
 			o.no_python = true;
+			break;
+		case OPT_NO_DEBUGINFOD:
+			o.no_debuginfod = true;
 			break;
 		case OPT_GPU:
 			if (!strcmp(optarg, "auto"))
@@ -304,7 +316,7 @@ int cmd_record(int argc, char **argv)
 		return CS_EXIT_ERROR;
 	}
 	o.gpu_off_reason = why[0] ? why : NULL;
-	bool written = false;
+	char *written = NULL;
 	status = record_run(&o, &written);
 	if (o.argv && o.gpu.dir)
 		rmdir(o.gpu.dir); /* normally gone already (record_run removes what it read) */
@@ -312,11 +324,12 @@ int cmd_record(int argc, char **argv)
 	 * the recording engine, so the writer never depends on the reader. */
 	if (written && isatty(2) && !cs_quiet) {
 		struct profile *p;
-		if (profile_load(o.output, &p) == 0) {
+		if (profile_load(written, &p) == 0) {
 			stacks_print_summary(p, stderr, 5);
 			profile_free(p);
 		}
 	}
+	free(written);
 	free(o.pids);
 	gpu_setup_free(&o.gpu);
 	return status;

@@ -2,6 +2,7 @@
  * perf-like report or its JSON form (report.c). Only option parsing lives here. */
 #include "cmd/cmds.h"
 #include "base/cs.h"
+#include "analysis/filter.h"
 #include "analysis/gpu.h"
 #include "analysis/profile.h"
 #include "analysis/report.h"
@@ -15,8 +16,9 @@ static void report_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: csampler report [-i FILE] [--sort self|total] [--limit N] [--pid PID]\n"
-		"                       [--tid TID] [--comm NAME] [--format text|json] [--stdio]\n"
-		"                       [--python-only]\n"
+		"                       [--tid TID] [--comm NAME] [--rank N] [--time SPEC]\n"
+		"                       [--format text|json] [--stdio] [--python-only]\n"
+		"                       [--compare BASE]\n"
 		"\n"
 		"Print the top functions by self and total samples, per-process, per-thread and\n"
 		"per-library breakdowns, the hottest source lines and the unwind quality; with\n"
@@ -26,38 +28,39 @@ static void report_usage(FILE *f)
 		"  -i, --input FILE     data file to read (default ./csampler.data)\n"
 		"      --sort KEY       order functions by 'self' (default) or 'total' samples\n"
 		"      --limit N        rows per table, 0 for all (default %d)\n"
-		"      --pid PID        only samples of process PID\n"
-		"      --tid TID        only samples of thread TID\n"
-		"      --comm NAME      only threads named NAME, or of a process named NAME\n"
+		PROFILE_FILTER_HELP
 		"      --format FMT     'text' (default) or 'json'\n"
 		"      --stdio          the text report, as perf report --stdio (same as --format text)\n"
 		"      --python-only    stacks keep only their Python frames (py-spy's look); the\n"
 		"                       unwind quality is still that of the whole stacks\n"
+		"      --compare BASE   compare the input (NEW) with the data file BASE: per function\n"
+		"                       and thread, the change in share (points, as 'csampler diff')\n"
+		"                       and in CPU ms per second, largest first, with the noise floor;\n"
+		"                       as 'report --compare BASE.data NEW.data'\n"
 		"  -h, --help           show this help\n",
 		REPORT_DEFAULT_LIMIT);
 }
 
 /* Parse argv into *o. Returns 0, 1 when --help was printed, or -EINVAL after one line. */
-static int report_parse_args(int argc, char **argv, struct report_opts *o)
+static int report_parse_args(int argc, char **argv, struct report_opts *o,
+			     struct profile_filter *filter)
 {
-	enum { OPT_SORT = 256, OPT_LIMIT, OPT_PID, OPT_TID, OPT_COMM, OPT_FORMAT, OPT_STDIO,
-	       OPT_PYTHON_ONLY };
+	enum { OPT_SORT = 256, OPT_LIMIT, OPT_FORMAT, OPT_STDIO, OPT_PYTHON_ONLY, OPT_COMPARE };
 	static const struct option longopts[] = {
 		{ "input", required_argument, NULL, 'i' },
 		{ "sort", required_argument, NULL, OPT_SORT },
 		{ "limit", required_argument, NULL, OPT_LIMIT },
-		{ "pid", required_argument, NULL, OPT_PID },
-		{ "tid", required_argument, NULL, OPT_TID },
-		{ "comm", required_argument, NULL, OPT_COMM },
+		PROFILE_FILTER_LONGOPTS,
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "stdio", no_argument, NULL, OPT_STDIO },
 		{ "python-only", no_argument, NULL, OPT_PYTHON_ONLY },
+		{ "compare", required_argument, NULL, OPT_COMPARE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool input_given = false;
 	uint64_t v;
-	int c;
+	int c, err;
 
 	optind = 0; /* glibc: start a fresh scan (the command may run twice in one process) */
 	opterr = 0;
@@ -82,17 +85,6 @@ static int report_parse_args(int argc, char **argv, struct report_opts *o)
 						"all), not '%s'", optarg);
 			o->limit = (size_t)v;
 			break;
-		case OPT_PID:
-			if (stacks_parse_id("report: --pid", optarg, &o->filter.pid) < 0)
-				return -EINVAL;
-			break;
-		case OPT_TID:
-			if (stacks_parse_id("report: --tid", optarg, &o->filter.tid) < 0)
-				return -EINVAL;
-			break;
-		case OPT_COMM:
-			o->filter.comm = optarg;
-			break;
 		case OPT_FORMAT:
 			if (!strcmp(optarg, "text"))
 				o->format = REPORT_TEXT;
@@ -108,6 +100,9 @@ static int report_parse_args(int argc, char **argv, struct report_opts *o)
 		case OPT_PYTHON_ONLY:
 			o->python_only = true;
 			break;
+		case OPT_COMPARE:
+			o->compare = optarg;
+			break;
 		case 'h':
 			report_usage(stdout);
 			return 1;
@@ -115,6 +110,11 @@ static int report_parse_args(int argc, char **argv, struct report_opts *o)
 			return cs_error(EINVAL, "report: option '%s' needs a value; see 'csampler "
 					"report --help'", argv[optind - 1]);
 		default:
+			err = profile_filter_option(filter, "report", c, optarg);
+			if (err < 0)
+				return err;
+			if (err == 0)
+				break;
 			return cs_error(EINVAL, "report: unknown option '%s'; see 'csampler report "
 					"--help'", argv[optind - 1]);
 		}
@@ -131,6 +131,7 @@ static int report_parse_args(int argc, char **argv, struct report_opts *o)
 int cmd_report(int argc, char **argv)
 {
 	struct report_opts o = REPORT_OPTS_DEFAULT;
+	struct profile_filter filter = PROFILE_FILTER_ALL;
 	struct profile *p = NULL;
 	struct stacks_report r = { 0 }, whole = { 0 };
 	struct profile view = { 0 };
@@ -138,10 +139,12 @@ int cmd_report(int argc, char **argv)
 	int status = CS_EXIT_ERROR;
 	int err;
 
-	err = report_parse_args(argc, argv, &o);
+	err = report_parse_args(argc, argv, &o, &filter);
 	if (err)
 		return err > 0 ? 0 : CS_EXIT_ERROR;
-	if (profile_load(o.input, &p) < 0)
+	if (o.compare)
+		return report_compare(&o, &filter);
+	if (profile_load_filtered(o.input, &filter, &p) < 0)
 		goto out; /* profile_load printed why */
 	if (o.python_only)
 		stacks_python_view(p, &view);

@@ -11,5 +11,11 @@ int cmd_flame(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_env(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
+
+/* `report --compare` (cmd_compare.c), with report's parsed options. */
+struct report_opts;
+struct profile_filter;
+int report_compare(const struct report_opts *o, const struct profile_filter *filter);
 
 #endif

@@ -1,9 +1,14 @@
 /* pprof.c: `csampler export --format pprof`, the profile.proto message of
  * github.com/google/pprof (proto/profile.proto) compressed with gzip (zlib), the file that
  * go tool pprof, Pyroscope, Parca and Grafana read. Sample types "samples/count" and
- * "cpu/nanoseconds"; one sample per distinct call stack with location ids leaf first; one
+ * "cpu/nanoseconds", and "gpu/nanoseconds" when the file has GPU activities (each kernel,
+ * copy, memset and sync weighs its duration, on the CPU stack of the call that launched it
+ * under a leaf "[gpu] KERNEL", "[memcpy HtoD]", "[memset]" or "[sync]", as `flame --gpu`
+ * draws them). One sample per distinct (call stack, thread) with location ids leaf first and
+ * the labels pid, tid (numbers), thread_name, and rank when the recording kept one; one
  * location per physical frame, its inlined frames as extra lines (innermost first, as pprof
  * wants); one function per (name, source file); one mapping per module with its build id.
+ * Off-CPU time is not recorded by csampler yet, so there is no value type for it.
  *
  * The protobuf wire format is written by hand (varints and length-delimited fields, the few
  * helpers below): it is one message type with eight field kinds, and protobuf-c would add a
@@ -11,6 +16,7 @@
  * string into its structs, for what is about fifty lines of encoding. */
 #include "export/export.h"
 #include "base/cs.h"
+#include "analysis/fold.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -63,8 +69,10 @@ enum {
 	PROFILE_SAMPLE_TYPE = 1, PROFILE_SAMPLE = 2, PROFILE_MAPPING = 3, PROFILE_LOCATION = 4,
 	PROFILE_FUNCTION = 5, PROFILE_STRING_TABLE = 6, PROFILE_TIME_NANOS = 9,
 	PROFILE_DURATION_NANOS = 10, PROFILE_PERIOD_TYPE = 11, PROFILE_PERIOD = 12,
+	PROFILE_DEFAULT_SAMPLE_TYPE = 14,
 	VALUE_TYPE_TYPE = 1, VALUE_TYPE_UNIT = 2,
-	SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2,
+	SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2, SAMPLE_LABEL = 3,
+	LABEL_KEY = 1, LABEL_STR = 2, LABEL_NUM = 3,
 	MAPPING_ID = 1, MAPPING_FILENAME = 5, MAPPING_BUILD_ID = 6, MAPPING_HAS_FUNCTIONS = 7,
 	LOCATION_ID = 1, LOCATION_MAPPING_ID = 2, LOCATION_LINE = 4,
 	LINE_FUNCTION_ID = 1, LINE_LINE = 2,
@@ -89,10 +97,36 @@ struct pprof_ctx {
 	const struct profile *p;
 	uint32_t *keys;          /* the runs of every key, appended */
 	size_t nkeys, keys_cap;
-	struct pprof_table locations, functions;
+	struct pprof_table locations, functions, rows; /* rows: (stack, leaf, pid, tid) */
 	struct cs_buf out, sub, line;
 	uint32_t *stack_locations; /* scratch: one stack's location ids, leaf first */
+	/* Strings the profile lacks (value-type and label names, GPU leaves): string ids from
+	 * p->nstrings on, written after the profile's own. */
+	const char **extra;
+	char **owned;            /* those of extra[] allocated here */
+	size_t nextra, extra_cap, nowned, owned_cap;
 };
+
+/* A sample before merging: a CPU sample record or a GPU activity. */
+struct pprof_row {
+	uint32_t stack;          /* stack id, or UINT32_MAX for none (GPU work without launch) */
+	uint32_t leaf;           /* GPU rows: the string id of the leaf's name; 0 for CPU rows */
+	uint32_t pid, tid;
+	uint64_t count, gpu_ns;  /* samples (weights), GPU nanoseconds */
+};
+
+/* The string id of s, a string of the export (not of the profile); own: s was allocated and
+ * is freed with the context. */
+static uint32_t pprof_extra(struct pprof_ctx *c, const char *s, bool own)
+{
+	cs_grow(&c->extra, &c->extra_cap, c->nextra + 1, sizeof(*c->extra));
+	c->extra[c->nextra] = s;
+	if (own) {
+		cs_grow(&c->owned, &c->owned_cap, c->nowned + 1, sizeof(*c->owned));
+		c->owned[c->nowned++] = (char *)s;
+	}
+	return (uint32_t)(c->p->nstrings + c->nextra++);
+}
 
 static uint32_t pprof_intern(struct pprof_ctx *c, struct pprof_table *t, const uint32_t *run,
 			     uint32_t len, bool *added)
@@ -154,6 +188,15 @@ static uint32_t pprof_location(struct pprof_ctx *c, const uint32_t *run, uint32_
 
 	if (!added)
 		return id;
+	if (len == 2 && run[0] == UINT32_MAX) { /* a GPU leaf: one line, no mapping */
+		struct profile_frame leaf = { .name = run[1] };
+		uint32_t function = pprof_function(c, &leaf);
+		pb_uint(&c->sub, LOCATION_ID, id);
+		pb_uint(&c->line, LINE_FUNCTION_ID, function);
+		pb_message(&c->sub, LOCATION_LINE, &c->line);
+		pb_message(&c->out, PROFILE_LOCATION, &c->sub);
+		return id;
+	}
 	uint32_t *functions = cs_calloc(len, sizeof(*functions));
 	for (uint32_t i = 0; i < len; i++) /* functions first: they use c->sub */
 		functions[i] = pprof_function(c, &p->frames[run[i]]);
@@ -171,11 +214,12 @@ static uint32_t pprof_location(struct pprof_ctx *c, const uint32_t *run, uint32_
 	return id;
 }
 
-/* The location ids of stack st into c->stack_locations, leaf first; returns their number. */
-static uint32_t pprof_stack(struct pprof_ctx *c, const struct profile_stack *st)
+/* The location ids of stack st into c->stack_locations from index n, leaf first; returns
+ * their number with the n before. */
+static uint32_t pprof_stack(struct pprof_ctx *c, const struct profile_stack *st, uint32_t n)
 {
 	const struct profile *p = c->p;
-	uint32_t n = 0, start = 0;
+	uint32_t start = 0;
 	const uint32_t *frames = p->stack_frames + st->first;
 
 	for (uint32_t d = 0; d < st->nframes; d++) {
@@ -232,49 +276,235 @@ static int pprof_gzip(FILE *f, const void *data, size_t len)
 	return 0;
 }
 
+static int pprof_row_cmp(const void *x, const void *y)
+{
+	const struct pprof_row *a = x, *b = y;
+	if (a->stack != b->stack)
+		return a->stack < b->stack ? -1 : 1;
+	if (a->leaf != b->leaf)
+		return a->leaf < b->leaf ? -1 : 1;
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	return a->tid < b->tid ? -1 : a->tid > b->tid;
+}
+
+static int pprof_thread_cmp(const void *x, const void *y)
+{
+	const struct profile_thread *a = x, *b = y;
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	return a->tid < b->tid ? -1 : a->tid > b->tid;
+}
+
+/* The row of (stack, leaf, pid, tid) in *rows, made (zeroed) the first time: one hash lookup
+ * per sample record, however many there are. */
+static struct pprof_row *pprof_row_of(struct pprof_ctx *c, struct pprof_row **rows,
+				      size_t *cap, uint32_t stack, uint32_t leaf, uint32_t pid,
+				      uint32_t tid)
+{
+	uint32_t key[4] = { stack, leaf, pid, tid };
+	bool added;
+	uint32_t id = pprof_intern(c, &c->rows, key, 4, &added);
+
+	if (added) {
+		cs_grow(rows, cap, id, sizeof(**rows));
+		(*rows)[id - 1] = (struct pprof_row){ .stack = stack, .leaf = leaf, .pid = pid,
+						      .tid = tid };
+	}
+	return &(*rows)[id - 1];
+}
+
+/* The rows of p: the sample records and the GPU activities that are GPU work (kernels,
+ * copies, memsets, syncs), summed per (stack, leaf, pid, tid) and sorted. Returns their
+ * number into *out (cs_malloc'ed). */
+static size_t pprof_rows(struct pprof_ctx *c, struct pprof_row **out)
+{
+	const struct profile *p = c->p;
+	struct pprof_row *rows = NULL;
+	size_t rows_cap = 0;
+	uint32_t *kernel_leaf = NULL; /* profile string id of a kernel name -> its leaf's id */
+	uint32_t copy_leaf[16] = { 0 }, memset_leaf = 0, sync_leaf = 0;
+	for (size_t i = 0; i < p->nsamples_records; i++) {
+		const struct profile_sample *s = &p->samples[i];
+		if (s->stack < p->nstacks && s->weight)
+			pprof_row_of(c, &rows, &rows_cap, s->stack, 0, s->pid, s->tid)->count +=
+				s->weight;
+	}
+	for (size_t i = 0; i < p->ngpu_activities; i++) {
+		const struct profile_gpu_activity *a = &p->gpu_activities[i];
+		uint32_t *leaf;
+		if (a->end <= a->start)
+			continue;
+		switch (a->kind) {
+		case PROFILE_GPU_KERNEL:
+			if (!kernel_leaf)
+				kernel_leaf = cs_calloc(p->nstrings + 1, sizeof(*kernel_leaf));
+			leaf = &kernel_leaf[a->name < p->nstrings ? a->name : 0];
+			if (!*leaf) {
+				const char *name = profile_str(p, a->name);
+				*leaf = pprof_extra(c, cs_asprintf("[gpu] %s", *name ? name :
+								   "(unnamed kernel)"), true);
+			}
+			break;
+		case PROFILE_GPU_MEMCPY:
+			leaf = &copy_leaf[a->detail < 16 ? a->detail : 0];
+			if (!*leaf)
+				*leaf = pprof_extra(c, cs_asprintf("[memcpy %s]",
+						    fold_gpu_copy_kind(a->detail)), true);
+			break;
+		case PROFILE_GPU_MEMSET:
+			leaf = &memset_leaf;
+			if (!*leaf)
+				*leaf = pprof_extra(c, "[memset]", false);
+			break;
+		case PROFILE_GPU_SYNC:
+			leaf = &sync_leaf;
+			if (!*leaf)
+				*leaf = pprof_extra(c, "[sync]", false);
+			break;
+		default:
+			continue; /* NVTX ranges and API spans are not GPU work */
+		}
+		uint32_t stack = UINT32_MAX, pid = a->pid, tid = a->tid;
+		if (a->launch < p->ngpu_launches) {
+			const struct profile_gpu_launch *l = &p->gpu_launches[a->launch];
+			pid = l->pid;
+			tid = l->tid;
+			if (l->stack < p->nstacks)
+				stack = l->stack;
+		}
+		pprof_row_of(c, &rows, &rows_cap, stack, *leaf, pid, tid)->gpu_ns +=
+			a->end - a->start;
+	}
+	free(kernel_leaf);
+	qsort(rows, c->rows.n, sizeof(*rows), pprof_row_cmp); /* a stable order */
+	*out = rows;
+	return c->rows.n;
+}
+
+static void pprof_label(struct cs_buf *sample, struct cs_buf *label, uint32_t key, uint32_t str,
+			int64_t num)
+{
+	pb_uint(label, LABEL_KEY, key);
+	if (str)
+		pb_uint(label, LABEL_STR, str);
+	else
+		pb_uint(label, LABEL_NUM, (uint64_t)num);
+	pb_message(sample, SAMPLE_LABEL, label);
+}
+
+/* The module of the target's executable (the first word of the header's "target"), else the
+ * first that is a file (not "[kernel.kallsyms]", "[python]", ...), else 0. */
+static size_t pprof_main_module(const struct profile *p)
+{
+	const char *target = profile_header(p, "target");
+	size_t len = target ? strcspn(target, " ") : 0;
+
+	for (size_t m = 0; len && m < p->nmodules; m++) {
+		const char *path = profile_str(p, p->modules[m].path);
+		if (strlen(path) == len && !strncmp(path, target, len))
+			return m;
+	}
+	for (size_t m = 0; m < p->nmodules; m++)
+		if (profile_str(p, p->modules[m].path)[0] == '/')
+			return m;
+	return 0;
+}
+
 int export_pprof_write(FILE *f, const struct profile *p)
 {
 	struct pprof_ctx c = { .p = p };
 	uint64_t period_ns = export_period_ns(p);
 	uint32_t max_frames = 1;
+	bool gpu = p->ngpu_activities > 0;
 	int err;
 
-	/* The string table is the profile's own (index 0 is ""), then the value-type names. */
-	uint32_t s_samples = (uint32_t)p->nstrings, s_count = s_samples + 1, s_cpu = s_samples + 2,
-		 s_nanoseconds = s_samples + 3;
+	/* Value types and label keys, after the profile's own strings (index 0 is ""). */
+	uint32_t s_samples = pprof_extra(&c, "samples", false), s_count = pprof_extra(&c, "count", false),
+		 s_cpu = pprof_extra(&c, "cpu", false),
+		 s_nanoseconds = pprof_extra(&c, "nanoseconds", false),
+		 s_gpu = pprof_extra(&c, "gpu", false), s_pid = pprof_extra(&c, "pid", false),
+		 s_tid = pprof_extra(&c, "tid", false),
+		 s_thread = pprof_extra(&c, "thread_name", false), s_rank = 0;
 	pprof_value_type(&c, PROFILE_SAMPLE_TYPE, s_samples, s_count);
 	pprof_value_type(&c, PROFILE_SAMPLE_TYPE, s_cpu, s_nanoseconds);
+	if (gpu)
+		pprof_value_type(&c, PROFILE_SAMPLE_TYPE, s_gpu, s_nanoseconds);
+	/* The rank of each process of a multi-process run (RANK, LOCAL_RANK,
+	 * OMPI_COMM_WORLD_RANK; per process in a merged file), when the recording kept it. A
+	 * string label: pprof's decoder drops a numeric label whose value is 0, rank 0's. */
+	uint32_t *rank_strs = cs_calloc(p->nprocesses + 1, sizeof(*rank_strs));
+	for (size_t i = 0; i < p->nprocesses; i++) {
+		int32_t rank = profile_rank_of(p, p->processes[i].pid);
+		if (rank < 0)
+			continue;
+		if (!s_rank)
+			s_rank = pprof_extra(&c, "rank", false);
+		char *text = cs_malloc(16);
+		snprintf(text, 16, "%d", (int)rank);
+		rank_strs[i] = pprof_extra(&c, text, true);
+	}
 
-	/* One sample per stack: its samples and their time. */
-	uint64_t *weights = cs_calloc(p->nstacks + 1, sizeof(*weights));
-	for (size_t i = 0; i < p->nsamples_records; i++)
-		if (p->samples[i].stack < p->nstacks)
-			weights[p->samples[i].stack] += p->samples[i].weight;
+	/* Thread names by (pid, tid). */
+	struct profile_thread *threads = cs_calloc(p->nthreads + 1, sizeof(*threads));
+	if (p->nthreads)
+		memcpy(threads, p->threads, p->nthreads * sizeof(*threads));
+	qsort(threads, p->nthreads, sizeof(*threads), pprof_thread_cmp);
+
+	struct pprof_row *rows;
+	size_t nrows = pprof_rows(&c, &rows);
 	for (size_t s = 0; s < p->nstacks; s++)
 		if (p->stacks[s].nframes > max_frames)
 			max_frames = p->stacks[s].nframes;
-	c.stack_locations = cs_calloc(max_frames, sizeof(*c.stack_locations));
-	struct cs_buf sample = { 0 }, packed = { 0 };
-	for (size_t s = 0; s < p->nstacks; s++) {
-		if (!weights[s])
-			continue;
-		uint32_t n = pprof_stack(&c, &p->stacks[s]);
+	c.stack_locations = cs_calloc(max_frames + 1, sizeof(*c.stack_locations));
+	struct cs_buf sample = { 0 }, packed = { 0 }, label = { 0 };
+	for (size_t r = 0; r < nrows; r++) {
+		const struct pprof_row *row = &rows[r];
+		uint32_t n = 0;
+		if (row->leaf) {
+			uint32_t run[2] = { UINT32_MAX, row->leaf };
+			c.stack_locations[n++] = pprof_location(&c, run, 2);
+		}
+		if (row->stack < p->nstacks)
+			n = pprof_stack(&c, &p->stacks[row->stack], n);
 		for (uint32_t i = 0; i < n; i++)
 			pb_varint(&packed, c.stack_locations[i]);
 		pb_bytes(&sample, SAMPLE_LOCATION_ID, packed.data, packed.len);
 		packed.len = 0;
-		pb_varint(&packed, weights[s]);
-		pb_varint(&packed, weights[s] * period_ns);
+		pb_varint(&packed, row->count);
+		pb_varint(&packed, row->count * period_ns);
+		if (gpu)
+			pb_varint(&packed, row->gpu_ns);
 		pb_bytes(&sample, SAMPLE_VALUE, packed.data, packed.len);
 		packed.len = 0;
+		pprof_label(&sample, &label, s_pid, 0, row->pid);
+		pprof_label(&sample, &label, s_tid, 0, row->tid);
+		struct profile_thread key = { .pid = row->pid, .tid = row->tid };
+		const struct profile_thread *t = bsearch(&key, threads, p->nthreads, sizeof(*threads),
+							 pprof_thread_cmp);
+		uint32_t comm = t ? t->comm : 0;
+		for (size_t i = 0; !comm && i < p->nprocesses; i++) /* a thread never renamed */
+			if (p->processes[i].pid == row->pid)
+				comm = p->processes[i].comm;
+		if (comm && comm < p->nstrings)
+			pprof_label(&sample, &label, s_thread, comm, 0);
+		const struct profile_process *proc = s_rank ? profile_process_of(p, (uint32_t)row->pid) : NULL;
+		if (proc && rank_strs[proc - p->processes])
+			pprof_label(&sample, &label, s_rank, rank_strs[proc - p->processes], 0);
 		pb_bytes(&c.out, PROFILE_SAMPLE, sample.data, sample.len);
 		sample.len = 0;
 	}
 	cs_buf_free(&sample);
 	cs_buf_free(&packed);
-	free(weights);
+	cs_buf_free(&label);
+	free(rank_strs);
+	free(rows);
+	free(threads);
 
-	for (size_t m = 0; m < p->nmodules; m++) {
+	/* pprof names the profile after its first mapping: the target's executable first. */
+	size_t main_module = pprof_main_module(p);
+	for (size_t i = 0; i < p->nmodules; i++) {
+		size_t m = i == 0 ? main_module : i <= main_module ? i - 1 : i;
 		pb_uint(&c.sub, MAPPING_ID, m + 1);
 		pb_uint(&c.sub, MAPPING_FILENAME, p->modules[m].path);
 		pb_uint(&c.sub, MAPPING_BUILD_ID, p->modules[m].build_id);
@@ -283,9 +513,8 @@ int export_pprof_write(FILE *f, const struct profile *p)
 	}
 	for (size_t i = 0; i < p->nstrings; i++)
 		pb_bytes(&c.out, PROFILE_STRING_TABLE, p->strings[i], strlen(p->strings[i]));
-	static const char *const extra[] = { "samples", "count", "cpu", "nanoseconds" };
-	for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++)
-		pb_bytes(&c.out, PROFILE_STRING_TABLE, extra[i], strlen(extra[i]));
+	for (size_t i = 0; i < c.nextra; i++)
+		pb_bytes(&c.out, PROFILE_STRING_TABLE, c.extra[i], strlen(c.extra[i]));
 
 	const char *realtime = profile_header(p, "start_realtime_ns");
 	uint64_t time_nanos = 0;
@@ -295,6 +524,7 @@ int export_pprof_write(FILE *f, const struct profile *p)
 		pb_uint(&c.out, PROFILE_DURATION_NANOS, p->end_ns - p->start_ns);
 	pprof_value_type(&c, PROFILE_PERIOD_TYPE, s_cpu, s_nanoseconds);
 	pb_uint(&c.out, PROFILE_PERIOD, period_ns);
+	pb_uint(&c.out, PROFILE_DEFAULT_SAMPLE_TYPE, s_cpu); /* pprof's default: the last type */
 
 	if (c.out.len > UINT32_MAX)
 		err = cs_error(EFBIG, "export: the pprof message is over 4 GiB; export a shorter "
@@ -307,6 +537,11 @@ int export_pprof_write(FILE *f, const struct profile *p)
 	free(c.keys);
 	free(c.locations.slots);
 	free(c.functions.slots);
+	free(c.rows.slots);
+	for (size_t i = 0; i < c.nowned; i++)
+		free(c.owned[i]);
+	free(c.owned);
+	free(c.extra);
 	cs_buf_free(&c.out);
 	cs_buf_free(&c.sub);
 	cs_buf_free(&c.line);

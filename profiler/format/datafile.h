@@ -106,6 +106,8 @@ enum df_record_type {
 	DF_GPU_ACTIVITY = 130, /* struct df_gpu_activity: what the GPU did (kernel, copy, ...) */
 	DF_GPU_INFO = 131,     /* struct df_gpu_info: one per process that wrote GPU records */
 	DF_GPU_NOTE = 132,     /* u32 pid, u32 severity (0 info, 1 warning), text\0 */
+	DF_TASK_LABEL = 133,   /* struct df_task_label: where a pid or tid of a merged file came
+				* from (csampler merge) */
 };
 
 /* The GPU records' payloads (packed, little endian). A reader takes a record longer than the
@@ -190,6 +192,28 @@ enum df_gpu_info_flags {
 	DF_GPU_INFO_CORRUPT = 1 << 3,    /* reading stopped at a corrupt record */
 };
 
+/* A merged file (csampler merge) holds one DF_TASK_LABEL per pid and tid of each input, written
+ * before the records that use the id. id is the number in this file (what DF_SAMPLE and the
+ * other records hold); orig_id the one the input recorded (they differ where the id clashed
+ * with one of an earlier input: it was given a free number from DF_TASK_REMAP_BASE up). */
+struct df_task_label {
+	uint32_t id;              /* pid or tid in this file */
+	uint32_t orig_id;         /* the same task's id in its own recording */
+	int32_t rank;             /* the input's rank (header "rank"), -1 when it had none */
+	uint32_t input;           /* index of the input file, 0 first (header "merge.input.N") */
+	uint32_t host;            /* string id: the input's host (header "hostname"), or 0 */
+	uint32_t flags;           /* DF_TASK_LABEL_* */
+} __attribute__((packed));
+
+enum df_task_label_flags {
+	DF_TASK_LABEL_PROCESS = 1 << 0, /* the id is a process id (it was seen as a pid) */
+};
+
+/* Ids given to tasks whose id clashed between merged inputs start here, above Linux's largest
+ * pid (PID_MAX_LIMIT, 2^22), so that a remapped id is never mistaken for a real one. */
+#define DF_TASK_REMAP_BASE (1u << 22)
+
+_Static_assert(sizeof(struct df_task_label) == 24, "DF_TASK_LABEL layout (csampler-data(5))");
 _Static_assert(sizeof(struct df_gpu_launch) == 48, "DF_GPU_LAUNCH layout (csampler-data(5))");
 _Static_assert(sizeof(struct df_gpu_activity) == 120, "DF_GPU_ACTIVITY layout (csampler-data(5))");
 _Static_assert(sizeof(struct df_gpu_info) == 128, "DF_GPU_INFO layout (csampler-data(5))");

@@ -9,6 +9,7 @@
 #include "base/cs.h"
 #include "format/datafile.h"
 #include "record/gpu_merge.h"
+#include "record/output.h"
 #include "unwind/python.h"
 #include "unwind/symbols.h"
 
@@ -59,6 +60,8 @@ struct loc_key {
 
 struct record {
 	const struct record_opts *o;
+	char *output;               /* the data file: o->output with its patterns expanded */
+	struct record_names names;  /* rank, host and start time for the patterns and header */
 	struct df_writer *w;
 	struct df_strtab *strs;
 	struct sampler *sampler;
@@ -593,6 +596,11 @@ static void record_write_header(struct record *r)
 	record_header_kv(r, "mode", o->argv ? "launch" : "attach");
 	gethostname(host, sizeof(host) - 1);
 	record_header_kv(r, "hostname", host);
+	if (r->names.rank >= 0) {      /* a distributed run's process (output.h) */
+		snprintf(num, sizeof(num), "%lld", (long long)r->names.rank);
+		record_header_kv(r, "rank", num);
+		record_header_kv(r, "rank_from", r->names.rank_from);
+	}
 	if (uname(&u) == 0) {
 		record_header_kv(r, "kernel", u.release);
 		record_header_kv(r, "arch", u.machine);
@@ -613,6 +621,11 @@ static void record_write_header(struct record *r)
 	record_header_kv(r, "kernel_frames", sampler_has_kernel(r->sampler) ? "yes" : "no");
 	record_header_kv(r, "sampler", sampler_name(r->sampler));
 	record_header_kv(r, "idle", o->sampler.idle ? "yes" : "no");
+	const char *debuginfod = getenv("DEBUGINFOD_URLS");
+	if (o->no_debuginfod)
+		record_header_kv(r, "debuginfod", "off (--no-debuginfod)");
+	else if (debuginfod && *debuginfod)
+		record_header_kv(r, "debuginfod", debuginfod);
 	if (o->gpu.dir) {
 		record_header_kv(r, "gpu", o->argv ? "on" : "on (attach: records of csampler env)");
 		if (o->gpu.inject_lib)
@@ -808,12 +821,12 @@ static void record_print_cost(struct record *r)
 static void record_print_summary(struct record *r, uint64_t end_ns)
 {
 	struct stat st;
-	uint64_t bytes = stat(r->o->output, &st) == 0 ? (uint64_t)st.st_size : df_bytes_written(r->w);
+	uint64_t bytes = stat(r->output, &st) == 0 ? (uint64_t)st.st_size : df_bytes_written(r->w);
 	double secs = (double)(end_ns - r->start_ns) / 1e9;
 	fprintf(stderr,
 		"csampler: %llu samples, %llu lost, %zu threads, %zu processes, %.2f s, %.1f KB written to %s (%.0f bytes/sample)\n",
 		(unsigned long long)r->nsamples, (unsigned long long)r->lost, r->ntids, r->npids_seen,
-		secs, (double)bytes / 1024.0, r->o->output,
+		secs, (double)bytes / 1024.0, r->output,
 		r->nsamples ? (double)bytes / (double)r->nsamples : 0.0);
 	record_print_cost(r);
 	if (r->lost)
@@ -1087,7 +1100,7 @@ static int record_install_signals(struct record *r)
 	return 0;
 }
 
-int record_run(const struct record_opts *o, bool *written)
+int record_run(const struct record_opts *o, char **written)
 {
 	struct record r = { .o = o, .child_pidfd = -1, .sigpipe = { -1, -1 } };
 	int go_fd = -1, err_fd = -1, ret, status = CS_EXIT_ERROR;
@@ -1116,9 +1129,16 @@ int record_run(const struct record_opts *o, bool *written)
 	}
 	if (!o->no_python)
 		py_enable(r.unwind);
-	ret = df_writer_open(&r.w, o->output, o->compress);
-	if (ret)
-		goto out;
+	/* A launch named after its pid (-o ...%p...) opens the file once the command is forked;
+	 * otherwise before anything starts, so that an unwritable path costs no launch. */
+	record_names_init(&r.names);
+	bool open_late = o->argv && record_output_needs_pid(o->output);
+	if (!open_late) {
+		r.output = record_output_expand(o->output, o->npids ? o->pids[0] : getpid(), &r.names);
+		ret = df_writer_open(&r.w, r.output, o->compress);
+		if (ret)
+			goto out;
+	}
 	r.strs = df_strtab_new();
 	if (o->gpu.dir) {
 		extern char **environ;
@@ -1133,7 +1153,12 @@ int record_run(const struct record_opts *o, bool *written)
 	if (o->argv) {
 		if (record_fork(&r, &go_fd, &err_fd))
 			goto out;
-		ret = sampler_open_launch(&r.sampler, &o->sampler, r.child);
+		if (open_late) {
+			r.output = record_output_expand(o->output, r.child, &r.names);
+			ret = df_writer_open(&r.w, r.output, o->compress);
+		}
+		if (!ret)
+			ret = sampler_open_launch(&r.sampler, &o->sampler, r.child);
 		if (ret) {
 			kill(r.child, SIGKILL);
 			waitpid(r.child, NULL, 0);
@@ -1159,6 +1184,15 @@ int record_run(const struct record_opts *o, bool *written)
 		if (ret)
 			goto out;
 	}
+	/* Debug files missing locally are looked up by build id on the servers of DEBUGINFOD_URLS
+	 * by libdw itself: dwfl_standard_find_debuginfo, the symbolizer's callback, goes on to
+	 * elfutils' libdebuginfod (which libdw loads when present) with its cache
+	 * (DEBUGINFOD_CACHE_PATH, else ~/.cache/debuginfod_client), as eu-addr2line does. Both
+	 * read the variable from csampler's own environment at each lookup, so --no-debuginfod
+	 * takes it out of that environment, here: after the command was forked with its own, and
+	 * before the reader thread starts (the ptrace sampler's tracer never reads it). */
+	if (o->no_debuginfod)
+		unsetenv("DEBUGINFOD_URLS");
 	if (!sampler_has_kernel(r.sampler) && !strcmp(sampler_name(r.sampler), "perf_event_open"))
 		cs_info("kernel frames are not captured (perf_event_paranoid forbids it for this user)");
 	r.start_ns = r.last_flush_ns = r.last_symbolize_ns = cs_monotonic_ns();
@@ -1188,7 +1222,7 @@ int record_run(const struct record_opts *o, bool *written)
 			}
 			df_writer_close(r.w);
 			r.w = NULL;
-			unlink(o->output);
+			unlink(r.output);
 			goto out;
 		}
 	}
@@ -1211,7 +1245,7 @@ int record_run(const struct record_opts *o, bool *written)
 		record_print_summary(&r, end_ns);
 		record_gpu_summary(&r);
 		if (written)
-			*written = true;
+			*written = cs_strdup(r.output);
 	}
 	if (r.child > 0) {
 		if (!r.child_exited && r.error) {
@@ -1235,7 +1269,7 @@ int record_run(const struct record_opts *o, bool *written)
 		    r.child_signal != SIGINT)
 			cs_info("the command was killed by signal SIG%s (%s)%s%s", sigabbrev_np(r.child_signal),
 				strsignal(r.child_signal), r.error ? "" : "; its samples up to then are in ",
-				r.error ? "" : o->output);
+				r.error ? "" : r.output);
 	} else {
 		status = 0;
 	}
@@ -1283,5 +1317,6 @@ out:
 	free(r.stack_hash);
 	free(r.tids);
 	free(r.pids);
+	free(r.output);
 	return status;
 }

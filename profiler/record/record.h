@@ -12,7 +12,7 @@
 #include "sampler/sampler.h"
 
 struct record_opts {
-	const char *output;          /* data file path */
+	const char *output;          /* data file path, with -o patterns (record/output.h) */
 	struct sampler_opts sampler;
 	char **argv;                 /* launch mode: the command; NULL in attach mode */
 	pid_t *pids;                 /* attach mode */
@@ -21,6 +21,7 @@ struct record_opts {
 	bool keep_raw;               /* also store raw registers + stack copies */
 	bool compress;
 	bool no_python;              /* --no-python: native stacks only, no CPython frame reads */
+	bool no_debuginfod;          /* --no-debuginfod: no debuginfod lookups (see record.c) */
 	/* GPU capture (--gpu): gpu.dir set means on. Launch mode: the command gets the
 	 * variables of gpu_setup_env and gpu.dir is private (removed at the end); attach mode:
 	 * gpu.dir is the per-user directory of `csampler env`, read for the session's PIDs. */
@@ -33,7 +34,8 @@ struct record_opts {
 
 /* Runs the whole recording and returns csampler's exit status: the command's status in
  * launch mode (128+N for death by signal N), 0 in attach mode, or CS_EXIT_* on failure.
- * *written (may be NULL) becomes true when the data file was completed. */
-int record_run(const struct record_opts *opts, bool *written);
+ * *written (may be NULL) becomes the data file's name (o->output with its patterns expanded,
+ * record/output.h; the caller frees it) when the file was completed, else stays NULL. */
+int record_run(const struct record_opts *opts, char **written);
 
 #endif

@@ -3,7 +3,9 @@
  * ELF files: one libdwfl module per file (shared by every process mapping it, keyed by
  * build-id), reported at its link-time addresses. libdwfl supplies the symbol tables (.symtab,
  * .dynsym, MiniDebugInfo in .gnu_debugdata) and finds separate debug files (.gnu_debuglink next
- * to the file or under /usr/lib/debug, /usr/lib/debug/.build-id/xx/rest.debug). DWARF gives
+ * to the file or under /usr/lib/debug, /usr/lib/debug/.build-id/xx/rest.debug, and by build id
+ * on the debuginfod servers of DEBUGINFOD_URLS through libdebuginfod; see record.c for
+ * --no-debuginfod). DWARF gives
  * source lines and inline chains (dwarf_getscopes + DW_TAG_inlined_subroutine, the caller's line
  * from DW_AT_call_file/DW_AT_call_line, as eu-addr2line -i does). C++ and Rust (legacy mangling)
  * names are demangled with libstdc++'s __cxa_demangle.

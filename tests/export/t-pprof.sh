@@ -8,8 +8,8 @@
 # `csampler folded` total (and that times the period), every location and function id a
 # sample uses is defined, and a sample's first location (the leaf) is hot_main with its
 # callers after it; and on tests/progs/accuracy, that an inlined function is an extra line of
-# its caller's location. go tool pprof and pprof are not installed here (no Debian golang-go on
-# this machine), so the decoding is protoc's; SKIPPED without protoc.
+# its caller's location. The decoding here is protoc's; t-pprof-go.sh reads the export with
+# go tool pprof and pprof-format. SKIPPED without protoc.
 source "$CSAMPLER_ROOT/tests/lib.sh"
 
 if ! command -v protoc >/dev/null; then

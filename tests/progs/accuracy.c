@@ -8,7 +8,11 @@
  * level_23) that keep 384 bytes of stack each (about 10 KB of stack at the leaf, more than perf's
  * default 8 KB copy). work_gamma is always inlined into gamma_caller, so a profiler must show it
  * as an inlined frame to get its share right. Built with -O2 -fomit-frame-pointer
- * (tests/progs/flags.mk): only DWARF CFI can unwind it. */
+ * (tests/progs/flags.mk): only DWARF CFI can unwind it.
+ *
+ * Built with -DACCURACY_FAST_ALPHA (bin/tests/accuracy-fast), work_alpha does its units in half
+ * the iterations: twice as fast, so a round's split becomes 2.5 : 3 : 2 (33%, 40%, 27%), the
+ * "after" of report --compare's test (tests/report/t-compare.sh). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,18 +20,25 @@
 #include <time.h>
 
 #define UNIT_ITERATIONS 200000L
+#ifdef ACCURACY_FAST_ALPHA
+#define ALPHA_SPEEDUP 2
+#else
+#define ALPHA_SPEEDUP 1
+#endif
 
 /* One unit of work: a dependency chain the compiler can neither vectorise nor fold. The
  * constants differ per leaf so identical-code folding cannot merge the leaves. */
-#define SPIN(x, units, mul, add)                                                    \
-	for (long i_ = 0; i_ < (units) * UNIT_ITERATIONS; i_++) {                   \
+#define SPIN(x, units, mul, add) SPIN_N(x, (units) * UNIT_ITERATIONS, mul, add)
+#define SPIN_N(x, iterations, mul, add)                                             \
+	for (long i_ = 0; i_ < (iterations); i_++) {                                \
 		(x) = (x) * (mul) + (add);                                          \
 		__asm__ volatile("" : "+r"(x));                                     \
 	}
 
 static __attribute__((noinline, noclone)) uint64_t work_alpha(uint64_t x, long units)
 {
-	SPIN(x, units, 6364136223846793005ULL, 1442695040888963407ULL);
+	SPIN_N(x, units * UNIT_ITERATIONS / ALPHA_SPEEDUP, 6364136223846793005ULL,
+	       1442695040888963407ULL);
 	return x;
 }
 

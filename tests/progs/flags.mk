@@ -4,6 +4,12 @@
 bin/tests/accuracy bin/tests/cxx_work: PROG_FLAGS = -O2 -g -fomit-frame-pointer
 bin/tests/symbols bin/tests/symbols_cxx: tests/progs/marks.h
 
+# accuracy with work_alpha twice as fast (-DACCURACY_FAST_ALPHA): the "after" of t-compare.sh.
+bin/tests/accuracy-fast: tests/progs/accuracy.c
+	@mkdir -p bin/tests
+	$(CC) -O2 -g -fomit-frame-pointer -DACCURACY_FAST_ALPHA -Wall -pthread -o $@ $<
+TEST_PROGRAMS += bin/tests/accuracy-fast
+
 # A stripped copy of accuracy: its frames must show as accuracy-stripped+0xOFFSET.
 bin/tests/accuracy-stripped: bin/tests/accuracy
 	strip -o $@ $<

@@ -1,0 +1,99 @@
+/* filter.h: the filters every reader of data files shares (report, folded, flame, diff, export):
+ * --pid, --tid, --comm, --rank and --time. One option table and parser for all of them, and
+ * one profile_filter_apply() that narrows a loaded profile in place, so that every engine
+ * downstream (stacks, the GPU analysis and folding, the exporters) sees only what was kept.
+ *
+ * --time takes perf's syntax, in seconds from the start of the recording:
+ *   START,END      either side may be empty ("2.5," from 2.5 s to the end, ",1" the first
+ *                  second); "START" alone is "START,"
+ *   P%/N           the N-th slice of P percent of the recording (10%/2: from 10% to 20%)
+ *   A%-B%          from A to B percent of the recording
+ * Percent items may be listed with commas ("10%/1,10%/3", "0%-10%,50%-60%"): a sample passes
+ * when it falls in any of them. Percent slices are half-open [A, B) (the one that reaches 100%
+ * keeps the last instant), seconds ranges are closed.
+ *
+ * Samples pass by their thread (pid, tid, its name or its process' name, the process' rank)
+ * and their time. GPU activities pass by their process, the thread that launched them (or
+ * their own, for NVTX ranges and API spans) and their start time; a launch passes by its
+ * thread and time, and is also kept when an activity that passed refers to it (a kernel run
+ * inside the window keeps the stack that launched it just before). */
+#ifndef CSAMPLER_FILTER_H
+#define CSAMPLER_FILTER_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/profile.h"
+
+#define PROFILE_FILTER_MAX_RANGES 32
+
+struct profile_time_range {
+	double lo, hi;      /* seconds from the start, or percent of the recording */
+	bool lo_set, hi_set;
+	bool pct;
+};
+
+struct profile_filter {
+	int64_t pid, tid;   /* -1 = all */
+	int64_t rank;       /* -1 = all */
+	const char *comm;   /* NULL = all; matches a thread's name or its process' name */
+	const char *time;   /* the --time text, NULL = the whole recording */
+	struct profile_time_range ranges[PROFILE_FILTER_MAX_RANGES];
+	size_t nranges;
+};
+#define PROFILE_FILTER_ALL { .pid = -1, .tid = -1, .rank = -1 }
+
+/* getopt_long values of the filter options, above any command's own. */
+enum {
+	PROFILE_FILTER_OPT_PID = 0x4000,
+	PROFILE_FILTER_OPT_TID,
+	PROFILE_FILTER_OPT_COMM,
+	PROFILE_FILTER_OPT_RANK,
+	PROFILE_FILTER_OPT_TIME,
+};
+
+/* The rows to put into a command's getopt_long table. */
+#define PROFILE_FILTER_LONGOPTS                                                  \
+	{ "pid", required_argument, NULL, PROFILE_FILTER_OPT_PID },              \
+	{ "tid", required_argument, NULL, PROFILE_FILTER_OPT_TID },              \
+	{ "comm", required_argument, NULL, PROFILE_FILTER_OPT_COMM },            \
+	{ "rank", required_argument, NULL, PROFILE_FILTER_OPT_RANK },            \
+	{ "time", required_argument, NULL, PROFILE_FILTER_OPT_TIME }
+
+/* Their --help lines, aligned as the commands' own: a printf format (its % doubled). */
+#define PROFILE_FILTER_HELP                                                                     \
+	"      --pid PID        only process PID\n"                                             \
+	"      --tid TID        only thread TID\n"                                              \
+	"      --comm NAME      only threads named NAME, or of a process named NAME\n"          \
+	"      --rank N         only processes of rank N (RANK of the recording, or merged)\n"  \
+	"      --time SPEC      only samples in a time window: START,END in seconds from the\n" \
+	"                       start (either may be empty), or percent slices 10%%/2, 0%%-10%%\n"
+
+/* The option names profile_filter_set() takes, NULL-terminated ("pid", "tid", ...). */
+extern const char *const profile_filter_names[];
+
+/* getopt_long code c of a filter option: set it from value. cmd names the command in the
+ * message. Returns 1 when c is not a filter option, 0 when set, -EINVAL after one line. */
+int profile_filter_option(struct profile_filter *f, const char *cmd, int c, const char *value);
+/* The same by option name ("pid", "time", ...): 1 when name is not a filter option. */
+int profile_filter_set(struct profile_filter *f, const char *cmd, const char *name,
+		       const char *value);
+
+/* Parse a --time value into f->ranges. Returns 0, or -EINVAL after one line naming cmd. */
+int profile_filter_parse_time(struct profile_filter *f, const char *cmd, const char *value);
+
+/* True when f keeps less than everything. */
+bool profile_filter_active(const struct profile_filter *f);
+
+/* Narrow p in place to what f keeps: samples, threads and processes, GPU launches, activities,
+ * processes and notes; nsamples is recounted, start_ns/end_ns become the time window (within
+ * the recording) and p->filtered says what was kept and how many samples there were. name is the file, for a warning when nothing is left. Returns 0. */
+int profile_filter_apply(struct profile *p, const struct profile_filter *f, const char *name);
+
+/* profile_load() then profile_filter_apply() (f NULL or inactive: load only). */
+int profile_load_filtered(const char *path, const struct profile_filter *f,
+			  struct profile **out);
+
+#endif
