@@ -42,6 +42,8 @@ struct flame_opts {
 	bool hash;               /* flamegraph.pl's --hash/--cp: always what csampler does */
 	bool dump_layout;        /* print the layout as text instead of the SVG */
 	bool per_thread;         /* data files: root frame "comm-tid" */
+	bool python_only;        /* data files: stacks keep only their Python frames under the
+				  * root (stacks_python_view), py-spy's look */
 	struct profile_filter filter; /* data files: --pid, --tid, --comm, --rank, --time */
 	int source;              /* data files: enum fold_source (--cpu, --gpu, --both) */
 	const char **inputs;     /* files named by -i or as arguments; owned by the caller */

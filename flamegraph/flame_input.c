@@ -4,6 +4,7 @@
 #include "flame.h"
 #include "base/cs.h"
 #include "analysis/profile.h"
+#include "analysis/stacks.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -94,19 +95,27 @@ static int flame_input_datafile(struct flame_input_ctx *c, const char *path,
 		profile_free(p);
 		return err;
 	}
-	err = fold_profile(p, &fo, flame_input_fold, c);
+	struct profile view;
+	if (o->python_only)
+		stacks_python_view(p, &view);
+	err = fold_profile(o->python_only ? &view : p, &fo, flame_input_fold, c);
 	if (err)
 		cs_error(err, "fold_profile %s: %s", path, strerror(-err));
+	if (o->python_only)
+		stacks_python_view_free(&view);
 	profile_free(p);
 	return err;
 }
 
-static int flame_input_folded(struct flame_input_ctx *c, FILE *f)
+static int flame_input_folded(struct flame_input_ctx *c, FILE *f, const struct flame_opts *o)
 {
 	struct flame_folded_stats st = { 0 };
 	static const struct flame_folded_ops ops = {
 		.seen = flame_input_seen, .stack = flame_input_stack,
 	};
+	if (o->python_only)
+		return cs_error(EINVAL, "--python-only reads csampler data files, and %s is folded "
+				"text: fold it with 'csampler folded --python-only' instead", c->name);
 	int err = flame_folded_read(f, c->name, &ops, c, &st);
 	if (err)
 		return err;
@@ -127,7 +136,7 @@ int flame_input_read_folded(struct flame_tree *t, FILE *f, const char *name, int
 		.tree = t, .name = name, .series = series, .factor = o->factor,
 		.allow_two_counts = allow_two_counts,
 	};
-	return flame_input_folded(&c, f);
+	return flame_input_folded(&c, f, o);
 }
 
 int flame_input_read(struct flame_tree *t, const char *path, int series,
@@ -146,7 +155,7 @@ int flame_input_read(struct flame_tree *t, const char *path, int series,
 		if (!fstat(STDIN_FILENO, &sb) && S_ISREG(sb.st_mode) &&
 		    profile_is_datafile("/dev/stdin"))
 			return flame_input_datafile(&c, "/dev/stdin", o);
-		return flame_input_folded(&c, stdin);
+		return flame_input_folded(&c, stdin, o);
 	}
 	if (stat(path, &sb))
 		return cs_error(errno, "stat %s: %s; check the path (csampler record writes "
@@ -160,7 +169,7 @@ int flame_input_read(struct flame_tree *t, const char *path, int series,
 	if (!f)
 		return cs_error(errno, "open %s: %s; check the path and its permissions", path,
 				strerror(errno));
-	err = flame_input_folded(&c, f);
+	err = flame_input_folded(&c, f, o);
 	fclose(f);
 	return err;
 }

@@ -86,6 +86,9 @@ static const struct flame_optdef flame_optdefs[] = {
 	  "GPU root, both in ns" },
 	{ "per-thread", 0, FLAME_OPT_FLAG, FO(per_thread), FLAME_BOTH, NULL,
 	  "data files: one root frame per thread (comm-tid)" },
+	{ "python-only", 0, FLAME_OPT_FLAG, FO(python_only), FLAME_BOTH, NULL,
+	  "data files: only the Python frames of each stack, under its\n"
+	  "root (py-spy's look)" },
 	{ "pid", 0, FLAME_OPT_FILTER, 0, FLAME_BOTH, "PID", "data files: only this process" },
 	{ "tid", 0, FLAME_OPT_FILTER, 0, FLAME_BOTH, "TID", "data files: only this thread" },
 	{ "comm", 0, FLAME_OPT_FILTER, 0, FLAME_BOTH, "NAME",

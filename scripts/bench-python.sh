@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
 # bench-python.sh: the cost of reading Python frames, side by side in one run. A pure-Python
-# loop (fixed work, 6 nested calls deep) runs plain, under `csampler record` (Python frames
-# merged, the default) and under `csampler record --no-python` (native stacks only), at RATE Hz,
-# ROUNDS times interleaved. Prints the median CPU time of the loop itself (its slowdown: on a
-# machine with few cores the recorder's own work competes with the target) and the recorder's
-# CPU time per sample. py-spy is run too when it is installed (it is not packaged by Debian
-# and PyPI is not reachable from the build machine, so usually it is not: the script says so).
-#   ROUNDS=3 N=20000000 RATE=999 scripts/bench-python.sh
+# loop (fixed work, 6 nested calls deep) runs plain, under `csampler record --no-python` (native
+# stacks only) and under `csampler record` (Python frames merged, the default), at RATE Hz,
+# ROUNDS rounds; each round runs the three in a rotated order, so that a change of load on the
+# machine falls on all of them alike. For each mode: the loop's own CPU time and wall time
+# (measured inside the target), and their slowdown against the plain run of the same round
+# (paired), as the median over the rounds with the spread (min..max); then the extra slowdown
+# of Python frames (python - native, in points of the plain run, paired per round), and the
+# recorder's own CPU time per sample (its summary line), which on a machine with few cores
+# competes with the target.
+# py-spy is run too when it is installed (it is not packaged by Debian, and PyPI is not
+# reachable from the build machine, so usually it is not: the script says so).
+#   ROUNDS=7 N=60000000 RATE=999 PY=/usr/bin/python3 scripts/bench-python.sh
 set -eu
 cd "$(dirname "$0")/.."
-ROUNDS=${ROUNDS:-3}
-N=${N:-20000000}
+ROUNDS=${ROUNDS:-7}
+N=${N:-60000000}
 RATE=${RATE:-999}
 CSAMPLER=${CSAMPLER:-bin/csampler}
-PY=${PY:-python3}
+PY=${PY:-/usr/bin/python3}
 W=$(mktemp -d /tmp/csampler-bench-py.XXXXXX)
 trap 'rm -rf "$W"' EXIT
+[ -x "$CSAMPLER" ] || { echo "bench-python: $CSAMPLER not built; run make" >&2; exit 1; }
 cat >"$W/loop.py" <<'PYEOF'
 import sys, time
 def f6(n):
@@ -28,49 +34,71 @@ def f4(n): return f5(n)
 def f3(n): return f4(n)
 def f2(n): return f3(n)
 def f1(n): return f2(n)
-t = time.process_time()
+c, w = time.process_time(), time.perf_counter()
 f1(int(sys.argv[1]))
-print("%.4f" % (time.process_time() - t))
+print("%.4f %.4f" % (time.process_time() - c, time.perf_counter() - w))
 PYEOF
 
-median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-run() { # mode -> prints "loop_cpu_s recorder_cpu_s samples"
+modes="plain native python"
+if command -v py-spy >/dev/null; then modes="$modes pyspy"; else
+	echo "py-spy: not installed (not packaged by Debian; PyPI is not reachable here): no py-spy figures"; fi
+
+run() { # mode -> "loop_cpu_s loop_wall_s recorder_cpu_s samples"
 	case $1 in
 	plain) echo "$("$PY" "$W/loop.py" "$N") 0 0" ;;
-	python|native)
-		local extra=""
+	native|python)
+		local extra="" out
 		[ "$1" = native ] && extra=--no-python
-		local loop
-		loop=$( { /usr/bin/time -f "%U %S" -o "$W/time.$1" "$CSAMPLER" record -q $extra -F "$RATE" \
-			-o "$W/$1.data" -- "$PY" "$W/loop.py" "$N"; } 2>/dev/null)
-		local samples
-		samples=$("$CSAMPLER" info -i "$W/$1.data" 2>/dev/null | awk '/^samples:/ { print $2 }')
-		# /usr/bin/time measures csampler and the target together: take the target's out
-		local both
-		both=$(awk '{ print $1 + $2 }' "$W/time.$1")
-		echo "$loop $(awk -v b="$both" -v l="$loop" 'BEGIN { print b - l }') $samples" ;;
-	pyspy) local loop
-		loop=$(py-spy record -r "$RATE" -o "$W/pyspy.txt" -f raw -- "$PY" "$W/loop.py" "$N" 2>/dev/null | tail -1)
-		echo "$loop 0 0" ;;
+		out=$("$CSAMPLER" record $extra -F "$RATE" -o "$W/$1.data" -- "$PY" "$W/loop.py" "$N" 2>"$W/err.$1")
+		echo "$out $(awk '/own CPU/ { for (i = 1; i <= NF; i++) if ($i == "CPU") { c = $(i + 1); break } }
+			/ samples, / { s = $2 } END { print c + 0, s + 0 }' "$W/err.$1")" ;;
+	pyspy) echo "$(py-spy record -r "$RATE" -o "$W/pyspy.txt" -f raw -- "$PY" "$W/loop.py" "$N" 2>/dev/null | tail -1) 0 0" ;;
 	esac
 }
-modes="plain python native"
-if command -v py-spy >/dev/null; then modes="$modes pyspy"; else
-	echo "py-spy: not installed (not packaged by Debian; PyPI unreachable here): no py-spy figures"; fi
-command -v /usr/bin/time >/dev/null || { echo "bench-python: needs /usr/bin/time (apt-get install time)"; exit 1; }
+
 for r in $(seq "$ROUNDS"); do
-	for m in $modes; do run "$m" >>"$W/res.$m"; done
+	set -- $modes
+	# rotate the order: round r starts with mode (r mod count)
+	k=$(( (r - 1) % $# ))
+	order="$(echo $modes | tr ' ' '\n' | tail -n +$((k + 1))) $(echo $modes | tr ' ' '\n' | head -n $k)"
+	for m in $order; do echo "$r $(run "$m")" >>"$W/res.$m"; done
+	echo "round $r/$ROUNDS: $(for m in $modes; do printf '%s %ss  ' "$m" "$(tail -1 "$W/res.$m" | cut -d' ' -f2)"; done)" >&2
 done
-base=$(cut -d' ' -f1 "$W/res.plain" | median)
-printf "%-32s %12s %10s %10s %18s\n" "mode ($ROUNDS rounds, $RATE Hz)" "loop CPU s" "slowdown" "samples" "recorder us/sample"
+
+# stats FILE: median and min..max of the numbers in FILE, one a line
+stats() { sort -g "$1" | awk '{ a[NR] = $1 } END { m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2;
+	printf "%s %s %s\n", m, a[1], a[NR] }'; }
+# paired slowdown (%) of column COL of mode M against plain, per round
+paired() { join <(sort -k1,1 "$W/res.$1") <(sort -k1,1 "$W/res.plain") |
+	awk -v c="$2" -v n="$(awk '{ print NF; exit }' "$W/res.plain")" '{ printf "%.3f\n", 100 * ($c / $(c + n - 1) - 1) }'; }
+
+printf "\n%s, %s rounds, %s Hz, loop of %s iterations 6 calls deep, %s\n" "$("$PY" --version 2>&1)" \
+	"$ROUNDS" "$RATE" "$N" "$(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+printf "%-26s %22s %22s %22s %14s %9s\n" "mode" "loop CPU s [min..max]" "CPU slowdown %" \
+	"wall slowdown %" "recorder us/smp" "samples"
 for m in $modes; do
-	loop=$(cut -d' ' -f1 "$W/res.$m" | median)
-	rec=$(cut -d' ' -f2 "$W/res.$m" | median)
-	smp=$(cut -d' ' -f3 "$W/res.$m" | median)
+	cut -d' ' -f2 "$W/res.$m" >"$W/cpu"; read -r c c0 c1 <<<"$(stats "$W/cpu")"
+	if [ "$m" = plain ]; then
+		sd="-"; wd="-"
+	else
+		paired "$m" 2 >"$W/sd"; paired "$m" 3 >"$W/wd"
+		sd=$(stats "$W/sd" | awk '{ printf "%+.1f [%+.1f..%+.1f]", $1, $2, $3 }')
+		wd=$(stats "$W/wd" | awk '{ printf "%+.1f [%+.1f..%+.1f]", $1, $2, $3 }')
+	fi
+	awk '{ if ($5 > 0) printf "%.1f\n", 1e6 * $4 / $5; else print 0 }' "$W/res.$m" >"$W/us"
+	us=$(stats "$W/us" | cut -d' ' -f1)
+	cut -d' ' -f5 "$W/res.$m" >"$W/smp"; smp=$(stats "$W/smp" | cut -d' ' -f1)
 	label=$m
 	case $m in python) label="csampler (Python frames)";; native) label="csampler --no-python";;
 		pyspy) label="py-spy";; plain) label="no profiler";; esac
-	printf "%-32s %12s %9.1f%% %10s %18s\n" "$label" "$loop" \
-		"$(awk -v l="$loop" -v b="$base" 'BEGIN { print 100 * (l - b) / b }')" "$smp" \
-		"$(awk -v r="$rec" -v s="$smp" 'BEGIN { if (s > 0) printf "%.0f", 1e6 * r / s; else print "-" }')"
+	printf "%-26s %22s %22s %22s %14s %9s\n" "$label" "$c [$c0..$c1]" "$sd" "$wd" \
+		"$([ "$m" = plain ] || [ "$m" = pyspy ] && echo - || echo "$us")" "$([ "$smp" = 0 ] && echo - || echo "$smp")"
 done
+# the extra cost of Python frames: python - native, in points of the plain run, paired per round
+join <(sort -k1,1 "$W/res.python") <(sort -k1,1 "$W/res.native") | join - <(sort -k1,1 "$W/res.plain") |
+	awk '{ printf "%.3f %.3f\n", 100 * ($2 - $6) / $10, 100 * ($3 - $7) / $11 }' >"$W/extra"
+cut -d' ' -f1 "$W/extra" >"$W/xc"; cut -d' ' -f2 "$W/extra" >"$W/xw"
+printf "extra slowdown of Python frames (python - native, points of the plain run, paired per round):\n"
+printf "  loop CPU time: median %s\n  loop wall time: median %s\n" \
+	"$(stats "$W/xc" | awk '{ printf "%+.2f [%+.2f..%+.2f]", $1, $2, $3 }')" \
+	"$(stats "$W/xw" | awk '{ printf "%+.2f [%+.2f..%+.2f]", $1, $2, $3 }')"

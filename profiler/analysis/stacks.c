@@ -396,7 +396,12 @@ static void stacks_frame_ids(struct stacks_agg *g, uint32_t fid, uint32_t *func,
 	const struct profile_frame *f = stacks_frame(p, fid);
 	uint32_t lib = stacks_lib_of(g, f->module);
 	uint32_t name = stacks_canon_str(&g->c, f->name);
-	uint32_t *v = stacks_map_slot(&g->fmap, name, lib);
+	/* A Python function is its name in its file: every module's code is "<module>", and
+	 * all Python frames are in the one "[python]" library. */
+	uint64_t where = lib;
+	if (f->flags & PROFILE_FRAME_PYTHON)
+		where |= (uint64_t)stacks_canon_str(&g->c, f->file) << 32;
+	uint32_t *v = stacks_map_slot(&g->fmap, name, where);
 	if (*v == STACKS_NONE) {
 		cs_grow(&g->funcs, &g->funcs_cap, g->nfuncs + 1, sizeof(*g->funcs));
 		g->funcs[g->nfuncs] = (struct stacks_func_acc){ .name = name, .lib = lib,

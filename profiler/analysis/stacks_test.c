@@ -700,3 +700,31 @@ UNIT_TEST(stacks_python_view)
 	stacks_python_view_free(&view);
 	pb_free(&b);
 }
+
+/* A Python function is its name in its file: every module's code is "<module>", and the
+ * imports' <module> rows must not add up into the program's. */
+UNIT_TEST(stacks_python_module_per_file)
+{
+	struct pbuild b;
+	struct stacks_report r;
+	pb_init(&b);
+	pb_process(&b, 300, 1, "py");
+	pb_thread(&b, 300, 300, "py");
+	uint32_t s1 = pb_stack(&b, "_start;<module>_[y]=main.py:3;work_[y]=main.py:8");
+	uint32_t s2 = pb_stack(&b, "_start;<module>_[y]=main.py:1;<module>_[y]=lib.py:4");
+	pb_samples(&b, 300, 300, s1, 7, 0);
+	pb_samples(&b, 300, 300, s2, 2, 0);
+	UNIT_ASSERT(stacks_aggregate(&b.p, NULL, &r) == 0);
+	struct stacks_function *py;
+	size_t n = stacks_python_functions(&r, STACKS_SORT_TOTAL, &py);
+	UNIT_ASSERT_EQ_INT(n, 3);
+	/* main.py's <module>: in all 9 samples, never innermost; lib.py's: 2, innermost */
+	UNIT_ASSERT(!strcmp(py[0].name, "<module>") && py[0].total == 9 && py[0].python_self == 0 &&
+		    py[0].hot_file && !strcmp(py[0].hot_file, "main.py"));
+	UNIT_ASSERT(!strcmp(py[1].name, "work") && py[1].total == 7);
+	UNIT_ASSERT(!strcmp(py[2].name, "<module>") && py[2].total == 2 && py[2].python_self == 2 &&
+		    py[2].hot_file && !strcmp(py[2].hot_file, "lib.py"));
+	free(py);
+	stacks_report_free(&r);
+	pb_free(&b);
+}

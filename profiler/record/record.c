@@ -294,11 +294,16 @@ static void record_raw(struct record *r, const struct sampler_event *ev, uint32_
 /* Python frames in place of the interpreter's native activations (unwind/python.h). The
  * frame chain is read now, when the main thread gets to the sample, not when it was taken. */
 static int record_python(struct record *r, const struct sampler_event *ev, struct unwind_loc *locs,
-			 int n, uint32_t *flags)
+			 int n, uint32_t uflags, uint32_t *flags)
 {
+	const struct unwind_sample *s = &ev->sample.snap;
 	enum py_merge_result res;
+	struct py_stack stack = { s->stack, s->regs[UNWIND_REG_SP], s->stack_size,
+				  (uflags & UNWIND_COMPLETE) != 0 };
+	bool have_stack = s->stack && s->stack_size && (s->regs_mask & (1ull << UNWIND_REG_SP));
 
-	n = py_merge(r->unwind, ev->pid, ev->tid, locs, n, RECORD_MAX_LOCS, &res);
+	n = py_merge(r->unwind, ev->pid, ev->tid, have_stack ? &stack : NULL, locs, n,
+		     RECORD_MAX_LOCS, &res);
 	switch (res) {
 	case PY_MERGE_NONE:
 		break;
@@ -331,7 +336,7 @@ static void record_sample(struct record *r, const struct sampler_event *ev)
 		uflags |= UNWIND_ERROR;
 	}
 	if (!r->o->no_python)
-		n = record_python(r, ev, locs, n, &flags);
+		n = record_python(r, ev, locs, n, uflags, &flags);
 	if (ev->sample.offcpu) {
 		/* --idle: why the thread was not running becomes the leaf, "[off-cpu: futex]" */
 		if (n == RECORD_MAX_LOCS)
@@ -770,7 +775,7 @@ static void record_symbolize(struct record *r, bool at_end)
 
 	for (size_t i = first; i < r->nlocs; i++) {
 		const struct loc_key *k = &r->locs[i];
-		struct unwind_loc loc = { k->module, k->offset, 0 };
+		struct unwind_loc loc = { .module = k->module, .offset = k->offset };
 		int n = sym_resolve(r->unwind, loc, k->flags & DF_LOC_CALLER, frames, 64);
 		if (n > 0) {
 			uint32_t rec[2 + 4 * 64];

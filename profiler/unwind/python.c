@@ -7,12 +7,25 @@
  * which structure layout applies. From there, everything is read from the target's memory with
  * process_vm_readv:
  *   _PyRuntime.interpreters.head -> PyInterpreterState (-> next) -> threads.head ->
- *   PyThreadState (-> next) with native_thread_id == the sampled tid -> cframe->current_frame ->
+ *   PyThreadState (-> next) with native_thread_id == the sampled tid -> cframe->current_frame
+ *   (3.13: current_frame) ->
  *   _PyInterpreterFrame (-> previous): f_code (PyCodeObject: co_qualname, co_filename,
  *   co_firstlineno, co_linetable) and prev_instr (the instruction being run -> its line).
- * In 3.11 one native _PyEval_EvalFrameDefault call runs a run of Python frames linked by
- * `previous`, the outermost of which has is_entry set: those runs are matched to the native
- * activations in order, innermost first.
+ * One native _PyEval_EvalFrameDefault call (an activation) runs a run of Python frames linked
+ * by `previous`; the outermost is marked (3.11: is_entry; 3.12+: the next frame is a shim owned
+ * by the C stack, FRAME_OWNED_BY_CSTACK).
+ *
+ * Which frames an activation ran at the time of the sample: the frames are read when the
+ * recorder gets to the sample, milliseconds later. In 3.11 and 3.12 each activation keeps a
+ * _PyCFrame in its C stack frame, whose current_frame is its innermost Python frame, and the
+ * kernel copied that stack with the sample. The _PyCFrame sits at a fixed distance below the
+ * activation's CFA for a build of the interpreter: learned once from a complete sample (the
+ * one distance at which the activations' _PyCFrames chain to the thread state's root_cframe),
+ * then each activation's frames are walked from its current_frame as the copy holds it. An
+ * activation whose frames were popped since (the walk does not end at an entry frame linked
+ * to the next outer activation's frame) stays native. Without that anchor (3.13: no _PyCFrame,
+ * or before it is learned) the chain as it is when read is matched to the activations by
+ * count (PY_MERGE_CHANGED when they differ).
  *
  * Safety: the target runs while it is read. Every pointer read is bounded (a fixed number of
  * interpreters, threads and frames, lengths capped), every object is checked against its type
@@ -20,14 +33,12 @@
  * read only makes the sample native (PY_MERGE_UNREADABLE). Nothing here can loop forever or
  * read the recorder's own memory.
  *
- * Versions: one struct py_layout per CPython minor version, offsets taken from that version's
- * Include/internal headers (pycore_runtime.h, pycore_interp.h, pycore_frame.h, cpython/code.h;
- * tests/progs/py-offsets.c checks the table against the installed headers). Only 3.11 is in
- * the table: it is the version installed here, and the only one tested. 3.12 slots in as a row
- * (its entry frames are marked by the owner FRAME_OWNED_BY_CSTACK shim instead of is_entry:
- * a new entry_rule, and a location-table decoder shared with 3.11); from 3.13 the runtime
- * starts with _Py_DebugOffsets, which py_layout can be filled from at setup instead of the
- * table. A version without a row gets one warning line and native stacks.
+ * Versions (py_layout_for): 3.11 and 3.12 are rows of a table, offsets from each version's
+ * headers; 3.13 takes them from the interpreter's own _Py_DebugOffsets (cookie "xdebugpy", at
+ * the start of _PyRuntime, read from the target), whose own layout is 3.13's. 3.11 is Debian's
+ * and tested by every test run; 3.12 and 3.13 are tested where pyenv's builds are installed
+ * (tests/python/t-python-versions.sh). Any other version, or a 3.13 whose debug offsets do not
+ * check, gets one warning line and native stacks.
  *
  * Hand-written, because no library reads another process' CPython state (py-spy and austin
  * do, as programs; neither is a C library), and the location-table format is CPython's own. */
@@ -35,6 +46,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,56 +62,174 @@
 #define PY_MAX_STRING 1024
 #define PY_MAX_LINETABLE (256u << 10)
 #define PY_TCACHE 64
+#define PY_MAX_CFRAME_OFF 16384u /* the interpreter's _PyCFrame local: within this of its CFA */
+#define PY_LEARN_TRIES 256       /* samples tried for learning where it is */
+#define PY_MAX_OBJECT 512        /* bytes read of one frame, code object or str header */
 
-/* One CPython version's structure layout: byte offsets of the fields csampler reads. */
-struct py_layout {
-	uint32_t hex_min, hex_max;     /* PY_VERSION_HEX range it applies to */
-	const char *name;
-	uint32_t runtime_interp_head;  /* _PyRuntimeState.interpreters.head */
-	uint32_t interp_next;          /* PyInterpreterState.next */
-	uint32_t interp_threads_head;  /* PyInterpreterState.threads.head */
-	uint32_t tstate_next;          /* PyThreadState.next */
-	uint32_t tstate_cframe;        /* PyThreadState.cframe */
-	uint32_t tstate_native_tid;    /* PyThreadState.native_thread_id */
-	uint32_t cframe_current_frame; /* _PyCFrame.current_frame */
-	uint32_t frame_code;           /* _PyInterpreterFrame.f_code */
-	uint32_t frame_previous;       /* _PyInterpreterFrame.previous */
-	uint32_t frame_instr;          /* _PyInterpreterFrame.prev_instr */
-	uint32_t frame_is_entry;       /* _PyInterpreterFrame.is_entry (bool) */
-	uint32_t frame_owner;          /* _PyInterpreterFrame.owner (char) */
-	uint8_t owner_generator;       /* FRAME_OWNED_BY_GENERATOR */
-	uint32_t code_qualname, code_filename, code_firstlineno, code_linetable;
-	uint32_t code_code;            /* co_code_adaptive: the first code unit */
-	uint32_t code_firsttraceable;  /* _co_firsttraceable (int, code units) */
-	uint32_t code_size;            /* bytes read of a code object (covers every field) */
-	uint32_t ob_type;              /* PyObject.ob_type */
-	uint32_t var_size;             /* PyVarObject.ob_size */
-	uint32_t bytes_data;           /* PyBytesObject.ob_sval */
-	uint32_t str_length, str_state;/* PyASCIIObject.length, .state */
-	uint32_t str_ascii_data;       /* sizeof(PyASCIIObject): compact ASCII data */
-	uint32_t str_compact_data;     /* sizeof(PyCompactUnicodeObject): other compact data */
-	uint32_t (*line)(const uint8_t *table, size_t len, uint32_t first_line, uint32_t unit);
-};
-
+/* The versions whose layout is a row of this table; 3.13 is built from _Py_DebugOffsets
+ * (py_layout_from_debug). Offsets from each version's headers (pycore_runtime.h,
+ * pycore_interp.h, cpython/pystate.h, pycore_frame.h, cpython/code.h, cpython/unicodeobject.h)
+ * for a default (not debug, not free-threaded) x86-64 build; fixed within a minor version. */
 static const struct py_layout py_layouts[] = {
 	{
-		/* CPython 3.11 (offsets from Debian's 3.11.7 headers; the layout is fixed
-		 * within a minor version). */
+		/* CPython 3.11: Debian's 3.11.2 and 3.11.7; tested. An entry frame has is_entry. */
 		.hex_min = 0x030b0000, .hex_max = 0x030bffff, .name = "3.11",
 		.runtime_interp_head = 40,
 		.interp_next = 0, .interp_threads_head = 16,
 		.tstate_next = 8, .tstate_cframe = 56, .tstate_native_tid = 160,
-		.cframe_current_frame = 8,
+		.tstate_root_cframe = 336, .cframe_current_frame = 8, .cframe_previous = 16,
 		.frame_code = 32, .frame_previous = 48, .frame_instr = 56, .frame_is_entry = 68,
 		.frame_owner = 69, .owner_generator = 1,
 		.code_qualname = 128, .code_filename = 112, .code_firstlineno = 72,
 		.code_linetable = 136, .code_code = 184, .code_firsttraceable = 168,
-		.code_size = 192,
 		.ob_type = 8, .var_size = 16, .bytes_data = 32,
 		.str_length = 16, .str_state = 32, .str_ascii_data = 48, .str_compact_data = 72,
 		.line = py_linetable_line_311,
 	},
+	{
+		/* CPython 3.12 (3.12.1's headers; tested with pyenv's 3.12.1 where installed).
+		 * Each activation pushes a shim frame owned by the C stack (FRAME_OWNED_BY_CSTACK)
+		 * under its first frame; the location table is 3.11's format. */
+		.hex_min = 0x030c0000, .hex_max = 0x030cffff, .name = "3.12",
+		.runtime_interp_head = 40,
+		.interp_next = 0, .interp_threads_head = 72,
+		.tstate_next = 8, .tstate_cframe = 56, .tstate_native_tid = 144,
+		.tstate_root_cframe = 272, .cframe_current_frame = 0, .cframe_previous = 8,
+		.frame_code = 0, .frame_previous = 8, .frame_instr = 56,
+		.frame_owner = 70, .owner_generator = 1, .owner_cstack = 3,
+		.code_qualname = 128, .code_filename = 112, .code_firstlineno = 68,
+		.code_linetable = 136, .code_code = 192, .code_firsttraceable = 176,
+		.ob_type = 8, .var_size = 16, .bytes_data = 32,
+		.str_length = 16, .str_state = 32, .str_ascii_data = 40, .str_compact_data = 56,
+		.line = py_linetable_line_311,
+	},
 };
+
+/* _Py_DebugOffsets as 3.13 lays it out (Include/internal/pycore_runtime.h): the byte offsets
+ * of the fields csampler takes from it. The struct itself changes between minor versions
+ * (3.14 adds fields inside its sections), so only 3.13's is read. */
+enum {
+	PY_DBG13_COOKIE = 0, PY_DBG13_VERSION = 8, PY_DBG13_FREE_THREADED = 16,
+	PY_DBG13_RUNTIME_INTERP_HEAD = 40,
+	PY_DBG13_INTERP_NEXT = 64, PY_DBG13_INTERP_THREADS_HEAD = 72,
+	PY_DBG13_TSTATE_NEXT = 168, PY_DBG13_TSTATE_CURRENT_FRAME = 184,
+	PY_DBG13_TSTATE_NATIVE_TID = 200,
+	PY_DBG13_FRAME_PREVIOUS = 232, PY_DBG13_FRAME_EXECUTABLE = 240, PY_DBG13_FRAME_INSTR = 248,
+	PY_DBG13_FRAME_OWNER = 264,
+	PY_DBG13_CODE_FILENAME = 280, PY_DBG13_CODE_QUALNAME = 296, PY_DBG13_CODE_LINETABLE = 304,
+	PY_DBG13_CODE_FIRSTLINENO = 312, PY_DBG13_CODE_CODE = 344,
+	PY_DBG13_OB_TYPE = 360,
+	PY_DBG13_BYTES_SIZE = 520, PY_DBG13_BYTES_DATA = 528,
+	PY_DBG13_STR_STATE = 544, PY_DBG13_STR_LENGTH = 552, PY_DBG13_STR_ASCII_SIZE = 560,
+	PY_DBG13_SIZE = 584,
+};
+
+static uint32_t py_max_u32(uint32_t a, uint32_t b)
+{
+	return a > b ? a : b;
+}
+
+/* The bytes to read of each object: up to the last field used. */
+static void py_layout_derive(struct py_layout *L)
+{
+	L->frame_read = py_max_u32(py_max_u32(L->frame_code, L->frame_previous), L->frame_instr) + 8;
+	L->frame_read = py_max_u32(L->frame_read, py_max_u32(L->frame_owner, L->frame_is_entry) + 1);
+	L->code_read = py_max_u32(py_max_u32(L->code_qualname, L->code_filename), L->code_linetable) + 8;
+	L->code_read = py_max_u32(L->code_read, py_max_u32(L->code_firstlineno, L->code_firsttraceable) + 4);
+	L->code_read = py_max_u32(L->code_read, L->ob_type + 8);
+	L->str_read = py_max_u32(py_max_u32(L->str_length, L->ob_type) + 8, L->str_state + 4);
+}
+
+static uint64_t py_dbg_u64(const uint8_t *d, size_t off)
+{
+	uint64_t v;
+	memcpy(&v, d + off, sizeof(v));
+	return v;
+}
+
+/* 3.13: the layout from the interpreter's _Py_DebugOffsets. Every offset csampler uses is
+ * taken from it, but two it does not give: _co_firsttraceable (only used to hide a frame still
+ * being set up; 3.13's headers: 184) and the owner values (3.13's pycore_frame.h). */
+static int py_layout_from_debug(uint32_t version, const uint8_t *d, size_t n, struct py_layout *L)
+{
+	if (!d || n < PY_DBG13_SIZE || memcmp(d + PY_DBG13_COOKIE, "xdebugpy", 8))
+		return -EINVAL;
+	uint64_t dv = py_dbg_u64(d, PY_DBG13_VERSION);
+	if ((dv >> 16) != (version >> 16))
+		return -EINVAL; /* not the version the binary says: not trusted */
+	if (py_dbg_u64(d, PY_DBG13_FREE_THREADED))
+		return -ENOTSUP;
+	static const size_t fields[] = {
+		PY_DBG13_RUNTIME_INTERP_HEAD, PY_DBG13_INTERP_NEXT, PY_DBG13_INTERP_THREADS_HEAD,
+		PY_DBG13_TSTATE_NEXT, PY_DBG13_TSTATE_CURRENT_FRAME, PY_DBG13_TSTATE_NATIVE_TID,
+		PY_DBG13_FRAME_PREVIOUS, PY_DBG13_FRAME_EXECUTABLE, PY_DBG13_FRAME_INSTR,
+		PY_DBG13_FRAME_OWNER, PY_DBG13_CODE_FILENAME, PY_DBG13_CODE_QUALNAME,
+		PY_DBG13_CODE_LINETABLE, PY_DBG13_CODE_FIRSTLINENO, PY_DBG13_CODE_CODE,
+		PY_DBG13_OB_TYPE, PY_DBG13_BYTES_SIZE, PY_DBG13_BYTES_DATA, PY_DBG13_STR_STATE,
+		PY_DBG13_STR_LENGTH, PY_DBG13_STR_ASCII_SIZE,
+	};
+	/* Field offsets within a structure (the interpreter state is some KiB): a value
+	 * past 1 MiB is not one. The objects read whole are bounded by py_layout_for. */
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		if (py_dbg_u64(d, fields[i]) > (1u << 20))
+			return -EINVAL;
+	*L = (struct py_layout){
+		.hex_min = version & 0xffff0000u, .hex_max = version | 0xffffu, .name = "3.13",
+		.runtime_interp_head = (uint32_t)py_dbg_u64(d, PY_DBG13_RUNTIME_INTERP_HEAD),
+		.interp_next = (uint32_t)py_dbg_u64(d, PY_DBG13_INTERP_NEXT),
+		.interp_threads_head = (uint32_t)py_dbg_u64(d, PY_DBG13_INTERP_THREADS_HEAD),
+		.tstate_next = (uint32_t)py_dbg_u64(d, PY_DBG13_TSTATE_NEXT),
+		.tstate_current_frame = (uint32_t)py_dbg_u64(d, PY_DBG13_TSTATE_CURRENT_FRAME),
+		.tstate_native_tid = (uint32_t)py_dbg_u64(d, PY_DBG13_TSTATE_NATIVE_TID),
+		.frame_code = (uint32_t)py_dbg_u64(d, PY_DBG13_FRAME_EXECUTABLE),
+		.frame_previous = (uint32_t)py_dbg_u64(d, PY_DBG13_FRAME_PREVIOUS),
+		.frame_instr = (uint32_t)py_dbg_u64(d, PY_DBG13_FRAME_INSTR),
+		.frame_owner = (uint32_t)py_dbg_u64(d, PY_DBG13_FRAME_OWNER),
+		.owner_generator = 1, .owner_cstack = 3,
+		.code_qualname = (uint32_t)py_dbg_u64(d, PY_DBG13_CODE_QUALNAME),
+		.code_filename = (uint32_t)py_dbg_u64(d, PY_DBG13_CODE_FILENAME),
+		.code_firstlineno = (uint32_t)py_dbg_u64(d, PY_DBG13_CODE_FIRSTLINENO),
+		.code_linetable = (uint32_t)py_dbg_u64(d, PY_DBG13_CODE_LINETABLE),
+		.code_code = (uint32_t)py_dbg_u64(d, PY_DBG13_CODE_CODE),
+		.code_firsttraceable = 184,
+		.ob_type = (uint32_t)py_dbg_u64(d, PY_DBG13_OB_TYPE),
+		.var_size = (uint32_t)py_dbg_u64(d, PY_DBG13_BYTES_SIZE),
+		.bytes_data = (uint32_t)py_dbg_u64(d, PY_DBG13_BYTES_DATA),
+		.str_length = (uint32_t)py_dbg_u64(d, PY_DBG13_STR_LENGTH),
+		.str_state = (uint32_t)py_dbg_u64(d, PY_DBG13_STR_STATE),
+		.str_ascii_data = (uint32_t)py_dbg_u64(d, PY_DBG13_STR_ASCII_SIZE),
+		/* PyCompactUnicodeObject: PyASCIIObject, then utf8_length and utf8 */
+		.str_compact_data = (uint32_t)py_dbg_u64(d, PY_DBG13_STR_ASCII_SIZE) + 16,
+		.line = py_linetable_line_311,
+	};
+	return 0;
+}
+
+size_t py_layout_debug_size(uint32_t version)
+{
+	return (version >> 16) == 0x030d ? PY_DBG13_SIZE : 0;
+}
+
+int py_layout_for(uint32_t version, const uint8_t *debug, size_t ndebug, struct py_layout *out)
+{
+	int err = -ENOTSUP;
+
+	for (size_t i = 0; i < sizeof(py_layouts) / sizeof(py_layouts[0]); i++)
+		if (version >= py_layouts[i].hex_min && version <= py_layouts[i].hex_max) {
+			*out = py_layouts[i];
+			err = 0;
+		}
+	if ((version >> 16) == 0x030d)
+		err = py_layout_from_debug(version, debug, ndebug, out);
+	if (!err) {
+		/* Every field is read from a buffer of PY_MAX_OBJECT bytes. */
+		py_layout_derive(out);
+		if (out->frame_read > PY_MAX_OBJECT || out->code_read > PY_MAX_OBJECT ||
+		    out->str_read > PY_MAX_OBJECT || out->str_compact_data > PY_MAX_OBJECT)
+			err = -EINVAL;
+	}
+	return err;
+}
 
 /* What a module of the unwinder's table is to Python (by module id). */
 struct py_module_info {
@@ -107,6 +237,9 @@ struct py_module_info {
 	uint64_t eval_lo, eval_hi;     /* _PyEval_EvalFrameDefault as file offsets [lo, hi) */
 	uint64_t runtime, code_type, unicode_type; /* link-time addresses */
 	uint32_t version;              /* PY_VERSION_HEX, 0 when unknown */
+	uint64_t cframe_off;           /* _PyEval_EvalFrameDefault's _PyCFrame local is at its
+					* CFA - cframe_off; 0 while not learned */
+	uint16_t learn_left;           /* samples left to learn it from */
 };
 
 struct py_code {                       /* a code object seen in a process */
@@ -123,7 +256,8 @@ enum py_proc_state { PY_PROC_READY = 1, PY_PROC_FAILED, PY_PROC_UNSUPPORTED };
 struct py_proc {
 	uint32_t pid;
 	enum py_proc_state state;
-	const struct py_layout *layout;
+	const struct py_layout *layout; /* &own */
+	struct py_layout own;
 	uint64_t runtime, code_type, unicode_type; /* addresses in the target */
 	struct { uint32_t tid; uint64_t tstate; } tcache[PY_TCACHE];
 	struct elfcache_hash codes;    /* address -> struct py_code */
@@ -282,9 +416,9 @@ static void py_utf8_put(char *out, size_t *n, size_t cap, uint32_t c)
 static bool py_read_str(struct py_proc *p, uint64_t addr, char *out, size_t cap)
 {
 	const struct py_layout *L = p->layout;
-	uint8_t hdr[128];
+	uint8_t hdr[PY_MAX_OBJECT];
 
-	if (!py_read(p->pid, addr, hdr, L->str_compact_data) || py_u64(hdr, L->ob_type) != p->unicode_type)
+	if (!py_read(p->pid, addr, hdr, L->str_read) || py_u64(hdr, L->ob_type) != p->unicode_type)
 		return false;
 	uint64_t length = py_u64(hdr, L->str_length);
 	uint32_t state = py_u32(hdr, L->str_state);
@@ -328,15 +462,16 @@ static void py_code_free(struct py_code *c)
 static struct py_code *py_code_get(struct unwind_ctx *ctx, struct py_proc *p, uint64_t addr)
 {
 	const struct py_layout *L = p->layout;
-	uint8_t buf[512];
+	uint8_t buf[PY_MAX_OBJECT];
 
-	if (addr & 7 || !py_read(p->pid, addr, buf, L->code_size) ||
+	if (addr & 7 || !py_read(p->pid, addr, buf, L->code_read) ||
 	    py_u64(buf, L->ob_type) != p->code_type)
 		return NULL;
 	uint64_t qualname = py_u64(buf, L->code_qualname), filename = py_u64(buf, L->code_filename);
 	uint64_t linetable = py_u64(buf, L->code_linetable);
 	uint32_t first_line = py_u32(buf, L->code_firstlineno);
-	int32_t first_traceable = (int32_t)py_u32(buf, L->code_firsttraceable);
+	int32_t first_traceable =
+		L->code_firsttraceable ? (int32_t)py_u32(buf, L->code_firsttraceable) : 0;
 	struct py_code *c = elfcache_hash_find(&p->codes, cs_hash_u64(addr), py_code_eq, &addr);
 	if (c && c->qualname == qualname && c->filename == filename && c->linetable == linetable &&
 	    c->first_line == first_line && c->first_traceable == first_traceable)
@@ -424,14 +559,6 @@ int py_frame_symbol(struct unwind_ctx *ctx, uint64_t id, struct sym_frame *out)
 /* ------------------------------------------------------------------------------------------ */
 /* Modules and processes */
 
-static const struct py_layout *py_layout_find(uint32_t version)
-{
-	for (size_t i = 0; i < sizeof(py_layouts) / sizeof(py_layouts[0]); i++)
-		if (version >= py_layouts[i].hex_min && version <= py_layouts[i].hex_max)
-			return &py_layouts[i];
-	return NULL;
-}
-
 /* Look at module id once: is it a CPython runtime? */
 static struct py_module_info *py_module_info(struct unwind_ctx *ctx, struct py_state *st,
 					     uint32_t id)
@@ -475,6 +602,7 @@ static struct py_module_info *py_module_info(struct unwind_ctx *ctx, struct py_s
 		if (v && sscanf(v + 6, "%u.%u", &major, &minor) == 2)
 			mi->version = major << 24 | minor << 16;
 	}
+	mi->learn_left = PY_LEARN_TRIES;
 	mi->state = 2;
 	return mi;
 }
@@ -530,26 +658,37 @@ static struct py_proc *py_proc_get(struct unwind_ctx *ctx, struct py_state *st, 
 	p->pid = pid;
 	elfcache_hash_insert(&st->procs, cs_hash_u64(pid), p);
 	uint32_t version = st->version_override >= 0 ? (uint32_t)st->version_override : mi->version;
-	p->layout = py_layout_find(version);
-	if (!p->layout) {
-		p->state = PY_PROC_UNSUPPORTED;
-		if (st->warned_version != version + 1) {
-			st->warned_version = version + 1;
-			if (version)
-				cs_warn("python %u.%u (pid %u) is not supported (CPython 3.11 only): "
-					"its stacks stay native", version >> 24, (version >> 16) & 255,
-					pid);
-			else
-				cs_warn("python of unknown version (pid %u) is not supported (CPython "
-					"3.11 only): its stacks stay native", pid);
-		}
-		return p;
-	}
 	uint64_t bias;
 	if (!py_module_bias(ctx->modules[module], pid, &bias)) {
 		p->state = PY_PROC_FAILED;
 		return p;
 	}
+	/* 3.13+: the layout is the interpreter's own _Py_DebugOffsets, at the start of its
+	 * _PyRuntime in the target. */
+	uint8_t debug[1024];
+	size_t ndebug = py_layout_debug_size(version);
+	if (ndebug > sizeof(debug) || (ndebug && !py_read(pid, mi->runtime + bias, debug, ndebug)))
+		ndebug = 0;
+	int err = py_layout_for(version, ndebug ? debug : NULL, ndebug, &p->own);
+	if (err) {
+		p->state = PY_PROC_UNSUPPORTED;
+		if (st->warned_version != version + 1) {
+			st->warned_version = version + 1;
+			if (!version)
+				cs_warn("python of unknown version (pid %u) is not supported (CPython "
+					"3.11 to 3.13): its stacks stay native", pid);
+			else if (err == -ENOTSUP)
+				cs_warn("python %u.%u (pid %u) is not supported (CPython 3.11 to 3.13, "
+					"not free-threaded): its stacks stay native", version >> 24,
+					(version >> 16) & 255, pid);
+			else
+				cs_warn("python %u.%u (pid %u): its _Py_DebugOffsets could not be read "
+					"or do not check: its stacks stay native", version >> 24,
+					(version >> 16) & 255, pid);
+		}
+		return p;
+	}
+	p->layout = &p->own;
 	p->runtime = mi->runtime + bias;
 	p->code_type = mi->code_type + bias;
 	p->unicode_type = mi->unicode_type + bias;
@@ -602,30 +741,46 @@ static uint64_t py_thread_state(struct py_proc *p, uint32_t tid)
 	return 0;
 }
 
-/* Read thread tid's frame chain into st->ids/st->entry, innermost first. Returns the number of
- * frames, or -1 when it could not be read. */
-static int py_read_chain(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
-			 uint32_t tid)
+/* Walk Python frames outward from frame (via previous) into st->ids/st->entry from *n; with
+ * one_activation, stop after the first entry frame (the frames one native activation runs)
+ * and give its previous frame in *entry_prev. Returns false when a frame could not be read or
+ * the walk did not end within bounds. */
+static bool py_walk(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+		    uint64_t frame, bool one_activation, int *n, uint64_t *entry_prev)
 {
 	const struct py_layout *L = p->layout;
-	uint64_t ts = py_thread_state(p, tid), cframe, frame;
-	int n = 0;
+	int run_first = *n;
 
-	if (!ts || !py_read_ptr(p->pid, ts + L->tstate_cframe, &cframe) ||
-	    !py_read_ptr(p->pid, cframe + L->cframe_current_frame, &frame))
-		return -1;
 	for (int depth = 0; frame; depth++) {
-		uint8_t fb[128];
-		if (depth >= PY_MAX_FRAMES || frame & 7 ||
-		    !py_read(p->pid, frame, fb, L->frame_owner + 1))
-			return -1;
+		uint8_t fb[PY_MAX_OBJECT];
+		if (depth >= PY_MAX_FRAMES || *n >= PY_MAX_FRAMES || frame & 7 ||
+		    !py_read(p->pid, frame, fb, L->frame_read))
+			return false;
+		uint8_t owner = fb[L->frame_owner];
+		if (L->owner_cstack && owner == L->owner_cstack) {
+			/* 3.12+: the shim under an activation's first frame ends its run. */
+			uint64_t prev = py_u64(fb, L->frame_previous);
+			if (one_activation) {
+				*entry_prev = prev;
+				return true;
+			}
+			if (*n > run_first)
+				st->entry[*n - 1] = 1;
+			else if (*n < PY_MAX_FRAMES) {
+				/* no frame shown in this activation: a run of its own */
+				st->ids[*n] = UINT32_MAX;
+				st->entry[(*n)++] = 1;
+			}
+			run_first = *n;
+			frame = prev;
+			continue;
+		}
 		uint64_t code_addr = py_u64(fb, L->frame_code);
 		uint64_t instr = py_u64(fb, L->frame_instr);
-		bool is_entry = fb[L->frame_is_entry] != 0;
-		uint8_t owner = fb[L->frame_owner];
+		bool is_entry = L->frame_is_entry && fb[L->frame_is_entry] != 0;
 		struct py_code *c = py_code_get(ctx, p, code_addr);
 		if (!c)
-			return -1;
+			return false;
 		uint64_t code0 = code_addr + L->code_code;
 		int32_t first_traceable = c->first_traceable;
 		/* A frame still being set up (before its RESUME) is not shown, as CPython's own
@@ -640,21 +795,210 @@ static int py_read_chain(struct unwind_ctx *ctx, struct py_state *st, struct py_
 				if (l)
 					line = l;
 			}
-			st->ids[n] = incomplete ? UINT32_MAX : py_frame_id(st, c->name, c->file, line);
-			st->entry[n] = is_entry;
-			n++;
+			st->ids[*n] = incomplete ? UINT32_MAX : py_frame_id(st, c->name, c->file, line);
+			st->entry[*n] = is_entry;
+			(*n)++;
+			if (is_entry)
+				run_first = *n;
 		}
-		if (!py_read_ptr(p->pid, frame + L->frame_previous, &frame))
+		frame = py_u64(fb, L->frame_previous);
+		if (is_entry && one_activation) {
+			*entry_prev = frame;
+			return true;
+		}
+	}
+	return !one_activation;
+}
+
+/* Read thread tid's whole frame chain as it is now into st->ids/st->entry, innermost first.
+ * Returns the number of frames, or -1 when it could not be read. */
+static int py_read_chain(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+			 uint64_t ts)
+{
+	const struct py_layout *L = p->layout;
+	uint64_t cframe, frame;
+	int n = 0;
+
+	if (L->tstate_cframe) {
+		if (!py_read_ptr(p->pid, ts + L->tstate_cframe, &cframe) ||
+		    !py_read_ptr(p->pid, cframe + L->cframe_current_frame, &frame))
 			return -1;
+	} else if (!py_read_ptr(p->pid, ts + L->tstate_current_frame, &frame)) {
+		return -1;
+	}
+	if (!py_walk(ctx, st, p, frame, false, &n, NULL))
+		return -1;
+	/* 3.12+: the outermost activation's frames end at its shim, already a run's end; a
+	 * chain that ends without one (3.11: its is_entry frame) ends the last run too. */
+	return n;
+}
+
+/* The thread's _PyCFrame chain as it is now (one per native activation, innermost first, on
+ * the C stack; the chain ends at the thread state's root_cframe): addresses and current
+ * frames. Returns the count, or -1. */
+static int py_cframes_now(struct py_proc *p, uint64_t ts, uint64_t *addr, uint64_t *cur, int max)
+{
+	const struct py_layout *L = p->layout;
+	uint64_t root = ts + L->tstate_root_cframe, cf;
+	int n = 0;
+
+	if (!L->tstate_cframe)
+		return -1;
+	if (!py_read_ptr(p->pid, ts + L->tstate_cframe, &cf))
+		return -1;
+	while (cf && cf != root) {
+		uint8_t b[32];
+		if (n >= max || cf & 7 || !py_read(p->pid, cf, b, L->cframe_previous + 8))
+			return -1;
+		addr[n] = cf;
+		cur[n++] = py_u64(b, L->cframe_current_frame);
+		cf = py_u64(b, L->cframe_previous);
 	}
 	return n;
+}
+
+/* 8 bytes of the sample's stack copy at addr; false outside it. */
+static bool py_stack_u64(const struct py_stack *s, uint64_t addr, uint64_t *v)
+{
+	if (addr < s->addr || addr - s->addr > s->size || s->size - (addr - s->addr) < 8)
+		return false;
+	memcpy(v, s->data + (addr - s->addr), 8);
+	return true;
+}
+
+/* The CFA of the native activation at locs[i]: its caller's stack pointer, or 0. */
+static uint64_t py_act_cfa(const struct unwind_loc *locs, int n, int i)
+{
+	return i + 1 < n ? locs[i + 1].sp : 0;
+}
+
+/* Whether cframe offset off (cframe = CFA - off) makes the activations' cframes in the sample's
+ * copy a chain: each one's previous is the next outer one's, the outermost's is root (when
+ * root is not 0). */
+static bool py_cframe_chain_ok(const struct py_layout *L, const struct py_stack *s,
+			       const struct unwind_loc *locs, int n, const int *acts, int nacts,
+			       uint64_t off, uint64_t root)
+{
+	for (int k = 0; k < nacts; k++) {
+		uint64_t cfa = py_act_cfa(locs, n, acts[k]), prev, cur;
+		if (!cfa || !py_stack_u64(s, cfa - off + L->cframe_previous, &prev) ||
+		    !py_stack_u64(s, cfa - off + L->cframe_current_frame, &cur) || !cur || cur & 7)
+			return false;
+		uint64_t want = k + 1 < nacts ? py_act_cfa(locs, n, acts[k + 1]) - off : root;
+		if (k + 1 < nacts && !py_act_cfa(locs, n, acts[k + 1]))
+			return false;
+		if ((k + 1 < nacts || root) && prev != want)
+			return false;
+	}
+	return true;
+}
+
+/* Learn where _PyEval_EvalFrameDefault keeps its _PyCFrame local (py_cframe_offset_find),
+ * on at most PY_LEARN_TRIES samples. */
+uint64_t py_cframe_offset_find(const struct py_layout *L, const struct py_stack *s,
+			       const struct unwind_loc *locs, int n, const int *acts, int nacts,
+			       uint64_t root)
+{
+	uint64_t outer = nacts > 0 ? py_act_cfa(locs, n, acts[nacts - 1]) : 0, found = 0;
+	int nfound = 0;
+
+	if (!outer || !L->tstate_root_cframe)
+		return 0;
+	for (uint64_t off = 8; off <= PY_MAX_CFRAME_OFF && nfound < 2; off += 8) {
+		uint64_t prev;
+		if (outer - off + L->cframe_previous < s->addr)
+			break;
+		if (!py_stack_u64(s, outer - off + L->cframe_previous, &prev) || prev != root)
+			continue;
+		if (py_cframe_chain_ok(L, s, locs, n, acts, nacts, off, root)) {
+			found = off;
+			nfound++;
+		}
+	}
+	return nfound == 1 ? found : 0;
+}
+
+static void py_learn_cframe_off(struct py_module_info *mi, const struct py_layout *L,
+				const struct py_stack *s, const struct unwind_loc *locs, int n,
+				const int *acts, int nacts, uint64_t root)
+{
+	if (!mi->learn_left)
+		return;
+	mi->learn_left--;
+	mi->cframe_off = py_cframe_offset_find(L, s, locs, n, acts, nacts, root);
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* Merging */
 
-int py_merge(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, struct unwind_loc *locs, int n,
-	     int max, enum py_merge_result *result)
+/* Put the frames of run r (st->ids[start[r], start[r + 1])) into st->out; returns how many. */
+static int py_put_run(struct py_state *st, const int *start, int r, int *out, int max)
+{
+	int pushed = 0;
+
+	for (int f = start[r]; f < start[r + 1] && *out < max; f++) {
+		if (st->ids[f] == UINT32_MAX)
+			continue;
+		st->out[(*out)++] = (struct unwind_loc){ st->module, st->ids[f], 0, 0 };
+		pushed++;
+	}
+	return pushed;
+}
+
+/* Each activation's frames from where the sample's stack copy says it was: its _PyCFrame's
+ * current_frame at the time of the sample (cframe_off learned), its frames then read now.
+ * An activation is confirmed when its cframe is still in the thread's chain with the same
+ * current frame (it was blocked in a call, or came back to the same place). One that is not
+ * has moved on: its frames are kept only when their entry frame still links to the frame the
+ * next outer activation was running at the time of the sample (as CPython links them when it
+ * enters an activation), else the frames were popped and reused and the activation stays
+ * native. Returns the number of activations confirmed, or -1 when the copy does not give
+ * every activation's frame (then the caller matches the chain read now by count). start[]
+ * gets nacts + 1 run bounds; *unread the activations that stay native. */
+static int py_runs_anchored(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+			    uint64_t ts, const struct py_module_info *mi, const struct py_stack *s,
+			    const struct unwind_loc *locs, int n, const int *acts, int nacts,
+			    int *start, int *unread)
+{
+	const struct py_layout *L = p->layout;
+	uint64_t root = ts + L->tstate_root_cframe;
+	uint64_t now_addr[PY_MAX_FRAMES], now_cur[PY_MAX_FRAMES], cf[PY_MAX_FRAMES],
+		cur[PY_MAX_FRAMES];
+	int confirmed = 0, nf = 0;
+
+	*unread = 0;
+	if (!s || !mi->cframe_off ||
+	    !py_cframe_chain_ok(L, s, locs, n, acts, nacts, mi->cframe_off, s->complete ? root : 0))
+		return -1;
+	for (int k = 0; k < nacts; k++) {
+		cf[k] = py_act_cfa(locs, n, acts[k]) - mi->cframe_off;
+		cur[k] = 0;
+		py_stack_u64(s, cf[k] + L->cframe_current_frame, &cur[k]); /* checked by chain_ok */
+	}
+	int nnow = py_cframes_now(p, ts, now_addr, now_cur, PY_MAX_FRAMES);
+	for (int k = 0; k < nacts; k++) {
+		uint64_t prev = UINT64_MAX;
+		start[k] = nf;
+		/* The outermost activation of a complete stack was entered from no frame. */
+		bool check = k + 1 < nacts || s->complete;
+		uint64_t want = k + 1 < nacts ? cur[k + 1] : 0;
+		if (!py_walk(ctx, st, p, cur[k], true, &nf, &prev) || (check && prev != want)) {
+			nf = start[k]; /* popped (and reused) since: this activation stays native */
+			(*unread)++;
+			continue;
+		}
+		for (int j = 0; j < nnow; j++)
+			if (now_addr[j] == cf[k]) {
+				confirmed += now_cur[j] == cur[k];
+				break;
+			}
+	}
+	start[nacts] = nf;
+	return confirmed;
+}
+
+int py_merge(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, const struct py_stack *stack,
+	     struct unwind_loc *locs, int n, int max, enum py_merge_result *result)
 {
 	struct py_state *st = ctx->python;
 	int acts[PY_MAX_FRAMES], nacts = 0;
@@ -677,52 +1021,62 @@ int py_merge(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, struct unwind_l
 	}
 	if (!nacts)
 		return n;
-	struct py_proc *p = py_proc_get(ctx, st, pid, runtime_module, &st->mods[runtime_module]);
+	struct py_module_info *mi = &st->mods[runtime_module];
+	struct py_proc *p = py_proc_get(ctx, st, pid, runtime_module, mi);
 	if (p->state != PY_PROC_READY) {
 		*result = p->state == PY_PROC_UNSUPPORTED ? PY_MERGE_UNSUPPORTED : PY_MERGE_UNREADABLE;
 		return n;
 	}
-	int nframes = py_read_chain(ctx, st, p, tid);
-	if (nframes <= 0) {
+	uint64_t ts = py_thread_state(p, tid);
+	if (!ts) {
 		*result = PY_MERGE_UNREADABLE;
 		return n;
 	}
-	/* Runs of frames per native activation: a run ends at an entry frame. */
-	int run_start[PY_MAX_FRAMES + 1], nruns = 0;
-	run_start[0] = 0;
-	for (int i = 0; i < nframes; i++) {
-		if (st->entry[i] || i == nframes - 1) {
-			if (nruns < PY_MAX_FRAMES)
-				run_start[++nruns] = i + 1;
+	const struct py_layout *L = p->layout;
+	if (stack && stack->complete && !mi->cframe_off && L->tstate_root_cframe)
+		py_learn_cframe_off(mi, L, stack, locs, n, acts, nacts, ts + L->tstate_root_cframe);
+
+	int run_start[PY_MAX_FRAMES + 1], nruns = 0, shift_runs = 0, shift_acts = 0, unread = 0;
+	int confirmed = L->tstate_root_cframe ? py_runs_anchored(ctx, st, p, ts, mi, stack, locs, n,
+								 acts, nacts, run_start, &unread)
+					      : -1;
+	if (confirmed >= 0) {
+		nruns = nacts;
+		*result = confirmed == nacts ? PY_MERGE_OK : PY_MERGE_CHANGED;
+		if (unread == nacts) {
+			*result = PY_MERGE_UNREADABLE;
+			return n;
 		}
+	} else {
+		/* No anchor in the copy: the chain as it is now, one run per activation. */
+		int nframes = py_read_chain(ctx, st, p, ts);
+		if (nframes <= 0) {
+			*result = PY_MERGE_UNREADABLE;
+			return n;
+		}
+		run_start[0] = 0;
+		for (int i = 0; i < nframes; i++)
+			if ((st->entry[i] || i == nframes - 1) && nruns < PY_MAX_FRAMES)
+				run_start[++nruns] = i + 1;
+		/* Normally one run per activation. If the program moved on between the sample
+		 * and this read, they differ: the outer frames change least, so align from the
+		 * root when the native unwind reached it, from the leaf when the stack copy
+		 * ended first (its outer activations are not in the sample). */
+		*result = nruns == nacts ? PY_MERGE_OK : PY_MERGE_CHANGED;
+		bool from_root = !stack || stack->complete;
+		if (nruns > nacts && from_root)
+			shift_runs = nruns - nacts;
+		else if (nacts > nruns && from_root)
+			shift_acts = nacts - nruns;
 	}
-	/* Normally one run per activation. If the program moved on between the sample and this
-	 * read, they differ: the outer frames change least, so align from the root when the
-	 * native unwind reached it (no way to know for sure here: the outermost activation is
-	 * matched to the outermost run), from the leaf otherwise. */
-	*result = nruns == nacts ? PY_MERGE_OK : PY_MERGE_CHANGED;
-	int shift_runs = 0, shift_acts = 0;
-	if (nruns > nacts)
-		shift_runs = nruns - nacts;
-	else if (nacts > nruns)
-		shift_acts = nacts - nruns;
 
 	int out = 0, next_act = 0;
 	for (int i = 0; i < n; i++) {
 		if (next_act < nacts && acts[next_act] == i) {
 			int a = next_act++;
 			int r = a - shift_acts + shift_runs;
-			if (a >= shift_acts && r < nruns) {
-				int pushed = 0;
-				for (int f = run_start[r]; f < run_start[r + 1] && out < max; f++) {
-					if (st->ids[f] == UINT32_MAX)
-						continue;
-					st->out[out++] = (struct unwind_loc){ st->module, st->ids[f], 0 };
-					pushed++;
-				}
-				if (pushed)
-					continue;
-			}
+			if (a >= shift_acts && r < nruns && py_put_run(st, run_start, r, &out, max))
+				continue;
 		}
 		if (out < max)
 			st->out[out++] = locs[i];

@@ -15,6 +15,7 @@
 #ifndef CSAMPLER_PYTHON_H
 #define CSAMPLER_PYTHON_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "unwind/symbols.h"
@@ -28,20 +29,90 @@ enum py_merge_result {
 	PY_MERGE_UNSUPPORTED,   /* a CPython version csampler has no layout for: native */
 };
 
+/* The sample's copy of the thread's stack, as the kernel took it at the time of the sample. */
+struct py_stack {
+	const uint8_t *data;
+	uint64_t addr, size;            /* the copy starts at the sampled stack pointer */
+	bool complete;                  /* the native unwind reached the thread's entry point */
+};
+
 /* Turn Python frame merging on for ctx. */
 void py_enable(struct unwind_ctx *ctx);
 
 /* Merge the Python frames of thread tid of pid into locs[0, n) (leaf first, as unwind_sample
- * wrote them), in place; at most max locations. Returns the new count; *result says what was
- * done. Never fails: without Python frames the native stack is returned unchanged. */
-int py_merge(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, struct unwind_loc *locs, int n,
-	     int max, enum py_merge_result *result);
+ * wrote them, with their sp), in place; at most max locations. stack (may be NULL) is the
+ * sample's stack copy: each activation's frames are then found from what the interpreter had
+ * in its C stack frame at the time of the sample, not from the chain as it is when read.
+ * Returns the new count; *result says what was done. Never fails: without Python frames the
+ * native stack is returned unchanged. */
+int py_merge(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, const struct py_stack *stack,
+	     struct unwind_loc *locs, int n, int max, enum py_merge_result *result);
 
 /* The process exec'd or exited: forget what was learned about its interpreter. */
 void py_forget(struct unwind_ctx *ctx, uint32_t pid);
 
 /* Name Python frame id (the offset of a "[python]" location). Returns 0 or -ENOENT. */
 int py_frame_symbol(struct unwind_ctx *ctx, uint64_t id, struct sym_frame *out);
+
+/* One CPython version's structure layout: byte offsets of the fields csampler reads. From a
+ * table row for 3.11 and 3.12, from the interpreter's own _Py_DebugOffsets for 3.13. An offset
+ * named "0: none" is absent from that version. Exposed for the unit tests. */
+struct py_layout {
+	uint32_t hex_min, hex_max;     /* PY_VERSION_HEX range it applies to */
+	const char *name;
+	uint32_t runtime_interp_head;  /* _PyRuntimeState.interpreters.head */
+	uint32_t interp_next;          /* PyInterpreterState.next */
+	uint32_t interp_threads_head;  /* PyInterpreterState.threads.head */
+	uint32_t tstate_next;          /* PyThreadState.next */
+	uint32_t tstate_cframe;        /* PyThreadState.cframe (3.11, 3.12; 0: none) */
+	uint32_t tstate_current_frame; /* PyThreadState.current_frame (3.13; with no cframe) */
+	uint32_t tstate_native_tid;    /* PyThreadState.native_thread_id */
+	uint32_t tstate_root_cframe;   /* PyThreadState.root_cframe (0: none, no anchoring of
+					* activations in the stack copy) */
+	uint32_t cframe_current_frame; /* _PyCFrame.current_frame */
+	uint32_t cframe_previous;      /* _PyCFrame.previous */
+	uint32_t frame_code;           /* _PyInterpreterFrame.f_code (3.13: f_executable) */
+	uint32_t frame_previous;       /* _PyInterpreterFrame.previous */
+	uint32_t frame_instr;          /* _PyInterpreterFrame.prev_instr (3.13: instr_ptr) */
+	uint32_t frame_is_entry;       /* _PyInterpreterFrame.is_entry (bool; 3.11; 0: none) */
+	uint32_t frame_owner;          /* _PyInterpreterFrame.owner (char) */
+	uint8_t owner_generator;       /* FRAME_OWNED_BY_GENERATOR */
+	uint8_t owner_cstack;          /* FRAME_OWNED_BY_CSTACK: the shim frame an activation
+					* pushes under its first frame (3.12+; 0: none) */
+	uint32_t code_qualname, code_filename, code_firstlineno, code_linetable;
+	uint32_t code_code;            /* co_code_adaptive: the first code unit */
+	uint32_t code_firsttraceable;  /* _co_firsttraceable (int, code units; 0: unknown) */
+	uint32_t ob_type;              /* PyObject.ob_type */
+	uint32_t var_size;             /* PyVarObject.ob_size (of bytes) */
+	uint32_t bytes_data;           /* PyBytesObject.ob_sval */
+	uint32_t str_length, str_state;/* PyASCIIObject.length, .state */
+	uint32_t str_ascii_data;       /* sizeof(PyASCIIObject): compact ASCII data */
+	uint32_t str_compact_data;     /* sizeof(PyCompactUnicodeObject): other compact data */
+	uint32_t (*line)(const uint8_t *table, size_t len, uint32_t first_line, uint32_t unit);
+	/* derived by py_layout_for: bytes read of a frame, a code object, a str header */
+	uint32_t frame_read, code_read, str_read;
+};
+
+/* The layout of CPython version (PY_VERSION_HEX) into *out: a table row (3.11, 3.12), or for
+ * 3.13 the interpreter's _Py_DebugOffsets (debug: the first ndebug bytes of its _PyRuntime,
+ * read from the target; the cookie "xdebugpy" and its version are checked). Returns 0;
+ * -ENOTSUP for a version csampler has no layout for (before 3.11, after 3.13, a free-threaded
+ * build); -EINVAL when 3.13's debug offsets are missing or do not check. */
+int py_layout_for(uint32_t version, const uint8_t *debug, size_t ndebug, struct py_layout *out);
+
+/* Where _PyEval_EvalFrameDefault keeps its _PyCFrame local (3.11, 3.12), as a distance below
+ * the activation's CFA, fixed for one build of the interpreter: from a sample whose native
+ * stack is complete (locs[0, n) with their sp; acts: the indexes of its interpreter
+ * activations, innermost first), the one distance (a multiple of 8, within 16 KiB) at which
+ * the outermost activation's _PyCFrame in the stack copy s has previous == root (the thread
+ * state's root_cframe) and every inner one's previous is the next outer one's. Returns it, or
+ * 0 when there is none or more than one. Exposed for the unit tests. */
+uint64_t py_cframe_offset_find(const struct py_layout *L, const struct py_stack *s,
+			       const struct unwind_loc *locs, int n, const int *acts, int nacts,
+			       uint64_t root);
+
+/* How many bytes of the runtime's start py_layout_for wants for version (0: none). */
+size_t py_layout_debug_size(uint32_t version);
 
 /* Decode CPython 3.11's location table (co_linetable, Objects/locations.md): the source line of
  * code unit index `unit` of a code object starting at first_line, or 0 when the table gives

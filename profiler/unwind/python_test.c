@@ -4,6 +4,7 @@
 #include "base/unit.h"
 #include "unwind/python.h"
 
+#include <errno.h>
 #include <string.h>
 
 static const char py_test_table_hex[] =
@@ -51,4 +52,147 @@ UNIT_TEST(python_linetable_malformed)
 		UNIT_ASSERT(py_linetable_line_311(t, cut, 1, 55) == 0);
 	/* An empty table. */
 	UNIT_ASSERT_EQ_INT(py_linetable_line_311(t, 0, 1, 0), 0);
+}
+
+/* The version dispatch: table rows for 3.11 and 3.12, 3.13 from _Py_DebugOffsets, nothing for
+ * the others (their stacks stay native, never read with a wrong layout). */
+UNIT_TEST(python_layout_versions)
+{
+	struct py_layout L;
+
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030b07f0, NULL, 0, &L), 0);
+	UNIT_ASSERT(L.frame_is_entry == 68 && L.owner_cstack == 0 && L.tstate_cframe == 56);
+	UNIT_ASSERT(L.frame_read >= 70 && L.code_read >= 172 && L.str_read >= 36);
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030c01f0, NULL, 0, &L), 0);
+	UNIT_ASSERT(L.frame_is_entry == 0 && L.owner_cstack == 3 && L.frame_previous == 8 &&
+		    L.str_ascii_data == 40);
+	/* before 3.11, after 3.13, unknown: not supported */
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030a0df0, NULL, 0, &L), -ENOTSUP);
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030e00f0, NULL, 0, &L), -ENOTSUP);
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x02070000, NULL, 0, &L), -ENOTSUP);
+	UNIT_ASSERT_EQ_INT(py_layout_for(0, NULL, 0, &L), -ENOTSUP);
+	UNIT_ASSERT_EQ_INT(py_layout_debug_size(0x030b07f0), 0);
+	UNIT_ASSERT_EQ_INT(py_layout_debug_size(0x030e00f0), 0);
+}
+
+static void py_test_put(uint8_t *d, size_t off, uint64_t v)
+{
+	memcpy(d + off, &v, 8);
+}
+
+/* A 3.13 _Py_DebugOffsets with the values 3.13.0 has (x86-64), at the offsets 3.13 lays them. */
+static size_t py_test_debug13(uint8_t *d)
+{
+	size_t n = py_layout_debug_size(0x030d00f0);
+	memset(d, 0, n);
+	memcpy(d, "xdebugpy", 8);
+	py_test_put(d, 8, 0x030d00f0);
+	py_test_put(d, 40, 632);   /* runtime_state.interpreters_head */
+	py_test_put(d, 64, 7264);  /* interpreter_state.next */
+	py_test_put(d, 72, 7344);  /* interpreter_state.threads_head */
+	py_test_put(d, 168, 8);    /* thread_state.next */
+	py_test_put(d, 184, 72);   /* thread_state.current_frame */
+	py_test_put(d, 200, 160);  /* thread_state.native_thread_id */
+	py_test_put(d, 232, 8);    /* interpreter_frame.previous */
+	py_test_put(d, 240, 0);    /* interpreter_frame.executable */
+	py_test_put(d, 248, 56);   /* interpreter_frame.instr_ptr */
+	py_test_put(d, 264, 70);   /* interpreter_frame.owner */
+	py_test_put(d, 280, 112);  /* code_object.filename */
+	py_test_put(d, 296, 136);  /* code_object.qualname */
+	py_test_put(d, 304, 128);  /* code_object.linetable */
+	py_test_put(d, 312, 68);   /* code_object.firstlineno */
+	py_test_put(d, 344, 200);  /* code_object.co_code_adaptive */
+	py_test_put(d, 360, 8);    /* pyobject.ob_type */
+	py_test_put(d, 520, 16);   /* bytes_object.ob_size */
+	py_test_put(d, 528, 32);   /* bytes_object.ob_sval */
+	py_test_put(d, 544, 32);   /* unicode_object.state */
+	py_test_put(d, 552, 16);   /* unicode_object.length */
+	py_test_put(d, 560, 40);   /* unicode_object.asciiobject_size */
+	return n;
+}
+
+UNIT_TEST(python_layout_debug_offsets)
+{
+	uint8_t d[1024];
+	struct py_layout L;
+	size_t n = py_test_debug13(d);
+
+	UNIT_ASSERT(n >= 584 && n <= sizeof(d));
+	/* 3.13 needs them */
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030d00f0, NULL, 0, &L), -EINVAL);
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030d00f0, d, n - 1, &L), -EINVAL);
+	/* the layout is what they say */
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030d00f0, d, n, &L), 0);
+	UNIT_ASSERT(L.runtime_interp_head == 632 && L.interp_threads_head == 7344 &&
+		    L.tstate_cframe == 0 && L.tstate_current_frame == 72 &&
+		    L.tstate_native_tid == 160 && L.frame_code == 0 && L.frame_owner == 70 &&
+		    L.code_qualname == 136 && L.code_code == 200 && L.str_ascii_data == 40 &&
+		    L.str_compact_data == 56 && L.owner_cstack == 3 && L.tstate_root_cframe == 0);
+	/* another thread-state layout: taken from the target, not from a table */
+	py_test_put(d, 200, 168);
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030d01f0, d, n, &L), 0);
+	UNIT_ASSERT_EQ_INT(L.tstate_native_tid, 168);
+	/* a bad cookie, another version than the binary's, an offset that is no offset */
+	d[0] = 'y';
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030d00f0, d, n, &L), -EINVAL);
+	py_test_debug13(d);
+	py_test_put(d, 8, 0x030e00f0);
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030d00f0, d, n, &L), -EINVAL);
+	py_test_debug13(d);
+	py_test_put(d, 72, 1ull << 40);
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030d00f0, d, n, &L), -EINVAL);
+	/* an object field past what csampler reads of an object */
+	py_test_debug13(d);
+	py_test_put(d, 296, 4000);
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030d00f0, d, n, &L), -EINVAL);
+	/* a free-threaded build: not supported */
+	py_test_debug13(d);
+	py_test_put(d, 16, 1);
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030d00f0, d, n, &L), -ENOTSUP);
+}
+
+/* Learning where the interpreter keeps its _PyCFrame: three activations whose _PyCFrames sit
+ * 0x98 below their CFAs in a synthetic stack copy, chained to the thread's root_cframe. */
+UNIT_TEST(python_cframe_offset)
+{
+	static uint8_t stack[4096];
+	const uint64_t base = 0x7ffd00000000ull, root = 0x555500001000ull + 336, d = 0x98;
+	const uint64_t cfa[3] = { base + 0x400, base + 0x900, base + 0xe00 };
+	struct py_layout L;
+	struct unwind_loc locs[7] = { { .sp = base } };
+	int acts[3] = { 1, 3, 5 };
+	struct py_stack s = { stack, base, sizeof(stack), true };
+
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030b07f0, NULL, 0, &L), 0);
+	memset(stack, 0, sizeof(stack));
+	for (int k = 0; k < 3; k++) {
+		locs[acts[k] + 1].sp = cfa[k];  /* the caller's sp is the activation's CFA */
+		py_test_put(stack, cfa[k] - d - base + L.cframe_current_frame, 0x7f0000001000ull + 64 * k);
+		py_test_put(stack, cfa[k] - d - base + L.cframe_previous, k < 2 ? cfa[k + 1] - d : root);
+	}
+	/* a local elsewhere that also holds root (the saved prev_cframe): not a chain */
+	py_test_put(stack, cfa[2] - 0x200 - base + L.cframe_previous, root);
+	py_test_put(stack, cfa[2] - 0x200 - base + L.cframe_current_frame, 0x7f0000002000ull);
+	UNIT_ASSERT(py_cframe_offset_find(&L, &s, locs, 7, acts, 3, root) == d);
+	/* one activation only: both slots chain to root, ambiguous: nothing learned */
+	UNIT_ASSERT(py_cframe_offset_find(&L, &s, locs, 7, acts + 2, 1, root) == 0);
+	/* another thread's root: nothing */
+	UNIT_ASSERT(py_cframe_offset_find(&L, &s, locs, 7, acts, 3, root + 8) == 0);
+	/* a broken link between the two inner activations: nothing */
+	py_test_put(stack, cfa[0] - d - base + L.cframe_previous, cfa[1] - d + 8);
+	UNIT_ASSERT(py_cframe_offset_find(&L, &s, locs, 7, acts, 3, root) == 0);
+	py_test_put(stack, cfa[0] - d - base + L.cframe_previous, cfa[1] - d);
+	/* an activation whose CFA is not known (its caller was not unwound): nothing */
+	locs[4].sp = 0;
+	UNIT_ASSERT(py_cframe_offset_find(&L, &s, locs, 7, acts, 3, root) == 0);
+	locs[4].sp = cfa[1];
+	/* the stack copy ends before the outer activation's _PyCFrame: nothing */
+	s.size = cfa[2] - d - base;
+	UNIT_ASSERT(py_cframe_offset_find(&L, &s, locs, 7, acts, 3, root) == 0);
+	/* 3.13 has no _PyCFrame */
+	s.size = sizeof(stack);
+	uint8_t dbg[1024];
+	size_t nd = py_test_debug13(dbg);
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030d00f0, dbg, nd, &L), 0);
+	UNIT_ASSERT(py_cframe_offset_find(&L, &s, locs, 7, acts, 3, root) == 0);
 }

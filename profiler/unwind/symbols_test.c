@@ -98,7 +98,7 @@ static struct unwind_loc sym_test_loc(struct unwind_ctx *ctx, uint32_t pid, cons
 	UNIT_ASSERT(fd >= 0);
 	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
 	size_t phnum;
-	struct unwind_loc loc = { UINT32_MAX, 0, 0 };
+	struct unwind_loc loc = { .module = UINT32_MAX, .offset = 0 };
 	UNIT_ASSERT(elf && elf_getphdrnum(elf, &phnum) == 0);
 	for (size_t i = 0; i < phnum; i++) {
 		GElf_Phdr ph;
@@ -362,7 +362,7 @@ UNIT_TEST(sym_deleted_while_running)
 	UNIT_ASSERT_EQ_INT(unwind_new(&probe), 0);
 	struct unwind_loc ref = sym_test_loc(probe, SYM_TEST_PID, bin, sym_test_mark(bin, 2));
 	unwind_free(probe);
-	struct unwind_loc loc = { module, ref.offset, 0 };
+	struct unwind_loc loc = { .module = module, .offset = ref.offset };
 	int n = sym_resolve(ctx, loc, false, f, 8);
 	sym_test_print(f, n);
 	UNIT_ASSERT(n == 1 && strcmp(f[0].name, "secret_fn") == 0);
@@ -400,7 +400,7 @@ UNIT_TEST(sym_perf_map_jit)
 
 	UNIT_ASSERT_EQ_INT(sym_resolve(ctx, locs[0], false, f, 8), 1);
 	UNIT_ASSERT(strcmp(f[0].name, "jit_alpha") == 0 && f[0].flags == PROFILE_FRAME_JIT);
-	struct unwind_loc loc = { locs[0].module, 0x7f0000001120ULL, 0 };
+	struct unwind_loc loc = { .module = locs[0].module, .offset = 0x7f0000001120ULL };
 	UNIT_ASSERT_EQ_INT(sym_resolve(ctx, loc, true, f, 8), 1);
 	UNIT_ASSERT(strcmp(f[0].name, "foo::bar()") == 0);
 	/* Rust's legacy mangling: demangled, without the hash. */
@@ -537,7 +537,7 @@ UNIT_TEST(sym_bench_distinct_locations)
 	size_t count = 0, frames = 0, named = 0, inlined = 0;
 	uint64_t t0 = cs_monotonic_ns();
 	for (uint64_t off = pgoff; off < pgoff + (end - start) && count < 20000; off += step) {
-		struct unwind_loc loc = { module, off, 0 };
+		struct unwind_loc loc = { .module = module, .offset = off };
 		int n = sym_resolve(ctx, loc, true, f, 32);
 		UNIT_ASSERT(n >= 1);
 		count++;

@@ -778,12 +778,13 @@ static bool unwind_space_sync(struct unwind_space *sp, uint32_t pid)
 }
 
 static void unwind_push(struct unwind_ctx *ctx, struct unwind_proc *p, struct unwind_space *sp,
-			uint64_t pc)
+			uint64_t pc, uint64_t frame_sp)
 {
 	const struct unwind_map *m = unwind_space_lookup(sp, pc);
 	struct unwind_loc loc;
 
 	loc.flags = 0;
+	loc.sp = frame_sp;
 	if (m && ctx->modules[m->module]->kind != UNWIND_MOD_JIT) {
 		loc.module = m->module;
 		loc.offset = pc - m->start + m->pgoff;
@@ -795,6 +796,14 @@ static void unwind_push(struct unwind_ctx *ctx, struct unwind_proc *p, struct un
 	}
 	if (sp->n < sp->max)
 		sp->locs[sp->n++] = loc;
+}
+
+/* The stack pointer of a frame libdwfl unwound (its callee's CFA), or 0. */
+static uint64_t unwind_frame_sp(Dwfl_Frame *state)
+{
+	Dwarf_Word reg;
+
+	return dwfl_frame_reg(state, UNWIND_DWARF_SP, &reg) == 0 ? reg : 0;
 }
 
 static int unwind_frame_cb(Dwfl_Frame *state, void *arg)
@@ -814,14 +823,15 @@ static int unwind_frame_cb(Dwfl_Frame *state, void *arg)
 		return DWARF_CB_ABORT;
 	if (first && sp->resume) {
 		/* A caller recovered past a frame without CFI (unwind_jit_set_registers). */
-		unwind_push(sp->ctx, sp->proc, sp, pc + 1);
+		unwind_push(sp->ctx, sp->proc, sp, pc + 1, unwind_frame_sp(state));
 		if (sp->n > 0)
 			sp->locs[sp->n - 1].flags = sp->resume->how;
 		return sp->n >= sp->max ? DWARF_CB_ABORT : DWARF_CB_OK;
 	}
 	if (unwind_jit_stop_here(sp, state, pc, first)) {
 		/* Pushed as below: an exact pc after kernel frames gets + 1. */
-		unwind_push(sp->ctx, sp->proc, sp, first && sp->n > 0 ? pc + 1 : pc);
+		unwind_push(sp->ctx, sp->proc, sp, first && sp->n > 0 ? pc + 1 : pc,
+			    unwind_frame_sp(state));
 		return DWARF_CB_ABORT;
 	}
 cfi:
@@ -832,7 +842,7 @@ cfi:
 	 * frame whose unwinding failed an activation; a failed read tells that case apart. */
 	if (sp->n > 0 && activation && !sp->read_failed)
 		pc++;
-	unwind_push(sp->ctx, sp->proc, sp, pc);
+	unwind_push(sp->ctx, sp->proc, sp, pc, unwind_frame_sp(state));
 	return sp->n >= sp->max ? DWARF_CB_ABORT : DWARF_CB_OK;
 }
 
@@ -857,7 +867,7 @@ int unwind_sample(struct unwind_ctx *ctx, const struct unwind_sample *s, struct 
 		if (ctx->kernel_module == UINT32_MAX)
 			ctx->kernel_module = unwind_module_id(ctx, UNWIND_MOD_KERNEL, "[kernel.kallsyms]",
 							      NULL, 0);
-		locs[n++] = (struct unwind_loc){ ctx->kernel_module, s->kernel_ips[i], 0 };
+		locs[n++] = (struct unwind_loc){ ctx->kernel_module, s->kernel_ips[i], 0, 0 };
 	}
 	if (n >= max)
 		return n;
@@ -880,7 +890,7 @@ int unwind_sample(struct unwind_ctx *ctx, const struct unwind_sample *s, struct 
 	if (s->user_ips) {
 		/* -g fp: the kernel walked the frame pointers already. */
 		for (size_t i = 0; i < s->nuser_ips && sp->n < max; i++)
-			unwind_push(ctx, p, sp, s->user_ips[i]);
+			unwind_push(ctx, p, sp, s->user_ips[i], 0);
 		if (s->nuser_ips)
 			*flags |= UNWIND_COMPLETE;
 		goto out;
@@ -893,7 +903,7 @@ int unwind_sample(struct unwind_ctx *ctx, const struct unwind_sample *s, struct 
 		goto out;
 	}
 	if (!have_sp || !s->stack || !unwind_space_sync(sp, s->pid)) {
-		unwind_push(ctx, p, sp, s->regs[UNWIND_PERF_IP]);
+		unwind_push(ctx, p, sp, s->regs[UNWIND_PERF_IP], 0);
 		*flags |= UNWIND_ERROR;
 		goto out;
 	}
@@ -931,7 +941,7 @@ int unwind_sample(struct unwind_ctx *ctx, const struct unwind_sample *s, struct 
 		 * so a read failure in the last step is an error even when rc == 0. */
 		*flags |= sp->read_beyond ? UNWIND_STACK_END : UNWIND_ERROR;
 		if (sp->n == n) /* not even the leaf (e.g. the thread state could not be set) */
-			unwind_push(ctx, p, sp, s->regs[UNWIND_PERF_IP]);
+			unwind_push(ctx, p, sp, s->regs[UNWIND_PERF_IP], 0);
 		else if (!sp->read_beyond && unwind_loc_no_cfi(ctx, &sp->locs[sp->n - 1]))
 			*flags |= UNWIND_STOP_NO_CFI;
 	}

@@ -42,6 +42,10 @@ struct unwind_loc {
 	uint64_t offset;           /* file offset (kernel, JIT: the absolute address) */
 	uint32_t flags;            /* PROFILE_FRAME_FOUND_* (datafile.h): how the frame was found
 				    * when not by CFI (its callee had none, unwind/jit.h) */
+	uint64_t sp;               /* user frames unwound from a stack copy: the frame's stack
+				    * pointer (its callee's CFA), so the caller's sp is this
+				    * frame's CFA (python.c finds interpreter locals by it); 0
+				    * when not known (kernel frames, -g fp, Python frames) */
 };
 
 enum unwind_result_flags {

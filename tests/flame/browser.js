@@ -345,7 +345,36 @@ async function testGpu(page, svg, bothSvg, shot) {
 	check('gpu-no-page-errors', errors.length === 0, errors.join('; '));
 }
 
-async function test(svg, layout, diffSvg, shot, negSvg, gpuSvg, bothSvg, gpuShot) {
+// Python frames (py-spy's "function (file.py:LINE)", or frames csampler read from CPython):
+// orange, in fills no native frame has, and "Python" in the legend.
+async function testPython(page, svg) {
+	await page.goto(fileUrl(svg));
+	await page.waitForFunction(() => window.csamplerFlame !== undefined);
+	const fills = await page.$$eval('#frames rect', (rs) => {
+		const d = JSON.parse(document.getElementById('flamedata').textContent);
+		const out = { py: [], native: [] };
+		rs.forEach((r) => {
+			const kind = d.kinds[d.frames[3 * r.fi + 1]] & 0xff, f = r.getAttribute('fill');
+			if (kind === 10)
+				out.py.push(f);
+			else if (kind >= 1 && kind <= 8)
+				out.native.push(f);
+		});
+		return out;
+	});
+	const shared = fills.py.filter((f) => fills.native.includes(f));
+	const orange = fills.py.every((f) => {
+		const m = /rgb\((\d+),(\d+),(\d+)\)/.exec(f);
+		return m && +m[1] >= 190 && +m[2] >= 90 && +m[2] <= 155 && +m[3] === 0;
+	});
+	check('python-colours', fills.py.length === 5 && fills.native.length >= 5 && !shared.length && orange,
+		`${fills.py.length} Python, ${fills.native.length} native frames; shared fills ` +
+		`${JSON.stringify(shared)}; Python fills ${JSON.stringify(fills.py)}`);
+	const legend = await page.$$eval('#legend text', (ts) => ts.map((t) => t.textContent));
+	check('python-legend', legend.includes('Python'), JSON.stringify(legend));
+}
+
+async function test(svg, layout, diffSvg, shot, negSvg, gpuSvg, bothSvg, gpuShot, pySvg) {
 	const b = await launch();
 	try {
 		const page = await b.ctx.newPage();
@@ -360,6 +389,8 @@ async function test(svg, layout, diffSvg, shot, negSvg, gpuSvg, bothSvg, gpuShot
 			const page3 = await b.ctx.newPage();
 			await testGpu(page3, gpuSvg, bothSvg, gpuShot);
 		}
+		if (pySvg)
+			await testPython(await b.ctx.newPage(), pySvg);
 	} catch (e) {
 		fail('driver', e.message.split('\n')[0]);
 	} finally {

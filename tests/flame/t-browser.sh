@@ -8,7 +8,7 @@
 # --negate's swapped colours, and GPU graphs of a file recorded from bin/tests/gpu-writer
 # (flame --gpu, flame --both): GPU frames coloured apart from CPU frames, their tooltip (time,
 # calls, share of the total and of the GPU root), zoom and search on them; screenshot
-# tests/out/flame-gpu.png.
+# tests/out/flame-gpu.png. Python frames (py-spy's notation) in orange, apart from native ones.
 source "$CSAMPLER_ROOT/tests/lib.sh"
 DATA=$CSAMPLER_ROOT/tests/flame/data
 CHROMIUM=${CHROMIUM:-$(command -v chromium || true)}
@@ -53,12 +53,20 @@ if ! CSAMPLER_GPU_LIB=$W CSAMPLER_CUPTI_PATH=$W "$CSAMPLER" record --gpu on -o g
 	fail "browser: could not record or draw the CPU and GPU graph: $(tail -n 2 gpu.err | tr '\n' ' ')"
 	finish
 fi
+# Python frames among native ones: five distinct Python frames (<module>, main, train_step,
+# load, step).
+cat >python.folded <<'IN'
+python3;_start;Py_RunMain;<module> (train.py:30);main (train.py:25);train_step (train.py:12);PyObject_Call;conv2d 40
+python3;_start;Py_RunMain;<module> (train.py:30);main (train.py:25);load (data.py:8);read_[k] 10
+python3;_start;Py_RunMain;<module> (train.py:30);main (train.py:25);step (opt.py:14);malloc 10
+IN
+"$CSAMPLER" -q flame python.folded -o python.svg || { fail "browser: csampler could not draw python.folded"; finish; }
 mkdir -p "$CSAMPLER_ROOT/tests/out"
 shot=$CSAMPLER_ROOT/tests/out/flame-browser.png
 gpushot=$CSAMPLER_ROOT/tests/out/flame-gpu.png
 rm -f "$shot" "$gpushot"
 CHROMIUM=$CHROMIUM timeout 240 node "$CSAMPLER_ROOT/tests/flame/browser.js" test flame.svg flame.layout \
-	diff.svg "$shot" neg.svg gpu.svg both.svg "$gpushot" >browser.out 2>browser.err
+	diff.svg "$shot" neg.svg gpu.svg both.svg "$gpushot" python.svg >browser.out 2>browser.err
 rc=$?
 cat browser.out
 # A failed check has printed its FAIL line; anything else that stopped node is one more.

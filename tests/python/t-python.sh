@@ -3,7 +3,8 @@
 # a known 60/25/15 split across three Python functions (one recursive, one calling zlib),
 # function names, files and lines in folded and report, zlib's native frames under the Python
 # frame that called it; threads and a multiprocessing child attributed to their own OS threads;
-# attach with -p; an unsupported version gives one line and native stacks, never names.
+# attach with -p; the ptrace backend (--mode ptrace); an unsupported version gives one line and
+# native stacks, never names.
 source "$CSAMPLER_ROOT/tests/lib.sh"
 
 PY=$(command -v python3.11 || command -v python3)
@@ -55,6 +56,27 @@ m=$(awk '{ t += $NF } END { print t + 0 }' split.folded)
 "$CSAMPLER" report -i split.data >report.txt 2>&1
 grep -qE '\[python\] +.*hot_loop' report.txt && pass "python: report names hot_loop in [python]" ||
 	fail "python: report has no [python] hot_loop"
+
+# ---- the ptrace backend: the same frames ----
+if "$CSAMPLER" record --mode ptrace -q -o pt.data -- "$PY" "$SRC/split.py" 4 >/dev/null 2>pt.err; then
+	"$CSAMPLER" folded -i pt.data >pt.folded 2>/dev/null
+	awk '{ n = $NF; f = "";
+	       if (match($0, /compress_data \([^)]*split\.py:[0-9]+\)/)) f = "compress";
+	       else if (match($0, /recurse \([^)]*split\.py:[0-9]+\)/)) f = "recurse";
+	       else if (match($0, /hot_loop \([^)]*split\.py:[0-9]+\)/)) f = "hot";
+	       if (f != "") { c[f] += n; t += n } }
+	     END { if (t) printf "%.1f %.1f %.1f %d\n", 100*c["hot"]/t, 100*c["recurse"]/t, 100*c["compress"]/t, t; else print "0 0 0 0" }' \
+		pt.folded >pt.txt
+	read -r hot rec comp total <pt.txt
+	ok=$(awk -v h="$hot" -v r="$rec" -v c="$comp" 'BEGIN { d1=h-60; d2=r-25; d3=c-15;
+		print (d1<=3 && d1>=-3 && d2<=3 && d2>=-3 && d3<=3 && d3>=-3) ? 1 : 0 }')
+	[ "${total:-0}" -gt 500 ] && [ "$ok" = 1 ] && pass "python: --mode ptrace: split 60/25/15 within 3 points ($hot/$rec/$comp)" ||
+		fail "python: --mode ptrace: split $hot/$rec/$comp of ${total:-0} samples, want 60/25/15 +-3"
+elif grep -qi 'ptrace' pt.err && grep -qiE 'not permitted|refus|denied|unavailable' pt.err; then
+	skip "python: --mode ptrace: ptrace is refused here: $(head -1 pt.err)"
+else
+	fail "python: --mode ptrace: record failed: $(tail -2 pt.err)"
+fi
 
 # ---- --no-python: the same program, native frames only ----
 "$CSAMPLER" record -q --no-python -o native.data -- "$PY" "$SRC/split.py" 2 >/dev/null 2>&1

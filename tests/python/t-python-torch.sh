@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Python frames on a PyTorch CPU training loop (tests/python/torch_train.py, Debian's
+# python3-torch on CPython 3.11): the report's top Python frames are the model's own functions
+# (train_step, TinyNet.forward) and rank above the interpreter's _PyEval_EvalFrameDefault;
+# torch's native code sits under the Python line that called it (the convolutions under
+# TinyNet.forward -> Conv2d._conv_forward, autograd's engine under backward, never under
+# another Python function: the frames of each interpreter activation are the ones it ran at
+# the time of the sample); torch's own threads (OpenMP workers) carry no Python frames.
+source "$CSAMPLER_ROOT/tests/lib.sh"
+
+PY=${TORCH_PYTHON:-/usr/bin/python3}
+if ! "$PY" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then
+	skip "python-torch: needs CPython 3.11 at $PY"
+	exit 0
+fi
+if ! err=$("$PY" -c 'import torch' 2>&1); then
+	skip "python-torch: $PY cannot import torch (apt-get install python3-torch): $(echo "$err" | tail -1)"
+	exit 0
+fi
+SRC="$CSAMPLER_ROOT/tests/python"
+
+"$CSAMPLER" record -q -o torch.data -- "$PY" "$SRC/torch_train.py" 4 >rec.out 2>rec.err
+rc=$?
+[ "$rc" = 0 ] && pass "python-torch: record the training loop ($(grep -o 'torch_train: [0-9]* steps' rec.err))" ||
+	fail "python-torch: record rc $rc: $(tail -3 rec.err)"
+"$CSAMPLER" report --limit 0 -i torch.data >report.txt 2>&1
+"$CSAMPLER" folded -i torch.data >torch.folded 2>/dev/null
+"$CSAMPLER" folded --per-thread -i torch.data >thr.folded 2>/dev/null
+
+# ---- the model's functions, not the interpreter's ----
+sed -n '/^Top functions by total/,/^$/p' report.txt >bytotal.txt
+rank_of() { awk -v f="$1" '$NF == f { print NR; exit }' bytotal.txt; }
+total_of() { awk -v f="$1" '$NF == f { print $4; exit }' bytotal.txt; }
+ts=$(total_of train_step) fw=$(total_of TinyNet.forward) ev=$(total_of _PyEval_EvalFrameDefault)
+echo "    by total: train_step ${ts:-0} (row $(rank_of train_step)), TinyNet.forward ${fw:-0}, _PyEval_EvalFrameDefault ${ev:-0}"
+[ "${ts:-0}" -gt 200 ] && [ "${fw:-0}" -gt 50 ] &&
+	pass "python-torch: train_step ($ts) and TinyNet.forward ($fw) are functions of the report" ||
+	fail "python-torch: train_step ${ts:-0}, TinyNet.forward ${fw:-0} samples: the model's functions are missing"
+[ "${ts:-0}" -gt "${ev:-0}" ] &&
+	pass "python-torch: train_step ranks above _PyEval_EvalFrameDefault (${ev:-0})" ||
+	fail "python-torch: _PyEval_EvalFrameDefault (${ev:-0}) outranks train_step (${ts:-0})"
+grep -qE '^ .*TinyNet\.forward +[^ ]*torch_train\.py:[0-9]+$' <(sed -n '/^Python functions by self/,/^$/p' report.txt) &&
+	pass "python-torch: the Python table names TinyNet.forward in torch_train.py" ||
+	fail "python-torch: no TinyNet.forward row in the Python table"
+# samples of the training loop that still show an interpreter activation (its frames were
+# popped before csampler read them): a few, not the rule
+read -r tr keep <<<"$(awk '/train_step \(/ { t += $NF; if (/_PyEval_EvalFrameDefault/) e += $NF } END { print t + 0, e + 0 }' torch.folded)"
+[ "$tr" -gt 0 ] && [ "$keep" -le $((tr / 4)) ] &&
+	pass "python-torch: $keep of $tr training samples keep an interpreter frame (<= 25%)" ||
+	fail "python-torch: $keep of $tr training samples keep _PyEval_EvalFrameDefault"
+
+# ---- native code under the Python line that ran it ----
+grep -qE 'TinyNet\.forward \([^)]*torch_train\.py:[0-9]+\);([^;]*;)*Conv2d\._conv_forward \([^)]*\);([^;]*;)*[^;]*(convolution|dnnl)' torch.folded &&
+	pass "python-torch: convolutions under TinyNet.forward -> Conv2d._conv_forward" ||
+	fail "python-torch: no convolution under TinyNet.forward -> Conv2d._conv_forward"
+# autograd's engine: the innermost Python frame above it is backward (torch/autograd), never a
+# forward line or another function (that would be another op's frames, read later)
+awk '/THPEngine_run_backward/ { s = $0; sub(/;THPEngine_run_backward.*/, "", s); n = split(s, f, ";"); py = "";
+	for (i = n; i > 0; i--) if (f[i] ~ / \([^()]*:[0-9]+\)$/) { py = f[i]; break }
+	if (py == "") none += $NF; else if (py ~ /^backward \([^)]*autograd/) ok += $NF; else { bad += $NF; if (!ex) ex = py } }
+	END { printf "%d %d %d %s\n", ok, bad, none, ex }' torch.folded >bw.txt
+read -r ok bad none ex <bw.txt
+echo "    autograd engine samples: under backward $ok, under another Python frame $bad, native only $none"
+[ "$ok" -gt 50 ] && [ "$bad" -le $(((ok + bad) / 50)) ] &&
+	pass "python-torch: autograd's engine under backward ($ok), elsewhere $bad (<= 2%)" ||
+	fail "python-torch: autograd's engine under backward $ok, under another Python frame $bad (${ex:-})"
+
+# ---- torch's threads ----
+pid=$(awk '/^Processes/ { getline; getline; print $3; exit }' report.txt)
+awk -v pid="$pid" '{ split($1, fr, ";"); root = fr[1]; tid = root; sub(/.*-/, "", tid);
+	if (tid == pid) next; n[root] += $NF; if ($0 ~ / \([^()]*:[0-9]+\);|\([^()]*:[0-9]+\) [0-9]+$/) py[root] += $NF }
+	END { k = 0; p = 0; for (r in n) { k++; p += py[r] } print k, p }' thr.folded >thr.txt
+read -r nthr pyin <thr.txt
+[ "$nthr" -ge 1 ] && [ "$pyin" = 0 ] &&
+	pass "python-torch: torch's $nthr other threads sampled, none with Python frames" ||
+	fail "python-torch: $nthr other threads, $pyin of their samples with Python frames"
+finish

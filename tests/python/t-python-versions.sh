@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Python frames on other CPython versions than Debian's 3.11, where they are installed (pyenv's
+# builds, /usr/local): 3.12 (a row of python.c's layout table) and 3.13 (the layout read from
+# the interpreter's own _Py_DebugOffsets) give tests/python/split.py's 60/25/15 split within 3
+# points, with names and lines; 3.10 (no layout) gives one line and native stacks, never names.
+# Each version missing here is SKIPPED.
+source "$CSAMPLER_ROOT/tests/lib.sh"
+SRC="$CSAMPLER_ROOT/tests/python"
+
+# find_python 3.12: the real interpreter binary of that version, or nothing
+find_python() {
+	local v=$1 c real
+	for c in "$(command -v "python$v" 2>/dev/null)" /usr/bin/python$v /usr/local/bin/python$v \
+		"$HOME"/.pyenv/versions/$v.*/bin/python$v; do
+		[ -n "$c" ] && [ -x "$c" ] || continue
+		real=$("$c" -c "import sys; assert '%d.%d' % sys.version_info[:2] == '$v'; print(sys.executable)" 2>/dev/null) || continue
+		[ -x "$real" ] && { echo "$real"; return; }
+	done
+}
+
+split_of() { # folded file -> "hot rec comp total"
+	awk '{ n = $NF; f = "";
+	       if (match($0, /compress_data \([^)]*split\.py:[0-9]+\)/)) f = "compress";
+	       else if (match($0, /recurse \([^)]*split\.py:[0-9]+\)/)) f = "recurse";
+	       else if (match($0, /hot_loop \([^)]*split\.py:[0-9]+\)/)) f = "hot";
+	       if (f != "") { c[f] += n; t += n } }
+	     END { if (t) printf "%.1f %.1f %.1f %d\n", 100*c["hot"]/t, 100*c["recurse"]/t, 100*c["compress"]/t, t;
+	           else print "0 0 0 0" }' "$1"
+}
+
+for v in 3.12 3.13; do
+	PY=$(find_python "$v")
+	if [ -z "$PY" ]; then
+		skip "python-versions: CPython $v is not installed here"
+		continue
+	fi
+	"$CSAMPLER" record -q -o "$v.data" -- "$PY" "$SRC/split.py" 6 >/dev/null 2>"$v.err" ||
+		fail "python-versions: $v: record failed: $(tail -2 "$v.err")"
+	if grep -q 'not supported\|_Py_DebugOffsets' "$v.err"; then
+		fail "python-versions: $v: $(head -1 "$v.err")"
+		continue
+	fi
+	"$CSAMPLER" folded -i "$v.data" >"$v.folded" 2>/dev/null
+	read -r hot rec comp total <<<"$(split_of "$v.folded")"
+	ok=$(awk -v h="$hot" -v r="$rec" -v c="$comp" 'BEGIN { d1=h-60; d2=r-25; d3=c-15;
+		print (d1<=3 && d1>=-3 && d2<=3 && d2>=-3 && d3<=3 && d3>=-3) ? 1 : 0 }')
+	[ "$total" -gt 500 ] && [ "$ok" = 1 ] &&
+		pass "python-versions: $v ($PY): split 60/25/15 within 3 points ($hot/$rec/$comp of $total)" ||
+		fail "python-versions: $v: split $hot/$rec/$comp of $total samples, want 60/25/15 +-3"
+	line=$(grep -n 'n += i \* i' "$SRC/split.py" | cut -d: -f1)
+	rline=$(grep -n 'return recurse(depth - 1' "$SRC/split.py" | cut -d: -f1)
+	grep -q "hot_loop ([^)]*split\.py:$line)" "$v.folded" &&
+		grep -qE "(recurse \([^)]*split\.py:$rline\);){20}recurse" "$v.folded" &&
+		grep -qE 'compress_data \([^)]*split\.py:[0-9]+\);([^;]*;)*[^;]*(deflate|zlib_compress)' "$v.folded" &&
+		pass "python-versions: $v: lines, 21 nested recurse frames, zlib under compress_data" ||
+		fail "python-versions: $v: hot_loop line $line, the recursion or zlib under compress_data missing"
+	n=$(grep '_PyEval_EvalFrameDefault;' "$v.folded" | awk '{ t += $NF } END { print t + 0 }')
+	m=$(awk '{ t += $NF } END { print t + 0 }' "$v.folded")
+	[ "$m" -gt 0 ] && [ "$n" -lt $((m / 20 + 1)) ] &&
+		pass "python-versions: $v: _PyEval_EvalFrameDefault replaced ($n of $m samples keep it)" ||
+		fail "python-versions: $v: $n of $m samples still show _PyEval_EvalFrameDefault"
+done
+
+# ---- a version without a layout: one line, native stacks ----
+PY=$(find_python 3.10)
+if [ -z "$PY" ]; then
+	skip "python-versions: CPython 3.10 is not installed here (the unsupported-version case is in t-python.sh and the unit tests)"
+else
+	"$CSAMPLER" record -q -o old.data -- "$PY" "$SRC/split.py" 2 >/dev/null 2>old.err
+	"$CSAMPLER" folded -i old.data >old.folded 2>/dev/null
+	# (the other lines of stderr are record's summary)
+	n=$(grep -c 'python 3.10 .*not supported' old.err)
+	[ "$n" = 1 ] && [ "$(grep -ci 'python' old.err)" = 1 ] &&
+		pass "python-versions: 3.10: one line ($(grep 'not supported' old.err))" ||
+		fail "python-versions: 3.10: $n lines: $(cat old.err)"
+	! grep -q 'split\.py:' old.folded && grep -q '_PyEval_EvalFrameDefault' old.folded &&
+		pass "python-versions: 3.10: native stacks, no Python names" ||
+		fail "python-versions: 3.10: Python names or no interpreter frames"
+fi
+finish
