@@ -342,8 +342,8 @@ static void record_sample(struct record *r, const struct sampler_event *ev)
 		if (n == RECORD_MAX_LOCS)
 			n--;
 		memmove(locs + 1, locs, (size_t)n * sizeof(*locs));
-		locs[0] = (struct unwind_loc){ unwind_offcpu_module(r->unwind),
-					       (uint64_t)(int64_t)ev->sample.offcpu_syscall, 0 };
+		locs[0] = (struct unwind_loc){ .module = unwind_offcpu_module(r->unwind),
+					       .offset = (uint64_t)(int64_t)ev->sample.offcpu_syscall };
 		n++;
 		flags |= PROFILE_SAMPLE_OFFCPU;
 		r->offcpu_samples += ev->sample.weight;
