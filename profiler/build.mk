@@ -8,7 +8,7 @@
 PROFILER_CMD      := cmd_diff cmd_env cmd_export cmd_flame cmd_folded cmd_info cmd_merge cmd_record cmd_report cmd_compare
 PROFILER_BASE     := cs
 PROFILER_FORMAT   := datafile merge
-PROFILER_SAMPLER  := sampler sampler_perf sampler_ptrace proc
+PROFILER_SAMPLER  := sampler sampler_perf sampler_ptrace proc idle
 PROFILER_UNWIND   := elfcache unwind symbols python jit offcpu
 PROFILER_RECORD   := record gpu_merge gpu_setup output
 PROFILER_ANALYSIS := profile filter stacks fold_gpu report gpu compare

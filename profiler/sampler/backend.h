@@ -9,6 +9,7 @@
 
 #include "base/cs.h"
 
+#include <pthread.h>
 #include <sys/user.h>
 
 struct sampler_ops {
@@ -91,21 +92,52 @@ char sampler_proc_parse_state(const char *stat_text, uint32_t *cpu);
 /* Copy up to size bytes of tid's memory at addr; returns the bytes copied, a prefix that
  * stops at the first unreadable page. */
 size_t sampler_proc_read_stack(pid_t tid, uint64_t addr, uint8_t *buf, size_t size);
-/* --idle: sample a thread that is not running without stopping it. /proc/PID/task/TID/syscall
- * gives the system call it blocks in, its SP and PC; the stack is copied from SP into stack
- * (cap bytes) and the file read again: a thread that moved between the reads is not taken
- * (-EAGAIN). state is the thread's sampler_proc_thread_state. Fills ev as an off-CPU sample
- * (registers SP and IP only; ev->sample.snap.stack is left to the caller). Returns 0, -EBUSY
- * (the thread runs), -EAGAIN, or -errno (-EACCES: not permitted to read it). */
-int sampler_proc_offcpu(pid_t pid, pid_t tid, char state, uint8_t *stack, size_t cap,
-			struct sampler_event *ev);
-/* The two halves of it for a caller that keeps the file open (perf's --idle poller):
- * parse an open /proc/PID/task/TID/syscall (read again from its start) into the system call
+
+/* --idle's reads (idle.c keeps the file open): parse an open /proc/PID/task/TID/syscall (read again from its start) into the system call
  * (-1: none), SP and PC, returning 0, -EBUSY (running) or -errno; and fill ev as an off-CPU
  * sample from those and got bytes of stack copied (of cap). */
 int sampler_proc_syscall_fd(int fd, long *nr, uint64_t *sp, uint64_t *pc);
 void sampler_proc_offcpu_event(pid_t pid, pid_t tid, char state, long nr, uint64_t sp, uint64_t pc,
 			       size_t got, size_t cap, struct sampler_event *ev);
+
+/* --idle (idle.c): one blocked thread, sampled from /proc without stopping it. */
+#define SAMPLER_IDLE_MAX_PENDING (256u << 20) /* beyond this, off-CPU samples are dropped */
+
+struct sampler_idle_thread {
+	pid_t pid, tid;
+	int syscall_fd;           /* /proc/PID/task/TID/syscall, kept open: read at every tick */
+	int schedstat_fd;         /* .../schedstat: its CPU time, to see that it did not run */
+	/* the last stack copy (armed: it is still the thread's) and the periods it stands for
+	 * that are not delivered yet (weight) */
+	bool armed;
+	uint32_t weight;
+	char state;
+	long nr;
+	uint64_t sp, pc, runtime, time;
+	size_t got;
+	uint8_t *stack;           /* stack_size bytes, allocated at the first copy */
+};
+
+/* Where off-CPU samples go (events, under lock; lost counts those dropped, under lock too),
+ * and what the sampling of threads found (taken: ticks a blocked thread was seen; missed: it
+ * moved while read; copies: stacks copied), counted by the one thread that samples. */
+struct sampler_idle_sink {
+	pthread_mutex_t *lock;
+	struct sampler_events *events;
+	uint64_t *lost;
+	uint32_t stack_size;
+	uint64_t taken, missed, copies;
+};
+
+/* Returns 0, or -errno when the thread's syscall file cannot be opened (gone, not permitted). */
+int sampler_idle_thread_open(struct sampler_idle_thread *th, pid_t pid, pid_t tid);
+/* One tick for a thread that may be off the CPU; periods: the sampling periods it stands for. */
+void sampler_idle_sample(struct sampler_idle_thread *th, struct sampler_idle_sink *sink,
+			 uint64_t now, uint32_t periods);
+/* Deliver the thread's pending sample, if any. */
+void sampler_idle_flush(struct sampler_idle_thread *th, struct sampler_idle_sink *sink);
+/* Flush, then close its files and free its copy. */
+void sampler_idle_thread_close(struct sampler_idle_thread *th, struct sampler_idle_sink *sink);
 
 /* ptrace: at a stop that aborted a system call with EINTR which the kernel would not restart
  * (epoll_wait, semop, ...), restart it, unless a signal of the target's own is pending; the

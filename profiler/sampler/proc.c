@@ -149,16 +149,6 @@ size_t sampler_proc_read_stack(pid_t tid, uint64_t addr, uint8_t *buf, size_t si
  * (blocked outside one) or "running". */
 static int proc_syscall_text(const char *buf, long *nr, uint64_t *sp, uint64_t *pc);
 
-static int proc_syscall(pid_t pid, pid_t tid, long *nr, uint64_t *sp, uint64_t *pc)
-{
-	char path[64], buf[256];
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
-	ssize_t n = cs_read_small_file(path, buf, sizeof(buf));
-	if (n <= 0)
-		return n < 0 ? (int)n : -ESRCH;
-	return proc_syscall_text(buf, nr, sp, pc);
-}
-
 int sampler_proc_syscall_fd(int fd, long *nr, uint64_t *sp, uint64_t *pc)
 {
 	char buf[256];
@@ -190,25 +180,6 @@ static int proc_syscall_text(const char *buf, long *nr, uint64_t *sp, uint64_t *
 		return -EINVAL;
 	*sp = v[nv - 2];
 	*pc = v[nv - 1];
-	return 0;
-}
-
-int sampler_proc_offcpu(pid_t pid, pid_t tid, char state, uint8_t *stack, size_t cap,
-			struct sampler_event *ev)
-{
-	long nr, nr2;
-	uint64_t sp, pc, sp2, pc2;
-	int ret = proc_syscall(pid, tid, &nr, &sp, &pc);
-	if (ret)
-		return ret;
-	size_t got = sampler_proc_read_stack(tid, sp, stack, cap);
-	/* the thread may have run between the reads: then the copy belongs to no one state */
-	ret = proc_syscall(pid, tid, &nr2, &sp2, &pc2);
-	if (ret)
-		return ret == -EBUSY ? -EAGAIN : ret;
-	if (nr2 != nr || sp2 != sp || pc2 != pc)
-		return -EAGAIN;
-	sampler_proc_offcpu_event(pid, tid, state, nr, sp, pc, got, cap, ev);
 	return 0;
 }
 

@@ -41,29 +41,10 @@ struct perf_ring {
 static void perf_close(struct sampler *base);
 
 #define PERF_IDLE_RESCAN_NS 10000000ull     /* threads and child processes: every 10 ms */
-#define PERF_IDLE_MAX_PENDING (256u << 20)  /* beyond this, off-CPU samples are dropped */
-
-#define PERF_IDLE_FLUSH_NS 100000000ull   /* a long wait is delivered in 100 ms pieces */
-
-/* --idle: a thread of a sampled process, as the poller sees it. A thread that stays blocked
- * at the same place without running between ticks is not copied again: its pending sample
- * weighs one more period per tick, and is delivered when the thread moves (or every
- * PERF_IDLE_FLUSH_NS), so a program with many idle threads costs one small read per thread
- * and tick, not a stack copy and an unwind. */
+/* --idle: a thread of a sampled process, as the poller sees it (idle.c samples it). */
 struct perf_idle_thread {
-	pid_t pid, tid;
-	int syscall_fd;           /* /proc/PID/task/TID/syscall, kept open: read at every tick */
-	int schedstat_fd;         /* .../schedstat: its CPU time, to see that it did not run */
+	struct sampler_idle_thread th;
 	bool seen;                /* found by the last rescan */
-	/* the last stack copy (armed: it is still the thread's) and the periods it stands for
-	 * that are not delivered yet (weight) */
-	bool armed;
-	uint32_t weight;
-	char state;
-	long nr;
-	uint64_t sp, pc, runtime, time;
-	size_t got;
-	uint8_t *stack;           /* opts.stack_size bytes, allocated at the first sample */
 };
 
 /* --idle: the poller thread's state. Only the poller touches the fields above lock; lock
@@ -78,17 +59,14 @@ struct perf_idle {
 	size_t npids, cap_pids;
 	struct perf_idle_thread *threads;
 	size_t nthreads, cap_threads;
-	uint8_t *stack;           /* stack copy buffer, opts.stack_size bytes */
 	uint64_t period_ns, rescan_ns;
 	uint64_t ticks, late_ticks; /* ticks taken; periods the poller slept through */
-	uint64_t taken, missed;   /* blocked threads seen at ticks; threads that moved while read */
-	uint64_t copies;          /* stack copies made (a thread still blocked where it was is
-				   * not copied again) */
+	struct sampler_idle_sink sink; /* into events, under lock */
 	pthread_mutex_t lock;
 	struct sampler_events events; /* off-CPU samples not collected yet */
 	pid_t *new_pids;          /* processes created (FORK records), for the poller */
 	size_t nnew_pids, cap_new_pids;
-	uint64_t lost;            /* dropped while events was over PERF_IDLE_MAX_PENDING */
+	uint64_t lost;            /* dropped while events was over SAMPLER_IDLE_MAX_PENDING */
 };
 
 struct perf_sampler {
@@ -338,20 +316,16 @@ static void perf_idle_rescan(struct perf_sampler *s)
 			pid_t tid = (pid_t)atoi(de->d_name);
 			struct perf_idle_thread *th = NULL;
 			for (size_t t = 0; t < idle->nthreads && !th; t++)
-				if (idle->threads[t].tid == tid && idle->threads[t].pid == pid)
+				if (idle->threads[t].th.tid == tid && idle->threads[t].th.pid == pid)
 					th = &idle->threads[t];
 			if (!th) {
-				char file[80];
-				snprintf(file, sizeof(file), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
-				int fd = open(file, O_RDONLY | O_CLOEXEC);
-				if (fd < 0)
+				struct perf_idle_thread fresh = { 0 };
+				if (sampler_idle_thread_open(&fresh.th, pid, tid) < 0)
 					continue; /* gone, or not permitted (-EACCES): not sampled */
-				snprintf(file, sizeof(file), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
 				cs_grow(&idle->threads, &idle->cap_threads, idle->nthreads + 1,
 					sizeof(*idle->threads));
 				th = &idle->threads[idle->nthreads++];
-				*th = (struct perf_idle_thread){ .pid = pid, .tid = tid, .syscall_fd = fd,
-					.schedstat_fd = open(file, O_RDONLY | O_CLOEXEC) };
+				*th = fresh;
 			}
 			th->seen = true;
 			perf_idle_children(idle, pid, tid);
@@ -377,106 +351,16 @@ static bool perf_idle_exec_seen(struct perf_sampler *s)
 }
 
 /* The thread's CPU time so far (the first field of schedstat), or UINT64_MAX when unknown. */
-static uint64_t perf_idle_runtime(const struct perf_idle_thread *th)
-{
-	char buf[128];
-	ssize_t n = th->schedstat_fd >= 0 ? pread(th->schedstat_fd, buf, sizeof(buf) - 1, 0) : -1;
-	if (n <= 0)
-		return UINT64_MAX;
-	buf[n] = 0;
-	return strtoull(buf, NULL, 10);
-}
-
-/* Deliver the thread's pending sample (into the set collect merges). */
-static void perf_idle_flush(struct perf_sampler *s, struct perf_idle_thread *th)
-{
-	struct perf_idle *idle = s->idle;
-	if (!th->weight)
-		return;
-	struct sampler_event ev;
-	sampler_proc_offcpu_event(th->pid, th->tid, th->state, th->nr, th->sp, th->pc, th->got,
-				  s->base.opts.stack_size, &ev);
-	ev.time = th->time;
-	ev.sample.weight = th->weight;
-	th->weight = 0;
-	pthread_mutex_lock(&idle->lock);
-	if (idle->events.arena.len > PERF_IDLE_MAX_PENDING) {
-		idle->lost++;
-	} else {
-		struct sampler_pending *pe = sampler_events_push(&idle->events, SAMPLER_EV_SAMPLE);
-		pe->ev = ev;
-		if (th->got)
-			pe->off_a = sampler_events_keep(&idle->events, th->stack, th->got);
-	}
-	pthread_mutex_unlock(&idle->lock);
-}
-
 static void perf_idle_thread_free(struct perf_sampler *s, struct perf_idle_thread *th)
 {
-	perf_idle_flush(s, th);
-	close(th->syscall_fd);
-	if (th->schedstat_fd >= 0)
-		close(th->schedstat_fd);
-	free(th->stack);
-}
-
-/* One thread at one tick that stands for periods sampling periods. */
-static void perf_idle_sample(struct perf_sampler *s, struct perf_idle_thread *th, uint64_t now,
-			     uint32_t periods)
-{
-	struct perf_idle *idle = s->idle;
-	long nr, nr2;
-	uint64_t sp, pc, sp2, pc2;
-	int ret = sampler_proc_syscall_fd(th->syscall_fd, &nr, &sp, &pc);
-	if (ret) {
-		perf_idle_flush(s, th); /* running (cpu-clock samples it), or gone */
-		th->armed = false;
-		return;
-	}
-	uint64_t runtime = perf_idle_runtime(th);
-	if (th->armed && nr == th->nr && sp == th->sp && pc == th->pc && runtime != UINT64_MAX &&
-	    runtime == th->runtime) {
-		/* still blocked where it was, and it did not run since: the same stack */
-		if (!th->weight)
-			th->time = now;
-		th->weight += periods;
-		idle->taken++;
-		if (now - th->time >= PERF_IDLE_FLUSH_NS)
-			perf_idle_flush(s, th); /* the copy stays armed for the next piece */
-		return;
-	}
-	perf_idle_flush(s, th);
-	th->armed = false;
-	char state = sampler_proc_thread_state(th->pid, th->tid, NULL);
-	if (!state || state == 'R' || state == 'Z' || state == 'X')
-		return; /* woke up meanwhile, or gone */
-	if (!th->stack)
-		th->stack = cs_malloc(s->base.opts.stack_size ? s->base.opts.stack_size : 1);
-	size_t got = sampler_proc_read_stack(th->tid, sp, th->stack, s->base.opts.stack_size);
-	/* the thread may have run between the reads: then the copy belongs to no one state */
-	if (sampler_proc_syscall_fd(th->syscall_fd, &nr2, &sp2, &pc2) || nr2 != nr || sp2 != sp ||
-	    pc2 != pc) {
-		idle->missed++;
-		return;
-	}
-	idle->taken++;
-	idle->copies++;
-	th->armed = true;
-	th->weight = periods;
-	th->state = state;
-	th->nr = nr;
-	th->sp = sp;
-	th->pc = pc;
-	th->runtime = runtime;
-	th->time = now;
-	th->got = got;
+	sampler_idle_thread_close(&th->th, &s->idle->sink);
 }
 
 static void perf_idle_tick(struct perf_sampler *s, uint64_t now, uint32_t periods)
 {
 	struct perf_idle *idle = s->idle;
 	for (size_t t = 0; t < idle->nthreads; t++)
-		perf_idle_sample(s, &idle->threads[t], now, periods);
+		sampler_idle_sample(&idle->threads[t].th, &idle->sink, now, periods);
 }
 
 static void *perf_idle_main(void *arg)
@@ -514,7 +398,7 @@ static void *perf_idle_main(void *arg)
 		perf_idle_tick(s, now, periods);
 	}
 	for (size_t t = 0; t < idle->nthreads; t++)
-		perf_idle_flush(s, &idle->threads[t]); /* before the last collect */
+		sampler_idle_flush(&idle->threads[t].th, &idle->sink); /* before the last collect */
 	return NULL;
 }
 
@@ -524,7 +408,9 @@ static int perf_idle_start(struct perf_sampler *s, const pid_t *pids, size_t npi
 	struct perf_idle *idle = cs_calloc(1, sizeof(*idle));
 	s->idle = idle;
 	pthread_mutex_init(&idle->lock, NULL);
-	idle->stack = cs_malloc(s->base.opts.stack_size ? s->base.opts.stack_size : 1);
+	idle->sink = (struct sampler_idle_sink){ .lock = &idle->lock, .events = &idle->events,
+						 .lost = &idle->lost,
+						 .stack_size = s->base.opts.stack_size };
 	idle->period_ns = 1000000000ull / (s->base.opts.freq_hz ? s->base.opts.freq_hz : 1);
 	idle->rescan_ns = idle->period_ns > PERF_IDLE_RESCAN_NS ? 0 : PERF_IDLE_RESCAN_NS;
 	idle->started = !launch;
@@ -558,7 +444,6 @@ static void perf_idle_free(struct perf_sampler *s)
 	free(idle->threads);
 	free(idle->pids);
 	free(idle->new_pids);
-	free(idle->stack);
 	sampler_events_free(&idle->events);
 	pthread_mutex_destroy(&idle->lock);
 	free(idle);
@@ -612,8 +497,8 @@ static void perf_describe(struct sampler *base, char *buf, size_t len)
 	/* after sampler_disable: the poller has stopped */
 	snprintf(buf, len,
 		 "--idle: %llu ticks found a thread off the CPU, %llu stack copies read from /proc, %llu skipped (the thread moved while read); %llu ticks, late for %llu periods",
-		 (unsigned long long)idle->taken, (unsigned long long)idle->copies,
-		 (unsigned long long)idle->missed, (unsigned long long)idle->ticks,
+		 (unsigned long long)idle->sink.taken, (unsigned long long)idle->sink.copies,
+		 (unsigned long long)idle->sink.missed, (unsigned long long)idle->ticks,
 		 (unsigned long long)idle->late_ticks);
 }
 

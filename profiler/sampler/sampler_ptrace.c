@@ -67,6 +67,8 @@ struct pt_thread {
 	uint64_t run_ns_first, run_ns_last;
 	uint64_t credit_ns;       /* CPU time run and not sampled yet */
 	uint32_t weight;          /* periods the pending interrupt's sample stands for */
+	struct sampler_idle_thread idle; /* --idle: its off-CPU sampling (idle.c), once opened */
+	bool idle_open;
 	bool interrupt_pending;   /* PTRACE_INTERRUPT sent, its stop not reported yet */
 	bool listening;           /* in a group stop (SIGSTOP from a user), PTRACE_LISTEN */
 	bool comm_sent;
@@ -110,7 +112,7 @@ struct ptrace_sampler {
 	/* cost of the stops, for the end-of-run line */
 	uint64_t nstops, stop_ns_total, stop_ns_max; /* from the stop's report to the resume */
 	uint64_t reach_ns_total;  /* from PTRACE_INTERRUPT to the stop's report */
-	uint64_t offcpu_taken, offcpu_missed;
+	struct sampler_idle_sink idle_sink; /* --idle: off-CPU samples into events */
 	uint64_t syscalls_restarted; /* aborted by a stop with EINTR, restarted */
 };
 
@@ -188,6 +190,8 @@ static void pt_remove_thread(struct ptrace_sampler *s, struct pt_thread *t)
 		close(t->stat_fd);
 	if (t->sched_fd >= 0)
 		close(t->sched_fd);
+	if (t->idle_open)
+		sampler_idle_thread_close(&t->idle, &s->idle_sink);
 	*t = s->threads[--s->nthreads];
 }
 
@@ -450,33 +454,23 @@ static void pt_take_sample(struct ptrace_sampler *s, struct pt_thread *t, struct
 }
 
 /* --idle: a thread off the CPU, sampled from /proc without stopping it. */
+/* --idle: a thread off the CPU, sampled from /proc without stopping it (idle.c: a thread still
+ * blocked where it was is not copied again). */
 static void pt_take_offcpu(struct ptrace_sampler *s, struct pt_thread *t, struct pt_process *p,
-			   char state, uint64_t now, uint32_t periods)
+			   uint64_t now, uint32_t periods)
 {
-	struct sampler_event ev;
-	int ret = sampler_proc_offcpu(t->pid, t->tid, state, s->stack, s->base.opts.stack_size, &ev);
-	if (ret) {
-		s->offcpu_missed += ret == -EAGAIN;
-		return;
+	if (!t->idle_open) {
+		if (sampler_idle_thread_open(&t->idle, t->pid, t->tid) < 0)
+			return;
+		t->idle_open = true;
 	}
-	s->offcpu_taken++;
-	if (!pt_pc_known(p, ev.sample.snap.regs[UNWIND_REG_IP]) && now - p->maps_read_ns > PT_MAPS_MISS_NS)
+	sampler_idle_sample(&t->idle, &s->idle_sink, now, periods);
+	if (!t->idle.armed)
+		return;
+	if (!pt_pc_known(p, t->idle.pc) && now - p->maps_read_ns > PT_MAPS_MISS_NS)
 		pt_refresh_maps(s, p, now);
 	if (!t->comm_sent || now - t->comm_check_ns > PT_COMM_REFRESH_NS)
 		pt_comm(s, t, false, now);
-	ev.time = now;
-	ev.cpu = t->cpu;
-	ev.sample.weight = periods;
-	pthread_mutex_lock(&s->lock);
-	if (s->events.arena.len > PT_MAX_PENDING_BYTES) {
-		s->lost++;
-	} else {
-		struct sampler_pending *pe = sampler_events_push(&s->events, SAMPLER_EV_SAMPLE);
-		pe->ev = ev;
-		if (ev.sample.snap.stack_size)
-			pe->off_a = sampler_events_keep(&s->events, s->stack, ev.sample.snap.stack_size);
-	}
-	pthread_mutex_unlock(&s->lock);
 }
 
 /* ---- the tick ---- */
@@ -507,6 +501,8 @@ static void pt_tick(struct ptrace_sampler *s, uint64_t now, uint32_t wall_period
 		}
 		bool ran = !have_run || t->credit_ns >= s->period_ns;
 		char state = pt_thread_state(t);
+		if (t->idle_open && (state == 'R' || ran))
+			sampler_idle_flush(&t->idle, &s->idle_sink); /* it ran: its wait ended */
 		if (ran && state == 'R') {
 			if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) == 0) {
 				t->interrupt_pending = true;
@@ -520,7 +516,7 @@ static void pt_tick(struct ptrace_sampler *s, uint64_t now, uint32_t wall_period
 		if (ran)
 			t->credit_ns = 0; /* it ran, then blocked: the stack it ran on is gone */
 		if (s->base.opts.idle && state && state != 'R' && state != 'Z' && state != 'X')
-			pt_take_offcpu(s, t, p, state, now, wall_periods);
+			pt_take_offcpu(s, t, p, now, wall_periods);
 	}
 	for (size_t i = 0; i < s->nprocs; i++) {
 		struct pt_process *p = &s->procs[i];
@@ -603,6 +599,10 @@ static void pt_exec(struct ptrace_sampler *s, pid_t pid, uint64_t now)
 		s->run_ns_gone += t->run_ns_last - t->run_ns_first;
 	t->run_known = false; /* the exec'ing thread may be another task than the old leader */
 	t->credit_ns = 0;
+	if (t->idle_open) { /* its /proc files are the old task's: reopened at its next wait */
+		sampler_idle_thread_close(&t->idle, &s->idle_sink);
+		t->idle_open = false;
+	}
 	pt_thread_open(t);
 	t->interrupt_pending = false;
 	struct pt_process *p = pt_process(s, pid, true);
@@ -917,6 +917,8 @@ static int pt_open(struct sampler **out, const struct sampler_opts *opts, pid_t 
 	s->start_ns = cs_monotonic_ns();
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
+	s->idle_sink = (struct sampler_idle_sink){ .lock = &s->lock, .events = &s->events,
+						   .lost = &s->lost, .stack_size = opts->stack_size };
 	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (s->wake_fd < 0) {
 		ret = SAMPLER_SAID(cs_error(errno, "eventfd: %s", strerror(errno)));
@@ -1070,8 +1072,10 @@ static void pt_describe(struct sampler *base, char *buf, size_t len)
 		n += snprintf(buf + n, len - (size_t)n, "; %llu system calls a stop aborted with EINTR restarted",
 			      (unsigned long long)s->syscalls_restarted);
 	if (s->base.opts.idle && n > 0 && (size_t)n < len)
-		snprintf(buf + n, len - (size_t)n, "; %llu off-CPU samples read from /proc, %llu skipped (the thread moved while read)",
-			 (unsigned long long)s->offcpu_taken, (unsigned long long)s->offcpu_missed);
+		snprintf(buf + n, len - (size_t)n,
+			 "; --idle: %llu ticks found a thread off the CPU, %llu stack copies read from /proc, %llu skipped (the thread moved while read)",
+			 (unsigned long long)s->idle_sink.taken, (unsigned long long)s->idle_sink.copies,
+			 (unsigned long long)s->idle_sink.missed);
 }
 
 static void pt_close(struct sampler *base)
@@ -1086,6 +1090,9 @@ static void pt_close(struct sampler *base)
 	for (size_t i = 0; i < s->nthreads; i++)
 		if (s->threads[i].sched_fd >= 0)
 			close(s->threads[i].sched_fd);
+	for (size_t i = 0; i < s->nthreads; i++)
+		if (s->threads[i].idle_open)
+			sampler_idle_thread_close(&s->threads[i].idle, &s->idle_sink);
 	for (size_t i = 0; i < s->nprocs; i++)
 		free(s->procs[i].maps);
 	free(s->threads);
