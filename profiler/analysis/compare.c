@@ -3,6 +3,7 @@
  * binomial noise floor, as text or JSON (every name escaped). Matching sorts both sides' rows
  * by key and merges them: one pass, no table. */
 #include "analysis/compare.h"
+#include "analysis/report.h"
 #include "analysis/fold.h"
 #include "base/cs.h"
 
@@ -204,17 +205,6 @@ void compare_free(struct compare_result *c)
 
 /* ---- text ---- */
 
-static const char *compare_marker(uint32_t flags)
-{
-	if (flags & PROFILE_FRAME_KERNEL)
-		return "[k]";
-	if (flags & PROFILE_FRAME_JIT)
-		return "[j]";
-	if (flags & PROFILE_FRAME_INLINED)
-		return "[i]";
-	return "[.]";
-}
-
 static void compare_text_side(FILE *f, const char *label, const struct compare_side *s,
 			      double seconds, uint64_t period_ns)
 {
@@ -259,7 +249,7 @@ static void compare_text_table(FILE *f, const char *title, const struct compare_
 		compare_text_ms(f, r->change_ms, true);
 		if (functions)
 			fprintf(f, "  %-*s %s %s\n", libw, *r->library ? r->library : "(unknown)",
-				compare_marker(r->flags), r->name);
+				report_frame_marker(r->flags), r->name);
 		else
 			fprintf(f, "  %s\n", r->name);
 	}

@@ -73,20 +73,6 @@ static int load_corrupt(struct load *l, const char *what)
 			return load_corrupt(l, what);           \
 	} while (0)
 
-static uint32_t rd32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return v;
-}
-
-static uint64_t rd64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return v;
-}
-
 /* A NUL-terminated string inside [p, p+len), or NULL. */
 static const char *rdstr(const uint8_t *p, size_t len)
 {
@@ -113,7 +99,7 @@ static int load_record(void *arg, uint16_t type, const uint8_t *d, size_t len)
 	}
 	case DF_STRING: {
 		NEED(5, "string");
-		uint32_t id = rd32(d);
+		uint32_t id = cs_rd32(d);
 		const char *s = rdstr(d + 4, len - 4);
 		if (!s || id != p->nstrings)
 			return load_corrupt(l, "string");
@@ -127,7 +113,7 @@ static int load_record(void *arg, uint16_t type, const uint8_t *d, size_t len)
 		if (!name)
 			return load_corrupt(l, "comm");
 		cs_grow(&l->comms, &l->cap_comms, l->ncomms + 1, sizeof(*l->comms));
-		l->comms[l->ncomms] = (struct load_comm){ .pid = rd32(d), .tid = rd32(d + 4),
+		l->comms[l->ncomms] = (struct load_comm){ .pid = cs_rd32(d), .tid = cs_rd32(d + 4),
 							   .seq = l->ncomms, .name = cs_strdup(name) };
 		l->ncomms++;
 		break;
@@ -139,9 +125,9 @@ static int load_record(void *arg, uint16_t type, const uint8_t *d, size_t len)
 		break;
 	case DF_FORK:
 		NEED(24, "fork");
-		if (rd32(d) == rd32(d + 8) && rd32(d) != rd32(d + 4)) {
+		if (cs_rd32(d) == cs_rd32(d + 8) && cs_rd32(d) != cs_rd32(d + 4)) {
 			cs_grow(&l->forks, &l->cap_forks, l->nforks + 1, sizeof(*l->forks));
-			l->forks[l->nforks++] = (struct load_fork){ rd32(d), rd32(d + 4) };
+			l->forks[l->nforks++] = (struct load_fork){ cs_rd32(d), cs_rd32(d + 4) };
 		}
 		break;
 	case DF_EXIT:
@@ -149,11 +135,11 @@ static int load_record(void *arg, uint16_t type, const uint8_t *d, size_t len)
 		break;
 	case DF_LOST:
 		NEED(16, "lost");
-		p->lost += rd64(d + 8);
+		p->lost += cs_rd64(d + 8);
 		break;
 	case DF_MODULE: {
 		NEED(10, "module");
-		uint32_t id = rd32(d), flags = rd32(d + 4);
+		uint32_t id = cs_rd32(d), flags = cs_rd32(d + 4);
 		const char *path = rdstr(d + 8, len - 8);
 		if (!path || id > p->nmodules)
 			return load_corrupt(l, "module");
@@ -178,22 +164,22 @@ static int load_record(void *arg, uint16_t type, const uint8_t *d, size_t len)
 	}
 	case DF_LOC: {
 		NEED(20, "location");
-		uint32_t id = rd32(d), module = rd32(d + 4);
+		uint32_t id = cs_rd32(d), module = cs_rd32(d + 4);
 		if (id != l->nlocs || module >= p->nmodules)
 			return load_corrupt(l, "location");
 		cs_grow(&l->locs, &l->cap_locs, l->nlocs + 1, sizeof(*l->locs));
-		l->locs[l->nlocs++] = (struct load_loc){ .module = module, .offset = rd64(d + 8),
-							 .flags = rd32(d + 16) };
+		l->locs[l->nlocs++] = (struct load_loc){ .module = module, .offset = cs_rd64(d + 8),
+							 .flags = cs_rd32(d + 16) };
 		break;
 	}
 	case DF_STACK: {
 		NEED(8, "stack");
-		uint32_t id = rd32(d), n = rd32(d + 4);
+		uint32_t id = cs_rd32(d), n = cs_rd32(d + 4);
 		if (id != p->nstacks || n > (len - 8) / 4 || len != 8 + (size_t)n * 4)
 			return load_corrupt(l, "stack");
 		cs_grow(&l->stack_locs, &l->cap_stack_locs, l->nstack_locs + n, sizeof(uint32_t));
 		for (uint32_t i = 0; i < n; i++) {
-			uint32_t loc = rd32(d + 8 + 4 * i);
+			uint32_t loc = cs_rd32(d + 8 + 4 * i);
 			if (loc >= l->nlocs)
 				return load_corrupt(l, "stack");
 			l->stack_locs[l->nstack_locs + i] = loc;
@@ -205,9 +191,9 @@ static int load_record(void *arg, uint16_t type, const uint8_t *d, size_t len)
 	}
 	case DF_SAMPLE: {
 		NEED(32, "sample");
-		struct profile_sample s = { .time = rd64(d), .pid = rd32(d + 8), .tid = rd32(d + 12),
-					    .cpu = rd32(d + 16), .stack = rd32(d + 20),
-					    .flags = rd32(d + 24), .weight = rd32(d + 28) };
+		struct profile_sample s = { .time = cs_rd64(d), .pid = cs_rd32(d + 8), .tid = cs_rd32(d + 12),
+					    .cpu = cs_rd32(d + 16), .stack = cs_rd32(d + 20),
+					    .flags = cs_rd32(d + 24), .weight = cs_rd32(d + 28) };
 		if (s.stack >= p->nstacks)
 			return load_corrupt(l, "sample");
 		cs_grow(&p->samples, &l->cap_samples, p->nsamples_records + 1, sizeof(s));
@@ -217,13 +203,13 @@ static int load_record(void *arg, uint16_t type, const uint8_t *d, size_t len)
 	}
 	case DF_SYMBOL: {
 		NEED(8, "symbol");
-		uint32_t loc = rd32(d), n = rd32(d + 4);
+		uint32_t loc = cs_rd32(d), n = cs_rd32(d + 4);
 		if (loc >= l->nlocs || n == 0 || n > (len - 8) / 16 || len != 8 + (size_t)n * 16)
 			return load_corrupt(l, "symbol");
 		cs_grow(&l->syms, &l->cap_syms, l->nsyms + n, sizeof(*l->syms));
 		for (uint32_t i = 0; i < n; i++) {
 			const uint8_t *f = d + 8 + 16 * i;
-			struct load_sym s = { rd32(f), rd32(f + 4), rd32(f + 8), rd32(f + 12) };
+			struct load_sym s = { cs_rd32(f), cs_rd32(f + 4), cs_rd32(f + 8), cs_rd32(f + 12) };
 			if (s.name >= p->nstrings || s.file >= p->nstrings)
 				return load_corrupt(l, "symbol");
 			l->syms[l->nsyms + i] = s;
@@ -298,7 +284,7 @@ static int load_record(void *arg, uint16_t type, const uint8_t *d, size_t len)
 		cs_grow(&p->gpu_notes, &l->cap_gpu_notes, p->ngpu_notes + 1, sizeof(*p->gpu_notes));
 		cs_grow(&l->gpu_note_texts, &l->cap_note_texts, l->nnote_texts + 1, sizeof(char *));
 		l->gpu_note_texts[l->nnote_texts++] = cs_strdup(text);
-		p->gpu_notes[p->ngpu_notes++] = (struct profile_gpu_note){ rd32(d), rd32(d + 4), 0 };
+		p->gpu_notes[p->ngpu_notes++] = (struct profile_gpu_note){ cs_rd32(d), cs_rd32(d + 4), 0 };
 		break;
 	}
 	case DF_TASK_LABEL: {
@@ -315,8 +301,8 @@ static int load_record(void *arg, uint16_t type, const uint8_t *d, size_t len)
 	}
 	case DF_END:
 		NEED(28, "end");
-		l->end_time = rd64(d + 16);
-		l->symbolized = rd32(d + 24) & 1;
+		l->end_time = cs_rd64(d + 16);
+		l->symbolized = cs_rd32(d + 24) & 1;
 		break;
 	case DF_RAW_SAMPLE:
 		p->nraw_samples++; /* counted so info can say the file holds stack memory */

@@ -49,7 +49,7 @@ static const char *report_library_name(const char *path)
 
 /* perf's marker of where a function runs: [k] kernel, [j] JIT, [i] inlined, [.] user; and
  * [o] for record --idle's off-CPU leaves. */
-static const char *report_frame_marker(uint32_t flags)
+const char *report_frame_marker(uint32_t flags)
 {
 	if (flags & PROFILE_FRAME_OFFCPU)
 		return "[o]";

@@ -39,4 +39,8 @@ struct report_opts {
 int report_write(FILE *f, const struct profile *p, const struct stacks_report *r,
 		 const struct report_opts *o);
 
+/* perf's marker of where a function runs: "[k]" kernel, "[j]" JIT, "[i]" inlined, "[.]" user,
+ * and "[o]" for record --idle's off-CPU leaves (PROFILE_FRAME_* flags). */
+const char *report_frame_marker(uint32_t flags);
+
 #endif

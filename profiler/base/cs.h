@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/types.h>
@@ -26,6 +27,22 @@ __attribute__((format(printf, 2, 3))) int cs_error(int err, const char *fmt, ...
 __attribute__((format(printf, 1, 2))) void cs_warn(const char *fmt, ...);
 __attribute__((format(printf, 1, 2))) void cs_info(const char *fmt, ...);
 extern int cs_quiet; /* set by -q: cs_info prints nothing (the only process-wide setting) */
+
+/* Little-endian loads from a byte buffer at any alignment (data files and perf's records are
+ * little endian, as x86-64 is). */
+static inline uint32_t cs_rd32(const void *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static inline uint64_t cs_rd64(const void *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
 
 /* Hashing for the in-memory tables (not stored in data files, so free to change).
  * cs_hash_u64 is MurmurHash3's 64-bit finalizer: it spreads an integer key over all bits.

@@ -98,20 +98,6 @@ struct merge {
 	uint64_t skipped_types[256]; /* optional records of unknown types, by type - 128 */
 };
 
-static uint32_t rd32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return v;
-}
-
-static uint64_t rd64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return v;
-}
-
 static void wr32(uint8_t *p, uint32_t v)
 {
 	memcpy(p, &v, 4);
@@ -156,7 +142,7 @@ static int merge_scan(void *arg, uint16_t type, const uint8_t *d, size_t len)
 	}
 	case DF_STRING:
 		NEED(5, "string");
-		if (rd32(d) != in->nstrings || !rdstr(d + 4, len - 4))
+		if (cs_rd32(d) != in->nstrings || !rdstr(d + 4, len - 4))
 			return merge_corrupt(in, "string");
 		in->nstrings++;
 		break;
@@ -164,30 +150,30 @@ static int merge_scan(void *arg, uint16_t type, const uint8_t *d, size_t len)
 		NEED(21, "comm");
 		if (!rdstr(d + 20, len - 20))
 			return merge_corrupt(in, "comm");
-		merge_set_add(&in->tasks, rd32(d), true);
-		merge_set_add(&in->tasks, rd32(d + 4), false);
+		merge_set_add(&in->tasks, cs_rd32(d), true);
+		merge_set_add(&in->tasks, cs_rd32(d + 4), false);
 		break;
 	case DF_MMAP:
 		NEED(49, "mmap");
 		if (!rdstr(d + 48, len - 48))
 			return merge_corrupt(in, "mmap");
-		merge_set_add(&in->tasks, rd32(d), true);
-		merge_set_add(&in->tasks, rd32(d + 4), false);
+		merge_set_add(&in->tasks, cs_rd32(d), true);
+		merge_set_add(&in->tasks, cs_rd32(d + 4), false);
 		break;
 	case DF_FORK:
 	case DF_EXIT:
 		NEED(24, "fork");
-		merge_set_add(&in->tasks, rd32(d), true);
-		merge_set_add(&in->tasks, rd32(d + 4), true);
-		merge_set_add(&in->tasks, rd32(d + 8), false);
-		merge_set_add(&in->tasks, rd32(d + 12), false);
+		merge_set_add(&in->tasks, cs_rd32(d), true);
+		merge_set_add(&in->tasks, cs_rd32(d + 4), true);
+		merge_set_add(&in->tasks, cs_rd32(d + 8), false);
+		merge_set_add(&in->tasks, cs_rd32(d + 12), false);
 		break;
 	case DF_LOST:
 		NEED(16, "lost");
 		break;
 	case DF_MODULE: {
 		NEED(10, "module");
-		uint32_t id = rd32(d);
+		uint32_t id = cs_rd32(d);
 		const char *path = rdstr(d + 8, len - 8);
 		if (!path || id > in->nmodules ||
 		    !rdstr(d + 8 + strlen(path) + 1, len - 8 - strlen(path) - 1))
@@ -197,49 +183,49 @@ static int merge_scan(void *arg, uint16_t type, const uint8_t *d, size_t len)
 	}
 	case DF_LOC:
 		NEED(20, "location");
-		if (rd32(d) != in->nlocs || rd32(d + 4) >= in->nmodules)
+		if (cs_rd32(d) != in->nlocs || cs_rd32(d + 4) >= in->nmodules)
 			return merge_corrupt(in, "location");
 		in->nlocs++;
 		break;
 	case DF_STACK: {
 		NEED(8, "stack");
-		uint32_t n = rd32(d + 4);
-		if (rd32(d) != in->nstacks || n > (len - 8) / 4 || len != 8 + (size_t)n * 4)
+		uint32_t n = cs_rd32(d + 4);
+		if (cs_rd32(d) != in->nstacks || n > (len - 8) / 4 || len != 8 + (size_t)n * 4)
 			return merge_corrupt(in, "stack");
 		for (uint32_t i = 0; i < n; i++)
-			if (rd32(d + 8 + 4 * i) >= in->nlocs)
+			if (cs_rd32(d + 8 + 4 * i) >= in->nlocs)
 				return merge_corrupt(in, "stack");
 		in->nstacks++;
 		break;
 	}
 	case DF_SAMPLE:
 		NEED(32, "sample");
-		if (rd32(d + 20) >= in->nstacks)
+		if (cs_rd32(d + 20) >= in->nstacks)
 			return merge_corrupt(in, "sample");
-		merge_set_add(&in->tasks, rd32(d + 8), true);
-		merge_set_add(&in->tasks, rd32(d + 12), false);
+		merge_set_add(&in->tasks, cs_rd32(d + 8), true);
+		merge_set_add(&in->tasks, cs_rd32(d + 12), false);
 		break;
 	case DF_SYMBOL: {
 		NEED(8, "symbol");
-		uint32_t n = rd32(d + 4);
-		if (rd32(d) >= in->nlocs || n == 0 || n > (len - 8) / 16 || len != 8 + (size_t)n * 16)
+		uint32_t n = cs_rd32(d + 4);
+		if (cs_rd32(d) >= in->nlocs || n == 0 || n > (len - 8) / 16 || len != 8 + (size_t)n * 16)
 			return merge_corrupt(in, "symbol");
 		for (uint32_t i = 0; i < n; i++)
-			if (rd32(d + 8 + 16 * i) >= in->nstrings || rd32(d + 12 + 16 * i) >= in->nstrings)
+			if (cs_rd32(d + 8 + 16 * i) >= in->nstrings || cs_rd32(d + 12 + 16 * i) >= in->nstrings)
 				return merge_corrupt(in, "symbol");
 		break;
 	}
 	case DF_END:
 		NEED(28, "end");
-		in->samples = rd64(d);
-		in->lost = rd64(d + 8);
-		in->end_time = rd64(d + 16);
-		in->end_flags = rd32(d + 24);
+		in->samples = cs_rd64(d);
+		in->lost = cs_rd64(d + 8);
+		in->end_time = cs_rd64(d + 16);
+		in->end_flags = cs_rd32(d + 24);
 		break;
 	case DF_RAW_SAMPLE:
 		NEED(16, "raw sample");
-		merge_set_add(&in->tasks, rd32(d + 8), true);
-		merge_set_add(&in->tasks, rd32(d + 12), false);
+		merge_set_add(&in->tasks, cs_rd32(d + 8), true);
+		merge_set_add(&in->tasks, cs_rd32(d + 12), false);
 		break;
 	case DF_GPU_LAUNCH: {
 		struct df_gpu_launch g;
@@ -267,13 +253,13 @@ static int merge_scan(void *arg, uint16_t type, const uint8_t *d, size_t len)
 	}
 	case DF_GPU_INFO:
 		NEED(sizeof(struct df_gpu_info), "GPU info");
-		merge_set_add(&in->tasks, rd32(d), true);
+		merge_set_add(&in->tasks, cs_rd32(d), true);
 		break;
 	case DF_GPU_NOTE:
 		NEED(9, "GPU note");
 		if (!rdstr(d + 8, len - 8))
 			return merge_corrupt(in, "GPU note");
-		merge_set_add(&in->tasks, rd32(d), true);
+		merge_set_add(&in->tasks, cs_rd32(d), true);
 		break;
 	case DF_TASK_LABEL: {
 		struct df_task_label t;
@@ -432,12 +418,12 @@ static uint32_t merge_str(struct merge *m, struct merge_input *in, uint32_t id)
 
 static void merge_put_task_id(const struct merge_input *in, uint8_t *p)
 {
-	wr32(p, merge_task_id(in, rd32(p)));
+	wr32(p, merge_task_id(in, cs_rd32(p)));
 }
 
 static void merge_put_time(const struct merge_input *in, uint8_t *p)
 {
-	wr64(p, merge_time(in, rd64(p)));
+	wr64(p, merge_time(in, cs_rd64(p)));
 }
 
 static int merge_copy(void *arg, uint16_t type, const uint8_t *d, size_t len)
@@ -475,7 +461,7 @@ static int merge_copy(void *arg, uint16_t type, const uint8_t *d, size_t len)
 		df_put(m->w, type, b, len);
 		break;
 	case DF_MODULE: {
-		uint32_t id = rd32(d);
+		uint32_t id = cs_rd32(d);
 		if (id == in->nmodules2) {
 			in->module_map = cs_realloc(in->module_map, (id + 1) * sizeof(uint32_t));
 			in->module_map[id] = m->out_modules++;
@@ -486,16 +472,16 @@ static int merge_copy(void *arg, uint16_t type, const uint8_t *d, size_t len)
 		break;
 	}
 	case DF_LOC:
-		wr32(b, in->loc_base + rd32(d));
-		wr32(b + 4, in->module_map[rd32(d + 4)]);
+		wr32(b, in->loc_base + cs_rd32(d));
+		wr32(b + 4, in->module_map[cs_rd32(d + 4)]);
 		m->out_locs++;
 		df_put(m->w, type, b, len);
 		break;
 	case DF_STACK: {
-		uint32_t n = rd32(d + 4);
-		wr32(b, in->stack_base + rd32(d));
+		uint32_t n = cs_rd32(d + 4);
+		wr32(b, in->stack_base + cs_rd32(d));
 		for (uint32_t i = 0; i < n; i++)
-			wr32(b + 8 + 4 * i, in->loc_base + rd32(d + 8 + 4 * i));
+			wr32(b + 8 + 4 * i, in->loc_base + cs_rd32(d + 8 + 4 * i));
 		m->out_stacks++;
 		in->nstacks2++;
 		df_put(m->w, type, b, len);
@@ -505,15 +491,15 @@ static int merge_copy(void *arg, uint16_t type, const uint8_t *d, size_t len)
 		merge_put_time(in, b);
 		merge_put_task_id(in, b + 8);
 		merge_put_task_id(in, b + 12);
-		wr32(b + 20, in->stack_base + rd32(d + 20));
+		wr32(b + 20, in->stack_base + cs_rd32(d + 20));
 		df_put(m->w, type, b, len);
 		break;
 	case DF_SYMBOL: {
-		uint32_t n = rd32(d + 4);
-		wr32(b, in->loc_base + rd32(d));
+		uint32_t n = cs_rd32(d + 4);
+		wr32(b, in->loc_base + cs_rd32(d));
 		for (uint32_t i = 0; i < n; i++) {
-			wr32(b + 8 + 16 * i, merge_str(m, in, rd32(d + 8 + 16 * i)));
-			wr32(b + 12 + 16 * i, merge_str(m, in, rd32(d + 12 + 16 * i)));
+			wr32(b + 8 + 16 * i, merge_str(m, in, cs_rd32(d + 8 + 16 * i)));
+			wr32(b + 12 + 16 * i, merge_str(m, in, cs_rd32(d + 12 + 16 * i)));
 		}
 		df_put(m->w, type, b, len);
 		break;

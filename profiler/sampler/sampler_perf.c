@@ -658,30 +658,16 @@ static void perf_close(struct sampler *base)
 
 /* ---- parsing the ring records ---- */
 
-static uint64_t rd64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return v;
-}
-
-static uint32_t rd32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return v;
-}
-
 /* The sample_id_all trailer of a side-band record: pid, tid, time, cpu (24 bytes). */
 static void sampler_trailer(const uint8_t *rec, size_t size, struct sampler_event *ev)
 {
 	if (size < 8 + 24)
 		return;
 	const uint8_t *t = rec + size - 24;
-	ev->pid = rd32(t);
-	ev->tid = rd32(t + 4);
-	ev->time = rd64(t + 8);
-	ev->cpu = rd32(t + 16);
+	ev->pid = cs_rd32(t);
+	ev->tid = cs_rd32(t + 4);
+	ev->time = cs_rd64(t + 8);
+	ev->cpu = cs_rd32(t + 16);
 }
 
 static void sampler_parse_sample(struct perf_sampler *s, const uint8_t *rec, size_t size)
@@ -698,12 +684,12 @@ static void sampler_parse_sample(struct perf_sampler *s, const uint8_t *rec, siz
 	ev = &pe->ev;
 	ev->type = SAMPLER_EV_SAMPLE;
 	p += 8; /* ip: the callchain or the registers have it */
-	ev->pid = rd32(p);
-	ev->tid = rd32(p + 4);
-	ev->time = rd64(p + 8);
-	ev->cpu = rd32(p + 16);
+	ev->pid = cs_rd32(p);
+	ev->tid = cs_rd32(p + 4);
+	ev->time = cs_rd64(p + 8);
+	ev->cpu = cs_rd32(p + 16);
 	p += 32; /* tid, time, cpu, period */
-	nr = rd64(p);
+	nr = cs_rd64(p);
 	p += 8;
 	if (nr > (uint64_t)(end - p) / 8) {
 		s->events.npend--;
@@ -711,7 +697,7 @@ static void sampler_parse_sample(struct perf_sampler *s, const uint8_t *rec, siz
 	}
 	enum { CTX_NONE, CTX_KERNEL, CTX_USER } ctx = CTX_NONE;
 	for (uint64_t i = 0; i < nr; i++) {
-		uint64_t ip = rd64(p + 8 * i);
+		uint64_t ip = cs_rd64(p + 8 * i);
 		if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
 			ctx = ip == (uint64_t)PERF_CONTEXT_KERNEL ? CTX_KERNEL
 			      : ip == (uint64_t)PERF_CONTEXT_USER ? CTX_USER
@@ -737,7 +723,7 @@ static void sampler_parse_sample(struct perf_sampler *s, const uint8_t *rec, siz
 	}
 	if (end - p < 8)
 		return;
-	uint64_t abi = rd64(p);
+	uint64_t abi = cs_rd64(p);
 	p += 8;
 	if (abi) {
 		int nregs = __builtin_popcountll(SAMPLER_REGS_MASK);
@@ -745,16 +731,16 @@ static void sampler_parse_sample(struct perf_sampler *s, const uint8_t *rec, siz
 			return;
 		for (int bit = 0, k = 0; bit < UNWIND_NREGS; bit++)
 			if (SAMPLER_REGS_MASK & (1ull << bit))
-				ev->sample.snap.regs[bit] = rd64(p + 8 * k++);
+				ev->sample.snap.regs[bit] = cs_rd64(p + 8 * k++);
 		ev->sample.snap.regs_mask = SAMPLER_REGS_MASK;
 		p += 8 * nregs;
 	}
 	if (end - p < 8)
 		return;
-	uint64_t ssize = rd64(p);
+	uint64_t ssize = cs_rd64(p);
 	p += 8;
 	if (ssize && (uint64_t)(end - p) >= ssize + 8) {
-		uint64_t dyn = rd64(p + ssize);
+		uint64_t dyn = cs_rd64(p + ssize);
 		if (dyn > ssize)
 			dyn = ssize;
 		pe->off_a = sampler_events_keep(&s->events, p, dyn);
@@ -778,16 +764,16 @@ static void sampler_parse(struct perf_sampler *s, const uint8_t *rec, size_t siz
 		pe->ev.type = SAMPLER_EV_MMAP;
 		sampler_trailer(rec, size, &pe->ev);
 		const uint8_t *p = rec + 8;
-		pe->ev.mmap.start = rd64(p + 8);
-		pe->ev.mmap.len = rd64(p + 16);
-		pe->ev.mmap.pgoff = rd64(p + 24);
-		pe->ev.mmap.prot = rd32(p + 56);
-		pe->ev.mmap.flags = rd32(p + 60);
+		pe->ev.mmap.start = cs_rd64(p + 8);
+		pe->ev.mmap.len = cs_rd64(p + 16);
+		pe->ev.mmap.pgoff = cs_rd64(p + 24);
+		pe->ev.mmap.prot = cs_rd32(p + 56);
+		pe->ev.mmap.flags = cs_rd32(p + 60);
 		size_t maxlen = size - 8 - 64 - 24;
 		pe->off_a = sampler_events_keep(&s->events, p + 64, strnlen((const char *)p + 64, maxlen));
 		cs_buf_put(&s->events.arena, "", 1);
-		pe->ev.pid = rd32(p);
-		pe->ev.tid = rd32(p + 4);
+		pe->ev.pid = cs_rd32(p);
+		pe->ev.tid = cs_rd32(p + 4);
 		return;
 	}
 	case PERF_RECORD_COMM: {
@@ -796,8 +782,8 @@ static void sampler_parse(struct perf_sampler *s, const uint8_t *rec, size_t siz
 		pe = sampler_events_push(&s->events, SAMPLER_EV_SAMPLE);
 		pe->ev.type = SAMPLER_EV_COMM;
 		sampler_trailer(rec, size, &pe->ev);
-		pe->ev.pid = rd32(rec + 8);
-		pe->ev.tid = rd32(rec + 12);
+		pe->ev.pid = cs_rd32(rec + 8);
+		pe->ev.tid = cs_rd32(rec + 12);
 		pe->ev.comm.exec = !!(h->misc & PERF_RECORD_MISC_COMM_EXEC);
 		size_t maxlen = size - 16 - 24;
 		pe->off_a = sampler_events_keep(&s->events, rec + 16, strnlen((const char *)rec + 16, maxlen));
@@ -810,11 +796,11 @@ static void sampler_parse(struct perf_sampler *s, const uint8_t *rec, size_t siz
 			return;
 		pe = sampler_events_push(&s->events, SAMPLER_EV_SAMPLE);
 		pe->ev.type = h->type == PERF_RECORD_FORK ? SAMPLER_EV_FORK : SAMPLER_EV_EXIT;
-		pe->ev.pid = rd32(rec + 8);
-		pe->ev.task.ppid = rd32(rec + 12);
-		pe->ev.tid = rd32(rec + 16);
-		pe->ev.task.ptid = rd32(rec + 20);
-		pe->ev.time = rd64(rec + 24);
+		pe->ev.pid = cs_rd32(rec + 8);
+		pe->ev.task.ppid = cs_rd32(rec + 12);
+		pe->ev.tid = cs_rd32(rec + 16);
+		pe->ev.task.ptid = cs_rd32(rec + 20);
+		pe->ev.time = cs_rd64(rec + 24);
 		pe->ev.cpu = (uint32_t)cpu;
 		if (s->idle && h->type == PERF_RECORD_FORK && pe->ev.pid != pe->ev.task.ppid)
 			perf_idle_note_fork(s, (pid_t)pe->ev.pid);
@@ -825,7 +811,7 @@ static void sampler_parse(struct perf_sampler *s, const uint8_t *rec, size_t siz
 		pe = sampler_events_push(&s->events, SAMPLER_EV_SAMPLE);
 		pe->ev.type = SAMPLER_EV_LOST;
 		sampler_trailer(rec, size, &pe->ev);
-		pe->ev.lost.count = rd64(rec + 16);
+		pe->ev.lost.count = cs_rd64(rec + 16);
 		return;
 	case PERF_RECORD_LOST_SAMPLES:
 		if (size < 8 + 8)
@@ -833,7 +819,7 @@ static void sampler_parse(struct perf_sampler *s, const uint8_t *rec, size_t siz
 		pe = sampler_events_push(&s->events, SAMPLER_EV_SAMPLE);
 		pe->ev.type = SAMPLER_EV_LOST;
 		sampler_trailer(rec, size, &pe->ev);
-		pe->ev.lost.count = rd64(rec + 8);
+		pe->ev.lost.count = cs_rd64(rec + 8);
 		return;
 	default:
 		return; /* throttling and other records carry nothing csampler keeps */
