@@ -72,6 +72,7 @@ enum flame_kind {
 	FLAME_KIND_OTHER,      /* frames narrower than --minwidth, merged */
 	FLAME_KIND_PYTHON,     /* a Python function (CPython frames read by record) */
 	FLAME_KIND_NVTX,       /* an NVTX range around GPU launches ("[nvtx] NAME") */
+	FLAME_KIND_OFFCPU,     /* why a thread was off the CPU ("[off-cpu: futex]", record --idle) */
 	FLAME_KIND_COUNT
 };
 /* Or-ed into the kind written for the JavaScript: the frame was inlined. */
@@ -82,7 +83,7 @@ enum flame_kind {
  * "libfoo.so+0x12", "module`func", py-spy's "func (file.py:LINE)" and well-known libc/CUDA
  * function prefixes. The GPU view's frames (fold_gpu.c) are known by their names alone, so that
  * its folded text and data files draw alike: "[gpu] KERNEL", "[memcpy KIND]", "[memset]",
- * "[sync]", "[nvtx] RANGE". */
+ * "[sync]", "[nvtx] RANGE"; so are record --idle's off-CPU leaves, "[off-cpu: SYSCALL]". */
 enum flame_kind flame_classify(const char *name, const char *module, uint32_t flags);
 
 /* ---- the merged call tree (flame_tree.c) --------------------------------------------- */

@@ -27,9 +27,9 @@
 	var charW = D.fs * D.fw;
 	var KIND = ["all", "own code", "system libraries", "kernel", "CUDA runtime and driver",
 		"GPU kernels", "GPU copies", "GPU synchronisation", "JIT", "merged narrow frames", "Python",
-		"NVTX ranges"];
+		"NVTX ranges", "off-CPU (blocked, sleeping)"];
 	var KIND_PALETTE = ["hot", "hot", "system", "aqua", "green", "purple", "pink", "grey",
-		"yellow", "lightgrey", "orange", "tan"];
+		"yellow", "lightgrey", "orange", "tan", "io"];
 
 	/* Pre-order -> positions in counts: x0 (left edge), end (one past the subtree). */
 	(function () {

@@ -137,6 +137,8 @@ enum flame_kind flame_classify(const char *name, const char *module, uint32_t fl
 		return FLAME_KIND_KERNEL;
 	if (flags & PROFILE_FRAME_JIT)
 		return FLAME_KIND_JIT;
+	if ((flags & PROFILE_FRAME_OFFCPU) || !strncmp(name, "[off-cpu: ", 10))
+		return FLAME_KIND_OFFCPU;
 	if (name[0] == '[' && !(module && *module)) {
 		/* The GPU view's frames (fold_gpu.c), before "[module]" below takes them. */
 		if (!strncmp(name, "[gpu] ", 6))

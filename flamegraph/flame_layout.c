@@ -204,7 +204,7 @@ const char *flame_okey_name(const struct flame_tree *t, const struct flame_okey 
 
 static const char *const flame_kind_names[FLAME_KIND_COUNT] = {
 	"root", "own", "system", "kernel", "cuda", "gpu-kernel", "gpu-copy", "gpu-sync", "jit",
-	"other", "python", "nvtx",
+	"other", "python", "nvtx", "off-cpu",
 };
 
 int flame_layout_dump(FILE *f, const struct flame_tree *t, const struct flame_layout *l,

@@ -98,6 +98,10 @@ static const struct flame_optdef flame_optdefs[] = {
 	{ "time", 0, FLAME_OPT_FILTER, 0, FLAME_BOTH, "SPEC",
 	  "data files: only a time window: START,END in seconds\n"
 	  "from the start, or percent slices 10%/2, 0%-10%" },
+	{ "idle", 0, FLAME_OPT_FILTER, 0, FLAME_BOTH, NULL,
+	  "data files of record --idle: only threads off the CPU" },
+	{ "no-idle", 0, FLAME_OPT_FILTER, 0, FLAME_BOTH, NULL,
+	  "data files: only threads on the CPU" },
 	{ "dump-layout", 0, FLAME_OPT_FLAG, FO(dump_layout), FLAME_BOTH, NULL,
 	  "print the frames' geometry as text instead of the SVG" },
 	{ "help", 'h', FLAME_OPT_HELP, 0, FLAME_BOTH, NULL, "this help" },

@@ -136,6 +136,10 @@ UNIT_TEST(flame_classify_kinds)
 	UNIT_ASSERT_EQ_INT(flame_classify("[nvtx] forward", NULL, 0), FLAME_KIND_NVTX);
 	UNIT_ASSERT_EQ_INT(flame_classify("[no launch stack]", NULL, 0), FLAME_KIND_OWN);
 	UNIT_ASSERT_EQ_INT(flame_classify("[gpu] x", "libc.so.6", 0), FLAME_KIND_SYSTEM);
+	/* record --idle's off-CPU leaves: by flag (data files) and by name (folded text) */
+	UNIT_ASSERT_EQ_INT(flame_classify("[off-cpu: futex]", "[off-cpu]", PROFILE_FRAME_OFFCPU),
+			   FLAME_KIND_OFFCPU);
+	UNIT_ASSERT_EQ_INT(flame_classify("[off-cpu: read]", NULL, 0), FLAME_KIND_OFFCPU);
 }
 
 static void flame_test_add(struct flame_tree *t, const char *stack, int series, double count)

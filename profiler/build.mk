@@ -9,7 +9,7 @@ PROFILER_CMD      := cmd_diff cmd_env cmd_export cmd_flame cmd_folded cmd_info c
 PROFILER_BASE     := cs
 PROFILER_FORMAT   := datafile merge
 PROFILER_SAMPLER  := sampler sampler_perf sampler_ptrace proc
-PROFILER_UNWIND   := elfcache unwind symbols python jit
+PROFILER_UNWIND   := elfcache unwind symbols python jit offcpu
 PROFILER_RECORD   := record gpu_merge gpu_setup output
 PROFILER_ANALYSIS := profile filter stacks fold_gpu report gpu compare
 PROFILER_EXPORT   := export chrome speedscope pprof
@@ -21,7 +21,7 @@ PROFILER_SRCS := profiler/main.c \
 PROFILER_TESTS := base/cs format/datafile unwind/unwind unwind/symbols sampler/sampler_ptrace \
 	analysis/profile_builder analysis/filter analysis/stacks analysis/fold_gpu analysis/report \
 	analysis/gpu record/gpu_merge record/output unwind/python unwind/jit analysis/compare \
-	export/pprof
+	export/pprof unwind/offcpu
 PROFILER_OBJS      := $(PROFILER_SRCS:%.c=$(BUILD)/%.o)
 PROFILER_TEST_OBJS := $(PROFILER_TESTS:%=$(BUILD)/profiler/%_test.o)
 PROFILER_LIBS      := -ldw -lelf -lz -lzstd -llzma -lstdc++ -lm

@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const profile_filter_names[] = { "pid", "tid", "comm", "rank", "time", NULL };
+const char *const profile_filter_names[] = { "pid", "tid", "comm", "rank", "time", "idle",
+					     "no-idle", NULL };
 
 static int filter_parse_id(const char *cmd, const char *opt, const char *value, int64_t *out)
 {
@@ -130,6 +131,12 @@ int profile_filter_option(struct profile_filter *f, const char *cmd, int c, cons
 		return 0;
 	case PROFILE_FILTER_OPT_TIME:
 		return profile_filter_parse_time(f, cmd, value);
+	case PROFILE_FILTER_OPT_IDLE:
+		f->idle = PROFILE_FILTER_IDLE_OFFCPU;
+		return 0;
+	case PROFILE_FILTER_OPT_NO_IDLE:
+		f->idle = PROFILE_FILTER_IDLE_ONCPU;
+		return 0;
 	default:
 		return 1;
 	}
@@ -146,7 +153,8 @@ int profile_filter_set(struct profile_filter *f, const char *cmd, const char *na
 
 bool profile_filter_active(const struct profile_filter *f)
 {
-	return f && (f->pid >= 0 || f->tid >= 0 || f->rank >= 0 || f->comm || f->nranges);
+	return f && (f->pid >= 0 || f->tid >= 0 || f->rank >= 0 || f->comm || f->nranges ||
+		     f->idle);
 }
 
 /* ---- applying ---- */
@@ -269,6 +277,9 @@ static void filter_samples(struct filter_ctx *c)
 		bool pass = t >= 0 ? c->thread_pass[t] : filter_task(c, s->pid, s->tid);
 		if (!pass || !filter_time(c, s->time))
 			continue;
+		if (c->f->idle && (c->f->idle == PROFILE_FILTER_IDLE_OFFCPU) !=
+				      !!(s->flags & PROFILE_SAMPLE_OFFCPU))
+			continue;
 		if (t >= 0)
 			p->threads[t].samples += s->weight;
 		p->nsamples += s->weight;
@@ -374,6 +385,10 @@ static char *filter_describe(const struct profile_filter *f)
 		cs_buf_printf(&b, "%srank %" PRId64, b.len ? ", " : "", f->rank);
 	if (f->nranges)
 		cs_buf_printf(&b, "%stime %s", b.len ? ", " : "", f->time ? f->time : "?");
+	if (f->idle)
+		cs_buf_printf(&b, "%s%s", b.len ? ", " : "",
+			      f->idle == PROFILE_FILTER_IDLE_OFFCPU ? "off-CPU only (--idle)"
+								    : "on-CPU only (--no-idle)");
 	cs_buf_put(&b, "", 1);
 	return b.data;
 }
@@ -416,7 +431,8 @@ int profile_filter_apply(struct profile *p, const struct profile_filter *f, cons
 	*d = (struct profile_filtered){
 		.text = filter_describe(f), .pid = f->pid, .tid = f->tid, .rank = f->rank,
 		.comm = f->comm ? cs_strdup(f->comm) : NULL,
-		.time = f->nranges && f->time ? cs_strdup(f->time) : NULL, .nsamples = before };
+		.time = f->nranges && f->time ? cs_strdup(f->time) : NULL, .nsamples = before,
+		.idle = f->idle };
 	if ((before || gpu_before) && !p->nsamples && !p->ngpu_activities)
 		cs_warn("%s: nothing passes the filter (%s): %llu samples, %zu GPU activities in the "
 			"file", name, d->text, (unsigned long long)before, gpu_before);

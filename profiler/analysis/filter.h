@@ -1,5 +1,6 @@
 /* filter.h: the filters every reader of data files shares (report, folded, flame, diff, export):
- * --pid, --tid, --comm, --rank and --time. One option table and parser for all of them, and
+ * --pid, --tid, --comm, --rank, --time, and --idle / --no-idle (files of record --idle: only the
+ * samples of threads off the CPU, PROFILE_SAMPLE_OFFCPU, or only the others). One option table and parser for all of them, and
  * one profile_filter_apply() that narrows a loaded profile in place, so that every engine
  * downstream (stacks, the GPU analysis and folding, the exporters) sees only what was kept.
  *
@@ -35,8 +36,16 @@ struct profile_time_range {
 	bool pct;
 };
 
+/* --idle / --no-idle */
+enum profile_filter_idle {
+	PROFILE_FILTER_IDLE_ALL = 0,    /* on-CPU and off-CPU samples */
+	PROFILE_FILTER_IDLE_OFFCPU,     /* --idle: samples of threads off the CPU only */
+	PROFILE_FILTER_IDLE_ONCPU,      /* --no-idle: samples of running threads only */
+};
+
 struct profile_filter {
 	int64_t pid, tid;   /* -1 = all */
+	int idle;           /* enum profile_filter_idle */
 	int64_t rank;       /* -1 = all */
 	const char *comm;   /* NULL = all; matches a thread's name or its process' name */
 	const char *time;   /* the --time text, NULL = the whole recording */
@@ -52,6 +61,8 @@ enum {
 	PROFILE_FILTER_OPT_COMM,
 	PROFILE_FILTER_OPT_RANK,
 	PROFILE_FILTER_OPT_TIME,
+	PROFILE_FILTER_OPT_IDLE,
+	PROFILE_FILTER_OPT_NO_IDLE,
 };
 
 /* The rows to put into a command's getopt_long table. */
@@ -60,7 +71,9 @@ enum {
 	{ "tid", required_argument, NULL, PROFILE_FILTER_OPT_TID },              \
 	{ "comm", required_argument, NULL, PROFILE_FILTER_OPT_COMM },            \
 	{ "rank", required_argument, NULL, PROFILE_FILTER_OPT_RANK },            \
-	{ "time", required_argument, NULL, PROFILE_FILTER_OPT_TIME }
+	{ "time", required_argument, NULL, PROFILE_FILTER_OPT_TIME },            \
+	{ "idle", no_argument, NULL, PROFILE_FILTER_OPT_IDLE },                  \
+	{ "no-idle", no_argument, NULL, PROFILE_FILTER_OPT_NO_IDLE }
 
 /* Their --help lines, aligned as the commands' own: a printf format (its % doubled). */
 #define PROFILE_FILTER_HELP                                                                     \
@@ -69,7 +82,9 @@ enum {
 	"      --comm NAME      only threads named NAME, or of a process named NAME\n"          \
 	"      --rank N         only processes of rank N (RANK of the recording, or merged)\n"  \
 	"      --time SPEC      only samples in a time window: START,END in seconds from the\n" \
-	"                       start (either may be empty), or percent slices 10%%/2, 0%%-10%%\n"
+	"                       start (either may be empty), or percent slices 10%%/2, 0%%-10%%\n" \
+	"      --idle           only samples of threads off the CPU (files of record --idle)\n"  \
+	"      --no-idle        only samples of threads on the CPU\n"
 
 /* The option names profile_filter_set() takes, NULL-terminated ("pid", "tid", ...). */
 extern const char *const profile_filter_names[];

@@ -141,3 +141,29 @@ UNIT_TEST(filter_apply_ranks_and_gpu)
 	free(p->gpu_activities);
 	pb_free(&b);
 }
+
+/* --idle / --no-idle: samples by PROFILE_SAMPLE_OFFCPU, with their weights. */
+UNIT_TEST(filter_apply_idle)
+{
+	for (int idle = 0; idle < 2; idle++) {
+		struct pbuild b;
+		struct profile_filter f = PROFILE_FILTER_ALL;
+		pb_init(&b);
+		uint32_t run = pb_stack(&b, "_start;main;spin");
+		uint32_t wait = pb_stack(&b, "_start;main;read;[off-cpu: read]");
+		pb_samples(&b, 10, 10, run, 30, 0);
+		pb_sample_weighted(&b, 10, 10, wait, 70, PROFILE_SAMPLE_OFFCPU);
+		pb_thread(&b, 10, 10, "main");
+		pb_process(&b, 10, 1, "main");
+		UNIT_ASSERT(profile_filter_set(&f, "test", idle ? "idle" : "no-idle", NULL) == 0);
+		UNIT_ASSERT(profile_filter_active(&f));
+		UNIT_ASSERT(profile_filter_apply(&b.p, &f, "test") == 0);
+		UNIT_ASSERT_EQ_INT(b.p.nsamples, idle ? 70 : 30);
+		for (size_t i = 0; i < b.p.nsamples_records; i++)
+			UNIT_ASSERT(!!(b.p.samples[i].flags & PROFILE_SAMPLE_OFFCPU) == idle);
+		UNIT_ASSERT(b.p.filtered.idle == (idle ? PROFILE_FILTER_IDLE_OFFCPU
+						       : PROFILE_FILTER_IDLE_ONCPU));
+		UNIT_ASSERT(strstr(b.p.filtered.text, idle ? "off-CPU only" : "on-CPU only"));
+		pb_free(&b);
+	}
+}

@@ -200,6 +200,7 @@ struct profile {
 				      * when the profile is whole */
 		int64_t pid, tid, rank; /* -1: not filtered on */
 		char *comm, *time;   /* NULL: not filtered on; time as given */
+		int idle;            /* enum profile_filter_idle (filter.h) */
 		uint64_t nsamples;   /* nsamples before the filter */
 	} filtered;
 };

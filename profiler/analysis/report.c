@@ -1,6 +1,7 @@
 /* report.c: formats an aggregated profile (struct stacks_report) as `csampler report` prints
  * it: a perf-like text report, or JSON with every string escaped. No counting happens here. */
 #include "analysis/report.h"
+#include "analysis/filter.h"
 
 #include "base/cs.h"
 
@@ -46,9 +47,12 @@ static const char *report_library_name(const char *path)
 	return *path ? cs_basename(path) : "(unknown)";
 }
 
-/* perf's marker of where a function runs: [k] kernel, [j] JIT, [i] inlined, [.] user. */
+/* perf's marker of where a function runs: [k] kernel, [j] JIT, [i] inlined, [.] user; and
+ * [o] for record --idle's off-CPU leaves. */
 static const char *report_frame_marker(uint32_t flags)
 {
+	if (flags & PROFILE_FRAME_OFFCPU)
+		return "[o]";
 	if (flags & PROFILE_FRAME_KERNEL)
 		return "[k]";
 	if (flags & PROFILE_FRAME_JIT)
@@ -70,6 +74,13 @@ static const char *report_lib_notes(uint32_t flags, char *buf, size_t len)
 		snprintf(buf + strlen(buf), len - strlen(buf), "%sno debug info",
 			 *buf ? ", " : "");
 	return buf;
+}
+
+/* Whether the file was recorded with --idle (its header says so). */
+static bool report_idle_recorded(const struct profile *p)
+{
+	const char *idle = profile_header(p, "idle");
+	return idle && !strcmp(idle, "yes");
 }
 
 static void report_text_header(FILE *f, const struct profile *p, const struct stacks_report *r,
@@ -102,6 +113,13 @@ static void report_text_header(FILE *f, const struct profile *p, const struct st
 	} else {
 		fprintf(f, "# samples:   %" PRIu64 "\n", r->samples);
 	}
+	if (p->filtered.idle == PROFILE_FILTER_IDLE_ONCPU && report_idle_recorded(p))
+		fprintf(f, "# off-CPU:   recorded with --idle; the samples of threads off the CPU are "
+			"left out (--no-idle)\n");
+	else if (r->offcpu_samples || report_idle_recorded(p))
+		fprintf(f, "# off-CPU:   %" PRIu64 " samples (%.1f%%) of threads off the CPU, under "
+			"[off-cpu: SYSCALL] leaves (record --idle: shares of wall-clock time)\n",
+			r->offcpu_samples, report_pct(r->offcpu_samples, r->samples));
 	fprintf(f, "# lost:      %" PRIu64 " (%.2f%% of all samples)\n", p->lost,
 		report_pct(p->lost, p->nsamples + p->lost));
 	fprintf(f, "# rate:      ");
@@ -1139,6 +1157,10 @@ static void report_write_json(FILE *f, const struct profile *p, const struct sta
 	report_json_u64(f, "samples_unfiltered",
 			p->filtered.text ? p->filtered.nsamples : p->nsamples);
 	fputc(',', f);
+	report_json_bool(f, "idle_recorded", report_idle_recorded(p) || r->offcpu_samples);
+	fputc(',', f);
+	report_json_u64(f, "offcpu_samples", r->offcpu_samples);
+	fputc(',', f);
 	report_json_u64(f, "lost", p->lost);
 	fputc(',', f);
 	report_json_double(f, "duration_s", report_duration_s(p), 6);
@@ -1175,6 +1197,10 @@ static void report_write_json(FILE *f, const struct profile *p, const struct sta
 	report_json_str(f, "comm", pf && pf->comm ? pf->comm : flt->comm);
 	fputc(',', f);
 	report_json_str(f, "time", pf ? pf->time : NULL);
+	fputc(',', f);
+	report_json_str(f, "idle", pf && pf->idle == PROFILE_FILTER_IDLE_OFFCPU  ? "off-cpu"
+				   : pf && pf->idle == PROFILE_FILTER_IDLE_ONCPU ? "on-cpu"
+										 : "all");
 	fputs("},\n", f);
 	report_json_functions(f, r, o);
 	report_json_python(f, r, o);

@@ -205,10 +205,10 @@ UNIT_TEST(report_json_golden)
 	expect_text(text,
 "{\"file\":\"csampler.data\",\"command\":\"./app --iters 3\","
 "\"cmdline\":\"csampler record -- ./app --iters 3\",\n"
-"\"samples\":105,\"samples_unfiltered\":105,\"lost\":2,\"duration_s\":0.105000,\"rate_hz\":999,"
+"\"samples\":105,\"samples_unfiltered\":105,\"idle_recorded\":false,\"offcpu_samples\":0,\"lost\":2,\"duration_s\":0.105000,\"rate_hz\":999,"
 "\"truncated\":false,\"finalized\":true,\n"
 "\"sort\":\"self\",\"python_only\":false,\"filter\":{\"pid\":null,\"tid\":null,\"rank\":null,\"comm\":\"app\","
-"\"time\":null},\n"
+"\"time\":null,\"idle\":\"all\"},\n"
 "\"functions\":[\n"
 "  {\"name\":\"work_a\",\"library\":\"/usr/bin/app\",\"self\":60,\"total\":60,\"self_pct\":57.14,"
 "\"total_pct\":57.14,\"kernel\":false,\"inlined\":false,\"jit\":false,\"file\":\"a.c\","

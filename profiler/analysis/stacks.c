@@ -608,7 +608,7 @@ void stacks_python_view(const struct profile *p, struct profile *view)
 		const uint32_t *fr = stacks_frames(p, (uint32_t)st, &n);
 		view->stacks[st].first = (uint32_t)view->nstack_frames;
 		for (size_t i = 0; fr && i < n; i++)
-			if (stacks_frame(p, fr[i])->flags & PROFILE_FRAME_PYTHON)
+			if (stacks_frame(p, fr[i])->flags & (PROFILE_FRAME_PYTHON | PROFILE_FRAME_OFFCPU))
 				view->stack_frames[view->nstack_frames++] = fr[i];
 		view->stacks[st].nframes = (uint32_t)(view->nstack_frames - view->stacks[st].first);
 	}
@@ -773,8 +773,10 @@ static void stacks_count_frames(const struct profile *p, const uint64_t *stack_w
 		const uint32_t *fr = stacks_frames(p, (uint32_t)st, &n);
 		for (size_t i = 0; fr && i < n; i++) {
 			uint32_t fl = stacks_frame(p, fr[i])->flags;
-			if (fl & (PROFILE_FRAME_KERNEL | PROFILE_FRAME_INLINED | PROFILE_FRAME_PYTHON))
-				continue; /* not unwound: the kernel's, inline chains, the interpreter's */
+			if (fl & (PROFILE_FRAME_KERNEL | PROFILE_FRAME_INLINED | PROFILE_FRAME_PYTHON |
+				  PROFILE_FRAME_OFFCPU))
+				continue; /* not unwound: the kernel's, inline chains, the interpreter's,
+					   * why a thread was off the CPU */
 			if (fl & PROFILE_FRAME_FOUND_FP)
 				u->frames_fp += stack_w[st];
 			else if (fl & PROFILE_FRAME_FOUND_SCAN)
@@ -815,6 +817,8 @@ int stacks_aggregate(const struct profile *p, const struct stacks_filter *filter
 			continue;
 		uint64_t w = s->weight;
 		out->samples += w;
+		if (s->flags & PROFILE_SAMPLE_OFFCPU)
+			out->offcpu_samples += w;
 		t->samples += w;
 		g.c.prows[t->prow].samples += w;
 		if (s->flags & PROFILE_SAMPLE_UNWIND_ERROR)

@@ -109,6 +109,7 @@ enum stacks_sort { STACKS_SORT_SELF, STACKS_SORT_TOTAL };
 struct stacks_report {
 	uint64_t samples;        /* weight of the samples that passed the filter */
 	uint64_t python_samples; /* of those, samples with a Python frame in their stack */
+	uint64_t offcpu_samples; /* of those, samples of threads off the CPU (record --idle) */
 	struct stacks_function *functions;  /* sorted by self (see stacks_sort_functions) */
 	size_t nfunctions;
 	struct stacks_process *processes;   /* most samples first */
@@ -140,7 +141,8 @@ size_t stacks_python_functions(const struct stacks_report *r, enum stacks_sort b
 			       struct stacks_function **out);
 
 /* `--python-only`: fill *view with a shallow copy of p whose stacks keep only their Python
- * frames (PROFILE_FRAME_PYTHON), innermost first as in p; a stack without any becomes empty
+ * frames (PROFILE_FRAME_PYTHON) and off-CPU leaves (PROFILE_FRAME_OFFCPU), innermost first as
+ * in p; a stack without any becomes empty
  * (its samples keep their process and thread, as py-spy's idle samples). Everything but the
  * stacks is shared with p, which must outlive the view; free with stacks_python_view_free(). */
 void stacks_python_view(const struct profile *p, struct profile *view);

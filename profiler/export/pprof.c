@@ -1,14 +1,15 @@
 /* pprof.c: `csampler export --format pprof`, the profile.proto message of
  * github.com/google/pprof (proto/profile.proto) compressed with gzip (zlib), the file that
- * go tool pprof, Pyroscope, Parca and Grafana read. Sample types "samples/count" and
- * "cpu/nanoseconds", and "gpu/nanoseconds" when the file has GPU activities (each kernel,
+ * go tool pprof, Pyroscope, Parca and Grafana read. Sample types "samples/count" (all
+ * samples) and "cpu/nanoseconds" (on-CPU ones), "offcpu/nanoseconds" when the file was
+ * recorded with --idle (time blocked, under the "[off-cpu: SYSCALL]" leaves), and
+ * "gpu/nanoseconds" when the file has GPU activities (each kernel,
  * copy, memset and sync weighs its duration, on the CPU stack of the call that launched it
  * under a leaf "[gpu] KERNEL", "[memcpy HtoD]", "[memset]" or "[sync]", as `flame --gpu`
  * draws them). One sample per distinct (call stack, thread) with location ids leaf first and
  * the labels pid, tid (numbers), thread_name, and rank when the recording kept one; one
  * location per physical frame, its inlined frames as extra lines (innermost first, as pprof
  * wants); one function per (name, source file); one mapping per module with its build id.
- * Off-CPU time is not recorded by csampler yet, so there is no value type for it.
  *
  * The protobuf wire format is written by hand (varints and length-delimited fields, the few
  * helpers below): it is one message type with eight field kinds, and protobuf-c would add a
@@ -113,6 +114,7 @@ struct pprof_row {
 	uint32_t leaf;           /* GPU rows: the string id of the leaf's name; 0 for CPU rows */
 	uint32_t pid, tid;
 	uint64_t count, gpu_ns;  /* samples (weights), GPU nanoseconds */
+	uint64_t offcpu;         /* --idle: samples (weights) of time off the CPU */
 };
 
 /* The string id of s, a string of the export (not of the profile); own: s was allocated and
@@ -326,9 +328,13 @@ static size_t pprof_rows(struct pprof_ctx *c, struct pprof_row **out)
 	uint32_t copy_leaf[16] = { 0 }, memset_leaf = 0, sync_leaf = 0;
 	for (size_t i = 0; i < p->nsamples_records; i++) {
 		const struct profile_sample *s = &p->samples[i];
-		if (s->stack < p->nstacks && s->weight)
-			pprof_row_of(c, &rows, &rows_cap, s->stack, 0, s->pid, s->tid)->count +=
-				s->weight;
+		if (s->stack < p->nstacks && s->weight) {
+			struct pprof_row *row = pprof_row_of(c, &rows, &rows_cap, s->stack, 0, s->pid, s->tid);
+			if (s->flags & PROFILE_SAMPLE_OFFCPU)
+				row->offcpu += s->weight;
+			else
+				row->count += s->weight;
+		}
 	}
 	for (size_t i = 0; i < p->ngpu_activities; i++) {
 		const struct profile_gpu_activity *a = &p->gpu_activities[i];
@@ -416,18 +422,23 @@ int export_pprof_write(FILE *f, const struct profile *p)
 	struct pprof_ctx c = { .p = p };
 	uint64_t period_ns = export_period_ns(p);
 	uint32_t max_frames = 1;
-	bool gpu = p->ngpu_activities > 0;
+	bool gpu = p->ngpu_activities > 0, offcpu = false;
+	for (size_t i = 0; i < p->nsamples_records && !offcpu; i++)
+		offcpu = p->samples[i].flags & PROFILE_SAMPLE_OFFCPU;
 	int err;
 
 	/* Value types and label keys, after the profile's own strings (index 0 is ""). */
 	uint32_t s_samples = pprof_extra(&c, "samples", false), s_count = pprof_extra(&c, "count", false),
 		 s_cpu = pprof_extra(&c, "cpu", false),
 		 s_nanoseconds = pprof_extra(&c, "nanoseconds", false),
-		 s_gpu = pprof_extra(&c, "gpu", false), s_pid = pprof_extra(&c, "pid", false),
+		 s_gpu = pprof_extra(&c, "gpu", false), s_offcpu = pprof_extra(&c, "offcpu", false),
+		 s_pid = pprof_extra(&c, "pid", false),
 		 s_tid = pprof_extra(&c, "tid", false),
 		 s_thread = pprof_extra(&c, "thread_name", false), s_rank = 0;
 	pprof_value_type(&c, PROFILE_SAMPLE_TYPE, s_samples, s_count);
 	pprof_value_type(&c, PROFILE_SAMPLE_TYPE, s_cpu, s_nanoseconds);
+	if (offcpu)
+		pprof_value_type(&c, PROFILE_SAMPLE_TYPE, s_offcpu, s_nanoseconds);
 	if (gpu)
 		pprof_value_type(&c, PROFILE_SAMPLE_TYPE, s_gpu, s_nanoseconds);
 	/* The rank of each process of a multi-process run (RANK, LOCAL_RANK,
@@ -471,8 +482,10 @@ int export_pprof_write(FILE *f, const struct profile *p)
 			pb_varint(&packed, c.stack_locations[i]);
 		pb_bytes(&sample, SAMPLE_LOCATION_ID, packed.data, packed.len);
 		packed.len = 0;
-		pb_varint(&packed, row->count);
+		pb_varint(&packed, row->count + row->offcpu);
 		pb_varint(&packed, row->count * period_ns);
+		if (offcpu)
+			pb_varint(&packed, row->offcpu * period_ns);
 		if (gpu)
 			pb_varint(&packed, row->gpu_ns);
 		pb_bytes(&sample, SAMPLE_VALUE, packed.data, packed.len);

@@ -45,6 +45,8 @@ enum profile_frame_flags {
 	 * flags. Neither bit: found by CFI (or it is the sampled pc). */
 	PROFILE_FRAME_FOUND_FP = 1 << 8,   /* one checked frame-pointer step */
 	PROFILE_FRAME_FOUND_SCAN = 1 << 9, /* a checked scan of the frame for its return address */
+	PROFILE_FRAME_OFFCPU = 1 << 10,    /* --idle: why the thread was off the CPU, the leaf
+					    * "[off-cpu: futex]" of an off-CPU sample */
 };
 
 /* DF_LOC flags: bit 0 says the offset is a return address; PROFILE_FRAME_FOUND_* as above. */
@@ -61,6 +63,11 @@ enum profile_module_flags {
 	PROFILE_MODULE_NO_DEBUGINFO = 1 << 4,/* no DWARF lines: no file:line, no inline frames */
 	PROFILE_MODULE_PYTHON = 1 << 5,      /* "[python]": offsets are Python frame ids, each
 					      * named by one DF_SYMBOL (PROFILE_FRAME_PYTHON) */
+	PROFILE_MODULE_OFFCPU = 1 << 6,      /* "[off-cpu]": offsets say why a thread was off the
+					      * CPU (the system call number it was blocked in, or
+					      * -1 not in one, -2 runnable, -3 stopped, as a signed
+					      * 64-bit value), each named by one DF_SYMBOL
+					      * (PROFILE_FRAME_OFFCPU) */
 };
 
 enum profile_sample_flags {
@@ -78,6 +85,9 @@ enum profile_sample_flags {
 					       * whose caller could not be recovered */
 	PROFILE_SAMPLE_STOP_NO_CFI = 1 << 5,  /* at code in a file without CFI, likewise */
 	PROFILE_SAMPLE_NO_MAP = 1 << 6,       /* an address was in no known mapping */
+	PROFILE_SAMPLE_OFFCPU = 1 << 7,       /* --idle: the thread was off the CPU (blocked,
+					       * sleeping, stopped); its leaf is an [off-cpu] frame
+					       * and its weight is in sampling periods of wall time */
 };
 
 enum df_record_type {

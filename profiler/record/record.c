@@ -82,6 +82,7 @@ struct record {
 	size_t stack_hash_cap;
 	/* counts */
 	uint64_t nsamples, lost, stack_full, unwind_errors;
+	uint64_t offcpu_samples;    /* --idle: weight of the off-CPU samples */
 	uint64_t py_merged, py_changed, py_unread; /* samples by py_merge result */
 	uint64_t gpu_py_merged, gpu_py_unread;     /* launches with Python frames: named, not */
 	uint32_t *tids, *pids;      /* sets of tids/pids seen in samples (ids + 1) */
@@ -337,11 +338,23 @@ static void record_sample(struct record *r, const struct sampler_event *ev)
 	}
 	if (!r->o->no_python)
 		n = record_python(r, ev, locs, n, uflags, &flags);
+	if (ev->sample.offcpu) {
+		/* --idle: why the thread was not running becomes the leaf, "[off-cpu: futex]" */
+		if (n == RECORD_MAX_LOCS)
+			n--;
+		memmove(locs + 1, locs, (size_t)n * sizeof(*locs));
+		locs[0] = (struct unwind_loc){ .module = unwind_offcpu_module(r->unwind),
+					       .offset = (uint64_t)(int64_t)ev->sample.offcpu_syscall };
+		n++;
+		flags |= PROFILE_SAMPLE_OFFCPU;
+		r->offcpu_samples += ev->sample.weight;
+	}
 	record_write_modules(r);
 	bool seen_user = false;
 	for (int i = 0; i < n; i++) {
 		const struct unwind_module *m = unwind_module_get(r->unwind, locs[i].module);
-		bool kernel = m && (m->flags & PROFILE_MODULE_KERNEL);
+		/* the kernel's frames and the off-CPU leaf: no return addresses */
+		bool kernel = m && (m->flags & (PROFILE_MODULE_KERNEL | PROFILE_MODULE_OFFCPU));
 		/* The first user frame after kernel frames is where the thread entered the
 		 * kernel, not a return address: it is looked up as is, like the leaf. Python
 		 * frame ids are no addresses: never adjusted. */
@@ -855,6 +868,9 @@ static void record_print_summary(struct record *r, uint64_t end_ns)
 		secs, (double)bytes / 1024.0, r->output,
 		r->nsamples ? (double)bytes / (double)r->nsamples : 0.0);
 	record_print_cost(r);
+	if (r->o->sampler.idle)
+		cs_info("--idle: %llu sampling periods off the CPU (blocked or sleeping), marked [off-cpu: SYSCALL]",
+			(unsigned long long)r->offcpu_samples);
 	if (r->lost)
 		cs_warn("%llu samples were lost: the ring buffers overflowed; use a larger -m or a lower -F",
 			(unsigned long long)r->lost);

@@ -84,6 +84,10 @@ void sampler_proc_maps(struct sampler_events *e, pid_t pid, uint64_t time, sampl
 /* One thread's scheduling state ('R' running or runnable, 'S', 'D', 'T', 't', 'Z', ...; 0 when
  * unreadable), from /proc/PID/task/TID/stat; *cpu (may be NULL) the CPU it last ran on. */
 char sampler_proc_thread_state(pid_t pid, pid_t tid, uint32_t *cpu);
+/* The same from an open /proc/PID/task/TID/stat (read again from its start), and from its
+ * text (NUL-terminated). */
+char sampler_proc_stat_fd_state(int fd, uint32_t *cpu);
+char sampler_proc_parse_state(const char *stat_text, uint32_t *cpu);
 /* Copy up to size bytes of tid's memory at addr; returns the bytes copied, a prefix that
  * stops at the first unreadable page. */
 size_t sampler_proc_read_stack(pid_t tid, uint64_t addr, uint8_t *buf, size_t size);
@@ -95,6 +99,13 @@ size_t sampler_proc_read_stack(pid_t tid, uint64_t addr, uint8_t *buf, size_t si
  * (the thread runs), -EAGAIN, or -errno (-EACCES: not permitted to read it). */
 int sampler_proc_offcpu(pid_t pid, pid_t tid, char state, uint8_t *stack, size_t cap,
 			struct sampler_event *ev);
+/* The two halves of it for a caller that keeps the file open (perf's --idle poller):
+ * parse an open /proc/PID/task/TID/syscall (read again from its start) into the system call
+ * (-1: none), SP and PC, returning 0, -EBUSY (running) or -errno; and fill ev as an off-CPU
+ * sample from those and got bytes of stack copied (of cap). */
+int sampler_proc_syscall_fd(int fd, long *nr, uint64_t *sp, uint64_t *pc);
+void sampler_proc_offcpu_event(pid_t pid, pid_t tid, char state, long nr, uint64_t sp, uint64_t pc,
+			       size_t got, size_t cap, struct sampler_event *ev);
 
 /* ptrace: at a stop that aborted a system call with EINTR which the kernel would not restart
  * (epoll_wait, semop, ...), restart it, unless a signal of the target's own is pending; the

@@ -91,6 +91,21 @@ char sampler_proc_thread_state(pid_t pid, pid_t tid, uint32_t *cpu)
 	ssize_t n = cs_read_small_file(path, buf, sizeof(buf));
 	if (n <= 0)
 		return 0;
+	return sampler_proc_parse_state(buf, cpu);
+}
+
+char sampler_proc_stat_fd_state(int fd, uint32_t *cpu)
+{
+	char buf[1024];
+	ssize_t n = fd >= 0 ? pread(fd, buf, sizeof(buf) - 1, 0) : -1;
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	return sampler_proc_parse_state(buf, cpu);
+}
+
+char sampler_proc_parse_state(const char *buf, uint32_t *cpu)
+{
 	/* the name (field 2) may hold spaces and parentheses: fields count from the last ')' */
 	const char *p = strrchr(buf, ')');
 	if (!p || p[1] != ' ' || !p[2])
@@ -132,6 +147,8 @@ size_t sampler_proc_read_stack(pid_t tid, uint64_t addr, uint8_t *buf, size_t si
 
 /* "/proc/PID/task/TID/syscall": "NR a1 .. a6 SP PC" (blocked in a system call), "-1 SP PC"
  * (blocked outside one) or "running". */
+static int proc_syscall_text(const char *buf, long *nr, uint64_t *sp, uint64_t *pc);
+
 static int proc_syscall(pid_t pid, pid_t tid, long *nr, uint64_t *sp, uint64_t *pc)
 {
 	char path[64], buf[256];
@@ -139,9 +156,25 @@ static int proc_syscall(pid_t pid, pid_t tid, long *nr, uint64_t *sp, uint64_t *
 	ssize_t n = cs_read_small_file(path, buf, sizeof(buf));
 	if (n <= 0)
 		return n < 0 ? (int)n : -ESRCH;
+	return proc_syscall_text(buf, nr, sp, pc);
+}
+
+int sampler_proc_syscall_fd(int fd, long *nr, uint64_t *sp, uint64_t *pc)
+{
+	char buf[256];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return n < 0 ? -errno : -ESRCH;
+	buf[n] = 0;
+	return proc_syscall_text(buf, nr, sp, pc);
+}
+
+static int proc_syscall_text(const char *buf, long *nr, uint64_t *sp, uint64_t *pc)
+{
 	if (!strncmp(buf, "running", 7))
 		return -EBUSY;
-	char *p = buf, *end;
+	const char *p = buf;
+	char *end;
 	*nr = strtol(p, &end, 10);
 	if (end == p)
 		return -EINVAL;
@@ -175,6 +208,13 @@ int sampler_proc_offcpu(pid_t pid, pid_t tid, char state, uint8_t *stack, size_t
 		return ret == -EBUSY ? -EAGAIN : ret;
 	if (nr2 != nr || sp2 != sp || pc2 != pc)
 		return -EAGAIN;
+	sampler_proc_offcpu_event(pid, tid, state, nr, sp, pc, got, cap, ev);
+	return 0;
+}
+
+void sampler_proc_offcpu_event(pid_t pid, pid_t tid, char state, long nr, uint64_t sp, uint64_t pc,
+			       size_t got, size_t cap, struct sampler_event *ev)
+{
 	memset(ev, 0, sizeof(*ev));
 	ev->type = SAMPLER_EV_SAMPLE;
 	ev->pid = (uint32_t)pid;
@@ -191,5 +231,4 @@ int sampler_proc_offcpu(pid_t pid, pid_t tid, char state, uint8_t *stack, size_t
 				    : nr >= 0			 ? (int32_t)nr
 								 : SAMPLER_OFFCPU_NOT_IN_SYSCALL;
 	ev->sample.weight = 1;
-	return 0;
 }

@@ -2,7 +2,16 @@
  * buffer per CPU, samples with user registers + user stack copy (dwarf) or the kernel's
  * callchain (fp), timestamps on CLOCK_MONOTONIC, and the MMAP2/COMM/FORK/EXIT/LOST side-band
  * records. Records are copied out of the rings in batches and sorted by time before delivery,
- * so a fork or mmap on one CPU is seen before the samples that depend on it on another. */
+ * so a fork or mmap on one CPU is seen before the samples that depend on it on another.
+ *
+ * --idle: cpu-clock only fires while a thread runs, and the context-switch event that would
+ * give a stack at switch-out is refused to unprivileged users at perf_event_paranoid 2 (with
+ * exclude_kernel it never fires). So a poller thread wakes at the sampling rate on the wall
+ * clock, reads the state of every thread of the sampled processes from /proc and samples each
+ * one that is not running from /proc without stopping it (proc.c). Each off-CPU sample weighs
+ * the sampling periods since the poller's previous tick (1 when it keeps pace), the same
+ * period a cpu-clock sample stands for, so on-CPU and off-CPU shares are shares of wall-clock
+ * time. Its samples go into a side set under a mutex that collect merges. */
 #include "sampler/backend.h"
 
 #include "base/cs.h"
@@ -11,6 +20,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -29,6 +40,57 @@ struct perf_ring {
 
 static void perf_close(struct sampler *base);
 
+#define PERF_IDLE_RESCAN_NS 10000000ull     /* threads and child processes: every 10 ms */
+#define PERF_IDLE_MAX_PENDING (256u << 20)  /* beyond this, off-CPU samples are dropped */
+
+#define PERF_IDLE_FLUSH_NS 100000000ull   /* a long wait is delivered in 100 ms pieces */
+
+/* --idle: a thread of a sampled process, as the poller sees it. A thread that stays blocked
+ * at the same place without running between ticks is not copied again: its pending sample
+ * weighs one more period per tick, and is delivered when the thread moves (or every
+ * PERF_IDLE_FLUSH_NS), so a program with many idle threads costs one small read per thread
+ * and tick, not a stack copy and an unwind. */
+struct perf_idle_thread {
+	pid_t pid, tid;
+	int syscall_fd;           /* /proc/PID/task/TID/syscall, kept open: read at every tick */
+	int schedstat_fd;         /* .../schedstat: its CPU time, to see that it did not run */
+	bool seen;                /* found by the last rescan */
+	/* the last stack copy (armed: it is still the thread's) and the periods it stands for
+	 * that are not delivered yet (weight) */
+	bool armed;
+	uint32_t weight;
+	char state;
+	long nr;
+	uint64_t sp, pc, runtime, time;
+	size_t got;
+	uint8_t *stack;           /* opts.stack_size bytes, allocated at the first sample */
+};
+
+/* --idle: the poller thread's state. Only the poller touches the fields above lock; lock
+ * guards those below it, which collect (the reader thread) and the poller share. */
+struct perf_idle {
+	pthread_t thread;
+	bool running;
+	volatile int stop;
+	pid_t launch_child;       /* launch mode: off-CPU sampling starts at its exec */
+	bool started;
+	pid_t *pids;              /* processes whose threads are polled */
+	size_t npids, cap_pids;
+	struct perf_idle_thread *threads;
+	size_t nthreads, cap_threads;
+	uint8_t *stack;           /* stack copy buffer, opts.stack_size bytes */
+	uint64_t period_ns, rescan_ns;
+	uint64_t ticks, late_ticks; /* ticks taken; periods the poller slept through */
+	uint64_t taken, missed;   /* blocked threads seen at ticks; threads that moved while read */
+	uint64_t copies;          /* stack copies made (a thread still blocked where it was is
+				   * not copied again) */
+	pthread_mutex_t lock;
+	struct sampler_events events; /* off-CPU samples not collected yet */
+	pid_t *new_pids;          /* processes created (FORK records), for the poller */
+	size_t nnew_pids, cap_new_pids;
+	uint64_t lost;            /* dropped while events was over PERF_IDLE_MAX_PENDING */
+};
+
 struct perf_sampler {
 	struct sampler base;      /* base.opts: the options */
 	struct perf_event_attr attr;
@@ -45,6 +107,7 @@ struct perf_sampler {
 	pid_t *synth_pids;
 	size_t nsynth;
 	uint64_t attach_time;
+	struct perf_idle *idle;   /* --idle, NULL otherwise */
 };
 
 static long perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group,
@@ -217,6 +280,343 @@ static int sampler_new(struct perf_sampler **out, const struct sampler_opts *opt
 	return 0;
 }
 
+/* ---- --idle: the off-CPU poller ---- */
+
+static void perf_idle_add_pid(struct perf_idle *idle, pid_t pid)
+{
+	for (size_t i = 0; i < idle->npids; i++)
+		if (idle->pids[i] == pid)
+			return;
+	cs_grow(&idle->pids, &idle->cap_pids, idle->npids + 1, sizeof(pid_t));
+	idle->pids[idle->npids++] = pid;
+}
+
+/* Children of one thread ("/proc/PID/task/TID/children": space-separated pids). */
+static void perf_idle_children(struct perf_idle *idle, pid_t pid, pid_t tid)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)tid);
+	if (cs_read_small_file(path, buf, sizeof(buf)) <= 0)
+		return;
+	for (char *p = buf, *end;; p = end) {
+		long child = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		if (child > 0)
+			perf_idle_add_pid(idle, (pid_t)child);
+	}
+}
+
+static void perf_idle_thread_free(struct perf_sampler *s, struct perf_idle_thread *th);
+
+/* Bring the thread list up to date: new processes from FORK records and from the children
+ * files, every thread of every process; threads and processes that are gone are dropped. */
+static void perf_idle_rescan(struct perf_sampler *s)
+{
+	struct perf_idle *idle = s->idle;
+	pthread_mutex_lock(&idle->lock);
+	for (size_t i = 0; i < idle->nnew_pids; i++)
+		perf_idle_add_pid(idle, idle->new_pids[i]);
+	idle->nnew_pids = 0;
+	pthread_mutex_unlock(&idle->lock);
+
+	for (size_t t = 0; t < idle->nthreads; t++)
+		idle->threads[t].seen = false;
+	for (size_t i = 0; i < idle->npids; i++) { /* npids grows as children are found */
+		pid_t pid = idle->pids[i];
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+		DIR *d = opendir(path);
+		if (!d) {
+			idle->pids[i--] = idle->pids[--idle->npids]; /* exited */
+			continue;
+		}
+		struct dirent *de;
+		while ((de = readdir(d))) {
+			if (de->d_name[0] < '1' || de->d_name[0] > '9')
+				continue;
+			pid_t tid = (pid_t)atoi(de->d_name);
+			struct perf_idle_thread *th = NULL;
+			for (size_t t = 0; t < idle->nthreads && !th; t++)
+				if (idle->threads[t].tid == tid && idle->threads[t].pid == pid)
+					th = &idle->threads[t];
+			if (!th) {
+				char file[80];
+				snprintf(file, sizeof(file), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
+				int fd = open(file, O_RDONLY | O_CLOEXEC);
+				if (fd < 0)
+					continue; /* gone, or not permitted (-EACCES): not sampled */
+				snprintf(file, sizeof(file), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
+				cs_grow(&idle->threads, &idle->cap_threads, idle->nthreads + 1,
+					sizeof(*idle->threads));
+				th = &idle->threads[idle->nthreads++];
+				*th = (struct perf_idle_thread){ .pid = pid, .tid = tid, .syscall_fd = fd,
+					.schedstat_fd = open(file, O_RDONLY | O_CLOEXEC) };
+			}
+			th->seen = true;
+			perf_idle_children(idle, pid, tid);
+		}
+		closedir(d);
+	}
+	for (size_t t = 0; t < idle->nthreads; t++) {
+		if (idle->threads[t].seen)
+			continue;
+		perf_idle_thread_free(s, &idle->threads[t]);
+		idle->threads[t--] = idle->threads[--idle->nthreads];
+	}
+}
+
+/* Launch mode: whether the command has exec'd (its events, enabled on exec, count time). */
+static bool perf_idle_exec_seen(struct perf_sampler *s)
+{
+	uint64_t v;
+	for (size_t i = 0; i < s->nfds; i++)
+		if (read(s->fds[i], &v, sizeof(v)) == (ssize_t)sizeof(v) && v)
+			return true;
+	return false;
+}
+
+/* The thread's CPU time so far (the first field of schedstat), or UINT64_MAX when unknown. */
+static uint64_t perf_idle_runtime(const struct perf_idle_thread *th)
+{
+	char buf[128];
+	ssize_t n = th->schedstat_fd >= 0 ? pread(th->schedstat_fd, buf, sizeof(buf) - 1, 0) : -1;
+	if (n <= 0)
+		return UINT64_MAX;
+	buf[n] = 0;
+	return strtoull(buf, NULL, 10);
+}
+
+/* Deliver the thread's pending sample (into the set collect merges). */
+static void perf_idle_flush(struct perf_sampler *s, struct perf_idle_thread *th)
+{
+	struct perf_idle *idle = s->idle;
+	if (!th->weight)
+		return;
+	struct sampler_event ev;
+	sampler_proc_offcpu_event(th->pid, th->tid, th->state, th->nr, th->sp, th->pc, th->got,
+				  s->base.opts.stack_size, &ev);
+	ev.time = th->time;
+	ev.sample.weight = th->weight;
+	th->weight = 0;
+	pthread_mutex_lock(&idle->lock);
+	if (idle->events.arena.len > PERF_IDLE_MAX_PENDING) {
+		idle->lost++;
+	} else {
+		struct sampler_pending *pe = sampler_events_push(&idle->events, SAMPLER_EV_SAMPLE);
+		pe->ev = ev;
+		if (th->got)
+			pe->off_a = sampler_events_keep(&idle->events, th->stack, th->got);
+	}
+	pthread_mutex_unlock(&idle->lock);
+}
+
+static void perf_idle_thread_free(struct perf_sampler *s, struct perf_idle_thread *th)
+{
+	perf_idle_flush(s, th);
+	close(th->syscall_fd);
+	if (th->schedstat_fd >= 0)
+		close(th->schedstat_fd);
+	free(th->stack);
+}
+
+/* One thread at one tick that stands for periods sampling periods. */
+static void perf_idle_sample(struct perf_sampler *s, struct perf_idle_thread *th, uint64_t now,
+			     uint32_t periods)
+{
+	struct perf_idle *idle = s->idle;
+	long nr, nr2;
+	uint64_t sp, pc, sp2, pc2;
+	int ret = sampler_proc_syscall_fd(th->syscall_fd, &nr, &sp, &pc);
+	if (ret) {
+		perf_idle_flush(s, th); /* running (cpu-clock samples it), or gone */
+		th->armed = false;
+		return;
+	}
+	uint64_t runtime = perf_idle_runtime(th);
+	if (th->armed && nr == th->nr && sp == th->sp && pc == th->pc && runtime != UINT64_MAX &&
+	    runtime == th->runtime) {
+		/* still blocked where it was, and it did not run since: the same stack */
+		if (!th->weight)
+			th->time = now;
+		th->weight += periods;
+		idle->taken++;
+		if (now - th->time >= PERF_IDLE_FLUSH_NS)
+			perf_idle_flush(s, th); /* the copy stays armed for the next piece */
+		return;
+	}
+	perf_idle_flush(s, th);
+	th->armed = false;
+	char state = sampler_proc_thread_state(th->pid, th->tid, NULL);
+	if (!state || state == 'R' || state == 'Z' || state == 'X')
+		return; /* woke up meanwhile, or gone */
+	if (!th->stack)
+		th->stack = cs_malloc(s->base.opts.stack_size ? s->base.opts.stack_size : 1);
+	size_t got = sampler_proc_read_stack(th->tid, sp, th->stack, s->base.opts.stack_size);
+	/* the thread may have run between the reads: then the copy belongs to no one state */
+	if (sampler_proc_syscall_fd(th->syscall_fd, &nr2, &sp2, &pc2) || nr2 != nr || sp2 != sp ||
+	    pc2 != pc) {
+		idle->missed++;
+		return;
+	}
+	idle->taken++;
+	idle->copies++;
+	th->armed = true;
+	th->weight = periods;
+	th->state = state;
+	th->nr = nr;
+	th->sp = sp;
+	th->pc = pc;
+	th->runtime = runtime;
+	th->time = now;
+	th->got = got;
+}
+
+static void perf_idle_tick(struct perf_sampler *s, uint64_t now, uint32_t periods)
+{
+	struct perf_idle *idle = s->idle;
+	for (size_t t = 0; t < idle->nthreads; t++)
+		perf_idle_sample(s, &idle->threads[t], now, periods);
+}
+
+static void *perf_idle_main(void *arg)
+{
+	struct perf_sampler *s = arg;
+	struct perf_idle *idle = s->idle;
+	uint64_t next = cs_monotonic_ns(), last_rescan = 0;
+
+	while (!idle->stop) {
+		struct timespec ts = { (time_t)(next / 1000000000ull), (long)(next % 1000000000ull) };
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
+		if (idle->stop)
+			break;
+		/* Each tick stands for the periods since the previous one: a poller that slept
+		 * through some (a busy machine) weighs its next samples more, not less. */
+		uint64_t now = cs_monotonic_ns();
+		uint32_t periods = 0;
+		while (next <= now && periods < 1000000)
+			next += idle->period_ns, periods++;
+		if (!periods)
+			continue;
+		if (!idle->started) {
+			if (!perf_idle_exec_seen(s))
+				continue;
+			idle->started = true;
+			periods = 1; /* nothing before the exec counts */
+		}
+		idle->ticks++;
+		idle->late_ticks += periods - 1;
+		if (now - last_rescan >= idle->rescan_ns) {
+			perf_idle_rescan(s);
+			last_rescan = now;
+		}
+		perf_idle_tick(s, now, periods);
+	}
+	for (size_t t = 0; t < idle->nthreads; t++)
+		perf_idle_flush(s, &idle->threads[t]); /* before the last collect */
+	return NULL;
+}
+
+/* Start the poller for pids (launch mode: the command, once it has exec'd). */
+static int perf_idle_start(struct perf_sampler *s, const pid_t *pids, size_t npids, bool launch)
+{
+	struct perf_idle *idle = cs_calloc(1, sizeof(*idle));
+	s->idle = idle;
+	pthread_mutex_init(&idle->lock, NULL);
+	idle->stack = cs_malloc(s->base.opts.stack_size ? s->base.opts.stack_size : 1);
+	idle->period_ns = 1000000000ull / (s->base.opts.freq_hz ? s->base.opts.freq_hz : 1);
+	idle->rescan_ns = idle->period_ns > PERF_IDLE_RESCAN_NS ? 0 : PERF_IDLE_RESCAN_NS;
+	idle->started = !launch;
+	for (size_t i = 0; i < npids; i++)
+		perf_idle_add_pid(idle, pids[i]);
+	int err = pthread_create(&idle->thread, NULL, perf_idle_main, s);
+	if (err)
+		return SAMPLER_SAID(cs_error(err, "pthread_create (the --idle poller): %s", strerror(err)));
+	idle->running = true;
+	return 0;
+}
+
+static void perf_idle_stop(struct perf_sampler *s)
+{
+	struct perf_idle *idle = s->idle;
+	if (!idle || !idle->running)
+		return;
+	idle->stop = 1;
+	pthread_join(idle->thread, NULL);
+	idle->running = false;
+}
+
+static void perf_idle_free(struct perf_sampler *s)
+{
+	struct perf_idle *idle = s->idle;
+	if (!idle)
+		return;
+	perf_idle_stop(s);
+	for (size_t t = 0; t < idle->nthreads; t++)
+		perf_idle_thread_free(s, &idle->threads[t]);
+	free(idle->threads);
+	free(idle->pids);
+	free(idle->new_pids);
+	free(idle->stack);
+	sampler_events_free(&idle->events);
+	pthread_mutex_destroy(&idle->lock);
+	free(idle);
+	s->idle = NULL;
+}
+
+/* collect: move the poller's samples into the batch being collected (the reader thread). */
+static void perf_idle_merge(struct perf_sampler *s)
+{
+	struct perf_idle *idle = s->idle;
+	struct sampler_events side;
+	uint64_t lost;
+	pthread_mutex_lock(&idle->lock);
+	side = idle->events;
+	memset(&idle->events, 0, sizeof(idle->events));
+	lost = idle->lost;
+	idle->lost = 0;
+	pthread_mutex_unlock(&idle->lock);
+	for (size_t i = 0; i < side.npend; i++) {
+		struct sampler_pending *from = &side.pend[i];
+		struct sampler_pending *pe = sampler_events_push(&s->events, SAMPLER_EV_SAMPLE);
+		pe->ev = from->ev;
+		if (from->off_a != SIZE_MAX)
+			pe->off_a = sampler_events_keep(&s->events, side.arena.data + from->off_a,
+							from->ev.sample.snap.stack_size);
+	}
+	if (lost) {
+		struct sampler_pending *pe = sampler_events_push(&s->events, SAMPLER_EV_LOST);
+		pe->ev.time = cs_monotonic_ns();
+		pe->ev.lost.count = lost;
+	}
+	sampler_events_free(&side);
+}
+
+/* A FORK record of a new process (collect, the reader thread): the poller follows it. */
+static void perf_idle_note_fork(struct perf_sampler *s, pid_t pid)
+{
+	struct perf_idle *idle = s->idle;
+	pthread_mutex_lock(&idle->lock);
+	cs_grow(&idle->new_pids, &idle->cap_new_pids, idle->nnew_pids + 1, sizeof(pid_t));
+	idle->new_pids[idle->nnew_pids++] = pid;
+	pthread_mutex_unlock(&idle->lock);
+}
+
+static void perf_describe(struct sampler *base, char *buf, size_t len)
+{
+	struct perf_sampler *s = (struct perf_sampler *)base;
+	struct perf_idle *idle = s->idle;
+	if (!idle || !len)
+		return;
+	/* after sampler_disable: the poller has stopped */
+	snprintf(buf, len,
+		 "--idle: %llu ticks found a thread off the CPU, %llu stack copies read from /proc, %llu skipped (the thread moved while read); %llu ticks, late for %llu periods",
+		 (unsigned long long)idle->taken, (unsigned long long)idle->copies,
+		 (unsigned long long)idle->missed, (unsigned long long)idle->ticks,
+		 (unsigned long long)idle->late_ticks);
+}
+
 static int perf_open_launch(struct sampler **out, const struct sampler_opts *opts, pid_t child)
 {
 	struct perf_sampler *s;
@@ -231,6 +631,10 @@ static int perf_open_launch(struct sampler **out, const struct sampler_opts *opt
 			perf_close(&s->base);
 			return ret;
 		}
+	}
+	if (opts->idle && (ret = perf_idle_start(s, &child, 1, true))) {
+		perf_close(&s->base);
+		return ret;
 	}
 	*out = &s->base;
 	return 0;
@@ -303,6 +707,10 @@ static int perf_open_attach(struct sampler **out, const struct sampler_opts *opt
 	s->synth_pids = cs_malloc(npids * sizeof(pid_t));
 	memcpy(s->synth_pids, pids, npids * sizeof(pid_t));
 	s->nsynth = npids;
+	if (opts->idle && (ret = perf_idle_start(s, pids, npids, false))) {
+		perf_close(&s->base);
+		return ret;
+	}
 	*out = &s->base;
 	return 0;
 }
@@ -326,6 +734,7 @@ static bool perf_has_kernel(const struct sampler *base)
 static void perf_disable(struct sampler *base)
 {
 	struct perf_sampler *s = (struct perf_sampler *)base;
+	perf_idle_stop(s);
 	for (size_t i = 0; i < s->nfds; i++)
 		ioctl(s->fds[i], PERF_EVENT_IOC_DISABLE, 0);
 }
@@ -346,6 +755,7 @@ static void perf_close(struct sampler *base)
 	struct perf_sampler *s = (struct perf_sampler *)base;
 	if (!s)
 		return;
+	perf_idle_free(s); /* before the fds it reads */
 	for (int c = 0; c < s->ncpus; c++)
 		if (s->rings[c].base)
 			munmap(s->rings[c].base,
@@ -521,6 +931,8 @@ static void sampler_parse(struct perf_sampler *s, const uint8_t *rec, size_t siz
 		pe->ev.task.ptid = rd32(rec + 20);
 		pe->ev.time = rd64(rec + 24);
 		pe->ev.cpu = (uint32_t)cpu;
+		if (s->idle && h->type == PERF_RECORD_FORK && pe->ev.pid != pe->ev.task.ppid)
+			perf_idle_note_fork(s, (pid_t)pe->ev.pid);
 		return;
 	case PERF_RECORD_LOST:
 		if (size < 8 + 16)
@@ -591,6 +1003,9 @@ static struct sampler_batch *perf_collect(struct sampler *base)
 	struct perf_sampler *s = (struct perf_sampler *)base;
 	if (s->nsynth)
 		perf_synthesize(s);
+	/* the poller's samples first: ring records older than them are all read below */
+	if (s->idle)
+		perf_idle_merge(s);
 	for (int c = 0; c < s->ncpus; c++)
 		if (s->rings[c].base)
 			sampler_read_ring(s, &s->rings[c]);
@@ -607,5 +1022,6 @@ const struct sampler_ops sampler_perf_ops = {
 	.disable = perf_disable,
 	.task_clock_ns = perf_task_clock_ns,
 	.has_kernel = perf_has_kernel,
+	.describe = perf_describe,
 	.close = perf_close,
 };

@@ -451,7 +451,7 @@ static void pt_take_sample(struct ptrace_sampler *s, struct pt_thread *t, struct
 
 /* --idle: a thread off the CPU, sampled from /proc without stopping it. */
 static void pt_take_offcpu(struct ptrace_sampler *s, struct pt_thread *t, struct pt_process *p,
-			   char state, uint64_t now)
+			   char state, uint64_t now, uint32_t periods)
 {
 	struct sampler_event ev;
 	int ret = sampler_proc_offcpu(t->pid, t->tid, state, s->stack, s->base.opts.stack_size, &ev);
@@ -466,6 +466,7 @@ static void pt_take_offcpu(struct ptrace_sampler *s, struct pt_thread *t, struct
 		pt_comm(s, t, false, now);
 	ev.time = now;
 	ev.cpu = t->cpu;
+	ev.sample.weight = periods;
 	pthread_mutex_lock(&s->lock);
 	if (s->events.arena.len > PT_MAX_PENDING_BYTES) {
 		s->lost++;
@@ -480,7 +481,10 @@ static void pt_take_offcpu(struct ptrace_sampler *s, struct pt_thread *t, struct
 
 /* ---- the tick ---- */
 
-static void pt_tick(struct ptrace_sampler *s, uint64_t now)
+/* wall_periods: the sampling periods of wall time this tick stands for (more than 1 when the tracer
+ * was late and timer ticks were missed), the weight of its off-CPU samples, so that --idle
+ * shares stay shares of wall-clock time on a busy machine. */
+static void pt_tick(struct ptrace_sampler *s, uint64_t now, uint32_t wall_periods)
 {
 	for (size_t i = 0; i < s->nthreads; i++) {
 		struct pt_thread *t = &s->threads[i];
@@ -516,7 +520,7 @@ static void pt_tick(struct ptrace_sampler *s, uint64_t now)
 		if (ran)
 			t->credit_ns = 0; /* it ran, then blocked: the stack it ran on is gone */
 		if (s->base.opts.idle && state && state != 'R' && state != 'Z' && state != 'X')
-			pt_take_offcpu(s, t, p, state, now);
+			pt_take_offcpu(s, t, p, state, now, wall_periods);
 	}
 	for (size_t i = 0; i < s->nprocs; i++) {
 		struct pt_process *p = &s->procs[i];
@@ -868,10 +872,10 @@ static void *pt_tracer(void *arg)
 	while (!s->stop) {
 		uint64_t now = cs_monotonic_ns();
 		if (now >= s->next_tick) {
-			pt_tick(s, now);
-			s->next_tick += s->period_ns;
-			if (s->next_tick <= now)
-				s->next_tick = now + s->period_ns; /* ticks missed: do not catch up */
+			/* ticks missed: not caught up, but this one's off-CPU samples weigh them */
+			uint64_t missed = (now - s->next_tick) / s->period_ns;
+			pt_tick(s, now, missed < 1000000 ? (uint32_t)missed + 1 : 1000000);
+			s->next_tick += (missed + 1) * s->period_ns;
 			pt_wake(s);
 		}
 		int status;

@@ -73,6 +73,7 @@ enum unwind_module_kind {
 	UNWIND_MOD_KERNEL,       /* [kernel.kallsyms]; offsets are addresses */
 	UNWIND_MOD_JIT,          /* anonymous executable memory of one process; offsets are addresses */
 	UNWIND_MOD_PYTHON,       /* "[python]": Python frames (python.c); offsets are frame ids */
+	UNWIND_MOD_OFFCPU,       /* "[off-cpu]": why a thread was off the CPU (offcpu.h) */
 };
 
 struct jit_sym {

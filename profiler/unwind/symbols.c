@@ -28,6 +28,7 @@
 
 #include "base/cs.h"
 #include "unwind/elfcache.h"
+#include "unwind/offcpu.h"
 #include "unwind/python.h"
 #include "format/datafile.h"
 
@@ -688,6 +689,12 @@ int sym_resolve(struct unwind_ctx *ctx, struct unwind_loc loc, bool is_caller,
 			else
 				sym_push(ctx, sym_unnamed(ctx, m, loc.offset), NULL, 0,
 					 PROFILE_FRAME_UNNAMED);
+			break;
+		}
+		case UNWIND_MOD_OFFCPU: {
+			char why[64];
+			offcpu_frame_name(loc.offset, why, sizeof(why)); /* not an address: as is */
+			sym_push(ctx, elfcache_intern(ctx, why), NULL, 0, PROFILE_FRAME_OFFCPU);
 			break;
 		}
 		}

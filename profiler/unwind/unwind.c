@@ -204,6 +204,9 @@ static uint32_t unwind_module_id(struct unwind_ctx *ctx, enum unwind_module_kind
 	case UNWIND_MOD_PYTHON:
 		m->pub.flags = PROFILE_MODULE_PYTHON;
 		break;
+	case UNWIND_MOD_OFFCPU:
+		m->pub.flags = PROFILE_MODULE_OFFCPU;
+		break;
 	}
 	cs_grow(&ctx->modules, &ctx->cap_modules, ctx->nmodules + 1, sizeof(ctx->modules[0]));
 	ctx->modules[ctx->nmodules++] = m;
@@ -224,6 +227,11 @@ const struct unwind_module *unwind_module_get(const struct unwind_ctx *ctx, uint
 uint32_t unwind_python_module(struct unwind_ctx *ctx)
 {
 	return unwind_module_id(ctx, UNWIND_MOD_PYTHON, "[python]", NULL, 0);
+}
+
+uint32_t unwind_offcpu_module(struct unwind_ctx *ctx)
+{
+	return unwind_module_id(ctx, UNWIND_MOD_OFFCPU, "[off-cpu]", NULL, 0);
 }
 
 /* The anonymous-code module of process p (JIT code named by /tmp/perf-PID.map). */

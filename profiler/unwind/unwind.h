@@ -110,6 +110,9 @@ int unwind_sample(struct unwind_ctx *ctx, const struct unwind_sample *s, struct 
 /* The "[python]" module (PROFILE_MODULE_PYTHON) whose offsets are Python frame ids
  * (python.h), created on first use. */
 uint32_t unwind_python_module(struct unwind_ctx *ctx);
+/* The "[off-cpu]" module (PROFILE_MODULE_OFFCPU) of `record --idle`'s off-CPU leaf frames,
+ * whose offsets say why the thread was not running (offcpu.h), created on first use. */
+uint32_t unwind_offcpu_module(struct unwind_ctx *ctx);
 
 /* The module table. */
 size_t unwind_module_count(const struct unwind_ctx *ctx);

@@ -48,7 +48,7 @@ for (const loc of prof.location)
 		inlined.push(loc.line.map((l) => functions.get(Number(l.functionId))).join(' in '));
 console.log(JSON.stringify({
 	sampleTypes: prof.sampleType.map((t) => str(t.type) + '/' + str(t.unit)),
-	sum, self, total, labels, inlined: [...new Set(inlined)],
+	sum, period: Number(prof.period), self, total, labels, inlined: [...new Set(inlined)],
 	buildIds: prof.mapping.map((m) => str(m.buildId)).filter((b) => b),
 	mappings: prof.mapping.map((m) => str(m.filename)),
 }));

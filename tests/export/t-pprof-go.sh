@@ -104,6 +104,28 @@ JS
 [ "$out" = ok ] && pass "pprof-format: samples, self counts, tid labels, inline location, build id agree with report" ||
 	fail "pprof-format: $out"
 
+# Off-CPU nanoseconds (record --idle): tests/progs/offcpu-mix blocks in futex, nanosleep and a
+# pipe read and spins, a quarter each; the off-CPU value type holds the blocked time under its
+# [off-cpu: SYSCALL] leaves, cpu holds the spinning only.
+if "$CSAMPLER" record -q --idle -o idle.data -- "$TPROG/offcpu-mix" 1 200 >idle.out 2>idle.err &&
+   "$CSAMPLER" -q export --format pprof -i idle.data -o idle.pb.gz 2>>export.err &&
+   node "$CSAMPLER_ROOT/tests/export/pprof-check.js" idle.pb.gz 2 >idle.json 2>>check.err; then
+	types=$(json_get idle.json "j.sampleTypes.join()")
+	check "pprof-idle: value types ($types)" test "$types" = "samples/count,cpu/nanoseconds,offcpu/nanoseconds"
+	want=$("$CSAMPLER" report -i idle.data --idle --format json | node -e "const j=JSON.parse(require('fs').readFileSync(0)); console.log(j.samples)")
+	got=$(json_get idle.json "Math.round(j.sum / j.period)")
+	check "pprof-idle: offcpu nanoseconds are the off-CPU samples of report --idle ($got = $want)" test "$got" = "$want"
+	if command -v go >/dev/null; then
+		leaves=$(go tool pprof -sample_index=offcpu -top idle.pb.gz 2>/dev/null | grep -oE '\[off-cpu: [a-z_]+\]' | sort | tr '\n' ' ')
+		check "pprof-idle: go tool pprof -sample_index=offcpu shows the three waits ($leaves)" \
+			test "$leaves" = "[off-cpu: clock_nanosleep] [off-cpu: futex] [off-cpu: read] "
+		first=$(go tool pprof -sample_index=cpu -top idle.pb.gz 2>/dev/null | awk '$2 ~ /^[0-9.]+%$/ { print $6; exit }')
+		check "pprof-idle: -sample_index=cpu tops with the spinning ($first)" test "$first" = phase_spin
+	fi
+else
+	fail "pprof-idle: record --idle, export or decode failed: $(tail -n 3 idle.err export.err check.err | tr '\n' ' ')"
+fi
+
 # GPU nanoseconds, from the stand-in CUPTI's scripted workload.
 DRIVER=$CSAMPLER_ROOT/bin/tests/cupti/driver
 if [ ! -x "$DRIVER" ] || [ ! -f "$CSAMPLER_ROOT/lib/libcsampler-cupti.so" ]; then
