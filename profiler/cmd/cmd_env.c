@@ -62,11 +62,11 @@ int cmd_env(int argc, char **argv)
 	extern char **environ;
 	char **env = gpu_setup_env(&g, environ);
 	if (print) {
-		/* the three variables are the last entries of env */
+		/* the four variables are the last entries of env */
 		size_t n = 0;
 		while (env[n])
 			n++;
-		for (size_t k = n - 3; k < n; k++) {
+		for (size_t k = n - 4; k < n; k++) {
 			const char *eq = strchr(env[k], '=');
 			printf("export %.*s='", (int)(eq - env[k]), env[k]);
 			for (const char *c = eq + 1; *c; c++) /* shell quoting: ' becomes '\'' */

@@ -11,6 +11,8 @@
  *     are at inj_disabled);
  *   - CUPTI's activity records (kernels, copies, memsets, syncs, NVTX, overhead), translated
  *     into protocol records when CUPTI hands a buffer back;
+ *   - with each launch's stack, the launching thread's Python frames when it runs CPython
+ *     (inj_py_walk): code object and instruction of each, read in place, named by the recorder;
  *   - info, notes (why GPU capture is off) and counters.
  *
  * It runs inside someone else's program: it never exits, never prints, never takes a lock on the
@@ -27,6 +29,7 @@
 #include <cupti.h>   /* only this one: its runtime-API meta header has no include guard */
 #include <libunwind.h>
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -114,6 +117,10 @@ struct inj_thread {
 	_Atomic uint64_t launches, launches_dropped, capture_ns, span_count;
 	size_t len;
 	uint64_t pcs[GPU_MAX_FRAMES + INJ_SKIP_FRAMES];
+	/* the Python frames of the last capture (nested calls keep the outer one's: the frame
+	 * chain does not change inside one native call) */
+	struct gpu_py_frame py[GPU_MAX_PY_FRAMES];
+	uint32_t npy, py_flags;
 	char buf[INJ_THREAD_BUF] __attribute__((aligned(8)));
 };
 
@@ -155,6 +162,13 @@ struct inj_ctx {
 	pthread_mutex_t marker_lock;
 	struct inj_marker markers[INJ_MARKER_SLOTS];
 	_Atomic int initialised;
+	/* CPython in this process (inj_py_init): its layout, from CSAMPLER_GPU_PYTHON */
+	struct {
+		int active;
+		uint32_t off[GPU_PY_NFIELDS];
+		void *(*this_tstate)(void);  /* PyGILState_GetThisThreadState */
+		uintptr_t code_type;         /* &PyCode_Type */
+	} py;
 };
 
 static struct inj_ctx inj = { .fd = -1,
@@ -348,6 +362,80 @@ static int inj_skipped_pc(uintptr_t pc)
 	return 0;
 }
 
+static uintptr_t inj_py_ptr(uintptr_t addr)
+{
+	uintptr_t v;
+	memcpy(&v, (const void *)addr, sizeof(v));
+	return v;
+}
+
+/* The calling thread's Python frames into t->py, innermost first (protocol.h). The thread's
+ * own chain, read in place while the thread is inside this call: nothing else changes it.
+ * Only pointers are read (no Python API but PyGILState_GetThisThreadState, which reads a
+ * thread-specific key and needs no GIL); the walk is bounded, every code object is checked
+ * against PyCode_Type before its fields are used, and the layout is the one of the running
+ * version (inj_py_init). Written by hand: CPython has no API to read its frames without the
+ * GIL, and the launching thread need not hold it (ctypes, PyTorch's GIL-free paths). */
+static void inj_py_walk(struct inj_thread *t)
+{
+	const uint32_t *o = inj.py.off;
+	uint32_t n = 0, run_first = 0, flags = 0;
+
+	t->npy = 0;
+	t->py_flags = 0;
+	if (!inj.py.active)
+		return;
+	uintptr_t ts = (uintptr_t)inj.py.this_tstate();
+	if (!ts || ts & 7)
+		return;
+	uintptr_t cframe = inj_py_ptr(ts + o[GPU_PY_TSTATE_CFRAME]);
+	if (!cframe || cframe & 7)
+		return;
+	uintptr_t frame = inj_py_ptr(cframe + o[GPU_PY_CFRAME_CURRENT_FRAME]);
+	for (unsigned depth = 0; frame; depth++) {
+		if (n >= GPU_MAX_PY_FRAMES || depth >= 4 * GPU_MAX_PY_FRAMES) {
+			flags |= GPU_PY_TRUNCATED;
+			break;
+		}
+		if (frame & 7) {
+			flags |= GPU_PY_BROKEN;
+			break;
+		}
+		uint8_t owner = *(const uint8_t *)(frame + o[GPU_PY_FRAME_OWNER]);
+		uintptr_t prev = inj_py_ptr(frame + o[GPU_PY_FRAME_PREVIOUS]);
+		if (o[GPU_PY_OWNER_CSTACK] && owner == o[GPU_PY_OWNER_CSTACK]) {
+			/* 3.12: the shim under an activation's first frame ends its run */
+			if (n > run_first)
+				t->py[n - 1].flags |= GPU_PYF_ENTRY;
+			else
+				t->py[n++] = (struct gpu_py_frame){ 0, UINT32_MAX, GPU_PYF_ENTRY, 0 };
+			run_first = n;
+			frame = prev;
+			continue;
+		}
+		uintptr_t code = inj_py_ptr(frame + o[GPU_PY_FRAME_CODE]);
+		if (!code || code & 7 || inj_py_ptr(code + o[GPU_PY_OB_TYPE]) != inj.py.code_type) {
+			flags |= GPU_PY_BROKEN;
+			break;
+		}
+		uintptr_t instr = inj_py_ptr(frame + o[GPU_PY_FRAME_INSTR]);
+		uintptr_t code0 = code + o[GPU_PY_CODE_CODE];
+		uint32_t unit = instr >= code0 && (instr - code0) / 2 < UINT32_MAX ?
+				(uint32_t)((instr - code0) / 2) : UINT32_MAX;
+		uint16_t fl = 0;
+		if (o[GPU_PY_FRAME_IS_ENTRY] && *(const uint8_t *)(frame + o[GPU_PY_FRAME_IS_ENTRY]))
+			fl |= GPU_PYF_ENTRY;
+		if (owner == o[GPU_PY_OWNER_GENERATOR])
+			fl |= GPU_PYF_GENERATOR;
+		t->py[n++] = (struct gpu_py_frame){ code, unit, fl, 0 };
+		if (fl & GPU_PYF_ENTRY)
+			run_first = n;
+		frame = prev;
+	}
+	t->npy = n;
+	t->py_flags = flags;
+}
+
 /* Unwind this thread's stack into t->pcs: returns the index of the first frame outside the
  * CUDA/CUPTI/our libraries and the frame count from there, flags truncation. */
 static int __attribute__((noinline)) inj_capture(struct inj_thread *t, int *first,
@@ -364,6 +452,7 @@ static int __attribute__((noinline)) inj_capture(struct inj_thread *t, int *firs
 		count = inj.max_frames;
 	if (n == want || count == inj.max_frames)
 		*flags |= GPU_LAUNCH_STACK_TRUNCATED;
+	inj_py_walk(t);
 	return count;
 }
 
@@ -376,8 +465,10 @@ static void inj_append_launch(struct inj_thread *t, uint64_t time, uint32_t corr
 	if (api_name) {
 		name_len = strnlen(api_name, INJ_API_NAME_MAX - 1) + 1;
 	}
+	uint32_t npy = nframes ? t->npy : 0;
 	size_t fixed = sizeof(struct gpu_rec) + sizeof(struct gpu_launch);
-	size_t size = inj_align8(fixed + (size_t)nframes * 8 + name_len);
+	size_t head = inj_align8(fixed + (size_t)nframes * 8 + name_len);
+	size_t size = head + (size_t)npy * sizeof(struct gpu_py_frame);
 	if (t->len + size > sizeof(t->buf))
 		inj_thread_write(t);
 	char *p = t->buf + t->len;
@@ -387,14 +478,16 @@ static void inj_append_launch(struct inj_thread *t, uint64_t time, uint32_t corr
 	*l = (struct gpu_launch){ .time = time, .tid = t->tid, .correlation = corr, .cbid = cbid,
 				  .domain = domain, .nframes = (uint16_t)nframes,
 				  .graph_node_id = graph_node_id, .flags = flags,
-				  .api_name_len = (uint32_t)name_len };
+				  .api_name_len = (uint32_t)name_len, .npy = npy,
+				  .py_flags = npy ? t->py_flags : 0 };
 	memcpy(p + fixed, pcs, (size_t)nframes * 8);
 	char *tail = p + fixed + (size_t)nframes * 8;
 	if (name_len) {
 		memcpy(tail, api_name, name_len - 1);
 		tail[name_len - 1] = 0;
 	}
-	memset(tail + name_len, 0, size - fixed - (size_t)nframes * 8 - name_len);
+	memset(tail + name_len, 0, head - fixed - (size_t)nframes * 8 - name_len);
+	memcpy(p + head, t->py, (size_t)npy * sizeof(struct gpu_py_frame));
 	t->len += size;
 	atomic_store_explicit(&t->launches,
 			      atomic_load_explicit(&t->launches, memory_order_relaxed) + 1,
@@ -1119,6 +1212,44 @@ static int inj_give_up(const char *call, CUptiResult r)
 	return 1;
 }
 
+/* Python frames for launch stacks: only in a process that runs a CPython whose minor version
+ * has a layout in CSAMPLER_GPU_PYTHON (protocol.h), looked up in the process' own symbols.
+ * Anything missing leaves the walk off: the library stays inert for programs without Python. */
+static void inj_py_init(void)
+{
+	const char *s = getenv("CSAMPLER_GPU_PYTHON");
+	const void *ver = dlsym(RTLD_DEFAULT, "Py_Version");
+	void *tstate = dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
+	void *code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
+	if (!s || !ver || !tstate || !code_type)
+		return;
+	uint32_t version;
+	memcpy(&version, ver, sizeof(version));   /* PY_VERSION_HEX, little-endian */
+	while (*s) {
+		char *end;
+		unsigned long v = strtoul(s, &end, 16);
+		int ok = *end == ':';
+		uint32_t off[GPU_PY_NFIELDS];
+		for (int i = 0; i < GPU_PY_NFIELDS && ok; i++) {
+			s = end + 1;
+			unsigned long x = strtoul(s, &end, 10);
+			ok = end != s && x < 4096 && (i + 1 < GPU_PY_NFIELDS ? *end == ',' :
+						      (*end == ';' || !*end));
+			off[i] = (uint32_t)x;
+		}
+		if (!ok)
+			return;   /* not the recorder's format: no Python frames */
+		if (v == version >> 16) {
+			memcpy(inj.py.off, off, sizeof(off));
+			*(void **)&inj.py.this_tstate = tstate;
+			inj.py.code_type = (uintptr_t)code_type;
+			inj.py.active = 1;
+			return;
+		}
+		s = *end ? end + 1 : end;
+	}
+}
+
 static int inj_start(void)
 {
 	const char *dir = getenv("CSAMPLER_GPU_DIR");
@@ -1126,6 +1257,8 @@ static int inj_start(void)
 		return 1;   /* nobody asked for GPU records: stay out of the way */
 	inj.max_frames = (int)inj_env_long("CSAMPLER_GPU_STACK", 64, 0, GPU_MAX_FRAMES);
 	inj.flush_ms = (unsigned)inj_env_long("CSAMPLER_GPU_FLUSH_MS", 3000, 1, 600000);
+	if (inj.max_frames > 0)
+		inj_py_init();
 
 	char path[PATH_MAX];
 	if (snprintf(path, sizeof(path), "%s/gpu-%d.bin", dir, (int)getpid()) >= (int)sizeof(path))

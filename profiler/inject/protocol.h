@@ -18,6 +18,7 @@
  *   CSAMPLER_GPU_STACK      max frames captured per launch (default 64, 0 = no stacks)
  *   CSAMPLER_GPU_FLUSH_MS   watchdog for the final forced flush (default 3000)
  *   CSAMPLER_CUPTI_PATH     libcupti to use, when not the toolkit's (tests: the stand-in)
+ *   CSAMPLER_GPU_PYTHON     CPython layouts for Python frames in launch stacks (below)
  *   CSAMPLER_GPU_DISABLE    captures left off, to measure their cost (kernel,memcpy,memset,
  *                           sync,nvtx,overhead,latency,driver-api); default none
  * All times are CLOCK_MONOTONIC nanoseconds (CUPTI's timestamp callback is set to that clock). */
@@ -27,8 +28,9 @@
 #include <stdint.h>
 
 #define GPU_FILE_MAGIC "CSGPU\0\0\0"
-#define GPU_PROTOCOL_VERSION 1
+#define GPU_PROTOCOL_VERSION 2   /* 2: Python frames in launch records (gpu_launch.npy) */
 #define GPU_MAX_FRAMES 128
+#define GPU_MAX_PY_FRAMES 128
 #define GPU_NAME_MAX 512      /* names longer than this are cut (demangled later by the reader) */
 
 struct gpu_file_header {
@@ -103,7 +105,43 @@ struct gpu_launch {
 	uint64_t graph_node_id;    /* GPU_LAUNCH_GRAPH_NODE: the node created here */
 	uint32_t flags;            /* enum gpu_launch_flags */
 	uint32_t api_name_len;     /* 0, or bytes of the API name after pcs[] (NUL included) */
-	/* u64 pcs[nframes]; char api_name[api_name_len]; padding to 8 */
+	uint32_t npy;              /* struct gpu_py_frame after the name (padded to 8) */
+	uint32_t py_flags;         /* enum gpu_py_flags */
+	/* u64 pcs[nframes]; char api_name[api_name_len]; padding to 8;
+	 * struct gpu_py_frame py[npy] */
+};
+
+/* Python frames of the launching thread (CPython 3.11, 3.12), read by the library in place at
+ * the launch: innermost first, as its interpreter frame chain links them. The recorder names
+ * the code objects (reading them from the process) and puts each native activation's run in
+ * place of its _PyEval_EvalFrameDefault frame.
+ *
+ * CSAMPLER_GPU_PYTHON gives the layouts, one per minor version, from the recorder's table
+ * (unwind/python.c): "V:o1,o2,...;V:..." with V the version as hex (30b: 3.11) and the offsets
+ * in the order of enum gpu_py_field. The library walks only when the process' Py_Version has
+ * a row there. */
+enum gpu_py_field {
+	GPU_PY_TSTATE_CFRAME, GPU_PY_CFRAME_CURRENT_FRAME, GPU_PY_FRAME_CODE,
+	GPU_PY_FRAME_PREVIOUS, GPU_PY_FRAME_INSTR, GPU_PY_FRAME_IS_ENTRY, GPU_PY_FRAME_OWNER,
+	GPU_PY_OWNER_GENERATOR, GPU_PY_OWNER_CSTACK, GPU_PY_CODE_CODE, GPU_PY_OB_TYPE,
+	GPU_PY_NFIELDS
+};
+
+enum gpu_py_flags {
+	GPU_PY_TRUNCATED = 1 << 0,   /* the chain went on past GPU_MAX_PY_FRAMES */
+	GPU_PY_BROKEN = 1 << 1,      /* the walk stopped at a frame that did not check */
+};
+
+enum gpu_py_frame_flags {
+	GPU_PYF_ENTRY = 1 << 0,      /* the outermost frame of one native activation */
+	GPU_PYF_GENERATOR = 1 << 1,  /* owned by a generator (always shown) */
+};
+
+struct gpu_py_frame {
+	uint64_t code;             /* PyCodeObject address; 0: an activation with no frame shown */
+	uint32_t unit;             /* code unit index of the instruction; UINT32_MAX: unknown */
+	uint16_t flags;            /* enum gpu_py_frame_flags */
+	uint16_t reserved;
 };
 
 struct gpu_kernel {

@@ -177,6 +177,11 @@ static void gpu_record(struct gpu_stream *s, uint16_t type, uint16_t rflags, con
 		size_t room = n - sizeof(l);
 		if ((size_t)l.nframes * 8 > room || l.api_name_len > room - (size_t)l.nframes * 8)
 			return gpu_bad(s);
+		/* the Python frames, after the name padded to 8 */
+		size_t py_at = (sizeof(l) + (size_t)l.nframes * 8 + l.api_name_len + 7) & ~(size_t)7;
+		if (l.npy > GPU_MAX_PY_FRAMES || py_at > n ||
+		    (size_t)l.npy * sizeof(struct gpu_py_frame) > n - py_at)
+			return gpu_bad(s);
 		gpu_copy_str(name, sizeof(name), p + sizeof(l) + (size_t)l.nframes * 8, l.api_name_len);
 		if (l.time < s->min_time || l.time > s->max_time)
 			return;
@@ -186,10 +191,13 @@ static void gpu_record(struct gpu_stream *s, uint16_t type, uint16_t rflags, con
 		uint32_t flags = l.flags & (DF_GPU_LAUNCH_STACK_TRUNCATED | DF_GPU_LAUNCH_GRAPH_NODE);
 		if (np < l.nframes)
 			flags |= DF_GPU_LAUNCH_STACK_TRUNCATED;
+		struct gpu_py_frame py[GPU_MAX_PY_FRAMES];
+		memcpy(py, p + py_at, (size_t)l.npy * sizeof(py[0]));
 		s->launches++;
 		if (s->sink->launch)
 			s->sink->launch(s->arg, s->pid, l.tid, l.time, l.correlation, l.cbid, l.domain,
-					flags, l.graph_node_id, pcs, np, name);
+					flags, l.graph_node_id, pcs, np, name, py, l.npy,
+					l.py_flags);
 		break;
 	}
 	case GPU_REC_KERNEL: {

@@ -15,7 +15,8 @@
 
 struct collect {
 	size_t launches, activities, notes;
-	uint64_t kernel_ns, pcs_sum;
+	uint64_t kernel_ns, pcs_sum, py_sum;
+	size_t npy;
 	uint32_t last_corr, nframes_max;
 	char api[64], kname[128], note[128];
 	uint32_t kinds[8];
@@ -23,9 +24,14 @@ struct collect {
 
 static void c_launch(void *arg, uint32_t pid, uint32_t tid, uint64_t time, uint32_t correlation,
 		     uint32_t cbid, uint32_t domain, uint32_t flags, uint64_t graph_node_id,
-		     const uint64_t *pcs, size_t npcs, const char *api)
+		     const uint64_t *pcs, size_t npcs, const char *api,
+		     const struct gpu_py_frame *py, size_t npy, uint32_t py_flags)
 {
 	struct collect *c = arg;
+	UNIT_ASSERT(npy <= GPU_MAX_PY_FRAMES);
+	c->npy += npy;
+	for (size_t i = 0; i < npy; i++)
+		c->py_sum += py[i].code + py[i].unit + py[i].flags + py_flags;
 	UNIT_ASSERT(npcs <= GPU_MAX_FRAMES);
 	UNIT_ASSERT(strlen(api) <= GPU_NAME_MAX);
 	c->launches++;
@@ -84,12 +90,16 @@ static void build_file(struct cs_buf *b)
 		struct {
 			struct gpu_launch l;
 			uint64_t pcs[3];
-			char name[17];
+			char name[24];   /* 17 and padding to 8 */
+			struct gpu_py_frame py[2];
 		} __attribute__((packed)) l = { .l = { .time = 1000 + k, .tid = 42, .correlation = 7 + k,
 						       .cbid = 211, .domain = 1, .nframes = 3,
-						       .api_name_len = 17 },
+						       .api_name_len = 17, .npy = k == 2 ? 2 : 0,
+						       .py_flags = k == 2 ? GPU_PY_TRUNCATED : 0 },
 						 .pcs = { 0x401000, 0x402000, 0x403000 },
-						 .name = "cudaLaunchKernel" };
+						 .name = "cudaLaunchKernel",
+						 .py = { { 0x7f0010, 3, 0, 0 },
+							 { 0x7f0020, 5, GPU_PYF_ENTRY, 0 } } };
 		buf_rec(b, GPU_REC_LAUNCH, &l, sizeof(l), NULL, 0);
 	}
 	const char *kn = "_Z6renderPf";
@@ -136,6 +146,8 @@ UNIT_TEST(gpu_merge_decodes_exactly)
 	UNIT_ASSERT_EQ_INT(c.last_corr, 9);
 	UNIT_ASSERT_EQ_INT(c.pcs_sum, 3 * (0x401000 + 0x402000 + 0x403000));
 	UNIT_ASSERT(!strcmp(c.api, "cudaLaunchKernel"));
+	UNIT_ASSERT_EQ_INT(c.npy, 2);
+	UNIT_ASSERT_EQ_INT(c.py_sum, 0x7f0010 + 3 + 0x7f0020 + 5 + GPU_PYF_ENTRY + 2 * GPU_PY_TRUNCATED);
 	UNIT_ASSERT_EQ_INT(c.activities, 3);
 	UNIT_ASSERT_EQ_INT(c.kinds[DF_GPU_KERNEL], 2);
 	UNIT_ASSERT_EQ_INT(c.kinds[DF_GPU_MEMCPY], 1);

@@ -3,6 +3,7 @@
 #include "record/gpu_setup.h"
 
 #include "base/cs.h"
+#include "unwind/python.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -167,20 +168,23 @@ static bool gpu_env_is(const char *entry, const char *name)
 char **gpu_setup_env(const struct gpu_setup *g, char *const *env)
 {
 	static const char *const names[] = { "CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH",
-					     "CSAMPLER_GPU_DIR" };
-	const char *values[] = { g->inject_lib, g->cupti_lib, g->dir };
+					     "CSAMPLER_GPU_DIR", "CSAMPLER_GPU_PYTHON" };
+	char layouts[1024];
+	if (py_layouts_env(layouts, sizeof(layouts)) < 0)
+		layouts[0] = 0;
+	const char *values[] = { g->inject_lib, g->cupti_lib, g->dir, layouts };
 	size_t n = 0, k = 0;
 	while (env && env[n])
 		n++;
-	char **out = cs_calloc(n + 4, sizeof(char *));
+	char **out = cs_calloc(n + 5, sizeof(char *));
 	for (size_t i = 0; i < n; i++) {
 		bool ours = false;
-		for (size_t v = 0; v < 3; v++)
+		for (size_t v = 0; v < 4; v++)
 			ours |= gpu_env_is(env[i], names[v]);
 		if (!ours)
 			out[k++] = cs_strdup(env[i]);
 	}
-	for (size_t v = 0; v < 3; v++)
+	for (size_t v = 0; v < 4; v++)
 		out[k++] = cs_asprintf("%s=%s", names[v], values[v] ? values[v] : "");
 	out[k] = NULL;
 	return out;

@@ -38,8 +38,9 @@ int gpu_setup_private_dir(struct gpu_setup *g);
  * others; -ENOENT (nothing printed) when missing and !create. */
 int gpu_setup_user_dir(struct gpu_setup *g, bool create);
 
-/* A copy of env (NULL-terminated) with the three variables set to g's values (replacing
- * earlier values). Free with gpu_setup_free_env. */
+/* A copy of env (NULL-terminated) with the four variables set (CUDA_INJECTION64_PATH,
+ * NVTX_INJECTION64_PATH, CSAMPLER_GPU_DIR from g; CSAMPLER_GPU_PYTHON, the CPython layouts)
+ * as its last entries, replacing earlier values. Free with gpu_setup_free_env. */
 char **gpu_setup_env(const struct gpu_setup *g, char *const *env);
 void gpu_setup_free_env(char **env);
 

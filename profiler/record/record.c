@@ -84,6 +84,7 @@ struct record {
 	uint64_t nsamples, lost, stack_full, unwind_errors;
 	uint64_t offcpu_samples;    /* --idle: weight of the off-CPU samples */
 	uint64_t py_merged, py_changed, py_unread; /* samples by py_merge result */
+	uint64_t gpu_py_merged, gpu_py_unread;     /* launches with Python frames: named, not */
 	uint32_t *tids, *pids;      /* sets of tids/pids seen in samples (ids + 1) */
 	size_t tid_cap, ntids, pid_cap, npids_seen;
 	uint64_t start_ns, last_flush_ns, last_symbolize_ns;
@@ -396,7 +397,8 @@ static void record_sample(struct record *r, const struct sampler_event *ev)
  * frame is a return address (the library's pcs[0] too): all are looked up as callers. */
 static void record_gpu_launch(void *arg, uint32_t pid, uint32_t tid, uint64_t time,
 			      uint32_t correlation, uint32_t cbid, uint32_t domain, uint32_t flags,
-			      uint64_t graph_node_id, const uint64_t *pcs, size_t npcs, const char *api)
+			      uint64_t graph_node_id, const uint64_t *pcs, size_t npcs, const char *api,
+			      const struct gpu_py_frame *py, size_t npy, uint32_t py_flags)
 {
 	struct record *r = arg;
 	struct unwind_loc locs[RECORD_MAX_LOCS];
@@ -410,9 +412,29 @@ static void record_gpu_launch(void *arg, uint32_t pid, uint32_t tid, uint64_t ti
 		if (n < 0)
 			n = 0;
 	}
+	if (npy && n && !r->o->no_python) {
+		/* The launching thread's Python frames, read by the library at the launch: named
+		 * here from the process' code objects, in place of the interpreter activations. */
+		struct py_ext_frame f[GPU_MAX_PY_FRAMES];
+		enum py_merge_result res;
+		for (size_t i = 0; i < npy; i++)
+			f[i] = (struct py_ext_frame){ py[i].code, py[i].unit,
+						      (py[i].flags & GPU_PYF_ENTRY) != 0,
+						      (py[i].flags & GPU_PYF_GENERATOR) != 0 };
+		bool cut = (flags & DF_GPU_LAUNCH_STACK_TRUNCATED) ||
+			   (py_flags & (GPU_PY_TRUNCATED | GPU_PY_BROKEN));
+		n = py_merge_frames(r->unwind, pid, f, (int)npy, cut, locs, n, RECORD_MAX_LOCS, &res);
+		if (res == PY_MERGE_OK || res == PY_MERGE_CHANGED)
+			r->gpu_py_merged++;
+		else if (res != PY_MERGE_NONE)
+			r->gpu_py_unread++;
+	}
 	record_write_modules(r);
-	for (int i = 0; i < n; i++)
-		ids[i] = record_loc(r, locs[i].module, locs[i].offset, DF_LOC_CALLER);
+	for (int i = 0; i < n; i++) {
+		const struct unwind_module *m = unwind_module_get(r->unwind, locs[i].module);
+		bool python = m && (m->flags & PROFILE_MODULE_PYTHON);
+		ids[i] = record_loc(r, locs[i].module, locs[i].offset, python ? 0 : DF_LOC_CALLER);
+	}
 	if (uflags & UNWIND_NO_MAP)
 		flags |= DF_GPU_LAUNCH_NO_MAP;
 	struct df_gpu_launch rec = {
@@ -506,6 +528,10 @@ static void record_gpu_summary(struct record *r)
 			(unsigned long long)launches, (unsigned long long)acts, nproc);
 	else if (r->o->gpu_mode == GPU_MODE_ON && r->o->argv && !nproc)
 		cs_info("--gpu on: no GPU records: the command did not initialise CUDA, or no CUDA driver loaded the injection library");
+	if (r->gpu_py_unread)
+		cs_info("GPU: %llu of %llu launches from Python keep native frames: their code objects could not be read (the process had exited, or freed them, before csampler read them)",
+			(unsigned long long)r->gpu_py_unread,
+			(unsigned long long)(r->gpu_py_unread + r->gpu_py_merged));
 	if (dropped || ldrop)
 		cs_warn("GPU: %llu activity records dropped by CUPTI and %llu launch records lost: GPU time is undercounted",
 			(unsigned long long)dropped, (unsigned long long)ldrop);

@@ -997,28 +997,63 @@ static int py_runs_anchored(struct unwind_ctx *ctx, struct py_state *st, struct 
 	return confirmed;
 }
 
+/* The native interpreter activations of locs[0, n), innermost first, into acts (at most
+ * PY_MAX_FRAMES); *runtime_module: the runtime they run in. Returns their count, 0 when none
+ * or the stack was merged already. */
+static int py_find_acts(struct unwind_ctx *ctx, struct py_state *st, const struct unwind_loc *locs,
+			int n, int *acts, uint32_t *runtime_module)
+{
+	int nacts = 0;
+
+	*runtime_module = UINT32_MAX;
+	for (int i = 0; i < n && nacts < PY_MAX_FRAMES; i++) {
+		if (locs[i].module == st->module)
+			return 0; /* merged already */
+		struct py_module_info *mi = py_module_info(ctx, st, locs[i].module);
+		if (mi->state != 2 || locs[i].offset < mi->eval_lo || locs[i].offset > mi->eval_hi)
+			continue;
+		if (*runtime_module == UINT32_MAX)
+			*runtime_module = locs[i].module;
+		if (locs[i].module == *runtime_module)
+			acts[nacts++] = i;
+	}
+	return nacts;
+}
+
+/* Write locs[0, n) with run a - shift_acts + shift_runs in place of activation a (those
+ * outside the runs, or whose run shows no frame, stay native). Returns the new count. */
+static int py_put_runs(struct py_state *st, struct unwind_loc *locs, int n, int max,
+		       const int *acts, int nacts, const int *run_start, int nruns,
+		       int shift_acts, int shift_runs)
+{
+	int out = 0, next_act = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (next_act < nacts && acts[next_act] == i) {
+			int a = next_act++;
+			int r = a - shift_acts + shift_runs;
+			if (a >= shift_acts && r < nruns && py_put_run(st, run_start, r, &out, max))
+				continue;
+		}
+		if (out < max)
+			st->out[out++] = locs[i];
+	}
+	memcpy(locs, st->out, (size_t)out * sizeof(*locs));
+	return out;
+}
+
 int py_merge(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, const struct py_stack *stack,
 	     struct unwind_loc *locs, int n, int max, enum py_merge_result *result)
 {
 	struct py_state *st = ctx->python;
-	int acts[PY_MAX_FRAMES], nacts = 0;
-	uint32_t runtime_module = UINT32_MAX;
+	int acts[PY_MAX_FRAMES], nacts;
+	uint32_t runtime_module;
 
 	*result = PY_MERGE_NONE;
 	if (!st || n <= 0)
 		return n;
 	/* The native interpreter activations, innermost first. */
-	for (int i = 0; i < n && nacts < PY_MAX_FRAMES; i++) {
-		if (locs[i].module == st->module)
-			return n; /* merged already */
-		struct py_module_info *mi = py_module_info(ctx, st, locs[i].module);
-		if (mi->state != 2 || locs[i].offset < mi->eval_lo || locs[i].offset > mi->eval_hi)
-			continue;
-		if (runtime_module == UINT32_MAX)
-			runtime_module = locs[i].module;
-		if (locs[i].module == runtime_module)
-			acts[nacts++] = i;
-	}
+	nacts = py_find_acts(ctx, st, locs, n, acts, &runtime_module);
 	if (!nacts)
 		return n;
 	struct py_module_info *mi = &st->mods[runtime_module];
@@ -1070,19 +1105,89 @@ int py_merge(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, const struct py
 			shift_acts = nacts - nruns;
 	}
 
-	int out = 0, next_act = 0;
-	for (int i = 0; i < n; i++) {
-		if (next_act < nacts && acts[next_act] == i) {
-			int a = next_act++;
-			int r = a - shift_acts + shift_runs;
-			if (a >= shift_acts && r < nruns && py_put_run(st, run_start, r, &out, max))
-				continue;
-		}
-		if (out < max)
-			st->out[out++] = locs[i];
+	return py_put_runs(st, locs, n, max, acts, nacts, run_start, nruns, shift_acts, shift_runs);
+}
+
+int py_merge_frames(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_frame *frames,
+		    int nframes, bool outer_cut, struct unwind_loc *locs, int n, int max,
+		    enum py_merge_result *result)
+{
+	struct py_state *st = ctx->python;
+	int acts[PY_MAX_FRAMES], nacts;
+	uint32_t runtime_module;
+
+	*result = PY_MERGE_NONE;
+	if (!st || n <= 0 || nframes <= 0)
+		return n;
+	nacts = py_find_acts(ctx, st, locs, n, acts, &runtime_module);
+	if (!nacts)
+		return n;
+	struct py_module_info *mi = &st->mods[runtime_module];
+	struct py_proc *p = py_proc_get(ctx, st, pid, runtime_module, mi);
+	if (p->state != PY_PROC_READY) {
+		*result = p->state == PY_PROC_UNSUPPORTED ? PY_MERGE_UNSUPPORTED : PY_MERGE_UNREADABLE;
+		return n;
 	}
-	memcpy(locs, st->out, (size_t)out * sizeof(*locs));
-	return out;
+	const struct py_layout *L = p->layout;
+	int nf = 0;
+	/* The same choices as py_walk, from what the library read. */
+	for (int i = 0; i < nframes && nf < PY_MAX_FRAMES; i++) {
+		const struct py_ext_frame *f = &frames[i];
+		if (!f->code) {
+			st->ids[nf] = UINT32_MAX;
+			st->entry[nf++] = 1;
+			continue;
+		}
+		struct py_code *c = py_code_get(ctx, p, f->code);
+		if (!c) {
+			*result = PY_MERGE_UNREADABLE; /* freed, or the process is gone */
+			return n;
+		}
+		bool incomplete = !f->generator && f->unit != UINT32_MAX &&
+				  f->unit < (uint32_t)(c->first_traceable > 0 ? c->first_traceable : 0);
+		if (incomplete && !f->entry)
+			continue;
+		uint32_t line = c->first_line;
+		if (f->unit != UINT32_MAX && c->table) {
+			uint32_t l = L->line(c->table, c->ntable, c->first_line, f->unit);
+			if (l)
+				line = l;
+		}
+		st->ids[nf] = incomplete ? UINT32_MAX : py_frame_id(st, c->name, c->file, line);
+		st->entry[nf++] = f->entry;
+	}
+	int run_start[PY_MAX_FRAMES + 1], nruns = 0, shift_runs = 0, shift_acts = 0;
+	run_start[0] = 0;
+	for (int i = 0; i < nf; i++)
+		if ((st->entry[i] || i == nf - 1) && nruns < PY_MAX_FRAMES)
+			run_start[++nruns] = i + 1;
+	/* Read at the launch by the thread itself: one run per activation, unless one side was
+	 * cut at its outer end (then the inner ends match). */
+	*result = nruns == nacts ? PY_MERGE_OK : PY_MERGE_CHANGED;
+	if (nruns > nacts && !outer_cut)
+		shift_runs = nruns - nacts;
+	else if (nacts > nruns && !outer_cut)
+		shift_acts = nacts - nruns;
+	return py_put_runs(st, locs, n, max, acts, nacts, run_start, nruns, shift_acts, shift_runs);
+}
+
+int py_layouts_env(char *out, size_t len)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < sizeof(py_layouts) / sizeof(py_layouts[0]); i++) {
+		const struct py_layout *L = &py_layouts[i];
+		/* inject/protocol.h's enum gpu_py_field order */
+		int w = snprintf(out + k, len - k, "%s%x:%u,%u,%u,%u,%u,%u,%u,%u,%u,%u,%u",
+				 i ? ";" : "", L->hex_min >> 16, L->tstate_cframe,
+				 L->cframe_current_frame, L->frame_code, L->frame_previous,
+				 L->frame_instr, L->frame_is_entry, L->frame_owner,
+				 L->owner_generator, L->owner_cstack, L->code_code, L->ob_type);
+		if (w < 0 || (size_t)w >= len - k)
+			return -ENOSPC;
+		k += (size_t)w;
+	}
+	return (int)k;
 }
 
 /* ------------------------------------------------------------------------------------------ */

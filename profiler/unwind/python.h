@@ -48,6 +48,29 @@ void py_enable(struct unwind_ctx *ctx);
 int py_merge(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, const struct py_stack *stack,
 	     struct unwind_loc *locs, int n, int max, enum py_merge_result *result);
 
+/* A Python frame as the GPU library read it in the target at a launch (inject/protocol.h's
+ * gpu_py_frame, which unwind/ does not include): a code object and instruction. */
+struct py_ext_frame {
+	uint64_t code;                  /* 0: an activation with no frame shown */
+	uint32_t unit;                  /* code unit index of the instruction; UINT32_MAX: unknown */
+	bool entry;                     /* the outermost frame of one native activation */
+	bool generator;                 /* owned by a generator: always shown */
+};
+
+/* Merge frames[0, nframes) (innermost first, read exactly at the time of locs' stack by the
+ * launching thread itself) into the native stack locs[0, n) of pid: names their code objects
+ * from the process' memory (process_vm_readv, the code cache of py_merge) and puts each run
+ * in place of its native activation, matched by count; outer_cut: the native stack or the
+ * frames were cut at their outer end (then aligned from the leaf). Returns the new count,
+ * *result as py_merge. */
+int py_merge_frames(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_frame *frames,
+		    int nframes, bool outer_cut, struct unwind_loc *locs, int n, int max,
+		    enum py_merge_result *result);
+
+/* CSAMPLER_GPU_PYTHON's value (inject/protocol.h) for the versions of the layout table, in
+ * the order of fields[] there; into out (size len). Returns the length, or -ENOSPC. */
+int py_layouts_env(char *out, size_t len);
+
 /* The process exec'd or exited: forget what was learned about its interpreter. */
 void py_forget(struct unwind_ctx *ctx, uint32_t pid);
 

@@ -196,3 +196,15 @@ UNIT_TEST(python_cframe_offset)
 	UNIT_ASSERT_EQ_INT(py_layout_for(0x030d00f0, dbg, nd, &L), 0);
 	UNIT_ASSERT(py_cframe_offset_find(&L, &s, locs, 7, acts, 3, root) == 0);
 }
+
+/* CSAMPLER_GPU_PYTHON (inject/protocol.h's field order): one row per table version, the
+ * 3.11 offsets as the table has them. */
+UNIT_TEST(python_layouts_env)
+{
+	char buf[512], small[16];
+	int n = py_layouts_env(buf, sizeof(buf));
+	UNIT_ASSERT(n > 0 && (size_t)n == strlen(buf));
+	UNIT_ASSERT(!strncmp(buf, "30b:56,8,32,48,56,68,69,1,0,184,8;30c:", 38));
+	UNIT_ASSERT(!strchr(buf + 38, ';'));
+	UNIT_ASSERT_EQ_INT(py_layouts_env(small, sizeof(small)), -ENOSPC);
+}

@@ -21,6 +21,11 @@ $(CUPTI_TEST_DIR)/driver: tests/cupti/driver.c tests/cupti/script.h tests/cupti/
 	@mkdir -p $(dir $@)
 	$(CC) $(CUPTI_TEST_CFLAGS) -rdynamic -o $@ $< -ldl
 
+# The launch path of a Python script (ctypes): t-python-launch.sh.
+$(CUPTI_TEST_DIR)/libpylaunch.so: tests/cupti/pylaunch.c tests/cupti/standin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CUPTI_TEST_CFLAGS) -fPIC -fvisibility=hidden -shared -o $@ $< -ldl
+
 TEST_PROGRAMS += $(CUPTI_TEST_DIR)/standin/libcupti.so.13 $(CUPTI_TEST_DIR)/other-tag/libcupti.so.13 \
-                 $(CUPTI_TEST_DIR)/driver
+                 $(CUPTI_TEST_DIR)/driver $(CUPTI_TEST_DIR)/libpylaunch.so
 endif
