@@ -1,6 +1,7 @@
 /* flame_input.c: the inputs of `flame` and `diff`: csampler data files (read by profile_load
  * and walked by fold_profile, from profiler/) or folded text (flame_folded.c), from files or
- * standard input, told apart by profile_is_datafile(). */
+ * standard input, told apart by profile_is_datafile(). A pipe or FIFO is copied into an
+ * anonymous file first: telling the two apart reads the first bytes, which a pipe gives once. */
 #include "flame.h"
 #include "base/cs.h"
 #include "analysis/profile.h"
@@ -10,6 +11,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -139,6 +141,55 @@ int flame_input_read_folded(struct flame_tree *t, FILE *f, const char *name, int
 	return flame_input_folded(&c, f, o);
 }
 
+/* Copy everything from fd into an anonymous file (memfd) and return it at offset 0, or -errno
+ * after one line naming the input. */
+static int flame_input_spool(int fd, const char *name)
+{
+	int out = memfd_create("csampler-input", MFD_CLOEXEC);
+	if (out < 0)
+		return cs_error(errno, "memfd_create (a copy of %s): %s", name, strerror(errno));
+	char buf[65536];
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int err = errno;
+			close(out);
+			return cs_error(err, "read %s: %s", name, strerror(err));
+		}
+		if (n == 0)
+			break;
+		for (ssize_t done = 0; done < n;) {
+			ssize_t w = write(out, buf + done, (size_t)(n - done));
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0) {
+				int err = errno;
+				close(out);
+				return cs_error(err, "copying %s into memory: %s", name, strerror(err));
+			}
+			done += w;
+		}
+	}
+	lseek(out, 0, SEEK_SET);
+	return out;
+}
+
+/* Read a regular file (a data file or folded text) at path. */
+static int flame_input_file(struct flame_input_ctx *c, const char *path, const struct flame_opts *o)
+{
+	if (profile_is_datafile(path))
+		return flame_input_datafile(c, path, o);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return cs_error(errno, "open %s: %s; check the path and its permissions", path,
+				strerror(errno));
+	int err = flame_input_folded(c, f, o);
+	fclose(f);
+	return err;
+}
+
 int flame_input_read(struct flame_tree *t, const char *path, int series,
 		     const struct flame_opts *o, bool allow_two_counts)
 {
@@ -147,30 +198,35 @@ int flame_input_read(struct flame_tree *t, const char *path, int series,
 		.factor = o->factor, .allow_two_counts = allow_two_counts,
 	};
 	struct stat sb;
-	int err;
+	int fd = -1, err;
 
 	if (!path) {
-		/* A data file can come as a redirect (a regular file), not through a pipe, since
-		 * telling it apart would consume the pipe. */
-		if (!fstat(STDIN_FILENO, &sb) && S_ISREG(sb.st_mode) &&
-		    profile_is_datafile("/dev/stdin"))
-			return flame_input_datafile(&c, "/dev/stdin", o);
-		return flame_input_folded(&c, stdin, o);
+		if (!fstat(STDIN_FILENO, &sb) && S_ISREG(sb.st_mode))
+			return flame_input_file(&c, "/dev/stdin", o);
+		fd = flame_input_spool(STDIN_FILENO, c.name);
+	} else {
+		if (stat(path, &sb))
+			return cs_error(errno, "stat %s: %s; check the path (csampler record writes "
+					"csampler.data)", path, strerror(errno));
+		if (S_ISDIR(sb.st_mode))
+			return cs_error(EISDIR, "%s is a directory; give a data file or folded stacks",
+					path);
+		if (S_ISREG(sb.st_mode))
+			return flame_input_file(&c, path, o);
+		/* a pipe, a FIFO, /dev/stdin on a pipe, a process substitution */
+		int in = open(path, O_RDONLY | O_CLOEXEC);
+		if (in < 0)
+			return cs_error(errno, "open %s: %s; check the path and its permissions", path,
+					strerror(errno));
+		fd = flame_input_spool(in, path);
+		close(in);
 	}
-	if (stat(path, &sb))
-		return cs_error(errno, "stat %s: %s; check the path (csampler record writes "
-				"csampler.data)", path, strerror(errno));
-	if (S_ISDIR(sb.st_mode))
-		return cs_error(EISDIR, "%s is a directory; give a data file or folded stacks",
-				path);
-	if (profile_is_datafile(path))
-		return flame_input_datafile(&c, path, o);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return cs_error(errno, "open %s: %s; check the path and its permissions", path,
-				strerror(errno));
-	err = flame_input_folded(&c, f, o);
-	fclose(f);
+	if (fd < 0)
+		return fd;
+	char copy[64];
+	snprintf(copy, sizeof(copy), "/proc/self/fd/%d", fd);
+	err = flame_input_file(&c, copy, o);
+	close(fd);
 	return err;
 }
 

@@ -45,6 +45,16 @@ if (!/report-mix\.c(:\d+)?$/.test(d.src[k])) throw 'hot_main source ' + d.src[k]
 "$CSAMPLER" flame --dump-layout <mix.data >stdin.txt 2>/dev/null
 cmp -s stdin.txt data.txt && pass "datafile: a data file redirected to standard input" ||
 	fail "datafile: standard input gives another layout"
+# through a pipe: a data file, and folded text given as /dev/stdin (whose first bytes, read to
+# tell the two apart, were once lost)
+cat mix.data | "$CSAMPLER" flame --dump-layout >pipe.txt 2>pipe.err
+cmp -s pipe.txt data.txt && pass "datafile: a data file through a pipe" ||
+	fail "datafile: a data file through a pipe: $(head -c 200 pipe.err)"
+"$CSAMPLER" folded mix.data >pipe.folded
+"$CSAMPLER" flame --dump-layout pipe.folded >folded-file.txt 2>/dev/null
+cat pipe.folded | "$CSAMPLER" flame --dump-layout /dev/stdin >folded-pipe.txt 2>/dev/null
+cmp -s folded-pipe.txt folded-file.txt && pass "datafile: folded text through a pipe as /dev/stdin: every line" ||
+	fail "datafile: folded text through /dev/stdin differs: $(diff folded-file.txt folded-pipe.txt | head -n 3 | tr '\n' ' ')"
 cp mix.data csampler.data
 "$CSAMPLER" flame --dump-layout </dev/null >default.txt 2>/dev/null
 cmp -s default.txt data.txt && pass "datafile: ./csampler.data by default" ||
