@@ -263,7 +263,7 @@ int df_writer_close(struct df_writer *w)
 struct df_in {
 	int fd;                 /* -1: read from mem */
 	const uint8_t *mem;
-	size_t len, pos;
+	size_t len, pos;        /* pos: where the next read starts, in mem or in the file */
 };
 
 static int df_read_full(struct df_in *in, void *buf, size_t len, size_t *got)
@@ -287,6 +287,7 @@ static int df_read_full(struct df_in *in, void *buf, size_t len, size_t *got)
 			break;
 		*got += (size_t)n;
 	}
+	in->pos += *got;
 	return 0;
 }
 
@@ -309,7 +310,23 @@ static int df_seek(struct df_in *in, uint64_t off)
 		in->pos = off < in->len ? (size_t)off : in->len;
 		return 0;
 	}
-	return lseek(in->fd, (off_t)off, SEEK_SET) < 0 ? -errno : 0;
+	if (lseek(in->fd, (off_t)off, SEEK_SET) >= 0) {
+		in->pos = (size_t)off;
+		return 0;
+	}
+	if (errno != ESPIPE || off < in->pos)
+		return -errno;
+	/* a pipe (`cat f.data | csampler report -i /dev/stdin`): only forward, by reading */
+	uint8_t skip[4096];
+	while (in->pos < off) {
+		size_t want = off - in->pos < sizeof(skip) ? (size_t)(off - in->pos) : sizeof(skip), got;
+		int ret = df_read_full(in, skip, want, &got);
+		if (ret)
+			return ret;
+		if (got < want)
+			return 0; /* the end: the next read finds it */
+	}
+	return 0;
 }
 
 static int df_read_in(struct df_in *in, const char *path, df_record_fn fn, void *arg)

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -360,4 +361,41 @@ UNIT_TEST(datafile_open_hostile_paths)
 	close(devnull);
 	close(stderr_fd);
 	free(victim), free(link), free(dangling), free(made), free(path), free(old), free(dir);
+}
+
+/* A data file through a pipe (`cat f.data | csampler report -i /dev/stdin`): the reader cannot
+ * seek there and skips forward by reading; the profile is the file's. */
+UNIT_TEST(datafile_through_a_pipe)
+{
+	char *path = test_path("p.data");
+	struct profile *from_file, *from_pipe;
+	int fds[2];
+
+	write_profile(path, 1000, true, true);
+	UNIT_ASSERT(profile_load(path, &from_file) == 0);
+	UNIT_ASSERT(pipe(fds) == 0);
+	pid_t writer = fork();
+	UNIT_ASSERT(writer >= 0);
+	if (writer == 0) {
+		close(fds[0]);
+		FILE *f = fopen(path, "rb");
+		char buf[4096];
+		size_t n;
+		while (f && (n = fread(buf, 1, sizeof(buf), f)) > 0)
+			if (write(fds[1], buf, n) != (ssize_t)n)
+				_exit(1);
+		_exit(0);
+	}
+	close(fds[1]);
+	char name[64];
+	snprintf(name, sizeof(name), "/proc/self/fd/%d", fds[0]);
+	UNIT_ASSERT(profile_load(name, &from_pipe) == 0);
+	close(fds[0]);
+	waitpid(writer, NULL, 0);
+	UNIT_ASSERT(!from_pipe->truncated && from_pipe->finalized);
+	UNIT_ASSERT_EQ_INT(from_pipe->nsamples, from_file->nsamples);
+	UNIT_ASSERT_EQ_INT(from_pipe->nstacks, from_file->nstacks);
+	profile_free(from_file);
+	profile_free(from_pipe);
+	free(path);
 }
