@@ -116,6 +116,13 @@ struct sampler_idle_thread {
 	uint64_t sp, pc, runtime, time;
 	size_t got;
 	uint8_t *stack;           /* stack_size bytes, allocated at the first copy */
+	/* The call that restart_syscall continues at (restart_sp, restart_pc): a wait with a
+	 * timeout (futex, nanosleep, poll) that a stop or a signal interrupted goes on as
+	 * restart_syscall, at the same SP and PC; it keeps the name of the call it continues.
+	 * Set by the last call seen there, or by ptrace at the stop that caused the restart. */
+	long restart_nr;
+	uint64_t restart_sp, restart_pc;
+	long raw_nr;              /* the armed copy's call as /proc said it (nr: as named) */
 };
 
 /* Where off-CPU samples go (events, under lock; lost counts those dropped, under lock too),

@@ -17,11 +17,34 @@
 #include <unistd.h>
 
 #define SAMPLER_IDLE_FLUSH_NS 100000000ull /* a long wait is delivered in 100 ms pieces */
+#define SAMPLER_NR_RESTART_SYSCALL 219     /* x86-64 */
+
+/* restart_syscall continuing a call seen at the same SP and PC is that call; a real call seen
+ * is remembered for that. */
+static long sampler_idle_call(struct sampler_idle_thread *th, long nr, uint64_t sp, uint64_t pc)
+{
+	if (nr == SAMPLER_NR_RESTART_SYSCALL) {
+		if (th->restart_nr > 0 && th->restart_sp == sp && th->restart_pc == pc)
+			return th->restart_nr;
+		return nr;
+	}
+	if (nr >= 0) {
+		th->restart_nr = nr;
+		th->restart_sp = sp;
+		th->restart_pc = pc;
+	}
+	return nr;
+}
 
 int sampler_idle_thread_open(struct sampler_idle_thread *th, pid_t pid, pid_t tid)
 {
 	char file[80];
+	long restart_nr = th->restart_nr; /* what ptrace noted before the thread was opened */
+	uint64_t restart_sp = th->restart_sp, restart_pc = th->restart_pc;
 	memset(th, 0, sizeof(*th));
+	th->restart_nr = restart_nr;
+	th->restart_sp = restart_sp;
+	th->restart_pc = restart_pc;
 	th->pid = pid;
 	th->tid = tid;
 	snprintf(file, sizeof(file), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
@@ -89,7 +112,7 @@ void sampler_idle_sample(struct sampler_idle_thread *th, struct sampler_idle_sin
 		return;
 	}
 	uint64_t runtime = sampler_idle_runtime(th);
-	if (th->armed && nr == th->nr && sp == th->sp && pc == th->pc && runtime != UINT64_MAX &&
+	if (th->armed && nr == th->raw_nr && sp == th->sp && pc == th->pc && runtime != UINT64_MAX &&
 	    runtime == th->runtime) {
 		/* still blocked where it was, and it did not run since: the same stack */
 		if (!th->weight)
@@ -119,7 +142,8 @@ void sampler_idle_sample(struct sampler_idle_thread *th, struct sampler_idle_sin
 	th->armed = true;
 	th->weight = periods;
 	th->state = state;
-	th->nr = nr;
+	th->raw_nr = nr;
+	th->nr = sampler_idle_call(th, nr, sp, pc);
 	th->sp = sp;
 	th->pc = pc;
 	th->runtime = runtime;

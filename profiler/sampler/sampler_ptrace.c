@@ -408,6 +408,13 @@ static void pt_take_sample(struct ptrace_sampler *s, struct pt_thread *t, struct
 		return;
 	if (sampler_ptrace_restart_syscall(t->pid, t->tid, &regs))
 		s->syscalls_restarted++;
+	/* A wait with a timeout this stop interrupted goes on as restart_syscall (the kernel's
+	 * ERESTART_RESTARTBLOCK, -516): --idle names it after the call it continues. */
+	if (s->base.opts.idle && (long long)regs.orig_rax >= 0 && (long long)regs.rax == -516) {
+		t->idle.restart_nr = (long)regs.orig_rax;
+		t->idle.restart_sp = regs.rsp;
+		t->idle.restart_pc = regs.rip;
+	}
 	if (!pt_pc_known(p, regs.rip) && now - p->maps_read_ns > PT_MAPS_MISS_NS)
 		pt_refresh_maps(s, p, now); /* a library mapped since the last read */
 	if (!t->comm_sent || now - t->comm_check_ns > PT_COMM_REFRESH_NS)

@@ -7,10 +7,12 @@
 #include "sampler/backend.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -66,4 +68,65 @@ UNIT_TEST(ptrace_restarts_a_call_its_stop_aborted)
 	UNIT_ASSERT(!restarted);
 	UNIT_ASSERT(epoll_child_after_stop(true, &restarted) == 1);
 	UNIT_ASSERT(restarted);
+}
+
+/* A sleep that a stop interrupted goes on as restart_syscall; --idle still names it after the
+ * call it continues (clock_nanosleep), from what the stop saw (-ERESTART_RESTARTBLOCK with the
+ * call in orig_rax). Without that note it would read restart_syscall. */
+static long idle_name_after_stop(bool noted)
+{
+	pid_t child = fork();
+	UNIT_ASSERT(child >= 0);
+	if (child == 0) {
+		struct timespec ts = { 3, 0 };
+		nanosleep(&ts, NULL);
+		_exit(0);
+	}
+	UNIT_ASSERT(ptrace(PTRACE_SEIZE, child, NULL, NULL) == 0);
+	char state = 0;
+	for (int i = 0; i < 200 && state != 'S'; i++) {
+		struct timespec ts = { 0, 10000000 };
+		nanosleep(&ts, NULL);
+		state = sampler_proc_thread_state(child, child, NULL);
+	}
+	UNIT_ASSERT(state == 'S');
+	UNIT_ASSERT(ptrace(PTRACE_INTERRUPT, child, NULL, NULL) == 0);
+	int st;
+	UNIT_ASSERT(waitpid(child, &st, __WALL) == child && WIFSTOPPED(st));
+	struct user_regs_struct regs;
+	UNIT_ASSERT(ptrace(PTRACE_GETREGS, child, NULL, &regs) == 0);
+	UNIT_ASSERT((long long)regs.rax == -516 && regs.orig_rax == SYS_clock_nanosleep);
+	struct sampler_idle_thread th = { 0 };
+	if (noted) { /* what sampler_ptrace.c notes at this stop */
+		th.restart_nr = (long)regs.orig_rax;
+		th.restart_sp = regs.rsp;
+		th.restart_pc = regs.rip;
+	}
+	UNIT_ASSERT(ptrace(PTRACE_DETACH, child, NULL, NULL) == 0);
+	state = 0;
+	for (int i = 0; i < 200 && state != 'S'; i++) {
+		struct timespec ts = { 0, 10000000 };
+		nanosleep(&ts, NULL);
+		state = sampler_proc_thread_state(child, child, NULL);
+	}
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	struct sampler_events events = { 0 };
+	uint64_t lost = 0;
+	struct sampler_idle_sink sink = { .lock = &lock, .events = &events, .lost = &lost,
+					  .stack_size = 4096 };
+	UNIT_ASSERT(sampler_idle_thread_open(&th, child, child) == 0);
+	sampler_idle_sample(&th, &sink, 1, 1);
+	sampler_idle_thread_close(&th, &sink);
+	UNIT_ASSERT_EQ_INT(events.npend, 1);
+	long nr = events.pend[0].ev.sample.offcpu_syscall;
+	sampler_events_free(&events);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	return nr;
+}
+
+UNIT_TEST(idle_names_a_restarted_wait_after_its_call)
+{
+	UNIT_ASSERT_EQ_INT(idle_name_after_stop(false), 219); /* restart_syscall */
+	UNIT_ASSERT_EQ_INT(idle_name_after_stop(true), SYS_clock_nanosleep);
 }
