@@ -1,25 +1,33 @@
 #!/usr/bin/env bash
-# bench-gpu-launch.sh: what lib/libcsampler-cupti.so costs on the CUDA launch path, per launch.
+# bench-gpu-launch.sh: what lib/libcsampler-cupti.so costs on the CUDA launch path, per launch,
+# and what it writes.
 #
-#   scripts/bench-gpu-launch.sh [ROUNDS] [SECONDS]        (default 5 rounds of 2 s per figure)
+#   scripts/bench-gpu-launch.sh [ROUNDS] [SECONDS] [BASE_REV]   (default 10 rounds of 1 s per figure)
 #
-# The test driver (tests/cupti/driver.c) makes launches against the stand-in libcupti, which
-# fires the library's runtime+driver callbacks on the calling thread just as CUDA does, from a
-# call path 30 frames deep, in bursts every millisecond at 10k and 100k launches/s; only the
-# launches are timed. Side by side, in one run, median of ROUNDS:
-#   no injection       the stand-in's call alone (no subscriber): the floor
-#   capture off        the library with CSAMPLER_GPU_STACK=0: record, buffer, write, no stack
-#   stack capture      the library as shipped: libunwind's local unwinder, 64 frames at most
-# and the two alternatives the library did not choose, measured beside the same call:
-#   32 KiB copy        copying 32 KiB of user stack per launch into a ring written out with
-#                      write(2) (a perf-style REGS_USER+STACK_USER capture, before unwinding)
-#   glibc backtrace    backtrace() per launch
-# Goal (issue 10): under 2 us per launch with stack capture.
+# The test driver (tests/cupti/driver.c, `driver bench`) makes launches against the stand-in
+# libcupti, which fires the library's callbacks on the calling thread as CUDA does (a runtime
+# ENTER, a nested driver ENTER, their EXITs), from 50 distinct call paths 20 to 40 frames deep
+# taken in turn, in bursts every millisecond at 10k and 100k launches/s; each launch is timed
+# alone, and the stand-in's worker thread completes activity buffers meanwhile. The rounds are
+# interleaved (every configuration once per round); the figure is the median of ROUNDS.
+#
+# The floor, what CUPTI and the stand-in cost before csampler does anything:
+#   no injection        the stand-in's call alone (no subscriber)
+#   empty callback      CSAMPLER_GPU_FLOOR=empty: callbacks subscribed, inj_callback returns at once
+#   activity only       CSAMPLER_GPU_FLOOR=activity: activity kinds on, no callbacks
+#   empty + activity    CSAMPLER_GPU_FLOOR=both
+# The capture, by subscription (CSAMPLER_GPU_SUBSCRIBE) and with stacks off:
+#   runtime only / driver only (the default) / both
+#   no stacks           CSAMPLER_GPU_STACK=0
+# The previous library, built from BASE_REV (default: the commit before issue 20's changes) into
+# a temporary directory, as shipped and without stacks.
+# Budget (issue 20): the library's own work, capture minus "empty + activity", at most 250 ns.
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-ROUNDS=${1:-5}
-SECONDS_PER=${2:-2}
+ROUNDS=${1:-10}
+SECONDS_PER=${2:-1}
+BASE_REV=${3:-079fd65f61f8a41a2abc73cfb5eb83b07db3666c}
 LIB=$ROOT/lib/libcsampler-cupti.so
 DRIVER=$ROOT/bin/tests/cupti/driver
 if [ ! -f "$LIB" ] || [ ! -x "$DRIVER" ]; then
@@ -32,26 +40,64 @@ fi
 export LD_LIBRARY_PATH=$ROOT/bin/tests/cupti/standin
 DIR=$(mktemp -d /tmp/bench-gpu.XXXXXX)
 trap 'rm -rf "$DIR"' EXIT
+mkdir -p "$DIR/out" "$DIR/base"
 
-# one MODE STACK RATE: ns per launch of one run
+# The previous library: its sources at BASE_REV, built as profiler/inject/build.mk does.
+BASE=
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+CUPTI_DIR=$(dirname "$(ls "$CUDA_HOME"/lib64/libcupti.so.13 "$CUDA_HOME"/lib/libcupti.so.13 2>/dev/null | head -n 1)")
+if git cat-file -e "$BASE_REV" 2>/dev/null &&
+   git archive "$BASE_REV" profiler/inject | tar -x -C "$DIR/base" &&
+   cc -O2 -g -std=gnu11 -D_GNU_SOURCE -pthread -fPIC -fvisibility=hidden -I"$DIR/base/profiler" \
+      -isystem "$CUDA_HOME/include" -shared -Wl,--as-needed -o "$DIR/base/libcsampler-cupti.so" \
+      "$DIR/base/profiler/inject/cupti.c" -L"$CUPTI_DIR" -l:libcupti.so.13 -lunwind 2>"$DIR/base/err"; then
+	BASE=$DIR/base/libcsampler-cupti.so
+else
+	echo "bench-gpu-launch: could not build the library of $BASE_REV: previous columns left out" >&2
+fi
+
+# configurations: label, library (none, new, base), environment
+CONFIGS=(
+	"no injection|none|"
+	"empty callback|new|CSAMPLER_GPU_FLOOR=empty"
+	"activity only|new|CSAMPLER_GPU_FLOOR=activity"
+	"empty + activity|new|CSAMPLER_GPU_FLOOR=both"
+	"capture, runtime only|new|CSAMPLER_GPU_SUBSCRIBE=runtime"
+	"capture, driver only (shipped)|new|CSAMPLER_GPU_SUBSCRIBE=driver"
+	"capture, both|new|CSAMPLER_GPU_SUBSCRIBE=both"
+	"capture, no stacks|new|CSAMPLER_GPU_STACK=0"
+)
+[ -n "$BASE" ] && CONFIGS+=("previous (${BASE_REV:0:7}), shipped|base|" "previous, no stacks|base|CSAMPLER_GPU_STACK=0")
+
+# one LIB ENV RATE: "ns bytes-per-100k-launches" of one run
 one() {
-	rm -f "$DIR"/*
-	CSAMPLER_GPU_DIR=$DIR CSAMPLER_GPU_STACK=$2 "$DRIVER" bench "$1" "$3" $(($3 * SECONDS_PER))
+	rm -f "$DIR"/out/*
+	local lib=$1 envs=$2 rate=$3 n=$(($3 * SECONDS_PER))
+	case $lib in none) lib=none ;; new) lib=$LIB ;; base) lib=$BASE ;; esac
+	local ns
+	ns=$(env CSAMPLER_GPU_DIR="$DIR/out" $envs "$DRIVER" bench "$lib" "$rate" "$n") || ns=nan
+	local bytes
+	bytes=$(cat "$DIR"/out/gpu-*.bin 2>/dev/null | wc -c)
+	echo "$ns $((bytes * 100000 / (n + 50)))"
 }
 median() { sort -n | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 
-printf '%-12s %14s %14s %14s %14s %16s\n' "launches/s" "no injection" "capture off" "stack capture" "32 KiB copy" "glibc backtrace"
-for rate in 10000 100000; do
-	declare -A res=()
-	for r in $(seq "$ROUNDS"); do
-		res[none]+="$(one none 0 $rate) "
-		res[off]+="$(one "$LIB" 0 $rate) "
-		res[stack]+="$(one "$LIB" 64 $rate) "
-		res[copy]+="$(one copy32k 0 $rate) "
-		res[bt]+="$(one backtrace 0 $rate) "
+declare -A ns=() by=()
+for r in $(seq "$ROUNDS"); do
+	for rate in 10000 100000; do
+		for i in "${!CONFIGS[@]}"; do
+			IFS='|' read -r label lib envs <<<"${CONFIGS[$i]}"
+			read -r t b <<<"$(one "$lib" "$envs" "$rate")"
+			ns[$i,$rate]+="$t "
+			by[$i,$rate]+="$b "
+		done
 	done
-	m() { echo "${res[$1]}" | tr ' ' '\n' | grep . | median; }
-	printf '%-12s %11s ns %11s ns %11s ns %11s ns %13s ns\n' "$rate" "$(m none)" "$(m off)" "$(m stack)" "$(m copy)" "$(m bt)"
-	unset res
 done
-echo "(ns per launch, median of $ROUNDS rounds of ${SECONDS_PER} s; call path 30 frames deep; $(nproc) CPUs)"
+m() { echo "$1" | tr ' ' '\n' | grep . | median; }
+printf '%-36s %12s %12s %18s\n' "ns per launch" "10k/s" "100k/s" "bytes/100k launches"
+for i in "${!CONFIGS[@]}"; do
+	IFS='|' read -r label lib envs <<<"${CONFIGS[$i]}"
+	printf '%-36s %12s %12s %18s\n' "$label" "$(m "${ns[$i,10000]}")" "$(m "${ns[$i,100000]}")" \
+		"$(m "${by[$i,100000]}")"
+done
+echo "(median of $ROUNDS interleaved rounds of ${SECONDS_PER} s; 50 call paths 20-40 frames deep; $(nproc) CPUs)"

@@ -3,28 +3,33 @@
  * The CUDA driver loads this library into an unmodified program through CUDA_INJECTION64_PATH
  * and calls InitializeInjection() at cuInit. From then on it records, into
  * CSAMPLER_GPU_DIR/gpu-PID.bin (format: inject/protocol.h):
- *   - at the ENTER of every launch, copy, memset, sync, malloc/free and graph launch API call,
- *     the call, its correlation id and the CPU stack that made it (libunwind's local unwinder);
- *   - at its EXIT, the call's span (GPU_REC_API): timed here from the two callbacks, not with
- *     CUPTI's RUNTIME/DRIVER activity kinds, which record every API call the program makes
- *     (on an H100, splat-train made 388k such records for 96k launches; the measured costs
- *     are at inj_disabled);
+ *   - every launch, copy, memset, sync, malloc/free and graph launch API call, one callback
+ *     level per call (the driver's by default: CSAMPLER_GPU_SUBSCRIBE), as one fixed 32-byte
+ *     GPU_REC_CALL written at its EXIT: correlation id, callback id, ENTER time (one vDSO clock
+ *     read) and duration (one more at EXIT), and the id of the CPU stack that made it;
+ *   - each distinct stack once per thread (GPU_REC_STACK): libunwind's local unwinder at the
+ *     ENTER, hashed with the thread's Python frames and looked up in a per-thread table (full
+ *     compare), so a launch from a known call path writes nothing but its call record; the
+ *     API's name once per thread (GPU_REC_API_NAME). Spans are timed here, not with CUPTI's
+ *     RUNTIME/DRIVER activity kinds, which record every API call the program makes (on an H100,
+ *     splat-train made 388k such records for 96k launches);
  *   - CUPTI's activity records (kernels, copies, memsets, syncs, NVTX, overhead), translated
- *     into protocol records when CUPTI hands a buffer back;
- *   - with each launch's stack, the launching thread's Python frames when it runs CPython
+ *     into protocol records by the writer thread;
+ *   - with each new stack, the launching thread's Python frames when it runs CPython
  *     (inj_py_walk): code object and instruction of each, read in place, named by the recorder;
  *   - info, notes (why GPU capture is off) and counters.
  *
- * It runs inside someone else's program: it never exits, never prints, never takes a lock on the
- * launch path, and turns itself off (one GPU_REC_NOTE) when CUPTI cannot be used. Launch records
- * go to a per-thread buffer written with one write(2) per chunk; CUPTI buffers come from a pool
- * reserved at start. The final flush runs under a watchdog so a hung CUPTI cannot hang the exit.
+ * It runs inside someone else's program: it never exits, never prints, never takes a lock or
+ * makes a system call on the launch path, and turns itself off (one GPU_REC_NOTE) when CUPTI
+ * cannot be used. Application threads append to their own rings; one writer thread, started at
+ * init, drains them and the CUPTI buffers that the completion callback hands over, and does
+ * every write(2). CUPTI buffers come from a pool reserved at start. The final flush runs under a
+ * watchdog so a hung CUPTI cannot hang the exit, then the exit drains everything left.
  *
- * Why libunwind and not a copy of registers and stack: measured with scripts/bench-gpu-launch.sh
- * (launches 30 frames deep, 10k and 100k launches/s), unwinding return addresses in place with
- * its per-thread cache costs 0.6-1.2 us per launch and writes ~8 bytes a frame; copying 32 KiB of
- * stack per launch cost 6-49 us (3 GB/s to write at 100k/s, and still to be unwound later), and
- * glibc's backtrace() 4-8 us. */
+ * Why libunwind and not a copy of registers and stack: measured with scripts/bench-gpu-launch.sh,
+ * unwinding return addresses in place with its per-thread cache costs a few hundred ns for
+ * 20-40 frames; copying 32 KiB of stack per launch cost 6-49 us (3 GB/s to write at 100k/s, and
+ * still to be unwound later), and glibc's backtrace() 4-8 us. */
 #define UNW_LOCAL_ONLY
 #include <cupti.h>   /* only this one: its runtime-API meta header has no include guard */
 #include <libunwind.h>
@@ -43,8 +48,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -80,48 +87,68 @@ _Static_assert(sizeof(CUpti_CallbackData) == 72, "CUpti_CallbackData size");
 _Static_assert(offsetof(CUpti_CallbackData, correlationId) == 64, "CallbackData.correlationId");
 
 enum {
-	INJ_THREAD_BUF = 128 << 10,   /* launch records per thread before one write(2) */
+	INJ_RING = 512 << 10,         /* a thread's ring of records, drained by the writer thread */
 	INJ_THREAD_SLOTS = 64,        /* thread states reserved at start (more are mapped later) */
 	INJ_POOL_BUFFERS = 16,        /* CUPTI activity buffers reserved at start */
 	INJ_POOL_BUFFER_SIZE = 4 << 20,
+	INJ_BUFFER_TAIL = 64,         /* the end of each buffer: its hand-off node (inj_done) */
 	INJ_OUT_CHUNK = 32 << 10,     /* activity records translated per write(2) */
 	INJ_SKIP_FRAMES = 24,         /* room for our own, libcupti's and libcuda's frames */
 	INJ_MAX_SKIP_RANGES = 16,
 	INJ_API_NAME_MAX = 64,
 	INJ_MARKER_SLOTS = 1024,      /* NVTX ranges open at once (START seen, END not yet) */
 	INJ_MARKER_NAME = 256,
-	INJ_SPAN_DEPTH = 8,           /* nested enabled API calls whose spans are timed */
+	INJ_SPAN_DEPTH = 8,           /* nested subscribed API calls whose spans are timed */
+	INJ_STACK_SLOTS = 4096,       /* a thread's stack table (power of 2), reset when 3/4 full */
+	INJ_STACK_ARENA = 4 << 20,    /* its frames */
+	INJ_CBIDS = 1024,             /* callback ids whose names are remembered as written */
 };
-#define INJ_PERIODIC_FLUSH_NS 1000000000ull /* a thread's launches reach the file within ~1 s */
+#define INJ_WRITER_MIN_NS 2000000ull   /* the writer's sleep: 2 ms after finding work ... */
+#define INJ_WRITER_MAX_NS 20000000ull  /* ... doubling to 20 ms while idle */
 
 enum inj_state { INJ_OFF = 0, INJ_ACTIVE = 1, INJ_INERT = 2 };
+enum inj_floor { INJ_FLOOR_NONE, INJ_FLOOR_EMPTY, INJ_FLOOR_ACTIVITY, INJ_FLOOR_BOTH };
 
-/* One thread's launch-record buffer and API nesting. Only its owner appends; the exit flush
- * takes over a buffer whose owner is not inside an append (busy/closing, Dekker-style). */
+/* A stack already written by this thread: its hash, id and frames (in the thread's arena). */
+struct inj_stack_ent {
+	uint64_t hash;
+	uint32_t id;                     /* 0: free slot */
+	uint32_t off;                    /* bytes into the arena */
+	uint16_t nframes, npy;
+	uint32_t flags;
+};
+
+/* One thread's ring of records and API nesting. Only its owner appends (and publishes `head`
+ * after whole records); only the writer thread (or the exit drain, after it stopped) consumes
+ * (and publishes `tail`). No lock, no system call on the owner's side. */
 struct inj_thread {
-	_Atomic int busy;
+	_Atomic uint64_t head __attribute__((aligned(64)));
+	_Atomic uint64_t tail __attribute__((aligned(64)));
 	_Atomic int in_use;              /* a live thread owns this slot */
 	struct inj_thread *next;         /* global list, push-only */
 	uint32_t tid;
 	_Atomic uint32_t pthread_low;    /* pthread_self()'s low 32 bits: see inj_marker_tid */
-	int depth;                       /* enabled API calls open on this thread */
+	int depth;                       /* subscribed API calls open on this thread */
+	uint32_t ncalls;
 	uint32_t outer_corr;             /* correlation id of the outermost one */
-	uint16_t outer_nframes, outer_flags;
-	uint64_t last_flush;
-	/* the open calls' spans, by nesting depth: written as GPU_REC_API at their EXIT */
+	uint32_t outer_stack;            /* its stack id */
+	/* the open calls' spans, by nesting depth: written as GPU_REC_CALL at their EXIT */
 	struct inj_span {
 		uint64_t start;
-		uint32_t correlation, cbid;
-		uint16_t domain, recorded;
+		uint32_t correlation, stack;
+		uint16_t cbid, domain, recorded;
 	} spans[INJ_SPAN_DEPTH];
-	_Atomic uint64_t launches, launches_dropped, capture_ns, span_count;
-	size_t len;
+	_Atomic uint64_t launches, launches_dropped, capture_ns, stacks;
+	/* stacks written by this thread (inj_stack_id), mapped at its first launch */
+	struct inj_stack_ent *stab;
+	uint8_t *arena;
+	uint32_t stab_used, arena_used;
+	uint8_t name_written[2][INJ_CBIDS / 8];   /* [runtime, driver][cbid]: name record made */
 	uint64_t pcs[GPU_MAX_FRAMES + INJ_SKIP_FRAMES];
-	/* the Python frames of the last capture (nested calls keep the outer one's: the frame
-	 * chain does not change inside one native call) */
+	/* the Python frames of the last capture */
 	struct gpu_py_frame py[GPU_MAX_PY_FRAMES];
 	uint32_t npy, py_flags;
-	char buf[INJ_THREAD_BUF] __attribute__((aligned(8)));
+	uint8_t ring[INJ_RING] __attribute__((aligned(64)));
 };
 
 struct inj_range { uintptr_t lo, hi; };
@@ -133,11 +160,18 @@ struct inj_marker {
 	char name[INJ_MARKER_NAME];
 };
 
+/* A completed CUPTI buffer on its way to the writer: kept in the buffer's last bytes. */
+struct inj_done {
+	struct inj_done *next;
+	uint8_t *buffer;
+	size_t valid;
+};
+
 struct inj_ctx {
 	_Atomic int state;               /* enum inj_state */
-	_Atomic int closing;             /* exit flush under way: owners stop appending */
 	int fd;
 	int max_frames;
+	int floor;                       /* enum inj_floor */
 	unsigned flush_ms;
 	uint32_t cupti_version;
 	CUpti_SubscriberHandle subscriber;
@@ -145,11 +179,22 @@ struct inj_ctx {
 	_Atomic(struct inj_thread *) threads;
 	struct inj_thread *slots;        /* INJ_THREAD_SLOTS reserved (lazily touched) */
 	_Atomic unsigned next_slot;
+	_Atomic uint32_t next_stack_id;
 	struct inj_range skip[INJ_MAX_SKIP_RANGES];
 	int nskip;
+	/* the API call clock: CLOCK_MONOTONIC, or the stand-in's scripted clock (inj_clock_init) */
+	uint64_t (*test_clock)(void);
 	/* CUPTI buffer pool: bit i set = buffer i free */
 	uint8_t *pool;
 	_Atomic uint32_t pool_free;
+	/* completed buffers waiting for the writer (pushed by CUPTI's thread, LIFO) */
+	_Atomic(struct inj_done *) done;
+	/* the writer thread; drain_lock makes the writer and the exit drain take turns */
+	pthread_t writer;
+	int writer_running;
+	pthread_mutex_t drain_lock, writer_lock;
+	pthread_cond_t writer_cond;
+	int writer_stop;
 	/* counters (launch counters live per thread) */
 	_Atomic uint64_t activities, dropped, lost_timestamps, buffers, flush_timeouts, write_errors;
 	_Atomic int write_broken;        /* a short write: stop writing, never emit a cut record */
@@ -158,7 +203,7 @@ struct inj_ctx {
 	pthread_mutex_t flush_lock;
 	pthread_cond_t flush_cond;
 	int flush_done;
-	/* NVTX ranges waiting for their END record (completion path only) */
+	/* NVTX ranges waiting for their END record (writer only, or the exit drain) */
 	pthread_mutex_t marker_lock;
 	struct inj_marker markers[INJ_MARKER_SLOTS];
 	_Atomic int initialised;
@@ -172,7 +217,8 @@ struct inj_ctx {
 };
 
 static struct inj_ctx inj = { .fd = -1,
-	.flush_lock = PTHREAD_MUTEX_INITIALIZER, .marker_lock = PTHREAD_MUTEX_INITIALIZER };
+	.flush_lock = PTHREAD_MUTEX_INITIALIZER, .marker_lock = PTHREAD_MUTEX_INITIALIZER,
+	.drain_lock = PTHREAD_MUTEX_INITIALIZER, .writer_lock = PTHREAD_MUTEX_INITIALIZER };
 static __thread struct inj_thread *inj_self;
 
 static uint64_t inj_now(void)
@@ -188,14 +234,26 @@ static uint64_t CUPTIAPI inj_timestamp(void)
 	return inj_now();
 }
 
-/* An API call's ENTER and EXIT times: CUPTI's clock, which is ours (inj_timestamp: the clock
- * check of every run compares the two), so that a stand-in can script the calls' spans. */
-static uint64_t inj_api_now(void)
+/* An API call's ENTER and EXIT times: one vDSO clock read each (the clock CUPTI's records use:
+ * inj_timestamp). cuptiGetTimestamp only serves the start-up clock check. A test stand-in may
+ * export standin_clock (looked up once, inj_clock_init): its scripted time when not 0. */
+static inline uint64_t inj_api_now(void)
 {
-	uint64_t t = 0;
-	if (cuptiGetTimestamp(&t) != CUPTI_SUCCESS || !t)
-		t = inj_now();
-	return t;
+	if (__builtin_expect(inj.test_clock != NULL, 0)) {
+		uint64_t t = inj.test_clock();
+		if (t)
+			return t;
+	}
+	return inj_now();
+}
+
+static void inj_clock_init(void)
+{
+	void *h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
+	if (h) {
+		*(void **)&inj.test_clock = dlsym(h, "standin_clock");
+		dlclose(h);
+	}
 }
 
 static size_t inj_align8(size_t n)
@@ -203,21 +261,31 @@ static size_t inj_align8(size_t n)
 	return (n + 7) & ~(size_t)7;
 }
 
-/* One write(2) of whole records. A short write would leave a cut record in the middle of the
- * file, so after one nothing more is written; failures are counted, never reported inline. */
-static void inj_write(const void *buf, size_t len)
+/* One write(2) (or writev) of whole records. A short write would leave a cut record in the
+ * middle of the file, so after one nothing more is written; failures are counted, never
+ * reported inline. */
+static void inj_writev(struct iovec *iov, int n)
 {
+	size_t len = 0;
+	for (int i = 0; i < n; i++)
+		len += iov[i].iov_len;
 	if (!len || inj.fd < 0 || atomic_load_explicit(&inj.write_broken, memory_order_relaxed))
 		return;
-	ssize_t n;
+	ssize_t w;
 	do
-		n = write(inj.fd, buf, len);
-	while (n < 0 && errno == EINTR);
-	if (n == (ssize_t)len)
+		w = writev(inj.fd, iov, n);
+	while (w < 0 && errno == EINTR);
+	if (w == (ssize_t)len)
 		return;
 	atomic_fetch_add_explicit(&inj.write_errors, 1, memory_order_relaxed);
-	if (n >= 0)
+	if (w >= 0)
 		atomic_store(&inj.write_broken, 1);
+}
+
+static void inj_write(const void *buf, size_t len)
+{
+	struct iovec iov = { (void *)buf, len };
+	inj_writev(&iov, 1);
 }
 
 static void inj_note(uint32_t severity, const char *fmt, ...)
@@ -286,9 +354,9 @@ static void inj_write_stats(void)
 		r.s.launches_dropped += atomic_load_explicit(&t->launches_dropped,
 							   memory_order_relaxed);
 		r.s.capture_ns += atomic_load_explicit(&t->capture_ns, memory_order_relaxed);
-		r.s.activities += atomic_load_explicit(&t->span_count, memory_order_relaxed);
+		r.s.stacks += atomic_load_explicit(&t->stacks, memory_order_relaxed);
 	}
-	r.s.activities += atomic_load(&inj.activities);
+	r.s.activities = atomic_load(&inj.activities);
 	r.s.dropped = atomic_load(&inj.dropped);
 	r.s.lost_timestamps = atomic_load(&inj.lost_timestamps);
 	r.s.buffers = atomic_load(&inj.buffers);
@@ -297,21 +365,45 @@ static void inj_write_stats(void)
 	inj_write(&r, sizeof(r));
 }
 
-/* ---- per-thread launch buffers ---- */
-
-static void inj_thread_write(struct inj_thread *t)
+static void inj_count(_Atomic uint64_t *c, uint64_t n)
 {
-	inj_write(t->buf, t->len);
-	t->len = 0;
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+			      memory_order_relaxed);
+}
+
+/* ---- per-thread rings ---- */
+
+/* Room for len more bytes in t's ring (the owner only): a pointer to copy into with
+ * inj_ring_put, or -1 when the writer is that far behind. */
+static inline int inj_ring_room(struct inj_thread *t, size_t len)
+{
+	uint64_t head = atomic_load_explicit(&t->head, memory_order_relaxed);
+	uint64_t tail = atomic_load_explicit(&t->tail, memory_order_acquire);
+	return head - tail + len <= INJ_RING ? 0 : -1;
+}
+
+/* Copy len bytes at the ring's head (unpublished until inj_ring_publish). */
+static inline void inj_ring_put(struct inj_thread *t, uint64_t *at, const void *src, size_t len)
+{
+	size_t off = (size_t)(*at % INJ_RING), first = INJ_RING - off;
+	if (len <= first) {
+		memcpy(t->ring + off, src, len);
+	} else {
+		memcpy(t->ring + off, src, first);
+		memcpy(t->ring, (const uint8_t *)src + first, len - first);
+	}
+	*at += len;
+}
+
+static inline void inj_ring_publish(struct inj_thread *t, uint64_t at)
+{
+	atomic_store_explicit(&t->head, at, memory_order_release);
 }
 
 static void inj_thread_exit(void *arg)
 {
 	struct inj_thread *t = arg;
-	atomic_store(&t->busy, 1);
-	if (!atomic_load(&inj.closing) && atomic_load(&inj.state) == INJ_ACTIVE)
-		inj_thread_write(t);
-	atomic_store_explicit(&t->busy, 0, memory_order_release);
+	/* Its ring is drained by the writer before the slot can be reused (inj_thread_get). */
 	atomic_store_explicit(&t->in_use, 0, memory_order_release);
 }
 
@@ -320,12 +412,17 @@ static struct inj_thread *inj_thread_get(void)
 	struct inj_thread *t = inj_self;
 	if (t)
 		return t;
-	/* First API call of this thread: reuse a slot of a finished thread, else take a reserved
-	 * one, else map one (the only allocation, once per thread). */
+	/* First API call of this thread: reuse a slot of a finished thread whose ring the writer
+	 * emptied, else take a reserved one, else map one (the only allocation, once per
+	 * thread). */
 	for (t = atomic_load(&inj.threads); t; t = t->next) {
 		int expected = 0;
-		if (atomic_compare_exchange_strong(&t->in_use, &expected, 1))
-			break;
+		if (atomic_load(&t->head) == atomic_load(&t->tail) &&
+		    atomic_compare_exchange_strong(&t->in_use, &expected, 1)) {
+			if (atomic_load(&t->head) == atomic_load(&t->tail))
+				break;
+			atomic_store(&t->in_use, 0);   /* filled in between: not this one */
+		}
 	}
 	if (!t) {
 		unsigned i = atomic_fetch_add(&inj.next_slot, 1);
@@ -333,7 +430,7 @@ static struct inj_thread *inj_thread_get(void)
 			t = &inj.slots[i];
 		} else {
 			void *p = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE,
-				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 			if (p == MAP_FAILED)
 				return NULL;
 			t = p;
@@ -347,7 +444,11 @@ static struct inj_thread *inj_thread_get(void)
 	t->tid = (uint32_t)gettid();
 	atomic_store_explicit(&t->pthread_low, (uint32_t)pthread_self(), memory_order_release);
 	t->depth = 0;
-	t->last_flush = inj_now();
+	/* a new thread: its own stack ids and names (the old owner's records are all written) */
+	if (t->stab)
+		memset(t->stab, 0, sizeof(*t->stab) * INJ_STACK_SLOTS);
+	t->stab_used = t->arena_used = 0;
+	memset(t->name_written, 0, sizeof(t->name_written));
 	inj_self = t;
 	pthread_setspecific(inj.thread_key, t);
 	return t;
@@ -451,74 +552,95 @@ static int __attribute__((noinline)) inj_capture(struct inj_thread *t, int *firs
 	if (count > inj.max_frames)
 		count = inj.max_frames;
 	if (n == want || count == inj.max_frames)
-		*flags |= GPU_LAUNCH_STACK_TRUNCATED;
+		*flags |= GPU_STACK_TRUNCATED;
 	inj_py_walk(t);
 	return count;
 }
 
-/* Append one GPU_REC_LAUNCH for t to its buffer. */
-static void inj_append_launch(struct inj_thread *t, uint64_t time, uint32_t corr, uint32_t cbid,
-			      uint16_t domain, const uint64_t *pcs, int nframes, uint16_t flags,
-			      uint64_t graph_node_id, const char *api_name)
+static inline uint64_t inj_mix(uint64_t h, uint64_t v)
 {
-	size_t name_len = 0;
-	if (api_name) {
-		name_len = strnlen(api_name, INJ_API_NAME_MAX - 1) + 1;
-	}
-	uint32_t npy = nframes ? t->npy : 0;
-	size_t fixed = sizeof(struct gpu_rec) + sizeof(struct gpu_launch);
-	size_t head = inj_align8(fixed + (size_t)nframes * 8 + name_len);
-	size_t size = head + (size_t)npy * sizeof(struct gpu_py_frame);
-	if (t->len + size > sizeof(t->buf))
-		inj_thread_write(t);
-	char *p = t->buf + t->len;
-	struct gpu_rec *h = (struct gpu_rec *)p;
-	struct gpu_launch *l = (struct gpu_launch *)(h + 1);
-	*h = (struct gpu_rec){ .type = GPU_REC_LAUNCH, .size = (uint32_t)size };
-	*l = (struct gpu_launch){ .time = time, .tid = t->tid, .correlation = corr, .cbid = cbid,
-				  .domain = domain, .nframes = (uint16_t)nframes,
-				  .graph_node_id = graph_node_id, .flags = flags,
-				  .api_name_len = (uint32_t)name_len, .npy = npy,
-				  .py_flags = npy ? t->py_flags : 0 };
-	memcpy(p + fixed, pcs, (size_t)nframes * 8);
-	char *tail = p + fixed + (size_t)nframes * 8;
-	if (name_len) {
-		memcpy(tail, api_name, name_len - 1);
-		tail[name_len - 1] = 0;
-	}
-	memset(tail + name_len, 0, head - fixed - (size_t)nframes * 8 - name_len);
-	memcpy(p + head, t->py, (size_t)npy * sizeof(struct gpu_py_frame));
-	t->len += size;
-	atomic_store_explicit(&t->launches,
-			      atomic_load_explicit(&t->launches, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
+	h ^= v;
+	h *= 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 29);
 }
 
-static void inj_count(_Atomic uint64_t *c, uint64_t n)
+/* Map this thread's stack table and arena (first launch with a stack). */
+static int inj_stack_table(struct inj_thread *t)
 {
-	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
-			      memory_order_relaxed);
-}
-
-/* Enter the thread's buffer: 0 when the caller may append (then inj_leave). */
-static int inj_enter(struct inj_thread *t)
-{
-	atomic_store(&t->busy, 1);    /* seq_cst: ordered before the load of closing */
-	if (atomic_load(&inj.closing)) {
-		atomic_store_explicit(&t->busy, 0, memory_order_release);
-		inj_count(&t->launches_dropped, 1);
+	if (t->stab)
+		return 0;
+	size_t tab = sizeof(*t->stab) * INJ_STACK_SLOTS;
+	void *p = mmap(NULL, tab + INJ_STACK_ARENA, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
 		return -1;
-	}
+	t->stab = p;
+	t->arena = (uint8_t *)p + tab;
 	return 0;
 }
 
-static void inj_leave(struct inj_thread *t, uint64_t now)
+/* The id of the stack in t->pcs[first..first+n) with t's Python frames: looked up in t's table
+ * (hash, then a full compare); a new one is given an id and put in the ring as GPU_REC_STACK
+ * (unpublished: the caller publishes it with its call). 0 when the ring has no room. */
+static uint32_t inj_stack_id(struct inj_thread *t, int first, int n, uint16_t flags,
+			     uint64_t *at)
 {
-	if (now - t->last_flush > INJ_PERIODIC_FLUSH_NS) {
-		inj_thread_write(t);
-		t->last_flush = now;
+	const uint64_t *pcs = t->pcs + first;
+	uint32_t npy = n ? t->npy : 0;
+	uint64_t h = inj_mix((uint64_t)n << 32 | npy, flags);
+	for (int i = 0; i < n; i++)
+		h = inj_mix(h, pcs[i]);
+	for (uint32_t i = 0; i < npy; i++)
+		h = inj_mix(h, t->py[i].code ^ (uint64_t)t->py[i].unit << 40 ^
+			    (uint64_t)t->py[i].flags << 32);
+	size_t pcs_bytes = (size_t)n * 8, py_bytes = (size_t)npy * sizeof(struct gpu_py_frame);
+	struct inj_stack_ent *e = NULL;
+	if (!inj_stack_table(t)) {
+		uint32_t mask = INJ_STACK_SLOTS - 1;
+		for (uint32_t i = (uint32_t)h & mask;; i = (i + 1) & mask) {
+			e = &t->stab[i];
+			if (!e->id)
+				break;
+			if (e->hash == h && e->nframes == n && e->npy == npy && e->flags == flags &&
+			    !memcmp(t->arena + e->off, pcs, pcs_bytes) &&
+			    !memcmp(t->arena + e->off + pcs_bytes, t->py, py_bytes))
+				return e->id;
+		}
+		/* full tables start again (their ids stay valid in the file) */
+		if (t->stab_used + 1 > INJ_STACK_SLOTS * 3 / 4 ||
+		    t->arena_used + pcs_bytes + py_bytes > INJ_STACK_ARENA) {
+			memset(t->stab, 0, sizeof(*t->stab) * INJ_STACK_SLOTS);
+			t->stab_used = t->arena_used = 0;
+			e = &t->stab[(uint32_t)h & mask];
+		}
 	}
-	atomic_store_explicit(&t->busy, 0, memory_order_release);
+	struct {
+		struct gpu_rec h;
+		struct gpu_stack s;
+	} r = { .h = { .type = GPU_REC_STACK,
+		       .size = (uint32_t)(sizeof(r) + pcs_bytes + py_bytes) },
+		.s = { .nframes = (uint16_t)n, .flags = flags, .npy = npy,
+		       .py_flags = npy ? t->py_flags : 0 } };
+	_Static_assert(sizeof(r) % 8 == 0 && sizeof(struct gpu_py_frame) % 8 == 0,
+		       "gpu_stack record padded");
+	if (inj_ring_room(t, (size_t)(*at - atomic_load_explicit(&t->head, memory_order_relaxed)) +
+			  r.h.size + sizeof(struct gpu_rec) + sizeof(struct gpu_call)))
+		return 0;
+	r.s.id = atomic_fetch_add_explicit(&inj.next_stack_id, 1, memory_order_relaxed) + 1;
+	inj_ring_put(t, at, &r, sizeof(r));
+	inj_ring_put(t, at, pcs, pcs_bytes);
+	inj_ring_put(t, at, t->py, py_bytes);
+	inj_count(&t->stacks, 1);
+	if (e) {
+		*e = (struct inj_stack_ent){ .hash = h, .id = r.s.id, .off = t->arena_used,
+					     .nframes = (uint16_t)n, .npy = (uint16_t)npy,
+					     .flags = flags };
+		memcpy(t->arena + t->arena_used, pcs, pcs_bytes);
+		memcpy(t->arena + t->arena_used + pcs_bytes, t->py, py_bytes);
+		t->arena_used += (uint32_t)(pcs_bytes + py_bytes);
+		t->stab_used++;
+	}
+	return r.s.id;
 }
 
 static void inj_flush(const char *why);
@@ -534,34 +656,70 @@ static int inj_is_flush_point(CUpti_CallbackDomain domain, CUpti_CallbackId cbid
 	       cbid == CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxReset_v2;
 }
 
-/* Append the span of a call that ends now (GPU_REC_API): its ENTER time, the EXIT time. */
-static void inj_append_span(struct inj_thread *t, const struct inj_span *sp, uint64_t end)
+/* The API's name, once per thread and callback id, into the ring (unpublished). */
+static void inj_api_name(struct inj_thread *t, uint16_t domain, uint32_t cbid, const char *name,
+			 uint64_t *at)
 {
+	int d = domain == GPU_DOMAIN_DRIVER;
+	if (cbid >= INJ_CBIDS || !name || (t->name_written[d][cbid / 8] & (1u << (cbid % 8))))
+		return;
+	size_t len = strnlen(name, INJ_API_NAME_MAX - 1) + 1;
 	struct {
 		struct gpu_rec h;
-		struct gpu_api a;
-	} r = { .h = { .type = GPU_REC_API, .size = sizeof(r) },
-		.a = { .start = sp->start, .end = end, .correlation = sp->correlation,
-		       .cbid = sp->cbid, .domain = sp->domain, .tid = t->tid } };
-	_Static_assert(sizeof(r) % 8 == 0, "gpu_api record padded");
-	if (t->len + sizeof(r) > sizeof(t->buf))
-		inj_thread_write(t);
-	memcpy(t->buf + t->len, &r, sizeof(r));
-	t->len += sizeof(r);
-	inj_count(&t->span_count, 1);
+		struct gpu_api_name n;
+		char name[INJ_API_NAME_MAX];
+	} r = { .h = { .type = GPU_REC_API_NAME,
+		       .size = (uint32_t)inj_align8(sizeof(r.h) + sizeof(r.n) + len) },
+		.n = { .cbid = cbid, .domain = domain, .len = (uint16_t)len } };
+	memcpy(r.name, name, len - 1);
+	if (inj_ring_room(t, (size_t)(*at - atomic_load_explicit(&t->head, memory_order_relaxed)) +
+			  r.h.size))
+		return;
+	inj_ring_put(t, at, &r, r.h.size);
+	t->name_written[d][cbid / 8] |= (uint8_t)(1u << (cbid % 8));
+}
+
+/* The EXIT of a recorded call: its GPU_REC_CALL, published with the stack and name records
+ * its ENTER may have left in the ring. */
+static void inj_append_call(struct inj_thread *t, const struct inj_span *sp, uint64_t end,
+			    uint64_t at)
+{
+	uint64_t d = end > sp->start ? end - sp->start : 0;
+	struct {
+		struct gpu_rec h;
+		struct gpu_call c;
+	} r = { .h = { .type = GPU_REC_CALL, .size = sizeof(r) },
+		.c = { .start = sp->start, .duration = (uint32_t)d, .correlation = sp->correlation,
+		       .stack = sp->stack, .cbid = sp->cbid, .domain = (uint8_t)sp->domain } };
+	_Static_assert(sizeof(r) == 32, "gpu_call record: 32 bytes");
+	if (d > UINT32_MAX) {
+		r.c.duration = (uint32_t)(d / 1000 > UINT32_MAX ? UINT32_MAX : d / 1000);
+		r.c.flags = GPU_CALL_DURATION_US;
+	}
+	if (inj_ring_room(t, (size_t)(at - atomic_load_explicit(&t->head, memory_order_relaxed)) +
+			  sizeof(r))) {
+		inj_count(&t->launches_dropped, 1);
+		inj_ring_publish(t, at);   /* what fitted (stack, name) stays valid */
+		return;
+	}
+	inj_ring_put(t, &at, &r, sizeof(r));
+	inj_ring_publish(t, at);
+	inj_count(&t->launches, 1);
 }
 
 static void inj_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 		    const CUpti_CallbackData *cb)
 {
-	if (inj_is_flush_point(domain, cbid)) {
-		if (cb->callbackSite == CUPTI_API_ENTER)
-			inj_flush(cb->functionName);
-		return;
+	struct inj_thread *t = inj_self;
+	if (__builtin_expect(!t, 0)) {
+		if (inj_is_flush_point(domain, cbid)) {
+			if (cb->callbackSite == CUPTI_API_ENTER)
+				inj_flush(cb->functionName);
+			return;
+		}
+		if (!(t = inj_thread_get()))
+			return;
 	}
-	struct inj_thread *t = inj_thread_get();
-	if (!t)
-		return;
 	if (cb->callbackSite == CUPTI_API_EXIT) {
 		if (t->depth <= 0)
 			return;
@@ -570,53 +728,51 @@ static void inj_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 			return;
 		t->spans[d].recorded = 0;
 		uint64_t end = inj_api_now();
-		if (inj_enter(t))
-			return;
-		inj_append_span(t, &t->spans[d], end);
-		inj_leave(t, inj_now());
+		inj_append_call(t, &t->spans[d], end,
+				atomic_load_explicit(&t->head, memory_order_relaxed));
 		return;
 	}
-	uint64_t start = inj_api_now(), t_start = inj_now();
 	int d = t->depth++;
-	struct inj_span *sp = d < INJ_SPAN_DEPTH ? &t->spans[d] : NULL;
-	if (sp)
-		sp->recorded = 0;
-	if (inj_enter(t))
+	/* Nested in a recorded call with the same correlation id (cudaLaunchKernel ->
+	 * cuLaunchKernel, with both domains subscribed): nothing to add. */
+	if (d > 0 && cb->correlationId == t->outer_corr) {
+		if (d < INJ_SPAN_DEPTH)
+			t->spans[d].recorded = 0;
 		return;
+	}
+	if (inj_is_flush_point(domain, cbid)) {
+		if (d < INJ_SPAN_DEPTH)
+			t->spans[d].recorded = 0;
+		inj_flush(cb->functionName);
+		return;
+	}
+	uint64_t start = inj_api_now();
 	uint16_t dom = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? GPU_DOMAIN_RUNTIME :
 							       GPU_DOMAIN_DRIVER;
+	uint64_t at = atomic_load_explicit(&t->head, memory_order_relaxed);
+	uint32_t stack = 0;
 	if (d > 0) {
-		/* Inside an outer call already recorded (cudaLaunchKernel -> cuLaunchKernel): same
-		 * correlation id, nothing to add. A different id gets its own record with the
-		 * outer call's stack, so that activity keyed on it still finds its launch. */
-		if (cb->correlationId != t->outer_corr) {
-			inj_append_launch(t, start, cb->correlationId, cbid, dom,
-					  t->pcs + (GPU_MAX_FRAMES + INJ_SKIP_FRAMES -
-						    t->outer_nframes), t->outer_nframes,
-					  t->outer_flags, 0, cb->functionName);
-			if (sp)
-				*sp = (struct inj_span){ start, cb->correlationId, cbid, dom, 1 };
-		}
-		inj_leave(t, t_start);
-		return;
+		/* A call with its own correlation id inside an outer one: the outer call's stack,
+		 * so that activity keyed on this id still finds its launch. */
+		stack = t->outer_stack;
+	} else if (inj.max_frames > 0) {
+		int first = 0;
+		uint16_t flags = 0;
+		int n = inj_capture(t, &first, &flags);
+		stack = inj_stack_id(t, first, n, flags, &at);
+		t->outer_stack = stack;
 	}
-	int first = 0, n = 0;
-	uint16_t flags = 0;
-	if (inj.max_frames > 0)
-		n = inj_capture(t, &first, &flags);
-	inj_append_launch(t, start, cb->correlationId, cbid, dom, t->pcs + first, n, flags, 0,
-			  cb->functionName);
-	*sp = (struct inj_span){ start, cb->correlationId, cbid, dom, 1 };
-	/* Keep the stack at the end of pcs[] for nested calls with another correlation id. */
-	size_t keep = GPU_MAX_FRAMES + INJ_SKIP_FRAMES - (size_t)n;
-	if (n)
-		memmove(t->pcs + keep, t->pcs + first, (size_t)n * 8);
-	t->outer_corr = cb->correlationId;
-	t->outer_nframes = (uint16_t)n;
-	t->outer_flags = flags;
-	uint64_t end = inj_now();
-	inj_count(&t->capture_ns, end - t_start);
-	inj_leave(t, end);
+	if (d == 0)
+		t->outer_corr = cb->correlationId;
+	inj_api_name(t, dom, cbid, cb->functionName, &at);
+	if (at != atomic_load_explicit(&t->head, memory_order_relaxed))
+		inj_ring_publish(t, at);   /* the stack and name, before the call that uses them */
+	if (d < INJ_SPAN_DEPTH)
+		t->spans[d] = (struct inj_span){ start, cb->correlationId, stack, (uint16_t)cbid,
+						 dom, 1 };
+	/* the ENTER's own time, from one call in 64 (a clock read is a tenth of the budget) */
+	if (!(++t->ncalls & 63))
+		inj_count(&t->capture_ns, 64 * (inj_now() - start));
 }
 
 /* A graph node created (stream capture, cudaGraphAdd*Node): its creation stack is the one its
@@ -629,6 +785,10 @@ static void inj_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 	uint64_t node_id = 0;
 	if (cuptiGetGraphNodeId(g->node, &node_id) != CUPTI_SUCCESS)
 		return;
+	struct inj_thread *t = inj_thread_get();
+	if (!t)
+		return;
+	uint64_t at = atomic_load_explicit(&t->head, memory_order_relaxed);
 	if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
 		uint64_t orig = 0;
 		if (!g->originalNode || cuptiGetGraphNodeId(g->originalNode, &orig) != CUPTI_SUCCESS)
@@ -638,32 +798,48 @@ static void inj_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 			struct gpu_graph_clone c;
 		} r = { .h = { .type = GPU_REC_GRAPH_CLONE, .size = sizeof(r) },
 			.c = { .node_id = node_id, .original_id = orig } };
-		inj_write(&r, sizeof(r));
+		if (inj_ring_room(t, sizeof(r))) {
+			inj_count(&t->launches_dropped, 1);
+			return;
+		}
+		inj_ring_put(t, &at, &r, sizeof(r));
+		inj_ring_publish(t, at);
 		return;
 	}
-	struct inj_thread *t = inj_thread_get();
-	if (!t)
-		return;
 	uint64_t start = inj_now();
-	if (inj_enter(t))
-		return;
-	int first = 0, n = 0;
-	uint16_t flags = GPU_LAUNCH_GRAPH_NODE;
-	if (inj.max_frames > 0)
-		n = inj_capture(t, &first, &flags);
+	uint32_t stack = 0;
+	if (inj.max_frames > 0) {
+		int first = 0;
+		uint16_t flags = 0;
+		int n = inj_capture(t, &first, &flags);
+		stack = inj_stack_id(t, first, n, flags, &at);
+	}
 	/* The correlation id of the API call that created it (cudaLaunchKernel under capture,
 	 * cudaGraphAddKernelNode) when one is open on this thread. */
-	inj_append_launch(t, start, t->depth > 0 ? t->outer_corr : 0, cbid, GPU_DOMAIN_RESOURCE,
-			  t->pcs + first, n, flags, node_id, NULL);
-	uint64_t end = inj_now();
-	inj_count(&t->capture_ns, end - start);
-	inj_leave(t, end);
+	struct {
+		struct gpu_rec h;
+		struct gpu_graph_node n;
+	} r = { .h = { .type = GPU_REC_GRAPH_NODE, .size = sizeof(r) },
+		.n = { .time = start, .node_id = node_id,
+		       .correlation = t->depth > 0 ? t->outer_corr : 0, .stack = stack } };
+	_Static_assert(sizeof(r) % 8 == 0, "gpu_graph_node record padded");
+	if (inj_ring_room(t, (size_t)(at - atomic_load_explicit(&t->head, memory_order_relaxed)) +
+			  sizeof(r))) {
+		inj_count(&t->launches_dropped, 1);
+		inj_ring_publish(t, at);
+		return;
+	}
+	inj_ring_put(t, &at, &r, sizeof(r));
+	inj_ring_publish(t, at);
+	inj_count(&t->launches, 1);
+	inj_count(&t->capture_ns, inj_now() - start);
 }
 
 static void CUPTIAPI inj_callback(void *userdata, CUpti_CallbackDomain domain,
 				  CUpti_CallbackId cbid, const void *cbdata)
 {
-	if (atomic_load_explicit(&inj.state, memory_order_acquire) != INJ_ACTIVE || !cbdata)
+	if (atomic_load_explicit(&inj.state, memory_order_acquire) != INJ_ACTIVE || !cbdata ||
+	    inj.floor)
 		return;
 	int saved_errno = errno;
 	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API)
@@ -683,7 +859,7 @@ static void CUPTIAPI inj_buffer_requested(uint8_t **buffer, size_t *size, size_t
 		int i = __builtin_ctz(m);
 		if (atomic_compare_exchange_weak(&inj.pool_free, &m, m & ~(1u << i))) {
 			*buffer = inj.pool + (size_t)i * INJ_POOL_BUFFER_SIZE;
-			*size = INJ_POOL_BUFFER_SIZE;
+			*size = INJ_POOL_BUFFER_SIZE - INJ_BUFFER_TAIL;
 			return;
 		}
 	}
@@ -696,7 +872,7 @@ static void CUPTIAPI inj_buffer_requested(uint8_t **buffer, size_t *size, size_t
 		return;
 	}
 	*buffer = p;
-	*size = INJ_POOL_BUFFER_SIZE;
+	*size = INJ_POOL_BUFFER_SIZE - INJ_BUFFER_TAIL;
 }
 
 static void inj_buffer_release(uint8_t *buffer)
@@ -710,7 +886,6 @@ static void inj_buffer_release(uint8_t *buffer)
 	}
 }
 
-/* Translated records gather here and leave with one write(2) each chunk. */
 struct inj_out {
 	size_t len;
 	char buf[INJ_OUT_CHUNK] __attribute__((aligned(8)));
@@ -913,61 +1088,164 @@ static void inj_markers_close(struct inj_out *o)
 	pthread_mutex_unlock(&inj.marker_lock);
 }
 
+
+/* Translate one completed CUPTI buffer into protocol records (writer thread or exit drain). */
+static void inj_translate(struct inj_out *o, uint8_t *buffer, size_t valid)
+{
+	CUpti_Activity *rec = NULL;
+	while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+		switch (rec->kind) {
+		case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+		case CUPTI_ACTIVITY_KIND_KERNEL:
+			inj_kernel(o, (const CUpti_ActivityKernel10 *)rec);
+			break;
+		case CUPTI_ACTIVITY_KIND_MEMCPY:
+			inj_memcpy(o, (const CUpti_ActivityMemcpy6 *)rec);
+			break;
+		case CUPTI_ACTIVITY_KIND_MEMSET:
+			inj_memset(o, (const CUpti_ActivityMemset4 *)rec);
+			break;
+		case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+			inj_sync(o, (const CUpti_ActivitySynchronization2 *)rec);
+			break;
+		case CUPTI_ACTIVITY_KIND_MARKER:
+			inj_marker(o, (const CUpti_ActivityMarker2 *)rec);
+			break;
+		case CUPTI_ACTIVITY_KIND_OVERHEAD:
+			inj_overhead(o, (const CUpti_ActivityOverhead3 *)rec);
+			break;
+		default:
+			break;  /* kinds not enabled by us (marker data ...) */
+		}
+	}
+	inj_write(o->buf, o->len);
+	o->len = 0;
+}
+
+/* CUPTI hands a buffer back (on its own thread, or inside an application's API call): count
+ * its drops and queue it for the writer, no translation, no write(2) here. */
 static void CUPTIAPI inj_buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
 					  size_t size, size_t valid)
 {
-	int state = atomic_load(&inj.state);
-	if (state == INJ_ACTIVE && buffer) {
-		/* One translation buffer per completing thread (CUPTI's worker, or an application
-		 * thread inside an API call), mapped at its first buffer. */
-		static __thread struct inj_out *out;
-		if (!out) {
-			void *p = mmap(NULL, sizeof(*out), PROT_READ | PROT_WRITE,
-				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-			out = p == MAP_FAILED ? NULL : p;
-		}
-		if (!out) {
-			atomic_fetch_add(&inj.write_errors, 1);
-			inj_buffer_release(buffer);
-			return;
-		}
-		struct inj_out *o = out;
-		o->len = 0;
-		CUpti_Activity *rec = NULL;
-		while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
-			switch (rec->kind) {
-			case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-			case CUPTI_ACTIVITY_KIND_KERNEL:
-				inj_kernel(o, (const CUpti_ActivityKernel10 *)rec);
-				break;
-			case CUPTI_ACTIVITY_KIND_MEMCPY:
-				inj_memcpy(o, (const CUpti_ActivityMemcpy6 *)rec);
-				break;
-			case CUPTI_ACTIVITY_KIND_MEMSET:
-				inj_memset(o, (const CUpti_ActivityMemset4 *)rec);
-				break;
-			case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
-				inj_sync(o, (const CUpti_ActivitySynchronization2 *)rec);
-				break;
-			case CUPTI_ACTIVITY_KIND_MARKER:
-				inj_marker(o, (const CUpti_ActivityMarker2 *)rec);
-				break;
-			case CUPTI_ACTIVITY_KIND_OVERHEAD:
-				inj_overhead(o, (const CUpti_ActivityOverhead3 *)rec);
-				break;
-			default:
-				break;  /* kinds not enabled by us (marker data ...) */
-			}
-		}
-		size_t dropped = 0;
-		if (cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS &&
-		    dropped)
-			atomic_fetch_add(&inj.dropped, dropped);
-		inj_write(o->buf, o->len);
-		o->len = 0;
-		atomic_fetch_add(&inj.buffers, 1);
+	if (!buffer)
+		return;
+	size_t dropped = 0;
+	if (cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS && dropped)
+		atomic_fetch_add(&inj.dropped, dropped);
+	if (atomic_load(&inj.state) != INJ_ACTIVE || inj.floor || valid > size) {
+		inj_buffer_release(buffer);
+		return;
 	}
-	inj_buffer_release(buffer);
+	struct inj_done *d = (struct inj_done *)(buffer + INJ_POOL_BUFFER_SIZE - INJ_BUFFER_TAIL);
+	_Static_assert(sizeof(struct inj_done) <= INJ_BUFFER_TAIL, "hand-off node fits");
+	d->buffer = buffer;
+	d->valid = valid;
+	d->next = atomic_load(&inj.done);
+	while (!atomic_compare_exchange_weak(&inj.done, &d->next, d))
+		;
+	atomic_fetch_add(&inj.buffers, 1);
+}
+
+/* Everything waiting: every thread's published records (one writev per thread, opened by its
+ * GPU_REC_THREAD), then the completed CUPTI buffers in the order they came. Returns whether
+ * anything was written. Under drain_lock: the writer thread, or the exit drain. */
+static int inj_drain(void)
+{
+	static struct inj_out out;   /* under drain_lock */
+	int any = 0;
+	pthread_mutex_lock(&inj.drain_lock);
+	for (struct inj_thread *t = atomic_load(&inj.threads); t; t = t->next) {
+		uint64_t head = atomic_load_explicit(&t->head, memory_order_acquire);
+		uint64_t tail = atomic_load_explicit(&t->tail, memory_order_relaxed);
+		if (head == tail)
+			continue;
+		struct {
+			struct gpu_rec h;
+			struct gpu_thread th;
+		} r = { .h = { .type = GPU_REC_THREAD, .size = sizeof(r) },
+			.th = { .tid = t->tid } };
+		struct iovec iov[3] = { { &r, sizeof(r) } };
+		int n = 1;
+		size_t off = (size_t)(tail % INJ_RING), len = (size_t)(head - tail);
+		size_t first = len < INJ_RING - off ? len : INJ_RING - off;
+		iov[n++] = (struct iovec){ t->ring + off, first };
+		if (len > first)
+			iov[n++] = (struct iovec){ t->ring, len - first };
+		inj_writev(iov, n);
+		atomic_store_explicit(&t->tail, head, memory_order_release);
+		any = 1;
+	}
+	struct inj_done *d = atomic_exchange(&inj.done, NULL), *fifo = NULL;
+	while (d) {              /* LIFO to FIFO */
+		struct inj_done *next = d->next;
+		d->next = fifo;
+		fifo = d;
+		d = next;
+	}
+	for (d = fifo; d;) {
+		struct inj_done *next = d->next;
+		uint8_t *buffer = d->buffer;
+		inj_translate(&out, buffer, d->valid);
+		inj_buffer_release(buffer);
+		d = next;
+		any = 1;
+	}
+	pthread_mutex_unlock(&inj.drain_lock);
+	return any;
+}
+
+/* The writer thread: drains every few ms (sooner while there is work), until told to stop. */
+static void *inj_writer_main(void *arg)
+{
+	uint64_t sleep_ns = INJ_WRITER_MIN_NS;
+	pthread_mutex_lock(&inj.writer_lock);
+	while (!inj.writer_stop) {
+		pthread_mutex_unlock(&inj.writer_lock);
+		sleep_ns = inj_drain() ? INJ_WRITER_MIN_NS :
+			   sleep_ns * 2 > INJ_WRITER_MAX_NS ? INJ_WRITER_MAX_NS : sleep_ns * 2;
+		struct timespec deadline;
+		clock_gettime(CLOCK_MONOTONIC, &deadline);
+		uint64_t ns = (uint64_t)deadline.tv_nsec + sleep_ns;
+		deadline.tv_sec += (time_t)(ns / 1000000000ull);
+		deadline.tv_nsec = (long)(ns % 1000000000ull);
+		pthread_mutex_lock(&inj.writer_lock);
+		if (!inj.writer_stop)
+			pthread_cond_timedwait(&inj.writer_cond, &inj.writer_lock, &deadline);
+	}
+	pthread_mutex_unlock(&inj.writer_lock);
+	return NULL;
+}
+
+/* Started at init, with every signal blocked (the program's signals are not for it). */
+static int inj_writer_start(void)
+{
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&inj.writer_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int err = pthread_create(&inj.writer, NULL, inj_writer_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err)
+		return err;
+	pthread_setname_np(inj.writer, "csampler-gpu");
+	inj.writer_running = 1;
+	return 0;
+}
+
+static void inj_writer_stop(void)
+{
+	if (!inj.writer_running)
+		return;
+	pthread_mutex_lock(&inj.writer_lock);
+	inj.writer_stop = 1;
+	pthread_cond_signal(&inj.writer_cond);
+	pthread_mutex_unlock(&inj.writer_lock);
+	pthread_join(inj.writer, NULL);
+	inj.writer_running = 0;
 }
 
 /* ---- flush under a watchdog ---- */
@@ -983,7 +1261,8 @@ static void *inj_flush_thread(void *arg)
 }
 
 /* cuptiActivityFlushAll(FORCED) on a helper thread; wait CSAMPLER_GPU_FLUSH_MS for it. A flush
- * that does not come back is abandoned (counted, one note) and never tried again. */
+ * that does not come back is abandoned (counted, one note) and never tried again. The buffers
+ * it completes go to the writer like any other. */
 static void inj_flush(const char *why)
 {
 	if (atomic_load(&inj.flush_stuck) || atomic_exchange(&inj.flushing, 1))
@@ -1024,7 +1303,6 @@ static void inj_flush(const char *why)
 			 "(CSAMPLER_GPU_FLUSH_MS): abandoned, GPU records not yet delivered are lost",
 			 why, inj.flush_ms);
 	}
-	inj_write_stats();
 	atomic_store(&inj.flushing, 0);
 }
 
@@ -1032,16 +1310,13 @@ static void inj_atexit(void)
 {
 	if (atomic_load(&inj.state) != INJ_ACTIVE)
 		return;
-	/* Launch records first: stop appends, take every thread's buffer whose owner is not in
-	 * the middle of one (an owner inside an append gets a few ms to leave it). */
-	atomic_store(&inj.closing, 1);
-	for (struct inj_thread *t = atomic_load(&inj.threads); t; t = t->next) {
-		for (int spins = 0; atomic_load(&t->busy) && spins < 5000; spins++)
-			usleep(10);
-		if (!atomic_load(&t->busy))
-			inj_thread_write(t);
-	}
+	/* CUPTI's buffers first (under the watchdog), then the writer stops and this thread
+	 * drains what is left: every published record of every thread, every completed buffer.
+	 * A thread still making calls now loses what it appends after this drain. */
 	inj_flush("exit");
+	inj_writer_stop();
+	inj_drain();
+	pthread_mutex_lock(&inj.drain_lock);
 	struct inj_out *o = mmap(NULL, sizeof(*o), PROT_READ | PROT_WRITE,
 				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (o != MAP_FAILED) {
@@ -1051,20 +1326,21 @@ static void inj_atexit(void)
 		munmap(o, sizeof(*o));
 	}
 	inj_write_stats();
+	atomic_store(&inj.state, INJ_INERT);
+	pthread_mutex_unlock(&inj.drain_lock);
 }
 
-/* A child forked after CUDA init has a copy of the parent's unwritten buffers and a CUDA it
- * cannot use: it writes nothing, flushes nothing. */
+/* A child forked after CUDA init has a copy of the parent's unwritten rings and a CUDA it
+ * cannot use, and no writer thread (threads do not survive fork): it writes nothing, flushes
+ * nothing, waits for no writer. */
 static void inj_atfork_child(void)
 {
 	atomic_store(&inj.state, INJ_INERT);
+	inj.writer_running = 0;
 	if (inj.fd >= 0)
 		close(inj.fd);
 	inj.fd = -1;
-	for (struct inj_thread *t = atomic_load(&inj.threads); t; t = t->next)
-		t->len = 0;
 }
-
 /* ---- start ---- */
 
 static int inj_collect_range(struct dl_phdr_info *info, size_t size, void *arg)
@@ -1105,7 +1381,8 @@ static long inj_env_long(const char *name, long def, long lo, long hi)
 
 /* CSAMPLER_GPU_DISABLE: a comma list of captures to leave off, to measure what each costs on a
  * real GPU side by side with a run without it: kernel, memcpy, memset, sync, nvtx, overhead
- * (activity kinds), latency (queued/submitted timestamps), driver-api (its callbacks). Measured
+ * (activity kinds), latency (queued/submitted timestamps, already off unless
+ * CSAMPLER_GPU_LATENCY=1), driver-api (its callbacks). Measured
  * on an H100 (splat-train micro, 3000 iterations, ~32 launches per 0.64 ms iteration, medians
  * of 4 interleaved rounds): everything on +11% ms/iteration; latency off +8%; callbacks and
  * kernel records alone, no stacks, +4%; callbacks alone +5%: CUPTI's own per-call cost. */
@@ -1176,20 +1453,46 @@ static const CUpti_CallbackId inj_driver_cbids[] = {
 	CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2,
 	CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz,
 	CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2_ptds,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpy2D_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpy2D_v2_ptds,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpy2DUnaligned_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpy2DUnaligned_v2_ptds,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpy2DAsync_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpy2DAsync_v2_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpy3D_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpy3D_v2_ptds,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpy3DAsync_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpy3DAsync_v2_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync,
 	CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2,
 	CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2,
 	CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async,
+	CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async,
 	CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async,
+	CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz,
 	CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
 	CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
+	CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync,
 	CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,
 	CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
+	CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz,
 	CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,
 	CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2,
 	CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,
 	CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
 	CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize,
 	CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent,
+	CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz,
 	CUPTI_DRIVER_TRACE_CBID_cuProfilerStop,              /* flush points */
 	CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxReset_v2,
 };
@@ -1250,6 +1553,30 @@ static void inj_py_init(void)
 	}
 }
 
+/* The API callbacks to subscribe: CSAMPLER_GPU_SUBSCRIBE (driver, runtime, both). */
+enum { INJ_SUB_RUNTIME = 1, INJ_SUB_DRIVER = 2 };
+
+/* The launch path's settings (issue 20): which callback domains (default the driver's alone:
+ * every runtime launch, copy and sync runs a driver call with its correlation id inside it, so
+ * one callback level per call, and direct driver calls, such as Triton's cuLaunchKernel, too),
+ * launch-queue timestamps (opt-in: about 1.5 points of slowdown on the H100), and the floor
+ * switches of scripts/bench-gpu-launch.sh. */
+static int inj_launch_config(int *subscribe, int *latency)
+{
+	const char *s = getenv("CSAMPLER_GPU_SUBSCRIBE");
+	*subscribe = !s || !*s || !strcmp(s, "driver") ? INJ_SUB_DRIVER :
+		     !strcmp(s, "runtime") ? INJ_SUB_RUNTIME :
+		     !strcmp(s, "both") ? INJ_SUB_RUNTIME | INJ_SUB_DRIVER : INJ_SUB_DRIVER;
+	if (inj_disabled("driver-api"))
+		*subscribe = INJ_SUB_RUNTIME;
+	const char *l = getenv("CSAMPLER_GPU_LATENCY");
+	*latency = l && !strcmp(l, "1") && !inj_disabled("latency");
+	const char *f = getenv("CSAMPLER_GPU_FLOOR");
+	return !f || !*f ? INJ_FLOOR_NONE : !strcmp(f, "empty") ? INJ_FLOOR_EMPTY :
+	       !strcmp(f, "activity") ? INJ_FLOOR_ACTIVITY :
+	       !strcmp(f, "both") ? INJ_FLOOR_BOTH : INJ_FLOOR_NONE;
+}
+
 static int inj_start(void)
 {
 	const char *dir = getenv("CSAMPLER_GPU_DIR");
@@ -1273,6 +1600,9 @@ static int inj_start(void)
 	inj_write(&fh, sizeof(fh));
 
 	cuptiGetVersion(&inj.cupti_version);
+	int subscribe, latency;
+	inj.floor = inj_launch_config(&subscribe, &latency);
+	inj_clock_init();
 
 	/* 1. The clock, first and once. */
 	CUptiResult r = cuptiActivityRegisterTimestampCallback(inj_timestamp);
@@ -1327,22 +1657,31 @@ static int inj_start(void)
 		void *warm[8];
 		unw_backtrace(warm, 8);
 	}
+	/* The writer thread: every write(2) after this one happens there (or at exit). */
+	int werr = inj_writer_start();
+	if (werr)
+		inj_note(1, "no writer thread (pthread_create: %s): GPU records are written at exit "
+			 "only, and a thread's records beyond %u KiB are lost", strerror(werr),
+			 INJ_RING >> 10);
 	atomic_store_explicit(&inj.state, INJ_ACTIVE, memory_order_release);
 
-	/* 3. API and resource callbacks. */
-	for (size_t i = 0; i < sizeof(inj_runtime_cbids) / sizeof(inj_runtime_cbids[0]); i++)
+	/* 3. API and resource callbacks (none for the "activity only" floor). */
+	int callbacks = inj.floor != INJ_FLOOR_ACTIVITY;
+	for (size_t i = 0; i < sizeof(inj_runtime_cbids) / sizeof(inj_runtime_cbids[0]) &&
+			   callbacks && (subscribe & INJ_SUB_RUNTIME); i++)
 		if ((r = cuptiEnableCallback(1, inj.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
 					     inj_runtime_cbids[i])) != CUPTI_SUCCESS)
 			return inj_give_up("cuptiEnableCallback(runtime)", r);
 	for (size_t i = 0; i < sizeof(inj_driver_cbids) / sizeof(inj_driver_cbids[0]) &&
-			   !inj_disabled("driver-api"); i++)
+			   callbacks && (subscribe & INJ_SUB_DRIVER); i++)
 		if ((r = cuptiEnableCallback(1, inj.subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
 					     inj_driver_cbids[i])) != CUPTI_SUCCESS)
 			return inj_give_up("cuptiEnableCallback(driver)", r);
-	if ((r = cuptiEnableCallback(1, inj.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
-				     CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED)) != CUPTI_SUCCESS ||
-	    (r = cuptiEnableCallback(1, inj.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
-				     CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED)) != CUPTI_SUCCESS)
+	if (callbacks &&
+	    ((r = cuptiEnableCallback(1, inj.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+				      CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED)) != CUPTI_SUCCESS ||
+	     (r = cuptiEnableCallback(1, inj.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+				      CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED)) != CUPTI_SUCCESS))
 		return inj_give_up("cuptiEnableCallback(resource)", r);
 
 	/* 4. Activity. Not RUNTIME/DRIVER: those kinds make CUPTI time and record every API call
@@ -1362,7 +1701,7 @@ static int inj_start(void)
 		{ CUPTI_ACTIVITY_KIND_OVERHEAD, "OVERHEAD", "overhead", 0 },
 	};
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-		if (inj_disabled(kinds[i].key))
+		if (inj_disabled(kinds[i].key) || inj.floor == INJ_FLOOR_EMPTY)
 			continue;
 		r = cuptiActivityEnable(kinds[i].kind);
 		if (r == CUPTI_SUCCESS)
@@ -1375,8 +1714,7 @@ static int inj_start(void)
 		inj_note(0, "cuptiActivityEnable(%s) failed: %s; those records are missing",
 			 kinds[i].name, inj_result_name(r));
 	}
-	if (!inj_disabled("latency") &&
-	    (r = cuptiActivityEnableLatencyTimestamps(1)) != CUPTI_SUCCESS)
+	if (latency && (r = cuptiActivityEnableLatencyTimestamps(1)) != CUPTI_SUCCESS)
 		inj_note(0, "cuptiActivityEnableLatencyTimestamps failed: %s; no launch-queue "
 			 "latency", inj_result_name(r));
 

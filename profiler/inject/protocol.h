@@ -4,8 +4,16 @@
  * This header is all the two sides share: plain fixed-size structs, no functions, libc types only.
  *
  * Transport: one file per process, CSAMPLER_GPU_DIR/gpu-PID.bin (mode 0600, O_APPEND). The
- * library writes the file header once, then whole chunks with one write(2) each; a chunk holds
- * complete records only, so a file cut at any point (target killed) is a readable prefix.
+ * library writes the file header once, then whole chunks with one write(2) each, all from its
+ * writer thread (application threads only fill their own rings); a chunk holds complete records
+ * only, so a file cut at any point (target killed) is a readable prefix.
+ *
+ * API calls (protocol 3): a thread's records come in runs, each opened by GPU_REC_THREAD (the
+ * thread the records up to the next one belong to). A call is one fixed GPU_REC_CALL written at
+ * its EXIT, naming its stack by id; the stack (return addresses and Python frames) is written
+ * once before its first call as GPU_REC_STACK, and the API's name once per thread and callback
+ * id as GPU_REC_API_NAME. Stack ids are unique in a process; a stack may be written again under
+ * a new id (the thread's table was reset).
  *
  *   file:    struct gpu_file_header, then records
  *   record:  struct gpu_rec (type, size of the whole record, 8-byte aligned), then its payload;
@@ -20,7 +28,13 @@
  *   CSAMPLER_CUPTI_PATH     libcupti to use, when not the toolkit's (tests: the stand-in)
  *   CSAMPLER_GPU_PYTHON     CPython layouts for Python frames in launch stacks (below)
  *   CSAMPLER_GPU_DISABLE    captures left off, to measure their cost (kernel,memcpy,memset,
- *                           sync,nvtx,overhead,latency,driver-api); default none
+ *                           sync,nvtx,overhead,driver-api); default none
+ *   CSAMPLER_GPU_SUBSCRIBE  API callbacks: driver (default: one callback level per call, the
+ *                           driver call inside each runtime call; direct cuLaunchKernel too),
+ *                           runtime, or both (the outermost call of each correlation id)
+ *   CSAMPLER_GPU_LATENCY    1: launch-queue timestamps (queued/submitted); off by default
+ *   CSAMPLER_GPU_FLOOR      cost measurement only: empty (callbacks return at once, no
+ *                           activity), activity (no callbacks), both; nothing is recorded
  * All times are CLOCK_MONOTONIC nanoseconds (CUPTI's timestamp callback is set to that clock). */
 #ifndef CSAMPLER_INJECT_PROTOCOL_H
 #define CSAMPLER_INJECT_PROTOCOL_H
@@ -28,7 +42,8 @@
 #include <stdint.h>
 
 #define GPU_FILE_MAGIC "CSGPU\0\0\0"
-#define GPU_PROTOCOL_VERSION 2   /* 2: Python frames in launch records (gpu_launch.npy) */
+#define GPU_PROTOCOL_VERSION 3   /* 2: Python frames in launch records (gpu_launch.npy);
+				  * 3: fixed call records, stacks and API names written once */
 #define GPU_MAX_FRAMES 128
 #define GPU_MAX_PY_FRAMES 128
 #define GPU_NAME_MAX 512      /* names longer than this are cut (demangled later by the reader) */
@@ -43,18 +58,22 @@ struct gpu_file_header {
 
 enum gpu_rec_type {
 	GPU_REC_INFO = 1,      /* struct gpu_info: versions, status, clock check */
-	GPU_REC_LAUNCH = 2,    /* struct gpu_launch + u64 pcs[nframes]: an API call and its stack */
+	GPU_REC_LAUNCH = 2,    /* protocol 2 only (struct gpu_launch): see GPU_REC_CALL */
 	GPU_REC_KERNEL = 3,    /* struct gpu_kernel + name (NUL-terminated, padded) */
 	GPU_REC_MEMCPY = 4,    /* struct gpu_memcpy */
 	GPU_REC_MEMSET = 5,    /* struct gpu_memset */
 	GPU_REC_SYNC = 6,      /* struct gpu_sync */
-	GPU_REC_API = 7,       /* struct gpu_api: a runtime/driver API call's span (the library
-				* times the calls it records, from ENTER to EXIT) */
+	GPU_REC_API = 7,       /* protocol 2 only (struct gpu_api): see GPU_REC_CALL */
 	GPU_REC_MARKER = 8,    /* struct gpu_marker + name: an NVTX range */
 	GPU_REC_STATS = 9,     /* struct gpu_stats: counters, written at flush and at exit */
 	GPU_REC_NOTE = 10,     /* struct gpu_note + text: one line for the user (why CPU-only...) */
 	GPU_REC_OVERHEAD = 11, /* struct gpu_overhead: time CUPTI/the driver spent on itself */
 	GPU_REC_GRAPH_CLONE = 12, /* struct gpu_graph_clone: a graph node cloned at instantiation */
+	GPU_REC_THREAD = 13,   /* struct gpu_thread: the thread of the records that follow */
+	GPU_REC_STACK = 14,    /* struct gpu_stack + pcs + Python frames: a launch stack, once */
+	GPU_REC_API_NAME = 15, /* struct gpu_api_name + name: an API's name, once per thread */
+	GPU_REC_CALL = 16,     /* struct gpu_call: one API call, written at its EXIT */
+	GPU_REC_GRAPH_NODE = 17, /* struct gpu_graph_node: a graph node created here (its stack) */
 };
 
 struct gpu_rec {
@@ -92,7 +111,8 @@ enum gpu_launch_flags {
 	GPU_LAUNCH_GRAPH_NODE = 1 << 1,      /* graph_node_id is set: a node captured here */
 };
 
-/* One API call (runtime or driver) at ENTER. A runtime call and the driver call inside it share
+/* Protocol 2's launch record, kept for reference (readers of protocol 3 do not see it).
+ * One API call (runtime or driver) at ENTER. A runtime call and the driver call inside it share
  * one correlation id: the library records the outermost only. */
 struct gpu_launch {
 	uint64_t time;             /* at ENTER */
@@ -109,6 +129,58 @@ struct gpu_launch {
 	uint32_t py_flags;         /* enum gpu_py_flags */
 	/* u64 pcs[nframes]; char api_name[api_name_len]; padding to 8;
 	 * struct gpu_py_frame py[npy] */
+};
+
+struct gpu_thread {
+	uint32_t tid;              /* OS thread id */
+	uint32_t reserved;
+};
+
+enum gpu_stack_flags {
+	GPU_STACK_TRUNCATED = 1 << 0, /* more than the frame limit (= GPU_LAUNCH_STACK_TRUNCATED) */
+};
+
+/* A launch stack: u64 pcs[nframes] (return addresses, leaf = the caller of the CUDA API first),
+ * then struct gpu_py_frame py[npy] (below). Id 0 is never used: calls without a stack say 0. */
+struct gpu_stack {
+	uint32_t id;
+	uint16_t nframes;
+	uint16_t flags;            /* enum gpu_stack_flags */
+	uint32_t npy;
+	uint32_t py_flags;         /* enum gpu_py_flags */
+	/* u64 pcs[nframes]; struct gpu_py_frame py[npy] */
+};
+
+struct gpu_api_name {
+	uint32_t cbid;
+	uint16_t domain;           /* enum gpu_api_domain */
+	uint16_t len;              /* bytes of name after this struct, NUL included */
+	/* char name[len]; padding to 8 */
+};
+
+enum gpu_call_flags {
+	GPU_CALL_DURATION_US = 1 << 0, /* duration is in microseconds (a call over 4.29 s) */
+};
+
+/* One API call of the current thread (GPU_REC_THREAD): the outermost subscribed call of its
+ * correlation id, from its ENTER to its EXIT (its span), under stack `stack`. */
+struct gpu_call {
+	uint64_t start;            /* at ENTER */
+	uint32_t duration;         /* EXIT - ENTER, ns (or us: GPU_CALL_DURATION_US) */
+	uint32_t correlation;      /* CUPTI correlationId */
+	uint32_t stack;            /* GPU_REC_STACK id, 0: none */
+	uint16_t cbid;             /* CUPTI callback id within domain */
+	uint8_t domain;            /* enum gpu_api_domain */
+	uint8_t flags;             /* enum gpu_call_flags */
+};
+
+/* A CUDA graph node created on the current thread (stream capture, cudaGraphAdd*Node): its
+ * kernels belong to this stack. */
+struct gpu_graph_node {
+	uint64_t time;
+	uint64_t node_id;
+	uint32_t correlation;      /* the API call open on the thread when it was created, or 0 */
+	uint32_t stack;            /* GPU_REC_STACK id, 0: none */
 };
 
 /* Python frames of the launching thread (CPython 3.11, 3.12), read by the library in place at
@@ -201,15 +273,16 @@ struct gpu_marker {
 };
 
 struct gpu_stats {
-	uint64_t launches;         /* API ENTER records written */
-	uint64_t launches_dropped; /* launch records lost (per-thread buffer full, write failed) */
-	uint64_t activities;       /* activity records written (API spans included) */
+	uint64_t launches;         /* GPU_REC_CALL and GPU_REC_GRAPH_NODE records made */
+	uint64_t launches_dropped; /* call records lost (the thread's ring was full) */
+	uint64_t activities;       /* activity records written (calls not included) */
 	uint64_t dropped;          /* cuptiActivityGetNumDroppedRecords, summed */
 	uint64_t lost_timestamps;  /* kernel/copy records with start == end == 0 */
 	uint64_t buffers;          /* CUPTI buffers completed */
 	uint64_t flush_timeouts;   /* forced flushes the watchdog gave up on */
 	uint64_t write_errors;     /* write(2) failures (disk full ...) */
 	uint64_t capture_ns;       /* time spent in the launch callback (stack capture included) */
+	uint64_t stacks;           /* GPU_REC_STACK records made (distinct stacks, per thread) */
 };
 
 /* CUPTI_ACTIVITY_KIND_OVERHEAD: buffer flushes, driver compilation, instrumentation ... */

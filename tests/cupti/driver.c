@@ -929,23 +929,64 @@ static void NOIPA bench_capture(void)
 	}
 }
 
-uint64_t NOIPA bench_burst(unsigned n, uint32_t *corr)
+/* The launches come from BENCH_PATHS distinct call paths of 20 to 40 frames, made of eight
+ * frame functions in a fixed pseudo-random order per path (distinct return-address sequences, as
+ * a framework's many launch sites are), taken in turn. Each launch is timed alone, at the leaf;
+ * the GPU's kernel record is queued after it, outside the timed part (the stand-in's cost, not
+ * the library's). */
+#define BENCH_PATHS 50
+#define BENCH_MAX_DEPTH 40
+static uint8_t bench_path[BENCH_PATHS][BENCH_MAX_DEPTH];
+static unsigned bench_depth[BENCH_PATHS];
+typedef uint64_t (*bench_fn)(unsigned path, unsigned level, uint32_t corr);
+static bench_fn bench_fns[8];
+
+uint64_t NOIPA bench_leaf(uint32_t corr)
 {
 	uint64_t a = ns_now();
-	for (unsigned i = 0; i < n; i++) {
-		CUDA_CALL(&script_main[0], (*corr)++, 0);
-		if (bench_extra)
-			bench_capture();
-	}
-	return ns_now() - a;
+	CUDA_CALL(&script_main[0], corr, 0);
+	uint64_t d = ns_now() - a;
+	if (bench_extra)
+		bench_capture();
+	push_activity(&script_main[0], corr, 0, 0);
+	return d;
 }
 
-/* A call path of realistic depth (a framework's launch sits ~30 frames deep). */
-uint64_t NOIPA bench_deep(int depth, unsigned n, uint32_t *corr)
+#define BENCH_FRAME(k)                                                              \
+	uint64_t NOIPA bench_frame##k(unsigned path, unsigned level, uint32_t corr)  \
+	{                                                                           \
+		uint64_t r = level + 1 < bench_depth[path] ?                        \
+			bench_fns[bench_path[path][level + 1]](path, level + 1, corr) :  \
+			bench_leaf(corr);                                           \
+		KEEP_FRAME();                                                       \
+		return r;                                                           \
+	}
+BENCH_FRAME(0) BENCH_FRAME(1) BENCH_FRAME(2) BENCH_FRAME(3)
+BENCH_FRAME(4) BENCH_FRAME(5) BENCH_FRAME(6) BENCH_FRAME(7)
+
+static void bench_paths(void)
 {
-	uint64_t r = depth ? bench_deep(depth - 1, n, corr) : bench_burst(n, corr);
-	KEEP_FRAME();
-	return r;
+	bench_fn f[8] = { bench_frame0, bench_frame1, bench_frame2, bench_frame3, bench_frame4,
+			  bench_frame5, bench_frame6, bench_frame7 };
+	memcpy(bench_fns, f, sizeof(f));
+	uint32_t x = 2463534242u;
+	for (unsigned p = 0; p < BENCH_PATHS; p++) {
+		bench_depth[p] = 20 + (p * 7) % 21;
+		for (unsigned l = 0; l < BENCH_MAX_DEPTH; l++) {
+			x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+			bench_path[p][l] = (uint8_t)(x % 8);
+		}
+	}
+}
+
+static uint64_t bench_burst(unsigned n, uint32_t *corr, unsigned *next_path)
+{
+	uint64_t busy = 0;
+	for (unsigned i = 0; i < n; i++) {
+		unsigned p = (*next_path)++ % BENCH_PATHS;
+		busy += bench_fns[bench_path[p][0]](p, 0, (*corr)++);
+	}
+	return busy;
 }
 
 static int bench(const char *mode, long rate, long launches)
@@ -979,17 +1020,21 @@ static int bench(const char *mode, long rate, long launches)
 		fprintf(stderr, "bench: the stand-in libcupti is not loaded\n");
 		return 2;
 	}
+	bench_paths();
 	/* 64 KiB of this frame lie above the launches: room for the 32 KiB copy */
 	volatile char headroom[65536];
 	headroom[0] = 0;
-	/* bursts every millisecond, rate/1000 launches each; only the launches are timed */
-	unsigned per_ms = rate >= 1000 ? (unsigned)(rate / 1000) : 1;
+	/* bursts every millisecond, rate/1000 launches each; only the launches are timed; CUPTI
+	 * hands a buffer back every 20 ms */
+	unsigned per_ms = rate >= 1000 ? (unsigned)(rate / 1000) : 1, path = 0;
 	uint32_t corr = 1;
 	uint64_t busy = 0, done = 0, next = ns_now();
-	bench_deep(30, per_ms, &corr);   /* warm */
-	while ((long)done < launches) {
-		busy += bench_deep(30, per_ms, &corr);
+	bench_burst(BENCH_PATHS, &corr, &path);   /* warm: every path once */
+	for (unsigned burst = 1; (long)done < launches; burst++) {
+		busy += bench_burst(per_ms, &corr, &path);
 		done += per_ms;
+		if (burst % 20 == 0)
+			hk.deliver();
 		next += 1000000;
 		struct timespec ts = { .tv_sec = (time_t)(next / 1000000000ull),
 				       .tv_nsec = (long)(next % 1000000000ull) };
