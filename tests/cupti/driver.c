@@ -35,6 +35,8 @@
 #include "script.h"
 #include "standin.h"
 
+static int env_disabled(const char *key);
+
 #define NOIPA __attribute__((noipa))
 /* after a call: keeps the compiler from turning it into a tail call (the frame must exist) */
 #define KEEP_FRAME() __asm__ volatile("" ::: "memory")
@@ -229,7 +231,8 @@ static void push_markers(int part)
 			.flags = CUPTI_ACTIVITY_FLAG_MARKER_START, .timestamp = t0 + 1000, .id = 1,
 			.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD, .name = "train" };
 		m.objectId.pt.processId = (uint32_t)getpid();
-		m.objectId.pt.threadId = (uint32_t)gettid();
+		/* as the real CUPTI: pthread_self's low bits, which the library maps back */
+		m.objectId.pt.threadId = (uint32_t)pthread_self();
 		hk.push(&m, sizeof(m));
 		CUpti_ActivityMarkerData2 d = { .kind = CUPTI_ACTIVITY_KIND_MARKER_DATA, .id = 1,
 						.color = 0xff00ff00u };
@@ -341,10 +344,17 @@ static int NOIPA workload(int fork_midway)
 		CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_MARKER,
 		CUPTI_ACTIVITY_KIND_OVERHEAD };
 	for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)
-		if (!hk.kind_enabled(needed[i])) {
+		if (!hk.kind_enabled(needed[i]) &&
+		    !(needed[i] == CUPTI_ACTIVITY_KIND_MEMSET && env_disabled("memset")) &&
+		    !(needed[i] == CUPTI_ACTIVITY_KIND_MARKER && env_disabled("nvtx"))) {
 			fprintf(stderr, "activity kind %d not enabled\n", needed[i]);
 			return 3;
 		}
+	if ((env_disabled("memset") && hk.kind_enabled(CUPTI_ACTIVITY_KIND_MEMSET)) ||
+	    (env_disabled("nvtx") && hk.kind_enabled(CUPTI_ACTIVITY_KIND_MARKER))) {
+		fprintf(stderr, "a kind left off by CSAMPLER_GPU_DISABLE is enabled\n");
+		return 3;
+	}
 	if (hk.kind_enabled(CUPTI_ACTIVITY_KIND_KERNEL)) {
 		fprintf(stderr, "CUPTI_ACTIVITY_KIND_KERNEL enabled (it serialises kernels)\n");
 		return 3;
@@ -406,9 +416,13 @@ static void bad(const char *fmt, ...)
 	}
 }
 
+/* A decoded file. Protocol 3's calls are turned back into protocol 2's view for the checks:
+ * one struct gpu_launch (stack and API name after it, as protocol 2 laid them out) and one
+ * GPU_REC_API span per GPU_REC_CALL, a launch with GPU_LAUNCH_GRAPH_NODE per GPU_REC_GRAPH_NODE;
+ * count[] has both the file's record types and these (LAUNCH, API). */
 struct decoded {
 	struct gpu_file_header fh;
-	unsigned count[16];
+	unsigned count[32];
 	const struct gpu_info *info;
 	const struct gpu_stats *stats;       /* the last one */
 	const char *notes[8];
@@ -417,12 +431,60 @@ struct decoded {
 	unsigned nlaunches;
 	const struct gpu_rec *recs[8192];
 	unsigned nrecs;
+	unsigned stacks_seen, names_seen, threads_seen;
 	char *data;
 	size_t size;
 };
 
+struct dec_stack { uint32_t id; const struct gpu_stack *s; };
+struct dec_name { uint32_t cbid, domain; const char *name; };
+
+static void dec_add(struct decoded *d, const struct gpu_rec *h)
+{
+	if (h->type < 32)
+		d->count[h->type]++;
+	if (d->nrecs < 8192)
+		d->recs[d->nrecs++] = h;
+}
+
+/* A synthesised protocol-2 launch (and for a call, its span). */
+static void dec_launch(struct decoded *d, uint64_t time, uint32_t tid, uint32_t corr,
+		       uint32_t cbid, uint32_t domain, const struct gpu_stack *st, const char *name,
+		       uint32_t flags, uint64_t node, uint64_t end)
+{
+	size_t nf = st ? st->nframes : 0, nl = name ? strlen(name) + 1 : 0;
+	size_t size = sizeof(struct gpu_rec) + sizeof(struct gpu_launch) + nf * 8 + ((nl + 7) & ~7u);
+	struct gpu_rec *h = calloc(1, size);
+	*h = (struct gpu_rec){ .type = GPU_REC_LAUNCH, .size = (uint32_t)size };
+	struct gpu_launch *l = (struct gpu_launch *)(h + 1);
+	*l = (struct gpu_launch){ .time = time, .tid = tid, .correlation = corr, .cbid = cbid,
+				  .domain = (uint16_t)domain, .nframes = (uint16_t)nf,
+				  .graph_node_id = node,
+				  .flags = flags | (st && (st->flags & GPU_STACK_TRUNCATED) ?
+						    GPU_LAUNCH_STACK_TRUNCATED : 0),
+				  .api_name_len = (uint32_t)nl };
+	if (nf)
+		memcpy(l + 1, st + 1, nf * 8);
+	if (nl)
+		memcpy((char *)(l + 1) + nf * 8, name, nl);
+	dec_add(d, h);
+	if (d->nlaunches < 4096)
+		d->launches[d->nlaunches++] = l;
+	if (flags & GPU_LAUNCH_GRAPH_NODE)
+		return;
+	struct gpu_rec *a = calloc(1, sizeof(*a) + sizeof(struct gpu_api));
+	*a = (struct gpu_rec){ .type = GPU_REC_API, .size = sizeof(*a) + sizeof(struct gpu_api) };
+	*(struct gpu_api *)(a + 1) = (struct gpu_api){ .start = time, .end = end,
+		.correlation = corr, .cbid = cbid, .domain = domain, .tid = tid };
+	dec_add(d, a);
+}
+
 static int decode(const char *path, struct decoded *d)
 {
+	static struct dec_stack stacks[65536];
+	static struct dec_name names[1024];
+	unsigned nstacks = 0, nnames = 0;
+	uint32_t tid = 0;
 	memset(d, 0, sizeof(*d));
 	FILE *f = fopen(path, "rb");
 	if (!f) {
@@ -447,11 +509,68 @@ static int decode(const char *path, struct decoded *d)
 			bad("record at %zu: bad size %u (file %zu)", off, h->size, d->size);
 			return -1;
 		}
-		if (h->type < 16)
-			d->count[h->type]++;
-		if (d->nrecs < 8192)
-			d->recs[d->nrecs++] = h;
 		const void *p = h + 1;
+		off += h->size;
+		switch (h->type) {
+		case GPU_REC_THREAD:
+			tid = ((const struct gpu_thread *)p)->tid;
+			d->threads_seen++;
+			continue;
+		case GPU_REC_STACK: {
+			const struct gpu_stack *st = p;
+			for (unsigned i = 0; i < nstacks; i++)
+				if (stacks[i].id == st->id)
+					bad("stack id %u written twice", st->id);
+			if (!st->id || nstacks == 65536)
+				bad("stack id %u (%u stacks)", st->id, nstacks);
+			else
+				stacks[nstacks++] = (struct dec_stack){ st->id, st };
+			d->stacks_seen++;
+			continue;
+		}
+		case GPU_REC_API_NAME: {
+			const struct gpu_api_name *n = p;
+			if (nnames < 1024)
+				names[nnames++] = (struct dec_name){ n->cbid, n->domain,
+								     (const char *)(n + 1) };
+			d->names_seen++;
+			continue;
+		}
+		case GPU_REC_CALL:
+		case GPU_REC_GRAPH_NODE: {
+			uint32_t sid = h->type == GPU_REC_CALL ? ((const struct gpu_call *)p)->stack :
+				       ((const struct gpu_graph_node *)p)->stack;
+			const struct gpu_stack *st = NULL;
+			for (unsigned i = 0; i < nstacks && sid; i++)
+				if (stacks[i].id == sid)
+					st = stacks[i].s;
+			if (sid && !st)
+				bad("call: stack %u not written before it", sid);
+			if (!tid)
+				bad("call record before any thread record");
+			d->count[h->type]++;
+			if (h->type == GPU_REC_GRAPH_NODE) {
+				const struct gpu_graph_node *g = p;
+				dec_launch(d, g->time, tid, g->correlation,
+					   CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, GPU_DOMAIN_RESOURCE,
+					   st, NULL, GPU_LAUNCH_GRAPH_NODE, g->node_id, 0);
+				continue;
+			}
+			const struct gpu_call *c = p;
+			const char *name = NULL;
+			for (unsigned i = 0; i < nnames; i++)
+				if (names[i].cbid == c->cbid && names[i].domain == c->domain)
+					name = names[i].name;
+			if (!name)
+				bad("call corr %u: no name for cbid %u before it", c->correlation, c->cbid);
+			uint64_t dur = c->flags & GPU_CALL_DURATION_US ? c->duration * 1000ull :
+				       c->duration;
+			dec_launch(d, c->start, tid, c->correlation, c->cbid, c->domain, st, name, 0,
+				   0, c->start + dur);
+			continue;
+		}
+		}
+		dec_add(d, h);
 		switch (h->type) {
 		case GPU_REC_INFO:
 			d->info = p;
@@ -463,12 +582,7 @@ static int decode(const char *path, struct decoded *d)
 			if (d->nnotes < 8)
 				d->notes[d->nnotes++] = (const char *)p + sizeof(struct gpu_note);
 			break;
-		case GPU_REC_LAUNCH:
-			if (d->nlaunches < 4096)
-				d->launches[d->nlaunches++] = p;
-			break;
 		}
-		off += h->size;
 	}
 	return 0;
 }
@@ -528,14 +642,50 @@ static void check_launch_for(const struct decoded *d, uint32_t corr, const struc
 	check_stack(l, c->fn, c->parent, what);
 }
 
+/* The capture settings of this run, as the library reads them (CSAMPLER_GPU_SUBSCRIBE,
+ * CSAMPLER_GPU_LATENCY, CSAMPLER_GPU_DISABLE). */
+static int env_disabled(const char *key)
+{
+	const char *s = getenv("CSAMPLER_GPU_DISABLE");
+	size_t n = strlen(key);
+	while (s && *s) {
+		const char *e = strchrnul(s, ',');
+		if ((size_t)(e - s) == n && !strncmp(s, key, n))
+			return 1;
+		s = *e ? e + 1 : e;
+	}
+	return 0;
+}
+
+static int subscribed_both(void)
+{
+	const char *s = getenv("CSAMPLER_GPU_SUBSCRIBE");
+	return s && !strcmp(s, "both") && !env_disabled("driver-api");
+}
+
+static int latency_on(void)
+{
+	const char *s = getenv("CSAMPLER_GPU_LATENCY");
+	return s && !strcmp(s, "1") && !env_disabled("latency");
+}
+
 static void check_workload(const struct decoded *d, pid_t main_tid, int all_delivered)
 {
+	/* Driver callbacks alone (the default): one record per driver call, named by it;
+	 * copy_weights' runtime call (its own correlation id) is not seen. Both domains: the
+	 * outermost call of each id, and copy_weights' driver call beside it. */
+	int both = subscribed_both();
+	unsigned want_launches = both ? SCRIPT_LAUNCHES : SCRIPT_LAUNCHES - 1;
+	unsigned want_spans = both ? SCRIPT_SPANS : SCRIPT_SPANS - 1;
+	int no_memset = env_disabled("memset"), no_nvtx = env_disabled("nvtx");
 	if (!d->info || d->info->status != GPU_STATUS_OK)
 		bad("info: status %d", d->info ? (int)d->info->status : -1);
 	else if (d->info->clock_offset_ns > 100000 || d->info->clock_offset_ns < -100000)
 		bad("info: clock offset %lld ns with a CLOCK_MONOTONIC timestamp callback",
 		    (long long)d->info->clock_offset_ns);
-	expect_count(d, GPU_REC_LAUNCH, SCRIPT_LAUNCHES, "launches");
+	expect_count(d, GPU_REC_LAUNCH, want_launches, "launches");
+	if (d->stacks_seen > 16)
+		bad("%u stacks written for %u distinct call paths", d->stacks_seen, 16);
 	/* one launch record per correlation id, the outermost call's */
 	for (unsigned i = 0; i < d->nlaunches; i++) {
 		const struct gpu_launch *l = d->launches[i];
@@ -555,8 +705,11 @@ static void check_workload(const struct decoded *d, pid_t main_tid, int all_deli
 			bad("launch with unscripted corr %u", l->correlation);
 			continue;
 		}
-		int want_domain = corr != l->correlation ? GPU_DOMAIN_DRIVER :
+		int want_domain = corr != l->correlation || !both ? GPU_DOMAIN_DRIVER :
 				  c->runtime_cbid ? GPU_DOMAIN_RUNTIME : GPU_DOMAIN_DRIVER;
+		if (!both && c == &script_tail[TAIL_COPY_WEIGHTS] && corr == l->correlation)
+			bad("corr %u: copy_weights' runtime call recorded with driver callbacks only",
+			    corr);
 		if (l->domain != want_domain)
 			bad("corr %u: domain %u, outermost is %d", l->correlation, l->domain,
 			    want_domain);
@@ -586,8 +739,13 @@ static void check_workload(const struct decoded *d, pid_t main_tid, int all_deli
 			corr = k->correlation, start = k->start, end = k->end, stream = k->stream;
 			name = (const char *)(k + 1);
 			kernels++;
-			if (k->queued != start - 700 || k->submitted != start - 300)
-				bad("kernel %u: queued/submitted lost", corr);
+			/* launch-queue timestamps only when asked for (else unknown: 0) */
+			if (latency_on() ? k->queued != start - 700 || k->submitted != start - 300 :
+					   k->queued || k->submitted)
+				bad("kernel %u: queued %llu submitted %llu (start %llu, latency %s)",
+				    corr, (unsigned long long)k->queued,
+				    (unsigned long long)k->submitted, (unsigned long long)start,
+				    latency_on() ? "on" : "off");
 			if (k->grid[0] != 64 || k->block[0] != 256 || k->registers != 32)
 				bad("kernel %u: grid/block/registers", corr);
 			if (k->graph_node_id) {
@@ -633,7 +791,7 @@ static void check_workload(const struct decoded *d, pid_t main_tid, int all_deli
 			const struct gpu_launch *l = launch_of(d, x->correlation, 0);
 			if (!l)
 				bad("api span corr %u: no launch record", x->correlation);
-			else if (x->start != l->time || x->end < x->start || x->tid != l->tid ||
+			else if (x->start != l->time || x->end - x->start != 4000 || x->tid != l->tid ||
 				 x->cbid != l->cbid || x->domain != l->domain)
 				bad("api span corr %u: %llu..%llu tid %u cbid %u domain %u; launch at "
 				    "%llu tid %u cbid %u domain %u", x->correlation,
@@ -692,15 +850,15 @@ static void check_workload(const struct decoded *d, pid_t main_tid, int all_deli
 	if (all_delivered) {
 		expect_count(d, GPU_REC_KERNEL, SCRIPT_KERNELS, "kernels");
 		expect_count(d, GPU_REC_MEMCPY, SCRIPT_MEMCPYS, "memcpys");
-		expect_count(d, GPU_REC_MEMSET, SCRIPT_MEMSETS, "memsets");
+		expect_count(d, GPU_REC_MEMSET, no_memset ? 0 : SCRIPT_MEMSETS, "memsets");
 		expect_count(d, GPU_REC_SYNC, SCRIPT_SYNCS, "syncs");
-		expect_count(d, GPU_REC_API, SCRIPT_SPANS, "api spans");
-		expect_count(d, GPU_REC_MARKER, 2, "markers");
+		expect_count(d, GPU_REC_API, want_spans, "api spans");
+		expect_count(d, GPU_REC_MARKER, no_nvtx ? 0 : 2, "markers");
 		expect_count(d, GPU_REC_OVERHEAD, 1, "overhead");
 		expect_count(d, GPU_REC_GRAPH_CLONE, 1, "graph clones");
 		if (!graph_ok)
 			bad("graph kernel not traced to build_graph");
-		if (!range_ok || !mark_ok)
+		if ((!range_ok || !mark_ok) && !no_nvtx)
 			bad("NVTX: range 'train' %s, mark 'checkpoint' %s", range_ok ? "ok" : "missing",
 			    mark_ok ? "ok" : "missing");
 		if (!d->stats)
@@ -709,10 +867,11 @@ static void check_workload(const struct decoded *d, pid_t main_tid, int all_deli
 			const struct gpu_stats *s = d->stats;
 			unsigned acts = 0;
 			for (int t = GPU_REC_KERNEL; t <= GPU_REC_MARKER; t++)
-				acts += d->count[t];
+				acts += t == GPU_REC_API ? 0 : d->count[t];
 			acts += d->count[GPU_REC_OVERHEAD];
 			if (s->dropped != SCRIPT_DROPPED || s->lost_timestamps != SCRIPT_LOST ||
-			    s->launches != SCRIPT_LAUNCHES || s->launches_dropped ||
+			    s->launches != want_launches || s->launches_dropped ||
+			    s->stacks != d->stacks_seen ||
 			    s->flush_timeouts || s->write_errors || !s->buffers ||
 			    s->activities != acts)
 				bad("stats: dropped %llu lost %llu launches %llu/%llu timeouts %llu "
@@ -728,8 +887,9 @@ static void check_workload(const struct decoded *d, pid_t main_tid, int all_deli
 		}
 	}
 	if (!fails)
-		printf("ok: %u launches, %u kernels, every record on its launching function's stack\n",
-		       d->nlaunches, kernels);
+		printf("ok: %u launches (%u stacks, %u names), %u kernels, every record on its "
+		       "launching function's stack\n", d->nlaunches, d->stacks_seen, d->names_seen,
+		       kernels);
 }
 
 /* Exactly one note (containing `text`), an info with `status`, and nothing else. */

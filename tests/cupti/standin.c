@@ -4,7 +4,15 @@
  * standin.map), against the real CUPTI 13 headers, it exports exactly the CUPTI functions
  * lib/libcsampler-cupti.so imports (t-cupti.sh compares the two lists). With the test driver it
  * plays CUDA: the standin_* hooks (standin.h) fire the registered callbacks on the calling thread
- * and hand queued activity records back through the registered buffer callbacks.
+ * and hand queued activity records back through the registered buffer callbacks, on a worker
+ * thread of its own as the real CUPTI does (standin_deliver wakes it, cuptiActivityFlushAll waits
+ * for it), concurrently with the program's calls.
+ *
+ * As the real CUPTI: kernel records carry queued/submitted only after
+ * cuptiActivityEnableLatencyTimestamps(1) (else CUPTI_TIMESTAMP_UNKNOWN); NVTX marker records
+ * carry the low 32 bits of pthread_self() as their thread id, not the OS thread id.
+ * standin_clock (not CUPTI's): the scripted time of the call being made on this thread, else 0;
+ * the library reads it at a call's ENTER and EXIT when the stand-in exports it.
  *
  * Environment (failure modes of the real thing):
  *   STANDIN_SUBSCRIBE=busy       cuptiSubscribe_v2: MULTIPLE_SUBSCRIBERS, "Nsight Systems 2025.5"
@@ -35,11 +43,19 @@ struct standin {
 	CUpti_BuffersCallbackRequestFunc request;
 	CUpti_BuffersCallbackCompleteFunc complete;
 	size_t dropped;                      /* reported for the next buffer */
+	int latency;                         /* cuptiActivityEnableLatencyTimestamps */
+	/* the worker: deliveries asked for and done (standin_deliver, cuptiActivityFlushAll) */
+	pthread_t worker;
+	int worker_started;
+	pthread_cond_t wake, idle;
+	unsigned long asked, done;
 	size_t queue_len;
 	unsigned char queue[STANDIN_QUEUE] __attribute__((aligned(8)));
+	unsigned char spare[STANDIN_QUEUE] __attribute__((aligned(8)));  /* the worker's copy */
 };
 
-static struct standin st = { .lock = PTHREAD_MUTEX_INITIALIZER };
+static struct standin st = { .lock = PTHREAD_MUTEX_INITIALIZER,
+			     .wake = PTHREAD_COND_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER };
 
 static CUptiResult standin_error(void)
 {
@@ -154,6 +170,7 @@ STANDIN_EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind)
 
 STANDIN_EXPORT CUptiResult cuptiActivityEnableLatencyTimestamps(uint8_t enable)
 {
+	st.latency = !!enable;
 	return CUPTI_SUCCESS;
 }
 
@@ -194,39 +211,107 @@ STANDIN_EXPORT CUptiResult cuptiGetGraphNodeId(CUgraphNode node, uint64_t *id)
 	return CUPTI_SUCCESS;
 }
 
-/* Hand the queued records back: one buffer from the client's request callback, filled, given to
- * its complete callback. Records that do not fit stay queued for the next one. */
-STANDIN_EXPORT void standin_deliver(void)
+/* Hand the queued records back: buffers from the client's request callback, filled, given to its
+ * complete callback, on the worker thread. The queue is taken whole under the lock (the
+ * program's pushes go on meanwhile) and copied out without it. */
+static void standin_fill(unsigned char *q, size_t len)
 {
-	if (!st.request || !st.complete)
-		return;
-	pthread_mutex_lock(&st.lock);
-	while (st.queue_len) {
+	size_t off = 0;
+	while (off < len) {
 		uint8_t *buf = NULL;
 		size_t size = 0, max_records = 0;
 		st.request(&buf, &size, &max_records);
-		if (!buf || size < 8) {
-			st.queue_len = 0;
-			break;
-		}
-		size_t n = 0, off = 0;
-		while (off < st.queue_len) {
+		if (!buf || size < 8)
+			return;   /* records dropped */
+		size_t n = 0;
+		while (off < len) {
 			uint64_t rs;
-			memcpy(&rs, st.queue + off, 8);
+			memcpy(&rs, q + off, 8);
 			size_t whole = 8 + ((rs + 7) & ~(uint64_t)7);
 			if (n + whole > size)
 				break;
-			memcpy(buf + n, st.queue + off, whole);
+			memcpy(buf + n, q + off, whole);
 			n += whole;
 			off += whole;
 		}
-		memmove(st.queue, st.queue + off, st.queue_len - off);
-		st.queue_len -= off;
-		pthread_mutex_unlock(&st.lock);
 		st.complete(NULL, 0, buf, size, n);
-		pthread_mutex_lock(&st.lock);
 	}
+}
+
+static void *standin_worker(void *arg)
+{
+	pthread_mutex_lock(&st.lock);
+	for (;;) {
+		while (st.done == st.asked)
+			pthread_cond_wait(&st.wake, &st.lock);
+		unsigned long asked = st.asked;
+		size_t len = st.queue_len;
+		memcpy(st.spare, st.queue, len);
+		st.queue_len = 0;
+		pthread_mutex_unlock(&st.lock);
+		if (st.request && st.complete)
+			standin_fill(st.spare, len);
+		pthread_mutex_lock(&st.lock);
+		st.done = asked;
+		pthread_cond_broadcast(&st.idle);
+	}
+	return NULL;
+}
+
+/* A forked child has no worker (threads do not survive fork) and must not find the lock held
+ * by one: it starts its own at its first delivery. */
+static void standin_prefork(void)
+{
+	pthread_mutex_lock(&st.lock);
+}
+
+static void standin_postfork_parent(void)
+{
 	pthread_mutex_unlock(&st.lock);
+}
+
+static void standin_postfork_child(void)
+{
+	pthread_mutex_init(&st.lock, NULL);
+	pthread_cond_init(&st.wake, NULL);
+	pthread_cond_init(&st.idle, NULL);
+	st.worker_started = 0;
+	st.done = st.asked;
+}
+
+__attribute__((constructor)) static void standin_init(void)
+{
+	pthread_atfork(standin_prefork, standin_postfork_parent, standin_postfork_child);
+}
+
+/* Ask the worker for a delivery; wait for it when `wait`. */
+static void standin_kick(int wait)
+{
+	pthread_mutex_lock(&st.lock);
+	if (!st.worker_started) {
+		if (pthread_create(&st.worker, NULL, standin_worker, NULL)) {
+			pthread_mutex_unlock(&st.lock);
+			return;
+		}
+		pthread_detach(st.worker);
+		st.worker_started = 1;
+	}
+	unsigned long want = ++st.asked;
+	pthread_cond_signal(&st.wake);
+	while (wait && st.done < want)
+		pthread_cond_wait(&st.idle, &st.lock);
+	pthread_mutex_unlock(&st.lock);
+}
+
+STANDIN_EXPORT void standin_deliver(void)
+{
+	standin_kick(0);
+}
+
+/* Wait until everything queued so far was handed back (tests that count deliveries). */
+STANDIN_EXPORT void standin_deliver_wait(void)
+{
+	standin_kick(1);
 }
 
 STANDIN_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag)
@@ -235,7 +320,7 @@ STANDIN_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag)
 	if (hang && !strcmp(hang, "hang"))
 		for (;;)
 			pause();
-	standin_deliver();
+	standin_kick(1);
 	return CUPTI_SUCCESS;
 }
 
@@ -251,6 +336,11 @@ static void standin_fire(CUpti_CallbackDomain domain, uint32_t cbid, const char 
 				  .symbolName = symbol, .correlationData = &correlation_data,
 				  .correlationId = corr };
 	st.callback(st.userdata, domain, cbid, &cb);
+}
+
+STANDIN_EXPORT uint64_t standin_clock(void)
+{
+	return standin_scripted_now;
 }
 
 STANDIN_EXPORT void standin_call(const struct standin_call *c)
@@ -289,6 +379,13 @@ STANDIN_EXPORT void standin_push(const void *record, size_t size)
 	CUpti_ActivityKind kind = ((const CUpti_Activity *)record)->kind;
 	if ((unsigned)kind >= sizeof(st.kinds) || !st.kinds[kind])
 		return;
+	CUpti_ActivityKernel10 k;
+	if ((kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_KERNEL) &&
+	    size == sizeof(k) && !st.latency) {
+		memcpy(&k, record, sizeof(k));
+		k.queued = k.submitted = CUPTI_TIMESTAMP_UNKNOWN;
+		record = &k;
+	}
 	pthread_mutex_lock(&st.lock);
 	uint64_t rs = size;
 	size_t whole = 8 + ((size + 7) & ~(size_t)7);

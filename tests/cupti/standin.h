@@ -23,7 +23,8 @@ typedef void (*standin_call_fn)(const struct standin_call *c);
 typedef void (*standin_graph_node_fn)(uint64_t node_id, uint64_t original_id);
 typedef void (*standin_push_fn)(const void *record, size_t size);
 typedef void (*standin_set_dropped_fn)(size_t dropped);
-typedef void (*standin_deliver_fn)(void);
+typedef void (*standin_deliver_fn)(void);   /* standin_deliver, standin_deliver_wait */
+typedef uint64_t (*standin_clock_fn)(void);
 typedef int (*standin_kind_enabled_fn)(int kind);
 typedef int (*standin_callback_enabled_fn)(int domain, uint32_t cbid);
 
