@@ -174,6 +174,8 @@ struct gpu_call {
 	uint8_t flags;             /* enum gpu_call_flags */
 };
 
+#define GPU_CBID_GRAPHNODE_CREATED 13   /* CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED */
+
 /* A CUDA graph node created on the current thread (stream capture, cudaGraphAdd*Node): its
  * kernels belong to this stack. */
 struct gpu_graph_node {

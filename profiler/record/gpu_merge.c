@@ -22,6 +22,15 @@
 #define GPU_HEADER_MAX 4096u
 #define GPU_READ_STEP (1u << 20)
 #define GPU_POLL_MAX (16u << 20)     /* bytes read per file per poll while recording */
+#define GPU_STACK_IDS (1u << 24)     /* stack ids are dense from 1: no file comes near this */
+#define GPU_CBIDS 1024
+
+/* A stack the library wrote once (GPU_REC_STACK), referred to by id by the calls after it. */
+struct gpu_stack_ent {
+	uint16_t nframes, flags;
+	uint32_t npy, py_flags;
+	uint64_t pcs[];              /* then struct gpu_py_frame py[npy] */
+};
 
 extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
 
@@ -38,6 +47,11 @@ struct gpu_stream {
 	uint64_t lost_seen;          /* activities with lost timestamps that reached us */
 	uint64_t launches, activities;
 	struct df_gpu_info info;
+	/* protocol 3: the current thread, the stacks and API names written so far */
+	uint32_t tid;
+	struct gpu_stack_ent **stacks;  /* by id */
+	size_t cap_stacks;
+	char *names[4][GPU_CBIDS];      /* [domain][cbid] */
 };
 
 struct gpu_file {
@@ -112,6 +126,111 @@ static void gpu_bad(struct gpu_stream *s)
 	s->info.bad_records++;
 }
 
+static void gpu_emit(struct gpu_stream *s, struct df_gpu_activity *a, const char *name);
+
+/* The stacks and names of one image (a new header starts afresh: ids restart at exec). */
+static void gpu_stream_tables_free(struct gpu_stream *s)
+{
+	for (size_t i = 0; i < s->cap_stacks; i++)
+		free(s->stacks[i]);
+	free(s->stacks);
+	s->stacks = NULL;
+	s->cap_stacks = 0;
+	for (int d = 0; d < 4; d++)
+		for (int c = 0; c < GPU_CBIDS; c++) {
+			free(s->names[d][c]);
+			s->names[d][c] = NULL;
+		}
+	s->tid = 0;
+}
+
+static void gpu_stack_record(struct gpu_stream *s, const uint8_t *p, size_t n)
+{
+	struct gpu_stack st;
+	if (n < sizeof(st))
+		return gpu_bad(s);
+	memcpy(&st, p, sizeof(st));
+	size_t pcs = (size_t)st.nframes * 8, py = (size_t)st.npy * sizeof(struct gpu_py_frame);
+	if (!st.id || st.id >= GPU_STACK_IDS || st.npy > GPU_MAX_PY_FRAMES ||
+	    pcs > n - sizeof(st) || py > n - sizeof(st) - pcs)
+		return gpu_bad(s);
+	if (st.id >= s->cap_stacks) {
+		size_t cap = s->cap_stacks;
+		cs_grow(&s->stacks, &s->cap_stacks, (size_t)st.id + 1, sizeof(*s->stacks));
+		memset(s->stacks + cap, 0, (s->cap_stacks - cap) * sizeof(*s->stacks));
+	}
+	struct gpu_stack_ent *e = cs_malloc(sizeof(*e) + pcs + py);
+	e->nframes = st.nframes;
+	e->flags = st.flags;
+	e->npy = st.npy;
+	e->py_flags = st.py_flags;
+	memcpy(e->pcs, p + sizeof(st), pcs + py);
+	free(s->stacks[st.id]);
+	s->stacks[st.id] = e;
+}
+
+static void gpu_name_record(struct gpu_stream *s, const uint8_t *p, size_t n)
+{
+	struct gpu_api_name an;
+	if (n < sizeof(an))
+		return gpu_bad(s);
+	memcpy(&an, p, sizeof(an));
+	if (an.domain >= 4 || an.cbid >= GPU_CBIDS || an.len > n - sizeof(an))
+		return;   /* a callback id beyond what this reader keeps: the call stays unnamed */
+	char name[GPU_NAME_MAX + 1];
+	gpu_copy_str(name, sizeof(name), p + sizeof(an), an.len);
+	free(s->names[an.domain][an.cbid]);
+	s->names[an.domain][an.cbid] = cs_strdup(name);
+}
+
+/* A call or graph node: the launch (with its stack) for the sink; a call's span too. */
+static void gpu_call_record(struct gpu_stream *s, uint16_t type, const uint8_t *p, size_t n)
+{
+	uint64_t time, node = 0, end = 0;
+	uint32_t corr, stack, cbid, domain, flags = 0;
+	if (type == GPU_REC_CALL) {
+		struct gpu_call c;
+		if (n < sizeof(c))
+			return gpu_bad(s);
+		memcpy(&c, p, sizeof(c));
+		time = c.start;
+		end = c.start + (c.flags & GPU_CALL_DURATION_US ? c.duration * 1000ull : c.duration);
+		corr = c.correlation, stack = c.stack, cbid = c.cbid, domain = c.domain;
+	} else {
+		struct gpu_graph_node g;
+		if (n < sizeof(g))
+			return gpu_bad(s);
+		memcpy(&g, p, sizeof(g));
+		time = g.time, node = g.node_id, corr = g.correlation, stack = g.stack;
+		cbid = GPU_CBID_GRAPHNODE_CREATED, domain = GPU_DOMAIN_RESOURCE;
+		flags = DF_GPU_LAUNCH_GRAPH_NODE;
+	}
+	const struct gpu_stack_ent *e = stack < s->cap_stacks ? s->stacks[stack] : NULL;
+	if (stack && !e)
+		return gpu_bad(s);   /* a stack id never written */
+	if (time >= s->min_time && time <= s->max_time) {
+		uint64_t pcs[GPU_MAX_FRAMES];
+		size_t np = e ? (e->nframes < GPU_MAX_FRAMES ? e->nframes : GPU_MAX_FRAMES) : 0;
+		if (np)
+			memcpy(pcs, e->pcs, np * 8);
+		if (e && (np < e->nframes || (e->flags & GPU_STACK_TRUNCATED)))
+			flags |= DF_GPU_LAUNCH_STACK_TRUNCATED;
+		const char *name = domain < 4 && cbid < GPU_CBIDS && s->names[domain][cbid] ?
+				   s->names[domain][cbid] : "";
+		const struct gpu_py_frame *py = e ? (const void *)(e->pcs + e->nframes) : NULL;
+		s->launches++;
+		if (s->sink->launch)
+			s->sink->launch(s->arg, s->pid, s->tid, time, corr, cbid, domain, flags, node,
+					pcs, np, name, py, e ? e->npy : 0, e ? e->py_flags : 0);
+	}
+	if (type == GPU_REC_CALL) {
+		struct df_gpu_activity a = { .kind = DF_GPU_API, .start = time, .end = end,
+					     .correlation = corr, .tid = s->tid, .detail = cbid,
+					     .detail2 = domain };
+		gpu_emit(s, &a, "");
+	}
+}
+
 /* Hand an activity on unless its timestamps were lost or it ended before min_time. */
 static void gpu_emit(struct gpu_stream *s, struct df_gpu_activity *a, const char *name)
 {
@@ -169,37 +288,24 @@ static void gpu_record(struct gpu_stream *s, uint16_t type, uint16_t rflags, con
 		s->info.flags |= DF_GPU_INFO_HAVE_INFO;
 		break;
 	}
-	case GPU_REC_LAUNCH: {
-		struct gpu_launch l;
-		if (n < sizeof(l))
+	case GPU_REC_THREAD: {
+		struct gpu_thread th;
+		if (n < sizeof(th))
 			return gpu_bad(s);
-		memcpy(&l, p, sizeof(l));
-		size_t room = n - sizeof(l);
-		if ((size_t)l.nframes * 8 > room || l.api_name_len > room - (size_t)l.nframes * 8)
-			return gpu_bad(s);
-		/* the Python frames, after the name padded to 8 */
-		size_t py_at = (sizeof(l) + (size_t)l.nframes * 8 + l.api_name_len + 7) & ~(size_t)7;
-		if (l.npy > GPU_MAX_PY_FRAMES || py_at > n ||
-		    (size_t)l.npy * sizeof(struct gpu_py_frame) > n - py_at)
-			return gpu_bad(s);
-		gpu_copy_str(name, sizeof(name), p + sizeof(l) + (size_t)l.nframes * 8, l.api_name_len);
-		if (l.time < s->min_time || l.time > s->max_time)
-			return;
-		uint64_t pcs[GPU_MAX_FRAMES];
-		size_t np = l.nframes < GPU_MAX_FRAMES ? l.nframes : GPU_MAX_FRAMES;
-		memcpy(pcs, p + sizeof(l), np * 8);
-		uint32_t flags = l.flags & (DF_GPU_LAUNCH_STACK_TRUNCATED | DF_GPU_LAUNCH_GRAPH_NODE);
-		if (np < l.nframes)
-			flags |= DF_GPU_LAUNCH_STACK_TRUNCATED;
-		struct gpu_py_frame py[GPU_MAX_PY_FRAMES];
-		memcpy(py, p + py_at, (size_t)l.npy * sizeof(py[0]));
-		s->launches++;
-		if (s->sink->launch)
-			s->sink->launch(s->arg, s->pid, l.tid, l.time, l.correlation, l.cbid, l.domain,
-					flags, l.graph_node_id, pcs, np, name, py, l.npy,
-					l.py_flags);
+		memcpy(&th, p, sizeof(th));
+		s->tid = th.tid;
 		break;
 	}
+	case GPU_REC_STACK:
+		gpu_stack_record(s, p, n);
+		break;
+	case GPU_REC_API_NAME:
+		gpu_name_record(s, p, n);
+		break;
+	case GPU_REC_CALL:
+	case GPU_REC_GRAPH_NODE:
+		gpu_call_record(s, type, p, n);
+		break;
 	case GPU_REC_KERNEL: {
 		struct gpu_kernel k;
 		if (n < sizeof(k))
@@ -254,17 +360,6 @@ static void gpu_record(struct gpu_stream *s, uint16_t type, uint16_t rflags, con
 		a.start = y.start, a.end = y.end, a.correlation = y.correlation;
 		a.context = y.context, a.stream = y.stream;
 		a.detail = y.type, a.detail2 = y.event;
-		gpu_emit(s, &a, "");
-		break;
-	}
-	case GPU_REC_API: {
-		struct gpu_api x;
-		if (n < sizeof(x))
-			return gpu_bad(s);
-		memcpy(&x, p, sizeof(x));
-		a.kind = DF_GPU_API;
-		a.start = x.start, a.end = x.end, a.correlation = x.correlation, a.tid = x.tid;
-		a.detail = x.cbid, a.detail2 = x.domain;
 		gpu_emit(s, &a, "");
 		break;
 	}
@@ -336,8 +431,11 @@ static size_t gpu_parse(struct gpu_stream *s, const uint8_t *d, size_t len, uint
 				return pos;
 			}
 			if (h.version != GPU_PROTOCOL_VERSION) {
-				gpu_stop(s, DF_GPU_INFO_CORRUPT,
-					 "unknown protocol version (a different csampler's library?)");
+				char what[160];
+				snprintf(what, sizeof(what), "protocol version %u, this csampler reads %u "
+					 "(lib/libcsampler-cupti.so of another csampler version?)",
+					 h.version, GPU_PROTOCOL_VERSION);
+				gpu_stop(s, DF_GPU_INFO_CORRUPT, what);
 				return pos;
 			}
 			if (h.header_size < sizeof(h) || h.header_size > GPU_HEADER_MAX ||
@@ -350,6 +448,7 @@ static size_t gpu_parse(struct gpu_stream *s, const uint8_t *d, size_t len, uint
 			if (s->header_done) { /* a new image: keep the old one's counters */
 				gpu_add_stats(&s->base, &s->last);
 				memset(&s->last, 0, sizeof(s->last));
+				gpu_stream_tables_free(s);
 			}
 			s->header_done = true;
 			pos += h.header_size;
@@ -366,7 +465,8 @@ static size_t gpu_parse(struct gpu_stream *s, const uint8_t *d, size_t len, uint
 		}
 		if (left < rec.size)
 			break;
-		if (rec.type == GPU_REC_LAUNCH && !at_end && rec.size >= sizeof(rec) + 8) {
+		if ((rec.type == GPU_REC_CALL || rec.type == GPU_REC_GRAPH_NODE) && !at_end &&
+		    rec.size >= sizeof(rec) + 8) {
 			uint64_t t;
 			memcpy(&t, d + pos + sizeof(rec), 8);
 			if (t > time_limit)
@@ -417,6 +517,7 @@ void gpu_merge_buffer(const void *data, size_t len, uint32_t pid, const struct g
 	} else {
 		gpu_parse(&s, data, len, UINT64_MAX, true);
 		gpu_stream_end(&s);
+		gpu_stream_tables_free(&s);
 	}
 	if (info)
 		*info = s.info;
@@ -637,6 +738,7 @@ void gpu_merge_free(struct gpu_merge *m, bool remove_files)
 		return;
 	for (size_t i = 0; i < m->nfiles; i++) {
 		struct gpu_file *f = m->files[i];
+		gpu_stream_tables_free(&f->s);
 		close(f->fd);
 		if (remove_files)
 			unlink(f->path);

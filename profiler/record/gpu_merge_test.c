@@ -78,7 +78,7 @@ static void buf_rec(struct cs_buf *b, uint16_t type, const void *fixed, size_t f
 	cs_buf_put(b, zeros, h.size - sizeof(h) - flen - tlen);
 }
 
-/* A file: header, info, 3 launches with 2 kernels and a memcpy, a note, stats. */
+/* A file: header, info, 3 calls (2 stacks) with 2 kernels and a memcpy, a note, stats. */
 static void build_file(struct cs_buf *b)
 {
 	struct gpu_file_header h = { .version = GPU_PROTOCOL_VERSION, .pid = 42, .header_size = sizeof(h) };
@@ -86,21 +86,28 @@ static void build_file(struct cs_buf *b)
 	cs_buf_put(b, &h, sizeof(h));
 	struct gpu_info i = { .cupti_version = 130001, .clock_offset_ns = -100 };
 	buf_rec(b, GPU_REC_INFO, &i, sizeof(i), NULL, 0);
-	for (uint32_t k = 0; k < 3; k++) {
+	/* protocol 3: the thread, two stacks (the second with Python frames), the name, then
+	 * three calls naming them */
+	struct gpu_thread th = { .tid = 42 };
+	buf_rec(b, GPU_REC_THREAD, &th, sizeof(th), NULL, 0);
+	for (uint32_t k = 1; k <= 2; k++) {
 		struct {
-			struct gpu_launch l;
+			struct gpu_stack s;
 			uint64_t pcs[3];
-			char name[24];   /* 17 and padding to 8 */
 			struct gpu_py_frame py[2];
-		} __attribute__((packed)) l = { .l = { .time = 1000 + k, .tid = 42, .correlation = 7 + k,
-						       .cbid = 211, .domain = 1, .nframes = 3,
-						       .api_name_len = 17, .npy = k == 2 ? 2 : 0,
-						       .py_flags = k == 2 ? GPU_PY_TRUNCATED : 0 },
-						 .pcs = { 0x401000, 0x402000, 0x403000 },
-						 .name = "cudaLaunchKernel",
-						 .py = { { 0x7f0010, 3, 0, 0 },
-							 { 0x7f0020, 5, GPU_PYF_ENTRY, 0 } } };
-		buf_rec(b, GPU_REC_LAUNCH, &l, sizeof(l), NULL, 0);
+		} st = { .s = { .id = k, .nframes = 3, .npy = k == 2 ? 2 : 0,
+				.py_flags = k == 2 ? GPU_PY_TRUNCATED : 0 },
+			 .pcs = { 0x401000, 0x402000, 0x403000 },
+			 .py = { { 0x7f0010, 3, 0, 0 }, { 0x7f0020, 5, GPU_PYF_ENTRY, 0 } } };
+		buf_rec(b, GPU_REC_STACK, &st, sizeof(st.s) + sizeof(st.pcs) +
+			st.s.npy * sizeof(st.py[0]), NULL, 0);
+	}
+	struct gpu_api_name an = { .cbid = 211, .domain = 1, .len = 17 };
+	buf_rec(b, GPU_REC_API_NAME, &an, sizeof(an), "cudaLaunchKernel", 17);
+	for (uint32_t k = 0; k < 3; k++) {
+		struct gpu_call call = { .start = 1000 + k, .duration = 10, .correlation = 7 + k,
+					 .stack = k == 2 ? 2 : 1, .cbid = 211, .domain = 1 };
+		buf_rec(b, GPU_REC_CALL, &call, sizeof(call), NULL, 0);
 	}
 	const char *kn = "_Z6renderPf";
 	for (uint32_t k = 0; k < 2; k++) {
@@ -148,7 +155,8 @@ UNIT_TEST(gpu_merge_decodes_exactly)
 	UNIT_ASSERT(!strcmp(c.api, "cudaLaunchKernel"));
 	UNIT_ASSERT_EQ_INT(c.npy, 2);
 	UNIT_ASSERT_EQ_INT(c.py_sum, 0x7f0010 + 3 + 0x7f0020 + 5 + GPU_PYF_ENTRY + 2 * GPU_PY_TRUNCATED);
-	UNIT_ASSERT_EQ_INT(c.activities, 3);
+	UNIT_ASSERT_EQ_INT(c.activities, 6);   /* the calls' spans, 2 kernels, a copy */
+	UNIT_ASSERT_EQ_INT(c.kinds[DF_GPU_API], 3);
 	UNIT_ASSERT_EQ_INT(c.kinds[DF_GPU_KERNEL], 2);
 	UNIT_ASSERT_EQ_INT(c.kinds[DF_GPU_MEMCPY], 1);
 	UNIT_ASSERT_EQ_INT(c.kernel_ns, 900);
@@ -184,7 +192,7 @@ UNIT_TEST(gpu_merge_every_cut)
 			UNIT_ASSERT(!(info.flags & DF_GPU_INFO_CUT));
 	}
 	quiet_end(saved);
-	UNIT_ASSERT_EQ_INT(prev, 7);
+	UNIT_ASSERT_EQ_INT(prev, 10);
 	cs_buf_free(&b);
 }
 
@@ -248,6 +256,33 @@ UNIT_TEST(gpu_merge_framing_errors)
 	UNIT_ASSERT(info.flags & DF_GPU_INFO_CORRUPT);
 	UNIT_ASSERT_EQ_INT(c.launches + c.activities, 0);
 	quiet_end(saved);
+	cs_buf_free(&b);
+}
+
+/* Protocol 3's references: a call naming a stack never written is skipped and counted; a file
+ * of another protocol version stops with one line, nothing read. */
+UNIT_TEST(gpu_merge_stack_refs_and_version)
+{
+	struct cs_buf b = { 0 };
+	struct collect c = { 0 };
+	struct df_gpu_info info;
+	build_file(&b);
+	struct gpu_call call = { .start = 2000, .duration = 5, .correlation = 99, .stack = 77,
+				 .cbid = 211, .domain = 1 };
+	buf_rec(&b, GPU_REC_CALL, &call, sizeof(call), NULL, 0);
+	call.stack = 0;   /* no stack: a launch without frames */
+	buf_rec(&b, GPU_REC_CALL, &call, sizeof(call), NULL, 0);
+	gpu_merge_buffer(b.data, b.len, 42, &c_sink, &c, &info);
+	UNIT_ASSERT_EQ_INT(info.bad_records, 1);
+	UNIT_ASSERT_EQ_INT(c.launches, 4);
+	UNIT_ASSERT_EQ_INT(c.last_corr, 99);
+	((struct gpu_file_header *)b.data)->version = 2;
+	memset(&c, 0, sizeof(c));
+	int saved = quiet_begin();
+	gpu_merge_buffer(b.data, b.len, 42, &c_sink, &c, &info);
+	quiet_end(saved);
+	UNIT_ASSERT(info.flags & DF_GPU_INFO_CORRUPT);
+	UNIT_ASSERT_EQ_INT(c.launches + c.activities, 0);
 	cs_buf_free(&b);
 }
 
