@@ -480,11 +480,34 @@ static int cmp_waiter_pid(const void *x, const void *y)
 	return 0;
 }
 
+struct gpu_api_end { uint64_t key, end; };   /* key: pid << 32 | correlation */
+
+static int cmp_api_end(const void *x, const void *y)
+{
+	const struct gpu_api_end *a = x, *b = y;
+	GPU_CMP(a->key, b->key);
+	return 0;
+}
+
+/* Launch-queue latency: from the kernel's queued timestamp (CUPTI's latency timestamps, record
+ * --gpu-latency), else from the end of the API call that launched it (its EXIT: the call
+ * returned, the launch was queued by then), else from the call's entry. */
 static void gpu_latency(struct gpu_ctx *c)
 {
 	const struct profile *p = c->p;
 	struct gpu_latency *L = &c->out->latency;
+	struct gpu_api_end *ends = NULL;
+	size_t nends = 0, ends_cap = 0;
 
+	for (size_t i = 0; i < p->ngpu_activities; i++) {
+		const struct profile_gpu_activity *a = &p->gpu_activities[i];
+		if (a->kind != PROFILE_GPU_API || a->end < a->start)
+			continue;
+		cs_grow(&ends, &ends_cap, nends + 1, sizeof(*ends));
+		ends[nends++] = (struct gpu_api_end){ (uint64_t)a->pid << 32 | a->correlation,
+						      a->end };
+	}
+	cs_qsort(ends, nends, sizeof(*ends), cmp_api_end);
 	for (size_t i = 0; i < p->ngpu_activities; i++) {
 		const struct profile_gpu_activity *a = &p->gpu_activities[i];
 		if (a->kind != PROFILE_GPU_KERNEL || a->end < a->start || !gpu_pass(c, a))
@@ -494,9 +517,14 @@ static void gpu_latency(struct gpu_ctx *c)
 		struct gpu_waiter w = { .name = profile_str(p, a->name), .pid = a->pid,
 					.tid = gpu_tid(p, a), .stack = l ? l->stack : UINT32_MAX,
 					.start = a->start };
+		struct gpu_api_end key = { (uint64_t)a->pid << 32 | a->correlation, 0 };
+		const struct gpu_api_end *e = nends ? bsearch(&key, ends, nends, sizeof(*ends),
+							      cmp_api_end) : NULL;
 		if (a->queued && a->queued <= a->start) {
 			w.latency_ns = a->start - a->queued;
 			w.from_queued = true;
+		} else if (e && e->end <= a->start) {
+			w.latency_ns = a->start - e->end;
 		} else if (l && l->time <= a->start) {
 			w.latency_ns = a->start - l->time;
 		} else {
@@ -505,6 +533,7 @@ static void gpu_latency(struct gpu_ctx *c)
 		cs_grow(&c->lat, &c->lat_cap, c->nlat + 1, sizeof(*c->lat));
 		c->lat[c->nlat++] = w;
 	}
+	free(ends);
 	if (!c->nlat)
 		return;
 	for (size_t i = 0; i < c->nlat; i++) {

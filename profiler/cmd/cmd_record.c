@@ -44,6 +44,9 @@ static const char record_usage[] =
 	"                         DEBUGINFOD_URLS (the command keeps the variable)\n"
 	"      --gpu MODE         auto (default), on or off: CUDA kernels, copies, syncs and NVTX\n"
 	"                         ranges with the CPU stack of every launch (CUPTI)\n"
+	"      --gpu-latency      also CUPTI's launch-queue timestamps (queued/submitted): exact\n"
+	"                         queue latency, at about 1.5% more run time on a launch-bound\n"
+	"                         program; without, latency counts from the launch call's return\n"
 	"      --mode MODE        auto (default: perf events, else ptrace), perf or ptrace\n"
 	"      --idle             also sample threads off the CPU (blocked, sleeping, waiting):\n"
 	"                         wall-clock time, each stack ending in [off-cpu: SYSCALL]\n"
@@ -146,7 +149,7 @@ static int record_gpu_prepare(struct record_opts *o, char *why, size_t whylen)
 int cmd_record(int argc, char **argv)
 {
 	enum { OPT_STACK = 256, OPT_DURATION, OPT_KEEP_RAW, OPT_NO_PYTHON, OPT_NO_COMPRESS, OPT_GPU,
-	       OPT_MODE, OPT_IDLE, OPT_NO_DEBUGINFOD };
+	       OPT_MODE, OPT_IDLE, OPT_NO_DEBUGINFOD, OPT_GPU_LATENCY };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "freq", required_argument, NULL, 'F' },
@@ -160,6 +163,7 @@ int cmd_record(int argc, char **argv)
 		{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 		{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
 		{ "gpu", required_argument, NULL, OPT_GPU },
+		{ "gpu-latency", no_argument, NULL, OPT_GPU_LATENCY },
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "idle", no_argument, NULL, OPT_IDLE },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -245,6 +249,10 @@ int cmd_record(int argc, char **argv)
 			break;
 		case OPT_NO_DEBUGINFOD:
 			o.no_debuginfod = true;
+			break;
+		case OPT_GPU_LATENCY:
+			/* the injected library reads it from the command's environment */
+			setenv("CSAMPLER_GPU_LATENCY", "1", 1);
 			break;
 		case OPT_GPU:
 			if (!strcmp(optarg, "auto"))

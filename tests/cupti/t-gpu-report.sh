@@ -20,12 +20,14 @@ if [ ! -f "$LIB" ] || [ ! -x "$DRIVER" ]; then
 	fail "gpu-report: lib/libcsampler-cupti.so or $DRIVER was not built (make test-programs)"
 	finish
 fi
+# record SCENARIO FILE [OPTIONS]: launch-queue timestamps on (--gpu-latency) unless OPTIONS
 record() {
-	LD_LIBRARY_PATH=$STANDIN "$CSAMPLER" record --gpu on -o "$2" -- \
+	local opts=${3:---gpu-latency}
+	LD_LIBRARY_PATH=$STANDIN "$CSAMPLER" record --gpu on $opts -o "$2" -- \
 		sh -c 'exec "$0" "$1" "$CUDA_INJECTION64_PATH"' "$DRIVER" "$1" >"$2.out" 2>"$2.err" &&
 		grep -q "^ok: " "$2.out"
 }
-if ! record workload w.data || ! record syncwait s.data; then
+if ! record workload w.data || ! record syncwait s.data || ! record workload n.data --quiet; then
 	fail "gpu-report: recording through the stand-in failed: $(tail -n 3 w.data.err s.data.err 2>/dev/null | tr '\n' ' ')"
 	finish
 fi
@@ -63,6 +65,12 @@ fi
 lat=$(json_get w.json "[j.gpu.latency.count, j.gpu.latency.from_queued, j.gpu.latency.min_ns, j.gpu.latency.median_ns, j.gpu.latency.max_ns, j.gpu.latency.longest.length].join(' ')")
 [ "$lat" = "161 161 700 700 700 5" ] && pass "gpu-report: launch-queue latency 700 ns for all 161 kernels (queued = start - 700)" ||
 	fail "gpu-report: latency: $lat (want 161 161 700 700 700 5)"
+# without --gpu-latency the kernels' queued times are unknown: latency from the launch call's
+# return (the script's API spans end 1 us before their kernel starts)
+"$CSAMPLER" report -i n.data --format json --limit 0 >n.json 2>n.err || fail "gpu-report: report of the run without --gpu-latency: $(cat n.err)"
+lat=$(json_get n.json "[j.gpu.latency.count, j.gpu.latency.from_queued, j.gpu.latency.min_ns, j.gpu.latency.median_ns, j.gpu.latency.max_ns].join(' ')")
+[ "$lat" = "161 0 1000 1000 1000" ] && pass "gpu-report: no latency timestamps: 1000 ns from each launch call's return for all 161 kernels" ||
+	fail "gpu-report: latency without timestamps: $lat (want 161 0 1000 1000 1000)"
 v=$(json_get w.json "j.gpu.verdicts.map(v => v.bound + ' ' + v.window_ns + ' ' + v.busy_ns).join(',')")
 dev=$(grep '^device' expect.txt | cut -f3); win=$(grep '^window' expect.txt | cut -f2)
 [ "$v" = "launch-bound $win $dev" ] && pass "gpu-report: workload verdict launch-bound ($v)" || fail "gpu-report: workload verdict: $v"
