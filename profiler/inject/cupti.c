@@ -557,11 +557,20 @@ static int __attribute__((noinline)) inj_capture(struct inj_thread *t, int *firs
 	return count;
 }
 
-static inline uint64_t inj_mix(uint64_t h, uint64_t v)
+/* The stack hash: two rotate-xor lanes (2 cycles a frame, no multiply chain), mixed once at
+ * the end. Its quality only spreads the table: every hit is confirmed by a full compare. */
+static inline uint64_t inj_rotl(uint64_t v, int r)
 {
-	h ^= v;
-	h *= 0x9e3779b97f4a7c15ull;
-	return h ^ (h >> 29);
+	return v << r | v >> (64 - r);
+}
+
+static inline uint64_t inj_fmix(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	return h ^ (h >> 33);
 }
 
 /* Map this thread's stack table and arena (first launch with a stack). */
@@ -587,18 +596,25 @@ static uint32_t inj_stack_id(struct inj_thread *t, int first, int n, uint16_t fl
 {
 	const uint64_t *pcs = t->pcs + first;
 	uint32_t npy = n ? t->npy : 0;
-	uint64_t h = inj_mix((uint64_t)n << 32 | npy, flags);
-	for (int i = 0; i < n; i++)
-		h = inj_mix(h, pcs[i]);
-	for (uint32_t i = 0; i < npy; i++)
-		h = inj_mix(h, t->py[i].code ^ (uint64_t)t->py[i].unit << 40 ^
-			    (uint64_t)t->py[i].flags << 32);
+	uint64_t a = (uint64_t)n << 32 | npy, b = flags;
+	int i = 0;
+	for (; i + 1 < n; i += 2) {
+		a = inj_rotl(a, 5) ^ pcs[i];
+		b = inj_rotl(b, 7) ^ pcs[i + 1];
+	}
+	if (i < n)
+		a = inj_rotl(a, 5) ^ pcs[i];
+	for (uint32_t k = 0; k < npy; k++) {
+		a = inj_rotl(a, 5) ^ t->py[k].code;
+		b = inj_rotl(b, 7) ^ ((uint64_t)t->py[k].unit << 16 | t->py[k].flags);
+	}
+	uint64_t h = inj_fmix(a ^ inj_rotl(b, 32));
 	size_t pcs_bytes = (size_t)n * 8, py_bytes = (size_t)npy * sizeof(struct gpu_py_frame);
 	struct inj_stack_ent *e = NULL;
 	if (!inj_stack_table(t)) {
 		uint32_t mask = INJ_STACK_SLOTS - 1;
-		for (uint32_t i = (uint32_t)h & mask;; i = (i + 1) & mask) {
-			e = &t->stab[i];
+		for (uint32_t k = (uint32_t)h & mask;; k = (k + 1) & mask) {
+			e = &t->stab[k];
 			if (!e->id)
 				break;
 			if (e->hash == h && e->nframes == n && e->npy == npy && e->flags == flags &&
