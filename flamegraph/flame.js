@@ -3,7 +3,8 @@
  *   frames: [depth, name index, count, ...] in pre-order (a frame's children follow it, left
  *           to right); before: the BEFORE count per frame (differential graphs);
  *   names, kinds (flame_kind | 0x100 inlined), mods/modn (module), src (file:line) per name;
- *   calls: GPU activities merged into each frame (GPU views of data files only);
+ *   calls: GPU activities merged into each frame (GPU views of data files only); with
+ *          callsname "idle_ns" (--gpu-idle), the GPU idle ns the frame's samples explain;
  *   countname "ns": counts are nanoseconds (the GPU views), shown as times; both: the graph
  *   has a CPU and a GPU root, and tooltips give a frame's share of its root too;
  *   W, H, fh, fs, fw, xpad, ypad1, ypad2, legendY: the geometry flame_layout.c computed.
@@ -161,6 +162,8 @@
 		return fmtCount(c) + " ns";
 	}
 	function fmtCalls(i) {
+		if (calls && calls[i] > 0 && D.callsname === "idle_ns")
+			return (calls[i] / 1e6).toFixed(3) + " ms of GPU idle time";
 		return calls && calls[i] > 0 ? fmtCount(calls[i]) + (calls[i] === 1 ? " call" : " calls") : "";
 	}
 	/* With a CPU and a GPU root: the root (depth 1) frame i is under, else -1. */

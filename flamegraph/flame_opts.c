@@ -84,6 +84,9 @@ static const struct flame_optdef flame_optdefs[] = {
 	{ "both", 0, FLAME_OPT_SOURCE, FO(source), FLAME_BOTH, NULL,
 	  "data files: a CPU root (samples x sampling period) and a\n"
 	  "GPU root, both in ns" },
+	{ "gpu-idle", 0, FLAME_OPT_SOURCE, FO(source), FLAME_BOTH, NULL,
+	  "data files: only the CPU samples that fell in GPU idle\n"
+	  "time, in samples; tooltips give the idle ms they explain" },
 	{ "per-thread", 0, FLAME_OPT_FLAG, FO(per_thread), FLAME_BOTH, NULL,
 	  "data files: one root frame per thread (comm-tid)" },
 	{ "python-only", 0, FLAME_OPT_FLAG, FO(python_only), FLAME_BOTH, NULL,
@@ -219,7 +222,8 @@ static int flame_opt_set(struct flame_opts *o, const struct flame_optdef *od, co
 		return 0;
 	case FLAME_OPT_SOURCE:
 		*(int *)field = !strcmp(od->name, "gpu") ? FOLD_GPU :
-				!strcmp(od->name, "both") ? FOLD_BOTH : FOLD_CPU;
+				!strcmp(od->name, "both") ? FOLD_BOTH :
+				!strcmp(od->name, "gpu-idle") ? FOLD_GPU_IDLE : FOLD_CPU;
 		return 0;
 	case FLAME_OPT_HELP:
 		return 0;
@@ -334,7 +338,8 @@ int flame_opts_parse(struct flame_opts *o, int argc, char **argv, enum flame_mod
 	if (flame_opts_check(o, mode))
 		goto fail;
 	/* GPU and both views count nanoseconds; flame.js shows them as times. */
-	if (o->source != FOLD_CPU && o->countname == flame_opts_defaults.countname)
+	if (o->source != FOLD_CPU && o->source != FOLD_GPU_IDLE &&
+	    o->countname == flame_opts_defaults.countname)
 		o->countname = "ns";
 	return 0;
 fail:

@@ -145,6 +145,9 @@ static const char *flame_default_title(const struct flame_layout *l, const struc
 		return l->diff ? "Differential GPU Flame Graph" : "GPU Flame Graph";
 	if (o->source == FOLD_BOTH && !o->flamechart)
 		return l->diff ? "Differential CPU and GPU Flame Graph" : "CPU and GPU Flame Graph";
+	if (o->source == FOLD_GPU_IDLE && !o->flamechart)
+		return l->diff ? "Differential Flame Graph of the CPU while the GPU idled" :
+				 "CPU while the GPU idled";
 	if (o->flamechart)
 		return "Flame Chart";
 	if (l->diff)
@@ -205,6 +208,8 @@ static void flame_out_data(struct flame_out *o, const struct flame_tree *t,
 	flame_out_json_str(o, opts->nametype);
 	if (opts->source == FOLD_BOTH)
 		FLAME_PUT(o, ",\"both\":1");
+	if (opts->source == FOLD_GPU_IDLE)   /* calls: the GPU idle ns under each frame */
+		FLAME_PUT(o, ",\"callsname\":\"idle_ns\"");
 
 	FLAME_PUT(o, ",\n\"names\":[");
 	for (size_t i = 0; i < l->nokeys; i++) {

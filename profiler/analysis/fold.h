@@ -31,6 +31,8 @@ enum fold_source {
 	FOLD_GPU = 1,        /* GPU activities under their launch stacks, in ns (fold_gpu.c) */
 	FOLD_BOTH = 2,       /* a "CPU" root (samples times the sampling period) and a "GPU"
 			      * root, both in ns */
+	FOLD_GPU_IDLE = 3,   /* only the CPU samples that fell in GPU idle time (gpu_idle.h),
+			      * counted in samples; calls carries the idle ns they explain */
 };
 
 struct fold_opts {

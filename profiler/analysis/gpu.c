@@ -74,6 +74,8 @@ const char *gpu_bound_name(enum gpu_bound b)
 	case GPU_BOUND_GPU: return "GPU-bound";
 	case GPU_BOUND_SYNC: return "sync-bound";
 	case GPU_BOUND_LAUNCH: return "launch-bound";
+	case GPU_BOUND_INPUT: return "input-bound";
+	case GPU_BOUND_OFFCPU: return "off-CPU-bound";
 	default: return "none";
 	}
 }
@@ -636,14 +638,167 @@ static void gpu_ranges(struct gpu_ctx *c)
 
 /* ---- verdicts ---- */
 
+/* The function the GPU waited on, among the idle samples of pid in class cls: the most specific
+ * function (the smallest share, then the nearest the leaf) whose stacks hold at least
+ * GPU_IDLE_CAUSE_PCT of the class' idle ns, each function counted once per sample. Sets
+ * v->cause_*: the function, its share of the process' sampled idle ns, the stack under it with
+ * most idle ns and the innermost Python frame at or above it in that stack. */
+struct gpu_fn_tally {
+	uint32_t name;          /* string id */
+	double ns, depth;       /* idle ns; sum of depth from the leaf times ns */
+};
+
+static int cmp_fn_tally(const void *x, const void *y)
+{
+	const struct gpu_fn_tally *a = x, *b = y;
+	GPU_CMP(a->name, b->name);
+	return 0;
+}
+
+static void gpu_verdict_cause(struct gpu_ctx *c, struct gpu_verdict *v)
+{
+	const struct profile *p = c->p;
+	const struct gpu_idle *g = &c->out->idle;
+	struct gpu_fn_tally *t = NULL;
+	size_t nt = 0, cap = 0;
+	double class_ns = v->class_ns[v->cause_cls];
+
+	for (size_t i = 0; i < g->nsamples; i++) {
+		const struct gpu_idle_sample *is = &g->samples[i];
+		const struct profile_sample *s = &p->samples[is->sample];
+		if (s->pid != v->pid || is->cls != v->cause_cls || s->stack >= p->nstacks)
+			continue;
+		const struct profile_stack *st = &p->stacks[s->stack];
+		size_t mark = nt;
+		for (uint32_t k = 0; k < st->nframes; k++) {
+			uint32_t fr = p->stack_frames[st->first + k];
+			if (fr >= p->nframes || (p->frames[fr].flags & PROFILE_FRAME_OFFCPU))
+				continue;
+			uint32_t name = p->frames[fr].name;
+			bool seen = false;
+			for (size_t j = mark; j < nt && !seen; j++)
+				seen = t[j].name == name;
+			if (seen)
+				continue;
+			cs_grow(&t, &cap, nt + 1, sizeof(*t));
+			t[nt++] = (struct gpu_fn_tally){ .name = name, .ns = is->idle_ns,
+							 .depth = is->idle_ns * k };
+		}
+	}
+	cs_qsort(t, nt, sizeof(*t), cmp_fn_tally);
+	uint32_t best = UINT32_MAX;
+	double best_ns = 0, best_depth = 0;
+	for (size_t i = 0; i < nt;) {
+		struct gpu_fn_tally sum = { .name = t[i].name };
+		size_t j = i;
+		for (; j < nt && t[j].name == t[i].name; j++) {
+			sum.ns += t[j].ns;
+			sum.depth += t[j].depth;
+		}
+		double depth = sum.ns > 0 ? sum.depth / sum.ns : 0;
+		if (sum.ns >= class_ns * GPU_IDLE_CAUSE_PCT / 100.0 &&
+		    (best == UINT32_MAX || sum.ns < best_ns - 1e-6 ||
+		     (sum.ns <= best_ns + 1e-6 && depth < best_depth))) {
+			best = sum.name;
+			best_ns = sum.ns;
+			best_depth = depth;
+		}
+		i = j;
+	}
+	free(t);
+	if (best == UINT32_MAX)
+		return;
+	v->cause_function = profile_str(p, best);
+	v->cause_pct = v->sampled_ns > 0 ? 100.0 * best_ns / v->sampled_ns : 0;
+	/* g->stacks is by idle ns: the first of this process and class holding the function */
+	for (size_t i = 0; i < g->nstacks; i++) {
+		const struct gpu_idle_stack *gs = &g->stacks[i];
+		if (gs->pid != v->pid || gs->cls != v->cause_cls || gs->stack >= p->nstacks)
+			continue;
+		const struct profile_stack *st = &p->stacks[gs->stack];
+		bool under = false;
+		for (uint32_t k = 0; k < st->nframes; k++) {
+			const struct profile_frame *fr = &p->frames[p->stack_frames[st->first + k]];
+			under |= fr->name == best;
+			if (under && (fr->flags & PROFILE_FRAME_PYTHON)) {
+				char buf[512];
+				const char *file = profile_str(p, fr->file), *sl = strrchr(file, '/');
+				snprintf(buf, sizeof(buf), "%s (%s:%u)", profile_str(p, fr->name),
+					 sl ? sl + 1 : file, fr->line);
+				v->cause_python = gpu_own(c->out, cs_strdup(buf));
+				break;
+			}
+		}
+		if (under) {
+			v->cause_stack = gs->stack;
+			break;
+		}
+	}
+}
+
+/* This process' idle samples by class, the dominant class, and the medians of its kernels and
+ * idle gaps. */
+static void gpu_verdict_idle(struct gpu_ctx *c, struct gpu_verdict *v)
+{
+	const struct profile *p = c->p;
+	const struct gpu_idle *g = &c->out->idle;
+	uint64_t *kdur = NULL, *gaps = NULL;
+	size_t nk = 0, kcap = 0, ng = 0, gcap = 0;
+
+	v->idle_ns = v->window_ns > v->busy_ns ? v->window_ns - v->busy_ns : 0;
+	for (size_t i = 0; i < g->nsamples; i++) {
+		const struct gpu_idle_sample *is = &g->samples[i];
+		const struct profile_sample *s = &p->samples[is->sample];
+		if (s->pid != v->pid || g->intervals[is->interval].device != v->device)
+			continue;
+		v->idle_weight += s->weight;
+		v->class_weight[is->cls] += s->weight;
+		v->class_ns[is->cls] += is->idle_ns;
+		v->sampled_ns += is->idle_ns;
+	}
+	for (uint32_t k = 1; k < GPU_IDLE_NCLASSES; k++)
+		if (v->class_ns[k] > v->class_ns[v->cause_cls])
+			v->cause_cls = k;
+	for (size_t i = 0; i < g->nintervals; i++)
+		if (g->intervals[i].pid == v->pid && g->intervals[i].device == v->device) {
+			cs_grow(&gaps, &gcap, ng + 1, sizeof(*gaps));
+			gaps[ng++] = g->intervals[i].end - g->intervals[i].start;
+		}
+	for (size_t i = 0; i < p->ngpu_activities; i++) {
+		const struct profile_gpu_activity *a = &p->gpu_activities[i];
+		if (a->kind == PROFILE_GPU_KERNEL && a->pid == v->pid && a->end > a->start &&
+		    gpu_pass(c, a)) {
+			cs_grow(&kdur, &kcap, nk + 1, sizeof(*kdur));
+			kdur[nk++] = a->end - a->start;
+		}
+	}
+	cs_qsort(kdur, nk, sizeof(*kdur), cmp_u64);
+	cs_qsort(gaps, ng, sizeof(*gaps), cmp_u64);
+	v->median_kernel_ns = nk ? kdur[(nk - 1) / 2] : 0;
+	v->median_gap_ns = ng ? gaps[(ng - 1) / 2] : 0;
+	free(kdur);
+	free(gaps);
+	v->cause_python = "";
+	v->cause_stack = UINT32_MAX;
+	if (v->idle_weight)
+		gpu_verdict_cause(c, v);
+}
+
 /* The rules, in order (thresholds in gpu.h):
  *   GPU-bound    the busiest device was busy >= GPU_BOUND_UTIL_PCT of the window: the GPU's
  *                work is the limit, make the kernels faster or do less of it;
  *   sync-bound   else one thread was blocked in synchronisation >= GPU_BOUND_SYNC_PCT of the
  *                window: the CPU waits for the GPU, then the GPU idles while the CPU works;
- *   launch-bound else: the GPU idles and the CPU is not waiting for it: the GPU waits for the
- *                CPU to launch work (the median launch-queue latency shows how short the
- *                queue ran). */
+ *   with at least GPU_IDLE_MIN_SAMPLES CPU samples in the device's idle time, the class holding
+ *   most of the idle time those samples explain (gpu_idle.h):
+ *     input-bound    cpu: the threads ran code that launches nothing (data loading,
+ *                    preprocessing, Python between steps) -- unless the kernels and the idle
+ *                    gaps are both tiny (medians under GPU_TINY_KERNEL_NS, GPU_TINY_GAP_NS):
+ *                    that CPU time is launch overhead, launch-bound;
+ *     launch-bound   launch: inside launch, copy and other API calls;
+ *     sync-bound     sync: inside synchronisation calls;
+ *     off-CPU-bound  offcpu: blocked off the CPU (the GIL, a lock, I/O) outside CUDA calls;
+ *   without them, launch-bound: the GPU idles and no thread waits for it. */
 static void gpu_verdicts(struct gpu_ctx *c)
 {
 	const struct profile *p = c->p;
@@ -689,13 +844,23 @@ static void gpu_verdicts(struct gpu_ctx *c)
 			v.util_pct = 100.0 * (double)v.busy_ns / (double)v.window_ns;
 			v.sync_pct = 100.0 * (double)v.blocked_ns / (double)v.window_ns;
 		}
+		gpu_verdict_idle(c, &v);
+		static const enum gpu_bound by_class[GPU_IDLE_NCLASSES] = {
+			[GPU_IDLE_CPU] = GPU_BOUND_INPUT, [GPU_IDLE_LAUNCH] = GPU_BOUND_LAUNCH,
+			[GPU_IDLE_SYNC] = GPU_BOUND_SYNC, [GPU_IDLE_OFFCPU] = GPU_BOUND_OFFCPU,
+		};
 		if (!v.busy_ns)
 			v.bound = GPU_BOUND_NONE;
 		else if (v.util_pct >= GPU_BOUND_UTIL_PCT)
 			v.bound = GPU_BOUND_GPU;
 		else if (v.sync_pct >= GPU_BOUND_SYNC_PCT)
 			v.bound = GPU_BOUND_SYNC;
+		else if (v.idle_weight >= GPU_IDLE_MIN_SAMPLES)
+			v.bound = by_class[v.cause_cls];
 		else
+			v.bound = GPU_BOUND_LAUNCH;
+		if (v.bound == GPU_BOUND_INPUT && v.median_kernel_ns &&
+		    v.median_kernel_ns < GPU_TINY_KERNEL_NS && v.median_gap_ns < GPU_TINY_GAP_NS)
 			v.bound = GPU_BOUND_LAUNCH;
 		o->verdicts[o->nverdicts++] = v;
 	}
@@ -787,6 +952,7 @@ int gpu_analyze(const struct profile *p, const struct stacks_filter *filter,
 	struct gpu_ctx c = { .p = p, .filter = filter, .out = out };
 
 	memset(out, 0, sizeof(*out));
+	gpu_idle_analyze(p, filter ? filter->pid : -1, &out->idle);
 	gpu_collect(&c);
 	bool markers = false;
 	for (size_t i = 0; i < p->ngpu_activities && !markers; i++)
@@ -829,5 +995,6 @@ void gpu_analysis_free(struct gpu_analysis *a)
 	free(a->sites);
 	free(a->ranges);
 	free(a->verdicts);
+	gpu_idle_free(&a->idle);
 	memset(a, 0, sizeof(*a));
 }

@@ -28,12 +28,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/gpu_idle.h"
 #include "analysis/profile.h"
 #include "analysis/stacks.h"
 
 #define GPU_BLAME_SLACK_NS 2000   /* CPU and GPU timestamps may disagree by this much */
 #define GPU_BOUND_UTIL_PCT 80.0   /* busiest device busy >= this share of the window: GPU-bound */
 #define GPU_BOUND_SYNC_PCT 30.0   /* else a thread blocked >= this share: sync-bound */
+#define GPU_IDLE_MIN_SAMPLES 10   /* idle samples a process needs for a verdict by their class */
+#define GPU_IDLE_CAUSE_PCT 66.0   /* the cause: the most specific function under this share of
+                                   * the dominant class' idle time */
+#define GPU_TINY_KERNEL_NS 20000  /* median kernel and median idle gap under these: launch-bound */
+#define GPU_TINY_GAP_NS 50000
 #define GPU_TOP_WAITERS 5         /* launches kept with the longest queue latency */
 
 #define GPU_ALL_STREAMS UINT32_MAX /* gpu_util.stream of a whole device's row */
@@ -100,7 +106,8 @@ struct gpu_range {              /* NVTX ranges of one name */
 	uint64_t count, total_ns, min_ns, max_ns, marks; /* marks: instantaneous markers */
 };
 
-enum gpu_bound { GPU_BOUND_NONE, GPU_BOUND_GPU, GPU_BOUND_SYNC, GPU_BOUND_LAUNCH };
+enum gpu_bound { GPU_BOUND_NONE, GPU_BOUND_GPU, GPU_BOUND_SYNC, GPU_BOUND_LAUNCH,
+		 GPU_BOUND_INPUT, GPU_BOUND_OFFCPU };
 
 struct gpu_verdict {
 	uint32_t pid;
@@ -116,6 +123,17 @@ struct gpu_verdict {
 	uint64_t kernels, kernel_ns;
 	uint64_t median_latency_ns; /* of the process' kernels */
 	const char *top_blame;      /* what the waits mostly waited for, or NULL */
+	/* GPU idle time explained by the CPU (gpu_idle.h), this process' share of it */
+	uint64_t idle_ns;           /* window - busy of the busiest device */
+	uint64_t idle_weight;       /* idle samples (weights) */
+	uint64_t class_weight[GPU_IDLE_NCLASSES];
+	double class_ns[GPU_IDLE_NCLASSES], sampled_ns;
+	uint32_t cause_cls;         /* the dominant class */
+	const char *cause_function; /* the function the GPU waited on, or NULL without samples */
+	double cause_pct;           /* its share of sampled_ns */
+	uint32_t cause_stack;       /* the stack under it with most idle ns */
+	const char *cause_python;   /* the innermost Python frame at or above it, or "" */
+	uint64_t median_kernel_ns, median_gap_ns;
 };
 
 struct gpu_analysis {
@@ -133,6 +151,7 @@ struct gpu_analysis {
 	struct gpu_site *sites; size_t nsites;                      /* by GPU time, descending */
 	struct gpu_range *ranges; size_t nranges;                   /* by total, descending */
 	struct gpu_verdict *verdicts; size_t nverdicts;             /* by pid */
+	struct gpu_idle idle;                                       /* idle time by CPU stack */
 	char **owned; size_t nowned;                                /* strings made here */
 };
 
@@ -146,7 +165,7 @@ void gpu_analysis_free(struct gpu_analysis *a);
 
 /* "HtoD", "DtoH", "HtoA", ..., "PtoP", or "kind N" in buf. */
 const char *gpu_copy_direction(uint32_t copy_kind, char *buf, size_t len);
-/* "GPU-bound", "sync-bound", "launch-bound", "none". */
+/* "GPU-bound", "sync-bound", "launch-bound", "input-bound", "off-CPU-bound", "none". */
 const char *gpu_bound_name(enum gpu_bound b);
 
 #endif

@@ -62,6 +62,7 @@ struct gpu_idle {
 	struct gpu_idle_sample *samples; size_t nsamples;       /* by sample time */
 	struct gpu_idle_stack *stacks; size_t nstacks;          /* by idle_ns, descending */
 	uint64_t idle_ns;        /* the intervals' total */
+	uint64_t longest_ns;     /* the longest interval (gpu_idle_between's search bound) */
 	uint64_t sampled_ns;     /* of which in intervals holding at least one sample */
 	uint64_t weight;         /* weights of the idle samples */
 	uint64_t class_weight[GPU_IDLE_NCLASSES];

@@ -434,11 +434,41 @@ static const char *report_gpu_path(const struct profile *p, uint32_t stack, size
 	return buf;
 }
 
-static void report_text_gpu_verdict(FILE *f, const struct gpu_analysis *g)
+/* What the GPU waited on, in words: "decode_batch (93.1% of the idle time CPU samples explain;
+ * Python: load (data.py:12)), in decode_batch <- load_batch <- train_step". */
+static void report_text_gpu_cause(FILE *f, const struct profile *p, const struct gpu_verdict *v)
+{
+	char path[512];
+	static const char *const doing[GPU_IDLE_NCLASSES] = {
+		[GPU_IDLE_CPU] = "ran code that launches nothing",
+		[GPU_IDLE_LAUNCH] = "was inside launch and other CUDA API calls",
+		[GPU_IDLE_SYNC] = "was inside synchronisation calls",
+		[GPU_IDLE_OFFCPU] = "waited off the CPU",
+	};
+	if (!v->idle_weight) {
+		fputs("No CPU sample fell in its idle time. ", f);
+		return;
+	}
+	fprintf(f, "While it idled the CPU mostly %s (%.1f%% of the idle time that %" PRIu64
+		" samples explain)", doing[v->cause_cls],
+		v->sampled_ns > 0 ? 100.0 * v->class_ns[v->cause_cls] / v->sampled_ns : 0.0,
+		v->idle_weight);
+	if (v->cause_function) {
+		fprintf(f, ": the GPU waited on %s (%.1f%% of it", v->cause_function, v->cause_pct);
+		if (*v->cause_python)
+			fprintf(f, "; Python: %s", v->cause_python);
+		fprintf(f, "), in %s", report_gpu_path(p, v->cause_stack, 5, path, sizeof(path)));
+	}
+	fputs(". ", f);
+}
+
+static void report_text_gpu_verdict(FILE *f, const struct profile *p,
+				    const struct gpu_analysis *g)
 {
 	fprintf(f, "\nGPU verdict (GPU-bound: busiest device busy >= %.0f%% of the window; else "
-		"sync-bound: a thread blocked >= %.0f%%; else launch-bound)\n", GPU_BOUND_UTIL_PCT,
-		GPU_BOUND_SYNC_PCT);
+		"sync-bound: a thread blocked >= %.0f%%; else by what the CPU did while the GPU "
+		"idled: input-bound, launch-bound, sync-bound or off-CPU-bound)\n",
+		GPU_BOUND_UTIL_PCT, GPU_BOUND_SYNC_PCT);
 	for (size_t i = 0; i < g->nverdicts; i++) {
 		const struct gpu_verdict *v = &g->verdicts[i];
 		fprintf(f, "  pid %u (%s): %s. ", v->pid, *v->comm ? v->comm : "?",
@@ -463,6 +493,9 @@ static void report_text_gpu_verdict(FILE *f, const struct gpu_analysis *g)
 				"queue", report_us(v->kernel_ns / v->kernels),
 				report_us(v->median_latency_ns));
 		fputs(". ", f);
+		if (v->bound != GPU_BOUND_GPU)
+			report_text_gpu_cause(f, p, v);
+		const char *what = v->cause_function ? v->cause_function : "the CPU's work";
 		switch (v->bound) {
 		case GPU_BOUND_GPU:
 			fputs("The GPU's own work is the limit: make the kernels faster or do less of "
@@ -472,12 +505,56 @@ static void report_text_gpu_verdict(FILE *f, const struct gpu_analysis *g)
 			fputs("The CPU waits for the GPU, then the GPU idles while the CPU works: "
 			      "remove or defer the synchronisations so that both overlap.\n", f);
 			break;
+		case GPU_BOUND_INPUT:
+			fprintf(f, "The GPU waits for %s, which launches nothing: make it faster or "
+				"move it off the training thread (a loader thread or process that "
+				"prefetches into pinned memory) so that it overlaps the GPU's work.\n",
+				what);
+			break;
+		case GPU_BOUND_OFFCPU:
+			fprintf(f, "The GPU waits while the launching threads are blocked in %s (the "
+				"GIL, a lock or I/O): find who holds it, or move the blocking work off "
+				"the launching thread.\n", what);
+			break;
 		default:
 			fputs("The GPU idles while no thread waits for it: it waits for the CPU to "
 			      "launch work (fewer, larger kernels, CUDA graphs, or less CPU work "
 			      "between launches).\n", f);
 			break;
 		}
+	}
+}
+
+/* "GPU idle time by CPU stack": the idle samples' stacks by the idle ns they explain. */
+static void report_text_gpu_idle(FILE *f, const struct profile *p, const struct gpu_analysis *g,
+				 const struct report_opts *o)
+{
+	const struct gpu_idle *d = &g->idle;
+	char path[512], py[256];
+	if (!d->nintervals)
+		return;
+	fprintf(f, "\nGPU idle time by CPU stack (%.3f ms idle in %zu intervals; %" PRIu64
+		" CPU samples fell in %.3f ms of it)\n", report_ms(d->idle_ns), d->nintervals,
+		d->weight, report_ms(d->sampled_ns));
+	if (!d->nstacks) {
+		fputs("  no CPU sample fell in the GPU's idle time\n", f);
+		return;
+	}
+	fprintf(f, "  by class:");
+	for (uint32_t k = 0; k < GPU_IDLE_NCLASSES; k++)
+		fprintf(f, " %s %.1f%%%s", gpu_idle_class_name(k),
+			d->sampled_ns ? 100.0 * d->class_ns[k] / (double)d->sampled_ns : 0.0,
+			k + 1 < GPU_IDLE_NCLASSES ? "," : "\n");
+	size_t rows = report_rows(d->nstacks, o);
+	fprintf(f, "%10s %7s %8s %8s %-7s  %s\n", "Idle ms", "Idle%", "Samples", "PID", "Class",
+		"CPU stack (leaf first)");
+	for (size_t i = 0; i < rows; i++) {
+		const struct gpu_idle_stack *st = &d->stacks[i];
+		gpu_idle_leaf(p, st->stack, py, sizeof(py));
+		fprintf(f, "%10.3f %6.2f%% %8" PRIu64 " %8u %-7s  %s%s%s%s\n", st->idle_ns / 1e6,
+			st->percent, st->samples, st->pid, gpu_idle_class_name(st->cls),
+			report_gpu_path(p, st->stack, 6, path, sizeof(path)), *py ? " [Python: " : "",
+			py, *py ? "]" : "");
 	}
 }
 
@@ -583,7 +660,8 @@ static void report_text_gpu(FILE *f, const struct profile *p, const struct gpu_a
 				*r->name ? r->name : "(unnamed)");
 		}
 	}
-	report_text_gpu_verdict(f, g);
+	report_text_gpu_idle(f, p, g, o);
+	report_text_gpu_verdict(f, p, g);
 }
 
 static void report_write_text(FILE *f, const struct profile *p, const struct stacks_report *r,
@@ -913,6 +991,56 @@ static void report_json_util(FILE *f, const struct gpu_util *u)
 	fputc('}', f);
 }
 
+static void report_json_gpu_idle(FILE *f, const struct profile *p, const struct gpu_analysis *g,
+				 const struct report_opts *o)
+{
+	const struct gpu_idle *d = &g->idle;
+	char py[256];
+	report_json_key(f, "idle");
+	fputc('{', f);
+	report_json_u64(f, "idle_ns", d->idle_ns);
+	fputc(',', f);
+	report_json_u64(f, "sampled_ns", d->sampled_ns);
+	fputc(',', f);
+	report_json_u64(f, "intervals", d->nintervals);
+	fputc(',', f);
+	report_json_u64(f, "samples", d->weight);
+	fputc(',', f);
+	report_json_key(f, "classes");
+	fputc('{', f);
+	for (uint32_t k = 0; k < GPU_IDLE_NCLASSES; k++) {
+		report_json_key(f, gpu_idle_class_name(k));
+		fprintf(f, "{\"samples\":%" PRIu64 ",\"idle_ns\":%.0f}%s", d->class_weight[k],
+			d->class_ns[k], k + 1 < GPU_IDLE_NCLASSES ? "," : "");
+	}
+	fputs("},\n", f);
+	report_json_key(f, "stacks");
+	fputc('[', f);
+	size_t rows = report_rows(d->nstacks, o);
+	for (size_t i = 0; i < rows; i++) {
+		const struct gpu_idle_stack *st = &d->stacks[i];
+		fputs(i ? ",\n  {" : "\n  {", f);
+		report_json_u64(f, "pid", st->pid);
+		fputc(',', f);
+		report_json_str(f, "class", gpu_idle_class_name(st->cls));
+		fputc(',', f);
+		report_json_u64(f, "samples", st->samples);
+		fputc(',', f);
+		report_json_double(f, "idle_ns", st->idle_ns, 0);
+		fputc(',', f);
+		report_json_double(f, "percent", st->percent, 4);
+		fputc(',', f);
+		report_json_str(f, "leaf", gpu_idle_leaf(p, st->stack, py, sizeof(py)));
+		fputc(',', f);
+		report_json_str(f, "python", py);
+		fputc(',', f);
+		report_json_key(f, "stack");
+		report_json_path(f, p, st->stack);
+		fputc('}', f);
+	}
+	fputs("]}", f);
+}
+
 static void report_json_gpu(FILE *f, const struct profile *p, const struct gpu_analysis *g,
 			    const struct report_opts *o)
 {
@@ -1131,12 +1259,40 @@ static void report_json_gpu(FILE *f, const struct profile *p, const struct gpu_a
 		fputc(',', f);
 		report_json_str(f, "waited_mostly_for", v->top_blame);
 		fputc(',', f);
+		report_json_u64(f, "idle_ns", v->idle_ns);
+		fputc(',', f);
+		report_json_key(f, "cause");
+		if (!v->idle_weight) {
+			fputs("null", f);
+		} else {
+			fputc('{', f);
+			report_json_str(f, "class", gpu_idle_class_name(v->cause_cls));
+			fputc(',', f);
+			report_json_double(f, "class_pct", v->sampled_ns > 0 ?
+					   100.0 * v->class_ns[v->cause_cls] / v->sampled_ns : 0, 4);
+			fputc(',', f);
+			report_json_str(f, "leaf", v->cause_function);
+			fputc(',', f);
+			report_json_str(f, "python", v->cause_python);
+			fputc(',', f);
+			report_json_double(f, "percent", v->cause_pct, 4);
+			fputc(',', f);
+			report_json_u64(f, "samples", v->idle_weight);
+			fputc(',', f);
+			report_json_key(f, "stack");
+			report_json_path(f, p, v->cause_stack);
+			fputc('}', f);
+		}
+		fputc(',', f);
 		report_json_key(f, "thresholds");
-		fprintf(f, "{\"util_pct\":%.1f,\"sync_pct\":%.1f}", GPU_BOUND_UTIL_PCT,
-			GPU_BOUND_SYNC_PCT);
+		fprintf(f, "{\"util_pct\":%.1f,\"sync_pct\":%.1f,\"idle_min_samples\":%d,"
+			"\"cause_pct\":%.1f}", GPU_BOUND_UTIL_PCT, GPU_BOUND_SYNC_PCT,
+			GPU_IDLE_MIN_SAMPLES, GPU_IDLE_CAUSE_PCT);
 		fputc('}', f);
 	}
-	fputs("]},\n", f);
+	fputs("],\n", f);
+	report_json_gpu_idle(f, p, g, o);
+	fputs("},\n", f);
 }
 
 static void report_write_json(FILE *f, const struct profile *p, const struct stacks_report *r,

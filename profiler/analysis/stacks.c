@@ -9,6 +9,7 @@
 
 #include "base/cs.h"
 #include "analysis/fold.h"
+#include "analysis/gpu_idle.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -910,6 +911,7 @@ struct stacks_fold_entry {
 	uint32_t root;      /* trow (per thread) or prow index */
 	uint32_t stack;     /* stack id, or STACKS_NONE for a sample without frames */
 	uint64_t count;
+	double idle_ns;     /* FOLD_GPU_IDLE: the GPU idle ns its samples explain */
 };
 
 struct stacks_fold {
@@ -962,7 +964,7 @@ void fold_frame_of(const struct profile *p, uint32_t fid, struct fold_frame *out
 
 /* Hand one stack, root first, to the callback. */
 static int stacks_fold_emit(struct stacks_fold *fo, uint32_t root, uint32_t stack, uint64_t count,
-			    fold_fn fn, void *arg)
+			    uint64_t calls, fold_fn fn, void *arg)
 {
 	size_t n = 0;
 	const uint32_t *fr = stack == STACKS_NONE ? NULL : stacks_frames(fo->c.p, stack, &n);
@@ -971,7 +973,7 @@ static int stacks_fold_emit(struct stacks_fold *fo, uint32_t root, uint32_t stac
 	fo->frames[0] = (struct fold_frame){ .name = stacks_fold_root(fo, root) };
 	for (size_t i = 0; i < n; i++)
 		fold_frame_of(fo->c.p, fr[n - 1 - i], &fo->frames[1 + i]);
-	return fn(arg, fo->frames, n + 1, count, 0);
+	return fn(arg, fo->frames, n + 1, count, calls);
 }
 
 /* qsort_r order of merged entries: root name, then frame names root first, then depth. */
@@ -1024,8 +1026,22 @@ int fold_profile(const struct profile *p, const struct fold_opts *opts, fold_fn 
 	struct stacks_map emap = { 0 };
 	int err;
 
-	if (opts && opts->source != FOLD_CPU)
+	double *idle_ns = NULL;   /* FOLD_GPU_IDLE: per sample, the idle ns it explains; < 0: none */
+
+	if (opts && opts->source != FOLD_CPU && opts->source != FOLD_GPU_IDLE)
 		return fold_profile_gpu(p, opts, fn, arg);
+	if (opts && opts->source == FOLD_GPU_IDLE) {
+		struct gpu_idle g;
+		gpu_idle_analyze(p, opts->pid, &g);
+		idle_ns = cs_malloc(p->nsamples_records * sizeof(*idle_ns) + 1);
+		for (size_t i = 0; i < p->nsamples_records; i++)
+			idle_ns[i] = -1;
+		for (size_t i = 0; i < g.nsamples; i++) {
+			double *v = &idle_ns[g.samples[i].sample];
+			*v = (*v < 0 ? 0 : *v) + g.samples[i].idle_ns;
+		}
+		gpu_idle_free(&g);
+	}
 	memset(&fo, 0, sizeof(fo));
 	fo.opts = opts ? opts : &defaults;
 	struct stacks_filter filter = { .pid = fo.opts->pid, .tid = fo.opts->tid,
@@ -1037,13 +1053,15 @@ int fold_profile(const struct profile *p, const struct fold_opts *opts, fold_fn 
 	for (size_t i = 0; i < p->nsamples_records; i++) {
 		const struct profile_sample *s = &p->samples[i];
 		struct stacks_trow *t = stacks_sample_trow(&fo.c, s);
-		if (!t->match)
+		if (!t->match || (idle_ns && idle_ns[i] < 0))
 			continue;
+		double ns = idle_ns ? idle_ns[i] : 0;
 		uint32_t root = fo.opts->per_thread ? (uint32_t)(t - fo.c.trows) : t->prow;
 		uint32_t stack = (stacks_root_class(&fo.c, s->stack) & STACKS_ROOT_EMPTY)
 				 ? STACKS_NONE : s->stack;
 		if (fo.opts->time_order) {
-			err = stacks_fold_emit(&fo, root, stack, s->weight, fn, arg);
+			err = stacks_fold_emit(&fo, root, stack, s->weight, (uint64_t)(ns + 0.5), fn,
+					       arg);
 			if (err < 0)
 				goto out;
 			continue;
@@ -1055,6 +1073,7 @@ int fold_profile(const struct profile *p, const struct fold_opts *opts, fold_fn 
 			*v = (uint32_t)nentries++;
 		}
 		entries[*v].count += s->weight;
+		entries[*v].idle_ns += ns;
 	}
 	if (fo.opts->time_order)
 		goto out;
@@ -1064,7 +1083,7 @@ int fold_profile(const struct profile *p, const struct fold_opts *opts, fold_fn 
 	cs_qsort_r(entries, nentries, sizeof(*entries), stacks_fold_cmp, &fo);
 	for (size_t i = 0; i < nentries; i++) {
 		err = stacks_fold_emit(&fo, entries[i].root, entries[i].stack, entries[i].count,
-				       fn, arg);
+				       (uint64_t)(entries[i].idle_ns + 0.5), fn, arg);
 		if (err < 0)
 			goto out;
 	}
@@ -1074,6 +1093,7 @@ out:
 	free(fo.root_names);
 	free(fo.frames);
 	free(entries);
+	free(idle_ns);
 	stacks_map_free(&emap);
 	stacks_ctx_free(&fo.c);
 	return err;

@@ -14,8 +14,8 @@
 static void folded_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: csampler folded [-i FILE] [--cpu|--gpu|--both] [--per-thread] [--pid PID]\n"
-		"                       [--tid TID] [--comm NAME] [--rank N] [--time SPEC]\n"
+		"usage: csampler folded [-i FILE] [--cpu|--gpu|--both|--gpu-idle] [--per-thread]\n"
+		"                       [--pid PID] [--tid TID] [--comm NAME] [--rank N] [--time SPEC]\n"
 		"                       [--python-only]\n"
 		"\n"
 		"Print the recorded stacks as folded text, one 'root;...;leaf COUNT' line per\n"
@@ -28,6 +28,8 @@ static void folded_usage(FILE *f)
 		"                       CPU stack that launched it and the NVTX ranges around it\n"
 		"      --both           a CPU root (samples times the sampling period) and a GPU\n"
 		"                       root, both in ns\n"
+		"      --gpu-idle       only the CPU samples that fell in GPU idle time (what the\n"
+		"                       CPU did while its GPU had nothing to run), in samples\n"
 		"      --per-thread     root frame 'comm-tid' instead of the process name\n"
 		PROFILE_FILTER_HELP
 		"      --python-only    stacks keep only their Python frames under the root, as\n"
@@ -39,7 +41,7 @@ static void folded_usage(FILE *f)
 static int folded_parse_args(int argc, char **argv, const char **input, struct fold_opts *o,
 			     struct profile_filter *filter, bool *python_only)
 {
-	enum { OPT_PER_THREAD = 256, OPT_CPU, OPT_GPU, OPT_BOTH, OPT_PYTHON_ONLY };
+	enum { OPT_PER_THREAD = 256, OPT_CPU, OPT_GPU, OPT_BOTH, OPT_GPU_IDLE, OPT_PYTHON_ONLY };
 	static const struct option longopts[] = {
 		{ "input", required_argument, NULL, 'i' },
 		{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
@@ -47,6 +49,7 @@ static int folded_parse_args(int argc, char **argv, const char **input, struct f
 		{ "cpu", no_argument, NULL, OPT_CPU },
 		{ "gpu", no_argument, NULL, OPT_GPU },
 		{ "both", no_argument, NULL, OPT_BOTH },
+		{ "gpu-idle", no_argument, NULL, OPT_GPU_IDLE },
 		{ "python-only", no_argument, NULL, OPT_PYTHON_ONLY },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -73,6 +76,9 @@ static int folded_parse_args(int argc, char **argv, const char **input, struct f
 			break;
 		case OPT_BOTH:
 			o->source = FOLD_BOTH;
+			break;
+		case OPT_GPU_IDLE:
+			o->source = FOLD_GPU_IDLE;
 			break;
 		case OPT_PYTHON_ONLY:
 			*python_only = true;

@@ -7,6 +7,9 @@
  *     that stays on the stack over consecutive samples is one slice, its callees nested in it.
  *   - one pseudo-process "GPU <device> (pid P)" per recorded process and device, with one track
  *     per stream (tid = the stream id) holding its kernels, copies and memsets as "X" events.
+ *   - on each GPU pseudo-process, a track "idle: what the CPU did" (tid CHROME_IDLE_TID) with
+ *     one "X" event per idle interval of the device (gpu_idle.h), named "GPU idle", its args
+ *     the CPU stack with most idle time inside ("top_stack", leaf first) and the samples.
  *   - a flow arrow ("s" on the CPU thread at the launching API call, "f" bound to the GPU
  *     slice, id = correlation id) from each launch to what it ran.
  *
@@ -29,6 +32,7 @@
  * from integers so that no precision is lost. The JSON is written by hand with base's escaping
  * (cs_buf_json_escape): the events are a flat list of small objects, which needs no library. */
 #include "export/export.h"
+#include "analysis/gpu_idle.h"
 #include "base/cs.h"
 
 #include <errno.h>
@@ -644,6 +648,58 @@ static void chrome_write_gpu(struct chrome_ctx *c)
 	}
 }
 
+/* The idle track of each GPU pseudo-process: its device's idle intervals with the CPU stack
+ * that explains most of each. */
+#define CHROME_IDLE_TID 1000000000u
+
+static void chrome_write_idle(struct chrome_ctx *c)
+{
+	const struct profile *p = c->p;
+	struct gpu_idle g;
+	char py[256];
+
+	gpu_idle_analyze(p, -1, &g);
+	for (size_t i = 0; i < c->ngpus && g.nintervals; i++) {
+		uint32_t gpid = CHROME_GPU_PID_BASE + (uint32_t)i;
+		chrome_meta(c, "thread_name", gpid, CHROME_IDLE_TID, "name",
+			    "idle: what the CPU did", 0);
+		chrome_meta(c, "thread_sort_index", gpid, CHROME_IDLE_TID, "sort_index", NULL, -1);
+	}
+	for (size_t i = 0; i < g.nintervals; i++) {
+		const struct gpu_idle_interval *iv = &g.intervals[i];
+		uint32_t gpid = chrome_gpu_pid(c, iv->pid, iv->device);
+		if (!gpid)
+			continue;
+		chrome_begin(c, 'X', gpid, CHROME_IDLE_TID, iv->start);
+		fputs(",\"dur\":", c->f);
+		chrome_us(c, (int64_t)(iv->end - iv->start));
+		fprintf(c->f, ",\"cat\":\"gpu-idle\",\"name\":\"GPU idle\",\"args\":{\"samples\":%"
+			PRIu64 ",\"top_stack\":", iv->samples);
+		if (iv->top_stack < p->nstacks) {
+			const struct profile_stack *st = &p->stacks[iv->top_stack];
+			struct cs_buf path = { 0 };
+			for (uint32_t k = 0; k < st->nframes; k++) {
+				uint32_t fr = p->stack_frames[st->first + k];
+				const char *name = fr < p->nframes ? profile_str(p, p->frames[fr].name) : "?";
+				cs_buf_printf(&path, "%s%s", k ? ";" : "", name);
+			}
+			cs_buf_put(&path, "", 1);
+			chrome_str(c, path.data);
+			cs_buf_free(&path);
+			fputs(",\"leaf\":", c->f);
+			chrome_str(c, gpu_idle_leaf(p, iv->top_stack, py, sizeof(py)));
+			if (*py) {
+				fputs(",\"python\":", c->f);
+				chrome_str(c, py);
+			}
+		} else {
+			fputs("null", c->f);
+		}
+		fputs("}}", c->f);
+	}
+	gpu_idle_free(&g);
+}
+
 /* A flow from the launching call on its CPU thread to each kernel, copy and memset. The
  * arrow leaves the launch's API span at its start. A launch without a span of its own (the
  * driver call that a runtime call makes, which CUPTI's API records leave out) leaves the span
@@ -756,6 +812,7 @@ int export_chrome_write(FILE *f, const struct profile *p)
 	free(pids);
 
 	chrome_write_gpu(&c);      /* first: names the GPU pseudo-processes for the flows */
+	chrome_write_idle(&c);
 	chrome_write_threads(&c);
 	chrome_write_flows(&c);
 	fputs("\n]}\n", f);
