@@ -244,7 +244,7 @@ if (s.length !== want) errs.push(s.length + ' steps, the script ran ' + want);
 s.forEach((x, i) => {
   if (x.step !== i + 1 || !(x.wall_ns > 0)) errs.push('step ' + i + ': ' + JSON.stringify(x).slice(0, 120));
   /* every step holds its three kernels, 900 us of GPU time */
-  else if (Math.abs(x.gpu_busy_pct - 100 * 900000 / x.wall_ns) > 0.01) errs.push('step ' + x.step + ': busy ' + x.gpu_busy_pct + '% for 900 us in ' + x.wall_ns + ' ns');
+  else if (Math.abs(x.gpu_busy_pct - 100 * 900000 / x.wall_ns) > 0.051) errs.push('step ' + x.step + ': busy ' + x.gpu_busy_pct + '% for 900 us in ' + x.wall_ns + ' ns');
 });
 const sumIdle = s.reduce((a, x) => a + (x.gpu_idle_ns || 0), 0);
 if (sumIdle > idle_ns) errs.push('steps idle ' + sumIdle + ' > ' + idle_ns);
