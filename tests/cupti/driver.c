@@ -7,7 +7,8 @@
  *                           the parent, which has the child's address layout, then decodes
  *                           $CSAMPLER_GPU_DIR/gpu-CHILD.bin (inject/protocol.h) and checks it
  *                           against script.h. Prints "ok: ..." or "FAIL ..." lines; exit 0/1.
- *      scenarios: workload syncwait busy fork noinit hang error real
+ *      scenarios: workload syncwait busy fork noinit hang error real, and the real-time
+ *      dataload tiny syncbound gpubound (t-gpu-idle.sh)
  *   driver load LIB         dlopen only: exit 0, or 2 with dlerror() (version-tag test)
  *   driver bench LIB|none RATE LAUNCHES   ns per launch at RATE launches/s (bench-gpu-launch.sh)
  *   driver expect           the workload's report figures, from script.h alone (t-gpu-report.sh)
@@ -323,6 +324,395 @@ static int NOIPA syncwait(void)
 	}
 	hk.deliver();
 	return 0;
+}
+
+/* ---- real-time scenarios (tests/cupti/t-gpu-idle.sh): GPU idle time explained by the CPU ----
+ *
+ * Unlike the scripted ones above, these play real time: the CPU really spends it in the named
+ * NOIPA functions below while csampler samples the process, and the records pushed for the GPU
+ * carry timestamps of the same clock (hk.get_timestamp: CUPTI's, which the library makes
+ * CLOCK_MONOTONIC, the clock of the CPU samples). Kernels queue on stream 1 back to back: one
+ * starts when its launch call returns or when the previous one ends. A synchronisation waits in
+ * wait_gpu inside its API call (standin_call's `during`), so its API span covers the wait, and
+ * its sync record spans [just before the call, the end of the wait].
+ *   dataload   per step: load_batch -> decode_batch spins DL_DECODE_NS launching nothing; three
+ *              kernels of 200, 300, 400 us; a stream sync until the last ends; an NVTX range
+ *              "step" around it all. Input-bound: GPU busy ~18%, idle under decode_batch.
+ *   tiny       TINY_LAUNCHES launches, each call spinning TINY_CALL_NS in launch_cost inside its
+ *              API span; 1 us kernels starting at the call's return. Launch-bound.
+ *   syncbound  per step: a 3.5 ms kernel, a sync on it (the span covers the wait), 2.5 ms of CPU
+ *              in postprocess. Sync-bound: blocked ~58% of the window (busy as much, < 80%).
+ *   gpubound   per step: prepare_batch spins 150 us, four 1 ms kernels queued behind the
+ *              previous step's, a sync until the previous step's last kernel ends (one more at
+ *              the end for the last); every 50 steps save_checkpoint spins 6 ms, so the GPU idles
+ *              ~2 ms then. GPU-bound: busy ~99%, a CPU delay under 4 ms costs none.
+ * The child prints "script: NAME steps N kernels K kernel_ns X" (the scripted GPU time); the
+ * parent prints "ok: NAME: ..." with the figures report must give, recomputed from the records
+ * the library wrote as csampler's analysis does (gpu.c): the window (first start to last end of
+ * every kernel, copy, memset, sync and API span), busy (union of the kernels), idle = window -
+ * busy, and the NVTX ranges named "step". */
+static void bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#define DL_STEPS 350
+#define DL_DECODE_NS 4000000ull
+#define TINY_LAUNCHES 100000
+#define TINY_CALL_NS 6000ull
+#define TINY_KERNEL_NS 1000ull
+#define SB_STEPS 250
+#define SB_KERNEL_NS 3500000ull
+#define SB_POST_NS 2500000ull
+#define GB_STEPS 400
+#define GB_PREP_NS 150000ull
+#define GB_KERNEL_NS 1000000ull
+#define GB_CHECKPOINT_EVERY 50
+#define GB_CHECKPOINT_NS 6000000ull
+
+static uint64_t rt_now(void)
+{
+	uint64_t t = 0;
+	hk.get_timestamp(&t);
+	return t;
+}
+
+/* Spin on the CPU until the clock reads `until`, reading it every `rounds` rounds of arithmetic:
+ * inlined into the NOIPA function that uses it, so that nearly every sample's leaf is that
+ * function (not the clock's code). */
+static volatile uint64_t rt_sink;
+#define SPIN_UNTIL(until, rounds)                                                          \
+	do {                                                                               \
+		uint64_t x_ = rt_sink;                                                     \
+		while (rt_now() < (until))                                                 \
+			for (int i_ = 0; i_ < (rounds); i_++)                              \
+				x_ = x_ * 6364136223846793005ull + 1442695040888963407ull; \
+		rt_sink = x_;                                                              \
+	} while (0)
+
+static struct {
+	uint64_t gpu_free;     /* when stream 1 has done all that was queued */
+	uint64_t wait_end;     /* when the last wait_gpu returned */
+	uint32_t corr, marker;
+	uint64_t kernels, kernel_ns;
+} rt = { .corr = 1, .marker = 1 };
+
+/* One API call of the runtime (and the driver call inside it), on the clock; `during` runs
+ * inside its span. A macro: the stand-in's callbacks run directly under the calling function. */
+#define RT_CALL(rtcb, drvcb, rtname, drvname, sym, corr_, during_, arg_)                  \
+	do {                                                                               \
+		struct standin_call sc_ = { .runtime_cbid = RT(rtcb), .driver_cbid = DRV(drvcb), \
+					    .runtime_name = rtname, .driver_name = drvname,  \
+					    .symbol = sym, .corr = (corr_),                  \
+					    .during = (during_), .during_arg = (arg_) };     \
+		hk.call(&sc_);                                                             \
+		KEEP_FRAME();                                                              \
+	} while (0)
+
+/* The GPU's side of a launch whose call just returned: the kernel starts now or when the
+ * stream's previous work ends. */
+static void rt_kernel(const char *name, uint64_t ns, uint32_t corr)
+{
+	uint64_t now = rt_now(), start = now > rt.gpu_free ? now : rt.gpu_free;
+	CUpti_ActivityKernel10 k = { .kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+		.registersPerThread = 32, .start = start, .end = start + ns,
+		.completed = start + ns, .deviceId = 0, .contextId = 1, .streamId = 1,
+		.gridX = 64, .gridY = 1, .gridZ = 1, .blockX = 256, .blockY = 1, .blockZ = 1,
+		.correlationId = corr, .name = name, .queued = now, .submitted = now };
+	hk.push(&k, sizeof(k));
+	rt.gpu_free = start + ns;
+	rt.kernels++;
+	rt.kernel_ns += ns;
+}
+
+void NOIPA rt_launch(const char *name, uint64_t ns)
+{
+	uint32_t corr = rt.corr++;
+	RT_CALL(cudaLaunchKernel_v7000, cuLaunchKernel, "cudaLaunchKernel", "cuLaunchKernel", name,
+		corr, NULL, NULL);
+	rt_kernel(name, ns, corr);
+}
+
+/* Inside a synchronisation: until the GPU has done everything queued. */
+void NOIPA wait_gpu(void *arg)
+{
+	uint64_t until = *(const uint64_t *)arg;
+	SPIN_UNTIL(until, 256);
+	rt.wait_end = rt_now();
+}
+
+/* A stream sync that waits until the GPU reaches `until` (the end of the work it waits for). */
+void NOIPA rt_sync(uint64_t until)
+{
+	uint32_t corr = rt.corr++;
+	uint64_t a0 = rt_now();
+	RT_CALL(cudaStreamSynchronize_v3020, cuStreamSynchronize, "cudaStreamSynchronize",
+		"cuStreamSynchronize", NULL, corr, wait_gpu, &until);
+	CUpti_ActivitySynchronization2 s = { .kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+		.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE,
+		.start = a0, .end = rt.wait_end, .correlationId = corr, .contextId = 1,
+		.streamId = 1, .cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE };
+	hk.push(&s, sizeof(s));
+}
+
+/* An NVTX range on this thread: START with the name, END later (push_markers' records). */
+static uint32_t rt_range_start(const char *name)
+{
+	CUpti_ActivityMarker2 m = { .kind = CUPTI_ACTIVITY_KIND_MARKER,
+		.flags = CUPTI_ACTIVITY_FLAG_MARKER_START, .timestamp = rt_now(), .id = rt.marker,
+		.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD, .name = name };
+	m.objectId.pt.processId = (uint32_t)getpid();
+	m.objectId.pt.threadId = (uint32_t)gettid();
+	hk.push(&m, sizeof(m));
+	return rt.marker++;
+}
+
+static void rt_range_end(uint32_t id)
+{
+	CUpti_ActivityMarker2 m = { .kind = CUPTI_ACTIVITY_KIND_MARKER,
+		.flags = CUPTI_ACTIVITY_FLAG_MARKER_END, .timestamp = rt_now(), .id = id,
+		.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD };
+	m.objectId.pt.processId = (uint32_t)getpid();
+	m.objectId.pt.threadId = (uint32_t)gettid();
+	hk.push(&m, sizeof(m));
+}
+
+/* dataload */
+void NOIPA decode_batch(void)
+{
+	uint64_t until = rt_now() + DL_DECODE_NS;
+	SPIN_UNTIL(until, 4096);
+}
+
+void NOIPA load_batch(void)
+{
+	decode_batch();
+	KEEP_FRAME();
+}
+
+void NOIPA dl_forward(void)
+{
+	rt_launch("embed_kernel", 200000);
+	rt_launch("matmul_kernel", 300000);
+	rt_launch("loss_kernel", 400000);
+	KEEP_FRAME();
+}
+
+void NOIPA dl_step(void)
+{
+	uint32_t range = rt_range_start("step");
+	load_batch();
+	dl_forward();
+	rt_sync(rt.gpu_free);
+	rt_range_end(range);
+	KEEP_FRAME();
+}
+
+/* tiny */
+void NOIPA launch_cost(void *arg)
+{
+	(void)arg;
+	uint64_t until = rt_now() + TINY_CALL_NS;
+	SPIN_UNTIL(until, 1024);
+}
+
+void NOIPA tiny_launch(void)
+{
+	uint32_t corr = rt.corr++;
+	RT_CALL(cudaLaunchKernel_v7000, cuLaunchKernel, "cudaLaunchKernel", "cuLaunchKernel",
+		"tiny_kernel", corr, launch_cost, NULL);
+	rt_kernel("tiny_kernel", TINY_KERNEL_NS, corr);
+}
+
+void NOIPA tiny_loop(void)
+{
+	for (unsigned i = 0; i < TINY_LAUNCHES; i++) {
+		tiny_launch();
+		if (i % 2000 == 1999)
+			hk.deliver();
+	}
+	KEEP_FRAME();
+}
+
+/* syncbound */
+void NOIPA postprocess(void)
+{
+	uint64_t until = rt_now() + SB_POST_NS;
+	SPIN_UNTIL(until, 4096);
+}
+
+void NOIPA sb_step(void)
+{
+	rt_launch("long_kernel", SB_KERNEL_NS);
+	rt_sync(rt.gpu_free);
+	postprocess();
+	KEEP_FRAME();
+}
+
+/* gpubound */
+void NOIPA prepare_batch(void)
+{
+	uint64_t until = rt_now() + GB_PREP_NS;
+	SPIN_UNTIL(until, 1024);
+}
+
+/* The previous step's kernels still run while this step's are queued behind them, then the sync
+ * waits for the previous step's: the GPU always has a step of work queued. */
+void NOIPA gb_step(void)
+{
+	uint64_t previous = rt.gpu_free;
+	prepare_batch();
+	for (int i = 0; i < 4; i++)
+		rt_launch("conv_kernel", GB_KERNEL_NS);
+	rt_sync(previous);
+	KEEP_FRAME();
+}
+
+/* Every GB_CHECKPOINT_EVERY steps: GB_CHECKPOINT_NS of CPU, longer than the queued work. */
+void NOIPA save_checkpoint(void)
+{
+	uint64_t until = rt_now() + GB_CHECKPOINT_NS;
+	SPIN_UNTIL(until, 4096);
+}
+
+static int NOIPA realtime(const char *scenario)
+{
+	unsigned steps = 0;
+	if (!strcmp(scenario, "dataload")) {
+		for (steps = 0; steps < DL_STEPS; steps++) {
+			dl_step();
+			if (steps % 50 == 49)
+				hk.deliver();
+		}
+	} else if (!strcmp(scenario, "tiny")) {
+		tiny_loop();
+		steps = TINY_LAUNCHES;
+	} else if (!strcmp(scenario, "syncbound")) {
+		for (steps = 0; steps < SB_STEPS; steps++) {
+			sb_step();
+			if (steps % 50 == 49)
+				hk.deliver();
+		}
+	} else {
+		for (steps = 0; steps < GB_STEPS; steps++) {
+			gb_step();
+			if (steps % GB_CHECKPOINT_EVERY == GB_CHECKPOINT_EVERY - 1) {
+				save_checkpoint();
+				hk.deliver();
+			}
+		}
+		rt_sync(rt.gpu_free);
+	}
+	hk.deliver();
+	printf("script: %s steps %u kernels %llu kernel_ns %llu\n", scenario, steps,
+	       (unsigned long long)rt.kernels, (unsigned long long)rt.kernel_ns);
+	return 0;
+}
+
+static int is_realtime(const char *scenario)
+{
+	return !strcmp(scenario, "dataload") || !strcmp(scenario, "tiny") ||
+	       !strcmp(scenario, "syncbound") || !strcmp(scenario, "gpubound");
+}
+
+static int cmp_iv(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+	return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* The parent: the figures report must give, from the records the library wrote. */
+static void check_realtime(const char *scenario, const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	struct stat sb;
+	if (!f || fstat(fileno(f), &sb)) {
+		bad("%s: no file %s", scenario, path);
+		return;
+	}
+	char *data = malloc((size_t)sb.st_size + 1);
+	size_t size = fread(data, 1, (size_t)sb.st_size, f);
+	fclose(f);
+	struct gpu_file_header fh;
+	if (size < sizeof(fh) || memcmp(data, GPU_FILE_MAGIC, 8)) {
+		bad("%s: no file header", path);
+		return;
+	}
+	memcpy(&fh, data, sizeof(fh));
+	size_t cap = 1024, n = 0;
+	uint64_t *iv = malloc(cap * 16), first = UINT64_MAX, last = 0, kernel_ns = 0;
+	unsigned kernels = 0, syncs = 0, apis = 0, steps = 0, launches = 0;
+	for (size_t off = fh.header_size; off + sizeof(struct gpu_rec) <= size;) {
+		const struct gpu_rec *h = (const void *)(data + off);
+		if (h->size < sizeof(*h) || h->size % 8 || off + h->size > size) {
+			bad("%s: record at %zu: bad size %u", path, off, h->size);
+			break;
+		}
+		off += h->size;
+		const void *p = h + 1;
+		uint64_t s = 0, e = 0;
+		switch (h->type) {
+		case GPU_REC_LAUNCH:
+			launches++;
+			continue;
+		case GPU_REC_KERNEL: {
+			const struct gpu_kernel *k = p;
+			s = k->start, e = k->end;
+			kernels++;
+			kernel_ns += e - s;
+			if (n == cap)
+				iv = realloc(iv, (cap *= 2) * 16);
+			iv[2 * n] = s, iv[2 * n + 1] = e, n++;
+			break;
+		}
+		case GPU_REC_SYNC: {
+			const struct gpu_sync *y = p;
+			s = y->start, e = y->end, syncs++;
+			break;
+		}
+		case GPU_REC_API: {
+			const struct gpu_api *a = p;
+			s = a->start, e = a->end, apis++;
+			break;
+		}
+		case GPU_REC_MARKER: {
+			const struct gpu_marker *m = p;
+			steps += !strcmp((const char *)(m + 1), "step") && m->end > m->start;
+			continue;
+		}
+		default:
+			continue;
+		}
+		if (!e || e < s)
+			continue;
+		first = s < first ? s : first;
+		last = e > last ? e : last;
+	}
+	qsort(iv, n, 16, cmp_iv);
+	/* busy: the union of the kernels; idle intervals: the gaps between its pieces and the
+	 * window's ends outside it */
+	uint64_t busy = 0, cs = 0, ce = 0;
+	unsigned pieces = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!i || iv[2 * i] > ce) {
+			busy += i ? ce - cs : 0;
+			cs = iv[2 * i], ce = iv[2 * i + 1];
+			pieces++;
+		} else if (iv[2 * i + 1] > ce) {
+			ce = iv[2 * i + 1];
+		}
+	}
+	busy += n ? ce - cs : 0;
+	unsigned intervals = n ? pieces - 1 + (first < iv[0]) + (last > ce) : 0;
+	uint64_t window = last > first ? last - first : 0;
+	if (!kernels || launches < kernels || apis < kernels)
+		bad("%s: %u kernels, %u launches, %u API spans", scenario, kernels, launches, apis);
+	else
+		printf("ok: %s: kernels %u kernel_ns %llu busy_ns %llu window_ns %llu idle_ns %llu "
+		       "intervals %u syncs %u steps %u busy_pct %.1f\n", scenario, kernels,
+		       (unsigned long long)kernel_ns, (unsigned long long)busy,
+		       (unsigned long long)window, (unsigned long long)(window - busy), intervals,
+		       syncs, steps,
+		       window ? 100.0 * (double)busy / (double)window : 0.0);
+	free(iv);
+	free(data);
 }
 
 /* A process forked after CUDA init: it makes calls of its own and exits normally; none of it, and
@@ -964,6 +1354,8 @@ static int play(const char *scenario, const char *lib)
 	}
 	if (!strcmp(scenario, "syncwait"))
 		return syncwait();
+	if (is_realtime(scenario))
+		return realtime(scenario);
 	return workload(!strcmp(scenario, "fork"));
 }
 
@@ -994,6 +1386,10 @@ static int run_scenario(const char *scenario, const char *lib)
 			bad("noinit: %u files in %s, CUDA was never initialised", count_files(dir), dir);
 		else
 			puts("ok: no file");
+		return fails > 0;
+	}
+	if (is_realtime(scenario)) {
+		check_realtime(scenario, path);
 		return fails > 0;
 	}
 	struct decoded *d = calloc(1, sizeof(*d));

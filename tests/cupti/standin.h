@@ -17,6 +17,10 @@ struct standin_call {
 	/* what cuptiGetTimestamp says on this thread during the ENTER callbacks and during the
 	 * EXIT ones (the API span the library times); 0: the clock */
 	uint64_t enter_ns, exit_ns;
+	/* run between the ENTER and the EXIT callbacks, on the calling thread (NULL: nothing): the
+	 * call's own work, a launch's CPU cost or a synchronisation's wait, inside its API span */
+	void (*during)(void *arg);
+	void *during_arg;
 };
 
 typedef void (*standin_call_fn)(const struct standin_call *c);
