@@ -43,7 +43,32 @@ struct idle_ctx {
 	struct idle_window *windows; size_t nwindows, windows_cap;
 	struct gpu_idle *out;
 	size_t intervals_cap, samples_cap;
+	/* csampler's own GPU writer threads (named "csampler-gpu" by lib/libcsampler-cupti.so):
+	 * they sleep off the CPU all along and never hold a launch back */
+	struct { uint32_t pid, tid; } *writers;
+	size_t nwriters, writers_cap;
 };
+
+static void idle_find_writers(struct idle_ctx *c)
+{
+	const struct profile *p = c->p;
+	for (size_t i = 0; i < p->nthreads; i++) {
+		const char *comm = profile_str(p, p->threads[i].comm);
+		if (comm && !strcmp(comm, "csampler-gpu")) {
+			cs_grow(&c->writers, &c->writers_cap, c->nwriters + 1, sizeof(*c->writers));
+			c->writers[c->nwriters].pid = p->threads[i].pid;
+			c->writers[c->nwriters++].tid = p->threads[i].tid;
+		}
+	}
+}
+
+static bool idle_counts(const struct idle_ctx *c, const struct profile_sample *s)
+{
+	for (size_t i = 0; i < c->nwriters; i++)
+		if (c->writers[i].tid == s->tid && c->writers[i].pid == s->pid)
+			return false;
+	return true;
+}
 
 const char *gpu_idle_class_name(uint32_t cls)
 {
@@ -267,7 +292,7 @@ static void idle_samples(struct idle_ctx *c)
 		size_t first = idle_sample_at(p, iv->start), ntally = 0;
 		uint64_t weight = 0;
 		for (size_t k = first; k < p->nsamples_records && p->samples[k].time < iv->end; k++)
-			if (p->samples[k].pid == iv->pid)
+			if (p->samples[k].pid == iv->pid && idle_counts(c, &p->samples[k]))
 				weight += p->samples[k].weight;
 		if (!weight)
 			continue;
@@ -276,7 +301,7 @@ static void idle_samples(struct idle_ctx *c)
 		double per_weight = (double)(iv->end - iv->start) / (double)weight;
 		for (size_t k = first; k < p->nsamples_records && p->samples[k].time < iv->end; k++) {
 			const struct profile_sample *s = &p->samples[k];
-			if (s->pid != iv->pid)
+			if (s->pid != iv->pid || !idle_counts(c, s))
 				continue;
 			struct gpu_idle_sample is = { .sample = (uint32_t)k, .interval = (uint32_t)i,
 				.cls = idle_class(c, s), .idle_ns = per_weight * s->weight };
@@ -401,6 +426,7 @@ int gpu_idle_analyze(const struct profile *p, int64_t pid, struct gpu_idle *out)
 	struct idle_ctx c = { .p = p, .pid = pid, .out = out };
 
 	memset(out, 0, sizeof(*out));
+	idle_find_writers(&c);
 	idle_collect(&c);
 	idle_intervals(&c);
 	idle_samples(&c);
@@ -408,6 +434,7 @@ int gpu_idle_analyze(const struct profile *p, int64_t pid, struct gpu_idle *out)
 	free(c.items);
 	free(c.spans);
 	free(c.windows);
+	free(c.writers);
 	return 0;
 }
 

@@ -649,9 +649,16 @@ static void check_realtime(const char *scenario, const char *path)
 		const void *p = h + 1;
 		uint64_t s = 0, e = 0;
 		switch (h->type) {
-		case GPU_REC_LAUNCH:
+		case GPU_REC_GRAPH_NODE:
 			launches++;
 			continue;
+		case GPU_REC_CALL: {   /* a launch record and its API span (protocol 3) */
+			const struct gpu_call *c = p;
+			s = c->start;
+			e = s + (c->flags & GPU_CALL_DURATION_US ? c->duration * 1000ull : c->duration);
+			launches++, apis++;
+			break;
+		}
 		case GPU_REC_KERNEL: {
 			const struct gpu_kernel *k = p;
 			s = k->start, e = k->end;
@@ -665,11 +672,6 @@ static void check_realtime(const char *scenario, const char *path)
 		case GPU_REC_SYNC: {
 			const struct gpu_sync *y = p;
 			s = y->start, e = y->end, syncs++;
-			break;
-		}
-		case GPU_REC_API: {
-			const struct gpu_api *a = p;
-			s = a->start, e = a->end, apis++;
 			break;
 		}
 		case GPU_REC_MARKER: {
