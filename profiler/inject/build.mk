@@ -12,7 +12,7 @@ INJECT_CFLAGS  := $(OPT) $(WARN) -std=gnu11 -D_GNU_SOURCE -MMD -MP -pthread -fPI
                   -Iprofiler -isystem $(CUDA_HOME)/include
 INJECT_LDFLAGS := -shared -pthread -Wl,-z,defs -Wl,--as-needed -Wl,--enable-new-dtags \
                   -Wl,-rpath,'$$ORIGIN' -Wl,-rpath,$(INJECT_LIBDIR) -L$(INJECT_LIBDIR)
-INJECT_OBJS    := $(BUILD)/inject/cupti.o
+INJECT_OBJS    := $(BUILD)/inject/cupti.o $(BUILD)/inject/fastunwind.o
 
 $(BUILD)/inject/%.o: profiler/inject/%.c
 	@mkdir -p $(dir $@)
