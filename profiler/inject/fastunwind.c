@@ -40,9 +40,11 @@
 #define FU_HIDDEN __attribute__((visibility("hidden")))
 
 enum {
-	FU_CACHE_BITS = 14,            /* 16384 entries (128 KiB), two-way */
-	FU_CACHE_SIZE = 1 << FU_CACHE_BITS,
-	FU_MAX_RULES = 1 << 16,        /* rule index: the low 16 bits of a cache entry */
+	FU_SET_BITS = 13,              /* 8192 sets of two entries (128 KiB) */
+	FU_CACHE_SIZE = 2 << FU_SET_BITS,
+	FU_WORD_BITS = 30,             /* a cache entry: (ra >> FU_SET_BITS) << 30 | rule word */
+	FU_MAX_RULES = 1 << 16,        /* rules that need fu.rules (a FU_TABLE word's index) */
+	FU_MEMO = 128,                 /* frames of the last stack remembered per thread */
 	FU_STATE_DEPTH = 8,            /* DW_CFA_remember_state nesting */
 	FU_FALLBACK_MAX = 512,         /* frames the libunwind fallback can return */
 	FU_REG_RBP = 6,                /* DWARF register numbers, x86-64 psABI */
@@ -57,13 +59,28 @@ enum fu_kind {
 	FU_STOP,      /* the return address is undefined: the outermost frame */
 	FU_UNSUP,     /* not modelled here: libunwind unwinds the stack */
 	FU_NOMOD,     /* in no loaded module (yet): libunwind, after a check for dlopen */
+	FU_TABLE,     /* (rule words only) the rule is fu.rules[word >> 3] */
 };
 
-struct fu_rule {
+/* A rule word (30 bits), what the cache and the memo hold: kind (3 bits), CFA offset / 8
+ * (16 bits), k (8 bits): the caller's RBP at CFA - 8k, 0: unchanged; the return address at
+ * CFA - 8. A rule that does not fit is FU_TABLE with its index in fu.rules. */
+#define FU_WORD(kind, off8, k) ((uint32_t)(kind) | (uint32_t)(off8) << 3 | (uint32_t)(k) << 19)
+
+struct fu_rule {               /* 8 bytes */
 	int32_t cfa_off;
-	int16_t ra_off;       /* return address at CFA + ra_off */
 	int16_t fp_off;       /* caller's RBP at CFA + fp_off; 0: RBP unchanged */
+	int8_t ra_off;        /* return address at CFA + ra_off */
 	uint8_t kind;         /* enum fu_kind */
+};
+
+/* The rule of frame i of this thread's last stack. Launches repeat their call paths, so frame i
+ * usually has the same return address as last time; then its rule is at hand without a hash and
+ * a cache load that wait on the return address just read (the dependency chain that bounds a
+ * step), and the CPU can load the rules of the frames ahead while it reads the stack. */
+struct fu_memo {
+	uintptr_t ra;
+	struct fu_rule rule;
 };
 
 /* One per thread that ever unwound, never freed (the counters outlive the thread). */
@@ -71,6 +88,8 @@ struct fu_thread {
 	uintptr_t lo, hi;     /* the stack; hi == 0: unknown, every stack falls back */
 	_Atomic uint64_t stacks, frames;
 	struct fu_thread *next;
+	uint64_t gen;         /* fu.gen when memo was filled */
+	struct fu_memo memo[FU_MEMO];
 };
 
 static struct {
@@ -78,6 +97,7 @@ static struct {
 	struct fu_rule rules[FU_MAX_RULES];
 	uint32_t nrules;
 	unsigned long long adds, subs;        /* dl_iterate_phdr's counters at the last look */
+	_Atomic uint64_t gen;                 /* flushes so far: a thread's memo of another is void */
 	struct fu_thread *threads;
 	_Atomic uint64_t fallbacks, unsupported, invalid, off_stack, misses, flushes;
 } fu = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -474,33 +494,38 @@ static struct fu_rule fu_rule_from_cfi(const uint8_t *hdr, uintptr_t ra)
 	if (row.cfa_expr || (row.cfa_reg != FU_REG_RSP && row.cfa_reg != FU_REG_RBP) ||
 	    row.ra_how != FU_AT_OFFSET || row.fp_how == FU_OTHER ||
 	    row.cfa_off < 0 || row.cfa_off > INT32_MAX ||
-	    row.ra_off < INT16_MIN || row.ra_off > INT16_MAX ||
+	    row.ra_off < INT8_MIN || row.ra_off > INT8_MAX ||
 	    row.fp_off < INT16_MIN || row.fp_off > INT16_MAX ||
 	    (row.fp_how == FU_AT_OFFSET && row.fp_off == 0))
 		return unsup;
 	return (struct fu_rule){
 		.kind = row.cfa_reg == FU_REG_RSP ? FU_CFA_RSP : FU_CFA_RBP,
 		.cfa_off = (int32_t)row.cfa_off,
-		.ra_off = (int16_t)row.ra_off,
+		.ra_off = (int8_t)row.ra_off,
 		.fp_off = row.fp_how == FU_AT_OFFSET ? (int16_t)row.fp_off : 0,
 	};
 }
 
 /* ---- the cache ---- */
 
+/* The first entry of ra's set: the set and the tag (ra >> FU_SET_BITS) give back all of ra. */
 static inline size_t fu_slot(uintptr_t ra)
 {
-	return (size_t)((ra * 0x9e3779b97f4a7c15ull) >> (64 - FU_CACHE_BITS)) & ~(size_t)1;
+	return ((ra ^ (ra >> FU_SET_BITS)) & ((1u << FU_SET_BITS) - 1)) * 2;
 }
 
-static inline uint64_t fu_lookup(uintptr_t ra)
+/* ra's rule word, or UINT32_MAX when not cached. ra < 2^47. */
+static inline uint32_t fu_lookup(uintptr_t ra)
 {
 	size_t h = fu_slot(ra);
+	uint64_t tag = ra >> FU_SET_BITS;
 	uint64_t e = atomic_load_explicit(&fu_cache[h], memory_order_acquire);
-	if (e >> 16 == ra)
-		return e;
+	if (e >> FU_WORD_BITS == tag)
+		return (uint32_t)e & ((1u << FU_WORD_BITS) - 1);
 	e = atomic_load_explicit(&fu_cache[h + 1], memory_order_acquire);
-	return e >> 16 == ra ? e : 0;
+	if (e >> FU_WORD_BITS == tag)
+		return (uint32_t)e & ((1u << FU_WORD_BITS) - 1);
+	return UINT32_MAX;
 }
 
 /* Under fu.lock. */
@@ -509,6 +534,7 @@ static void fu_flush_locked(void)
 	for (size_t i = 0; i < FU_CACHE_SIZE; i++)
 		atomic_store_explicit(&fu_cache[i], 0, memory_order_relaxed);
 	atomic_fetch_add_explicit(&fu.flushes, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&fu.gen, 1, memory_order_release);
 }
 
 void fu_flush(void)
@@ -576,15 +602,34 @@ static int fu_find_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
-/* The cache entry for ra, looked up in the CFI: never 0. *flushed: the module set changed and
- * the cache was emptied (the caller's earlier steps may have used stale rules). */
-static uint64_t __attribute__((noinline)) fu_miss(uintptr_t ra, bool *flushed)
+/* Under fu.lock: the rule word of r. */
+static uint32_t fu_pack(struct fu_rule r)
+{
+	if (r.kind != FU_CFA_RSP && r.kind != FU_CFA_RBP)
+		return r.kind;
+	if (r.ra_off == -8 && r.cfa_off % 8 == 0 && r.cfa_off / 8 < 0x10000 &&
+	    r.fp_off <= 0 && r.fp_off % 8 == 0 && -r.fp_off / 8 < 0x100)
+		return FU_WORD(r.kind, r.cfa_off / 8, -r.fp_off / 8);
+	return FU_WORD(FU_TABLE, fu_intern(r), 0);
+}
+
+static inline struct fu_rule fu_unpack(uint32_t w)
+{
+	if ((w & 7) == FU_TABLE)
+		return fu.rules[w >> 3 & 0xffff];
+	return (struct fu_rule){ .kind = (uint8_t)(w & 7), .cfa_off = (int32_t)(w >> 3 & 0xffff) * 8,
+				 .fp_off = (int16_t)(-(int32_t)(w >> 19 & 0xff) * 8), .ra_off = -8 };
+}
+
+/* ra's rule word, looked up in the CFI. *flushed: the module set changed and the cache was
+ * emptied (the caller's earlier steps may have used stale rules). */
+static uint32_t __attribute__((noinline)) fu_miss(uintptr_t ra, bool *flushed)
 {
 	pthread_mutex_lock(&fu.lock);
-	uint64_t e = fu_lookup(ra);
-	if (e) {
+	uint32_t w = fu_lookup(ra);
+	if (w != UINT32_MAX) {
 		pthread_mutex_unlock(&fu.lock);
-		return e;
+		return w;
 	}
 	atomic_fetch_add_explicit(&fu.misses, 1, memory_order_relaxed);
 	struct fu_find f = { .pc = ra - 1, .rule = { .kind = FU_NOMOD } };
@@ -593,13 +638,14 @@ static uint64_t __attribute__((noinline)) fu_miss(uintptr_t ra, bool *flushed)
 		fu_flush_locked();
 		*flushed = true;
 	}
-	e = (uint64_t)ra << 16 | fu_intern(f.rule);
+	w = fu_pack(f.rule);
 	size_t h = fu_slot(ra);
 	if (atomic_load_explicit(&fu_cache[h], memory_order_relaxed))
 		h++;  /* both taken: the second way is replaced */
-	atomic_store_explicit(&fu_cache[h], e, memory_order_release);
+	atomic_store_explicit(&fu_cache[h], (uint64_t)(ra >> FU_SET_BITS) << FU_WORD_BITS | w,
+			      memory_order_release);
 	pthread_mutex_unlock(&fu.lock);
-	return e;
+	return w;
 }
 
 /* A module may have been loaded where an address had none: flush if the module set changed. */
@@ -681,41 +727,56 @@ FU_HIDDEN int fu_walk(uintptr_t *pcs, int max, uintptr_t ra0, uintptr_t sp0, uin
 		return fu_fallback(pcs, max, ra0, &fu.off_stack);
 	bool retried = false;
 restart:;
+	uint64_t gen = atomic_load_explicit(&fu.gen, memory_order_acquire);
+	struct fu_memo *memo = t->memo;
+	if (t->gen != gen) {
+		memset(memo, 0, sizeof(t->memo));
+		t->gen = gen;
+	}
 	uintptr_t ra = ra0, sp = sp0, fp = fp0;
 	int n = 0;
 	while (n < max) {
 		if (ra >> 47)  /* not a user-space address (0 ends the stack: libunwind checks it) */
 			return fu_fallback(pcs, max, ra0, &fu.invalid);
-		pcs[n++] = ra;
-		uint64_t e = fu_lookup(ra);
-		if (__builtin_expect(!e, 0)) {
-			bool flushed = false;
-			e = fu_miss(ra, &flushed);
-			if (flushed && !retried) {
-				retried = true;
-				goto restart;
+		struct fu_rule r;
+		if (__builtin_expect(n < FU_MEMO && memo[n].ra == ra, 1)) {
+			r = memo[n].rule;
+		} else {
+			uint32_t w = fu_lookup(ra);
+			if (__builtin_expect(w == UINT32_MAX, 0)) {
+				bool flushed = false;
+				w = fu_miss(ra, &flushed);
+				if (flushed && !retried) {
+					retried = true;
+					goto restart;
+				}
 			}
+			r = fu_unpack(w);
+			if (n < FU_MEMO)
+				memo[n] = (struct fu_memo){ ra, r };
 		}
-		const struct fu_rule *r = &fu.rules[e & 0xffff];
+		pcs[n++] = ra;
+		unsigned kind = r.kind;
+		intptr_t cfa_off = r.cfa_off, fp_off = r.fp_off, ra_off = r.ra_off;
 		uintptr_t cfa;
-		if (r->kind == FU_CFA_RSP)
-			cfa = sp + (uintptr_t)(intptr_t)r->cfa_off;
-		else if (r->kind == FU_CFA_RBP)
-			cfa = fp + (uintptr_t)(intptr_t)r->cfa_off;
-		else if (r->kind == FU_STOP)
+		if (kind == FU_CFA_RSP)
+			cfa = sp + (uintptr_t)cfa_off;
+		else if (kind == FU_CFA_RBP)
+			cfa = fp + (uintptr_t)cfa_off;
+		else if (kind == FU_STOP)
 			break;
-		else if (r->kind == FU_NOMOD && !retried && fu_recheck_modules()) {
+		else if (kind == FU_NOMOD && !retried && fu_recheck_modules()) {
 			retried = true;
 			goto restart;
 		} else
 			return fu_fallback(pcs, max, ra0, &fu.unsupported);
 		/* CFA above the SP, within the stack; the loads within [sp, hi). */
-		uintptr_t ra_at = cfa + (uintptr_t)(intptr_t)r->ra_off;
-		if (cfa <= sp || cfa > hi || ra_at < sp || ra_at > hi - 8)
+		uintptr_t ra_at = cfa + (uintptr_t)ra_off;
+		if (__builtin_expect(cfa <= sp || cfa > hi || ra_at < sp || ra_at > hi - 8, 0))
 			return fu_fallback(pcs, max, ra0, &fu.invalid);
-		if (r->fp_off) {
-			uintptr_t fp_at = cfa + (uintptr_t)(intptr_t)r->fp_off;
-			if (fp_at < sp || fp_at > hi - 8)
+		if (fp_off) {
+			uintptr_t fp_at = cfa + (uintptr_t)fp_off;
+			if (__builtin_expect(fp_at < sp || fp_at > hi - 8, 0))
 				return fu_fallback(pcs, max, ra0, &fu.invalid);
 			fp = *(const uintptr_t *)fp_at;
 		}

@@ -45,12 +45,15 @@ static int __attribute__((noinline)) step_backtrace(uintptr_t *pcs, int max)
 }
 
 static int bench_leaf(void);
+static int bench_one(void);
 
-/* The three stacks (max 0: the benchmark's leaf instead). */
+/* The three stacks (max 0 and -1: the benchmark's leaves instead). */
 __attribute__((noinline)) int fu_capture(struct fu_cap *c)
 {
 	if (!c->max)
 		return bench_leaf();
+	if (c->max < 0)
+		return bench_one();
 	c->nu = unw_backtrace((void **)c->u, c->max);
 	c->ns = step_backtrace(c->s, c->max);
 	c->nf = fu_backtrace(c->f, c->max);
@@ -211,7 +214,7 @@ static void check_dlopen(const char *self)
 
 /* ---- bench ---- */
 
-enum { B_FU, B_UNW, B_STEP, B_METHODS };
+enum { B_FU, B_UNW, B_STEP, B_METHODS, B_NONE = B_METHODS };
 static const char *const b_names[B_METHODS] = { "fu_backtrace", "unw_backtrace", "unw_step loop" };
 static int b_method, b_iters, b_frames;
 static double b_ns;
@@ -242,48 +245,91 @@ static int __attribute__((noinline)) bench_leaf(void)
 	return n;
 }
 
+/* One stack by b_method (B_NONE: none). */
+static int __attribute__((noinline)) bench_one(void)
+{
+	static uintptr_t pcs[FU_CAP_MAX];
+	switch (b_method) {
+	case B_FU: b_frames = fu_backtrace(pcs, FU_CAP_MAX); break;
+	case B_UNW: b_frames = unw_backtrace((void **)pcs, FU_CAP_MAX); break;
+	case B_STEP: b_frames = step_backtrace(pcs, FU_CAP_MAX); break;
+	default: b_frames = 0; break;
+	}
+	return b_frames;
+}
+
+/* ns per call chain of depth with one stack by method at its end, the chain taking one of four
+ * call paths in turn (each stack differs from the one before it). */
+static double bench_vary(int method, int depth, int iters)
+{
+	static const char *const pats[] = { "o", "f", "ol", "fL" };
+	static struct fu_cap c = { .max = -1 };
+	b_method = method;
+	double t0 = now_ns();
+	for (int i = 0; i < iters; i++)
+		fu_next(pats[i & 3], depth, &c);
+	return (now_ns() - t0) / iters;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 	return (x > y) - (x < y);
 }
 
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(double), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 static int bench(int rounds)
 {
 	static const int depths[] = { 10, 30, 60 };
-	enum { ND = sizeof(depths) / sizeof(depths[0]) };
-	double *res = calloc((size_t)rounds * ND * B_METHODS, sizeof(double));
+	enum { ND = sizeof(depths) / sizeof(depths[0]), NM = B_METHODS + 1 };
+	/* res[same/vary][depth][method][round] */
+	double *res = calloc((size_t)2 * ND * NM * rounds, sizeof(double));
+#define RES(v, d, m, r) res[(((size_t)(v) * ND + (d)) * NM + (m)) * rounds + (r)]
 	int frames[ND][B_METHODS] = { { 0 } };
 	struct fu_cap *c = calloc(1, sizeof(*c));
 	for (int r = 0; r < rounds; r++)
-		for (int d = 0; d < ND; d++)
+		for (int d = 0; d < ND; d++) {
 			for (int m = 0; m < B_METHODS; m++) {
 				b_method = m;
 				b_iters = m == B_FU ? 200000 : 50000;
 				c->max = 0;  /* fu_capture: run bench_leaf instead */
 				fu_next("o", depths[d], c);
-				res[((size_t)d * B_METHODS + m) * rounds + r] = b_ns;
+				RES(0, d, m, r) = b_ns;
 				frames[d][m] = b_frames;
 			}
-	printf("%-7s %7s %16s %16s %16s %9s\n", "depth", "frames", b_names[0], b_names[1], b_names[2],
-	       "speedup");
-	for (int d = 0; d < ND; d++) {
-		double med[B_METHODS];
-		for (int m = 0; m < B_METHODS; m++) {
-			double *v = res + ((size_t)d * B_METHODS + m) * rounds;
-			qsort(v, (size_t)rounds, sizeof(double), cmp_double);
-			med[m] = rounds % 2 ? v[rounds / 2] : (v[rounds / 2 - 1] + v[rounds / 2]) / 2;
+			for (int m = 0; m < NM; m++)
+				RES(1, d, m, r) = bench_vary(m, depths[d], m == B_STEP ? 5000 : 50000);
 		}
-		printf("%-7d %7d %13.0f ns %13.0f ns %13.0f ns %8.1fx\n", depths[d], frames[d][B_FU],
-		       med[B_FU], med[B_UNW], med[B_STEP], med[B_UNW] / med[B_FU]);
-		if (frames[d][B_FU] != frames[d][B_UNW] || frames[d][B_FU] != frames[d][B_STEP])
-			printf("  (frames differ: unw_backtrace %d, unw_step %d)\n", frames[d][B_UNW],
-			       frames[d][B_STEP]);
+	for (int v = 0; v < 2; v++) {
+		printf(v ? "\nthe stack differs from the last one (4 call paths in turn):\n" :
+			   "the same stack again and again (a launch loop):\n");
+		printf("%-7s %7s %16s %16s %16s %9s\n", "depth", "frames", b_names[0], b_names[1],
+		       b_names[2], "speedup");
+		for (int d = 0; d < ND; d++) {
+			double med[NM];
+			for (int m = 0; m < NM; m++)
+				med[m] = median(&RES(v, d, m, 0), rounds);
+			if (v)  /* less the call chain alone */
+				for (int m = 0; m < B_METHODS; m++)
+					med[m] -= med[B_NONE];
+			printf("%-7d %7d %13.0f ns %13.0f ns %13.0f ns %8.1fx\n", depths[d],
+			       frames[d][B_FU], med[B_FU], med[B_UNW], med[B_STEP], med[B_UNW] / med[B_FU]);
+			if (!v && (frames[d][B_FU] != frames[d][B_UNW] || frames[d][B_FU] != frames[d][B_STEP]))
+				printf("  (frames differ: unw_backtrace %d, unw_step %d)\n",
+				       frames[d][B_UNW], frames[d][B_STEP]);
+		}
 	}
+#undef RES
 	struct fu_stats s = fu_stats();
-	printf("(ns per stack, median of %d interleaved rounds; -O2 frames without frame pointers; "
-	       "fu fallbacks %llu of %llu stacks)\n", rounds, (unsigned long long)s.fallbacks,
-	       (unsigned long long)s.stacks);
+	printf("(ns per stack, median of %d interleaved rounds; -O2 frames with and without frame "
+	       "pointers; speedup: unw_backtrace / fu_backtrace; fu: %llu stacks, %llu fallbacks, "
+	       "%llu misses)\n", rounds, (unsigned long long)s.stacks,
+	       (unsigned long long)s.fallbacks, (unsigned long long)s.misses);
 	free(res);
 	free(c);
 	return 0;
