@@ -19,6 +19,7 @@ bin/tests/%: tests/progs/%.cc
 # prerequisites when it reads the rule, so a later addition would never be built.
 -include tests/cupti/build.mk
 -include tests/export/build.mk
+-include tests/unwind/build.mk
 
 TEST_PROGRAMS += $(TEST_PROG_C) $(TEST_PROG_CXX)
 test-programs: $(TEST_PROGRAMS)

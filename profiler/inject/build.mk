@@ -17,7 +17,7 @@ INJECT_CFLAGS  += -mtls-dialect=gnu2
 endif
 INJECT_LDFLAGS := -shared -pthread -Wl,-z,defs -Wl,--as-needed -Wl,--enable-new-dtags \
                   -Wl,-rpath,'$$ORIGIN' -Wl,-rpath,$(INJECT_LIBDIR) -L$(INJECT_LIBDIR)
-INJECT_OBJS    := $(BUILD)/inject/cupti.o
+INJECT_OBJS    := $(BUILD)/inject/cupti.o $(BUILD)/inject/fastunwind.o
 
 $(BUILD)/inject/%.o: profiler/inject/%.c
 	@mkdir -p $(dir $@)

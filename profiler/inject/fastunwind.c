@@ -1,0 +1,823 @@
+/* fastunwind.c: return addresses of the current thread's stack, in place, for the CUDA launch
+ * path of libcsampler-cupti.so (65k launches/s, each one stack).
+ *
+ * Why hand-written: libunwind's unw_backtrace already has a fast trace mode (a per-thread cache
+ * of CFA rules keyed by PC), yet it costs ~8 ns a frame: each frame goes through its generic
+ * cursor (a 1 KiB unw_cursor_t built by unw_init_local, a ucontext copy, per-frame bookkeeping,
+ * access_mem through the address-space ops) and a miss drops into the full unw_step, which
+ * re-parses CIE/FDE per frame and takes locks. Here the per-frame work is the minimum: hash the
+ * return address into a process-wide cache, read the rule (CFA = RSP or RBP + offset, return
+ * address and saved RBP at CFA + offsets), check it, load two words. scripts/bench-unwind.sh
+ * measures both side by side.
+ *
+ * How: a cache miss finds the module of the address (dl_iterate_phdr, which also notices
+ * dlopen/dlclose through dlpi_adds/dlpi_subs and flushes the cache), binary-searches its
+ * .eh_frame_hdr table, decodes the FDE and its CIE (DW_EH_PE_* pointer encodings) and interprets
+ * the CFI program up to the address once (def_cfa*, offset*, advance_loc*, remember/restore_state,
+ * restore*, same_value, undefined, set_loc, GNU_args_size). The resulting rule is interned in a
+ * small table; the cache keeps (address << 16 | rule index) in one 64-bit word, so readers need
+ * no lock. Rules the fast path does not model (DWARF expressions, a CFA from another register,
+ * signal frames, no FDE, no module) are cached too, as "unsupported".
+ *
+ * Validation: every CFA lies above the previous SP and within the thread's stack (read once per
+ * thread with pthread_getattr_np); every load is from that range; addresses must be canonical.
+ * On any doubt the whole stack goes to libunwind's unw_backtrace (counted in fu_stats), so the
+ * result is always what libunwind would give; the fast path's own results are compared with
+ * libunwind's frame by frame by tests/unwind/fastunwind-test.c. */
+#include "fastunwind.h"
+
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#define FU_HIDDEN __attribute__((visibility("hidden")))
+
+enum {
+	FU_SET_BITS = 13,              /* 8192 sets of two entries (128 KiB) */
+	FU_CACHE_SIZE = 2 << FU_SET_BITS,
+	FU_WORD_BITS = 30,             /* a cache entry: (ra >> FU_SET_BITS) << 30 | rule word */
+	FU_MAX_RULES = 1 << 16,        /* rules that need fu.rules (a FU_TABLE word's index) */
+	FU_MEMO = 128,                 /* frames of the last stack remembered per thread */
+	FU_STATE_DEPTH = 8,            /* DW_CFA_remember_state nesting */
+	FU_FALLBACK_MAX = 512,         /* frames the libunwind fallback can return */
+	FU_REG_RBP = 6,                /* DWARF register numbers, x86-64 psABI */
+	FU_REG_RSP = 7,
+	FU_REG_RA = 16,
+};
+
+/* How to get from one frame to its caller. */
+enum fu_kind {
+	FU_CFA_RSP,   /* CFA = RSP + cfa_off */
+	FU_CFA_RBP,   /* CFA = RBP + cfa_off */
+	FU_STOP,      /* the return address is undefined: the outermost frame */
+	FU_UNSUP,     /* not modelled here: libunwind unwinds the stack */
+	FU_NOMOD,     /* in no loaded module (yet): libunwind, after a check for dlopen */
+	FU_TABLE,     /* (rule words only) the rule is fu.rules[word >> 3] */
+};
+
+/* A rule word (30 bits), what the cache and the memo hold: kind (3 bits), CFA offset / 8
+ * (16 bits), k (8 bits): the caller's RBP at CFA - 8k, 0: unchanged; the return address at
+ * CFA - 8. A rule that does not fit is FU_TABLE with its index in fu.rules. */
+#define FU_WORD(kind, off8, k) ((uint32_t)(kind) | (uint32_t)(off8) << 3 | (uint32_t)(k) << 19)
+
+struct fu_rule {               /* 8 bytes */
+	int32_t cfa_off;
+	int16_t fp_off;       /* caller's RBP at CFA + fp_off; 0: RBP unchanged */
+	int8_t ra_off;        /* return address at CFA + ra_off */
+	uint8_t kind;         /* enum fu_kind */
+};
+
+/* The rule of frame i of this thread's last stack. Launches repeat their call paths, so frame i
+ * usually has the same return address as last time; then its rule is at hand without a hash and
+ * a cache load that wait on the return address just read (the dependency chain that bounds a
+ * step), and the CPU can load the rules of the frames ahead while it reads the stack. */
+struct fu_memo {
+	uintptr_t ra;
+	struct fu_rule rule;
+};
+
+/* One per thread that ever unwound, never freed (the counters outlive the thread). */
+struct fu_thread {
+	uintptr_t lo, hi;     /* the stack; hi == 0: unknown, every stack falls back */
+	_Atomic uint64_t stacks, frames;
+	struct fu_thread *next;
+	uint64_t gen;         /* fu.gen when memo was filled */
+	struct fu_memo memo[FU_MEMO];
+};
+
+static struct {
+	pthread_mutex_t lock;                 /* miss path: rules, cache writes, threads */
+	struct fu_rule rules[FU_MAX_RULES];
+	uint32_t nrules;
+	unsigned long long adds, subs;        /* dl_iterate_phdr's counters at the last look */
+	_Atomic uint64_t gen;                 /* flushes so far: a thread's memo of another is void */
+	struct fu_thread *threads;
+	_Atomic uint64_t fallbacks, unsupported, invalid, off_stack, misses, flushes;
+} fu = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static _Atomic uint64_t fu_cache[FU_CACHE_SIZE];
+static __thread struct fu_thread *fu_self;
+
+/* ---- DWARF reading (module memory, only under the loader's lock) ---- */
+
+static uint64_t fu_uleb(const uint8_t **pp, const uint8_t *end)
+{
+	const uint8_t *p = *pp;
+	uint64_t v = 0;
+	unsigned shift = 0;
+	while (p < end) {
+		uint8_t b = *p++;
+		if (shift < 64)
+			v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+		if (!(b & 0x80))
+			break;
+	}
+	*pp = p;
+	return v;
+}
+
+static int64_t fu_sleb(const uint8_t **pp, const uint8_t *end)
+{
+	const uint8_t *p = *pp;
+	uint64_t v = 0;
+	unsigned shift = 0;
+	uint8_t b = 0;
+	while (p < end) {
+		b = *p++;
+		if (shift < 64)
+			v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+		if (!(b & 0x80))
+			break;
+	}
+	if (shift < 64 && (b & 0x40))
+		v |= ~(uint64_t)0 << shift;
+	*pp = p;
+	return (int64_t)v;
+}
+
+/* A DW_EH_PE_* encoded pointer at *pp (absptr/udata/sdata/uleb/sleb, absolute, pcrel or
+ * datarel): 0 or -1 for an encoding not handled. The indirect bit is ignored (no dereference:
+ * only the personality uses it, and only to be skipped). */
+static int fu_read_enc(const uint8_t **pp, const uint8_t *end, uint8_t enc, uintptr_t datarel,
+		       uintptr_t *out)
+{
+	const uint8_t *p = *pp;
+	uintptr_t base = 0;
+	uint64_t v;
+	if (enc == 0xff)
+		return -1;
+	switch (enc & 0x70) {
+	case 0x00: break;
+	case 0x10: base = (uintptr_t)p; break;
+	case 0x30: if (!datarel) return -1; base = datarel; break;
+	default: return -1;
+	}
+	size_t size;
+	switch (enc & 0x0f) {
+	case 0x00: case 0x04: case 0x0c: size = 8; break;
+	case 0x02: case 0x0a: size = 2; break;
+	case 0x03: case 0x0b: size = 4; break;
+	case 0x01: v = fu_uleb(&p, end); goto done;
+	case 0x09: v = (uint64_t)fu_sleb(&p, end); goto done;
+	default: return -1;
+	}
+	if ((size_t)(end - p) < size)
+		return -1;
+	switch (enc & 0x0f) {
+	case 0x02: { uint16_t x; memcpy(&x, p, 2); v = x; break; }
+	case 0x0a: { int16_t x; memcpy(&x, p, 2); v = (uint64_t)(int64_t)x; break; }
+	case 0x03: { uint32_t x; memcpy(&x, p, 4); v = x; break; }
+	case 0x0b: { int32_t x; memcpy(&x, p, 4); v = (uint64_t)(int64_t)x; break; }
+	default: memcpy(&v, p, 8); break;
+	}
+	p += size;
+done:
+	*pp = p;
+	*out = base + (uintptr_t)v;
+	return 0;
+}
+
+struct fu_cie {
+	uint64_t code_align;
+	int64_t data_align;
+	uint8_t fde_enc;
+	bool aug_z, signal;
+	const uint8_t *insns, *end;
+};
+
+static int fu_parse_cie(const uint8_t *cie, struct fu_cie *c)
+{
+	uint32_t len;
+	memcpy(&len, cie, 4);
+	if (len == 0 || len == 0xffffffff)
+		return -1;
+	const uint8_t *end = cie + 4 + len, *p = cie + 8;
+	uint32_t id;
+	memcpy(&id, cie + 4, 4);
+	if (id != 0 || p >= end)
+		return -1;
+	uint8_t version = *p++;
+	if (version != 1 && version != 3)
+		return -1;
+	const char *aug = (const char *)p;
+	size_t auglen = strnlen(aug, (size_t)(end - p));
+	p += auglen + 1;
+	if (p > end || (aug[0] && aug[0] != 'z'))
+		return -1;  /* "eh" (GCC 2) and unknown augmentations without a size */
+	*c = (struct fu_cie){ .fde_enc = 0 };
+	c->code_align = fu_uleb(&p, end);
+	c->data_align = fu_sleb(&p, end);
+	uint64_t ra = version == 1 ? (p < end ? *p++ : 0) : fu_uleb(&p, end);
+	if (ra != FU_REG_RA)
+		return -1;
+	if (aug[0] == 'z') {
+		c->aug_z = true;
+		uint64_t n = fu_uleb(&p, end);
+		if (n > (uint64_t)(end - p))
+			return -1;
+		const uint8_t *a = p, *aend = p + n;
+		for (size_t i = 1; i < auglen; i++) {
+			uintptr_t skip;
+			switch (aug[i]) {
+			case 'R': if (a >= aend) return -1; c->fde_enc = *a++; break;
+			case 'L': if (a >= aend) return -1; a++; break;
+			case 'P':
+				if (a >= aend) return -1;
+				uint8_t penc = *a++;
+				if (fu_read_enc(&a, aend, penc & 0x7f, 0, &skip) < 0)
+					return -1;
+				break;
+			case 'S': c->signal = true; break;
+			case 'B': case 'G': break;
+			default: i = auglen; break;  /* 'z' says how much to skip */
+			}
+		}
+		p = aend;
+	}
+	c->insns = p;
+	c->end = end;
+	return 0;
+}
+
+/* Where a register is, in the row being built: only RBP and the return address matter. */
+enum { FU_SAME, FU_AT_OFFSET, FU_UNDEF, FU_OTHER };
+
+struct fu_row {
+	uint64_t cfa_reg;
+	int64_t cfa_off;
+	bool cfa_expr;
+	uint8_t fp_how, ra_how;
+	int64_t fp_off, ra_off;
+};
+
+static void fu_set(struct fu_row *r, uint64_t reg, uint8_t how, int64_t off)
+{
+	if (reg == FU_REG_RBP) {
+		r->fp_how = how;
+		r->fp_off = off;
+	} else if (reg == FU_REG_RA) {
+		r->ra_how = how;
+		r->ra_off = off;
+	}
+}
+
+static void fu_restore(struct fu_row *r, const struct fu_row *init, uint64_t reg)
+{
+	if (reg == FU_REG_RBP)
+		fu_set(r, reg, init->fp_how, init->fp_off);
+	else if (reg == FU_REG_RA)
+		fu_set(r, reg, init->ra_how, init->ra_off);
+}
+
+/* Run CFI instructions [p, end) from location loc until the row for target is complete: 0, or -1
+ * for an instruction not understood. init: the CIE's row (NULL while running the CIE). */
+static int fu_run_cfi(const uint8_t *p, const uint8_t *end, const struct fu_cie *c,
+		      uintptr_t loc, uintptr_t target, struct fu_row *r, const struct fu_row *init)
+{
+	struct fu_row saved[FU_STATE_DEPTH];
+	int nsaved = 0;
+	while (p < end) {
+		uint8_t op = *p++;
+		uint64_t reg, delta = 0;
+		uintptr_t newloc;
+		switch (op & 0xc0) {
+		case 0x40:
+			delta = op & 0x3f;
+			goto advance;
+		case 0x80:
+			fu_set(r, op & 0x3f, FU_AT_OFFSET, (int64_t)fu_uleb(&p, end) * c->data_align);
+			continue;
+		case 0xc0:
+			if (!init)
+				return -1;
+			fu_restore(r, init, op & 0x3f);
+			continue;
+		}
+		switch (op) {
+		case 0x00: /* nop */
+			break;
+		case 0x01: /* set_loc */
+			if (fu_read_enc(&p, end, c->fde_enc, 0, &newloc) < 0)
+				return -1;
+			if (newloc > target)
+				return 0;
+			loc = newloc;
+			break;
+		case 0x02: /* advance_loc1 */
+			if (p + 1 > end) return -1;
+			delta = *p++;
+			goto advance;
+		case 0x03: { /* advance_loc2 */
+			uint16_t d;
+			if (p + 2 > end) return -1;
+			memcpy(&d, p, 2);
+			p += 2;
+			delta = d;
+			goto advance;
+		}
+		case 0x04: { /* advance_loc4 */
+			uint32_t d;
+			if (p + 4 > end) return -1;
+			memcpy(&d, p, 4);
+			p += 4;
+			delta = d;
+			goto advance;
+		}
+		case 0x05: /* offset_extended */
+			reg = fu_uleb(&p, end);
+			fu_set(r, reg, FU_AT_OFFSET, (int64_t)fu_uleb(&p, end) * c->data_align);
+			break;
+		case 0x06: /* restore_extended */
+			reg = fu_uleb(&p, end);
+			if (!init)
+				return -1;
+			fu_restore(r, init, reg);
+			break;
+		case 0x07: /* undefined */
+			fu_set(r, fu_uleb(&p, end), FU_UNDEF, 0);
+			break;
+		case 0x08: /* same_value */
+			fu_set(r, fu_uleb(&p, end), FU_SAME, 0);
+			break;
+		case 0x09: /* register */
+			reg = fu_uleb(&p, end);
+			fu_uleb(&p, end);
+			fu_set(r, reg, FU_OTHER, 0);
+			break;
+		case 0x0a: /* remember_state */
+			if (nsaved == FU_STATE_DEPTH)
+				return -1;
+			saved[nsaved++] = *r;
+			break;
+		case 0x0b: /* restore_state: the whole row, CFA included (as GCC emits it) */
+			if (nsaved == 0)
+				return -1;
+			*r = saved[--nsaved];
+			break;
+		case 0x0c: /* def_cfa */
+			r->cfa_reg = fu_uleb(&p, end);
+			r->cfa_off = (int64_t)fu_uleb(&p, end);
+			r->cfa_expr = false;
+			break;
+		case 0x0d: /* def_cfa_register */
+			r->cfa_reg = fu_uleb(&p, end);
+			r->cfa_expr = false;
+			break;
+		case 0x0e: /* def_cfa_offset */
+			r->cfa_off = (int64_t)fu_uleb(&p, end);
+			break;
+		case 0x0f: /* def_cfa_expression */
+			r->cfa_expr = true;
+			p += fu_uleb(&p, end);
+			break;
+		case 0x10: /* expression */
+		case 0x16: /* val_expression */
+			reg = fu_uleb(&p, end);
+			fu_set(r, reg, FU_OTHER, 0);
+			p += fu_uleb(&p, end);
+			break;
+		case 0x11: /* offset_extended_sf */
+			reg = fu_uleb(&p, end);
+			fu_set(r, reg, FU_AT_OFFSET, fu_sleb(&p, end) * c->data_align);
+			break;
+		case 0x12: /* def_cfa_sf */
+			r->cfa_reg = fu_uleb(&p, end);
+			r->cfa_off = fu_sleb(&p, end) * c->data_align;
+			r->cfa_expr = false;
+			break;
+		case 0x13: /* def_cfa_offset_sf */
+			r->cfa_off = fu_sleb(&p, end) * c->data_align;
+			break;
+		case 0x14: /* val_offset */
+			reg = fu_uleb(&p, end);
+			fu_uleb(&p, end);
+			fu_set(r, reg, FU_OTHER, 0);
+			break;
+		case 0x15: /* val_offset_sf */
+			reg = fu_uleb(&p, end);
+			fu_sleb(&p, end);
+			fu_set(r, reg, FU_OTHER, 0);
+			break;
+		case 0x2e: /* GNU_args_size */
+			fu_uleb(&p, end);
+			break;
+		case 0x2f: /* GNU_negative_offset_extended */
+			reg = fu_uleb(&p, end);
+			fu_set(r, reg, FU_AT_OFFSET, -(int64_t)fu_uleb(&p, end) * c->data_align);
+			break;
+		default:
+			return -1;
+		}
+		continue;
+advance:
+		newloc = loc + delta * c->code_align;
+		if (newloc > target)
+			return 0;
+		loc = newloc;
+	}
+	return p > end ? -1 : 0;
+}
+
+/* The rule for the frame whose return address is ra, from the module whose .eh_frame_hdr is at
+ * hdr. */
+static struct fu_rule fu_rule_from_cfi(const uint8_t *hdr, uintptr_t ra)
+{
+	const struct fu_rule unsup = { .kind = FU_UNSUP };
+	uintptr_t pc = ra - 1;  /* inside the call instruction */
+	if (hdr[0] != 1 || hdr[3] != 0x3b)  /* version 1; table: datarel | sdata4 */
+		return unsup;
+	const uint8_t *p = hdr + 4, *lim = hdr + 64;
+	uintptr_t eh_frame, count;
+	if (fu_read_enc(&p, lim, hdr[1], (uintptr_t)hdr, &eh_frame) < 0 ||
+	    fu_read_enc(&p, lim, hdr[2], (uintptr_t)hdr, &count) < 0)
+		return unsup;
+	const uint8_t *tab = p;
+	size_t lo = 0, hi = count;
+	while (lo < hi) {  /* the last entry whose initial location is <= pc */
+		size_t mid = lo + (hi - lo) / 2;
+		int32_t start;
+		memcpy(&start, tab + mid * 8, 4);
+		if ((uintptr_t)hdr + (intptr_t)start <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return unsup;
+	int32_t fde_rel;
+	memcpy(&fde_rel, tab + (lo - 1) * 8 + 4, 4);
+	const uint8_t *fde = hdr + fde_rel;
+
+	uint32_t len;
+	memcpy(&len, fde, 4);
+	if (len == 0 || len == 0xffffffff)
+		return unsup;
+	const uint8_t *end = fde + 4 + len;
+	int32_t cie_rel;
+	memcpy(&cie_rel, fde + 4, 4);
+	if (cie_rel == 0)
+		return unsup;
+	struct fu_cie c;
+	if (fu_parse_cie(fde + 4 - cie_rel, &c) < 0 || c.signal)
+		return unsup;
+	p = fde + 8;
+	uintptr_t begin, range;
+	if ((c.fde_enc & 0x80) || fu_read_enc(&p, end, c.fde_enc, 0, &begin) < 0 ||
+	    fu_read_enc(&p, end, c.fde_enc & 0x0f, 0, &range) < 0)
+		return unsup;
+	if (pc < begin || pc - begin >= range)
+		return unsup;  /* no FDE covers pc */
+	if (c.aug_z) {
+		uint64_t n = fu_uleb(&p, end);
+		if (n > (uint64_t)(end - p))
+			return unsup;
+		p += n;
+	}
+	struct fu_row init = { .cfa_reg = ~0ull }, row;
+	if (fu_run_cfi(c.insns, c.end, &c, begin, UINTPTR_MAX, &init, NULL) < 0)
+		return unsup;
+	row = init;
+	if (fu_run_cfi(p, end, &c, begin, pc, &row, &init) < 0)
+		return unsup;
+
+	if (row.ra_how == FU_UNDEF)
+		return (struct fu_rule){ .kind = FU_STOP };
+	if (row.cfa_expr || (row.cfa_reg != FU_REG_RSP && row.cfa_reg != FU_REG_RBP) ||
+	    row.ra_how != FU_AT_OFFSET || row.fp_how == FU_OTHER ||
+	    row.cfa_off < 0 || row.cfa_off > INT32_MAX ||
+	    row.ra_off < INT8_MIN || row.ra_off > INT8_MAX ||
+	    row.fp_off < INT16_MIN || row.fp_off > INT16_MAX ||
+	    (row.fp_how == FU_AT_OFFSET && row.fp_off == 0))
+		return unsup;
+	return (struct fu_rule){
+		.kind = row.cfa_reg == FU_REG_RSP ? FU_CFA_RSP : FU_CFA_RBP,
+		.cfa_off = (int32_t)row.cfa_off,
+		.ra_off = (int8_t)row.ra_off,
+		.fp_off = row.fp_how == FU_AT_OFFSET ? (int16_t)row.fp_off : 0,
+	};
+}
+
+/* ---- the cache ---- */
+
+/* The first entry of ra's set: the set and the tag (ra >> FU_SET_BITS) give back all of ra. */
+static inline size_t fu_slot(uintptr_t ra)
+{
+	return ((ra ^ (ra >> FU_SET_BITS)) & ((1u << FU_SET_BITS) - 1)) * 2;
+}
+
+/* ra's rule word, or UINT32_MAX when not cached. ra < 2^47. */
+static inline uint32_t fu_lookup(uintptr_t ra)
+{
+	size_t h = fu_slot(ra);
+	uint64_t tag = ra >> FU_SET_BITS;
+	uint64_t e = atomic_load_explicit(&fu_cache[h], memory_order_acquire);
+	if (e >> FU_WORD_BITS == tag)
+		return (uint32_t)e & ((1u << FU_WORD_BITS) - 1);
+	e = atomic_load_explicit(&fu_cache[h + 1], memory_order_acquire);
+	if (e >> FU_WORD_BITS == tag)
+		return (uint32_t)e & ((1u << FU_WORD_BITS) - 1);
+	return UINT32_MAX;
+}
+
+/* Under fu.lock. */
+static void fu_flush_locked(void)
+{
+	for (size_t i = 0; i < FU_CACHE_SIZE; i++)
+		atomic_store_explicit(&fu_cache[i], 0, memory_order_relaxed);
+	atomic_fetch_add_explicit(&fu.flushes, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&fu.gen, 1, memory_order_release);
+}
+
+void fu_flush(void)
+{
+	pthread_mutex_lock(&fu.lock);
+	fu_flush_locked();
+	pthread_mutex_unlock(&fu.lock);
+}
+
+/* Under fu.lock: the index of rule r in fu.rules, added if new. */
+static uint32_t fu_intern(struct fu_rule r)
+{
+	for (uint32_t i = 0; i < fu.nrules; i++) {
+		const struct fu_rule *q = &fu.rules[i];
+		if (q->kind == r.kind && q->cfa_off == r.cfa_off && q->ra_off == r.ra_off &&
+		    q->fp_off == r.fp_off)
+			return i;
+	}
+	if (fu.nrules == FU_MAX_RULES) {  /* a rule that cannot be cached: rare enough */
+		r = (struct fu_rule){ .kind = FU_UNSUP };
+		for (uint32_t i = 0; i < fu.nrules; i++)
+			if (fu.rules[i].kind == FU_UNSUP)
+				return i;
+		return 0;
+	}
+	fu.rules[fu.nrules] = r;
+	return fu.nrules++;
+}
+
+struct fu_find {
+	uintptr_t pc;
+	struct fu_rule rule;
+	bool found, changed;
+};
+
+/* dl_iterate_phdr callback: notices a changed module set, then finds pc's module. */
+static int fu_find_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct fu_find *f = arg;
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs) &&
+	    (info->dlpi_adds != fu.adds || info->dlpi_subs != fu.subs)) {
+		f->changed = fu.adds || fu.subs;
+		fu.adds = info->dlpi_adds;
+		fu.subs = info->dlpi_subs;
+	}
+	if (!f->pc)
+		return 1;
+	const ElfW(Phdr) *hdr = NULL;
+	bool inside = false;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && f->pc >= start &&
+		    f->pc - start < ph->p_memsz)
+			inside = true;
+		else if (ph->p_type == PT_GNU_EH_FRAME)
+			hdr = ph;
+	}
+	if (!inside)
+		return 0;
+	f->found = true;
+	f->rule = hdr ? fu_rule_from_cfi((const uint8_t *)(info->dlpi_addr + hdr->p_vaddr),
+					 f->pc + 1)
+		      : (struct fu_rule){ .kind = FU_UNSUP };
+	return 1;
+}
+
+/* Under fu.lock: the rule word of r. */
+static uint32_t fu_pack(struct fu_rule r)
+{
+	if (r.kind != FU_CFA_RSP && r.kind != FU_CFA_RBP)
+		return r.kind;
+	if (r.ra_off == -8 && r.cfa_off % 8 == 0 && r.cfa_off / 8 < 0x10000 &&
+	    r.fp_off <= 0 && r.fp_off % 8 == 0 && -r.fp_off / 8 < 0x100)
+		return FU_WORD(r.kind, r.cfa_off / 8, -r.fp_off / 8);
+	return FU_WORD(FU_TABLE, fu_intern(r), 0);
+}
+
+static inline struct fu_rule fu_unpack(uint32_t w)
+{
+	if ((w & 7) == FU_TABLE)
+		return fu.rules[w >> 3 & 0xffff];
+	return (struct fu_rule){ .kind = (uint8_t)(w & 7), .cfa_off = (int32_t)(w >> 3 & 0xffff) * 8,
+				 .fp_off = (int16_t)(-(int32_t)(w >> 19 & 0xff) * 8), .ra_off = -8 };
+}
+
+/* ra's rule word, looked up in the CFI. *flushed: the module set changed and the cache was
+ * emptied (the caller's earlier steps may have used stale rules). */
+static uint32_t __attribute__((noinline)) fu_miss(uintptr_t ra, bool *flushed)
+{
+	pthread_mutex_lock(&fu.lock);
+	uint32_t w = fu_lookup(ra);
+	if (w != UINT32_MAX) {
+		pthread_mutex_unlock(&fu.lock);
+		return w;
+	}
+	atomic_fetch_add_explicit(&fu.misses, 1, memory_order_relaxed);
+	struct fu_find f = { .pc = ra - 1, .rule = { .kind = FU_NOMOD } };
+	dl_iterate_phdr(fu_find_cb, &f);
+	if (f.changed) {
+		fu_flush_locked();
+		*flushed = true;
+	}
+	w = fu_pack(f.rule);
+	size_t h = fu_slot(ra);
+	if (atomic_load_explicit(&fu_cache[h], memory_order_relaxed))
+		h++;  /* both taken: the second way is replaced */
+	atomic_store_explicit(&fu_cache[h], (uint64_t)(ra >> FU_SET_BITS) << FU_WORD_BITS | w,
+			      memory_order_release);
+	pthread_mutex_unlock(&fu.lock);
+	return w;
+}
+
+/* A module may have been loaded where an address had none: flush if the module set changed. */
+static bool fu_recheck_modules(void)
+{
+	pthread_mutex_lock(&fu.lock);
+	struct fu_find f = { .pc = 0 };
+	dl_iterate_phdr(fu_find_cb, &f);
+	if (f.changed)
+		fu_flush_locked();
+	pthread_mutex_unlock(&fu.lock);
+	return f.changed;
+}
+
+/* ---- threads ---- */
+
+static struct fu_thread *__attribute__((noinline)) fu_thread_init(void)
+{
+	struct fu_thread *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	pthread_attr_t attr;
+	void *addr;
+	size_t size;
+	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+		if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+			t->lo = (uintptr_t)addr;
+			t->hi = (uintptr_t)addr + size;
+		}
+		pthread_attr_destroy(&attr);
+	}
+	pthread_mutex_lock(&fu.lock);
+	t->next = fu.threads;
+	fu.threads = t;
+	pthread_mutex_unlock(&fu.lock);
+	fu_self = t;
+	return t;
+}
+
+/* ---- unwinding ---- */
+
+/* The whole stack by libunwind, from the caller's return address ra0 on. */
+static int __attribute__((noinline)) fu_fallback(uintptr_t *pcs, int max, uintptr_t ra0,
+						  _Atomic uint64_t *why)
+{
+	atomic_fetch_add_explicit(why, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&fu.fallbacks, 1, memory_order_relaxed);
+	void *buf[FU_FALLBACK_MAX];
+	int want = max + 4 < FU_FALLBACK_MAX ? max + 4 : FU_FALLBACK_MAX;
+	int n = unw_backtrace(buf, want);
+	for (int i = 0; i < n && i < 4; i++) {
+		if ((uintptr_t)buf[i] != ra0)
+			continue;
+		int k = n - i < max ? n - i : max;
+		for (int j = 0; j < k; j++)
+			pcs[j] = (uintptr_t)buf[i + j];
+		return k;
+	}
+	if (max > 0) {  /* libunwind did not get past our own frames: the caller's, alone */
+		pcs[0] = ra0;
+		return 1;
+	}
+	return 0;
+}
+
+/* fu_backtrace (below, in assembly) jumps here with the caller's return address, stack pointer
+ * (after the return) and frame pointer. */
+FU_HIDDEN int fu_walk(uintptr_t *pcs, int max, uintptr_t ra0, uintptr_t sp0, uintptr_t fp0);
+
+FU_HIDDEN int fu_walk(uintptr_t *pcs, int max, uintptr_t ra0, uintptr_t sp0, uintptr_t fp0)
+{
+	struct fu_thread *t = fu_self;
+	if (__builtin_expect(!t, 0) && !(t = fu_thread_init()))
+		return fu_fallback(pcs, max, ra0, &fu.off_stack);
+	atomic_store_explicit(&t->stacks, atomic_load_explicit(&t->stacks, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+	const uintptr_t hi = t->hi;
+	if (sp0 < t->lo || sp0 >= hi)
+		return fu_fallback(pcs, max, ra0, &fu.off_stack);
+	bool retried = false;
+restart:;
+	uint64_t gen = atomic_load_explicit(&fu.gen, memory_order_acquire);
+	struct fu_memo *memo = t->memo;
+	if (t->gen != gen) {
+		memset(memo, 0, sizeof(t->memo));
+		t->gen = gen;
+	}
+	uintptr_t ra = ra0, sp = sp0, fp = fp0;
+	int n = 0;
+	while (n < max) {
+		if (ra >> 47)  /* not a user-space address (0 ends the stack: libunwind checks it) */
+			return fu_fallback(pcs, max, ra0, &fu.invalid);
+		struct fu_rule r;
+		if (__builtin_expect(n < FU_MEMO && memo[n].ra == ra, 1)) {
+			r = memo[n].rule;
+		} else {
+			uint32_t w = fu_lookup(ra);
+			if (__builtin_expect(w == UINT32_MAX, 0)) {
+				bool flushed = false;
+				w = fu_miss(ra, &flushed);
+				if (flushed && !retried) {
+					retried = true;
+					goto restart;
+				}
+			}
+			r = fu_unpack(w);
+			if (n < FU_MEMO)
+				memo[n] = (struct fu_memo){ ra, r };
+		}
+		pcs[n++] = ra;
+		unsigned kind = r.kind;
+		intptr_t cfa_off = r.cfa_off, fp_off = r.fp_off, ra_off = r.ra_off;
+		uintptr_t cfa;
+		if (kind == FU_CFA_RSP)
+			cfa = sp + (uintptr_t)cfa_off;
+		else if (kind == FU_CFA_RBP)
+			cfa = fp + (uintptr_t)cfa_off;
+		else if (kind == FU_STOP)
+			break;
+		else if (kind == FU_NOMOD && !retried && fu_recheck_modules()) {
+			retried = true;
+			goto restart;
+		} else
+			return fu_fallback(pcs, max, ra0, &fu.unsupported);
+		/* CFA above the SP, within the stack; the loads within [sp, hi). */
+		uintptr_t ra_at = cfa + (uintptr_t)ra_off;
+		if (__builtin_expect(cfa <= sp || cfa > hi || ra_at < sp || ra_at > hi - 8, 0))
+			return fu_fallback(pcs, max, ra0, &fu.invalid);
+		if (fp_off) {
+			uintptr_t fp_at = cfa + (uintptr_t)fp_off;
+			if (__builtin_expect(fp_at < sp || fp_at > hi - 8, 0))
+				return fu_fallback(pcs, max, ra0, &fu.invalid);
+			fp = *(const uintptr_t *)fp_at;
+		}
+		ra = *(const uintptr_t *)ra_at;
+		sp = cfa;
+		if (!ra)
+			break;
+	}
+	atomic_store_explicit(&t->frames, atomic_load_explicit(&t->frames, memory_order_relaxed) + (uint64_t)n,
+			      memory_order_relaxed);
+	return n;
+}
+
+/* int fu_backtrace(uintptr_t *pcs, int max): the caller's return address, its stack pointer
+ * after the return and its RBP (untouched so far) go to fu_walk, which returns to the caller. */
+__asm__(".text\n"
+	".globl fu_backtrace\n"
+	".hidden fu_backtrace\n"
+	".type fu_backtrace, @function\n"
+	".p2align 4\n"
+	"fu_backtrace:\n"
+	".cfi_startproc\n"
+	"	movq (%rsp), %rdx\n"
+	"	leaq 8(%rsp), %rcx\n"
+	"	movq %rbp, %r8\n"
+	"	jmp fu_walk\n"
+	".cfi_endproc\n"
+	".size fu_backtrace, .-fu_backtrace\n");
+
+struct fu_stats fu_stats(void)
+{
+	struct fu_stats s = {
+		.fallbacks = atomic_load(&fu.fallbacks), .unsupported = atomic_load(&fu.unsupported),
+		.invalid = atomic_load(&fu.invalid), .off_stack = atomic_load(&fu.off_stack),
+		.misses = atomic_load(&fu.misses), .flushes = atomic_load(&fu.flushes),
+	};
+	pthread_mutex_lock(&fu.lock);
+	for (const struct fu_thread *t = fu.threads; t; t = t->next) {
+		s.stacks += atomic_load_explicit(&t->stacks, memory_order_relaxed);
+		s.frames += atomic_load_explicit(&t->frames, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&fu.lock);
+	return s;
+}

@@ -1,0 +1,37 @@
+/* fastunwind.h: the return addresses of the calling thread's stack, fast (x86-64 Linux), for the
+ * in-target libraries. See fastunwind.c for how and why. Prefix fu_. */
+#ifndef CSAMPLER_FASTUNWIND_H
+#define CSAMPLER_FASTUNWIND_H
+
+#include <stdint.h>
+
+/* Fill pcs[0..max) with the return addresses of the caller's stack, innermost first, and return
+ * how many: the same convention and the same addresses as libunwind's unw_backtrace (pcs[0] is the
+ * return address into the function that called fu_backtrace). A stack the fast path cannot
+ * unwind in full is handed to unw_backtrace whole. Thread-safe; not async-signal-safe (a cache
+ * miss takes a mutex and the loader's lock). The first call on a thread reads its stack bounds. */
+int fu_backtrace(uintptr_t *pcs, int max);
+
+struct fu_stats {
+	uint64_t stacks;      /* fu_backtrace calls */
+	uint64_t frames;      /* return addresses the fast path recorded */
+	uint64_t fallbacks;   /* stacks handed whole to unw_backtrace (the sum of the three below) */
+	uint64_t unsupported; /*   a frame whose CFI the fast path does not model (expressions,
+				 *   signal frames, CFA from another register, no FDE, no module) */
+	uint64_t invalid;     /*   a step failed validation (CFA off the thread's stack, SP not
+				 *   increasing, address not canonical) */
+	uint64_t off_stack;   /*   SP outside the thread's stack as pthread_getattr_np reports it
+				 *   (sigaltstack, coroutine stacks) */
+	uint64_t misses;      /* return addresses looked up in CFI (cache misses) */
+	uint64_t flushes;     /* cache flushes: the set of loaded modules changed */
+};
+
+/* Counters since the process started, summed over threads (racy reads of live threads: fine for
+ * statistics). */
+struct fu_stats fu_stats(void);
+
+/* Forget every cached rule: call after dlclose if code may be unloaded and other code mapped at
+ * the same addresses (a lookup that misses notices dlopen/dlclose by itself). */
+void fu_flush(void);
+
+#endif
