@@ -55,6 +55,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "inject/fastunwind.h"
 #include "inject/protocol.h"
 
 #define INJ_EXPORT __attribute__((visibility("default")))
@@ -543,7 +544,8 @@ static int __attribute__((noinline)) inj_capture(struct inj_thread *t, int *firs
 						  uint16_t *flags)
 {
 	int want = inj.max_frames + INJ_SKIP_FRAMES;
-	int n = unw_backtrace((void **)t->pcs, want);
+	_Static_assert(sizeof(uintptr_t) == sizeof(t->pcs[0]), "pcs are addresses");
+	int n = fu_backtrace((uintptr_t *)t->pcs, want);
 	int i = 0;
 	while (i < n && i < INJ_SKIP_FRAMES && inj_skipped_pc((uintptr_t)t->pcs[i]))
 		i++;
@@ -1672,6 +1674,7 @@ static int inj_start(void)
 	if (inj.max_frames > 0) {
 		void *warm[8];
 		unw_backtrace(warm, 8);
+		fu_backtrace((uintptr_t *)warm, 8);
 	}
 	/* The writer thread: every write(2) after this one happens there (or at exit). */
 	int werr = inj_writer_start();
