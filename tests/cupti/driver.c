@@ -1067,8 +1067,8 @@ static void check_workload(const struct decoded *d, pid_t main_tid, int all_deli
 	 * copy_weights' runtime call (its own correlation id) is not seen. Both domains: the
 	 * outermost call of each id, and copy_weights' driver call beside it. */
 	int both = subscribed_both();
-	unsigned want_launches = both ? SCRIPT_LAUNCHES : SCRIPT_LAUNCHES - 1;
-	unsigned want_spans = both ? SCRIPT_SPANS : SCRIPT_SPANS - 1;
+	unsigned want_launches = both ? SCRIPT_LAUNCHES_BOTH : SCRIPT_LAUNCHES;
+	unsigned want_spans = both ? SCRIPT_SPANS_BOTH : SCRIPT_SPANS;
 	int no_memset = env_disabled("memset"), no_nvtx = env_disabled("nvtx");
 	if (!d->info || d->info->status != GPU_STATUS_OK)
 		bad("info: status %d", d->info ? (int)d->info->status : -1);

@@ -118,10 +118,16 @@ static inline uint64_t script_offset(uint32_t corr)
 #define SCRIPT_LOST 1
 /* one API record per outermost call: main loop, workers, the tail */
 #define SCRIPT_APIS (SCRIPT_STEPS * SCRIPT_NMAIN + SCRIPT_WORKERS * SCRIPT_STEPS + TAIL_COUNT)
-/* launch records: every outermost call, copy_weights' driver call, the graph node */
-#define SCRIPT_LAUNCHES (SCRIPT_APIS + 1 + 1)
-/* API spans, timed by the library at ENTER/EXIT: one per launch record but the graph node's */
-#define SCRIPT_SPANS (SCRIPT_APIS + 1)
+/* Call records with the driver's callbacks alone (the library's default): one per driver call,
+ * so copy_weights' runtime call, which has its own correlation id, is not seen (its driver call
+ * is), and the graph node; with both domains subscribed (CSAMPLER_GPU_SUBSCRIBE=both) the
+ * outermost call of each correlation id: copy_weights' runtime call too (_BOTH). */
+#define SCRIPT_LAUNCHES (SCRIPT_APIS + 1)
+#define SCRIPT_LAUNCHES_BOTH (SCRIPT_LAUNCHES + 1)
+/* API spans, timed by the library from ENTER to EXIT: one per call record (graph nodes have
+ * none) */
+#define SCRIPT_SPANS SCRIPT_APIS
+#define SCRIPT_SPANS_BOTH (SCRIPT_SPANS + 1)
 
 /* The "syncwait" scenario (driver syncwait): SYNCWAIT_STEPS steps on the main thread, made to be
  * sync-bound. Step k (its slot starts at t0 + syncwait_slot(k)), correlation script_corr(0, k, i):

@@ -138,17 +138,18 @@ for i, f in flows.items():
         launch_of[i] = (inside[-1][3], s["tid"] == s["pid"])
 check("flows-start-in-api-call", not bad_s,
       f"{len(bad_s)} flow starts not inside an API call on a CPU thread, e.g. {bad_s[:3]}")
-# Which call launched what: forward/backward from cudaLaunchKernel on the main thread,
-# worker kernels from cuLaunchKernel on worker threads.
+# Which call launched what: forward/backward from the main thread, worker kernels from worker
+# threads, each from the driver call the library records (its default subscription: the
+# cuLaunchKernel inside cudaLaunchKernel, the cuGraphLaunch inside cudaGraphLaunch).
 kernel_calls = collections.Counter()
 for e in gpu:
     if e["cat"] == "kernel" and e["args"]["correlation"] in launch_of:
         call, main = launch_of[e["args"]["correlation"]]
         kernel_calls[(e["name"].split("(")[0], call, "main" if main else "worker")] += 1
-expect_calls = {("forward_kernel", "cudaLaunchKernel", "main"): want["FORWARD"],
-                ("backward_kernel", "cudaLaunchKernel", "main"): want["BACKWARD"],
+expect_calls = {("forward_kernel", "cuLaunchKernel", "main"): want["FORWARD"],
+                ("backward_kernel", "cuLaunchKernel", "main"): want["BACKWARD"],
                 ("worker_kernel", "cuLaunchKernel", "worker"): want["WORKER"],
-                ("graph_kernel", "cudaGraphLaunch", "main"): 1}
+                ("graph_kernel", "cuGraphLaunch", "main"): 1}
 check("flows-from-launching-call", dict(kernel_calls) == expect_calls, dict(kernel_calls))
 worker_threads = {(s["pid"], s["tid"]) for f in flows.values() if (s := f.get("s")) and s["tid"] != s["pid"]}
 check("worker-threads", len(worker_threads) == want["WORKERS"], f"{worker_threads}")

@@ -9,8 +9,7 @@ int main(void)
 	printf("KERNELS=%u\nMEMCPYS=%u\nMEMSETS=%u\nSYNCS=%u\nAPIS=%u\nRANGE_NS=%u\n"
 	       "FORWARD=%u\nBACKWARD=%u\nWORKER=%u\nWORKERS=%u\n",
 	       (unsigned)SCRIPT_KERNELS, (unsigned)SCRIPT_MEMCPYS, (unsigned)SCRIPT_MEMSETS,
-	       /* API spans: the library times each call it records (copy_weights' driver call,
-		* with its own correlation id, has its own) */
+	       /* API spans: the library times each call it records (the driver's, by default) */
 	       (unsigned)SCRIPT_SYNCS, (unsigned)SCRIPT_SPANS, (unsigned)SCRIPT_RANGE_NS,
 	       (unsigned)SCRIPT_STEPS, (unsigned)SCRIPT_STEPS,
 	       (unsigned)(SCRIPT_STEPS * SCRIPT_WORKERS), (unsigned)SCRIPT_WORKERS);

@@ -99,7 +99,8 @@ async function main() {
 			names.set(`${e.pid}/${e.tid}`, e.args.name);
 	const tracks = new Set(ev.filter((e) => 'BEX'.includes(e.ph)).map((e) => `${e.pid}/${e.tid}`));
 	const mainKey = [...tracks].find((k) => k.split('/')[0] === k.split('/')[1] &&
-		ev.some((e) => `${e.pid}/${e.tid}` === k && e.cat === 'cuda_runtime'));
+		ev.some((e) => `${e.pid}/${e.tid}` === k &&
+			(e.cat === 'cuda_runtime' || e.cat === 'cuda_driver')));
 	const cpuNames = [...new Set(ev.filter((e) => e.ph === 'B' && e.cat === 'cpu' &&
 		`${e.pid}/${e.tid}` === mainKey).map((e) => e.name))];
 
@@ -134,7 +135,7 @@ async function main() {
 		const find = (name) => findInTable(page, name);
 		check('search-can-fail', !(await find('no_such_function_in_the_trace')),
 			'the table search found a name that is not in the trace');
-		for (const name of ['cudaLaunchKernel', 'Stream Synchronize', 'train'])
+		for (const name of ['cuLaunchKernel', 'Stream Synchronize', 'train'])  // the driver call the library records
 			check(`main-thread/${name}`, await find(name), `'${name}' not in the sandwich table`);
 		const seen = [];
 		for (const name of cpuNames.slice(0, 5))

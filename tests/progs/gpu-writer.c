@@ -9,7 +9,7 @@
  *                   sync, an NVTX range, an API span, a record with lost timestamps, stats
  *         fork      ok in this process and in a forked child (two files)
  *         garbled   ok's first records, then a record whose size is not a multiple of 8
- *         truncated ok, then half a launch record at the end
+ *         truncated ok, then half a launch's records at the end
  *         badmagic  a file that does not start with the magic
  *         subscriber  CUPTI held by another tool: info and a note only
  *         none      no file at all
@@ -35,7 +35,8 @@
 #define BWD_NS 120000ull
 
 static int out_fd = -1;
-static uint32_t next_corr = 100;
+static uint32_t next_corr = 100, next_stack = 1;
+static int thread_written;   /* the GPU_REC_THREAD that opens this file's calls */
 static unsigned char chunk[1 << 16];
 static size_t chunk_len;
 
@@ -89,6 +90,8 @@ static void open_file(const char *mode)
 		memcpy(h.magic, "NOTAGPU!", 8);
 	if (write(out_fd, &h, sizeof(h)) != (ssize_t)sizeof(h))
 		perror("gpu-writer: write");
+	thread_written = 0;
+	next_stack = 1;
 }
 
 static void put_info(uint32_t status)
@@ -102,31 +105,47 @@ static void put_info(uint32_t status)
 	put(GPU_REC_INFO, &i, sizeof(i), NULL, 0);
 }
 
-/* What the library does at a launch: the return addresses above the CUDA call, leaf first
- * (frame 0 of backtrace() is this function itself). */
+/* What the library does for a call (protocol 3): the thread once, the stack (the return
+ * addresses above the CUDA call, leaf first; frame 0 of backtrace() is this function itself)
+ * and the API's name, then the call record with its span [start, start + duration]. The real
+ * library writes a stack once and names it by id after; this writes each one anew, under a new
+ * id, which the format allows. */
+static __attribute__((noinline)) uint32_t fake_cuda_call(const char *api, uint32_t cbid,
+							  uint64_t start, uint32_t duration, int skip)
+{
+	void *frames[GPU_MAX_FRAMES + 2];
+	int n = backtrace(frames, GPU_MAX_FRAMES + 1);
+	/* frames[skip] is the return address into the function that made the CUDA call */
+	if (skip > 1 && n > 1) {
+		memmove(frames + 1, frames + skip, (size_t)(n - skip) * sizeof(frames[0]));
+		n -= skip - 1;
+	}
+	if (!thread_written) {
+		struct gpu_thread th = { .tid = (uint32_t)syscall(SYS_gettid) };
+		put(GPU_REC_THREAD, &th, sizeof(th), NULL, 0);
+		thread_written = 1;
+	}
+	struct {
+		struct gpu_stack s;
+		uint64_t pcs[GPU_MAX_FRAMES];
+	} st = { .s = { .id = next_stack++, .nframes = (uint16_t)(n > 1 ? n - 1 : 0) } };
+	for (int i = 1; i < n; i++)
+		st.pcs[i - 1] = (uint64_t)(uintptr_t)frames[i];
+	put(GPU_REC_STACK, &st, sizeof(st.s) + st.s.nframes * 8, NULL, 0);
+	struct gpu_api_name an = { .cbid = cbid, .domain = GPU_DOMAIN_RUNTIME,
+				   .len = (uint16_t)(strlen(api) + 1) };
+	put(GPU_REC_API_NAME, &an, sizeof(an), api, an.len);
+	uint32_t corr = next_corr++;
+	struct gpu_call c = { .start = start, .duration = duration, .correlation = corr,
+			      .stack = st.s.id, .cbid = (uint16_t)cbid, .domain = GPU_DOMAIN_RUNTIME };
+	put(GPU_REC_CALL, &c, sizeof(c), NULL, 0);
+	return corr;
+}
+
 static __attribute__((noinline)) uint32_t fake_cuda_launch(const char *api, uint32_t cbid)
 {
-	void *frames[GPU_MAX_FRAMES + 1];
-	int n = backtrace(frames, GPU_MAX_FRAMES + 1);
-	struct {
-		struct gpu_launch l;
-		uint64_t pcs[GPU_MAX_FRAMES];
-	} rec = { 0 };
-	uint32_t corr = next_corr++;
-	rec.l.time = now_ns();
-	rec.l.tid = (uint32_t)syscall(SYS_gettid);
-	rec.l.correlation = corr;
-	rec.l.cbid = cbid;
-	rec.l.domain = GPU_DOMAIN_RUNTIME;
-	rec.l.nframes = (uint16_t)(n > 1 ? n - 1 : 0);
-	for (int i = 1; i < n; i++)
-		rec.pcs[i - 1] = (uint64_t)(uintptr_t)frames[i];
-	rec.l.api_name_len = (uint32_t)strlen(api) + 1;
-	char buf[sizeof(rec) + 64];
-	size_t flen = sizeof(rec.l) + rec.l.nframes * 8;
-	memcpy(buf, &rec, flen);
-	memcpy(buf + flen, api, rec.l.api_name_len);
-	put(GPU_REC_LAUNCH, buf, flen + rec.l.api_name_len, NULL, 0);
+	uint32_t corr = fake_cuda_call(api, cbid, now_ns(), 1000, 2);
+	__asm__ volatile("" ::: "memory");
 	return corr;
 }
 
@@ -175,13 +194,10 @@ static __attribute__((noinline)) void copy_and_sync(void)
 	struct gpu_memset m = { .start = t + 3000, .end = t + 3500, .bytes = 1024, .correlation = corr,
 				.stream = 7 };
 	put(GPU_REC_MEMSET, &m, sizeof(m), NULL, 0);
-	corr = fake_cuda_launch("cudaStreamSynchronize", 131);
+	corr = fake_cuda_call("cudaStreamSynchronize", 131, t, 9500, 1);
 	struct gpu_sync y = { .start = t + 4000, .end = t + 9000, .correlation = corr, .type = 3,
 			      .stream = 7 };
 	put(GPU_REC_SYNC, &y, sizeof(y), NULL, 0);
-	struct gpu_api a = { .start = t, .end = t + 9500, .correlation = corr, .cbid = 131,
-			     .domain = GPU_DOMAIN_RUNTIME, .tid = (uint32_t)syscall(SYS_gettid) };
-	put(GPU_REC_API, &a, sizeof(a), NULL, 0);
 	__asm__ volatile("" ::: "memory");
 }
 
