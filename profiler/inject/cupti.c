@@ -88,7 +88,7 @@ _Static_assert(sizeof(CUpti_CallbackData) == 72, "CUpti_CallbackData size");
 _Static_assert(offsetof(CUpti_CallbackData, correlationId) == 64, "CallbackData.correlationId");
 
 enum {
-	INJ_RING = 512 << 10,         /* a thread's ring of records, drained by the writer thread */
+	INJ_RING = 1 << 20,           /* a thread's ring of records (32k calls), drained by the writer */
 	INJ_THREAD_SLOTS = 64,        /* thread states reserved at start (more are mapped later) */
 	INJ_POOL_BUFFERS = 16,        /* CUPTI activity buffers reserved at start */
 	INJ_POOL_BUFFER_SIZE = 4 << 20,

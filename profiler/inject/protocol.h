@@ -283,7 +283,8 @@ struct gpu_stats {
 	uint64_t buffers;          /* CUPTI buffers completed */
 	uint64_t flush_timeouts;   /* forced flushes the watchdog gave up on */
 	uint64_t write_errors;     /* write(2) failures (disk full ...) */
-	uint64_t capture_ns;       /* time spent in the launch callback (stack capture included) */
+	uint64_t capture_ns;       /* time in the ENTER callbacks (stack capture included), estimated
+				    * from one ENTER in 64 (a clock read is costly on that path) */
 	uint64_t stacks;           /* GPU_REC_STACK records made (distinct stacks, per thread) */
 };
 

@@ -396,15 +396,23 @@ STANDIN_EXPORT void standin_push(const void *record, size_t size)
 		k.queued = k.submitted = CUPTI_TIMESTAMP_UNKNOWN;
 		record = &k;
 	}
-	pthread_mutex_lock(&st.lock);
 	uint64_t rs = size;
 	size_t whole = 8 + ((size + 7) & ~(size_t)7);
-	if (st.queue_len + whole <= sizeof(st.queue)) {
-		memcpy(st.queue + st.queue_len, &rs, 8);
-		memset(st.queue + st.queue_len + 8, 0, whole - 8);
-		memcpy(st.queue + st.queue_len + 8, record, size);
-		st.queue_len += whole;
+	if (whole > sizeof(st.queue))
+		return;
+	/* A full queue waits for the worker to hand it back (the tests count every record; the
+	 * real CUPTI would drop and count them) */
+	for (;;) {
+		pthread_mutex_lock(&st.lock);
+		if (st.queue_len + whole <= sizeof(st.queue))
+			break;
+		pthread_mutex_unlock(&st.lock);
+		standin_kick(1);
 	}
+	memcpy(st.queue + st.queue_len, &rs, 8);
+	memset(st.queue + st.queue_len + 8, 0, whole - 8);
+	memcpy(st.queue + st.queue_len + 8, record, size);
+	st.queue_len += whole;
 	pthread_mutex_unlock(&st.lock);
 }
 
