@@ -316,6 +316,55 @@ static size_t rs_rank_index(const struct rs_rank *r, size_t n, int32_t rank)
 	return n;
 }
 
+#define RS_CANDIDATES 32
+#define RS_COVER 0.9
+
+/* Inclusive times make every caller of a slow function as slow: main and _start always top
+ * the excess. Keep the top 5 of fns[0..n) (by excess) that are not covered: a function is
+ * covered by another when the other runs under it in at least RS_COVER of its own samples of
+ * the straggler (w: its weights per stack) and has at least RS_COVER of its excess. */
+static size_t rs_uncovered(const struct profile *p, const uint64_t *w, const struct rs_fn *fns,
+			   size_t n, struct rs_fn *out)
+{
+	double under[RS_CANDIDATES][RS_CANDIDATES] = { { 0 } }, total[RS_CANDIDATES] = { 0 };
+	int pos[RS_CANDIDATES];
+	size_t nout = 0;
+
+	for (size_t k = 0; k < p->nstacks; k++) {
+		if (!w[k])
+			continue;
+		const struct profile_stack *st = &p->stacks[k];
+		for (size_t a = 0; a < n; a++)
+			pos[a] = -1;
+		/* frames leaf first: the outermost occurrence is the last one seen */
+		for (uint32_t j = 0; j < st->nframes; j++) {
+			uint32_t id = p->stack_frames[st->first + j];
+			if (id >= p->nframes)
+				continue;
+			for (size_t a = 0; a < n; a++)
+				if (fns[a].name == p->frames[id].name)
+					pos[a] = (int)(st->nframes - j); /* depth from the root */
+		}
+		for (size_t a = 0; a < n; a++) {
+			if (pos[a] < 0)
+				continue;
+			total[a] += (double)w[k];
+			for (size_t b = 0; b < n; b++)
+				if (pos[b] >= 0 && pos[b] < pos[a])
+					under[a][b] += (double)w[k]; /* a runs under b */
+		}
+	}
+	for (size_t b = 0; b < n && nout < 5; b++) {
+		bool covered = false;
+		for (size_t a = 0; a < n && !covered; a++)
+			covered = a != b && total[a] > 0 && under[a][b] >= RS_COVER * total[a] &&
+				  fns[a].excess_ns >= RS_COVER * fns[b].excess_ns;
+		if (!covered)
+			out[nout++] = fns[b];
+	}
+	return nout;
+}
+
 /* The functions where rank s spends more inclusive CPU ns (per step, or per second) than the
  * median rank: the top 5 into out. */
 static size_t rs_excess(const struct profile *p, const struct rs_rank *rk, size_t nr, size_t s,
@@ -368,9 +417,8 @@ static size_t rs_excess(const struct profile *p, const struct rs_rank *rk, size_
 	}
 	if (nfns)
 		cs_qsort(fns, nfns, sizeof(*fns), cmp_fn_excess);
-	nout = nfns < 5 ? nfns : 5;
-	if (nout)
-		memcpy(out, fns, nout * sizeof(*fns));
+	nout = rs_uncovered(p, w + s * p->nstacks, fns, nfns < RS_CANDIDATES ? nfns : RS_CANDIDATES,
+			    out);
 	free(fns);
 	free(w);
 	free(acc);
