@@ -127,12 +127,12 @@ static void rs_text_table(FILE *f, const struct rs_ctx *c, const struct steps_ta
 			snprintf(busy, sizeof(busy), "-");
 			snprintf(idle, sizeof(idle), "-");
 		}
-		fprintf(f, "%6u %9.3f %10.3f %8s %9s %9.3f %9.3f %9.3f %9.3f %8" PRIu64 "  %s%s%s\n",
+		const char *why = t->gpu ? rs_cause(p, r->idle_stack, cause, sizeof(cause)) : "";
+		fprintf(f, "%6u %9.3f %10.3f %8s %9s %9.3f %9.3f %9.3f %9.3f %8" PRIu64 "%s%s%s%s\n",
 			r->step, r->start > p->start_ns ? (double)(r->start - p->start_ns) / 1e9 : 0.0,
 			rs_ms(r->wall_ns), busy, idle, rs_ms(r->cpu_ns), rs_ms(r->python_ns),
-			rs_ms(r->native_ns), rs_ms(r->offcpu_ns), r->launches, note,
-			*note && t->gpu ? "; " : "",
-			t->gpu ? rs_cause(p, r->idle_stack, cause, sizeof(cause)) : "");
+			rs_ms(r->native_ns), rs_ms(r->offcpu_ns), r->launches,
+			*note || *why ? "  " : "", note, *note && *why ? "; " : "", why);
 	}
 	rs_text_summary(f, t);
 }
@@ -599,9 +599,10 @@ int report_ranks_write(FILE *f, const struct profile *p, const struct report_opt
 					 (double)r->busy_ns / (double)r->wall_ns : 0);
 				snprintf(idle, sizeof(idle), "%.3f", rs_ms(r->idle_ns));
 			}
-			fprintf(f, "%6d %8u %6zu %12s %12s %10.3f %8s %10s  %s\n", (int)r->rank, r->pid,
+			fprintf(f, "%6d %8u %6zu %12s %12s %10.3f %8s %10s%s%s\n", (int)r->rank, r->pid,
 				r->t ? r->t->nrows : 0, p50, p90, rs_ms(r->samples * c.period_ns), busy,
-				idle, wt[k].gpu ? rs_cause(p, r->idle_stack, cause, sizeof(cause)) : "");
+				idle, wt[k].gpu ? "  " : "",
+				wt[k].gpu ? rs_cause(p, r->idle_stack, cause, sizeof(cause)) : "");
 		}
 		if (with_steps)
 			fprintf(f, "\nStraggler: rank %d, step p50 %.3f ms against a median of %.3f ms "
