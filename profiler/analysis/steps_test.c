@@ -262,3 +262,46 @@ UNIT_TEST(steps_filter_window)
 	free_gpu(&b);
 	pb_free(&b);
 }
+
+/* 1,000 NVTX steps over 1,000,000 samples (4 threads), 100,000 kernels and launches: detection
+ * and measuring stay well under the 2 s goal (binary searches per step, never a scan). */
+UNIT_TEST(steps_bench_1000_steps)
+{
+	struct pbuild b;
+	pb_init(&b);
+	pb_header(&b, "rate_hz", "1000");
+	pb_process(&b, 7, 1, "train");
+	for (uint32_t t = 0; t < 4; t++)
+		pb_thread(&b, 7, 7 + t, "train");
+	uint32_t st[4] = { pb_stack(&b, "_start;main;load_batch"), pb_stack(&b, "_start;main;compute"),
+			   pb_stack(&b, "_start;main;py_[y]"), pb_stack(&b, "clone;worker") };
+	size_t n = 1000000;
+	b.p.samples = cs_malloc(n * sizeof(*b.p.samples));
+	for (size_t i = 0; i < n; i++)
+		b.p.samples[i] = (struct profile_sample){ .time = T0 + i * 10000, .pid = 7,
+			.tid = 7 + (uint32_t)(i % 4), .stack = st[i % 4], .weight = 1 };
+	b.p.nsamples_records = n;
+	b.p.nsamples = n;
+	b.p.end_ns = T0 + n * 10000;
+	for (size_t k = 0; k < 1000; k++)
+		act(&b, PROFILE_GPU_MARKER, 7, "step", T0 + k * 10 * MS, T0 + (k + 1) * 10 * MS);
+	for (size_t k = 0; k < 100000; k++) {
+		launch(&b, 7, 7, T0 + k * 100000, st[1]);
+		act(&b, PROFILE_GPU_KERNEL, 7, "k", T0 + k * 100000 + 10000, T0 + k * 100000 + 60000);
+	}
+	uint64_t t0 = cs_monotonic_ns();
+	struct steps s;
+	struct steps_table *t;
+	UNIT_ASSERT(steps_detect(&b.p, NULL, &s) == 0 && s.nsteps == 1000);
+	UNIT_ASSERT(steps_measure(&b.p, &s, NULL, MS, 1, &t) == 0);
+	double sec = (double)(cs_monotonic_ns() - t0) / 1e9;
+	fprintf(stderr, "steps bench: 1000 steps, %zu samples, %zu activities: %.3f s\n", n,
+		b.p.ngpu_activities, sec);
+	UNIT_ASSERT(t[0].rows[5].launches == 100 && t[0].rows[5].cpu_ns == 1000 * MS);
+	UNIT_ASSERT(t[0].rows[5].gpu_busy_pct > 49.9 && t[0].rows[5].gpu_busy_pct < 50.1);
+	UNIT_ASSERT(sec < 2.0);
+	steps_tables_free(t, s.nprocs);
+	steps_free(&s);
+	free_gpu(&b);
+	pb_free(&b);
+}
