@@ -646,7 +646,28 @@ static void gpu_ranges(struct gpu_ctx *c)
 struct gpu_fn_tally {
 	uint32_t name;          /* string id */
 	double ns, depth;       /* idle ns; sum of depth from the leaf times ns */
+	bool system;            /* in the kernel or a system library */
 };
+
+/* Libraries that come with the system (libc's waits and copies, the C++ runtime, zlib): a
+ * cause there is named by the program's function that called it. The list is short on purpose:
+ * flamegraph/flame_classify.c has the long one for colours, which analysis/ cannot include. */
+static bool gpu_system_frame(const struct profile *p, const struct profile_frame *fr)
+{
+	static const char *const prefixes[] = { "libc.", "libc-", "libm.", "libpthread", "ld-linux",
+		"ld-", "libdl", "librt", "libstdc++", "libgcc_s", "libz.", "libzstd", "[vdso]",
+		"[kernel", NULL };
+	if (fr->flags & PROFILE_FRAME_KERNEL)
+		return true;
+	if (fr->module >= p->nmodules)
+		return false;
+	const char *path = profile_str(p, p->modules[fr->module].path), *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	for (size_t i = 0; prefixes[i]; i++)
+		if (!strncmp(base, prefixes[i], strlen(prefixes[i])))
+			return true;
+	return false;
+}
 
 static int cmp_fn_tally(const void *x, const void *y)
 {
@@ -682,28 +703,37 @@ static void gpu_verdict_cause(struct gpu_ctx *c, struct gpu_verdict *v)
 				continue;
 			cs_grow(&t, &cap, nt + 1, sizeof(*t));
 			t[nt++] = (struct gpu_fn_tally){ .name = name, .ns = is->idle_ns,
-							 .depth = is->idle_ns * k };
+				.depth = is->idle_ns * k,
+				.system = gpu_system_frame(p, &p->frames[fr]) ||
+					  (p->frames[fr].flags & PROFILE_FRAME_INLINED) };
 		}
 	}
 	cs_qsort(t, nt, sizeof(*t), cmp_fn_tally);
+	/* the program's own functions first (not inlined ones: the function they are inlined into
+	 * is the one users know, take_gil rather than its PyCOND_TIMEDWAIT); system libraries and
+	 * inlined frames only when none qualifies */
 	uint32_t best = UINT32_MAX;
 	double best_ns = 0, best_depth = 0;
-	for (size_t i = 0; i < nt;) {
-		struct gpu_fn_tally sum = { .name = t[i].name };
-		size_t j = i;
-		for (; j < nt && t[j].name == t[i].name; j++) {
-			sum.ns += t[j].ns;
-			sum.depth += t[j].depth;
+	for (int pass = 0; pass < 2 && best == UINT32_MAX; pass++) {
+		for (size_t i = 0; i < nt;) {
+			struct gpu_fn_tally sum = { .name = t[i].name, .system = t[i].system };
+			size_t j = i;
+			for (; j < nt && t[j].name == t[i].name; j++) {
+				sum.ns += t[j].ns;
+				sum.depth += t[j].depth;
+			}
+			i = j;
+			if (sum.system && pass == 0)
+				continue;
+			double depth = sum.ns > 0 ? sum.depth / sum.ns : 0;
+			if (sum.ns >= class_ns * GPU_IDLE_CAUSE_PCT / 100.0 &&
+			    (best == UINT32_MAX || sum.ns < best_ns - 1e-6 ||
+			     (sum.ns <= best_ns + 1e-6 && depth < best_depth))) {
+				best = sum.name;
+				best_ns = sum.ns;
+				best_depth = depth;
+			}
 		}
-		double depth = sum.ns > 0 ? sum.depth / sum.ns : 0;
-		if (sum.ns >= class_ns * GPU_IDLE_CAUSE_PCT / 100.0 &&
-		    (best == UINT32_MAX || sum.ns < best_ns - 1e-6 ||
-		     (sum.ns <= best_ns + 1e-6 && depth < best_depth))) {
-			best = sum.name;
-			best_ns = sum.ns;
-			best_depth = depth;
-		}
-		i = j;
 	}
 	free(t);
 	if (best == UINT32_MAX)

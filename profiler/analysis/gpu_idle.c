@@ -323,6 +323,51 @@ static int cmp_stack_ns(const void *x, const void *y)
 	return 0;
 }
 
+/* Stacks that differ only in addresses or lines (the same function names, leaf to root) are
+ * one row of the table. */
+static int cmp_stack_names(const void *x, const void *y, void *arg)
+{
+	const struct profile *p = arg;
+	const struct gpu_idle_stack *a = x, *b = y;
+	IDLE_CMP(a->pid, b->pid);
+	IDLE_CMP(a->cls, b->cls);
+	if (a->stack == b->stack)
+		return 0;
+	const struct profile_stack *sa = &p->stacks[a->stack], *sb = &p->stacks[b->stack];
+	IDLE_CMP(sa->nframes, sb->nframes);
+	for (uint32_t k = 0; k < sa->nframes; k++) {
+		uint32_t fa = p->stack_frames[sa->first + k], fb = p->stack_frames[sb->first + k];
+		uint32_t na = fa < p->nframes ? p->frames[fa].name : 0;
+		uint32_t nb = fb < p->nframes ? p->frames[fb].name : 0;
+		IDLE_CMP(na, nb);
+	}
+	return 0;
+}
+
+static void idle_merge_same_names(const struct profile *p, struct gpu_idle *o)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < o->nstacks; i++)   /* stacks without an id stay apart */
+		if (o->stacks[i].stack >= p->nstacks)
+			o->stacks[i].stack = GPU_IDLE_NO_STACK;
+	cs_qsort_r(o->stacks, o->nstacks, sizeof(*o->stacks), cmp_stack_names, (void *)p);
+	for (size_t i = 0; i < o->nstacks; i++) {
+		struct gpu_idle_stack *st = &o->stacks[i];
+		struct gpu_idle_stack *last = n ? &o->stacks[n - 1] : NULL;
+		if (last && st->stack != GPU_IDLE_NO_STACK && last->stack != GPU_IDLE_NO_STACK &&
+		    !cmp_stack_names(last, st, (void *)p)) {
+			if (st->idle_ns > last->idle_ns)
+				last->stack = st->stack;   /* named by its heaviest variant */
+			last->samples += st->samples;
+			last->idle_ns += st->idle_ns;
+			last->percent += st->percent;
+			continue;
+		}
+		o->stacks[n++] = *st;
+	}
+	o->nstacks = n;
+}
+
 /* Group the idle samples by (pid, stack, class), then leave them in time order. */
 static void idle_stacks(struct idle_ctx *c)
 {
@@ -346,6 +391,7 @@ static void idle_stacks(struct idle_ctx *c)
 		o->stacks[o->nstacks++] = st;
 		i = j;
 	}
+	idle_merge_same_names(p, o);
 	cs_qsort(o->stacks, o->nstacks, sizeof(*o->stacks), cmp_stack_ns);
 	cs_qsort(o->samples, o->nsamples, sizeof(*o->samples), cmp_sample_time);
 }

@@ -410,9 +410,10 @@ static double report_us(uint64_t ns)
 	return (double)ns / 1e3;
 }
 
-/* A launch call path, leaf first, up to max frames ("a <- b <- c ..."), into buf. */
-static const char *report_gpu_path(const struct profile *p, uint32_t stack, size_t max, char *buf,
-				   size_t len)
+/* A call path, leaf first, up to max frames ("a <- b <- c ..."), into buf, from the first
+ * frame named from (NULL: the leaf). */
+static const char *report_gpu_path_from(const struct profile *p, uint32_t stack, const char *from,
+					size_t max, char *buf, size_t len)
 {
 	size_t off = 0;
 	buf[0] = 0;
@@ -421,8 +422,16 @@ static const char *report_gpu_path(const struct profile *p, uint32_t stack, size
 		return buf;
 	}
 	const struct profile_stack *st = &p->stacks[stack];
-	for (uint32_t i = 0; i < st->nframes && off < len; i++) {
-		if (i == max) {
+	uint32_t skip = 0;
+	for (uint32_t i = 0; from && i < st->nframes; i++) {
+		uint32_t fr = p->stack_frames[st->first + i];
+		if (fr < p->nframes && !strcmp(profile_str(p, p->frames[fr].name), from)) {
+			skip = i;
+			break;
+		}
+	}
+	for (uint32_t i = skip; i < st->nframes && off < len; i++) {
+		if (i - skip == max) {
 			snprintf(buf + off, len - off, " <- ...");
 			break;
 		}
@@ -433,6 +442,13 @@ static const char *report_gpu_path(const struct profile *p, uint32_t stack, size
 	if (!st->nframes)
 		snprintf(buf, len, "(empty stack)");
 	return buf;
+}
+
+/* A launch call path, leaf first, up to max frames. */
+static const char *report_gpu_path(const struct profile *p, uint32_t stack, size_t max, char *buf,
+				   size_t len)
+{
+	return report_gpu_path_from(p, stack, NULL, max, buf, len);
 }
 
 /* What the GPU waited on, in words: "decode_batch (93.1% of the idle time CPU samples explain;
@@ -458,7 +474,8 @@ static void report_text_gpu_cause(FILE *f, const struct profile *p, const struct
 		fprintf(f, ": the GPU waited on %s (%.1f%% of it", v->cause_function, v->cause_pct);
 		if (*v->cause_python)
 			fprintf(f, "; Python: %s", v->cause_python);
-		fprintf(f, "), in %s", report_gpu_path(p, v->cause_stack, 5, path, sizeof(path)));
+		fprintf(f, "), in %s", report_gpu_path_from(p, v->cause_stack, v->cause_function, 5,
+								path, sizeof(path)));
 	}
 	fputs(". ", f);
 }

@@ -109,7 +109,7 @@ case 'syncbound': {
   break;
 }
 case 'gpubound': {
-  out(v.bound === 'GPU-bound' && v.util_pct >= 90, `GPU-bound (busy ${v.util_pct.toFixed(1)}%)`, desc + `, util ${v.util_pct}`);
+  out(v.bound === 'GPU-bound' && v.util_pct >= 80, `GPU-bound (busy ${v.util_pct.toFixed(1)}%)`, desc + `, util ${v.util_pct}`);
   const c = share('save_checkpoint');
   if (idle.samples >= 5)
     out(c >= 0.5, `${pct(c)} of the ${idle.samples} idle samples under save_checkpoint`, desc);
