@@ -367,62 +367,104 @@ static size_t rs_uncovered(const struct profile *p, const uint64_t *w, const str
 
 /* The functions where rank s spends more inclusive CPU ns (per step, or per second) than the
  * median rank: the top 5 into out. */
+struct rs_triple {
+	uint32_t rank, stack;        /* rank: index into the ranks */
+	uint64_t weight;
+};
+
+static int cmp_triple(const void *x, const void *y)
+{
+	const struct rs_triple *a = x, *b = y;
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	return a->stack < b->stack ? -1 : a->stack > b->stack;
+}
+
 static size_t rs_excess(const struct profile *p, const struct rs_rank *rk, size_t nr, size_t s,
 			uint64_t period_ns, struct rs_fn *out)
 {
-	uint64_t *w = cs_calloc(nr * p->nstacks + 1, sizeof(*w));
-	double *acc = cs_calloc(nr * p->nstrings + 1, sizeof(*acc));
-	uint32_t *stamp = cs_calloc(p->nstrings + 1, sizeof(*stamp));
+	/* weights per (rank, stack): sorted and summed, so memory follows what the file holds,
+	 * not ranks x stacks */
+	struct rs_triple *tr = cs_malloc((p->nsamples_records + 1) * sizeof(*tr));
+	size_t nt = 0;
+	uint32_t last_pid = UINT32_MAX;
+	size_t last_r = nr;
+	for (size_t i = 0; i < p->nsamples_records; i++) {
+		const struct profile_sample *sm = &p->samples[i];
+		if (sm->pid != last_pid) {
+			last_pid = sm->pid;
+			last_r = rs_rank_index(rk, nr, profile_rank_of(p, sm->pid));
+		}
+		if (last_r < nr && sm->stack < p->nstacks)
+			tr[nt++] = (struct rs_triple){ (uint32_t)last_r, sm->stack, sm->weight };
+	}
+	if (nt)
+		cs_qsort(tr, nt, sizeof(*tr), cmp_triple);
+	size_t m = 0;
+	for (size_t i = 0; i < nt; i++) {
+		if (m && tr[m - 1].rank == tr[i].rank && tr[m - 1].stack == tr[i].stack)
+			tr[m - 1].weight += tr[i].weight;
+		else
+			tr[m++] = tr[i];
+	}
+	/* functions by name: dense indexes of the names frames use */
+	uint32_t *dense = cs_malloc((p->nstrings + 1) * sizeof(*dense));
+	uint32_t *names = cs_malloc((p->nframes + 1) * sizeof(*names));
+	size_t nn = 0;
+	memset(dense, 0xff, (p->nstrings + 1) * sizeof(*dense));
+	for (size_t i = 0; i < p->nframes; i++) {
+		uint32_t name = p->frames[i].name;
+		if (name < p->nstrings && dense[name] == UINT32_MAX) {
+			dense[name] = (uint32_t)nn;
+			names[nn++] = name;
+		}
+	}
+	double *acc = cs_calloc(nr * nn + 1, sizeof(*acc));
+	uint32_t *stamp = cs_calloc(nn + 1, sizeof(*stamp));
+	uint64_t *ws = cs_calloc(p->nstacks + 1, sizeof(*ws)); /* the straggler's, per stack */
 	double *vals = cs_malloc((nr + 1) * sizeof(*vals));
 	struct rs_fn *fns = NULL;
 	size_t nfns = 0, cap = 0, nout;
 	uint32_t mark = 0;
 
-	for (size_t i = 0; i < p->nsamples_records; i++) {
-		const struct profile_sample *sm = &p->samples[i];
-		size_t r = rs_rank_index(rk, nr, profile_rank_of(p, sm->pid));
-		if (r < nr && sm->stack < p->nstacks)
-			w[r * p->nstacks + sm->stack] += sm->weight;
-	}
-	for (size_t r = 0; r < nr; r++) {
-		for (size_t k = 0; k < p->nstacks; k++) {
-			uint64_t weight = w[r * p->nstacks + k];
-			if (!weight)
+	for (size_t i = 0; i < m; i++) {
+		const struct profile_stack *st = &p->stacks[tr[i].stack];
+		if (tr[i].rank == s)
+			ws[tr[i].stack] = tr[i].weight;
+		mark++;
+		for (uint32_t j = 0; j < st->nframes; j++) {
+			uint32_t id = p->stack_frames[st->first + j];
+			if (id >= p->nframes || p->frames[id].name >= p->nstrings)
 				continue;
-			const struct profile_stack *st = &p->stacks[k];
-			mark++;
-			for (uint32_t j = 0; j < st->nframes; j++) {
-				uint32_t id = p->stack_frames[st->first + j];
-				if (id >= p->nframes || p->frames[id].name >= p->nstrings)
-					continue;
-				uint32_t name = p->frames[id].name;
-				if (stamp[name] == mark)
-					continue;  /* once per sample, even when it recurses */
-				stamp[name] = mark;
-				acc[r * p->nstrings + name] += (double)weight * (double)period_ns;
-			}
+			uint32_t d = dense[p->frames[id].name];
+			if (stamp[d] == mark)
+				continue;  /* once per sample, even when it recurses */
+			stamp[d] = mark;
+			acc[tr[i].rank * nn + d] += (double)tr[i].weight * (double)period_ns;
 		}
 	}
-	for (uint32_t name = 1; name < p->nstrings; name++) {
-		double mine = acc[s * p->nstrings + name] / rk[s].per;
-		if (!(mine > 0))
+	for (size_t d = 0; d < nn; d++) {
+		double mine = acc[s * nn + d] / rk[s].per;
+		if (!(mine > 0) || !*profile_str(p, names[d]))
 			continue;
 		for (size_t r = 0; r < nr; r++)
-			vals[r] = acc[r * p->nstrings + name] / rk[r].per;
+			vals[r] = acc[r * nn + d] / rk[r].per;
 		double med = rs_median(vals, nr);
 		if (!(mine > med))
 			continue;
 		cs_grow(&fns, &cap, nfns + 1, sizeof(*fns));
-		fns[nfns++] = (struct rs_fn){ name, mine, med, mine - med };
+		fns[nfns++] = (struct rs_fn){ names[d], mine, med, mine - med };
 	}
 	if (nfns)
 		cs_qsort(fns, nfns, sizeof(*fns), cmp_fn_excess);
-	nout = rs_uncovered(p, w + s * p->nstacks, fns, nfns < RS_CANDIDATES ? nfns : RS_CANDIDATES,
-			    out);
+	nout = rs_uncovered(p, ws, fns, nfns < RS_CANDIDATES ? nfns : RS_CANDIDATES, out);
 	free(fns);
-	free(w);
+	free(tr);
+	free(dense);
+	free(names);
 	free(acc);
 	free(stamp);
+	free(ws);
 	free(vals);
 	return nout;
 }
