@@ -2,9 +2,10 @@
  * function's calls on the main thread (other threads ignored, a Python frame matched by its
  * function name), from NVTX ranges (the automatic names, and --step RANGE), --steps parsing
  * and the filter it drives, the per-step figures (wall, CPU split, GPU busy, launches), the
- * nearest-rank percentiles and the warm-up rule. */
+ * nearest-rank percentiles and the warm-up rule, and the rank table's straggler. */
 #include "analysis/filter.h"
 #include "analysis/profile_builder.h"
+#include "analysis/report_steps.h"
 #include "analysis/steps.h"
 #include "base/cs.h"
 #include "base/unit.h"
@@ -302,6 +303,85 @@ UNIT_TEST(steps_bench_1000_steps)
 	UNIT_ASSERT(sec < 2.0);
 	steps_tables_free(t, s.nprocs);
 	steps_free(&s);
+	free_gpu(&b);
+	pb_free(&b);
+}
+
+/* Two ranks (task labels, as csampler merge writes them), 4 steps each from NVTX ranges; rank 1
+ * spends 3 ms more of compute per step. report --ranks names rank 1 and compute (not main or
+ * _start, which only contain it), with the exact excess. */
+UNIT_TEST(steps_ranks_straggler)
+{
+	struct pbuild b;
+	pb_init(&b);
+	pb_header(&b, "rate_hz", "1000");
+	pb_process(&b, 10, 1, "train");
+	pb_process(&b, 20, 1, "train");
+	pb_thread(&b, 10, 10, "train");
+	pb_thread(&b, 20, 20, "train");
+	static struct profile_label labels[2] = { { .id = 10, .orig_id = 10, .rank = 0 },
+						  { .id = 20, .orig_id = 20, .rank = 1 } };
+	b.p.labels = labels;
+	b.p.nlabels = 2;
+	uint32_t load = pb_stack(&b, "_start;main;load_batch"), comp = pb_stack(&b, "_start;main;compute");
+	/* rank 0: steps of 1 load + 2 compute (3 ms); rank 1: 1 load + 5 compute (6 ms) */
+	uint64_t t = T0;
+	for (int k = 0; k < 4; k++) {
+		act(&b, PROFILE_GPU_MARKER, 10, "step", t, t + 3 * MS);
+		pb_samples(&b, 10, 10, load, 1, 0);
+		pb_samples(&b, 10, 10, comp, 2, 0);
+		t += 3 * MS;
+	}
+	for (int k = 0; k < 4; k++) {
+		act(&b, PROFILE_GPU_MARKER, 20, "step", t, t + 6 * MS);
+		pb_samples(&b, 20, 20, load, 1, 0);
+		pb_samples(&b, 20, 20, comp, 5, 0);
+		t += 6 * MS;
+	}
+	struct report_opts o = REPORT_OPTS_DEFAULT;
+	o.format = REPORT_JSON;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	UNIT_ASSERT(report_ranks_write(f, &b.p, &o) == 0);
+	fclose(f);
+	const char *want[] = {
+		"\"source\":\"nvtx:step\"",
+		"{\"rank\":0,\"pid\":10,\"steps\":4,\"step_p50_ns\":3000000,\"step_p90_ns\":3000000,",
+		"{\"rank\":1,\"pid\":20,\"steps\":4,\"step_p50_ns\":6000000,",
+		"\"straggler\":{\"rank\":1,\"by\":\"step_p50\",\"step_p50_ns\":6000000,"
+		"\"median_step_p50_ns\":3000000,\"basis\":\"per_step\",\"functions\":[\n  "
+		"{\"name\":\"compute\",\"ns\":5000000,\"median_ns\":2000000,\"excess_ns\":3000000}]",
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (!strstr(buf, want[i])) {
+			fprintf(stderr, "want %s in\n%s\n", want[i], buf);
+			UNIT_ASSERT(0);
+		}
+	free(buf);
+
+	/* the step table's JSON per process */
+	f = open_memstream(&buf, &len);
+	UNIT_ASSERT(report_steps_write(f, &b.p, &o) == 0);
+	fclose(f);
+	UNIT_ASSERT(strstr(buf, "{\"steps\":{\"source\":\"nvtx:step\",\"pid\":10,"));
+	UNIT_ASSERT(strstr(buf, "\"steps_processes\":[{\"source\":\"nvtx:step\",\"pid\":10,"));
+	UNIT_ASSERT(strstr(buf, "{\"source\":\"nvtx:step\",\"pid\":20,"));
+	UNIT_ASSERT(strstr(buf, "{\"step\":1,\"start_ns\":12000000,\"wall_ns\":6000000,"
+				"\"gpu_busy_pct\":0.0000,\"gpu_idle_ns\":0,\"idle_cause\":null,"
+				"\"cpu_ns\":6000000,\"python_ns\":0,\"native_ns\":6000000,\"offcpu_ns\":0,"
+				"\"launches\":0,\"warmup\":false}"));
+	free(buf);
+
+	/* one rank only: refused */
+	b.p.nlabels = 1;
+	labels[1].rank = 0;
+	f = open_memstream(&buf, &len);
+	UNIT_ASSERT(report_ranks_write(f, &b.p, &o) == -ENOENT);
+	fclose(f);
+	free(buf);
+	b.p.labels = NULL;
+	b.p.nlabels = 0;
 	free_gpu(&b);
 	pb_free(&b);
 }
