@@ -123,4 +123,16 @@ n1=$(awk '{ s += $NF } END { print s }' <("$CSAMPLER" folded -i m.data --rank 1)
 got=$("$CSAMPLER" diff --rank 0,1 m.data --dump-layout 2>&1 | awk '$1 == 0 { print $6, $5 }')
 [ "$got" = "$n0 $n1" ] && pass "diff --rank 0,1 m.data: BEFORE rank 0 ($n0), AFTER rank 1 ($n1)" ||
 	fail "diff --rank 0,1: '$got', want '$n0 $n1'"
+# -- report --compare: the step time of a run whose compute takes 3x as long --
+"$CSAMPLER" report --compare r0.data r1.data --step load_batch --format json >cmp.json 2>cmp.err ||
+	fail "compare: report --compare: $(cat cmp.err)"
+got=$(json_get cmp.json "[j.steps.base.steps, j.steps.new.steps, j.steps.base.source, j.steps.new.mean_ns > 1.5 * j.steps.base.mean_ns].join(' ')")
+case "$got" in
+"20 20 function:load_batch true"|"19 20 function:load_batch true"|"20 19 function:load_batch true"|"19 19 function:load_batch true")
+	pass "compare: step time of both runs by load_batch, the slowed run's mean step over 1.5x ($(json_get cmp.json "j.steps.mean_change_pct")%)" ;;
+*) fail "compare: steps: $got ($(json_get cmp.json "JSON.stringify(j.steps)"))" ;;
+esac
+"$CSAMPLER" report --compare r0.data r1.data --step load_batch >cmp.txt 2>&1
+grep -q '^Step time (function:load_batch)' cmp.txt && grep -q '^  change ' cmp.txt &&
+	pass "compare: the text shows the step time table" || fail "compare: no step table: $(head -20 cmp.txt)"
 finish
