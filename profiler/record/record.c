@@ -1244,8 +1244,6 @@ int record_run(const struct record_opts *o, char **written)
 		uint64_t gpu_from = o->argv ? 0 : cs_monotonic_ns();
 		if (o->argv)
 			r.child_env = gpu_setup_env(&o->gpu, environ);
-		else if (o->gpu_inject)
-			record_gpu_attach(&r);   /* before a ptrace sampler holds the threads */
 		r.gpu = gpu_merge_new(o->gpu.dir, o->argv != NULL, gpu_from, &record_gpu_sink, &r);
 		for (size_t i = 0; i < o->npids; i++)
 			gpu_merge_add_pid(r.gpu, (uint32_t)o->pids[i]);
@@ -1284,6 +1282,19 @@ int record_run(const struct record_opts *o, char **written)
 		ret = sampler_open_attach(&r.sampler, &o->sampler, o->pids, o->npids);
 		if (ret)
 			goto out;
+		if (o->gpu_inject && o->gpu.dir) {
+			/* After the sampler opened: a process that exits during the attach ends an
+			 * ordinary recording. A ptrace sampler holds every thread, though: it lets
+			 * them go while the library is loaded, and takes them again. */
+			bool held = !strcmp(sampler_name(r.sampler), "ptrace");
+			if (held) {
+				sampler_close(r.sampler);
+				r.sampler = NULL;
+			}
+			record_gpu_attach(&r);
+			if (held && (ret = sampler_open_attach(&r.sampler, &o->sampler, o->pids, o->npids)))
+				goto out;
+		}
 	}
 	/* Debug files missing locally are looked up by build id on the servers of DEBUGINFOD_URLS
 	 * by libdw itself: dwfl_standard_find_debuginfo, the symbolizer's callback, goes on to
