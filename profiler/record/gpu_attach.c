@@ -329,6 +329,18 @@ static pid_t ga_pick_thread(pid_t pid)
 	return pick ? pick : pid;
 }
 
+/* Whether the process has exited (gone, or a zombie its parent has not reaped: ptrace calls
+ * it EPERM). */
+static bool ga_gone(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (cs_read_small_file(path, buf, sizeof(buf)) <= 0)
+		return true;
+	const char *paren = strrchr(buf, ')');
+	return !paren || paren[1] != ' ' || paren[2] == 'Z' || paren[2] == 'X';
+}
+
 static const char *ga_eperm_hint(void)
 {
 	static char hint[256];
@@ -349,6 +361,8 @@ static int ga_stop(struct ga_thread *t, char *why, size_t whylen)
 {
 	if (ptrace(PTRACE_SEIZE, t->tid, NULL, NULL) < 0) {
 		int e = errno;
+		if (e == EPERM && ga_gone(t->pid))
+			e = ESRCH;
 		if (e == ESRCH)
 			ga_why(why, whylen, "the process exited during the attach");
 		else if (e == EPERM || e == EACCES)
@@ -731,6 +745,10 @@ enum gpu_attach_outcome gpu_attach_start(struct gpu_attach *a, pid_t pid, const 
 	case GPU_ATTACH_CUPTI:
 		ga_why(why, whylen, "%s", msg);
 		out = GPU_ATTACH_NOTED;
+		break;
+	case GPU_ATTACH_ACTIVE:
+		ga_why(why, whylen, "%s", msg);
+		out = GPU_ATTACH_SHARED;
 		break;
 	default:
 		ga_why(why, whylen, "%s", msg[0] ? msg : "the library refused the attach");

@@ -21,6 +21,8 @@ enum gpu_attach_outcome {
 	GPU_ATTACH_DONE,        /* capturing: call gpu_attach_stop at the end */
 	GPU_ATTACH_NOTED,       /* loaded, but CUPTI refused: the file holds the library's note */
 	GPU_ATTACH_REFUSED,     /* nothing loaded or started: why says why */
+	GPU_ATTACH_SHARED,      /* capture was already on (csampler env, another record -p): its
+				 * records are there to read, it is not ours to stop; why says so */
 };
 
 struct gpu_attach {

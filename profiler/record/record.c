@@ -558,13 +558,15 @@ static void record_gpu_attach(struct record *r)
 		enum gpu_attach_outcome out = gpu_attach_start(&r->attach[i], pid, o->gpu.inject_lib,
 							       o->gpu.cupti_lib, config, why,
 							       sizeof(why));
-		if (out != GPU_ATTACH_REFUSED)
-			r->nloaded++;
 		/* GPU_ATTACH_NOTED: the library's note says why, with the summary */
-		if (out == GPU_ATTACH_REFUSED)
+		if (out == GPU_ATTACH_DONE || out == GPU_ATTACH_NOTED)
+			r->nloaded++;
+		else
 			r->attach[i].pid = 0;   /* no file of ours to remove */
 		if (out == GPU_ATTACH_REFUSED)
 			cs_warn("--gpu on: PID %d: %s; GPU capture off, CPU profile only", (int)pid, why);
+		else if (out == GPU_ATTACH_SHARED)
+			cs_info("--gpu on: PID %d: %s: its records are read as they come", (int)pid, why);
 	}
 	free(config);
 }

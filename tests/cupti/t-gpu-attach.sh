@@ -106,6 +106,49 @@ else
 	fail "gpu-attach/files-removed: left in $CSAMPLER_GPU_DIR: $(ls "$CSAMPLER_GPU_DIR")"
 fi
 
+# -- the process exits during the recording, a zombie its parent (sleep) does not reap: the
+# library's exit handler wrote the rest, nothing is left to detach --
+sh -c '"$0" "$1" 300 >zombie.out 2>&1 & echo $! >zombie.pid; exec sleep 5' "$D/attach-target" "$STANDIN" &
+SP=$!; PIDS+=("$SP")
+for _ in $(seq 200); do grep -q '^ready$' zombie.out 2>/dev/null && break; sleep 0.05; done
+ZP=$(cat zombie.pid)
+"$CSAMPLER" record -p "$ZP" --gpu on -o zombie.data --duration 5 >zombie.rec.out 2>zombie.err
+zrc=$?
+zstate=$(awk '{print $3}' "/proc/$ZP/stat" 2>/dev/null)
+kill "$SP" 2>/dev/null
+on=$(awk '/^attached at step/ {print $4}' zombie.out)
+last=$("$CSAMPLER" info -i zombie.data --gpu-records 2>/dev/null | awk '$1 == "kernel" && $2 == "at_forward_kernel" {
+	c = $4; sub(/^corr=/, "", c); s = int(c / 16); if (min == "" || s < min) min = s; if (s > max) max = s }
+	END { print min ".." max }')
+if [ $zrc = 0 ] && [ "$zstate" = Z ] && ! grep -qi 'warning' zombie.err && [ "$last" = "$on..299" ] &&
+   grep -q '^attach-target: 300 steps$' zombie.out; then
+	pass "gpu-attach/exit-during-recording: the process ended (left a zombie), its kernels are there up to its last step ($last), no warning"
+else
+	fail "gpu-attach/exit-during-recording: exit $zrc, state $zstate, main steps $last (attached at $on): $(tr '\n' ' ' <zombie.err | head -c 400)"
+fi
+
+# -- two recorders: the second finds the capture on, reads its records, stops nothing --
+if start_target twice.out 1500; then
+	"$CSAMPLER" record -p "$TP" --gpu on -o first.data --duration 2 >first.out 2>first.err &
+	FP=$!
+	for _ in $(seq 100); do grep -q '^attached at step' twice.out && break; sleep 0.05; done
+	"$CSAMPLER" record -p "$TP" --gpu on -o second.data --duration 0.5 >second.out 2>second.err
+	src=$?
+	wait "$FP"; frc=$?
+	wait "$TP"
+	# kernels: its launch records reach the file once a second (they may come after its end)
+	n2=$("$CSAMPLER" info -i second.data 2>/dev/null | awk '$1 == "kernel" && $3 == "records" {print $2}')
+	if [ $src = 0 ] && [ $frc = 0 ] && grep -q 'already on in this process' second.err &&
+	   [ "$(grep -c '^detached at step' twice.out)" = 1 ] && [ "${n2:-0}" -gt 0 ] &&
+	   grep -q 'GPU: [1-9][0-9]* launches' first.err; then
+		pass "gpu-attach/second-recorder: the second record -p reads the first one's capture ($n2 kernels) and leaves it on: $(grep -i 'already on' second.err | head -c 160)"
+	else
+		fail "gpu-attach/second-recorder: exits $frc/$src, $n2 kernels: $(tr '\n' ' ' <second.err | head -c 300) / $(tr '\n' '|' <twice.out | head -c 200)"
+	fi
+else
+	fail "gpu-attach/second-recorder: attach-target did not start"
+fi
+
 # refused ERR NAME WHAT PATTERN: csampler exited 0, said one GPU line matching PATTERN, and
 # its recording is readable
 refused() {
