@@ -343,7 +343,7 @@ static bool ga_gone(pid_t pid)
 
 static const char *ga_eperm_hint(void)
 {
-	static char hint[256];
+	static char hint[320];
 	long scope = cs_read_long_file("/proc/sys/kernel/yama/ptrace_scope", -1);
 	if (scope >= 1)
 		snprintf(hint, sizeof(hint),
@@ -351,8 +351,9 @@ static const char *ga_eperm_hint(void)
 			 "CAP_SYS_PTRACE), or 'sysctl kernel.yama.ptrace_scope=0'", scope);
 	else
 		snprintf(hint, sizeof(hint),
-			 "another tracer (gdb, strace) holds it, it belongs to another user, or it "
-			 "is not dumpable: csampler needs CAP_SYS_PTRACE for it");
+			 "another tracer (gdb, strace) holds it, or it belongs to another user or is "
+			 "not dumpable, which needs CAP_SYS_PTRACE (%s)",
+			 scope == 0 ? "kernel.yama.ptrace_scope is 0" : "no Yama ptrace_scope here");
 	return hint;
 }
 
@@ -706,10 +707,11 @@ enum gpu_attach_outcome gpu_attach_start(struct gpu_attach *a, pid_t pid, const 
 	t->tid = ga_pick_thread(pid);
 	if (ga_stop(t, why, whylen))
 		goto out;
-	if (need_cupti && ga_dlopen(t, dlopen_at, dlerror_at, cupti_lib,
-				    GA_RTLD_NOW | GA_RTLD_GLOBAL, why, whylen))
+	/* loaded by an earlier attach: it stays loaded, no dlopen (no loader lock) this time */
+	if (!ours && need_cupti && ga_dlopen(t, dlopen_at, dlerror_at, cupti_lib,
+					     GA_RTLD_NOW | GA_RTLD_GLOBAL, why, whylen))
 		goto out;
-	if (ga_dlopen(t, dlopen_at, dlerror_at, lib, GA_RTLD_NOW, why, whylen))
+	if (!ours && ga_dlopen(t, dlopen_at, dlerror_at, lib, GA_RTLD_NOW, why, whylen))
 		goto out;
 	ga_maps_free(&m);
 	ret = ga_maps_read(pid, &m);

@@ -30,6 +30,22 @@ export CSAMPLER_GPU_DIR=$T/gpu   # not the user's /tmp/csampler-gpu-UID
 PIDS=()
 cleanup() { local p; for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$T"; }
 trap cleanup EXIT
+scope=$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || echo 0)
+if [ "$(id -u)" != 0 ] && [ "$scope" -ge 1 ]; then
+	# csampler may not ptrace this script's children here: that refusal is what is checked
+	"$D/attach-target" "$STANDIN" 300 >yama.out 2>&1 &
+	TP=$!; PIDS+=("$TP")
+	sleep 0.3
+	"$CSAMPLER" record -p "$TP" --gpu on -o yama.data --duration 0.3 >/dev/null 2>yama.err
+	rc=$?
+	if [ $rc = 0 ] && [ "$(grep -ci gpu yama.err)" = 1 ] && grep -q 'ptrace_scope is' yama.err; then
+		pass "gpu-attach/yama: one line naming kernel.yama.ptrace_scope, exit 0"
+	else
+		fail "gpu-attach/yama: exit $rc: $(tr '\n' ' ' <yama.err | head -c 300)"
+	fi
+	skip "gpu-attach: kernel.yama.ptrace_scope is $scope and csampler is not root: it may not load its library into another program's process here"
+	finish
+fi
 
 # start_target OUT STEPS [VAR=VALUE...]: attach-target in the background, once its loop runs
 start_target() {
