@@ -50,6 +50,7 @@
 #define GA_CALL_TIMEOUT_MS 10000   /* dlopen of CUPTI, the first subscription: seconds */
 #define GA_STOP_TIMEOUT_MS 3000
 #define GA_XSTATE_MAX 16384
+#define GA_SAFE_TRIES 200          /* stops, 2 ms apart, looking for a safe point */
 #define GA_RTLD_NOW 0x2
 #define GA_RTLD_GLOBAL 0x100
 
@@ -357,8 +358,69 @@ static const char *ga_eperm_hint(void)
 	return hint;
 }
 
-/* Seize tid and bring it to a stop in which it can be borrowed. */
-static int ga_stop(struct ga_thread *t, char *why, size_t whylen)
+/* Whether a thread stopped with these registers may be borrowed: inside a system call, or
+ * running code outside libc, the dynamic loader, CUDA, CUPTI and our library (whose locks
+ * dlopen, CUPTI or the attach itself may need; a thread stopped holding one would wait for
+ * itself). */
+static bool ga_safe_point(const struct user_regs_struct *r, const struct ga_maps *m)
+{
+	static const char *const held[] = { "libc.so", "libc-2.", "ld-linux", "libpthread",
+					    "libcuda.so", "libcupti.so", "libcsampler-cupti.so" };
+	if ((long long)r->orig_rax >= 0 || !m)
+		return true;
+	for (size_t i = 0; i < m->n; i++) {
+		const struct ga_map *e = &m->v[i];
+		if (r->rip < e->start || r->rip >= e->end)
+			continue;
+		for (size_t k = 0; k < sizeof(held) / sizeof(held[0]); k++)
+			if (!strncmp(ga_base(e->path), held[k], strlen(held[k])))
+				return false;
+		return true;
+	}
+	return true;
+}
+
+/* PTRACE_INTERRUPT the seized thread and wait for that stop. */
+static int ga_interrupt(struct ga_thread *t, char *why, size_t whylen)
+{
+	if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) < 0) {
+		int e = errno;
+		ga_why(why, whylen, e == ESRCH ? "the process exited during the attach" :
+		       "ptrace(PTRACE_INTERRUPT): %s", strerror(e));
+		return -e;
+	}
+	for (;;) {
+		int st, ret = ga_wait(t->tid, &st, GA_STOP_TIMEOUT_MS);
+		if (ret == -ESRCH) {
+			t->seized = false;
+			ga_why(why, whylen, "the process exited during the attach");
+			return ret;
+		}
+		if (ret) {
+			ga_why(why, whylen, "thread %d did not stop within %d ms (in the kernel: "
+			       "uninterruptible I/O?)", (int)t->tid, GA_STOP_TIMEOUT_MS);
+			return ret;
+		}
+		int sig = WSTOPSIG(st), event = st >> 16;
+		if (event == PTRACE_EVENT_STOP) {
+			if (sig == SIGTRAP)
+				return 0;   /* our interrupt */
+			ga_why(why, whylen, "the process is stopped (%s): continue it (kill -CONT %d) "
+			       "and attach again", strsignal(sig), (int)t->pid);
+			return -EAGAIN;
+		}
+		/* a signal on its way to the thread: delivered when we let it go */
+		if (!t->pending_sig)
+			t->pending_sig = sig;
+		else
+			syscall(SYS_tgkill, t->pid, t->tid, sig);
+		ptrace(PTRACE_CONT, t->tid, NULL, NULL);
+	}
+}
+
+/* Seize tid and bring it to a stop in which it can be borrowed (ga_safe_point; after
+ * GA_SAFE_TRIES stops that were not, the last one is taken). */
+static int ga_stop(struct ga_thread *t, const struct ga_maps *m, char *why, size_t whylen)
 {
 	if (ptrace(PTRACE_SEIZE, t->tid, NULL, NULL) < 0) {
 		int e = errno;
@@ -374,45 +436,23 @@ static int ga_stop(struct ga_thread *t, char *why, size_t whylen)
 		return -e;
 	}
 	t->seized = true;
-	if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) < 0) {
-		int e = errno;
-		ga_why(why, whylen, e == ESRCH ? "the process exited during the attach" :
-		       "ptrace(PTRACE_INTERRUPT): %s", strerror(e));
-		return -e;
-	}
-	for (;;) {
-		int st, ret = ga_wait(t->tid, &st, GA_STOP_TIMEOUT_MS);
-		if (ret == -ESRCH) {
-			ga_why(why, whylen, "the process exited during the attach");
+	for (int tries = 0;; tries++) {
+		int ret = ga_interrupt(t, why, whylen);
+		if (ret)
 			return ret;
+		if (ptrace(PTRACE_GETREGS, t->tid, NULL, &t->saved) < 0) {
+			int e = errno;
+			ga_why(why, whylen, "ptrace(PTRACE_GETREGS): %s", strerror(e));
+			return -e;
 		}
-		if (ret) {
-			ga_why(why, whylen, "thread %d did not stop within %d ms (in the kernel: "
-			       "uninterruptible I/O?)", (int)t->tid, GA_STOP_TIMEOUT_MS);
-			return ret;
-		}
-		int sig = WSTOPSIG(st), event = st >> 16;
-		if (event == PTRACE_EVENT_STOP) {
-			if (sig == SIGTRAP)
-				break;   /* our interrupt */
-			ga_why(why, whylen, "the process is stopped (%s): continue it (kill -CONT %d) "
-			       "and attach again", strsignal(sig), (int)t->pid);
-			t->stopped = true;
-			return -EAGAIN;
-		}
-		/* a signal on its way to the thread: delivered when we let it go */
-		if (!t->pending_sig)
-			t->pending_sig = sig;
-		else
-			syscall(SYS_tgkill, t->pid, t->tid, sig);
+		if (ga_safe_point(&t->saved, m) || tries + 1 >= GA_SAFE_TRIES)
+			break;
+		/* inside libc or CUDA: let it run a little and stop it again */
 		ptrace(PTRACE_CONT, t->tid, NULL, NULL);
+		struct timespec ts = { 0, 2000000 };
+		nanosleep(&ts, NULL);
 	}
 	t->stopped = true;
-	if (ptrace(PTRACE_GETREGS, t->tid, NULL, &t->saved) < 0) {
-		int e = errno;
-		ga_why(why, whylen, "ptrace(PTRACE_GETREGS): %s", strerror(e));
-		return -e;
-	}
 	struct iovec iov = { t->xstate, sizeof(t->xstate) };
 	if (ptrace(PTRACE_GETREGSET, t->tid, (void *)NT_X86_XSTATE, &iov) == 0) {
 		t->xlen = iov.iov_len;
@@ -705,7 +745,7 @@ enum gpu_attach_outcome gpu_attach_start(struct gpu_attach *a, pid_t pid, const 
 	t = cs_calloc(1, sizeof(*t));
 	t->pid = pid;
 	t->tid = ga_pick_thread(pid);
-	if (ga_stop(t, why, whylen))
+	if (ga_stop(t, &m, why, whylen))
 		goto out;
 	/* loaded by an earlier attach: it stays loaded, no dlopen (no loader lock) this time */
 	if (!ours && need_cupti && ga_dlopen(t, dlopen_at, dlerror_at, cupti_lib,
@@ -774,7 +814,11 @@ int gpu_attach_stop(struct gpu_attach *a, char *why, size_t whylen)
 	struct ga_thread *t = cs_calloc(1, sizeof(*t));
 	t->pid = a->pid;
 	t->tid = ga_pick_thread(a->pid);
-	int ret = ga_stop(t, why, whylen);
+	struct ga_maps m = { 0 };
+	int ret = ga_maps_read(a->pid, &m);
+	if (!ret)
+		ret = ga_stop(t, &m, why, whylen);
+	ga_maps_free(&m);
 	uint64_t result = 0;
 	if (!ret)
 		ret = ga_call(t, a->detach_addr, NULL, 0, 0, NULL, 0, NULL, &result,
