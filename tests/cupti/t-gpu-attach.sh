@@ -167,6 +167,26 @@ else
 	fail "gpu-attach/second-recorder: attach-target did not start"
 fi
 
+# -- a process started with csampler env: its own records are read, nothing is loaded --
+if [ -x "$TPROG/gpu-writer" ]; then
+	"$CSAMPLER" env -- "$TPROG/gpu-writer" stream 3 >env.out 2>&1 &
+	EP=$!; PIDS+=("$EP")
+	sleep 0.8
+	"$CSAMPLER" record -p "$EP" --gpu on -o env.data --duration 1 >/dev/null 2>env.err
+	erc=$?
+	wait "$EP"
+	hdr=$("$CSAMPLER" info -i env.data 2>/dev/null | sed -n 's/^gpu  *\(on.*\)/\1/p')
+	nk=$("$CSAMPLER" info -i env.data 2>/dev/null | awk '$1 == "kernel" && $3 == "records" {print $2}')
+	if [ $erc = 0 ] && [ "$hdr" = "on (attach: records of csampler env)" ] && [ "${nk:-0}" -gt 0 ] &&
+	   ! grep -qi 'warning' env.err; then
+		pass "gpu-attach/env-started: --gpu on reads the records of a csampler env process ($nk kernels) and loads nothing"
+	else
+		fail "gpu-attach/env-started: exit $erc, header [$hdr], $nk kernels: $(tr '\n' ' ' <env.err | head -c 300)"
+	fi
+else
+	skip "gpu-attach/env-started: $TPROG/gpu-writer was not built"
+fi
+
 # refused ERR NAME WHAT PATTERN: csampler exited 0, said one GPU line matching PATTERN, and
 # its recording is readable
 refused() {
