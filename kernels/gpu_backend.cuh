@@ -88,6 +88,10 @@ struct gpu_ctx {
 	struct splat_camera *cams_host, *cams;   /* host copy, device copy [n_views] */
 	size_t n_views;
 	float *gt;                               /* device, n_views × 3hw; NULL without ground truth */
+	float *target;                           /* device [3hw]: upload_target's image (--data disk),
+						  * the loss's ground truth once set; NULL before */
+	cudaEvent_t upload_done;                 /* recorded after an asynchronous upload_target */
+	int upload_pending;                      /* upload_done recorded and not yet waited for */
 
 	/* parameters, gradients and Adam moments: blocks of GPU_BLOCK_FLOATS(cap) floats */
 	float *params, *grads, *adam_m, *adam_v, *adam_m_spare, *adam_v_spare;

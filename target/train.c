@@ -84,6 +84,8 @@ struct trainer {
 	int32_t *moment_source;
 	float *image;                    /* 3·H·W */
 	size_t *order;                   /* training views in this epoch's order */
+	struct data_stage *data;         /* --data disk; NULL for memory */
+	size_t *views;                   /* --data disk: the view of every iteration, [iters] */
 };
 
 /* Mean PSNR over the given views at the given SH degree. */
@@ -93,6 +95,9 @@ static int train_eval(struct trainer *tr, const size_t *views, size_t n, int sh_
 	double sum = 0;
 	int err;
 
+	/* --data disk trains on random backgrounds; the test renders use the scene's */
+	if (tr->data && (err = data_scene_background(tr->data)))
+		return err;
 	for (size_t k = 0; k < n; k++) {
 		if ((err = tr->ops->render(tr->ctx, views[k], sh_degree)) ||
 		    (err = tr->ops->get_image(tr->ctx, tr->image)))
@@ -279,8 +284,9 @@ int train_run(const struct train_options *o, struct train_result *res)
 
 	struct splat_backend_config cfg = { .width = o->width, .height = o->height, .threads = o->threads,
 					    .max_gaussians = cap, .time_kernels = o->time_kernels };
+	/* --data disk: the backend gets the cameras only; every iteration uploads its view */
 	if ((err = tr.ops->create(&cfg, &tr.ctx)) ||
-	    (err = tr.ops->set_views(tr.ctx, tr.scene.cams, SCENE_VIEWS, tr.scene.gt)))
+	    (err = tr.ops->set_views(tr.ctx, tr.scene.cams, SCENE_VIEWS, o->data == DATA_DISK ? NULL : tr.scene.gt)))
 		goto out;
 	if (o->init_from_teacher)
 		splat_params_copy(&tr.host, &tr.scene.teacher);
@@ -288,6 +294,15 @@ int train_run(const struct train_options *o, struct train_result *res)
 		scene_init_student(&tr.scene, o->student_count < cap ? o->student_count : cap, &tr.host);
 	if ((err = tr.ops->set_params(tr.ctx, &tr.host, NULL)))
 		goto out;
+	if (o->data == DATA_DISK && o->iters > 0) {
+		tr.views = splat_malloc((size_t)o->iters * sizeof(size_t));
+		for (int it = 1; it <= o->iters; it++)
+			tr.views[it - 1] = train_view(&tr, it);
+		struct data_config dc = { .dir = o->data_dir, .loader = o->loader, .seed = o->seed,
+					  .iters = o->iters, .views = tr.views };
+		if ((err = data_open(&dc, &tr.scene, tr.ops, tr.ctx, &tr.data)))
+			goto out;
+	}
 	res->scene_seconds = splat_now_seconds() - t_start;
 
 	sh_degree = train_sh_degree(o, 1);
@@ -299,6 +314,9 @@ int train_run(const struct train_options *o, struct train_result *res)
 		       "(at most %zu), backend %s, %d threads, seed %llu\n",
 		       o->preset, o->iters, o->width, o->height, tr.scene.n_train, tr.scene.n_test, tr.host.count,
 		       o->max_gaussians, tr.ops->name, o->threads, (unsigned long long)o->seed);
+		if (tr.data)
+			printf("data: %zu training views as PNG in %s, loader %s, a random background per iteration\n",
+			       tr.scene.n_train, data_dir(tr.data), o->loader == DATA_PREFETCH ? "prefetch" : "inline");
 		printf("iteration 0: test PSNR %.2f dB (scene ready in %.2f s)\n", res->initial_test_psnr,
 		       res->scene_seconds);
 		fflush(stdout);
@@ -311,7 +329,9 @@ int train_run(const struct train_options *o, struct train_result *res)
 		struct splat_adam_config adam;
 		sh_degree = train_sh_degree(o, it);
 		train_adam_config(&tr, it, &adam);
-		if ((err = tr.ops->render(tr.ctx, train_view(&tr, it), sh_degree)) ||
+		if (tr.data && (err = data_next(tr.data, it)))
+			goto out;
+		if ((err = tr.ops->render(tr.ctx, tr.views ? tr.views[it - 1] : train_view(&tr, it), sh_degree)) ||
 		    (err = tr.ops->loss_grad(tr.ctx, log_now || it == o->iters ? &loss : NULL)) ||
 		    (err = tr.ops->backward(tr.ctx, NULL)) || (err = tr.ops->adam_step(tr.ctx, &adam)))
 			goto out;
@@ -355,6 +375,7 @@ int train_run(const struct train_options *o, struct train_result *res)
 	if (!err && o->time_kernels && tr.ops->report_timing)
 		err = tr.ops->report_timing(tr.ctx, stdout);
 out:
+	data_close(tr.data);   /* before destroy: its buffers may be the backend's */
 	if (tr.ctx)
 		tr.ops->destroy(tr.ctx);
 	scene_free(&tr.scene);
@@ -365,5 +386,6 @@ out:
 	free(tr.moment_source);
 	free(tr.image);
 	free(tr.order);
+	free(tr.views);
 	return err;
 }
