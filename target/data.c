@@ -130,7 +130,7 @@ static int data_unfilter(const unsigned char *raw, int w, int h, unsigned char *
 	return 0;
 }
 
-__attribute__((noinline)) int data_decode_png(const unsigned char *png, size_t len, int w, int h, unsigned char *rgb)
+__attribute__((noinline, noclone)) int data_decode_png(const unsigned char *png, size_t len, int w, int h, unsigned char *rgb)
 {
 	static const unsigned char sig[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
 	size_t raw_len = (1 + 3 * (size_t)w) * h, pos = 8;
@@ -222,7 +222,7 @@ static void data_view_path(const struct data_stage *ds, size_t view, char *path,
 }
 
 /* Read view's file into buf->file and decode it into buf->rgb8. */
-__attribute__((noinline)) static int data_load_view(struct data_stage *ds, size_t view, struct data_buf *buf)
+__attribute__((noinline, noclone)) static int data_load_view(struct data_stage *ds, size_t view, struct data_buf *buf)
 {
 	char path[4200];
 	struct stat st;
@@ -259,7 +259,7 @@ out:
 
 /* image (planar floats) = the decoded pixels with the scene's background replaced by bg where
  * the view shows background (weight T, its final transmittance). */
-__attribute__((noinline)) static void data_apply_background(const struct data_stage *ds, size_t view,
+__attribute__((noinline, noclone)) static void data_apply_background(const struct data_stage *ds, size_t view,
 							    const unsigned char *rgb8, const float bg[3], float *image)
 {
 	const float *trans = ds->scene->gt_trans + view * ds->hw, *sbg = ds->scene->teacher.background;
