@@ -70,6 +70,9 @@ struct data_stage {
 	int loader_started, stop, loader_err;
 	pthread_mutex_t mu;
 	pthread_cond_t slot_free, slot_ready;
+
+	double train_thread_s;                 /* time the training thread spent in data_next */
+	int nexts;
 };
 
 /* ---- PNG decoding ---- */
@@ -333,7 +336,24 @@ static int data_release_in_flight(struct data_stage *ds)
 	return err;
 }
 
+static int data_next_timed(struct data_stage *ds, int it);
+
 int data_next(struct data_stage *ds, int it)
+{
+	double t0 = splat_now_seconds();
+	int err = data_next_timed(ds, it);
+
+	ds->train_thread_s += splat_now_seconds() - t0;
+	ds->nexts++;
+	return err;
+}
+
+double data_ms_per_iter(const struct data_stage *ds)
+{
+	return ds->nexts ? 1000.0 * ds->train_thread_s / ds->nexts : 0;
+}
+
+static int data_next_timed(struct data_stage *ds, int it)
 {
 	int err;
 

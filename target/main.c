@@ -261,7 +261,8 @@ int main(int argc, char **argv)
 		printf(" (%d thread%s)", opt.threads, opt.threads == 1 ? "" : "s");
 	printf("\n");
 	if (opt.data == DATA_DISK)
-		printf("data disk (loader %s)\n", opt.loader == DATA_PREFETCH ? "prefetch" : "inline");
+		printf("data disk (loader %s, %.3f ms/iter on the training thread)\n",
+		       opt.loader == DATA_PREFETCH ? "prefetch" : "inline", res.data_ms_per_iter);
 	if (opt.save_path)
 		printf("saved %s\n", opt.save_path);
 	if (opt.save_images_dir)

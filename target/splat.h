@@ -183,6 +183,8 @@ int data_scene_background(struct data_stage *ds);
  * backend's destroy. NULL is a no-op. */
 void data_close(struct data_stage *ds);
 const char *data_dir(const struct data_stage *ds);
+/* Mean time data_next took on the training thread (the time a device waits for data). */
+double data_ms_per_iter(const struct data_stage *ds);
 
 /* Decode a PNG that image_write_png wrote (8-bit RGB, not interlaced, row filters 0..4) of
  * exactly w×h pixels into rgb (interleaved, 3·w·h bytes). 0, or -EINVAL (corrupt, or not that
@@ -224,6 +226,7 @@ struct train_result {
 	double final_loss;
 	size_t gaussians;
 	double seconds, ms_per_iter, scene_seconds;
+	double data_ms_per_iter;  /* --data disk: the training thread's share of ms_per_iter in data_next */
 	const char *backend;
 };
 

@@ -294,8 +294,8 @@ int train_run(const struct train_options *o, struct train_result *res)
 		scene_init_student(&tr.scene, o->student_count < cap ? o->student_count : cap, &tr.host);
 	if ((err = tr.ops->set_params(tr.ctx, &tr.host, NULL)))
 		goto out;
-	if (o->data == DATA_DISK && o->iters > 0) {
-		tr.views = splat_malloc((size_t)o->iters * sizeof(size_t));
+	if (o->data == DATA_DISK) {
+		tr.views = splat_malloc((size_t)(o->iters > 0 ? o->iters : 1) * sizeof(size_t));
 		for (int it = 1; it <= o->iters; it++)
 			tr.views[it - 1] = train_view(&tr, it);
 		struct data_config dc = { .dir = o->data_dir, .loader = o->loader, .seed = o->seed,
@@ -363,6 +363,7 @@ int train_run(const struct train_options *o, struct train_result *res)
 	double t_end = splat_now_seconds();
 	res->final_loss = loss;
 	res->ms_per_iter = o->iters > 0 ? 1000.0 * (t_end - t_iters) / o->iters : 0;
+	res->data_ms_per_iter = tr.data ? data_ms_per_iter(tr.data) : 0;
 	if ((err = train_eval(&tr, tr.scene.test_views, tr.scene.n_test, sh_degree, &res->test_psnr)) ||
 	    (err = train_eval(&tr, tr.scene.train_views, tr.scene.n_train, sh_degree, &res->train_psnr)))
 		goto out;

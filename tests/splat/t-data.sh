@@ -38,7 +38,7 @@ for l in inline prefetch; do
 done
 pi=$(sed -n 's/^test PSNR \([0-9.]*\) dB.*/\1/p' inline.out)
 pp=$(sed -n 's/^test PSNR \([0-9.]*\) dB.*/\1/p' prefetch.out)
-if [ -n "$pi" ] && [ "$pi" = "$pp" ] && cmp -s inline.ply prefetch.ply && grep -q '^data disk (loader prefetch)' prefetch.out; then
+if [ -n "$pi" ] && [ "$pi" = "$pp" ] && cmp -s inline.ply prefetch.ply && grep -q '^data disk (loader prefetch, [0-9.]* ms/iter on the training thread)' prefetch.out; then
 	pass "splat/data-deterministic: inline and prefetch reach test PSNR $pi dB with the same model (.ply identical)"
 else
 	fail "splat/data-deterministic: test PSNR inline '$pi', prefetch '$pp'; .ply $(cmp -s inline.ply prefetch.ply && echo identical || echo differ)"
