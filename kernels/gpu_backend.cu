@@ -410,7 +410,7 @@ static int gpu_upload_target(void *opaque, const float *image, int pinned)
 
 	if (!ctx->target && (err = gpu_malloc(&ctx->target, bytes, "the target image")))
 		return err;
-	nvtxRangePushA("upload");
+	GPU_PHASE_BEGIN(ctx, "upload");
 	if (!ctx->upload_done)
 		GPU_CHECK(cudaEventCreateWithFlags(&ctx->upload_done, cudaEventDisableTiming));
 	GPU_CHECK(cudaMemcpyAsync(ctx->target, image, bytes, cudaMemcpyHostToDevice, ctx->stream));
@@ -421,7 +421,7 @@ static int gpu_upload_target(void *opaque, const float *image, int pinned)
 		GPU_CHECK(cudaStreamSynchronize(ctx->stream));
 	}
 out:
-	nvtxRangePop();
+	GPU_PHASE_END(ctx);
 	return err;
 }
 

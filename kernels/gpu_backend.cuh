@@ -193,7 +193,7 @@ int gpu_timing_report(struct gpu_timing *t, FILE *out);
 /* Phases: an NVTX range (what a profiler's timeline shows) and, with --time-kernels, a timed
  * bracket of the same name, so the two cannot disagree. Every BEGIN has exactly one END on
  * every path (functions put the END after their `out:` label). Phases: forward, loss,
- * backward, optimizer, densify, set_params. */
+ * backward, optimizer, densify, set_params, and upload (the target image of --data disk). */
 #define GPU_PHASE_BEGIN(ctx, name)                                                              \
 	do {                                                                                    \
 		nvtxRangePushA(name);                                                           \
