@@ -5,7 +5,8 @@
 # 2; with the same seed the inline and prefetch loaders train bit-identical models (the random
 # backgrounds are a function of the seed and iteration); the temporary data directory is gone
 # at exit, a --data-dir one keeps its PNGs; and csampler names the data stage: data_decode_png
-# on the training thread with --loader inline, on the splat-loader thread with prefetch.
+# on the training thread with --loader inline, on the splat-loader thread with prefetch. With a
+# usable CUDA device, both loaders train on the CUDA backend to the same PSNR (SKIPPED otherwise).
 source "$CSAMPLER_ROOT/tests/lib.sh"
 TRAIN=$CSAMPLER_ROOT/bin/splat-train
 CHECK=$CSAMPLER_ROOT/bin/tests/splat-check
@@ -63,6 +64,24 @@ if "$TRAIN" "${SMALL[@]}" --iters 2 --data disk --data-dir views >dir.out 2>dir.
 	pass "splat/data-dir: --data-dir keeps the 12 training views as PNG"
 else
 	fail "splat/data-dir: $(ls views 2>&1 | head -n 3 | tr '\n' ' ') $(tail -n 2 dir.err | tr '\n' ' ')"
+fi
+
+# The CUDA backend: both loaders train (its backward sums with float atomics, so the two agree
+# to a tolerance, not bit for bit); SKIPPED where CUDA is not usable.
+if "$TRAIN" --backend cuda --preset m8-smoke --iters 1 --downsample 4 --log-interval 0 >cuda.out 2>cuda.err; then
+	for l in inline prefetch; do
+		"$TRAIN" --preset micro --iters 30 --backend cuda --seed 3 --log-interval 0 --data disk --loader "$l" \
+			>"cuda-$l.out" 2>"cuda-$l.err" || echo "exit $?" >>"cuda-$l.err"
+	done
+	ci=$(sed -n 's/^test PSNR \([0-9.]*\) dB.*/\1/p' cuda-inline.out)
+	cp=$(sed -n 's/^test PSNR \([0-9.]*\) dB.*/\1/p' cuda-prefetch.out)
+	if [ -n "$ci" ] && [ -n "$cp" ] && awk -v a="$ci" -v b="$cp" 'BEGIN { d = a - b; exit !(d < 0.2 && d > -0.2) }'; then
+		pass "splat/data-cuda: test PSNR inline $ci dB, prefetch $cp dB"
+	else
+		fail "splat/data-cuda: test PSNR inline '$ci', prefetch '$cp': $(tail -n 2 cuda-inline.err cuda-prefetch.err | tr '\n' ' ')"
+	fi
+else
+	skip "splat/data-cuda: CUDA not usable here: $(head -n 1 cuda.err)"
 fi
 
 # The data stage under csampler: named, and on the thread that runs it.
