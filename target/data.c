@@ -450,8 +450,10 @@ int data_open(const struct data_config *cfg, const struct splat_scene *scene,
 		char path[4200];
 		size_t v = scene->train_views[k];
 		data_view_path(ds, v, path, sizeof(path));
-		if ((err = image_write_png(path, scene->gt + v * hw3, ds->width, ds->height, IMAGE_FILTER_ADAPTIVE)))
+		if ((err = image_write_png(path, scene->gt + v * hw3, ds->width, ds->height, IMAGE_FILTER_ADAPTIVE))) {
+			unlink(path);   /* a partial file would keep data_close from removing the directory */
 			return err;
+		}
 		ds->written[ds->n_written++] = v;
 	}
 

@@ -209,6 +209,14 @@ static int train_check_outputs(const struct train_options *o)
 			return splat_error(errno, "--save-images %s: not writable: %s", o->save_images_dir,
 					   strerror(errno));
 	}
+	if (o->data == DATA_DISK && o->data_dir) {
+		if (stat(o->data_dir, &st) != 0 && mkdir(o->data_dir, 0755) != 0)
+			return splat_error(errno, "--data-dir %s: mkdir: %s", o->data_dir, strerror(errno));
+		if (stat(o->data_dir, &st) != 0 || !S_ISDIR(st.st_mode))
+			return splat_error(ENOTDIR, "--data-dir %s: not a directory", o->data_dir);
+		if (access(o->data_dir, W_OK) != 0)
+			return splat_error(errno, "--data-dir %s: not writable: %s", o->data_dir, strerror(errno));
+	}
 	if (o->save_path) {
 		char *copy = strdup(o->save_path);
 		const char *dir = copy ? dirname(copy) : ".";

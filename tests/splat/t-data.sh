@@ -30,6 +30,14 @@ bad data-value "unknown --data 'tape'; use memory or disk" --data tape
 bad loader-value "unknown --loader 'eager'; use inline or prefetch" --data disk --loader eager
 bad loader-without-disk "--loader needs --data disk" --loader prefetch
 bad dir-without-disk "--data-dir needs --data disk" --data memory --data-dir x
+# a --data-dir that cannot be made is refused before the scene is built (exit 1, one line)
+if timeout 20 "$TRAIN" --data disk --data-dir /etc/hostname/x >out.txt 2>err.txt; then
+	fail "splat/data-cli-dir-unusable: --data-dir /etc/hostname/x was accepted"
+elif [ "$(wc -l <err.txt)" = 1 ] && grep -q -- "--data-dir /etc/hostname/x: mkdir" err.txt && [ ! -s out.txt ]; then
+	pass "splat/data-cli-dir-unusable: $(cat err.txt)"
+else
+	fail "splat/data-cli-dir-unusable: $(head -c 300 err.txt out.txt | tr '\n' ' ')"
+fi
 
 # Same seed, both loaders: the same model bit for bit, so the same PSNR.
 mkdir tmp
