@@ -92,10 +92,12 @@ static void rs_text_summary(FILE *f, const struct steps_table *t)
 		}
 		fputc('\n', f);
 	}
-	if (t->nwarmup)
-		fprintf(f, "  warm-up: step%s %u%s%u (each more than 1.5x the median of the steps "
-			"after it)\n", t->nwarmup > 1 ? "s" : "", t->rows[0].step,
-			t->nwarmup > 1 ? "-" : "", t->nwarmup > 1 ? t->rows[t->nwarmup - 1].step : 0);
+	if (t->nwarmup == 1)
+		fprintf(f, "  warm-up: step %u (more than 1.5x the median of the steps after it)\n",
+			t->rows[0].step);
+	else if (t->nwarmup)
+		fprintf(f, "  warm-up: steps %u-%u (each more than 1.5x the median of the steps "
+			"after it)\n", t->rows[0].step, t->rows[t->nwarmup - 1].step);
 }
 
 static void rs_text_title(FILE *f, const struct rs_ctx *c, const struct steps_table *t)
