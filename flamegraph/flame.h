@@ -46,6 +46,8 @@ struct flame_opts {
 				  * root (stacks_python_view), py-spy's look */
 	struct profile_filter filter; /* data files: --pid, --tid, --comm, --rank, --time */
 	int source;              /* data files: enum fold_source (--cpu, --gpu, --both) */
+	int64_t diff_ranks[2];   /* diff --rank A,B: BEFORE is rank A, AFTER rank B (of one
+				  * merged file given once, or of each input); -1: unset */
 	const char **inputs;     /* files named by -i or as arguments; owned by the caller */
 	size_t ninputs;
 };

@@ -96,11 +96,20 @@ static const struct flame_optdef flame_optdefs[] = {
 	{ "tid", 0, FLAME_OPT_FILTER, 0, FLAME_BOTH, "TID", "data files: only this thread" },
 	{ "comm", 0, FLAME_OPT_FILTER, 0, FLAME_BOTH, "NAME",
 	  "data files: only threads (or processes) named NAME" },
-	{ "rank", 0, FLAME_OPT_FILTER, 0, FLAME_BOTH, "N",
+	{ "rank", 0, FLAME_OPT_FILTER, 0, FLAME_MODE_FLAME, "N",
 	  "data files: only processes of rank N (csampler merge)" },
+	{ "rank", 0, FLAME_OPT_FILTER, 0, FLAME_MODE_DIFF, "N|A,B",
+	  "data files: only processes of rank N (csampler merge);\n"
+	  "A,B: BEFORE is rank A and AFTER rank B (one merged\n"
+	  "file may be given once: diff --rank 0,1 all.data)" },
 	{ "time", 0, FLAME_OPT_FILTER, 0, FLAME_BOTH, "SPEC",
 	  "data files: only a time window: START,END in seconds\n"
 	  "from the start, or percent slices 10%/2, 0%-10%" },
+	{ "step", 0, FLAME_OPT_FILTER, 0, FLAME_BOTH, "SPEC",
+	  "data files: where a step starts: an NVTX range name or a\n"
+	  "function (default: NVTX ranges named step or iteration)" },
+	{ "steps", 0, FLAME_OPT_FILTER, 0, FLAME_BOTH, "A-B",
+	  "data files: only steps A to B (1-based; A, A- to the end)" },
 	{ "idle", 0, FLAME_OPT_FILTER, 0, FLAME_BOTH, NULL,
 	  "data files of record --idle: only threads off the CPU" },
 	{ "no-idle", 0, FLAME_OPT_FILTER, 0, FLAME_BOTH, NULL,
@@ -124,6 +133,7 @@ static const struct flame_opts flame_opts_defaults = {
 	.minwidth = 0.1,
 	.factor = 1,
 	.filter = PROFILE_FILTER_ALL,
+	.diff_ranks = { -1, -1 },
 };
 
 void flame_opts_usage(FILE *f, enum flame_mode mode)
@@ -212,6 +222,21 @@ static int flame_opt_set(struct flame_opts *o, const struct flame_optdef *od, co
 		return 0;
 	}
 	case FLAME_OPT_FILTER:
+		if (!strcmp(cmd, "diff") && !strcmp(od->name, "rank") && strchr(val, ',')) {
+			struct profile_filter a = PROFILE_FILTER_ALL, b = PROFILE_FILTER_ALL;
+			char first[32];
+			size_t n = (size_t)(strchr(val, ',') - val);
+			if (n >= sizeof(first))
+				n = sizeof(first) - 1;
+			memcpy(first, val, n);
+			first[n] = 0;
+			if (profile_filter_set(&a, cmd, "rank", first) ||
+			    profile_filter_set(&b, cmd, "rank", val + n + 1))
+				return -EINVAL;
+			o->diff_ranks[0] = a.rank;
+			o->diff_ranks[1] = b.rank;
+			return 0;
+		}
 		return profile_filter_set(&o->filter, cmd, od->name, val) ? -EINVAL : 0;
 	case FLAME_OPT_INPUT:
 		cs_grow(&o->inputs, inputs_cap, o->ninputs + 1, sizeof(*o->inputs));
@@ -334,6 +359,11 @@ int flame_opts_parse(struct flame_opts *o, int argc, char **argv, enum flame_mod
 		}
 		if (flame_opt_set(o, od, val, &inputs_cap, cmd))
 			goto fail;
+	}
+	/* diff --rank A,B of one merged file: the file is both BEFORE and AFTER */
+	if (mode == FLAME_MODE_DIFF && o->diff_ranks[0] >= 0 && o->ninputs == 1) {
+		cs_grow(&o->inputs, &inputs_cap, 2, sizeof(*o->inputs));
+		o->inputs[o->ninputs++] = o->inputs[0];
 	}
 	if (flame_opts_check(o, mode))
 		goto fail;

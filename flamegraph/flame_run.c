@@ -25,13 +25,18 @@ static int flame_read_inputs(struct flame_tree *t, struct flame_opts *o, enum fl
 		if (!before && !after)
 			return cs_error(EINVAL, "diff: only one of BEFORE and AFTER can be standard "
 					"input ('-')");
-		err = flame_input_read(t, before, FLAME_SERIES_BEFORE, o, false);
+		struct flame_opts ob = *o, oa = *o;
+		if (o->diff_ranks[0] >= 0) { /* --rank A,B */
+			ob.filter.rank = o->diff_ranks[0];
+			oa.filter.rank = o->diff_ranks[1];
+		}
+		err = flame_input_read(t, before, FLAME_SERIES_BEFORE, &ob, false);
 		if (!err && !(t->total[FLAME_SERIES_BEFORE] > 0))
 			err = cs_error(ENODATA, "diff: BEFORE (%s) has no samples; check that it is "
 				       "the profile you meant", flame_input_name(before));
 		t->path_len = 0; /* the next input's first stack shares nothing */
 		if (!err)
-			err = flame_input_read(t, after, FLAME_SERIES_MAIN, o, false);
+			err = flame_input_read(t, after, FLAME_SERIES_MAIN, &oa, false);
 		if (!err && !(t->total[FLAME_SERIES_MAIN] > 0))
 			err = cs_error(ENODATA, "diff: AFTER (%s) has no samples; check that it is "
 				       "the profile you meant", flame_input_name(after));

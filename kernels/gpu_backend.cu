@@ -93,7 +93,7 @@ static void gpu_destroy(void *opaque)
 		splat_warn("cuda backend: cudaStreamSynchronize at release failed: %s; the last results may be wrong",
 			   cudaGetErrorString(status));
 	/* release everything even after an error; cudaFree(NULL) is a no-op */
-	void *dev[] = { ctx->cams, ctx->gt, ctx->params, ctx->grads, ctx->adam_m, ctx->adam_v, ctx->adam_m_spare,
+	void *dev[] = { ctx->cams, ctx->gt, ctx->target, ctx->params, ctx->grads, ctx->adam_m, ctx->adam_v, ctx->adam_m_spare,
 			ctx->adam_v_spare, ctx->moment_source, ctx->uv, ctx->depth, ctx->conic_opacity, ctx->radius,
 			ctx->rect, ctx->rgb, ctx->clamped, ctx->tiles_touched, ctx->tile_offsets, ctx->keys[0],
 			ctx->keys[1], ctx->vals[0], ctx->vals[1], ctx->cub_temp, ctx->tile_range, ctx->image,
@@ -103,6 +103,8 @@ static void gpu_destroy(void *opaque)
 		cudaFree(dev[k]);
 	cudaFreeHost(ctx->host_pairs);
 	cudaFreeHost(ctx->host_loss);
+	if (ctx->upload_done)
+		cudaEventDestroy(ctx->upload_done);
 	gpu_timing_destroy(ctx->timing);   /* after the synchronisation above: its events are done */
 	if (ctx->stream)
 		cudaStreamDestroy(ctx->stream);
@@ -383,6 +385,76 @@ static int gpu_report_timing(void *opaque, FILE *out)
 	return gpu_timing_report(ctx->timing, out);
 }
 
+/* ---- the data stage (--data disk, target/data.c) ---- */
+
+static int gpu_set_background(void *opaque, const float bg[3])
+{
+	struct gpu_ctx *ctx = (struct gpu_ctx *)opaque;
+	struct gpu_groups d = gpu_groups_of(ctx->params, ctx->cap);
+	int err = 0;
+
+	/* 12 bytes from pageable memory: staged by the driver before the call returns */
+	GPU_CHECK(cudaMemcpyAsync(d.background, bg, 3 * sizeof(float), cudaMemcpyHostToDevice, ctx->stream));
+out:
+	return err;
+}
+
+/* The target image into ctx->target, on ctx->stream so that it cannot overwrite the image an
+ * earlier loss still reads. pinned: asynchronous, upload_done recorded after it; otherwise the
+ * training thread waits for the copy (and for the work queued before it). */
+static int gpu_upload_target(void *opaque, const float *image, int pinned)
+{
+	struct gpu_ctx *ctx = (struct gpu_ctx *)opaque;
+	size_t bytes = 3 * ctx->hw * sizeof(float);
+	int err = 0;
+
+	if (!ctx->target && (err = gpu_malloc(&ctx->target, bytes, "the target image")))
+		return err;
+	GPU_PHASE_BEGIN(ctx, "upload");
+	if (!ctx->upload_done)
+		GPU_CHECK(cudaEventCreateWithFlags(&ctx->upload_done, cudaEventDisableTiming));
+	GPU_CHECK(cudaMemcpyAsync(ctx->target, image, bytes, cudaMemcpyHostToDevice, ctx->stream));
+	if (pinned) {
+		GPU_CHECK(cudaEventRecord(ctx->upload_done, ctx->stream));
+		ctx->upload_pending = 1;
+	} else {
+		GPU_CHECK(cudaStreamSynchronize(ctx->stream));
+	}
+out:
+	GPU_PHASE_END(ctx);
+	return err;
+}
+
+static int gpu_upload_wait(void *opaque)
+{
+	struct gpu_ctx *ctx = (struct gpu_ctx *)opaque;
+	int err = 0;
+
+	if (ctx->upload_pending)
+		GPU_CHECK(cudaEventSynchronize(ctx->upload_done));
+	ctx->upload_pending = 0;
+out:
+	return err;
+}
+
+static int gpu_host_alloc(void *opaque, size_t bytes, void **out)
+{
+	int err = 0;
+
+	(void)opaque;
+	*out = NULL;
+	GPU_CHECK(cudaHostAlloc(out, bytes, cudaHostAllocDefault));
+out:
+	return err;
+}
+
+static void gpu_host_free(void *opaque, void *p)
+{
+	(void)opaque;
+	if (p)
+		cudaFreeHost(p);
+}
+
 const struct splat_backend_ops splat_cuda_backend = {
 	"cuda",                   /* name */
 	gpu_create,               /* create */
@@ -399,4 +471,9 @@ const struct splat_backend_ops splat_cuda_backend = {
 	gpu_get_densify_stats,    /* get_densify_stats */
 	gpu_reset_densify_stats,  /* reset_densify_stats */
 	gpu_report_timing,        /* report_timing */
+	gpu_set_background,       /* set_background */
+	gpu_upload_target,        /* upload_target */
+	gpu_upload_wait,          /* upload_wait */
+	gpu_host_alloc,           /* host_alloc */
+	gpu_host_free,            /* host_free */
 };

@@ -88,6 +88,10 @@ struct gpu_ctx {
 	struct splat_camera *cams_host, *cams;   /* host copy, device copy [n_views] */
 	size_t n_views;
 	float *gt;                               /* device, n_views × 3hw; NULL without ground truth */
+	float *target;                           /* device [3hw]: upload_target's image (--data disk),
+						  * the loss's ground truth once set; NULL before */
+	cudaEvent_t upload_done;                 /* recorded after an asynchronous upload_target */
+	int upload_pending;                      /* upload_done recorded and not yet waited for */
 
 	/* parameters, gradients and Adam moments: blocks of GPU_BLOCK_FLOATS(cap) floats */
 	float *params, *grads, *adam_m, *adam_v, *adam_m_spare, *adam_v_spare;
@@ -189,7 +193,7 @@ int gpu_timing_report(struct gpu_timing *t, FILE *out);
 /* Phases: an NVTX range (what a profiler's timeline shows) and, with --time-kernels, a timed
  * bracket of the same name, so the two cannot disagree. Every BEGIN has exactly one END on
  * every path (functions put the END after their `out:` label). Phases: forward, loss,
- * backward, optimizer, densify, set_params. */
+ * backward, optimizer, densify, set_params, and upload (the target image of --data disk). */
 #define GPU_PHASE_BEGIN(ctx, name)                                                              \
 	do {                                                                                    \
 		nvtxRangePushA(name);                                                           \

@@ -179,11 +179,11 @@ int gpu_loss(struct gpu_ctx *ctx, float *loss_out)
 		err = splat_error(EINVAL, "cuda backend: loss_grad before any render");
 		goto out;
 	}
-	if (!ctx->gt) {
-		err = splat_error(EINVAL, "cuda backend: loss_grad needs ground-truth images (set_views)");
+	if (!ctx->gt && !ctx->target) {
+		err = splat_error(EINVAL, "cuda backend: loss_grad needs ground-truth images (set_views or upload_target)");
 		goto out;
 	}
-	gt = ctx->gt + ctx->view * 3 * ctx->hw;
+	gt = ctx->target ? ctx->target : ctx->gt + ctx->view * 3 * ctx->hw;
 	GPU_TIME_KERNEL_BEGIN(ctx, gpu_ssim_forward_kernel);
 	gpu_ssim_forward_kernel<<<grid, block, 0, ctx->stream>>>(ctx->image, gt, ctx->width, ctx->height, ctx->window,
 								  partial_scale, ctx->ssim_partials, ctx->loss_partials);

@@ -23,8 +23,8 @@ declare -A allow=(
 	[main.c]="base cmd"
 	[flamegraph]="base analysis"
 )
-# record/ may take only the wire contract from inject/.
-declare -A only_file=([record:inject]="inject/protocol.h" [cmd:inject]="inject/protocol.h")
+# record/ may take only the wire contracts from inject/ (the file format, the attach entry).
+declare -A only_file=([record:inject]="inject/protocol.h inject/attach.h" [cmd:inject]="inject/protocol.h")
 bad=0
 violation() { echo "layout: $1" >&2; bad=1; }
 
@@ -39,7 +39,7 @@ check_file() { # $1 file, $2 its folder key
 		[ -d "profiler/$dir" ] || continue             # not one of ours (e.g. a system subdir)
 		ok=0
 		for a in ${allow[$key]}; do [ "$a" = "$dir" ] && ok=1; done
-		if [ $ok = 1 ] && [ -n "${only_file[$key:$dir]:-}" ] && [ "${only_file[$key:$dir]}" != "$inc" ]; then
+		if [ $ok = 1 ] && [ -n "${only_file[$key:$dir]:-}" ] && ! [[ " ${only_file[$key:$dir]} " == *" $inc "* ]]; then
 			ok=0
 		fi
 		[ $ok = 1 ] || violation "$f includes \"$inc\": $key/ may include only: ${allow[$key]:-nothing of profiler/}${only_file[$key:$dir]:+ (of $dir/, only ${only_file[$key:$dir]})}"

@@ -49,7 +49,8 @@
  * prefixed "splat-train: ") naming the failing call and what the user can do. No function exits
  * the process. Functions may be called only in this order within an iteration:
  * render → [get_image] → loss_grad → backward → adam_step; set_params, get_params,
- * get_grads, get_densify_stats and reset_densify_stats between iterations. */
+ * get_grads, get_densify_stats, reset_densify_stats and the data stage's set_background,
+ * upload_target and upload_wait between iterations. */
 #ifndef SPLAT_BACKEND_H
 #define SPLAT_BACKEND_H
 
@@ -173,6 +174,27 @@ struct splat_backend_ops {
 	 * (format in splat-train(1), --time-kernels). Synchronises. NULL in a backend that has no
 	 * kernels to time (cpu). */
 	int (*report_timing)(void *ctx, FILE *out);
+
+	/* The data stage of --data disk (target/data.c), which reads each iteration's ground truth
+	 * from disk instead of set_views (that then passes gt NULL). */
+
+	/* Render with background bg from the next render on. It is written into the background
+	 * parameter (which Adam still steps; the data stage sets it again before every iteration,
+	 * a random colour, and to the scene's background before evaluating). */
+	int (*set_background)(void *ctx, const float bg[3]);
+	/* Make image (planar 3·H·W floats in host memory) the ground truth of the following
+	 * loss_grad calls, whatever view is rendered. pinned 0: any host memory, read before the
+	 * call returns (CUDA: a copy ordered after the work already queued, waited for); pinned 1:
+	 * a buffer from host_alloc that the caller leaves unchanged until upload_wait returns
+	 * (CUDA: an asynchronous copy on the backend's stream). */
+	int (*upload_target)(void *ctx, const float *image, int pinned);
+	/* Wait until the last upload_target has read its source; then the caller may reuse it. */
+	int (*upload_wait)(void *ctx);
+	/* Host buffers for upload_target(…, 1) of at least bytes: page-locked where the backend
+	 * copies asynchronously (cudaHostAlloc), 64-byte aligned memory otherwise. The caller frees
+	 * them with host_free, before destroy. */
+	int (*host_alloc)(void *ctx, size_t bytes, void **out);
+	void (*host_free)(void *ctx, void *p);
 };
 
 /* The float32 multithreaded CPU backend (target/cpu_backend.c). */

@@ -59,6 +59,7 @@ struct cpu_backend {
 	struct splat_camera *cams;
 	size_t n_views;
 	float *gt;                     /* n_views × 3hw, NULL when no ground truth was given */
+	float *target;                 /* [3hw] upload_target's image, NULL before the first */
 
 	struct splat_params params, grads, adam_m, adam_v;
 
@@ -360,9 +361,15 @@ static int cpu_get_image(void *opaque, float *rgb)
 /* ---- loss: 0.8·L1 + 0.2·(1 - SSIM) and its gradient ---- */
 
 /* Rows [begin, end) of all three channels: products, then the horizontal window pass. */
+/* The ground truth of the loss: the last upload_target's image, else the rendered view's. */
+static const float *cpu_gt(const struct cpu_backend *ctx)
+{
+	return ctx->target ? ctx->target : ctx->gt + ctx->view * 3 * ctx->hw;
+}
+
 static CPU_PHASE void cpu_ssim_moments_worker(struct cpu_backend *ctx, int thread)
 {
-	const float *x = ctx->image, *y = ctx->gt + ctx->view * 3 * ctx->hw;
+	const float *x = ctx->image, *y = cpu_gt(ctx);
 	size_t begin, end;
 	int w = ctx->width, h = ctx->height;
 
@@ -389,7 +396,7 @@ static CPU_PHASE void cpu_ssim_moments_worker(struct cpu_backend *ctx, int threa
  * horizontal pass of the partials. */
 static CPU_PHASE void cpu_ssim_map_worker(struct cpu_backend *ctx, int thread)
 {
-	const float *x = ctx->image, *y = ctx->gt + ctx->view * 3 * ctx->hw;
+	const float *x = ctx->image, *y = cpu_gt(ctx);
 	size_t begin, end;
 	int w = ctx->width, h = ctx->height;
 	double l1 = 0, ssim = 0;
@@ -423,7 +430,7 @@ static CPU_PHASE void cpu_ssim_map_worker(struct cpu_backend *ctx, int thread)
 /* Vertical pass of the partials and ∂L/∂x = G*g_x + 2x(G*g_xx) + y(G*g_xy) + L1 term. */
 static CPU_PHASE void cpu_ssim_grad_worker(struct cpu_backend *ctx, int thread)
 {
-	const float *x = ctx->image, *y = ctx->gt + ctx->view * 3 * ctx->hw;
+	const float *x = ctx->image, *y = cpu_gt(ctx);
 	size_t begin, end;
 	int w = ctx->width, h = ctx->height;
 	float l1_scale = (float)SPLAT_LOSS_L1_WEIGHT / (float)(3 * ctx->hw);
@@ -449,8 +456,8 @@ static int cpu_loss_grad(void *opaque, float *loss_out)
 
 	if (!ctx->rendered)
 		return splat_error(EINVAL, "cpu backend: loss_grad before any render");
-	if (!ctx->gt)
-		return splat_error(EINVAL, "cpu backend: loss_grad needs ground-truth images (set_views)");
+	if (!ctx->gt && !ctx->target)
+		return splat_error(EINVAL, "cpu backend: loss_grad needs ground-truth images (set_views or upload_target)");
 	cpu_run(ctx, cpu_ssim_moments_worker);
 	cpu_run(ctx, cpu_ssim_map_worker);
 	cpu_run(ctx, cpu_ssim_grad_worker);
@@ -657,6 +664,47 @@ static int cpu_set_views(void *opaque, const struct splat_camera *cams, size_t n
 	return 0;
 }
 
+static int cpu_set_background(void *opaque, const float bg[3])
+{
+	struct cpu_backend *ctx = opaque;
+
+	memcpy(ctx->params.background, bg, 3 * sizeof(float));
+	return 0;
+}
+
+/* The CPU's "device" memory is host memory: the upload is one copy, done on return. */
+static int cpu_upload_target(void *opaque, const float *image, int pinned)
+{
+	struct cpu_backend *ctx = opaque;
+
+	(void)pinned;
+	if (!ctx->target)
+		ctx->target = splat_malloc(3 * ctx->hw * sizeof(float));
+	memcpy(ctx->target, image, 3 * ctx->hw * sizeof(float));
+	return 0;
+}
+
+static int cpu_upload_wait(void *opaque)
+{
+	(void)opaque;
+	return 0;
+}
+
+static int cpu_host_alloc(void *opaque, size_t bytes, void **out)
+{
+	(void)opaque;
+	*out = aligned_alloc(64, (bytes + 63) / 64 * 64);
+	if (!*out)
+		return splat_error(ENOMEM, "cpu backend: aligned_alloc of %zu bytes for a data buffer failed", bytes);
+	return 0;
+}
+
+static void cpu_host_free(void *opaque, void *p)
+{
+	(void)opaque;
+	free(p);
+}
+
 static int cpu_reset_densify_stats(void *opaque)
 {
 	struct cpu_backend *ctx = opaque;
@@ -759,6 +807,7 @@ static void cpu_destroy(void *opaque)
 	free(ctx->workers);
 	free(ctx->cams);
 	free(ctx->gt);
+	free(ctx->target);
 	splat_params_free(&ctx->params);
 	splat_params_free(&ctx->grads);
 	splat_params_free(&ctx->adam_m);
@@ -883,4 +932,9 @@ const struct splat_backend_ops splat_cpu_backend = {
 	.adam_step = cpu_adam_step,
 	.get_densify_stats = cpu_get_densify_stats,
 	.reset_densify_stats = cpu_reset_densify_stats,
+	.set_background = cpu_set_background,
+	.upload_target = cpu_upload_target,
+	.upload_wait = cpu_upload_wait,
+	.host_alloc = cpu_host_alloc,
+	.host_free = cpu_host_free,
 };

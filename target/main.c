@@ -13,7 +13,8 @@ enum opt_kind { OPT_INT, OPT_U64, OPT_STRING, OPT_FLAG };
 
 enum opt_id {
 	O_PRESET, O_ITERS, O_SEED, O_WIDTH, O_HEIGHT, O_DOWNSAMPLE, O_DENSIFY, O_MAXG, O_LOG,
-	O_THREADS, O_BACKEND, O_SAVE_IMAGES, O_SAVE, O_TIME_KERNELS, O_HELP, O_VERSION,
+	O_THREADS, O_BACKEND, O_DATA, O_DATA_DIR, O_LOADER, O_SAVE_IMAGES, O_SAVE, O_TIME_KERNELS, O_HELP,
+	O_VERSION,
 };
 
 static const struct main_option {
@@ -34,6 +35,12 @@ static const struct main_option {
 	{ O_LOG, "log-interval", "N", OPT_INT, 0, 1000000, "log every N iterations (0: quiet)" },
 	{ O_THREADS, "threads", "N", OPT_INT, 1, 1024, "CPU backend threads (default: all cores)" },
 	{ O_BACKEND, "backend", "B", OPT_STRING, 0, 0, "auto (default), cpu or cuda" },
+	{ O_DATA, "data", "SRC", OPT_STRING, 0, 0,
+	  "memory (default) or disk: read, decode and upload each view (PNG) every iteration" },
+	{ O_DATA_DIR, "data-dir", "DIR", OPT_STRING, 0, 0,
+	  "--data disk: write the views here (default: a temporary directory, removed at exit)" },
+	{ O_LOADER, "loader", "L", OPT_STRING, 0, 0,
+	  "--data disk: inline (default, on the training thread) or prefetch (a loader thread)" },
 	{ O_SAVE_IMAGES, "save-images", "DIR", OPT_STRING, 0, 0, "write test renders and ground truth (PNG)" },
 	{ O_SAVE, "save", "PATH", OPT_STRING, 0, 0, "write the trained Gaussians as a 3DGS .ply" },
 	{ O_TIME_KERNELS, "time-kernels", NULL, OPT_FLAG, 0, 0,
@@ -207,6 +214,34 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (val[O_DATA].set) {
+		const char *d = val[O_DATA].s;
+		if (!strcmp(d, "memory"))
+			opt.data = DATA_MEMORY;
+		else if (!strcmp(d, "disk"))
+			opt.data = DATA_DISK;
+		else {
+			fprintf(stderr, "splat-train: unknown --data '%s'; use memory or disk\n", d);
+			return 2;
+		}
+	}
+	if (val[O_LOADER].set) {
+		const char *l = val[O_LOADER].s;
+		if (!strcmp(l, "inline"))
+			opt.loader = DATA_INLINE;
+		else if (!strcmp(l, "prefetch"))
+			opt.loader = DATA_PREFETCH;
+		else {
+			fprintf(stderr, "splat-train: unknown --loader '%s'; use inline or prefetch\n", l);
+			return 2;
+		}
+	}
+	if (opt.data != DATA_DISK && (val[O_LOADER].set || val[O_DATA_DIR].set)) {
+		fprintf(stderr, "splat-train: --%s needs --data disk\n", val[O_LOADER].set ? "loader" : "data-dir");
+		return 2;
+	}
+	if (val[O_DATA_DIR].set)
+		opt.data_dir = val[O_DATA_DIR].s;
 	if (val[O_SAVE_IMAGES].set)
 		opt.save_images_dir = val[O_SAVE_IMAGES].s;
 	if (val[O_SAVE].set)
@@ -225,6 +260,9 @@ int main(int argc, char **argv)
 	if (!strcmp(res.backend, "cpu"))
 		printf(" (%d thread%s)", opt.threads, opt.threads == 1 ? "" : "s");
 	printf("\n");
+	if (opt.data == DATA_DISK)
+		printf("data disk (loader %s, %.3f ms/iter on the training thread)\n",
+		       opt.loader == DATA_PREFETCH ? "prefetch" : "inline", res.data_ms_per_iter);
 	if (opt.save_path)
 		printf("saved %s\n", opt.save_path);
 	if (opt.save_images_dir)

@@ -285,6 +285,17 @@ void ref_render(const struct ref_params *p, const struct splat_camera *cam, int 
 	ref_frame_free(&f);
 }
 
+void ref_render_transmittance(const struct ref_params *p, const struct splat_camera *cam, int sh_degree,
+			       double *image, double *t_final)
+{
+	struct ref_frame f;
+
+	ref_frame_prepare(&f, p, cam, sh_degree);
+	ref_blend(&f, p->background, image, NULL);
+	memcpy(t_final, f.t_final, (size_t)f.w * f.h * sizeof(double));
+	ref_frame_free(&f);
+}
+
 void ref_render_flagged(const struct ref_params *p, const struct splat_camera *cam, int sh_degree,
 			double *image, unsigned char *near_edge)
 {

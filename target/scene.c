@@ -239,14 +239,17 @@ static void *scene_render_gt_thread(void *arg)
 	struct scene_gt_job *job = arg;
 	struct splat_scene *s = job->scene;
 	size_t hw3 = 3 * (size_t)s->width * s->height;
-	double *img = splat_malloc(hw3 * sizeof(double));
+	double *img = splat_malloc(hw3 * sizeof(double)), *trans = splat_malloc(hw3 / 3 * sizeof(double));
 
 	for (int v = job->thread; v < SCENE_VIEWS; v += job->threads) {
-		ref_render(job->teacher, &s->cams[v], SPLAT_MAX_SH_DEGREE, img);
+		ref_render_transmittance(job->teacher, &s->cams[v], SPLAT_MAX_SH_DEGREE, img, trans);
 		for (size_t i = 0; i < hw3; i++)
 			s->gt[v * hw3 + i] = (float)img[i];
+		for (size_t i = 0; i < hw3 / 3; i++)
+			s->gt_trans[v * hw3 / 3 + i] = (float)trans[i];
 	}
 	free(img);
+	free(trans);
 	return NULL;
 }
 
@@ -263,6 +266,7 @@ int scene_generate(struct splat_scene *s, uint64_t seed, int width, int height, 
 	scene_make_teacher(s);
 	scene_make_cameras(s);
 	s->gt = splat_malloc((size_t)SCENE_VIEWS * 3 * width * height * sizeof(float));
+	s->gt_trans = splat_malloc((size_t)SCENE_VIEWS * width * height * sizeof(float));
 	ref_params_from_float(&teacher, &s->teacher);
 	if (threads > SCENE_VIEWS)
 		threads = SCENE_VIEWS;
@@ -294,7 +298,9 @@ void scene_free(struct splat_scene *s)
 {
 	splat_params_free(&s->teacher);
 	free(s->gt);
+	free(s->gt_trans);
 	s->gt = NULL;
+	s->gt_trans = NULL;
 }
 
 static double dist2(const float *a, const float *b)

@@ -1,8 +1,9 @@
 /* splat.h: splat-train's host-side modules: messages and allocation (util.c), the counter-based
  * random numbers every backend shares, the synthetic scene (scene.c), the double-precision
  * reference renderer (reference.c), densification (densify.c), image and PLY output
- * (image_io.c, ply.c), backend selection (backends.c) and the trainer (train.c).
- * Module prefixes: splat_ (shared), scene_, ref_, densify_, image_, ply_, train_. */
+ * (image_io.c, ply.c), backend selection (backends.c), the data stage of --data disk (data.c)
+ * and the trainer (train.c).
+ * Module prefixes: splat_ (shared), scene_, ref_, densify_, image_, ply_, data_, train_. */
 #ifndef SPLAT_SPLAT_H
 #define SPLAT_SPLAT_H
 
@@ -58,6 +59,9 @@ struct splat_scene {
 	size_t test_views[SCENE_VIEWS], n_test;
 	double extent;                        /* E = 1.1 × max camera distance from their mean */
 	float *gt;                            /* SCENE_VIEWS × 3·H·W, rendered by the reference */
+	float *gt_trans;                      /* SCENE_VIEWS × H·W: the background's share of each
+					       * pixel of gt (final transmittance; --data disk
+					       * composites its random backgrounds with it) */
 };
 
 /* Build the teacher and cameras from seed and render the ground truth with the double
@@ -88,6 +92,10 @@ extern const char *const ref_group_names[6]; /* means, log_scales, quats, opacit
 /* Render p from cam into image (planar 3·H·W). */
 void ref_render(const struct ref_params *p, const struct splat_camera *cam, int sh_degree,
 		double *image);
+/* ref_render, and the final transmittance of every pixel in t_final (H·W): the share of the
+ * background in it (1 - alpha). */
+void ref_render_transmittance(const struct ref_params *p, const struct splat_camera *cam, int sh_degree,
+			       double *image, double *t_final);
 /* ref_render, and near_edge (per pixel) set where a float renderer may round a discrete
  * decision (α or T threshold, depth order, tile rectangle) the other way: the only pixels where
  * a backend may differ from the reference by more than rounding. */
@@ -131,6 +139,10 @@ void densify_apply(const struct densify_config *cfg, struct splat_params *params
 /* Write a planar 3·H·W float image clamped to [0, 1] as 8-bit PNG (name ends in .png) or
  * binary PPM (otherwise). */
 int image_write(const char *path, const float *rgb, int w, int h);
+/* Write it as 8-bit RGB PNG with row filter `filter`: 0..4 (none, sub, up, average, paeth) on
+ * every row, or IMAGE_FILTER_ADAPTIVE (per row, the smallest sum of magnitudes, as libpng). */
+#define IMAGE_FILTER_ADAPTIVE (-1)
+int image_write_png(const char *path, const float *rgb, int w, int h, int filter);
 /* Write params as a standard 3DGS binary little-endian .ply. */
 int ply_write(const char *path, const struct splat_params *p);
 
@@ -140,6 +152,46 @@ enum splat_backend_choice { SPLAT_BACKEND_AUTO, SPLAT_BACKEND_CPU, SPLAT_BACKEND
 /* Resolve a choice to backend ops. AUTO falls back to the CPU and prints one line saying why.
  * Returns NULL (after one error line) when CUDA was asked for and cannot be used. */
 const struct splat_backend_ops *splat_backend_select(enum splat_backend_choice choice);
+
+/* ---- the data stage (data.c): --data disk, --loader inline|prefetch ---- */
+
+enum data_source { DATA_MEMORY, DATA_DISK };
+enum data_loader { DATA_INLINE, DATA_PREFETCH };
+
+struct data_config {
+	const char *dir;          /* NULL: a fresh mkdtemp under $TMPDIR or /tmp, removed by data_close */
+	enum data_loader loader;
+	uint64_t seed;            /* of the per-iteration backgrounds */
+	int iters;
+	const size_t *views;      /* [iters]: iteration it trains view views[it - 1]; the caller keeps
+				   * the array until data_close */
+};
+
+struct data_stage;
+
+/* Write the scene's training views as PNG files into the data directory and, for the prefetch
+ * loader, start the loader thread (it begins on iteration 1 at once). ops and ctx are the
+ * backend's; *out is released with data_close (also after a failure, which leaves it NULL). */
+int data_open(const struct data_config *cfg, const struct splat_scene *scene,
+	      const struct splat_backend_ops *ops, void *ctx, struct data_stage **out);
+/* Before iteration it (1, 2, ... in order): its view loaded, decoded, on its background, and
+ * uploaded as the backend's target, with the background set for its render. */
+int data_next(struct data_stage *ds, int it);
+/* Set the scene's own background in the backend (before evaluation). */
+int data_scene_background(struct data_stage *ds);
+/* Stop the loader, free the buffers, remove the directory data_open created. Before the
+ * backend's destroy. NULL is a no-op. */
+void data_close(struct data_stage *ds);
+const char *data_dir(const struct data_stage *ds);
+/* Mean time data_next took on the training thread (the time a device waits for data). */
+double data_ms_per_iter(const struct data_stage *ds);
+
+/* Decode a PNG that image_write_png wrote (8-bit RGB, not interlaced, row filters 0..4) of
+ * exactly w×h pixels into rgb (interleaved, 3·w·h bytes). 0, or -EINVAL (corrupt, or not that
+ * kind of PNG) after one error line naming what. */
+int data_decode_png(const unsigned char *png, size_t len, int w, int h, unsigned char *rgb);
+/* The random background of iteration it: a function of (seed, it) only. */
+void data_background(uint64_t seed, int it, float bg[3]);
 
 /* ---- the trainer (train.c) ---- */
 
@@ -160,6 +212,9 @@ struct train_options {
 	const char *save_images_dir; /* NULL: none */
 	const char *save_path;       /* NULL: none */
 	int time_kernels;            /* --time-kernels: the CUDA backend's per-kernel table */
+	enum data_source data;       /* --data: memory (the views stay in the backend) or disk */
+	const char *data_dir;        /* --data-dir; NULL: a temporary directory */
+	enum data_loader loader;     /* --loader (disk only) */
 	/* For the tests (no flag): start the student at the teacher with every SH band active,
 	 * and evaluate the test views every eval_every iterations (0: only at start and end). */
 	int init_from_teacher;
@@ -171,6 +226,7 @@ struct train_result {
 	double final_loss;
 	size_t gaussians;
 	double seconds, ms_per_iter, scene_seconds;
+	double data_ms_per_iter;  /* --data disk: the training thread's share of ms_per_iter in data_next */
 	const char *backend;
 };
 

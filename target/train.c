@@ -84,6 +84,8 @@ struct trainer {
 	int32_t *moment_source;
 	float *image;                    /* 3·H·W */
 	size_t *order;                   /* training views in this epoch's order */
+	struct data_stage *data;         /* --data disk; NULL for memory */
+	size_t *views;                   /* --data disk: the view of every iteration, [iters] */
 };
 
 /* Mean PSNR over the given views at the given SH degree. */
@@ -93,6 +95,9 @@ static int train_eval(struct trainer *tr, const size_t *views, size_t n, int sh_
 	double sum = 0;
 	int err;
 
+	/* --data disk trains on random backgrounds; the test renders use the scene's */
+	if (tr->data && (err = data_scene_background(tr->data)))
+		return err;
 	for (size_t k = 0; k < n; k++) {
 		if ((err = tr->ops->render(tr->ctx, views[k], sh_degree)) ||
 		    (err = tr->ops->get_image(tr->ctx, tr->image)))
@@ -204,6 +209,14 @@ static int train_check_outputs(const struct train_options *o)
 			return splat_error(errno, "--save-images %s: not writable: %s", o->save_images_dir,
 					   strerror(errno));
 	}
+	if (o->data == DATA_DISK && o->data_dir) {
+		if (stat(o->data_dir, &st) != 0 && mkdir(o->data_dir, 0755) != 0)
+			return splat_error(errno, "--data-dir %s: mkdir: %s", o->data_dir, strerror(errno));
+		if (stat(o->data_dir, &st) != 0 || !S_ISDIR(st.st_mode))
+			return splat_error(ENOTDIR, "--data-dir %s: not a directory", o->data_dir);
+		if (access(o->data_dir, W_OK) != 0)
+			return splat_error(errno, "--data-dir %s: not writable: %s", o->data_dir, strerror(errno));
+	}
 	if (o->save_path) {
 		char *copy = strdup(o->save_path);
 		const char *dir = copy ? dirname(copy) : ".";
@@ -279,8 +292,9 @@ int train_run(const struct train_options *o, struct train_result *res)
 
 	struct splat_backend_config cfg = { .width = o->width, .height = o->height, .threads = o->threads,
 					    .max_gaussians = cap, .time_kernels = o->time_kernels };
+	/* --data disk: the backend gets the cameras only; every iteration uploads its view */
 	if ((err = tr.ops->create(&cfg, &tr.ctx)) ||
-	    (err = tr.ops->set_views(tr.ctx, tr.scene.cams, SCENE_VIEWS, tr.scene.gt)))
+	    (err = tr.ops->set_views(tr.ctx, tr.scene.cams, SCENE_VIEWS, o->data == DATA_DISK ? NULL : tr.scene.gt)))
 		goto out;
 	if (o->init_from_teacher)
 		splat_params_copy(&tr.host, &tr.scene.teacher);
@@ -288,6 +302,15 @@ int train_run(const struct train_options *o, struct train_result *res)
 		scene_init_student(&tr.scene, o->student_count < cap ? o->student_count : cap, &tr.host);
 	if ((err = tr.ops->set_params(tr.ctx, &tr.host, NULL)))
 		goto out;
+	if (o->data == DATA_DISK) {
+		tr.views = splat_malloc((size_t)(o->iters > 0 ? o->iters : 1) * sizeof(size_t));
+		for (int it = 1; it <= o->iters; it++)
+			tr.views[it - 1] = train_view(&tr, it);
+		struct data_config dc = { .dir = o->data_dir, .loader = o->loader, .seed = o->seed,
+					  .iters = o->iters, .views = tr.views };
+		if ((err = data_open(&dc, &tr.scene, tr.ops, tr.ctx, &tr.data)))
+			goto out;
+	}
 	res->scene_seconds = splat_now_seconds() - t_start;
 
 	sh_degree = train_sh_degree(o, 1);
@@ -299,6 +322,9 @@ int train_run(const struct train_options *o, struct train_result *res)
 		       "(at most %zu), backend %s, %d threads, seed %llu\n",
 		       o->preset, o->iters, o->width, o->height, tr.scene.n_train, tr.scene.n_test, tr.host.count,
 		       o->max_gaussians, tr.ops->name, o->threads, (unsigned long long)o->seed);
+		if (tr.data)
+			printf("data: %zu training views as PNG in %s, loader %s, a random background per iteration\n",
+			       tr.scene.n_train, data_dir(tr.data), o->loader == DATA_PREFETCH ? "prefetch" : "inline");
 		printf("iteration 0: test PSNR %.2f dB (scene ready in %.2f s)\n", res->initial_test_psnr,
 		       res->scene_seconds);
 		fflush(stdout);
@@ -311,7 +337,9 @@ int train_run(const struct train_options *o, struct train_result *res)
 		struct splat_adam_config adam;
 		sh_degree = train_sh_degree(o, it);
 		train_adam_config(&tr, it, &adam);
-		if ((err = tr.ops->render(tr.ctx, train_view(&tr, it), sh_degree)) ||
+		if (tr.data && (err = data_next(tr.data, it)))
+			goto out;
+		if ((err = tr.ops->render(tr.ctx, tr.views ? tr.views[it - 1] : train_view(&tr, it), sh_degree)) ||
 		    (err = tr.ops->loss_grad(tr.ctx, log_now || it == o->iters ? &loss : NULL)) ||
 		    (err = tr.ops->backward(tr.ctx, NULL)) || (err = tr.ops->adam_step(tr.ctx, &adam)))
 			goto out;
@@ -343,6 +371,7 @@ int train_run(const struct train_options *o, struct train_result *res)
 	double t_end = splat_now_seconds();
 	res->final_loss = loss;
 	res->ms_per_iter = o->iters > 0 ? 1000.0 * (t_end - t_iters) / o->iters : 0;
+	res->data_ms_per_iter = tr.data ? data_ms_per_iter(tr.data) : 0;
 	if ((err = train_eval(&tr, tr.scene.test_views, tr.scene.n_test, sh_degree, &res->test_psnr)) ||
 	    (err = train_eval(&tr, tr.scene.train_views, tr.scene.n_train, sh_degree, &res->train_psnr)))
 		goto out;
@@ -355,6 +384,7 @@ int train_run(const struct train_options *o, struct train_result *res)
 	if (!err && o->time_kernels && tr.ops->report_timing)
 		err = tr.ops->report_timing(tr.ctx, stdout);
 out:
+	data_close(tr.data);   /* before destroy: its buffers may be the backend's */
 	if (tr.ctx)
 		tr.ops->destroy(tr.ctx);
 	scene_free(&tr.scene);
@@ -365,5 +395,6 @@ out:
 	free(tr.moment_source);
 	free(tr.image);
 	free(tr.order);
+	free(tr.views);
 	return err;
 }

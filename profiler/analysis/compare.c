@@ -3,6 +3,7 @@
  * binomial noise floor, as text or JSON (every name escaped). Matching sorts both sides' rows
  * by key and merges them: one pass, no table. */
 #include "analysis/compare.h"
+#include "analysis/steps.h"
 #include "analysis/report.h"
 #include "analysis/fold.h"
 #include "base/cs.h"
@@ -151,6 +152,31 @@ static size_t compare_thread_entries(const struct stacks_report *r, int side,
 	return n;
 }
 
+/* The step times of p's first process with steps. */
+static void compare_steps_of(const struct profile *p, const char *spec, struct compare_steps *out)
+{
+	struct steps st;
+	struct steps_table *t = NULL;
+	memset(out, 0, sizeof(*out));
+	if (steps_detect(p, spec, &st) < 0)
+		return;
+	if (st.source != STEPS_NONE && st.nprocs &&
+	    !steps_measure(p, &st, NULL, fold_cpu_period_ns(p), 1, &t) && t[0].nrows) {
+		out->n = t[0].nrows;
+		out->p50_ns = t[0].p50_ns;
+		out->p90_ns = t[0].p90_ns;
+		uint64_t sum = 0;
+		for (size_t i = 0; i < t[0].nrows; i++)
+			sum += t[0].rows[i].wall_ns;
+		out->mean_ns = sum / t[0].nrows;
+		snprintf(out->source, sizeof(out->source), "%s:%s",
+			 st.source == STEPS_NVTX ? "nvtx" : "function", st.name);
+	}
+	if (t)
+		steps_tables_free(t, st.nprocs);
+	steps_free(&st);
+}
+
 int compare_build(const struct compare_side *base, const struct compare_side *new,
 		  enum stacks_sort basis, struct compare_result *out)
 {
@@ -191,6 +217,8 @@ int compare_build(const struct compare_side *base, const struct compare_side *ne
 	n += compare_thread_entries(new->r, 1, e + n);
 	c->nthreads = compare_merge(c, e, n, &c->threads);
 	free(e);
+	compare_steps_of(base->p, base->step, &c->base_steps);
+	compare_steps_of(new->p, new->step, &c->new_steps);
 	return 0;
 }
 
@@ -204,6 +232,11 @@ void compare_free(struct compare_result *c)
 }
 
 /* ---- text ---- */
+
+static double compare_change_pct(uint64_t base, uint64_t new)
+{
+	return base ? 100.0 * ((double)new - (double)base) / (double)base : 0;
+}
 
 static void compare_text_side(FILE *f, const char *label, const struct compare_side *s,
 			      double seconds, uint64_t period_ns)
@@ -273,6 +306,22 @@ static void compare_write_text(FILE *f, const struct compare_result *c, size_t l
 		"#          workload are not independent, so repeat a run to see its real spread\n",
 		compare_noise(nb / 2, nb, nn / 2, nn), compare_noise(nb / 10, nb, nn / 10, nn),
 		compare_noise(nb / 100, nb, nn / 100, nn));
+	if (c->base_steps.n && c->new_steps.n) {
+		const struct compare_steps *b = &c->base_steps, *n = &c->new_steps;
+		fprintf(f, "\nStep time (%s)\n%8s %8s %11s %11s %11s\n", b->source, "", "Steps",
+			"p50 ms", "p90 ms", "mean ms");
+		fprintf(f, "%8s %8zu %11.3f %11.3f %11.3f\n", "base", b->n, b->p50_ns / 1e6,
+			b->p90_ns / 1e6, b->mean_ns / 1e6);
+		fprintf(f, "%8s %8zu %11.3f %11.3f %11.3f\n", "new", n->n, n->p50_ns / 1e6,
+			n->p90_ns / 1e6, n->mean_ns / 1e6);
+		fprintf(f, "%8s %8s %+10.1f%% %+10.1f%% %+10.1f%%\n", "change", "",
+			compare_change_pct(b->p50_ns, n->p50_ns),
+			compare_change_pct(b->p90_ns, n->p90_ns),
+			compare_change_pct(b->mean_ns, n->mean_ns));
+	} else if (c->base_steps.n || c->new_steps.n) {
+		fprintf(f, "\n# steps: only %s has steps (give --step SPEC to find them in both)\n",
+			c->base_steps.n ? "base" : "new");
+	}
 	compare_text_table(f, c->basis == STACKS_SORT_TOTAL ?
 			   "Functions by change in total (inclusive) share" :
 			   "Functions by change in self share",
@@ -353,6 +402,32 @@ static void compare_write_json(FILE *f, const struct compare_result *c, size_t l
 		"recording's samples\",\"noise\":\"2 binomial standard errors of the change; a "
 		"lower bound\",\"nfunctions\":%zu,\"nthreads\":%zu,\n",
 		c->basis == STACKS_SORT_TOTAL ? "total" : "self", c->nfunctions, c->nthreads);
+	fputs("\"steps\":", f);
+	if (c->base_steps.n || c->new_steps.n) {
+		const struct compare_steps *sd[2] = { &c->base_steps, &c->new_steps };
+		fputc('{', f);
+		for (int i = 0; i < 2; i++) {
+			fprintf(f, "\"%s\":", i ? "new" : "base");
+			if (!sd[i]->n) {
+				fputs("null,", f);
+				continue;
+			}
+			fputs("{\"source\":", f);
+			cs_fputs_json(f, sd[i]->source);
+			fprintf(f, ",\"steps\":%zu,\"p50_ns\":%" PRIu64 ",\"p90_ns\":%" PRIu64
+				",\"mean_ns\":%" PRIu64 "},", sd[i]->n, sd[i]->p50_ns, sd[i]->p90_ns,
+				sd[i]->mean_ns);
+		}
+		if (c->base_steps.n && c->new_steps.n)
+			fprintf(f, "\"p50_change_pct\":%.3f,\"mean_change_pct\":%.3f}",
+				compare_change_pct(c->base_steps.p50_ns, c->new_steps.p50_ns),
+				compare_change_pct(c->base_steps.mean_ns, c->new_steps.mean_ns));
+		else
+			fputs("\"p50_change_pct\":null,\"mean_change_pct\":null}", f);
+	} else {
+		fputs("null", f);
+	}
+	fputs(",\n", f);
 	compare_json_rows(f, "functions", c->functions, c->nfunctions, limit, true);
 	fputs(",\n", f);
 	compare_json_rows(f, "threads", c->threads, c->nthreads, limit, false);

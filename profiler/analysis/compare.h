@@ -5,7 +5,8 @@
  * same change `csampler diff` colours a frame by (flamegraph/flame.js). Beside it, the CPU
  * time the function took per second of the recording (samples x sampling period / duration),
  * so that a function that got faster shows as less time even where the shares hardly move.
- * Rows are sorted by the size of the change in share.
+ * Rows are sorted by the size of the change in share. When both recordings have steps (NVTX
+ * ranges named step, or --step), their step times p50/p90/mean come first, with the change.
  *
  * The noise floor: a share of n samples taken at random has a binomial standard error
  * sqrt(s(1-s)/n); the change's is the root of the sum of both squares. A change smaller than
@@ -28,6 +29,15 @@ struct compare_side {
 	const char *input;             /* file name, for the header */
 	const struct profile *p;
 	const struct stacks_report *r;
+	const char *step;              /* --step SPEC for both, or NULL (steps.h) */
+};
+
+/* One side's steps (steps.h), of its first process with steps: the step time a change to the
+ * input pipeline or the model should move. */
+struct compare_steps {
+	size_t n;                      /* 0: no steps */
+	uint64_t p50_ns, p90_ns, mean_ns;
+	char source[280];              /* "nvtx:step", "function:load_batch" */
 };
 
 struct compare_row {
@@ -51,6 +61,7 @@ struct compare_result {
 	size_t nfunctions;
 	struct compare_row *threads;   /* likewise */
 	size_t nthreads;
+	struct compare_steps base_steps, new_steps;
 };
 
 /* Match base and new's functions and threads into *out. Returns 0 (the caller frees with

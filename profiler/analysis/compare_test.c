@@ -32,7 +32,7 @@ UNIT_TEST(compare_match_change_noise)
 				    .threads = tb, .nthreads = 3 },
 			     rn = { .samples = 500, .functions = fn, .nfunctions = 4,
 				    .threads = tn, .nthreads = 3 };
-	struct compare_side b = { "b", &pb, &rb }, n = { "n", &pn, &rn };
+	struct compare_side b = { "b", &pb, &rb, NULL }, n = { "n", &pn, &rn, NULL };
 	struct compare_result c;
 
 	UNIT_ASSERT_EQ_INT(compare_build(&b, &n, STACKS_SORT_SELF, &c), 0);
@@ -62,6 +62,6 @@ UNIT_TEST(compare_match_change_noise)
 	compare_free(&c);
 
 	struct stacks_report empty = { 0 };
-	struct compare_side e = { "e", &pn, &empty };
+	struct compare_side e = { "e", &pn, &empty, NULL };
 	UNIT_ASSERT(compare_build(&b, &e, STACKS_SORT_SELF, &c) < 0);
 }

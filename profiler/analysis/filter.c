@@ -1,6 +1,7 @@
-/* filter.c: the readers' shared --pid/--tid/--comm/--rank/--time options (filter.h): parsing,
- * and profile_filter_apply(), which narrows a loaded profile in place. */
+/* filter.c: the readers' shared --pid/--tid/--comm/--rank/--time/--step/--steps options
+ * (filter.h): parsing, and profile_filter_apply(), which narrows a loaded profile in place. */
 #include "analysis/filter.h"
+#include "analysis/steps.h"
 
 #include "base/cs.h"
 
@@ -11,7 +12,7 @@
 #include <string.h>
 
 const char *const profile_filter_names[] = { "pid", "tid", "comm", "rank", "time", "idle",
-					     "no-idle", NULL };
+					     "no-idle", "step", "steps", NULL };
 
 static int filter_parse_id(const char *cmd, const char *opt, const char *value, int64_t *out)
 {
@@ -115,6 +116,15 @@ int profile_filter_parse_time(struct profile_filter *f, const char *cmd, const c
 	return 0;
 }
 
+int profile_filter_parse_steps(struct profile_filter *f, const char *cmd, const char *value)
+{
+	if (steps_parse_range(value, &f->steps_first, &f->steps_last) < 0)
+		return cs_error(EINVAL, "%s: --steps '%s': give steps A-B, A or A- (1-based, as "
+				"'report --steps' numbers them: 10-12, 5, 100-)", cmd, value);
+	f->steps = value;
+	return 0;
+}
+
 int profile_filter_option(struct profile_filter *f, const char *cmd, int c, const char *value)
 {
 	switch (c) {
@@ -137,6 +147,13 @@ int profile_filter_option(struct profile_filter *f, const char *cmd, int c, cons
 	case PROFILE_FILTER_OPT_NO_IDLE:
 		f->idle = PROFILE_FILTER_IDLE_ONCPU;
 		return 0;
+	case PROFILE_FILTER_OPT_STEP:
+		if (!*value)
+			return cs_error(EINVAL, "%s: --step needs an NVTX range name or a function", cmd);
+		f->step = value;
+		return 0;
+	case PROFILE_FILTER_OPT_STEPS:
+		return profile_filter_parse_steps(f, cmd, value);
 	default:
 		return 1;
 	}
@@ -154,7 +171,7 @@ int profile_filter_set(struct profile_filter *f, const char *cmd, const char *na
 bool profile_filter_active(const struct profile_filter *f)
 {
 	return f && (f->pid >= 0 || f->tid >= 0 || f->rank >= 0 || f->comm || f->nranges ||
-		     f->idle);
+		     f->idle || f->steps);
 }
 
 /* ---- applying ---- */
@@ -164,11 +181,15 @@ struct filter_window {
 	bool hi_open;       /* [lo, hi) rather than [lo, hi] */
 };
 
+#define filter_step_window profile_step_window /* --steps: one process' window [lo, hi) */
+
 struct filter_ctx {
 	struct profile *p;
 	const struct profile_filter *f;
 	struct filter_window w[PROFILE_FILTER_MAX_RANGES];
 	size_t nw;
+	struct filter_step_window *sw; /* by pid; NULL without --steps */
+	size_t nsw;
 	uint8_t *thread_pass;   /* by index into p->threads */
 };
 
@@ -201,8 +222,23 @@ static void filter_windows(struct filter_ctx *c)
 	}
 }
 
-static bool filter_time(const struct filter_ctx *c, uint64_t t)
+static bool filter_step_time(const struct filter_ctx *c, uint32_t pid, uint64_t t)
 {
+	size_t lo = 0, hi = c->nsw;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->sw[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < c->nsw && c->sw[lo].pid == pid && t >= c->sw[lo].lo && t < c->sw[lo].hi;
+}
+
+static bool filter_time(const struct filter_ctx *c, uint32_t pid, uint64_t t)
+{
+	if (c->f->steps && !filter_step_time(c, pid, t))
+		return false;
 	if (!c->nw)
 		return true;
 	for (size_t i = 0; i < c->nw; i++)
@@ -275,7 +311,7 @@ static void filter_samples(struct filter_ctx *c)
 		const struct profile_sample *s = &p->samples[i];
 		ssize_t t = filter_thread(p, s->pid, s->tid);
 		bool pass = t >= 0 ? c->thread_pass[t] : filter_task(c, s->pid, s->tid);
-		if (!pass || !filter_time(c, s->time))
+		if (!pass || !filter_time(c, s->pid, s->time))
 			continue;
 		if (c->f->idle && (c->f->idle == PROFILE_FILTER_IDLE_OFFCPU) !=
 				      !!(s->flags & PROFILE_SAMPLE_OFFCPU))
@@ -330,7 +366,7 @@ static void filter_gpu(struct filter_ctx *c)
 	n = 0;
 	for (size_t i = 0; i < p->ngpu_activities; i++) {
 		const struct profile_gpu_activity *a = &p->gpu_activities[i];
-		if (!filter_task(c, a->pid, filter_gpu_tid(p, a)) || !filter_time(c, a->start))
+		if (!filter_task(c, a->pid, filter_gpu_tid(p, a)) || !filter_time(c, a->pid, a->start))
 			continue;
 		if (a->launch != PROFILE_GPU_NO_LAUNCH)
 			keep[a->launch] = 1;
@@ -342,7 +378,7 @@ static void filter_gpu(struct filter_ctx *c)
 	n = 0;
 	for (size_t i = 0; i < p->ngpu_launches; i++) {
 		const struct profile_gpu_launch *g = &p->gpu_launches[i];
-		if (!keep[i] && (!filter_task(c, g->pid, g->tid) || !filter_time(c, g->time))) {
+		if (!keep[i] && (!filter_task(c, g->pid, g->tid) || !filter_time(c, g->pid, g->time))) {
 			remap[i] = PROFILE_GPU_NO_LAUNCH;
 			continue;
 		}
@@ -385,6 +421,8 @@ static char *filter_describe(const struct profile_filter *f)
 		cs_buf_printf(&b, "%srank %" PRId64, b.len ? ", " : "", f->rank);
 	if (f->nranges)
 		cs_buf_printf(&b, "%stime %s", b.len ? ", " : "", f->time ? f->time : "?");
+	if (f->steps)
+		cs_buf_printf(&b, "%ssteps %s", b.len ? ", " : "", f->steps);
 	if (f->idle)
 		cs_buf_printf(&b, "%s%s", b.len ? ", " : "",
 			      f->idle == PROFILE_FILTER_IDLE_OFFCPU ? "off-CPU only (--idle)"
@@ -393,14 +431,106 @@ static char *filter_describe(const struct profile_filter *f)
 	return b.data;
 }
 
+/* A process' step window: its own steps, else its nearest ancestor's (a DataLoader worker
+ * takes its trainer's), else those of the only process with steps. */
+static const struct steps_proc *filter_steps_of(const struct profile *p, const struct steps *s,
+						uint32_t pid)
+{
+	for (int depth = 0; depth < 64; depth++) {
+		const struct steps_proc *sp = steps_of(s, pid);
+		if (sp)
+			return sp;
+		const struct profile_process *pr = profile_process_of(p, pid);
+		if (!pr || !pr->ppid || pr->ppid == pid)
+			break;
+		pid = pr->ppid;
+	}
+	return s->nprocs == 1 ? &s->procs[0] : NULL;
+}
+
+static void filter_add_step_window(struct filter_ctx *c, size_t *cap, uint32_t pid,
+				   const struct steps *s, const struct steps_proc *sp)
+{
+	const struct profile_filter *f = c->f;
+	if (!sp || f->steps_first > sp->n)
+		return;
+	size_t last = f->steps_last > sp->n ? sp->n : f->steps_last;
+	for (size_t i = 0; i < c->nsw; i++)
+		if (c->sw[i].pid == pid)
+			return;
+	cs_grow(&c->sw, cap, c->nsw + 1, sizeof(*c->sw));
+	c->sw[c->nsw++] = (struct filter_step_window){ .pid = pid,
+		.lo = s->steps[sp->first + f->steps_first - 1].start,
+		.hi = s->steps[sp->first + last - 1].end };
+}
+
+static int cmp_step_window(const void *x, const void *y)
+{
+	const struct filter_step_window *a = x, *b = y;
+	return a->pid < b->pid ? -1 : a->pid > b->pid;
+}
+
+/* --steps: find the steps (on the whole file) and each process' window. */
+static int filter_steps(struct filter_ctx *c, const char *name)
+{
+	const struct profile_filter *f = c->f;
+	struct profile *p = c->p;
+	struct steps s;
+	size_t cap = 0, most = 0;
+
+	steps_detect(p, f->step, &s);
+	if (s.source == STEPS_NONE) {
+		steps_free(&s);
+		if (f->step)
+			return cs_error(EINVAL, "%s: --steps %s: no steps: no NVTX range named '%s', and "
+					"no call of a function '%s' on a main thread", name, f->steps,
+					f->step, f->step);
+		return cs_error(EINVAL, "%s: --steps %s: no steps: the file has no NVTX range named "
+				"step or iteration; give --step FUNCTION or --step RANGE", name,
+				f->steps);
+	}
+	for (size_t i = 0; i < s.nprocs; i++)
+		most = s.procs[i].n > most ? s.procs[i].n : most;
+	if (f->steps_first > most || (f->steps_last != UINT32_MAX && f->steps_last > most)) {
+		cs_error(EINVAL, "%s: --steps %s: out of range: the file has %zu step%s (1 to %zu, "
+			 "from %s %s)", name, f->steps, most, most == 1 ? "" : "s", most,
+			 s.source == STEPS_NVTX ? "NVTX ranges" : "function", s.name);
+		steps_free(&s);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < s.nprocs; i++)
+		filter_add_step_window(c, &cap, s.procs[i].pid, &s, &s.procs[i]);
+	for (size_t i = 0; i < p->nprocesses; i++)
+		filter_add_step_window(c, &cap, p->processes[i].pid, &s,
+				       filter_steps_of(p, &s, p->processes[i].pid));
+	/* GPU records of pids without a process entry */
+	for (size_t i = 0; i < p->ngpu_activities; i++) {
+		uint32_t pid = p->gpu_activities[i].pid;
+		if (i && pid == p->gpu_activities[i - 1].pid)
+			continue;
+		filter_add_step_window(c, &cap, pid, &s, filter_steps_of(p, &s, pid));
+	}
+	if (c->nsw)
+		cs_qsort(c->sw, c->nsw, sizeof(*c->sw), cmp_step_window);
+	steps_free(&s);
+	return 0;
+}
+
 int profile_filter_apply(struct profile *p, const struct profile_filter *f, const char *name)
 {
 	struct filter_ctx c = { .p = p, .f = f };
 	uint64_t before = p->nsamples;
 	size_t gpu_before = p->ngpu_activities;
 
+	if (f && f->step && !p->filtered.step)
+		p->filtered.step = cs_strdup(f->step);
 	if (!profile_filter_active(f))
 		return 0;
+	if (f->steps) {
+		int err = filter_steps(&c, name);
+		if (err < 0)
+			return err;
+	}
 	filter_windows(&c);
 	c.thread_pass = cs_malloc(p->nthreads + 1);
 	for (size_t i = 0; i < p->nthreads; i++)
@@ -424,15 +554,32 @@ int profile_filter_apply(struct profile *p, const struct profile_filter *f, cons
 		if (hi < p->end_ns)
 			p->end_ns = hi < p->start_ns ? p->start_ns : hi;
 	}
+	if (c.nsw) {
+		uint64_t lo = UINT64_MAX, hi = 0;
+		for (size_t i = 0; i < c.nsw; i++) {
+			lo = c.sw[i].lo < lo ? c.sw[i].lo : lo;
+			hi = c.sw[i].hi > hi ? c.sw[i].hi : hi;
+		}
+		if (lo > p->start_ns)
+			p->start_ns = lo < p->end_ns ? lo : p->end_ns;
+		if (hi < p->end_ns)
+			p->end_ns = hi < p->start_ns ? p->start_ns : hi;
+	}
+	char *step = p->filtered.step;
+	p->filtered.step = NULL;
 	struct profile_filtered *d = &p->filtered;
 	free(d->text);
 	free(d->comm);
 	free(d->time);
+	free(d->steps);
+	free(d->step_windows);
 	*d = (struct profile_filtered){
 		.text = filter_describe(f), .pid = f->pid, .tid = f->tid, .rank = f->rank,
 		.comm = f->comm ? cs_strdup(f->comm) : NULL,
 		.time = f->nranges && f->time ? cs_strdup(f->time) : NULL, .nsamples = before,
-		.idle = f->idle };
+		.idle = f->idle, .step = step, .steps = f->steps ? cs_strdup(f->steps) : NULL,
+		.step_first = f->steps ? f->steps_first : 0, .step_windows = c.sw,
+		.nstep_windows = c.nsw };
 	if ((before || gpu_before) && !p->nsamples && !p->ngpu_activities)
 		cs_warn("%s: nothing passes the filter (%s): %llu samples, %zu GPU activities in the "
 			"file", name, d->text, (unsigned long long)before, gpu_before);
@@ -445,5 +592,10 @@ int profile_load_filtered(const char *path, const struct profile_filter *f,
 	int err = profile_load(path, out);
 	if (err < 0)
 		return err;
-	return profile_filter_apply(*out, f, path);
+	err = profile_filter_apply(*out, f, path);
+	if (err < 0) {
+		profile_free(*out);
+		*out = NULL;
+	}
+	return err;
 }

@@ -1,5 +1,5 @@
 /* filter.h: the filters every reader of data files shares (report, folded, flame, diff, export):
- * --pid, --tid, --comm, --rank, --time, and --idle / --no-idle (files of record --idle: only the
+ * --pid, --tid, --comm, --rank, --time, --step / --steps, and --idle / --no-idle (files of record --idle: only the
  * samples of threads off the CPU, PROFILE_SAMPLE_OFFCPU, or only the others). One option table and parser for all of them, and
  * one profile_filter_apply() that narrows a loaded profile in place, so that every engine
  * downstream (stacks, the GPU analysis and folding, the exporters) sees only what was kept.
@@ -12,6 +12,11 @@
  * Percent items may be listed with commas ("10%/1,10%/3", "0%-10%,50%-60%"): a sample passes
  * when it falls in any of them. Percent slices are half-open [A, B) (the one that reaches 100%
  * keeps the last instant), seconds ranges are closed.
+ *
+ * --steps A-B (1-based; "A" alone, "A-" to the end) keeps, per process, the time window
+ * [start of step A, end of step B) of that process' steps (steps.h: NVTX ranges named step or
+ * iteration, or --step SPEC); a process without steps of its own takes its nearest ancestor's,
+ * or the only process' with steps. With --time, both must hold.
  *
  * Samples pass by their thread (pid, tid, its name or its process' name, the process' rank)
  * and their time. GPU activities pass by their process, the thread that launched them (or
@@ -51,6 +56,9 @@ struct profile_filter {
 	const char *time;   /* the --time text, NULL = the whole recording */
 	struct profile_time_range ranges[PROFILE_FILTER_MAX_RANGES];
 	size_t nranges;
+	const char *step;   /* --step SPEC: an NVTX range name or a function; NULL = automatic */
+	const char *steps;  /* the --steps text, NULL = every step */
+	uint32_t steps_first, steps_last; /* 1-based; steps_last UINT32_MAX = to the end */
 };
 #define PROFILE_FILTER_ALL { .pid = -1, .tid = -1, .rank = -1 }
 
@@ -63,6 +71,8 @@ enum {
 	PROFILE_FILTER_OPT_TIME,
 	PROFILE_FILTER_OPT_IDLE,
 	PROFILE_FILTER_OPT_NO_IDLE,
+	PROFILE_FILTER_OPT_STEP,
+	PROFILE_FILTER_OPT_STEPS,
 };
 
 /* The rows to put into a command's getopt_long table. */
@@ -73,7 +83,9 @@ enum {
 	{ "rank", required_argument, NULL, PROFILE_FILTER_OPT_RANK },            \
 	{ "time", required_argument, NULL, PROFILE_FILTER_OPT_TIME },            \
 	{ "idle", no_argument, NULL, PROFILE_FILTER_OPT_IDLE },                  \
-	{ "no-idle", no_argument, NULL, PROFILE_FILTER_OPT_NO_IDLE }
+	{ "no-idle", no_argument, NULL, PROFILE_FILTER_OPT_NO_IDLE },            \
+	{ "step", required_argument, NULL, PROFILE_FILTER_OPT_STEP },            \
+	{ "steps", required_argument, NULL, PROFILE_FILTER_OPT_STEPS }
 
 /* Their --help lines, aligned as the commands' own: a printf format (its % doubled). */
 #define PROFILE_FILTER_HELP                                                                     \
@@ -84,7 +96,11 @@ enum {
 	"      --time SPEC      only samples in a time window: START,END in seconds from the\n" \
 	"                       start (either may be empty), or percent slices 10%%/2, 0%%-10%%\n" \
 	"      --idle           only samples of threads off the CPU (files of record --idle)\n"  \
-	"      --no-idle        only samples of threads on the CPU\n"
+	"      --no-idle        only samples of threads on the CPU\n"                         \
+	"      --step SPEC      where a step starts: an NVTX range name, or a function whose\n" \
+	"                       calls on the main thread delimit steps (default: NVTX ranges\n" \
+	"                       named step or iteration)\n"                                    \
+	"      --steps A-B      only steps A to B (1-based; A alone, A- to the end)\n"
 
 /* The option names profile_filter_set() takes, NULL-terminated ("pid", "tid", ...). */
 extern const char *const profile_filter_names[];
@@ -99,12 +115,16 @@ int profile_filter_set(struct profile_filter *f, const char *cmd, const char *na
 /* Parse a --time value into f->ranges. Returns 0, or -EINVAL after one line naming cmd. */
 int profile_filter_parse_time(struct profile_filter *f, const char *cmd, const char *value);
 
+/* Parse a --steps value into f. Returns 0, or -EINVAL after one line naming cmd. */
+int profile_filter_parse_steps(struct profile_filter *f, const char *cmd, const char *value);
+
 /* True when f keeps less than everything. */
 bool profile_filter_active(const struct profile_filter *f);
 
 /* Narrow p in place to what f keeps: samples, threads and processes, GPU launches, activities,
  * processes and notes; nsamples is recounted, start_ns/end_ns become the time window (within
- * the recording) and p->filtered says what was kept and how many samples there were. name is the file, for a warning when nothing is left. Returns 0. */
+ * the recording) and p->filtered says what was kept and how many samples there were. name is the file, for a warning when nothing is left. Returns 0, or -EINVAL after one line when
+ * --steps asks for steps the file does not have. */
 int profile_filter_apply(struct profile *p, const struct profile_filter *f, const char *name);
 
 /* profile_load() then profile_filter_apply() (f NULL or inactive: load only). */

@@ -970,6 +970,9 @@ void profile_free(struct profile *p)
 	free(p->filtered.text);
 	free(p->filtered.comm);
 	free(p->filtered.time);
+	free(p->filtered.step);
+	free(p->filtered.steps);
+	free(p->filtered.step_windows);
 	free(p);
 }
 

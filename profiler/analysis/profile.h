@@ -201,6 +201,15 @@ struct profile {
 		int64_t pid, tid, rank; /* -1: not filtered on */
 		char *comm, *time;   /* NULL: not filtered on; time as given */
 		int idle;            /* enum profile_filter_idle (filter.h) */
+		char *step;          /* --step SPEC (steps.h), NULL: automatic; set even when
+				      * nothing else is filtered */
+		char *steps;         /* --steps as given, NULL: every step */
+		uint32_t step_first; /* number of the first step --steps kept (1-based), 0 */
+		struct profile_step_window {
+			uint32_t pid;
+			uint64_t lo, hi; /* [lo, hi): the steps --steps kept of process pid */
+		} *step_windows;     /* by pid */
+		size_t nstep_windows;
 		uint64_t nsamples;   /* nsamples before the filter */
 	} filtered;
 };

@@ -40,6 +40,9 @@ void pb_free(struct pbuild *b)
 	free(b->p.filtered.text);
 	free(b->p.filtered.comm);
 	free(b->p.filtered.time);
+	free(b->p.filtered.step);
+	free(b->p.filtered.steps);
+	free(b->p.filtered.step_windows);
 	memset(b, 0, sizeof(*b));
 }
 

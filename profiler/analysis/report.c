@@ -1,6 +1,7 @@
 /* report.c: formats an aggregated profile (struct stacks_report) as `csampler report` prints
  * it: a perf-like text report, or JSON with every string escaped. No counting happens here. */
 #include "analysis/report.h"
+#include "analysis/report_steps.h"
 #include "analysis/filter.h"
 
 #include "base/cs.h"
@@ -687,6 +688,7 @@ static void report_write_text(FILE *f, const struct profile *p, const struct sta
 	report_write_text_cpu(f, p, r, o);
 	if (o->gpu && o->gpu->present)
 		report_text_gpu(f, p, o->gpu, o);
+	report_steps_section_text(f, p, o);
 }
 
 /* ---- JSON ---- */
@@ -1380,6 +1382,7 @@ static void report_write_json(FILE *f, const struct profile *p, const struct sta
 	report_json_breakdowns(f, p, r);
 	if (o->gpu && o->gpu->present)
 		report_json_gpu(f, p, o->gpu, o);
+	report_steps_section_json(f, p, o);
 	report_json_unwind(f, r);
 	fputs("}\n", f);
 }

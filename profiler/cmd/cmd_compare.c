@@ -50,8 +50,9 @@ int report_compare(const struct report_opts *o, const struct profile_filter *fil
 
 	if (compare_load(o, filter, o->compare, &base) < 0 || compare_load(o, filter, o->input, &new) < 0)
 		goto out;
-	struct compare_side bs = { .input = o->compare, .p = base.p, .r = &base.r },
-			    ns = { .input = o->input, .p = new.p, .r = &new.r };
+	struct compare_side bs = { .input = o->compare, .p = base.p, .r = &base.r,
+				   .step = filter->step },
+			    ns = { .input = o->input, .p = new.p, .r = &new.r, .step = filter->step };
 	if (compare_build(&bs, &ns, o->sort, &c) < 0) {
 		cs_error(ENODATA, "report: %s has no samples%s; nothing to compare",
 			 base.r.samples ? o->input : o->compare,

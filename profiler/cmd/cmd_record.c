@@ -102,6 +102,22 @@ static int record_gpu_prepare(struct record_opts *o, char *why, size_t whylen)
 		snprintf(why, whylen, "--gpu off");
 		return 0;
 	}
+	if (!o->argv && o->gpu_mode == GPU_MODE_ON) {
+		/* attach: processes started with `csampler env` write their records already; the
+		 * others get the library loaded into them (record/gpu_attach.h) */
+		if (gpu_setup_user_dir(&o->gpu, true)) {
+			snprintf(why, whylen, "GPU record directory refused");
+			return -1;
+		}
+		char fwhy[512];
+		if (gpu_setup_find(&o->gpu, fwhy, sizeof(fwhy)) && !o->gpu.inject_lib) {
+			/* only processes started with csampler env give records */
+			cs_warn("--gpu on: %s: GPU capture only in processes started with 'csampler env'", fwhy);
+			return 0;
+		}
+		o->gpu_inject = true;   /* libcupti.so.13 is optional: the process may have one */
+		return 0;
+	}
 	if (!o->argv) {
 		/* attach: read what `csampler env` made the processes write */
 		int err = gpu_setup_user_dir(&o->gpu, false);

@@ -6,11 +6,16 @@
 #include "analysis/gpu.h"
 #include "analysis/profile.h"
 #include "analysis/report.h"
+#include "analysis/report_steps.h"
 #include "analysis/stacks.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <string.h>
+
+/* report's own tables beyond the plain report */
+enum report_table { REPORT_TABLE_PLAIN, REPORT_TABLE_STEPS, REPORT_TABLE_RANKS };
 
 static void report_usage(FILE *f)
 {
@@ -18,7 +23,7 @@ static void report_usage(FILE *f)
 		"usage: csampler report [-i FILE] [--sort self|total] [--limit N] [--pid PID]\n"
 		"                       [--tid TID] [--comm NAME] [--rank N] [--time SPEC]\n"
 		"                       [--format text|json] [--stdio] [--python-only]\n"
-		"                       [--compare BASE]\n"
+		"                       [--compare BASE] [--steps [A-B]] [--step SPEC] [--ranks]\n"
 		"\n"
 		"Print the top functions by self and total samples, per-process, per-thread and\n"
 		"per-library breakdowns, the hottest source lines and the unwind quality; with\n"
@@ -37,16 +42,37 @@ static void report_usage(FILE *f)
 		"                       and thread, the change in share (points, as 'csampler diff')\n"
 		"                       and in CPU ms per second, largest first, with the noise floor;\n"
 		"                       as 'report --compare BASE.data NEW.data'\n"
+		"      --steps          alone: the step table (per step: wall, GPU busy, GPU idle and\n"
+		"                       its CPU cause, CPU ms in Python/native/off-CPU, launches; p50,\n"
+		"                       p90, max, slowest and warm-up steps); with A-B, a filter\n"
+		"      --ranks          per rank of a merged file: steps, step p50/p90, GPU busy and\n"
+		"                       idle; the straggler rank and the functions where it spends\n"
+		"                       more than the median rank\n"
 		"  -h, --help           show this help\n",
 		REPORT_DEFAULT_LIMIT);
 }
 
 /* Parse argv into *o. Returns 0, 1 when --help was printed, or -EINVAL after one line. */
-static int report_parse_args(int argc, char **argv, struct report_opts *o,
-			     struct profile_filter *filter)
+/* Whether s looks like a --steps range ("10-12", "5", "100-"), not a file name. */
+static bool report_is_steps_range(const char *s)
 {
-	enum { OPT_SORT = 256, OPT_LIMIT, OPT_FORMAT, OPT_STDIO, OPT_PYTHON_ONLY, OPT_COMPARE };
+	size_t n = strspn(s, "0123456789");
+	if (!n)
+		return false;
+	if (!s[n])
+		return true;
+	return s[n] == '-' && strspn(s + n + 1, "0123456789") == strlen(s + n + 1);
+}
+
+static int report_parse_args(int argc, char **argv, struct report_opts *o,
+			     struct profile_filter *filter, int *table)
+{
+	enum { OPT_SORT = 256, OPT_LIMIT, OPT_FORMAT, OPT_STDIO, OPT_PYTHON_ONLY, OPT_COMPARE,
+	       OPT_STEPS, OPT_RANKS };
 	static const struct option longopts[] = {
+		/* before the filters' --steps A-B: getopt_long takes the first exact match */
+		{ "steps", optional_argument, NULL, OPT_STEPS },
+		{ "ranks", no_argument, NULL, OPT_RANKS },
 		{ "input", required_argument, NULL, 'i' },
 		{ "sort", required_argument, NULL, OPT_SORT },
 		{ "limit", required_argument, NULL, OPT_LIMIT },
@@ -103,6 +129,20 @@ static int report_parse_args(int argc, char **argv, struct report_opts *o,
 		case OPT_COMPARE:
 			o->compare = optarg;
 			break;
+		case OPT_STEPS: /* --steps alone: the table; --steps A-B: the filter */
+			if (!optarg && optind < argc && report_is_steps_range(argv[optind]))
+				optarg = argv[optind++];
+			if (!optarg) {
+				*table = REPORT_TABLE_STEPS;
+				break;
+			}
+			err = profile_filter_parse_steps(filter, "report", optarg);
+			if (err < 0)
+				return err;
+			break;
+		case OPT_RANKS:
+			*table = REPORT_TABLE_RANKS;
+			break;
 		case 'h':
 			report_usage(stdout);
 			return 1;
@@ -137,15 +177,36 @@ int cmd_report(int argc, char **argv)
 	struct profile view = { 0 };
 	struct gpu_analysis g = { 0 };
 	int status = CS_EXIT_ERROR;
+	int table = REPORT_TABLE_PLAIN;
 	int err;
 
-	err = report_parse_args(argc, argv, &o, &filter);
+	err = report_parse_args(argc, argv, &o, &filter, &table);
 	if (err)
 		return err > 0 ? 0 : CS_EXIT_ERROR;
 	if (o.compare)
 		return report_compare(&o, &filter);
 	if (profile_load_filtered(o.input, &filter, &p) < 0)
 		goto out; /* profile_load printed why */
+	if (table != REPORT_TABLE_PLAIN) {
+		err = table == REPORT_TABLE_STEPS ? report_steps_write(stdout, p, &o)
+						  : report_ranks_write(stdout, p, &o);
+		if (err == -ENOENT && table == REPORT_TABLE_STEPS && p->filtered.step)
+			cs_error(ENOENT, "report: no steps: %s has no NVTX range named '%s' and no call "
+				 "of a function '%s' on a main thread", o.input, p->filtered.step,
+				 p->filtered.step);
+		else if (err == -ENOENT && table == REPORT_TABLE_STEPS)
+			cs_error(ENOENT, "report: no steps: the file has no NVTX range named step or "
+				 "iteration; give --step FUNCTION or --step RANGE");
+		else if (err == -ENOENT)
+			cs_error(ENOENT, "report: --ranks needs a merged file of several ranks (csampler "
+				 "merge of the ranks' recordings); %s has fewer than two ranks",
+				 o.input);
+		else if (err < 0 || fflush(stdout) == EOF)
+			cs_error(EIO, "report: writing to standard output: %s",
+				 strerror(errno ? errno : EIO));
+		status = err == -ENOENT ? 1 : err < 0 ? CS_EXIT_ERROR : 0;
+		goto out;
+	}
 	if (o.python_only)
 		stacks_python_view(p, &view);
 	err = stacks_aggregate(o.python_only ? &view : p, &o.filter, &r);

@@ -55,6 +55,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "inject/attach.h"
 #include "inject/fastunwind.h"
 #include "inject/protocol.h"
 
@@ -208,6 +209,8 @@ struct inj_ctx {
 	pthread_mutex_t marker_lock;
 	struct inj_marker markers[INJ_MARKER_SLOTS];
 	_Atomic int initialised;
+	/* done once per process, kept across attach/detach (record -p, see the attach section) */
+	int clock_set, setup_done, hooks_set;
 	/* CPython in this process (inj_py_init): its layout, from CSAMPLER_GPU_PYTHON */
 	struct {
 		int active;
@@ -1234,14 +1237,22 @@ static void *inj_writer_main(void *arg)
 	return NULL;
 }
 
-/* Started at init, with every signal blocked (the program's signals are not for it). */
+/* Started at init (and at each attach: a detach stops it), with every signal blocked (the
+ * program's signals are not for it). */
 static int inj_writer_start(void)
 {
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&inj.writer_cond, &ca);
-	pthread_condattr_destroy(&ca);
+	static int cond_done;
+	if (inj.writer_running)
+		return 0;
+	if (!cond_done) {
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&inj.writer_cond, &ca);
+		pthread_condattr_destroy(&ca);
+		cond_done = 1;
+	}
+	inj.writer_stop = 0;
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -1384,9 +1395,11 @@ static int inj_collect_range(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+static const char *inj_var(const char *name);
+
 static long inj_env_long(const char *name, long def, long lo, long hi)
 {
-	const char *s = getenv(name);
+	const char *s = inj_var(name);
 	if (!s || !*s)
 		return def;
 	char *end;
@@ -1406,7 +1419,7 @@ static long inj_env_long(const char *name, long def, long lo, long hi)
  * kernel records alone, no stacks, +4%; callbacks alone +5%: CUPTI's own per-call cost. */
 static int inj_disabled(const char *key)
 {
-	const char *s = getenv("CSAMPLER_GPU_DISABLE");
+	const char *s = inj_var("CSAMPLER_GPU_DISABLE");
 	size_t n = strlen(key);
 	while (s && *s) {
 		const char *e = strchrnul(s, ',');
@@ -1538,7 +1551,7 @@ static int inj_give_up(const char *call, CUptiResult r)
  * Anything missing leaves the walk off: the library stays inert for programs without Python. */
 static void inj_py_init(void)
 {
-	const char *s = getenv("CSAMPLER_GPU_PYTHON");
+	const char *s = inj_var("CSAMPLER_GPU_PYTHON");
 	const void *ver = dlsym(RTLD_DEFAULT, "Py_Version");
 	void *tstate = dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
 	void *code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
@@ -1581,15 +1594,15 @@ enum { INJ_SUB_RUNTIME = 1, INJ_SUB_DRIVER = 2 };
  * switches of scripts/bench-gpu-launch.sh. */
 static int inj_launch_config(int *subscribe, int *latency)
 {
-	const char *s = getenv("CSAMPLER_GPU_SUBSCRIBE");
+	const char *s = inj_var("CSAMPLER_GPU_SUBSCRIBE");
 	*subscribe = !s || !*s || !strcmp(s, "driver") ? INJ_SUB_DRIVER :
 		     !strcmp(s, "runtime") ? INJ_SUB_RUNTIME :
 		     !strcmp(s, "both") ? INJ_SUB_RUNTIME | INJ_SUB_DRIVER : INJ_SUB_DRIVER;
 	if (inj_disabled("driver-api"))
 		*subscribe = INJ_SUB_RUNTIME;
-	const char *l = getenv("CSAMPLER_GPU_LATENCY");
+	const char *l = inj_var("CSAMPLER_GPU_LATENCY");
 	*latency = l && !strcmp(l, "1") && !inj_disabled("latency");
-	const char *f = getenv("CSAMPLER_GPU_FLOOR");
+	const char *f = inj_var("CSAMPLER_GPU_FLOOR");
 	return !f || !*f ? INJ_FLOOR_NONE : !strcmp(f, "empty") ? INJ_FLOOR_EMPTY :
 	       !strcmp(f, "activity") ? INJ_FLOOR_ACTIVITY :
 	       !strcmp(f, "both") ? INJ_FLOOR_BOTH : INJ_FLOOR_NONE;
@@ -1597,7 +1610,7 @@ static int inj_launch_config(int *subscribe, int *latency)
 
 static int inj_start(void)
 {
-	const char *dir = getenv("CSAMPLER_GPU_DIR");
+	const char *dir = inj_var("CSAMPLER_GPU_DIR");
 	if (!dir || !*dir)
 		return 1;   /* nobody asked for GPU records: stay out of the way */
 	inj.max_frames = (int)inj_env_long("CSAMPLER_GPU_STACK", 64, 0, GPU_MAX_FRAMES);
@@ -1622,10 +1635,15 @@ static int inj_start(void)
 	inj.floor = inj_launch_config(&subscribe, &latency);
 	inj_clock_init();
 
-	/* 1. The clock, first and once. */
-	CUptiResult r = cuptiActivityRegisterTimestampCallback(inj_timestamp);
-	if (r != CUPTI_SUCCESS)
-		return inj_give_up("cuptiActivityRegisterTimestampCallback", r);
+	/* 1. The clock, first and once (a re-attach keeps it: re-registering corrupts kernel
+	 * timestamps). */
+	CUptiResult r = CUPTI_SUCCESS;
+	if (!inj.clock_set) {
+		r = cuptiActivityRegisterTimestampCallback(inj_timestamp);
+		if (r != CUPTI_SUCCESS)
+			return inj_give_up("cuptiActivityRegisterTimestampCallback", r);
+		inj.clock_set = 1;
+	}
 
 	/* 2. The one subscriber slot. */
 	char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN * 2] = "";
@@ -1648,33 +1666,37 @@ static int inj_start(void)
 		return inj_give_up("cuptiSubscribe_v2", r);
 	}
 
-	/* Everything the callbacks touch exists before the first one can fire. */
-	if (pthread_key_create(&inj.thread_key, inj_thread_exit))
-		return inj_give_up("pthread_key_create", CUPTI_ERROR_OUT_OF_MEMORY);
-	void *slots = mmap(NULL, sizeof(struct inj_thread) * INJ_THREAD_SLOTS,
-			   PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-			   -1, 0);
-	inj.slots = slots == MAP_FAILED ? NULL : slots;
-	void *pool = mmap(NULL, (size_t)INJ_POOL_BUFFERS * INJ_POOL_BUFFER_SIZE,
-			  PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-			  -1, 0);
-	if (pool != MAP_FAILED) {
-		inj.pool = pool;
-		atomic_store(&inj.pool_free, INJ_POOL_BUFFERS >= 32 ? UINT32_MAX :
-			     (1u << INJ_POOL_BUFFERS) - 1);
-	}
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&inj.flush_cond, &ca);
-	pthread_condattr_destroy(&ca);
-	dl_iterate_phdr(inj_collect_range, (void *)(uintptr_t)inj_collect_range);
-	/* Warm the unwinder off the launch path (its first call loads and allocates). */
-	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-	if (inj.max_frames > 0) {
-		void *warm[8];
-		unw_backtrace(warm, 8);
-		fu_backtrace((uintptr_t *)warm, 8);
+	/* Everything the callbacks touch exists before the first one can fire (once: a re-attach
+	 * finds it in place). */
+	if (!inj.setup_done) {
+		if (pthread_key_create(&inj.thread_key, inj_thread_exit))
+			return inj_give_up("pthread_key_create", CUPTI_ERROR_OUT_OF_MEMORY);
+		void *slots = mmap(NULL, sizeof(struct inj_thread) * INJ_THREAD_SLOTS,
+				   PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+				   -1, 0);
+		inj.slots = slots == MAP_FAILED ? NULL : slots;
+		void *pool = mmap(NULL, (size_t)INJ_POOL_BUFFERS * INJ_POOL_BUFFER_SIZE,
+				  PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+				  -1, 0);
+		if (pool != MAP_FAILED) {
+			inj.pool = pool;
+			atomic_store(&inj.pool_free, INJ_POOL_BUFFERS >= 32 ? UINT32_MAX :
+				     (1u << INJ_POOL_BUFFERS) - 1);
+		}
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&inj.flush_cond, &ca);
+		pthread_condattr_destroy(&ca);
+		dl_iterate_phdr(inj_collect_range, (void *)(uintptr_t)inj_collect_range);
+		/* Warm the unwinder off the launch path (its first call loads and allocates). */
+		unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+		if (inj.max_frames > 0) {
+			void *warm[8];
+			unw_backtrace(warm, 8);
+			fu_backtrace((uintptr_t *)warm, 8);
+		}
+		inj.setup_done = 1;
 	}
 	/* The writer thread: every write(2) after this one happens there (or at exit). */
 	int werr = inj_writer_start();
@@ -1738,8 +1760,11 @@ static int inj_start(void)
 			 "latency", inj_result_name(r));
 
 	inj_write_info(GPU_STATUS_OK, CUPTI_SUCCESS);
-	pthread_atfork(NULL, NULL, inj_atfork_child);
-	atexit(inj_atexit);
+	if (!inj.hooks_set) {
+		pthread_atfork(NULL, NULL, inj_atfork_child);
+		atexit(inj_atexit);
+		inj.hooks_set = 1;
+	}
 	return 1;
 }
 
@@ -1753,4 +1778,184 @@ INJ_EXPORT int InitializeInjection(void)
 	int ret = inj_start();
 	errno = saved_errno;
 	return ret;
+}
+
+/* ---- attach to a running process (record -p PID --gpu on; inject/attach.h) ----
+ *
+ * The recorder stops one thread of a program started without csampler, makes it dlopen this
+ * library and call csampler_gpu_attach(config), and at the end of its recording
+ * csampler_gpu_detach(). The settings come in config instead of the environment, read by the
+ * same code (inj_var); start is inj_start, as at cuInit. Detach unsubscribes, turns the
+ * activity kinds off, writes what is left (inj_atexit: launch buffers, forced flush under the
+ * watchdog, open NVTX ranges, counters) and leaves the library loaded and idle: CUPTI keeps
+ * the timestamp callback, so it is never unloaded, and a later attach starts it again. */
+
+INJ_EXPORT const char csampler_gpu_attach_version[] = GPU_ATTACH_VERSION;
+
+static struct {
+	int active;                       /* inj_var reads buf, not the environment */
+	int attached;                     /* started by csampler_gpu_attach, not yet detached */
+	int old_fd;                       /* the last session's descriptor, now /dev/null */
+	char buf[GPU_ATTACH_CONFIG_MAX + 1]; /* NAME=VALUE entries, each NUL-terminated */
+} inj_cfg = { .old_fd = -1 };
+
+/* A setting: from the attach config when attached, else from the environment (launch). */
+static const char *inj_var(const char *name)
+{
+	if (!inj_cfg.active)
+		return getenv(name);
+	size_t n = strlen(name);
+	for (const char *p = inj_cfg.buf; *p; p += strlen(p) + 1)
+		if (!strncmp(p, name, n) && p[n] == '=')
+			return p + n + 1;
+	return NULL;
+}
+
+static int inj_attach_fail(char *msg, size_t msglen, int ret, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int inj_attach_fail(char *msg, size_t msglen, int ret, const char *fmt, ...)
+{
+	if (msg && msglen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(msg, msglen, fmt, ap);
+		va_end(ap);
+	}
+	return ret;
+}
+
+/* A new session: counters and buffers of the last one are gone with its file. No callback
+ * runs now (no subscriber), so every thread's state may be reset, including the nesting depth
+ * of a call that was open when the last session unsubscribed (its EXIT never came). */
+static void inj_attach_reset(void)
+{
+	for (struct inj_thread *t = atomic_load(&inj.threads); t; t = t->next) {
+		/* what was appended after the last session's final drain is dropped; the new
+		 * file gets every stack and name again */
+		atomic_store(&t->tail, atomic_load(&t->head));
+		t->depth = 0;
+		if (t->stab)
+			memset(t->stab, 0, sizeof(*t->stab) * INJ_STACK_SLOTS);
+		t->stab_used = t->arena_used = 0;
+		memset(t->name_written, 0, sizeof(t->name_written));
+		atomic_store(&t->launches, 0);
+		atomic_store(&t->launches_dropped, 0);
+		atomic_store(&t->capture_ns, 0);
+		atomic_store(&t->stacks, 0);
+	}
+	/* buffers completed after the last drain go back to the pool unread */
+	for (struct inj_done *d = atomic_exchange(&inj.done, NULL), *next; d; d = next) {
+		next = d->next;
+		inj_buffer_release(d->buffer);
+	}
+	atomic_store(&inj.activities, 0);
+	atomic_store(&inj.dropped, 0);
+	atomic_store(&inj.lost_timestamps, 0);
+	atomic_store(&inj.buffers, 0);
+	atomic_store(&inj.flush_timeouts, 0);
+	atomic_store(&inj.write_errors, 0);
+	atomic_store(&inj.write_broken, 0);
+}
+
+static int inj_attach(const char *config, char *msg, size_t msglen)
+{
+	size_t len = config ? strnlen(config, GPU_ATTACH_CONFIG_MAX) : GPU_ATTACH_CONFIG_MAX;
+	if (len >= GPU_ATTACH_CONFIG_MAX)
+		return inj_attach_fail(msg, msglen, GPU_ATTACH_BAD_CONFIG,
+				       "no config, or one longer than %d bytes",
+				       GPU_ATTACH_CONFIG_MAX - 1);
+	if (atomic_load(&inj.state) == INJ_ACTIVE)
+		return inj_attach_fail(msg, msglen, GPU_ATTACH_ACTIVE,
+				       "GPU capture is already on in this process (started by "
+				       "'csampler env', or another 'csampler record -p' is attached)");
+	if (atomic_load(&inj.flush_stuck))
+		return inj_attach_fail(msg, msglen, GPU_ATTACH_HUNG,
+				       "a CUPTI flush hung in an earlier recording of this process: "
+				       "CUPTI is not used again in it");
+	memset(inj_cfg.buf, 0, sizeof(inj_cfg.buf));
+	for (size_t i = 0; i < len; i++)
+		inj_cfg.buf[i] = config[i] == '\n' ? 0 : config[i];
+	inj_cfg.active = 1;
+	const char *v = inj_var("CSAMPLER_GPU_ATTACH_VERSION");
+	if (!v || strcmp(v, GPU_ATTACH_VERSION)) {
+		int ret = inj_attach_fail(msg, msglen, GPU_ATTACH_BAD_VERSION,
+					  "the library is %s, csampler asked for %s",
+					  GPU_ATTACH_VERSION, v ? v : "no version");
+		inj_cfg.active = 0;
+		return ret;
+	}
+	const char *dir = inj_var("CSAMPLER_GPU_DIR");
+	char path[PATH_MAX];
+	if (!dir || !*dir || snprintf(path, sizeof(path), "%s/gpu-%d.bin", dir,
+				      (int)getpid()) >= (int)sizeof(path))
+		return inj_attach_fail(msg, msglen, GPU_ATTACH_BAD_CONFIG,
+				       "no CSAMPLER_GPU_DIR in the config, or a path too long");
+	if (access(dir, W_OK | X_OK) < 0)
+		return inj_attach_fail(msg, msglen, GPU_ATTACH_BAD_CONFIG,
+				       "the process cannot write into %s: %s", dir, strerror(errno));
+	/* A file of that name is a stale one (a process of the same PID, or a recorder killed
+	 * before its detach): nobody writes it now, this session starts it afresh. */
+	unlink(path);
+	inj_attach_reset();
+	atomic_store(&inj.initialised, 1);   /* InitializeInjection is not to start it again */
+	inj_start();
+	if (inj.fd < 0)
+		return inj_attach_fail(msg, msglen, GPU_ATTACH_BAD_CONFIG, "cannot create %s: %s",
+				       path, strerror(errno));
+	if (atomic_load(&inj.state) != INJ_ACTIVE)
+		return inj_attach_fail(msg, msglen, GPU_ATTACH_CUPTI,
+				       "CUPTI refused (the process' GPU file says why)");
+	if (inj_cfg.old_fd >= 0)
+		close(inj_cfg.old_fd);   /* a writer of the last session is long gone */
+	inj_cfg.old_fd = -1;
+	inj_cfg.attached = 1;
+	return GPU_ATTACH_OK;
+}
+
+/* Called by `csampler record -p PID --gpu on` in a thread of the running program. */
+INJ_EXPORT int csampler_gpu_attach(const char *config, char *msg, size_t msglen)
+{
+	int saved_errno = errno;
+	int ret = inj_attach(config, msg, msglen);
+	errno = saved_errno;
+	return ret;
+}
+
+/* Called at the end of that recording: the program goes on as if never attached. */
+INJ_EXPORT int csampler_gpu_detach(void)
+{
+	static const CUpti_ActivityKind kinds[] = {
+		CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+		CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+		CUPTI_ACTIVITY_KIND_MARKER, CUPTI_ACTIVITY_KIND_OVERHEAD,
+	};
+	int saved_errno = errno;
+	if (!inj_cfg.attached || atomic_load(&inj.state) != INJ_ACTIVE) {
+		errno = saved_errno;
+		return GPU_DETACH_NOT_ATTACHED;
+	}
+	/* No new callbacks and no new records; then what CUPTI and the threads still hold. */
+	if (inj.subscriber)
+		cuptiUnsubscribe(inj.subscriber);
+	inj.subscriber = NULL;
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		cuptiActivityDisable(kinds[i]);
+	cuptiActivityEnableLatencyTimestamps(0);
+	inj_atexit();
+	atomic_store(&inj.state, INJ_OFF);
+	/* The writer thread is stopped (inj_atexit); still, nothing written late may land in a
+	 * descriptor the program reuses: the number stays ours, on /dev/null, until the next
+	 * attach. */
+	int nul = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (nul >= 0 && dup3(nul, inj.fd, O_CLOEXEC) >= 0) {
+		inj_cfg.old_fd = inj.fd;
+	} else {
+		close(inj.fd);
+	}
+	if (nul >= 0)
+		close(nul);
+	inj.fd = -1;
+	inj_cfg.attached = 0;
+	errno = saved_errno;
+	return GPU_DETACH_OK;
 }

@@ -8,6 +8,7 @@
 
 #include "base/cs.h"
 #include "format/datafile.h"
+#include "record/gpu_attach.h"
 #include "record/gpu_merge.h"
 #include "record/output.h"
 #include "unwind/python.h"
@@ -108,6 +109,8 @@ struct record {
 	/* GPU capture: the library's files, merged as they grow */
 	struct gpu_merge *gpu;
 	char **child_env;           /* launch mode with --gpu: the command's environment */
+	struct gpu_attach *attach;  /* attach mode, --gpu on: one per PID (opts.gpu_inject) */
+	size_t nloaded;             /* processes the library was loaded into */
 	/* Every sampler event that happened before this time has been handled (the start of the
 	 * newest collection whose records are all delivered): GPU launches wait for it, so that
 	 * the mappings their return addresses fall in are known. */
@@ -540,6 +543,59 @@ static void record_gpu_summary(struct record *r)
 			(unsigned long long)lost);
 }
 
+/* ---- GPU capture loaded into running processes (attach mode, --gpu on) ---- */
+
+static void record_gpu_attach(struct record *r)
+{
+	const struct record_opts *o = r->o;
+	char *config = gpu_attach_config(o->gpu.dir);
+	r->attach = cs_calloc(o->npids, sizeof(*r->attach));
+	for (size_t i = 0; i < o->npids; i++) {
+		char why[768] = "";
+		pid_t pid = o->pids[i];
+		if (gpu_attach_started_with_env(pid))
+			continue;   /* its records come as for any `csampler env` process */
+		enum gpu_attach_outcome out = gpu_attach_start(&r->attach[i], pid, o->gpu.inject_lib,
+							       o->gpu.cupti_lib, config, why,
+							       sizeof(why));
+		/* GPU_ATTACH_NOTED: the library's note says why, with the summary */
+		if (out == GPU_ATTACH_DONE || out == GPU_ATTACH_NOTED)
+			r->nloaded++;
+		else
+			r->attach[i].pid = 0;   /* no file of ours to remove */
+		if (out == GPU_ATTACH_REFUSED)
+			cs_warn("--gpu on: PID %d: %s; GPU capture off, CPU profile only", (int)pid, why);
+		else if (out == GPU_ATTACH_SHARED)
+			cs_info("--gpu on: PID %d: %s: its records are read as they come", (int)pid, why);
+	}
+	free(config);
+}
+
+static void record_gpu_detach(struct record *r)
+{
+	for (size_t i = 0; r->attach && i < r->o->npids; i++) {
+		char why[768] = "";
+		if (r->attach[i].attached && gpu_attach_stop(&r->attach[i], why, sizeof(why)))
+			cs_warn("GPU: PID %d: detaching the GPU library: %s; its last GPU records may "
+				"be missing", (int)r->o->pids[i], why);
+	}
+}
+
+/* The files of the processes csampler loaded the library into are this session's: gone once
+ * merged (a process started with `csampler env` keeps writing its own). */
+static void record_gpu_attach_free(struct record *r)
+{
+	for (size_t i = 0; r->attach && i < r->o->npids; i++) {
+		if (!r->attach[i].pid)
+			continue;
+		char *path = cs_asprintf("%s/gpu-%d.bin", r->o->gpu.dir, (int)r->attach[i].pid);
+		unlink(path);
+		free(path);
+	}
+	free(r->attach);
+	r->attach = NULL;
+}
+
 static int record_event(void *arg, const struct sampler_event *ev)
 {
 	struct record *r = arg;
@@ -666,10 +722,13 @@ static void record_write_header(struct record *r)
 	else if (debuginfod && *debuginfod)
 		record_header_kv(r, "debuginfod", debuginfod);
 	if (o->gpu.dir) {
-		record_header_kv(r, "gpu", o->argv ? "on" : "on (attach: records of csampler env)");
+		record_header_kv(r, "gpu", o->argv ? "on" :
+				 r->nloaded == o->npids ? "on (attach: library loaded by csampler)" :
+				 r->nloaded ? "on (attach: library loaded by csampler, and records of csampler env)" :
+				 "on (attach: records of csampler env)");
 		if (o->gpu.inject_lib)
 			record_header_kv(r, "gpu_library", o->gpu.inject_lib);
-		if (o->gpu.cupti_lib)
+		if (o->gpu.cupti_lib && o->argv) /* attached processes may have their own */
 			record_header_kv(r, "cupti_library", o->gpu.cupti_lib);
 	} else {
 		char *v = cs_asprintf("off%s%s%s", o->gpu_off_reason ? " (" : "",
@@ -1184,10 +1243,10 @@ int record_run(const struct record_opts *o, char **written)
 	r.strs = df_strtab_new();
 	if (o->gpu.dir) {
 		extern char **environ;
+		uint64_t gpu_from = o->argv ? 0 : cs_monotonic_ns();
 		if (o->argv)
 			r.child_env = gpu_setup_env(&o->gpu, environ);
-		r.gpu = gpu_merge_new(o->gpu.dir, o->argv != NULL, o->argv ? 0 : cs_monotonic_ns(),
-				      &record_gpu_sink, &r);
+		r.gpu = gpu_merge_new(o->gpu.dir, o->argv != NULL, gpu_from, &record_gpu_sink, &r);
 		for (size_t i = 0; i < o->npids; i++)
 			gpu_merge_add_pid(r.gpu, (uint32_t)o->pids[i]);
 	}
@@ -1225,6 +1284,19 @@ int record_run(const struct record_opts *o, char **written)
 		ret = sampler_open_attach(&r.sampler, &o->sampler, o->pids, o->npids);
 		if (ret)
 			goto out;
+		if (o->gpu_inject && o->gpu.dir) {
+			/* After the sampler opened: a process that exits during the attach ends an
+			 * ordinary recording. A ptrace sampler holds every thread, though: it lets
+			 * them go while the library is loaded, and takes them again. */
+			bool held = !strcmp(sampler_name(r.sampler), "ptrace");
+			if (held) {
+				sampler_close(r.sampler);
+				r.sampler = NULL;
+			}
+			record_gpu_attach(&r);
+			if (held && (ret = sampler_open_attach(&r.sampler, &o->sampler, o->pids, o->npids)))
+				goto out;
+		}
 	}
 	/* Debug files missing locally are looked up by build id on the servers of DEBUGINFOD_URLS
 	 * by libdw itself: dwfl_standard_find_debuginfo, the symbolizer's callback, goes on to
@@ -1270,6 +1342,7 @@ int record_run(const struct record_opts *o, char **written)
 	}
 	record_loop(&r);
 	uint64_t end_ns = cs_monotonic_ns();
+	record_gpu_detach(&r);   /* the sampler has let the threads go: the last records */
 	if (!r.error) {
 		record_gpu_finish(&r, end_ns);
 		record_symbolize(&r, true);
@@ -1330,6 +1403,7 @@ out:
 	df_strtab_free(r.strs);
 	/* the private directory of a launch goes; the per-user one of attach mode stays */
 	gpu_merge_free(r.gpu, o->argv != NULL);
+	record_gpu_attach_free(&r);
 	gpu_setup_free_env(r.child_env);
 	for (size_t i = 0; i < r.ngpu_notes; i++)
 		free(r.gpu_notes[i].text);

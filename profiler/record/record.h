@@ -27,6 +27,10 @@ struct record_opts {
 	 * gpu.dir is the per-user directory of `csampler env`, read for the session's PIDs. */
 	enum gpu_mode gpu_mode;
 	struct gpu_setup gpu;
+	/* attach mode, --gpu on: load gpu.inject_lib into the processes that were not started
+	 * with `csampler env` (record/gpu_attach.h), detach at the end; gpu.dir is the per-user
+	 * directory all the same */
+	bool gpu_inject;
 	const char *gpu_off_reason;  /* header "gpu" when off: why */
 	int argc_all;                /* csampler's whole command line, for the header */
 	char **argv_all;

@@ -26,6 +26,21 @@ $(CUPTI_TEST_DIR)/libpylaunch.so: tests/cupti/pylaunch.c tests/cupti/standin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CUPTI_TEST_CFLAGS) -fPIC -fvisibility=hidden -shared -o $@ $< -ldl
 
+# A running CUDA program that record -p --gpu on attaches to (t-gpu-attach.sh), a library whose
+# loading ends the process, and a statically linked program (skipped where there is no libc.a).
+$(CUPTI_TEST_DIR)/attach-target: tests/cupti/attach-target.c tests/cupti/standin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CUPTI_TEST_CFLAGS) -o $@ $< -ldl
+
+$(CUPTI_TEST_DIR)/attach-exit.so: tests/cupti/attach-exit.c profiler/inject/attach.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CUPTI_TEST_CFLAGS) -fPIC -fvisibility=hidden -shared -o $@ $<
+
+$(CUPTI_TEST_DIR)/static-loop: tests/cupti/static-loop.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -static -o $@ $< || echo "no static libc: t-gpu-attach.sh skips its static case"
+
 TEST_PROGRAMS += $(CUPTI_TEST_DIR)/standin/libcupti.so.13 $(CUPTI_TEST_DIR)/other-tag/libcupti.so.13 \
-                 $(CUPTI_TEST_DIR)/driver $(CUPTI_TEST_DIR)/libpylaunch.so
+                 $(CUPTI_TEST_DIR)/driver $(CUPTI_TEST_DIR)/libpylaunch.so $(CUPTI_TEST_DIR)/attach-target \
+                 $(CUPTI_TEST_DIR)/attach-exit.so $(CUPTI_TEST_DIR)/static-loop
 endif

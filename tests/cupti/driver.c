@@ -365,7 +365,9 @@ static void bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define GB_PREP_NS 150000ull
 #define GB_KERNEL_NS 1000000ull
 #define GB_CHECKPOINT_EVERY 50
-#define GB_CHECKPOINT_NS 6000000ull
+#define GB_CHECKPOINT_NS 20000000ull
+#define GB_DEPTH 4          /* steps of work queued ahead: 16 ms, more than a loaded machine's
+                             * preemption of the launching thread */
 
 static uint64_t rt_now(void)
 {
@@ -553,15 +555,18 @@ void NOIPA prepare_batch(void)
 	SPIN_UNTIL(until, 1024);
 }
 
-/* The previous step's kernels still run while this step's are queued behind them, then the sync
- * waits for the previous step's: the GPU always has a step of work queued. */
+/* Earlier steps' kernels still run while this step's are queued behind them, then the sync
+ * waits for the end of the step GB_DEPTH - 1 before: the GPU always has steps of work queued. */
+static uint64_t gb_ends[GB_DEPTH];
+static unsigned gb_next;
+
 void NOIPA gb_step(void)
 {
-	uint64_t previous = rt.gpu_free;
 	prepare_batch();
 	for (int i = 0; i < 4; i++)
 		rt_launch("conv_kernel", GB_KERNEL_NS);
-	rt_sync(previous);
+	gb_ends[gb_next++ % GB_DEPTH] = rt.gpu_free;
+	rt_sync(gb_ends[gb_next % GB_DEPTH]);   /* the oldest queued step's end (0: none yet) */
 	KEEP_FRAME();
 }
 

@@ -168,6 +168,14 @@ STANDIN_EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind)
 	return CUPTI_SUCCESS;
 }
 
+STANDIN_EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind)
+{
+	if ((unsigned)kind >= sizeof(st.kinds))
+		return CUPTI_ERROR_INVALID_KIND;
+	st.kinds[kind] = 0;
+	return CUPTI_SUCCESS;
+}
+
 STANDIN_EXPORT CUptiResult cuptiActivityEnableLatencyTimestamps(uint8_t enable)
 {
 	st.latency = !!enable;

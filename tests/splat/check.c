@@ -7,13 +7,17 @@
  *                                         a backend (cpu, cuda) against the double reference:
  *                                         image max error, per-group gradient relative error
  *   splat-check teacher [--threads N]     a student started at the teacher: test PSNR before
- *                                         and through m8-smoke's 50 iterations */
+ *                                         and through m8-smoke's 50 iterations
+ *   splat-check png                       the PNG decoder of --data disk against the writer,
+ *                                         every row filter; corrupt files refused */
 #include "../../target/splat.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int check_failures;
 
@@ -431,13 +435,147 @@ static int check_teacher(int threads)
 	return check_failures ? 1 : 0;
 }
 
+/* The expected byte of a float pixel: image_io.c's rounding. */
+static unsigned char check_byte(float v)
+{
+	v = v < 0 ? 0 : v > 1 ? 1 : v;
+	return (unsigned char)(v * 255.0f + 0.5f);
+}
+
+static unsigned char *check_read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	unsigned char *buf = NULL;
+	long n;
+
+	*len = 0;
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0) {
+		buf = splat_malloc((size_t)n);
+		*len = fread(buf, 1, (size_t)n, f);
+	}
+	fclose(f);
+	return buf;
+}
+
+/* data_decode_png (target/data.c) against image_write_png: every filter type on every row, the
+ * adaptive choice, odd sizes, images with smooth ramps, noise and hard edges; then corrupt
+ * files (bad CRC, truncated, wrong size, not a PNG) are refused. Prints the decode time of a
+ * 128×128 view. */
+static int check_png(void)
+{
+	static const int sizes[][2] = { { 1, 1 }, { 17, 5 }, { 64, 48 }, { 128, 128 } };
+	static const char *const names[] = { "none", "sub", "up", "average", "paeth", "adaptive" };
+	char dir[] = "/tmp/splat-check-png.XXXXXX", path[128];
+
+	if (!mkdtemp(dir)) {
+		check_result(0, "png", "mkdtemp: %s", strerror(errno));
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/x.png", dir);
+	for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+		int w = sizes[si][0], h = sizes[si][1];
+		size_t hw = (size_t)w * h;
+		float *img = splat_malloc(3 * hw * sizeof(float));
+		unsigned char *want = splat_malloc(3 * hw), *got = splat_malloc(3 * hw);
+		for (int y = 0; y < h; y++)
+			for (int x = 0; x < w; x++)
+				for (int c = 0; c < 3; c++) {
+					size_t i = (size_t)y * w + x;
+					double v = (x + 2.0 * y + 40.0 * c) / (w + 2.0 * h + 80.0);   /* ramps */
+					if ((x / 8 + y / 8) % 3 == 0)
+						v = 1.0 - v;                                           /* edges */
+					v += 0.2 * (splat_rng_uniform(7, 1, 3 * i + c) - 0.5);         /* noise */
+					if (x % 11 == 5)
+						v = c == 1 ? 1.5 : -0.5;                                 /* clamped */
+					img[c * hw + i] = (float)v;
+					want[3 * i + c] = check_byte((float)v);
+				}
+		for (int f = -1; f <= 4; f++) {
+			int filter = f < 0 ? IMAGE_FILTER_ADAPTIVE : f;
+			size_t len;
+			unsigned char *png;
+			char name[64];
+			snprintf(name, sizeof(name), "png-%dx%d-%s", w, h, names[f < 0 ? 5 : f]);
+			if (image_write_png(path, img, w, h, filter) || !(png = check_read_file(path, &len))) {
+				check_result(0, name, "image_write_png or reading it back failed");
+				continue;
+			}
+			memset(got, 0xAA, 3 * hw);
+			int rc = data_decode_png(png, len, w, h, got);
+			check_result(rc == 0 && !memcmp(got, want, 3 * hw), name, "%zu-byte file decodes to the %zu bytes written%s",
+				     len, 3 * hw, rc ? " (decode failed)" : memcmp(got, want, 3 * hw) ? " (bytes differ)" : "");
+			free(png);
+		}
+		free(img);
+		free(want);
+		free(got);
+	}
+
+	/* refusals: each prints one "splat-train: PNG: ..." line on stderr */
+	{
+		int w = 64, h = 48;
+		size_t hw = (size_t)w * h, len;
+		float *img = splat_calloc(3 * hw, sizeof(float));
+		unsigned char *got = splat_malloc(3 * hw), *png;
+		for (size_t i = 0; i < 3 * hw; i++)
+			img[i] = (float)splat_rng_uniform(9, 2, i);
+		if (image_write_png(path, img, w, h, IMAGE_FILTER_ADAPTIVE) || !(png = check_read_file(path, &len))) {
+			check_result(0, "png-refusals", "writing the test image failed");
+		} else {
+			unsigned char *bad = splat_malloc(len);
+			memcpy(bad, png, len);
+			bad[len / 2] ^= 0x10;   /* inside IDAT */
+			check_result(data_decode_png(bad, len, w, h, got) == -EINVAL, "png-bad-crc", "a flipped bit is refused");
+			check_result(data_decode_png(png, len / 2, w, h, got) == -EINVAL, "png-truncated",
+				     "half a file is refused");
+			check_result(data_decode_png(png, len, w + 1, h, got) == -EINVAL, "png-wrong-size",
+				     "a %dx%d file read as %dx%d is refused", w, h, w + 1, h);
+			memcpy(bad, png, len);
+			bad[1] = 'J';
+			check_result(data_decode_png(bad, len, w, h, got) == -EINVAL, "png-signature",
+				     "a file without the PNG signature is refused");
+			free(bad);
+			free(png);
+		}
+		free(img);
+		free(got);
+	}
+
+	/* the decode time of one 128×128 view, as --data disk reads them */
+	{
+		int w = 128, h = 128, reps = 200;
+		size_t hw = (size_t)w * h, len;
+		float *img = splat_malloc(3 * hw * sizeof(float));
+		unsigned char *got = splat_malloc(3 * hw), *png;
+		for (size_t i = 0; i < hw; i++)
+			for (int c = 0; c < 3; c++)
+				img[c * hw + i] = (float)(0.5 + 0.4 * sin(i * 0.01 + c) + 0.05 * splat_rng_uniform(3, 3, 3 * i + c));
+		if (!image_write_png(path, img, w, h, IMAGE_FILTER_ADAPTIVE) && (png = check_read_file(path, &len))) {
+			double t0 = splat_now_seconds();
+			int rc = 0;
+			for (int r = 0; r < reps && !rc; r++)
+				rc = data_decode_png(png, len, w, h, got);
+			double us = 1e6 * (splat_now_seconds() - t0) / reps;
+			check_result(rc == 0, "png-decode-time", "%.0f us per %dx%d view (%zu-byte file)", us, w, h, len);
+			free(png);
+		}
+		free(img);
+		free(got);
+	}
+	unlink(path);
+	rmdir(dir);
+	return check_failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *backend = "cpu";
 	int threads = 2;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: splat-check fd | backend [--backend cpu|cuda] [--threads N] | teacher [--threads N]\n");
+		fprintf(stderr, "usage: splat-check fd | backend [--backend cpu|cuda] [--threads N] | teacher [--threads N] | png\n");
 		return 2;
 	}
 	for (int a = 2; a + 1 < argc; a += 2) {
@@ -456,6 +594,8 @@ int main(int argc, char **argv)
 		return check_backend(backend, threads);
 	if (!strcmp(argv[1], "teacher"))
 		return check_teacher(threads);
+	if (!strcmp(argv[1], "png"))
+		return check_png();
 	fprintf(stderr, "splat-check: unknown check '%s'\n", argv[1]);
 	return 2;
 }

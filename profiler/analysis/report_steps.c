@@ -1,0 +1,674 @@
+/* report_steps.c: report's step and rank tables (report_steps.h), text and JSON. The figures
+ * come from steps.c and gpu_idle.c; this file only chooses rows and formats them. */
+#include "analysis/report_steps.h"
+
+#include "analysis/fold.h"
+#include "analysis/gpu_idle.h"
+#include "analysis/steps.h"
+#include "base/cs.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct rs_ctx {
+	const struct profile *p;
+	struct steps s;
+	struct gpu_idle g;
+	bool have_g;
+	struct steps_table *t;       /* s.nprocs of them */
+	uint64_t period_ns;
+};
+
+static void rs_init(struct rs_ctx *c, const struct profile *p)
+{
+	memset(c, 0, sizeof(*c));
+	c->p = p;
+	c->period_ns = fold_cpu_period_ns(p);
+	steps_detect(p, p->filtered.step, &c->s);
+	if (c->s.source == STEPS_NONE)
+		return;
+	if (p->ngpu_activities) {
+		gpu_idle_analyze(p, -1, &c->g);
+		c->have_g = true;
+	}
+	steps_measure(p, &c->s, c->have_g ? &c->g : NULL, c->period_ns, p->filtered.step_first,
+		      &c->t);
+}
+
+static void rs_free(struct rs_ctx *c)
+{
+	steps_tables_free(c->t, c->s.nprocs);
+	steps_free(&c->s);
+	if (c->have_g)
+		gpu_idle_free(&c->g);
+}
+
+static const char *rs_source_kind(const struct steps *s)
+{
+	return s->source == STEPS_NVTX ? "nvtx" : "function";
+}
+
+static double rs_ms(uint64_t ns)
+{
+	return (double)ns / 1e6;
+}
+
+static const char *rs_comm(const struct profile *p, uint32_t pid)
+{
+	const struct profile_process *pr = profile_process_of(p, pid);
+	const char *c = pr ? profile_str(p, pr->comm) : "";
+	return *c ? c : "?";
+}
+
+/* "leaf" or "leaf (py: fn (file.py:12))" for a stack, "-" for none. */
+static const char *rs_cause(const struct profile *p, uint32_t stack, char *buf, size_t len)
+{
+	char py[256];
+	if (stack == GPU_IDLE_NO_STACK) {
+		snprintf(buf, len, "-");
+		return buf;
+	}
+	const char *leaf = gpu_idle_leaf(p, stack, py, sizeof(py));
+	if (*py)
+		snprintf(buf, len, "%s (py: %s)", leaf, py);
+	else
+		snprintf(buf, len, "%s", leaf);
+	return buf;
+}
+
+/* ---- text ---- */
+
+static void rs_text_summary(FILE *f, const struct steps_table *t)
+{
+	fprintf(f, "  wall: p50 %.3f ms, p90 %.3f ms, max %.3f ms\n", rs_ms(t->p50_ns),
+		rs_ms(t->p90_ns), rs_ms(t->max_ns));
+	if (t->nslowest) {
+		fprintf(f, "  slowest%s:", t->nwarmup ? " (after warm-up)" : "");
+		for (size_t i = 0; i < t->nslowest; i++) {
+			const struct steps_row *r = &t->rows[t->slowest[i] - t->rows[0].step];
+			fprintf(f, "%s step %u (%.3f ms)", i ? "," : "", r->step, rs_ms(r->wall_ns));
+		}
+		fputc('\n', f);
+	}
+	if (t->nwarmup == 1)
+		fprintf(f, "  warm-up: step %u (more than 1.5x the median of the steps after it)\n",
+			t->rows[0].step);
+	else if (t->nwarmup)
+		fprintf(f, "  warm-up: steps %u-%u (each more than 1.5x the median of the steps "
+			"after it)\n", t->rows[0].step, t->rows[t->nwarmup - 1].step);
+}
+
+static void rs_text_title(FILE *f, const struct rs_ctx *c, const struct steps_table *t)
+{
+	fprintf(f, "\nSteps of pid %u (%s), from %s %s: %zu step%s\n", t->pid,
+		rs_comm(c->p, t->pid), c->s.source == STEPS_NVTX ? "NVTX ranges" : "function",
+		c->s.name, t->nrows, t->nrows == 1 ? "" : "s");
+}
+
+static void rs_text_table(FILE *f, const struct rs_ctx *c, const struct steps_table *t)
+{
+	const struct profile *p = c->p;
+	char cause[512], busy[16], idle[24];
+
+	rs_text_title(f, c, t);
+	fprintf(f, "%6s %9s %10s %8s %9s %9s %9s %9s %9s %8s  %s\n", "Step", "Start s", "Wall ms",
+		"GPU busy", "Idle ms", "CPU ms", "Python", "Native", "Off-CPU", "Launches",
+		t->gpu ? "Note; GPU idle cause" : "Note");
+	for (size_t i = 0; i < t->nrows; i++) {
+		const struct steps_row *r = &t->rows[i];
+		const char *note = r->warmup ? "warm-up" : "";
+		for (size_t k = 0; k < t->nslowest; k++)
+			if (t->slowest[k] == r->step)
+				note = k == 0 ? "slowest" : "slow";
+		if (t->gpu) {
+			snprintf(busy, sizeof(busy), "%.1f%%", r->gpu_busy_pct);
+			snprintf(idle, sizeof(idle), "%.3f", rs_ms(r->gpu_idle_ns));
+		} else {
+			snprintf(busy, sizeof(busy), "-");
+			snprintf(idle, sizeof(idle), "-");
+		}
+		const char *why = t->gpu ? rs_cause(p, r->idle_stack, cause, sizeof(cause)) : "";
+		fprintf(f, "%6u %9.3f %10.3f %8s %9s %9.3f %9.3f %9.3f %9.3f %8" PRIu64 "%s%s%s%s\n",
+			r->step, r->start > p->start_ns ? (double)(r->start - p->start_ns) / 1e9 : 0.0,
+			rs_ms(r->wall_ns), busy, idle, rs_ms(r->cpu_ns), rs_ms(r->python_ns),
+			rs_ms(r->native_ns), rs_ms(r->offcpu_ns), r->launches,
+			*note || *why ? "  " : "", note, *note && *why ? "; " : "", why);
+	}
+	rs_text_summary(f, t);
+}
+
+/* ---- JSON ---- */
+
+static void rs_json_cause(FILE *f, const struct profile *p, uint32_t stack)
+{
+	char py[256];
+	if (stack == GPU_IDLE_NO_STACK) {
+		fputs("null", f);
+		return;
+	}
+	const char *leaf = gpu_idle_leaf(p, stack, py, sizeof(py));
+	fputs("{\"leaf\":", f);
+	cs_fputs_json(f, leaf);
+	fputs(",\"python\":", f);
+	if (*py)
+		cs_fputs_json(f, py);
+	else
+		fputs("null", f);
+	fputc('}', f);
+}
+
+static void rs_json_table(FILE *f, const struct rs_ctx *c, const struct steps_table *t)
+{
+	const struct profile *p = c->p;
+	char source[300];
+
+	snprintf(source, sizeof(source), "%s:%s", rs_source_kind(&c->s), c->s.name);
+	fputs("{\"source\":", f);
+	cs_fputs_json(f, source);
+	fprintf(f, ",\"pid\":%u,\"comm\":", t->pid);
+	cs_fputs_json(f, rs_comm(p, t->pid));
+	fprintf(f, ",\"gpu\":%s,\"steps\":[", t->gpu ? "true" : "false");
+	for (size_t i = 0; i < t->nrows; i++) {
+		const struct steps_row *r = &t->rows[i];
+		fprintf(f, "%s{\"step\":%u,\"start_ns\":%" PRIu64 ",\"wall_ns\":%" PRIu64
+			",\"gpu_busy_pct\":%.4f,\"gpu_idle_ns\":%" PRIu64 ",\"idle_cause\":",
+			i ? ",\n  " : "\n  ", r->step, r->start > p->start_ns ? r->start - p->start_ns : 0,
+			r->wall_ns, r->gpu_busy_pct, r->gpu_idle_ns);
+		rs_json_cause(f, p, r->idle_stack);
+		fprintf(f, ",\"cpu_ns\":%" PRIu64 ",\"python_ns\":%" PRIu64 ",\"native_ns\":%" PRIu64
+			",\"offcpu_ns\":%" PRIu64 ",\"launches\":%" PRIu64 ",\"warmup\":%s}",
+			r->cpu_ns, r->python_ns, r->native_ns, r->offcpu_ns, r->launches,
+			r->warmup ? "true" : "false");
+	}
+	fprintf(f, "],\"p50_ns\":%" PRIu64 ",\"p90_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64
+		",\"slowest\":[", t->p50_ns, t->p90_ns, t->max_ns);
+	for (size_t i = 0; i < t->nslowest; i++)
+		fprintf(f, "%s%u", i ? "," : "", t->slowest[i]);
+	fputs("],\"warmup\":[", f);
+	for (size_t i = 0; i < t->nwarmup; i++)
+		fprintf(f, "%s%u", i ? "," : "", t->rows[i].step);
+	fputs("]}", f);
+}
+
+/* "steps": OBJ (the first process) or null, "steps_processes": [OBJ...], each + ",\n". */
+static void rs_json_keys(FILE *f, const struct rs_ctx *c)
+{
+	fputs("\"steps\":", f);
+	if (c->s.nprocs)
+		rs_json_table(f, c, &c->t[0]);
+	else
+		fputs("null", f);
+	fputs(",\n\"steps_processes\":[", f);
+	for (size_t i = 0; i < c->s.nprocs; i++) {
+		if (i)
+			fputs(",\n", f);
+		rs_json_table(f, c, &c->t[i]);
+	}
+	fputs("],\n", f);
+}
+
+int report_steps_write(FILE *f, const struct profile *p, const struct report_opts *o)
+{
+	struct rs_ctx c;
+	rs_init(&c, p);
+	if (c.s.source == STEPS_NONE) {
+		rs_free(&c);
+		return -ENOENT;
+	}
+	if (o->format == REPORT_JSON) {
+		fputc('{', f);
+		rs_json_keys(f, &c);
+		fputs("\"file\":", f);
+		cs_fputs_json(f, o->input);
+		fputs("}\n", f);
+	} else {
+		fprintf(f, "# csampler report --steps: %s", o->input);
+		if (p->filtered.text)
+			fprintf(f, " (filter: %s)", p->filtered.text);
+		fputc('\n', f);
+		fprintf(f, "# CPU ms: samples x %.3f ms over all threads of the process; Python: "
+			"on-CPU samples whose innermost frame\n#   outside the interpreter is a Python "
+			"frame; Native: the other on-CPU samples; Off-CPU: record --idle samples\n",
+			rs_ms(c.period_ns));
+		for (size_t i = 0; i < c.s.nprocs; i++)
+			rs_text_table(f, &c, &c.t[i]);
+	}
+	rs_free(&c);
+	return ferror(f) ? -EIO : 0;
+}
+
+void report_steps_section_text(FILE *f, const struct profile *p, const struct report_opts *o)
+{
+	struct rs_ctx c;
+	(void)o;
+	rs_init(&c, p);
+	for (size_t i = 0; i < c.s.nprocs; i++) {
+		rs_text_title(f, &c, &c.t[i]);
+		rs_text_summary(f, &c.t[i]);
+	}
+	if (c.s.nprocs)
+		fprintf(f, "  (csampler report --steps for the table)\n");
+	rs_free(&c);
+}
+
+void report_steps_section_json(FILE *f, const struct profile *p, const struct report_opts *o)
+{
+	struct rs_ctx c;
+	(void)o;
+	rs_init(&c, p);
+	if (c.s.nprocs)
+		rs_json_keys(f, &c);
+	rs_free(&c);
+}
+
+/* ---- ranks ---- */
+
+struct rs_rank {
+	int32_t rank;
+	uint32_t pid;                /* its main process: the one with steps, else most samples */
+	uint64_t samples;            /* weights of all its processes' samples */
+	uint64_t first, last;        /* its samples' span */
+	const struct steps_table *t; /* its steps, or NULL */
+	uint64_t busy_ns, wall_ns, idle_ns;
+	uint32_t idle_stack;
+	double per;                  /* divisor of its function times: steps, or seconds */
+};
+
+static int cmp_rank(const void *x, const void *y)
+{
+	const struct rs_rank *a = x, *b = y;
+	return a->rank < b->rank ? -1 : a->rank > b->rank;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+	return a < b ? -1 : a > b;
+}
+
+/* Nearest-rank median (the lower one of an even count). */
+static double rs_median(double *v, size_t n)
+{
+	if (!n)
+		return 0;
+	cs_qsort(v, n, sizeof(*v), cmp_double);
+	return v[(n + 1) / 2 - 1];
+}
+
+struct rs_fn {
+	uint32_t name;
+	double ns, median_ns, excess_ns;
+};
+
+static int cmp_fn_excess(const void *x, const void *y)
+{
+	const struct rs_fn *a = x, *b = y;
+	if (a->excess_ns != b->excess_ns)
+		return a->excess_ns > b->excess_ns ? -1 : 1;
+	return a->name < b->name ? -1 : a->name > b->name;
+}
+
+static size_t rs_rank_index(const struct rs_rank *r, size_t n, int32_t rank)
+{
+	for (size_t i = 0; i < n; i++)
+		if (r[i].rank == rank)
+			return i;
+	return n;
+}
+
+#define RS_CANDIDATES 32
+#define RS_COVER 0.9
+
+/* Inclusive times make every caller of a slow function as slow: main and _start always top
+ * the excess. Keep the top 5 of fns[0..n) (by excess) that are not covered: a function is
+ * covered by another when the other runs under it in at least RS_COVER of its own samples of
+ * the straggler (w: its weights per stack) and has at least RS_COVER of its excess. */
+static size_t rs_uncovered(const struct profile *p, const uint64_t *w, const struct rs_fn *fns,
+			   size_t n, struct rs_fn *out)
+{
+	double under[RS_CANDIDATES][RS_CANDIDATES] = { { 0 } }, total[RS_CANDIDATES] = { 0 };
+	int pos[RS_CANDIDATES];
+	size_t nout = 0;
+
+	for (size_t k = 0; k < p->nstacks; k++) {
+		if (!w[k])
+			continue;
+		const struct profile_stack *st = &p->stacks[k];
+		for (size_t a = 0; a < n; a++)
+			pos[a] = -1;
+		/* frames leaf first: the outermost occurrence is the last one seen */
+		for (uint32_t j = 0; j < st->nframes; j++) {
+			uint32_t id = p->stack_frames[st->first + j];
+			if (id >= p->nframes)
+				continue;
+			for (size_t a = 0; a < n; a++)
+				if (fns[a].name == p->frames[id].name)
+					pos[a] = (int)(st->nframes - j); /* depth from the root */
+		}
+		for (size_t a = 0; a < n; a++) {
+			if (pos[a] < 0)
+				continue;
+			total[a] += (double)w[k];
+			for (size_t b = 0; b < n; b++)
+				if (pos[b] >= 0 && pos[b] < pos[a])
+					under[a][b] += (double)w[k]; /* a runs under b */
+		}
+	}
+	for (size_t b = 0; b < n && nout < 5; b++) {
+		bool covered = false;
+		for (size_t a = 0; a < n && !covered; a++)
+			covered = a != b && total[a] > 0 && under[a][b] >= RS_COVER * total[a] &&
+				  fns[a].excess_ns >= RS_COVER * fns[b].excess_ns;
+		if (!covered)
+			out[nout++] = fns[b];
+	}
+	return nout;
+}
+
+/* The functions where rank s spends more inclusive CPU ns (per step, or per second) than the
+ * median rank: the top 5 into out. */
+struct rs_triple {
+	uint32_t rank, stack;        /* rank: index into the ranks */
+	uint64_t weight;
+};
+
+static int cmp_triple(const void *x, const void *y)
+{
+	const struct rs_triple *a = x, *b = y;
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	return a->stack < b->stack ? -1 : a->stack > b->stack;
+}
+
+static size_t rs_excess(const struct profile *p, const struct rs_rank *rk, size_t nr, size_t s,
+			uint64_t period_ns, struct rs_fn *out)
+{
+	/* weights per (rank, stack): sorted and summed, so memory follows what the file holds,
+	 * not ranks x stacks */
+	struct rs_triple *tr = cs_malloc((p->nsamples_records + 1) * sizeof(*tr));
+	size_t nt = 0;
+	uint32_t last_pid = UINT32_MAX;
+	size_t last_r = nr;
+	for (size_t i = 0; i < p->nsamples_records; i++) {
+		const struct profile_sample *sm = &p->samples[i];
+		if (sm->pid != last_pid) {
+			last_pid = sm->pid;
+			last_r = rs_rank_index(rk, nr, profile_rank_of(p, sm->pid));
+		}
+		if (last_r < nr && sm->stack < p->nstacks)
+			tr[nt++] = (struct rs_triple){ (uint32_t)last_r, sm->stack, sm->weight };
+	}
+	if (nt)
+		cs_qsort(tr, nt, sizeof(*tr), cmp_triple);
+	size_t m = 0;
+	for (size_t i = 0; i < nt; i++) {
+		if (m && tr[m - 1].rank == tr[i].rank && tr[m - 1].stack == tr[i].stack)
+			tr[m - 1].weight += tr[i].weight;
+		else
+			tr[m++] = tr[i];
+	}
+	/* functions by name: dense indexes of the names frames use */
+	uint32_t *dense = cs_malloc((p->nstrings + 1) * sizeof(*dense));
+	uint32_t *names = cs_malloc((p->nframes + 1) * sizeof(*names));
+	size_t nn = 0;
+	memset(dense, 0xff, (p->nstrings + 1) * sizeof(*dense));
+	for (size_t i = 0; i < p->nframes; i++) {
+		uint32_t name = p->frames[i].name;
+		if (name < p->nstrings && dense[name] == UINT32_MAX) {
+			dense[name] = (uint32_t)nn;
+			names[nn++] = name;
+		}
+	}
+	double *acc = cs_calloc(nr * nn + 1, sizeof(*acc));
+	uint32_t *stamp = cs_calloc(nn + 1, sizeof(*stamp));
+	uint64_t *ws = cs_calloc(p->nstacks + 1, sizeof(*ws)); /* the straggler's, per stack */
+	double *vals = cs_malloc((nr + 1) * sizeof(*vals));
+	struct rs_fn *fns = NULL;
+	size_t nfns = 0, cap = 0, nout;
+	uint32_t mark = 0;
+
+	for (size_t i = 0; i < m; i++) {
+		const struct profile_stack *st = &p->stacks[tr[i].stack];
+		if (tr[i].rank == s)
+			ws[tr[i].stack] = tr[i].weight;
+		mark++;
+		for (uint32_t j = 0; j < st->nframes; j++) {
+			uint32_t id = p->stack_frames[st->first + j];
+			if (id >= p->nframes || p->frames[id].name >= p->nstrings)
+				continue;
+			uint32_t d = dense[p->frames[id].name];
+			if (stamp[d] == mark)
+				continue;  /* once per sample, even when it recurses */
+			stamp[d] = mark;
+			acc[tr[i].rank * nn + d] += (double)tr[i].weight * (double)period_ns;
+		}
+	}
+	for (size_t d = 0; d < nn; d++) {
+		double mine = acc[s * nn + d] / rk[s].per;
+		if (!(mine > 0) || !*profile_str(p, names[d]))
+			continue;
+		for (size_t r = 0; r < nr; r++)
+			vals[r] = acc[r * nn + d] / rk[r].per;
+		double med = rs_median(vals, nr);
+		if (!(mine > med))
+			continue;
+		cs_grow(&fns, &cap, nfns + 1, sizeof(*fns));
+		fns[nfns++] = (struct rs_fn){ names[d], mine, med, mine - med };
+	}
+	if (nfns)
+		cs_qsort(fns, nfns, sizeof(*fns), cmp_fn_excess);
+	nout = rs_uncovered(p, ws, fns, nfns < RS_CANDIDATES ? nfns : RS_CANDIDATES, out);
+	free(fns);
+	free(tr);
+	free(dense);
+	free(names);
+	free(acc);
+	free(stamp);
+	free(ws);
+	free(vals);
+	return nout;
+}
+
+int report_ranks_write(FILE *f, const struct profile *p, const struct report_opts *o)
+{
+	struct rs_ctx c;
+	struct rs_rank *rk = NULL;
+	size_t nr = 0, cap = 0;
+	struct steps whole = { 0 };
+	struct steps_table *wt = NULL;
+
+	/* ranks and their processes */
+	for (size_t i = 0; i < p->nprocesses; i++) {
+		const struct profile_process *pr = &p->processes[i];
+		int32_t rank = profile_rank_of(p, pr->pid);
+		if (rank < 0)
+			continue;
+		size_t k = rs_rank_index(rk, nr, rank);
+		if (k == nr) {
+			cs_grow(&rk, &cap, nr + 1, sizeof(*rk));
+			rk[nr++] = (struct rs_rank){ .rank = rank, .pid = pr->pid, .first = UINT64_MAX,
+						     .idle_stack = GPU_IDLE_NO_STACK };
+		} else if (pr->samples > profile_process_of(p, rk[k].pid)->samples) {
+			rk[k].pid = pr->pid;
+		}
+	}
+	if (nr < 2) {
+		free(rk);
+		return -ENOENT;
+	}
+	cs_qsort(rk, nr, sizeof(*rk), cmp_rank);
+	for (size_t i = 0; i < p->nsamples_records; i++) {
+		const struct profile_sample *sm = &p->samples[i];
+		size_t k = rs_rank_index(rk, nr, profile_rank_of(p, sm->pid));
+		if (k == nr)
+			continue;
+		rk[k].samples += sm->weight;
+		rk[k].first = sm->time < rk[k].first ? sm->time : rk[k].first;
+		rk[k].last = sm->time > rk[k].last ? sm->time : rk[k].last;
+	}
+
+	rs_init(&c, p);
+	bool with_steps = false;
+	for (size_t k = 0; k < nr; k++) {
+		/* the rank's process with the most steps */
+		for (size_t i = 0; i < c.s.nprocs; i++)
+			if (profile_rank_of(p, c.t[i].pid) == rk[k].rank &&
+			    (!rk[k].t || c.t[i].nrows > rk[k].t->nrows))
+				rk[k].t = &c.t[i];
+		if (rk[k].t) {
+			rk[k].pid = rk[k].t->pid;
+			with_steps = true;
+		}
+	}
+	/* without steps, each rank's main process is measured as one step over its samples' span */
+	whole.source = STEPS_FUNCTION;
+	whole.steps = cs_calloc(nr + 1, sizeof(*whole.steps));
+	whole.procs = cs_calloc(nr + 1, sizeof(*whole.procs));
+	for (size_t k = 0; k < nr; k++) {
+		uint64_t a = rk[k].t && rk[k].t->nrows ? rk[k].t->rows[0].start : rk[k].first;
+		uint64_t b = rk[k].t && rk[k].t->nrows
+				     ? rk[k].t->rows[rk[k].t->nrows - 1].start +
+					       rk[k].t->rows[rk[k].t->nrows - 1].wall_ns
+				     : rk[k].last + 1;
+		if (a == UINT64_MAX)
+			a = b = 0;
+		whole.steps[whole.nsteps] = (struct steps_step){ a, b };
+		whole.procs[whole.nprocs++] = (struct steps_proc){ rk[k].pid, whole.nsteps++, 1 };
+	}
+	steps_measure(p, &whole, c.have_g ? &c.g : NULL, c.period_ns, 1, &wt);
+	for (size_t k = 0; k < nr; k++) {
+		const struct steps_row *r = &wt[k].rows[0];
+		rk[k].busy_ns = r->busy_ns;
+		rk[k].wall_ns = r->wall_ns;
+		rk[k].idle_ns = r->gpu_idle_ns;
+		rk[k].idle_stack = r->idle_stack;
+		if (with_steps)
+			rk[k].per = rk[k].t && rk[k].t->nrows ? (double)rk[k].t->nrows : 1;
+		else
+			rk[k].per = rk[k].last > rk[k].first ? (double)(rk[k].last - rk[k].first) / 1e9
+							     : 1;
+	}
+
+	/* the straggler */
+	size_t s = 0;
+	double *v = cs_malloc((nr + 1) * sizeof(*v));
+	size_t nv = 0;
+	for (size_t k = 0; k < nr; k++) {
+		if (with_steps) {
+			if (!rk[k].t)
+				continue;
+			v[nv++] = (double)rk[k].t->p50_ns;
+			if (!rk[s].t || rk[k].t->p50_ns > rk[s].t->p50_ns)
+				s = k;
+		} else {
+			v[nv++] = (double)rk[k].samples;
+			if (rk[k].samples > rk[s].samples)
+				s = k;
+		}
+	}
+	double median = rs_median(v, nv);
+	free(v);
+	struct rs_fn fns[5];
+	size_t nfns = rs_excess(p, rk, nr, s, c.period_ns, fns);
+	const char *basis = with_steps ? "per_step" : "per_second";
+	char cause[512];
+
+	if (o->format == REPORT_JSON) {
+		fputs("{\"ranks\":{", f);
+		if (with_steps) {
+			char source[300];
+			snprintf(source, sizeof(source), "%s:%s", rs_source_kind(&c.s), c.s.name);
+			fputs("\"source\":", f);
+			cs_fputs_json(f, source);
+		} else {
+			fputs("\"source\":null", f);
+		}
+		fputs(",\"ranks\":[", f);
+		for (size_t k = 0; k < nr; k++) {
+			const struct rs_rank *r = &rk[k];
+			fprintf(f, "%s{\"rank\":%d,\"pid\":%u,\"steps\":%zu,", k ? ",\n  " : "\n  ",
+				(int)r->rank, r->pid, r->t ? r->t->nrows : 0);
+			if (r->t)
+				fprintf(f, "\"step_p50_ns\":%" PRIu64 ",\"step_p90_ns\":%" PRIu64 ",",
+					r->t->p50_ns, r->t->p90_ns);
+			else
+				fputs("\"step_p50_ns\":null,\"step_p90_ns\":null,", f);
+			fprintf(f, "\"cpu_ns\":%" PRIu64 ",\"wall_ns\":%" PRIu64 ",\"gpu_busy_pct\":%.4f,"
+				"\"gpu_idle_ns\":%" PRIu64 ",\"idle_cause\":", r->samples * c.period_ns,
+				r->wall_ns, r->wall_ns ? 100.0 * (double)r->busy_ns / (double)r->wall_ns : 0,
+				r->idle_ns);
+			rs_json_cause(f, p, r->idle_stack);
+			fputc('}', f);
+		}
+		fprintf(f, "],\n\"straggler\":{\"rank\":%d,\"by\":\"%s\",", (int)rk[s].rank,
+			with_steps ? "step_p50" : "cpu_time");
+		if (with_steps)
+			fprintf(f, "\"step_p50_ns\":%" PRIu64 ",\"median_step_p50_ns\":%.0f,",
+				rk[s].t->p50_ns, median);
+		else
+			fprintf(f, "\"step_p50_ns\":null,\"median_step_p50_ns\":null,\"cpu_ns\":%" PRIu64
+				",\"median_cpu_ns\":%.0f,", rk[s].samples * c.period_ns,
+				median * (double)c.period_ns);
+		fprintf(f, "\"basis\":\"%s\",\"functions\":[", basis);
+		for (size_t i = 0; i < nfns; i++) {
+			fputs(i ? ",\n  {\"name\":" : "\n  {\"name\":", f);
+			cs_fputs_json(f, profile_str(p, fns[i].name));
+			fprintf(f, ",\"ns\":%.0f,\"median_ns\":%.0f,\"excess_ns\":%.0f}", fns[i].ns,
+				fns[i].median_ns, fns[i].excess_ns);
+		}
+		fputs("]}}}\n", f);
+	} else {
+		fprintf(f, "# csampler report --ranks: %s", o->input);
+		if (p->filtered.text)
+			fprintf(f, " (filter: %s)", p->filtered.text);
+		fputc('\n', f);
+		if (with_steps)
+			fprintf(f, "\nRanks (%zu; steps from %s %s)\n", nr,
+				c.s.source == STEPS_NVTX ? "NVTX ranges" : "function", c.s.name);
+		else
+			fprintf(f, "\nRanks (%zu; no steps: give --step FUNCTION or --step RANGE)\n", nr);
+		fprintf(f, "%6s %8s %6s %12s %12s %10s %8s %10s  %s\n", "Rank", "PID", "Steps",
+			"Step p50 ms", "Step p90 ms", "CPU ms", "GPU busy", "Idle ms", "GPU idle cause");
+		for (size_t k = 0; k < nr; k++) {
+			const struct rs_rank *r = &rk[k];
+			char p50[32] = "-", p90[32] = "-", busy[16] = "-", idle[24] = "-";
+			if (r->t) {
+				snprintf(p50, sizeof(p50), "%.3f", rs_ms(r->t->p50_ns));
+				snprintf(p90, sizeof(p90), "%.3f", rs_ms(r->t->p90_ns));
+			}
+			if (wt[k].gpu) {
+				snprintf(busy, sizeof(busy), "%.1f%%", r->wall_ns ? 100.0 *
+					 (double)r->busy_ns / (double)r->wall_ns : 0);
+				snprintf(idle, sizeof(idle), "%.3f", rs_ms(r->idle_ns));
+			}
+			fprintf(f, "%6d %8u %6zu %12s %12s %10.3f %8s %10s%s%s\n", (int)r->rank, r->pid,
+				r->t ? r->t->nrows : 0, p50, p90, rs_ms(r->samples * c.period_ns), busy,
+				idle, wt[k].gpu ? "  " : "",
+				wt[k].gpu ? rs_cause(p, r->idle_stack, cause, sizeof(cause)) : "");
+		}
+		if (with_steps)
+			fprintf(f, "\nStraggler: rank %d, step p50 %.3f ms against a median of %.3f ms "
+				"over ranks (%+.1f%%)\n", (int)rk[s].rank, rs_ms(rk[s].t->p50_ns),
+				median / 1e6, median > 0 ? 100.0 * ((double)rk[s].t->p50_ns - median) /
+				median : 0);
+		else
+			fprintf(f, "\nStraggler: rank %d, the most CPU time: %.3f ms against a median "
+				"of %.3f ms over ranks\n", (int)rk[s].rank,
+				rs_ms(rk[s].samples * c.period_ns), median * (double)c.period_ns / 1e6);
+		fprintf(f, "Where it spends more than the median rank (inclusive CPU ms %s)\n",
+			with_steps ? "per step" : "per second of its wall time");
+		fprintf(f, "%10s %10s %10s  %s\n", "Straggler", "Median", "Excess", "Function");
+		for (size_t i = 0; i < nfns; i++)
+			fprintf(f, "%10.3f %10.3f %+10.3f  %s\n", fns[i].ns / 1e6, fns[i].median_ns / 1e6,
+				fns[i].excess_ns / 1e6, profile_str(p, fns[i].name));
+		if (!nfns)
+			fprintf(f, "  (none)\n");
+	}
+	steps_tables_free(wt, whole.nprocs);
+	steps_free(&whole);
+	rs_free(&c);
+	free(rk);
+	return ferror(f) ? -EIO : 0;
+}
