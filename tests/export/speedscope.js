@@ -49,11 +49,20 @@ async function withSpeedscope(file, fn) {
 // Search the sandwich (function table) view for a name; true when a row starts with it.
 async function findInTable(page, name) {
 	await page.keyboard.press('Control+f');
+	// Type only once the search box has the focus: keys typed before it opens are speedscope's
+	// view shortcuts, and the search then misses a name that is there.
+	await page.waitForFunction(() => document.activeElement &&
+		document.activeElement.tagName === 'INPUT', null, { timeout: 5000 }).catch(() => {});
 	await page.keyboard.press('Control+a');
 	await page.keyboard.type(name);
-	await page.waitForTimeout(300);
-	const rows = await page.$$eval('td, span, div', (els, n) =>
-		els.filter((el) => el.children.length === 0 && el.textContent.startsWith(n)).length, name);
+	// The table filters after the typing settles, later on a loaded machine: poll for up to
+	// 5 s (a fixed 300 ms wait missed names that were there, in a different one each run).
+	let rows = 0;
+	for (let tries = 0; tries < 25 && rows === 0; tries++) {
+		await page.waitForTimeout(200);
+		rows = await page.$$eval('td, span, div', (els, n) =>
+			els.filter((el) => el.children.length === 0 && el.textContent.startsWith(n)).length, name);
+	}
 	await page.keyboard.press('Escape');
 	return rows > 0;
 }
