@@ -74,10 +74,13 @@ struct fu_rule {               /* 8 bytes */
 	uint8_t kind;         /* enum fu_kind */
 };
 
-/* The rule of frame i of this thread's last stack. Launches repeat their call paths, so frame i
- * usually has the same return address as last time; then its rule is at hand without a hash and
- * a cache load that wait on the return address just read (the dependency chain that bounds a
- * step), and the CPU can load the rules of the frames ahead while it reads the stack. */
+/* A frame of this thread's last stack and its rule. Launches repeat their call paths, so the
+ * next frame usually has the return address that followed this one last time; then its rule is
+ * at hand without a hash and a cache load that wait on the return address just read (the
+ * dependency chain that bounds a step), and the CPU loads the rules of the frames ahead while it
+ * reads the stack. After a frame that differs, the walk looks for its return address a few
+ * frames around in the last stack and goes on from there (a different inner call path under
+ * the same outer frames). */
 struct fu_memo {
 	uintptr_t ra;
 	struct fu_rule rule;
@@ -88,8 +91,9 @@ struct fu_thread {
 	uintptr_t lo, hi;     /* the stack; hi == 0: unknown, every stack falls back */
 	_Atomic uint64_t stacks, frames;
 	struct fu_thread *next;
-	uint64_t gen;         /* fu.gen when memo was filled */
-	struct fu_memo memo[FU_MEMO];
+	uint64_t gen;         /* fu.gen when memo[cur] was filled */
+	int cur, nmemo;       /* memo[cur][0..nmemo): the last stack; memo[!cur]: the next one */
+	struct fu_memo memo[2][FU_MEMO];
 };
 
 static struct {
@@ -711,6 +715,17 @@ static int __attribute__((noinline)) fu_fallback(uintptr_t *pcs, int max, uintpt
 	return 0;
 }
 
+/* Where the last stack goes on after a frame with return address ra that was not last[j]: just
+ * after ra if it is at most a few frames away, else one frame on. */
+static int fu_realign(const struct fu_memo *last, int nlast, int j, uintptr_t ra)
+{
+	int lo = j > 2 ? j - 2 : 0, hi = j + 6 < nlast ? j + 6 : nlast;
+	for (int k = lo; k < hi; k++)
+		if (last[k].ra == ra)
+			return k + 1;
+	return j + 1;
+}
+
 /* fu_backtrace (below, in assembly) jumps here with the caller's return address, stack pointer
  * (after the return) and frame pointer. */
 FU_HIDDEN int fu_walk(uintptr_t *pcs, int max, uintptr_t ra0, uintptr_t sp0, uintptr_t fp0);
@@ -728,19 +743,21 @@ FU_HIDDEN int fu_walk(uintptr_t *pcs, int max, uintptr_t ra0, uintptr_t sp0, uin
 	bool retried = false;
 restart:;
 	uint64_t gen = atomic_load_explicit(&fu.gen, memory_order_acquire);
-	struct fu_memo *memo = t->memo;
-	if (t->gen != gen) {
-		memset(memo, 0, sizeof(t->memo));
-		t->gen = gen;
-	}
+	const struct fu_memo *last = t->memo[t->cur];
+	struct fu_memo *next = t->memo[!t->cur];
+	int nlast = t->gen == gen ? t->nmemo : 0, j = 0;  /* last[j]: the frame expected next */
+	bool same = true;  /* every frame so far was last[n]: next[] not written */
+	int missed = 0;    /* nonzero: the frame before this one was not in last[] */
 	uintptr_t ra = ra0, sp = sp0, fp = fp0;
 	int n = 0;
 	while (n < max) {
 		if (ra >> 47)  /* not a user-space address (0 ends the stack: libunwind checks it) */
 			return fu_fallback(pcs, max, ra0, &fu.invalid);
 		struct fu_rule r;
-		if (__builtin_expect(n < FU_MEMO && memo[n].ra == ra, 1)) {
-			r = memo[n].rule;
+		if (__builtin_expect(j < nlast && last[j].ra == ra, 1)) {
+			r = last[j++].rule;
+			if (__builtin_expect(!same, 0) && n < FU_MEMO)
+				next[n] = last[j - 1];
 		} else {
 			uint32_t w = fu_lookup(ra);
 			if (__builtin_expect(w == UINT32_MAX, 0)) {
@@ -752,10 +769,19 @@ restart:;
 				}
 			}
 			r = fu_unpack(w);
+			/* One frame that differs: the last stack goes on after it. Two in a row: look for
+			 * this one around (frames inserted or removed). */
+			j = missed ? fu_realign(last, nlast, j, ra) : j + 1;
+			missed = 2;
+			if (same) {  /* frames 0..n-1 were last[0..n-1] */
+				same = false;
+				memcpy(next, last, (size_t)(n < FU_MEMO ? n : FU_MEMO) * sizeof(*next));
+			}
 			if (n < FU_MEMO)
-				memo[n] = (struct fu_memo){ ra, r };
+				next[n] = (struct fu_memo){ ra, r };
 		}
 		pcs[n++] = ra;
+		missed >>= 1;
 		unsigned kind = r.kind;
 		intptr_t cfa_off = r.cfa_off, fp_off = r.fp_off, ra_off = r.ra_off;
 		uintptr_t cfa;
@@ -784,6 +810,11 @@ restart:;
 		sp = cfa;
 		if (!ra)
 			break;
+	}
+	if (!same) {
+		t->cur = !t->cur;
+		t->nmemo = n < FU_MEMO ? n : FU_MEMO;
+		t->gen = gen;
 	}
 	atomic_store_explicit(&t->frames, atomic_load_explicit(&t->frames, memory_order_relaxed) + (uint64_t)n,
 			      memory_order_relaxed);
