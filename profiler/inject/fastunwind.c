@@ -1,29 +1,32 @@
 /* fastunwind.c: return addresses of the current thread's stack, in place, for the CUDA launch
  * path of libcsampler-cupti.so (65k launches/s, each one stack).
  *
- * Why hand-written: libunwind's unw_backtrace already has a fast trace mode (a per-thread cache
- * of CFA rules keyed by PC), yet it costs ~8 ns a frame: each frame goes through its generic
- * cursor (a 1 KiB unw_cursor_t built by unw_init_local, a ucontext copy, per-frame bookkeeping,
- * access_mem through the address-space ops) and a miss drops into the full unw_step, which
- * re-parses CIE/FDE per frame and takes locks. Here the per-frame work is the minimum: hash the
- * return address into a process-wide cache, read the rule (CFA = RSP or RBP + offset, return
- * address and saved RBP at CFA + offsets), check it, load two words. scripts/bench-unwind.sh
- * measures both side by side.
+ * Why hand-written (scripts/bench-unwind.sh measures it, thread CPU time per stack): libunwind's
+ * generic unw_step blocks signals around its cache lock with sigprocmask, two or three system
+ * calls a frame (counted with gdb on libunwind 1.6.2): ~520 ns a frame. Its unw_backtrace fast
+ * trace avoids that with a per-thread hash of per-PC rules, yet still costs ~5.7 ns a frame: a
+ * cursor set up per call, and per frame a hash lookup whose address waits on the return address
+ * just read. Here a step is ~2.5 ns when the stack repeats (a launch loop): each thread keeps its
+ * last stack's frames with their rules, so a frame's rule is at hand before its return address
+ * is read (the CPU runs ahead of the stack reads), and only frames that differ go through the
+ * process-wide cache (on a par with unw_backtrace's hash, ~1.3x faster on stacks that all differ).
  *
  * How: a cache miss finds the module of the address (dl_iterate_phdr, which also notices
  * dlopen/dlclose through dlpi_adds/dlpi_subs and flushes the cache), binary-searches its
  * .eh_frame_hdr table, decodes the FDE and its CIE (DW_EH_PE_* pointer encodings) and interprets
  * the CFI program up to the address once (def_cfa*, offset*, advance_loc*, remember/restore_state,
- * restore*, same_value, undefined, set_loc, GNU_args_size). The resulting rule is interned in a
- * small table; the cache keeps (address << 16 | rule index) in one 64-bit word, so readers need
- * no lock. Rules the fast path does not model (DWARF expressions, a CFA from another register,
- * signal frames, no FDE, no module) are cached too, as "unsupported".
+ * restore*, same_value, undefined, set_loc, GNU_args_size). The rule (CFA = RSP or RBP + offset,
+ * caller's RBP and return address at CFA + offsets) is packed with the address's tag in one
+ * 64-bit cache word, so readers take no lock. Rules the fast path does not model (DWARF
+ * expressions, a CFA from another register, signal frames, no FDE, no module) are cached too,
+ * as "unsupported".
  *
  * Validation: every CFA lies above the previous SP and within the thread's stack (read once per
  * thread with pthread_getattr_np); every load is from that range; addresses must be canonical.
  * On any doubt the whole stack goes to libunwind's unw_backtrace (counted in fu_stats), so the
- * result is always what libunwind would give; the fast path's own results are compared with
- * libunwind's frame by frame by tests/unwind/fastunwind-test.c. */
+ * result is always what libunwind would give; tests/unwind/fastunwind-test.c compares the fast
+ * path with unw_backtrace and an unw_step loop frame by frame. x86-64 only: elsewhere
+ * fu_backtrace is unw_backtrace. */
 #include "fastunwind.h"
 
 #include <link.h>
@@ -38,6 +41,8 @@
 #include <libunwind.h>
 
 #define FU_HIDDEN __attribute__((visibility("hidden")))
+
+#if defined(__x86_64__) && defined(__linux__)
 
 enum {
 	FU_SET_BITS = 13,              /* 8192 sets of two entries (128 KiB) */
@@ -74,10 +79,13 @@ struct fu_rule {               /* 8 bytes */
 	uint8_t kind;         /* enum fu_kind */
 };
 
-/* The rule of frame i of this thread's last stack. Launches repeat their call paths, so frame i
- * usually has the same return address as last time; then its rule is at hand without a hash and
- * a cache load that wait on the return address just read (the dependency chain that bounds a
- * step), and the CPU can load the rules of the frames ahead while it reads the stack. */
+/* A frame of this thread's last stack and its rule. Launches repeat their call paths, so the
+ * next frame usually has the return address that followed this one last time; then its rule is
+ * at hand without a hash and a cache load that wait on the return address just read (the
+ * dependency chain that bounds a step), and the CPU loads the rules of the frames ahead while it
+ * reads the stack. After a frame that differs, the walk looks for its return address a few
+ * frames around in the last stack and goes on from there (a different inner call path under
+ * the same outer frames). */
 struct fu_memo {
 	uintptr_t ra;
 	struct fu_rule rule;
@@ -88,8 +96,9 @@ struct fu_thread {
 	uintptr_t lo, hi;     /* the stack; hi == 0: unknown, every stack falls back */
 	_Atomic uint64_t stacks, frames;
 	struct fu_thread *next;
-	uint64_t gen;         /* fu.gen when memo was filled */
-	struct fu_memo memo[FU_MEMO];
+	uint64_t gen;         /* fu.gen when memo[cur] was filled */
+	int cur, nmemo;       /* memo[cur][0..nmemo): the last stack; memo[!cur]: the next one */
+	struct fu_memo memo[2][FU_MEMO];
 };
 
 static struct {
@@ -711,6 +720,17 @@ static int __attribute__((noinline)) fu_fallback(uintptr_t *pcs, int max, uintpt
 	return 0;
 }
 
+/* Where the last stack goes on after a frame with return address ra that was not last[j]: just
+ * after ra if it is at most a few frames away, else one frame on. */
+static int fu_realign(const struct fu_memo *last, int nlast, int j, uintptr_t ra)
+{
+	int lo = j > 2 ? j - 2 : 0, hi = j + 6 < nlast ? j + 6 : nlast;
+	for (int k = lo; k < hi; k++)
+		if (last[k].ra == ra)
+			return k + 1;
+	return j + 1;
+}
+
 /* fu_backtrace (below, in assembly) jumps here with the caller's return address, stack pointer
  * (after the return) and frame pointer. */
 FU_HIDDEN int fu_walk(uintptr_t *pcs, int max, uintptr_t ra0, uintptr_t sp0, uintptr_t fp0);
@@ -728,19 +748,21 @@ FU_HIDDEN int fu_walk(uintptr_t *pcs, int max, uintptr_t ra0, uintptr_t sp0, uin
 	bool retried = false;
 restart:;
 	uint64_t gen = atomic_load_explicit(&fu.gen, memory_order_acquire);
-	struct fu_memo *memo = t->memo;
-	if (t->gen != gen) {
-		memset(memo, 0, sizeof(t->memo));
-		t->gen = gen;
-	}
+	const struct fu_memo *last = t->memo[t->cur];
+	struct fu_memo *next = t->memo[!t->cur];
+	int nlast = t->gen == gen ? t->nmemo : 0, j = 0;  /* last[j]: the frame expected next */
+	bool same = true;  /* every frame so far was last[n]: next[] not written */
+	int missed = 0;    /* nonzero: the frame before this one was not in last[] */
 	uintptr_t ra = ra0, sp = sp0, fp = fp0;
 	int n = 0;
 	while (n < max) {
 		if (ra >> 47)  /* not a user-space address (0 ends the stack: libunwind checks it) */
 			return fu_fallback(pcs, max, ra0, &fu.invalid);
 		struct fu_rule r;
-		if (__builtin_expect(n < FU_MEMO && memo[n].ra == ra, 1)) {
-			r = memo[n].rule;
+		if (__builtin_expect(j < nlast && last[j].ra == ra, 1)) {
+			r = last[j++].rule;
+			if (__builtin_expect(!same, 0) && n < FU_MEMO)
+				next[n] = last[j - 1];
 		} else {
 			uint32_t w = fu_lookup(ra);
 			if (__builtin_expect(w == UINT32_MAX, 0)) {
@@ -752,10 +774,19 @@ restart:;
 				}
 			}
 			r = fu_unpack(w);
+			/* One frame that differs: the last stack goes on after it. Two in a row: look for
+			 * this one around (frames inserted or removed). */
+			j = missed ? fu_realign(last, nlast, j, ra) : j + 1;
+			missed = 2;
+			if (same) {  /* frames 0..n-1 were last[0..n-1] */
+				same = false;
+				memcpy(next, last, (size_t)(n < FU_MEMO ? n : FU_MEMO) * sizeof(*next));
+			}
 			if (n < FU_MEMO)
-				memo[n] = (struct fu_memo){ ra, r };
+				next[n] = (struct fu_memo){ ra, r };
 		}
 		pcs[n++] = ra;
+		missed >>= 1;
 		unsigned kind = r.kind;
 		intptr_t cfa_off = r.cfa_off, fp_off = r.fp_off, ra_off = r.ra_off;
 		uintptr_t cfa;
@@ -784,6 +815,11 @@ restart:;
 		sp = cfa;
 		if (!ra)
 			break;
+	}
+	if (!same) {
+		t->cur = !t->cur;
+		t->nmemo = n < FU_MEMO ? n : FU_MEMO;
+		t->gen = gen;
 	}
 	atomic_store_explicit(&t->frames, atomic_load_explicit(&t->frames, memory_order_relaxed) + (uint64_t)n,
 			      memory_order_relaxed);
@@ -821,3 +857,31 @@ struct fu_stats fu_stats(void)
 	pthread_mutex_unlock(&fu.lock);
 	return s;
 }
+
+#else  /* not x86-64 Linux: libunwind, with the same convention and counters */
+
+static _Atomic uint64_t fu_nstacks;
+
+int __attribute__((noinline)) fu_backtrace(uintptr_t *pcs, int max)
+{
+	void *buf[256];
+	uintptr_t ra0 = (uintptr_t)__builtin_return_address(0);
+	int n = unw_backtrace(buf, max + 2 < 256 ? max + 2 : 256), i = 0, k = 0;
+	atomic_fetch_add_explicit(&fu_nstacks, 1, memory_order_relaxed);
+	while (i < n && i < 2 && (uintptr_t)buf[i] != ra0)
+		i++;
+	for (; i < n && k < max; i++)
+		pcs[k++] = (uintptr_t)buf[i];
+	return k;
+}
+
+struct fu_stats fu_stats(void)
+{
+	uint64_t n = atomic_load(&fu_nstacks);
+	return (struct fu_stats){ .stacks = n, .fallbacks = n, .unsupported = n };
+}
+
+void fu_flush(void)
+{
+}
+#endif
