@@ -581,7 +581,10 @@ static int NOIPA realtime(const char *scenario)
 {
 	unsigned steps = 0;
 	if (!strcmp(scenario, "dataload")) {
-		for (steps = 0; steps < DL_STEPS; steps++) {
+		/* DRIVER_STEPS: a longer run, for the README's data file size of 10,000 steps */
+		const char *n = getenv("DRIVER_STEPS");
+		unsigned dl_steps = n && atoi(n) > 0 ? (unsigned)atoi(n) : DL_STEPS;
+		for (steps = 0; steps < dl_steps; steps++) {
 			dl_step();
 			if (steps % 50 == 49)
 				hk.deliver();
