@@ -19,8 +19,12 @@
 #     --profiler-table FILE compare (b) with this table instead of csampler's: lines
 #                           NAME<TAB>CALLS<TAB>TOTAL_MS (e.g. from nsys stats cuda_gpu_kern_sum)
 #     --keep                keep the temporary folder
-#   scripts/gpu-profile.sh --compare TRAINER PROFILER [--tolerance PCT]
+#   scripts/gpu-profile.sh --compare TRAINER PROFILER [--tolerance PCT] [--abs-us-per-call US]
 #     only compare two NAME<TAB>CALLS<TAB>TOTAL_MS tables (no GPU needed; exit 1 on a difference)
+#     --abs-us-per-call US  a kernel also passes within US microseconds per call on top of the
+#                           percentage: |profiler - trainer| <= PCT% x trainer + US x calls
+#                           (issue 20's check against in-kernel %globaltimer stamps: 2% + 0.3 us
+#                           per call; default 0, the plain percentage)
 #   scripts/gpu-profile.sh --kernel-totals DATA
 #     only print csampler's per-kernel table of a data file, NAME<TAB>CALLS<TAB>TOTAL_MS (no GPU)
 # Prints PASS:/FAIL:/SKIPPED: lines (the test suite's format) and exits 1 when a goal is
@@ -33,6 +37,7 @@ cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
 TRAIN=$ROOT/bin/splat-train
 CSAMPLER=${CSAMPLER_BIN:-$ROOT/bin/csampler}
+abs_us=0
 rounds=5 preset=micro out="" tolerance=2 slowdown_goal=5 profiler_table="" keep=0 compare=()
 totals_of=""
 while [ $# -gt 0 ]; do
@@ -41,18 +46,20 @@ while [ $# -gt 0 ]; do
 	--preset) preset=$2; shift ;;
 	--out) out=$(abs "$2"); shift ;;
 	--tolerance) tolerance=$2; shift ;;
+	--abs-us-per-call) abs_us=$2; shift ;;
 	--slowdown-goal) slowdown_goal=$2; shift ;;
 	--profiler-table) profiler_table=$(abs "$2"); shift ;;
 	--keep) keep=1 ;;
 	--compare) [ $# -ge 3 ] || { echo "gpu-profile: --compare needs two table files" >&2; exit 2; }
 		compare=("$(abs "$2")" "$(abs "$3")"); shift 2 ;;
 	--kernel-totals) totals_of=$(abs "$2"); shift ;;
-	-h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "gpu-profile: unknown option '$1'; see --help" >&2; exit 2 ;;
 	esac
 	shift
 done
 case "$tolerance" in ''|*[!0-9.]*) echo "gpu-profile: --tolerance needs a percentage, not '$tolerance'" >&2; exit 2 ;; esac
+case "$abs_us" in ''|*[!0-9.]*) echo "gpu-profile: --abs-us-per-call needs microseconds, not '$abs_us'" >&2; exit 2 ;; esac
 case "$rounds" in ''|*[!0-9]*|0) echo "gpu-profile: --rounds needs a positive integer, not '$rounds'" >&2; exit 2 ;; esac
 if [ ${#compare[@]} = 0 ] && [ -z "$totals_of" ]; then
 	for f in "$TRAIN" "$CSAMPLER"; do
@@ -196,13 +203,14 @@ walk(j, "");' "$out/report.json"
 # to the function's name, and CUB's kernels are summed into the CUB call that launched them
 # (DeviceScan* -> cub::DeviceScan::InclusiveSum, DeviceRadixSort* ->
 # cub::DeviceRadixSort::SortPairs), so their calls count kernels, not CUB calls. Prints one row
-# per trainer kernel side by side and flags a total that differs by more than TOLERANCE_PCT;
+# per trainer kernel side by side and flags a total that differs by more than TOLERANCE_PCT of
+# the trainer's plus ABS_US microseconds per call (the 4th argument, default 0);
 # returns 1 when a kernel differs, is missing from the profiler table, or the profiler has a
 # kernel the trainer did not time (other than the timing's own gpu_timing_hold_kernel).
 compare_kernel_tables() {
-	local trainer=$1 profiler=$2 tol=$3 demangle=cat
+	local trainer=$1 profiler=$2 tol=$3 abs=${4:-0} demangle=cat
 	command -v c++filt >/dev/null 2>&1 && demangle=c++filt
-	$demangle <"$profiler" | awk -F'\t' -v tol="$tol" -v tfile="$trainer" '
+	$demangle <"$profiler" | awk -F'\t' -v tol="$tol" -v abs="$abs" -v tfile="$trainer" '
 	function base(n,   m, len) {
 		if (n ~ /^_Z[0-9]+/) {                        # _Z<len><name><params>: a plain function
 			m = n; sub(/^_Z/, "", m); len = m + 0; sub(/^[0-9]+/, "", m)
@@ -234,7 +242,10 @@ compare_kernel_tables() {
 			ratio = tms[n] > 0 ? pms[n] / tms[n] : 0
 			diff = tms[n] > 0 ? 100 * (pms[n] - tms[n]) / tms[n] : 100
 			d = tcalls[n] > 0 ? 1000 * (tms[n] - pms[n]) / tcalls[n] : 0
-			verdict = (diff <= tol && diff >= -tol) ? "ok" : sprintf("DIFFERS %+.1f%%", diff)
+			allowed = tol * tms[n] / 100 + abs * tcalls[n] / 1000   # ms
+			delta = pms[n] - tms[n]
+			verdict = (delta <= allowed + 1e-9 && -delta <= allowed + 1e-9) ? "ok" : \
+				  sprintf("DIFFERS %+.1f%% (allowed %.4f ms)", diff, allowed)
 			if (verdict != "ok") bad = 1
 			printf "%-34s %9s %9s %12.3f %12.3f %8.4f %10.2f  %s\n", n, tcalls[n], pcalls[n], tms[n], pms[n], ratio, d, verdict
 		}
@@ -288,7 +299,7 @@ if [ ${#compare[@]} = 2 ]; then
 	for f in "${compare[@]}"; do
 		[ -r "$f" ] || { echo "gpu-profile: --compare: cannot read $f" >&2; exit 2; }
 	done
-	compare_kernel_tables "${compare[0]}" "${compare[1]}" "$tolerance"
+	compare_kernel_tables "${compare[0]}" "${compare[1]}" "$tolerance" "$abs_us"
 	exit $?
 fi
 

@@ -99,4 +99,21 @@ if [ "$rc" = 1 ] && grep -q '^gpu_adam_kernel .*DIFFERS +2.5%' off.out && grep -
 else
 	fail "splat/gpu-profile-compare-flags: exit $rc: $(tr '\n' ' ' <off.out | head -c 400)"
 fi
+# Issue 20's rule against in-kernel stamps: 2% + 0.3 us x calls. gpu_adam_kernel, 100 calls of
+# 2.000 ms in all, may then be off by 0.040 + 0.030 ms: 2.050 passes, 2.080 does not.
+sed 's/\t2\.030$/\t2.050/' prof.tsv >prof-abs.tsv
+sed 's/\t2\.030$/\t2.080/' prof.tsv >prof-abs-off.tsv
+"$PROFILE" --compare trainer.tsv prof-abs.tsv --abs-us-per-call 0.3 >abs.out 2>&1
+rc1=$?
+"$PROFILE" --compare trainer.tsv prof-abs-off.tsv --abs-us-per-call 0.3 >abs-off.out 2>&1
+rc2=$?
+if [ "$rc1" = 0 ] && [ "$(grep -c ' ok$' abs.out)" = 3 ] && [ "$rc2" = 1 ] &&
+	grep -q '^gpu_adam_kernel .*DIFFERS +4.0% (allowed 0.0700 ms)' abs-off.out; then
+	pass "splat/gpu-profile-compare-abs: 2% + 0.3 us x calls: 2.5% off over 100 calls passes, 4.0% fails (exit 1)"
+else
+	fail "splat/gpu-profile-compare-abs: exit $rc1/$rc2: $(tr '\n' ' ' <abs.out | head -c 300) | $(tr '\n' ' ' <abs-off.out | head -c 300)"
+fi
+"$PROFILE" --compare trainer.tsv prof.tsv --abs-us-per-call x >bad.out 2>&1
+[ $? = 2 ] && grep -q 'needs microseconds' bad.out && pass "splat/gpu-profile-compare-abs: a bad --abs-us-per-call is refused" ||
+	fail "splat/gpu-profile-compare-abs: bad value: $(cat bad.out)"
 finish
