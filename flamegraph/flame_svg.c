@@ -8,6 +8,7 @@
  * open a tag nor end the element it lives in. flame.js puts names in the page as text only. */
 #include "flame.h"
 #include "base/cs.h"
+#include "base/json.h"
 
 #include <errno.h>
 #include <math.h>
@@ -41,33 +42,14 @@ static void flame_out_str(struct flame_out *o, const char *s)
 	flame_out_check(o);
 }
 
-/* The length of the valid UTF-8 sequence at s that XML allows, or 0. */
+/* The length of the valid UTF-8 sequence at s that XML allows, or 0: json.h's check, less the
+ * control characters (but tab) and the two noncharacters XML 1.0 forbids. */
 static size_t flame_utf8_len(const unsigned char *s)
 {
-	uint32_t cp;
-	size_t n;
-	if (s[0] < 0x80)
-		return (s[0] >= 0x20 || s[0] == '\t') ? 1 : 0;
-	if ((s[0] & 0xe0) == 0xc0) {
-		n = 2;
-		cp = s[0] & 0x1f;
-	} else if ((s[0] & 0xf0) == 0xe0) {
-		n = 3;
-		cp = s[0] & 0x0f;
-	} else if ((s[0] & 0xf8) == 0xf0) {
-		n = 4;
-		cp = s[0] & 0x07;
-	} else {
+	size_t n = json_utf8_len(s);
+	if (n == 1 && s[0] < 0x20 && s[0] != '\t')
 		return 0;
-	}
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	static const uint32_t min_cp[5] = { 0, 0, 0x80, 0x800, 0x10000 };
-	if (cp < min_cp[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) ||
-	    cp == 0xfffe || cp == 0xffff)
+	if (n == 3 && s[0] == 0xef && s[1] == 0xbf && (s[2] == 0xbe || s[2] == 0xbf))
 		return 0;
 	return n;
 }

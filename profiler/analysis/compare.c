@@ -7,6 +7,7 @@
 #include "analysis/report.h"
 #include "analysis/fold.h"
 #include "base/cs.h"
+#include "base/json.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -333,7 +334,7 @@ static void compare_write_text(FILE *f, const struct compare_result *c, size_t l
 
 static void compare_json_num(FILE *f, const char *key, double v, int decimals)
 {
-	cs_fputs_json(f, key);
+	json_fputs(f, key);
 	if (isnan(v))
 		fputs(":null", f);
 	else
@@ -343,9 +344,9 @@ static void compare_json_num(FILE *f, const char *key, double v, int decimals)
 static void compare_json_side(FILE *f, const char *key, const struct compare_side *s,
 			      double seconds, uint64_t period_ns)
 {
-	cs_fputs_json(f, key);
+	json_fputs(f, key);
 	fputs(":{\"input\":", f);
-	cs_fputs_json(f, s->input);
+	json_fputs(f, s->input);
 	fprintf(f, ",\"samples\":%" PRIu64 ",", s->r->samples);
 	compare_json_num(f, "duration_s", seconds, 6);
 	fputc(',', f);
@@ -358,15 +359,15 @@ static void compare_json_rows(FILE *f, const char *key, const struct compare_row
 {
 	size_t shown = limit && limit < n ? limit : n;
 
-	cs_fputs_json(f, key);
+	json_fputs(f, key);
 	fputs(":[", f);
 	for (size_t i = 0; i < shown; i++) {
 		const struct compare_row *r = &rows[i];
 		fputs(i ? ",\n  {\"name\":" : "\n  {\"name\":", f);
-		cs_fputs_json(f, r->name);
+		json_fputs(f, r->name);
 		if (functions) {
 			fputs(",\"library\":", f);
-			cs_fputs_json(f, r->library);
+			json_fputs(f, r->library);
 			fprintf(f, ",\"kernel\":%s,\"inlined\":%s",
 				r->flags & PROFILE_FRAME_KERNEL ? "true" : "false",
 				r->flags & PROFILE_FRAME_INLINED ? "true" : "false");
@@ -413,7 +414,7 @@ static void compare_write_json(FILE *f, const struct compare_result *c, size_t l
 				continue;
 			}
 			fputs("{\"source\":", f);
-			cs_fputs_json(f, sd[i]->source);
+			json_fputs(f, sd[i]->source);
 			fprintf(f, ",\"steps\":%zu,\"p50_ns\":%" PRIu64 ",\"p90_ns\":%" PRIu64
 				",\"mean_ns\":%" PRIu64 "},", sd[i]->n, sd[i]->p50_ns, sd[i]->p90_ns,
 				sd[i]->mean_ns);

@@ -5,6 +5,7 @@
 #include "analysis/filter.h"
 
 #include "base/cs.h"
+#include "base/json.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -695,7 +696,7 @@ static void report_write_text(FILE *f, const struct profile *p, const struct sta
 
 static void report_json_key(FILE *f, const char *key)
 {
-	cs_fputs_json(f, key);
+	json_fputs(f, key);
 	fputc(':', f);
 }
 
@@ -703,7 +704,7 @@ static void report_json_str(FILE *f, const char *key, const char *value)
 {
 	report_json_key(f, key);
 	if (value)
-		cs_fputs_json(f, value);
+		json_fputs(f, value);
 	else
 		fputs("null", f);
 }
@@ -980,7 +981,7 @@ static void report_json_path(FILE *f, const struct profile *p, uint32_t stack)
 		uint32_t fr = p->stack_frames[st->first + i];
 		if (i)
 			fputc(',', f);
-		cs_fputs_json(f, fr < p->nframes ? profile_str(p, p->frames[fr].name) : "?");
+		json_fputs(f, fr < p->nframes ? profile_str(p, p->frames[fr].name) : "?");
 	}
 	fputc(']', f);
 }

@@ -6,6 +6,7 @@
 #include "analysis/gpu_idle.h"
 #include "analysis/steps.h"
 #include "base/cs.h"
+#include "base/json.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -150,10 +151,10 @@ static void rs_json_cause(FILE *f, const struct profile *p, uint32_t stack)
 	}
 	const char *leaf = gpu_idle_leaf(p, stack, py, sizeof(py));
 	fputs("{\"leaf\":", f);
-	cs_fputs_json(f, leaf);
+	json_fputs(f, leaf);
 	fputs(",\"python\":", f);
 	if (*py)
-		cs_fputs_json(f, py);
+		json_fputs(f, py);
 	else
 		fputs("null", f);
 	fputc('}', f);
@@ -166,9 +167,9 @@ static void rs_json_table(FILE *f, const struct rs_ctx *c, const struct steps_ta
 
 	snprintf(source, sizeof(source), "%s:%s", rs_source_kind(&c->s), c->s.name);
 	fputs("{\"source\":", f);
-	cs_fputs_json(f, source);
+	json_fputs(f, source);
 	fprintf(f, ",\"pid\":%u,\"comm\":", t->pid);
-	cs_fputs_json(f, rs_comm(p, t->pid));
+	json_fputs(f, rs_comm(p, t->pid));
 	fprintf(f, ",\"gpu\":%s,\"steps\":[", t->gpu ? "true" : "false");
 	for (size_t i = 0; i < t->nrows; i++) {
 		const struct steps_row *r = &t->rows[i];
@@ -221,7 +222,7 @@ int report_steps_write(FILE *f, const struct profile *p, const struct report_opt
 		fputc('{', f);
 		rs_json_keys(f, &c);
 		fputs("\"file\":", f);
-		cs_fputs_json(f, o->input);
+		json_fputs(f, o->input);
 		fputs("}\n", f);
 	} else {
 		fprintf(f, "# csampler report --steps: %s", o->input);
@@ -581,7 +582,7 @@ int report_ranks_write(FILE *f, const struct profile *p, const struct report_opt
 			char source[300];
 			snprintf(source, sizeof(source), "%s:%s", rs_source_kind(&c.s), c.s.name);
 			fputs("\"source\":", f);
-			cs_fputs_json(f, source);
+			json_fputs(f, source);
 		} else {
 			fputs("\"source\":null", f);
 		}
@@ -614,7 +615,7 @@ int report_ranks_write(FILE *f, const struct profile *p, const struct report_opt
 		fprintf(f, "\"basis\":\"%s\",\"functions\":[", basis);
 		for (size_t i = 0; i < nfns; i++) {
 			fputs(i ? ",\n  {\"name\":" : "\n  {\"name\":", f);
-			cs_fputs_json(f, profile_str(p, fns[i].name));
+			json_fputs(f, profile_str(p, fns[i].name));
 			fprintf(f, ",\"ns\":%.0f,\"median_ns\":%.0f,\"excess_ns\":%.0f}", fns[i].ns,
 				fns[i].median_ns, fns[i].excess_ns);
 		}

@@ -163,31 +163,6 @@ void cs_buf_xml_escape(struct cs_buf *b, const char *s)
 	}
 }
 
-void cs_buf_json_escape(struct cs_buf *b, const char *s)
-{
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\') {
-			char e[2] = { '\\', (char)c };
-			cs_buf_put(b, e, 2);
-		} else if (c < 0x20) {
-			cs_buf_printf(b, "\\u%04x", c);
-		} else {
-			cs_buf_put(b, s, 1);
-		}
-	}
-}
-
-void cs_fputs_json(FILE *f, const char *s)
-{
-	struct cs_buf b = { 0 };
-	cs_buf_put(&b, "\"", 1);
-	cs_buf_json_escape(&b, s ? s : "");
-	cs_buf_put(&b, "\"", 1);
-	fwrite(b.data, 1, b.len, f);
-	cs_buf_free(&b);
-}
-
 static uint64_t cs_clock_ns(clockid_t id)
 {
 	struct timespec ts;

@@ -77,10 +77,8 @@ void cs_buf_put(struct cs_buf *b, const void *p, size_t n);
 __attribute__((format(printf, 2, 3))) void cs_buf_printf(struct cs_buf *b, const char *fmt, ...);
 void cs_buf_free(struct cs_buf *b);
 
-/* Escaping for output formats. Append s to b with XML (&<>"') or JSON escaping. */
+/* Append s to b with XML escaping (&<>"'); JSON has its own writer and escaper in json.h. */
 void cs_buf_xml_escape(struct cs_buf *b, const char *s);
-void cs_buf_json_escape(struct cs_buf *b, const char *s);
-void cs_fputs_json(FILE *f, const char *s); /* writes "s" quoted and escaped */
 
 /* Time on CLOCK_MONOTONIC and CLOCK_REALTIME in nanoseconds. */
 uint64_t cs_monotonic_ns(void);

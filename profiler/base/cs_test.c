@@ -12,14 +12,6 @@ UNIT_TEST(cs_xml_escape)
 	cs_buf_free(&b);
 }
 
-UNIT_TEST(cs_json_escape)
-{
-	struct cs_buf b = { 0 };
-	cs_buf_json_escape(&b, "a\"b\\c\n\x01");
-	UNIT_ASSERT(!strcmp(b.data, "a\\\"b\\\\c\\u000a\\u0001"));
-	cs_buf_free(&b);
-}
-
 UNIT_TEST(cs_parse_numbers)
 {
 	uint64_t v;

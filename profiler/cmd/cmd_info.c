@@ -3,6 +3,7 @@
  * JSON; --gpu-records lists every GPU record with its launch stack (for tests and debugging). */
 #include "cmd/cmds.h"
 #include "base/cs.h"
+#include "base/json.h"
 #include "analysis/profile.h"
 
 #include <getopt.h>
@@ -112,7 +113,7 @@ static void info_gpu_json(const struct profile *p)
 		const struct profile_gpu_process *g = &p->gpu_processes[i];
 		printf("%s{\"pid\":%u,\"cupti_version\":%u,\"status\":", i ? "," : "", g->pid,
 		       g->cupti_version);
-		cs_fputs_json(stdout, info_gpu_status(g->status));
+		json_fputs(stdout, info_gpu_status(g->status));
 		printf(",\"cupti_error\":%d,\"clock_checked\":%s,\"clock_offset_ns\":%lld,"
 		       "\"launches\":%llu,\"launches_dropped\":%llu,\"activities\":%llu,"
 		       "\"dropped\":%llu,\"lost_timestamps\":%llu,\"buffers\":%llu,"
@@ -130,7 +131,7 @@ static void info_gpu_json(const struct profile *p)
 	for (size_t i = 0; i < p->ngpu_notes; i++) {
 		printf("%s{\"pid\":%u,\"severity\":%u,\"text\":", i ? "," : "", p->gpu_notes[i].pid,
 		       p->gpu_notes[i].severity);
-		cs_fputs_json(stdout, profile_str(p, p->gpu_notes[i].text));
+		json_fputs(stdout, profile_str(p, p->gpu_notes[i].text));
 		printf("}");
 	}
 	printf("]}");
@@ -221,14 +222,14 @@ static void info_text(const struct profile *p, const char *path)
 static void info_json(const struct profile *p, const char *path)
 {
 	printf("{\"file\":");
-	cs_fputs_json(stdout, path);
+	json_fputs(stdout, path);
 	printf(",\"format_version\":%u,\"truncated\":%s,\"symbolized\":%s,\"header\":{",
 	       p->format_version, p->truncated ? "true" : "false", p->finalized ? "true" : "false");
 	for (size_t i = 0; i < p->nheader; i++) {
 		printf("%s", i ? "," : "");
-		cs_fputs_json(stdout, p->header[i].key);
+		json_fputs(stdout, p->header[i].key);
 		printf(":");
-		cs_fputs_json(stdout, p->header[i].value);
+		json_fputs(stdout, p->header[i].value);
 	}
 	printf("},\"samples\":%llu,\"lost\":%llu,\"raw_stacks\":%llu,\"duration_s\":%.6f,\"stacks\":%zu,\"processes\":[",
 	       (unsigned long long)p->nsamples, (unsigned long long)p->lost,
@@ -237,7 +238,7 @@ static void info_json(const struct profile *p, const char *path)
 	for (size_t i = 0; i < p->nprocesses; i++) {
 		printf("%s{\"pid\":%u,\"ppid\":%u,\"comm\":", i ? "," : "", p->processes[i].pid,
 		       p->processes[i].ppid);
-		cs_fputs_json(stdout, profile_str(p, p->processes[i].comm));
+		json_fputs(stdout, profile_str(p, p->processes[i].comm));
 		printf(",\"samples\":%llu,\"rank\":", (unsigned long long)p->processes[i].samples);
 		if (p->processes[i].rank >= 0)
 			printf("%d", (int)p->processes[i].rank);
@@ -245,7 +246,7 @@ static void info_json(const struct profile *p, const char *path)
 			printf("null");
 		printf(",\"host\":");
 		if (p->processes[i].host)
-			cs_fputs_json(stdout, profile_str(p, p->processes[i].host));
+			json_fputs(stdout, profile_str(p, p->processes[i].host));
 		else
 			printf("null");
 		printf(",\"orig_pid\":%u}", p->processes[i].orig_pid);
@@ -254,7 +255,7 @@ static void info_json(const struct profile *p, const char *path)
 	for (size_t i = 0; i < p->nthreads; i++) {
 		printf("%s{\"tid\":%u,\"pid\":%u,\"comm\":", i ? "," : "", p->threads[i].tid,
 		       p->threads[i].pid);
-		cs_fputs_json(stdout, profile_str(p, p->threads[i].comm));
+		json_fputs(stdout, profile_str(p, p->threads[i].comm));
 		printf(",\"samples\":%llu}", (unsigned long long)p->threads[i].samples);
 	}
 	printf("]");

@@ -30,10 +30,11 @@
  *
  * Times are microseconds from the recording's start with three decimals (nanoseconds), printed
  * from integers so that no precision is lost. The JSON is written by hand with base's escaping
- * (cs_buf_json_escape): the events are a flat list of small objects, which needs no library. */
+ * (json_escape): the events are a flat list of small objects, which needs no library. */
 #include "export/export.h"
 #include "analysis/gpu_idle.h"
 #include "base/cs.h"
+#include "base/json.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -82,7 +83,7 @@ static void chrome_str(struct chrome_ctx *c, const char *s)
 {
 	c->esc.len = 0;
 	cs_buf_put(&c->esc, "\"", 1);
-	cs_buf_json_escape(&c->esc, s ? s : "");
+	json_escape(&c->esc, s ? s : "");
 	cs_buf_put(&c->esc, "\"", 1);
 	fwrite(c->esc.data, 1, c->esc.len, c->f);
 }

@@ -5,6 +5,7 @@
  * (sample weight x sampling period in nanoseconds). */
 #include "export/export.h"
 #include "base/cs.h"
+#include "base/json.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -83,10 +84,10 @@ static void speedscope_frames(struct speedscope_ctx *c)
 				continue;
 			fputs(first ? "\n{\"name\":" : ",\n{\"name\":", c->f);
 			first = false;
-			cs_fputs_json(c->f, profile_str(p, fr->name));
+			json_fputs(c->f, profile_str(p, fr->name));
 			if (file) {
 				fputs(",\"file\":", c->f);
-				cs_fputs_json(c->f, profile_str(p, file));
+				json_fputs(c->f, profile_str(p, file));
 			}
 			if (line)
 				fprintf(c->f, ",\"line\":%" PRIu32, line);
@@ -123,7 +124,7 @@ static bool speedscope_thread(struct speedscope_ctx *c, const struct profile_thr
 	}
 	fputs(first_profile ? "\n{\"type\":\"sampled\",\"name\":" :
 			      ",\n{\"type\":\"sampled\",\"name\":", c->f);
-	cs_fputs_json(c->f, name);
+	json_fputs(c->f, name);
 	free(name);
 	fprintf(c->f, ",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":%" PRIu64
 		",\"samples\":[", end - start);
@@ -174,7 +175,7 @@ int export_speedscope_write(FILE *f, const struct profile *p)
 			first = false;
 	}
 	fputs("\n],\"name\":", f);
-	cs_fputs_json(f, profile_header(p, "cmdline") ? profile_header(p, "cmdline") : "csampler");
+	json_fputs(f, profile_header(p, "cmdline") ? profile_header(p, "cmdline") : "csampler");
 	fputs(",\"activeProfileIndex\":0}\n", f);
 	free(c.frame_index);
 	free(c.seen);
