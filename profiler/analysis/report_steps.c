@@ -142,72 +142,82 @@ static void rs_text_table(FILE *f, const struct rs_ctx *c, const struct steps_ta
 
 /* ---- JSON ---- */
 
-static void rs_json_cause(FILE *f, const struct profile *p, uint32_t stack)
+static void rs_json_cause(struct json_writer *w, const char *key, const struct profile *p,
+			  uint32_t stack)
 {
 	char py[256];
 	if (stack == GPU_IDLE_NO_STACK) {
-		fputs("null", f);
+		json_null(w, key);
 		return;
 	}
 	const char *leaf = gpu_idle_leaf(p, stack, py, sizeof(py));
-	fputs("{\"leaf\":", f);
-	json_fputs(f, leaf);
-	fputs(",\"python\":", f);
-	if (*py)
-		json_fputs(f, py);
-	else
-		fputs("null", f);
-	fputc('}', f);
+	json_object(w, key, JSON_INLINE);
+	json_str(w, "leaf", leaf);
+	json_str(w, "python", *py ? py : NULL);
+	json_end(w);
 }
 
-static void rs_json_table(FILE *f, const struct rs_ctx *c, const struct steps_table *t)
+static void rs_json_table(struct json_writer *w, const char *key, const struct rs_ctx *c,
+			  const struct steps_table *t)
 {
 	const struct profile *p = c->p;
 	char source[300];
 
 	snprintf(source, sizeof(source), "%s:%s", rs_source_kind(&c->s), c->s.name);
-	fputs("{\"source\":", f);
-	json_fputs(f, source);
-	fprintf(f, ",\"pid\":%u,\"comm\":", t->pid);
-	json_fputs(f, rs_comm(p, t->pid));
-	fprintf(f, ",\"gpu\":%s,\"steps\":[", t->gpu ? "true" : "false");
+	json_object(w, key, JSON_INLINE);
+	json_str(w, "source", source);
+	json_u64(w, "pid", t->pid);
+	json_str(w, "comm", rs_comm(p, t->pid));
+	json_bool(w, "gpu", t->gpu);
+	json_array(w, "steps", JSON_ROWS);
 	for (size_t i = 0; i < t->nrows; i++) {
 		const struct steps_row *r = &t->rows[i];
-		fprintf(f, "%s{\"step\":%u,\"start_ns\":%" PRIu64 ",\"wall_ns\":%" PRIu64
-			",\"gpu_busy_pct\":%.4f,\"gpu_idle_ns\":%" PRIu64 ",\"idle_cause\":",
-			i ? ",\n  " : "\n  ", r->step, r->start > p->start_ns ? r->start - p->start_ns : 0,
-			r->wall_ns, r->gpu_busy_pct, r->gpu_idle_ns);
-		rs_json_cause(f, p, r->idle_stack);
-		fprintf(f, ",\"cpu_ns\":%" PRIu64 ",\"python_ns\":%" PRIu64 ",\"native_ns\":%" PRIu64
-			",\"offcpu_ns\":%" PRIu64 ",\"launches\":%" PRIu64 ",\"warmup\":%s}",
-			r->cpu_ns, r->python_ns, r->native_ns, r->offcpu_ns, r->launches,
-			r->warmup ? "true" : "false");
+		json_object(w, NULL, JSON_INLINE);
+		json_u64(w, "step", r->step);
+		json_u64(w, "start_ns", r->start > p->start_ns ? r->start - p->start_ns : 0);
+		json_u64(w, "wall_ns", r->wall_ns);
+		json_double(w, "gpu_busy_pct", r->gpu_busy_pct, 4);
+		json_u64(w, "gpu_idle_ns", r->gpu_idle_ns);
+		rs_json_cause(w, "idle_cause", p, r->idle_stack);
+		json_u64(w, "cpu_ns", r->cpu_ns);
+		json_u64(w, "python_ns", r->python_ns);
+		json_u64(w, "native_ns", r->native_ns);
+		json_u64(w, "offcpu_ns", r->offcpu_ns);
+		json_u64(w, "launches", r->launches);
+		json_bool(w, "warmup", r->warmup);
+		json_end(w);
 	}
-	fprintf(f, "],\"p50_ns\":%" PRIu64 ",\"p90_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64
-		",\"slowest\":[", t->p50_ns, t->p90_ns, t->max_ns);
+	json_end(w);
+	json_u64(w, "p50_ns", t->p50_ns);
+	json_u64(w, "p90_ns", t->p90_ns);
+	json_u64(w, "max_ns", t->max_ns);
+	json_array(w, "slowest", JSON_INLINE);
 	for (size_t i = 0; i < t->nslowest; i++)
-		fprintf(f, "%s%u", i ? "," : "", t->slowest[i]);
-	fputs("],\"warmup\":[", f);
+		json_u64(w, NULL, t->slowest[i]);
+	json_end(w);
+	json_array(w, "warmup", JSON_INLINE);
 	for (size_t i = 0; i < t->nwarmup; i++)
-		fprintf(f, "%s%u", i ? "," : "", t->rows[i].step);
-	fputs("]}", f);
+		json_u64(w, NULL, t->rows[i].step);
+	json_end(w);
+	json_end(w);
 }
 
-/* "steps": OBJ (the first process) or null, "steps_processes": [OBJ...], each + ",\n". */
-static void rs_json_keys(FILE *f, const struct rs_ctx *c)
+/* "steps": OBJ (the first process) or null, "steps_processes": [OBJ...], each on a new line. */
+static void rs_json_keys(struct json_writer *w, const struct rs_ctx *c)
 {
-	fputs("\"steps\":", f);
 	if (c->s.nprocs)
-		rs_json_table(f, c, &c->t[0]);
+		rs_json_table(w, "steps", c, &c->t[0]);
 	else
-		fputs("null", f);
-	fputs(",\n\"steps_processes\":[", f);
+		json_null(w, "steps");
+	json_break(w);
+	json_array(w, "steps_processes", JSON_INLINE);
 	for (size_t i = 0; i < c->s.nprocs; i++) {
 		if (i)
-			fputs(",\n", f);
-		rs_json_table(f, c, &c->t[i]);
+			json_break(w);
+		rs_json_table(w, NULL, c, &c->t[i]);
 	}
-	fputs("],\n", f);
+	json_end(w);
+	json_break(w);
 }
 
 int report_steps_write(FILE *f, const struct profile *p, const struct report_opts *o)
@@ -219,11 +229,13 @@ int report_steps_write(FILE *f, const struct profile *p, const struct report_opt
 		return -ENOENT;
 	}
 	if (o->format == REPORT_JSON) {
-		fputc('{', f);
-		rs_json_keys(f, &c);
-		fputs("\"file\":", f);
-		json_fputs(f, o->input);
-		fputs("}\n", f);
+		struct json_writer w;
+		json_init(&w, f);
+		json_object(&w, NULL, JSON_INLINE);
+		rs_json_keys(&w, &c);
+		json_str(&w, "file", o->input);
+		json_end(&w);
+		fputc('\n', f);
 	} else {
 		fprintf(f, "# csampler report --steps: %s", o->input);
 		if (p->filtered.text)
@@ -254,13 +266,14 @@ void report_steps_section_text(FILE *f, const struct profile *p, const struct re
 	rs_free(&c);
 }
 
-void report_steps_section_json(FILE *f, const struct profile *p, const struct report_opts *o)
+void report_steps_section_json(struct json_writer *w, const struct profile *p,
+			       const struct report_opts *o)
 {
 	struct rs_ctx c;
 	(void)o;
 	rs_init(&c, p);
 	if (c.s.nprocs)
-		rs_json_keys(f, &c);
+		rs_json_keys(w, &c);
 	rs_free(&c);
 }
 
@@ -472,6 +485,77 @@ static size_t rs_excess(const struct profile *p, const struct rs_rank *rk, size_
 	return nout;
 }
 
+/* report --ranks --format json: the rank table, the straggler and its excess functions. */
+static void rs_ranks_json(FILE *f, const struct rs_ctx *c, const struct rs_rank *rk, size_t nr,
+			  bool with_steps, size_t s, double median, const struct rs_fn *fns,
+			  size_t nfns)
+{
+	const struct profile *p = c->p;
+	struct json_writer jw, *w = &jw;
+
+	json_init(w, f);
+	json_object(w, NULL, JSON_INLINE);
+	json_object(w, "ranks", JSON_INLINE);
+	if (with_steps) {
+		char source[300];
+		snprintf(source, sizeof(source), "%s:%s", rs_source_kind(&c->s), c->s.name);
+		json_str(w, "source", source);
+	} else {
+		json_null(w, "source");
+	}
+	json_array(w, "ranks", JSON_ROWS);
+	for (size_t k = 0; k < nr; k++) {
+		const struct rs_rank *r = &rk[k];
+		json_object(w, NULL, JSON_INLINE);
+		json_i64(w, "rank", r->rank);
+		json_u64(w, "pid", r->pid);
+		json_u64(w, "steps", r->t ? r->t->nrows : 0);
+		if (r->t) {
+			json_u64(w, "step_p50_ns", r->t->p50_ns);
+			json_u64(w, "step_p90_ns", r->t->p90_ns);
+		} else {
+			json_null(w, "step_p50_ns");
+			json_null(w, "step_p90_ns");
+		}
+		json_u64(w, "cpu_ns", r->samples * c->period_ns);
+		json_u64(w, "wall_ns", r->wall_ns);
+		json_double(w, "gpu_busy_pct",
+			    r->wall_ns ? 100.0 * (double)r->busy_ns / (double)r->wall_ns : 0, 4);
+		json_u64(w, "gpu_idle_ns", r->idle_ns);
+		rs_json_cause(w, "idle_cause", p, r->idle_stack);
+		json_end(w);
+	}
+	json_end(w);
+	json_break(w);
+	json_object(w, "straggler", JSON_INLINE);
+	json_i64(w, "rank", rk[s].rank);
+	json_str(w, "by", with_steps ? "step_p50" : "cpu_time");
+	if (with_steps) {
+		json_u64(w, "step_p50_ns", rk[s].t->p50_ns);
+		json_double(w, "median_step_p50_ns", median, 0);
+	} else {
+		json_null(w, "step_p50_ns");
+		json_null(w, "median_step_p50_ns");
+		json_u64(w, "cpu_ns", rk[s].samples * c->period_ns);
+		json_double(w, "median_cpu_ns", median * (double)c->period_ns, 0);
+	}
+	json_str(w, "basis", with_steps ? "per_step" : "per_second");
+	json_array(w, "functions", JSON_ROWS);
+	for (size_t i = 0; i < nfns; i++) {
+		json_object(w, NULL, JSON_INLINE);
+		json_str(w, "name", profile_str(p, fns[i].name));
+		json_double(w, "ns", fns[i].ns, 0);
+		json_double(w, "median_ns", fns[i].median_ns, 0);
+		json_double(w, "excess_ns", fns[i].excess_ns, 0);
+		json_end(w);
+	}
+	json_end(w);
+	json_end(w);
+	json_end(w);
+	json_end(w);
+	fputc('\n', f);
+}
+
 int report_ranks_write(FILE *f, const struct profile *p, const struct report_opts *o)
 {
 	struct rs_ctx c;
@@ -573,53 +657,10 @@ int report_ranks_write(FILE *f, const struct profile *p, const struct report_opt
 	free(v);
 	struct rs_fn fns[5];
 	size_t nfns = rs_excess(p, rk, nr, s, c.period_ns, fns);
-	const char *basis = with_steps ? "per_step" : "per_second";
 	char cause[512];
 
 	if (o->format == REPORT_JSON) {
-		fputs("{\"ranks\":{", f);
-		if (with_steps) {
-			char source[300];
-			snprintf(source, sizeof(source), "%s:%s", rs_source_kind(&c.s), c.s.name);
-			fputs("\"source\":", f);
-			json_fputs(f, source);
-		} else {
-			fputs("\"source\":null", f);
-		}
-		fputs(",\"ranks\":[", f);
-		for (size_t k = 0; k < nr; k++) {
-			const struct rs_rank *r = &rk[k];
-			fprintf(f, "%s{\"rank\":%d,\"pid\":%u,\"steps\":%zu,", k ? ",\n  " : "\n  ",
-				(int)r->rank, r->pid, r->t ? r->t->nrows : 0);
-			if (r->t)
-				fprintf(f, "\"step_p50_ns\":%" PRIu64 ",\"step_p90_ns\":%" PRIu64 ",",
-					r->t->p50_ns, r->t->p90_ns);
-			else
-				fputs("\"step_p50_ns\":null,\"step_p90_ns\":null,", f);
-			fprintf(f, "\"cpu_ns\":%" PRIu64 ",\"wall_ns\":%" PRIu64 ",\"gpu_busy_pct\":%.4f,"
-				"\"gpu_idle_ns\":%" PRIu64 ",\"idle_cause\":", r->samples * c.period_ns,
-				r->wall_ns, r->wall_ns ? 100.0 * (double)r->busy_ns / (double)r->wall_ns : 0,
-				r->idle_ns);
-			rs_json_cause(f, p, r->idle_stack);
-			fputc('}', f);
-		}
-		fprintf(f, "],\n\"straggler\":{\"rank\":%d,\"by\":\"%s\",", (int)rk[s].rank,
-			with_steps ? "step_p50" : "cpu_time");
-		if (with_steps)
-			fprintf(f, "\"step_p50_ns\":%" PRIu64 ",\"median_step_p50_ns\":%.0f,",
-				rk[s].t->p50_ns, median);
-		else
-			fprintf(f, "\"step_p50_ns\":null,\"median_step_p50_ns\":null,\"cpu_ns\":%" PRIu64
-				",\"median_cpu_ns\":%.0f,", rk[s].samples * c.period_ns,
-				median * (double)c.period_ns);
-		fprintf(f, "\"basis\":\"%s\",\"functions\":[", basis);
-		for (size_t i = 0; i < nfns; i++) {
-			fputs(i ? ",\n  {\"name\":" : "\n  {\"name\":", f);
-			json_fputs(f, profile_str(p, fns[i].name));
-			fprintf(f, ",\"ns\":%.0f,\"median_ns\":%.0f,\"excess_ns\":%.0f}", fns[i].ns,
-				fns[i].median_ns, fns[i].excess_ns);
-		}
-		fputs("]}}}\n", f);
+		rs_ranks_json(f, &c, rk, nr, with_steps, s, median, fns, nfns);
 	} else {
 		fprintf(f, "# csampler report --ranks: %s", o->input);
 		if (p->filtered.text)

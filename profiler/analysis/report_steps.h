@@ -8,6 +8,7 @@
 
 #include "analysis/profile.h"
 #include "analysis/report.h"
+#include "base/json.h"
 
 /* report --steps: the step table of every process with steps (--step SPEC from
  * p->filtered.step), in o->format. Returns 0, -ENOENT when p has no steps (nothing written:
@@ -15,10 +16,11 @@
 int report_steps_write(FILE *f, const struct profile *p, const struct report_opts *o);
 
 /* The plain report's section: text, a summary per process with steps (nothing without);
- * JSON, when p has steps, the keys "steps" (the first process' object) and "steps_processes"
- * (every process'), each followed by ",\n" (nothing without steps). */
+ * JSON, when p has steps, the members "steps" (the first process' object) and
+ * "steps_processes" (every process') of w's open object (nothing without steps). */
 void report_steps_section_text(FILE *f, const struct profile *p, const struct report_opts *o);
-void report_steps_section_json(FILE *f, const struct profile *p, const struct report_opts *o);
+void report_steps_section_json(struct json_writer *w, const struct profile *p,
+			       const struct report_opts *o);
 
 /* report --ranks: per rank of a merged file, its steps, step time, GPU busy and idle time, and
  * the straggler with the functions where it spends more than the median rank. Returns 0,

@@ -57,6 +57,8 @@ void json_end(struct json_writer *w)
 	if (w->depth <= 0)
 		return;
 	int d = --w->depth;
+	if (w->line_break) /* json_break, then json_end: the bracket on a line of its own */
+		fputc('\n', w->f);
 	w->line_break = false;
 	if (d >= JSON_MAX_DEPTH) /* deeper than any csampler output: the bracket is a guess */
 		return (void)fputc('}', w->f);

@@ -39,7 +39,8 @@ void json_init(struct json_writer *w, FILE *f);
 void json_object(struct json_writer *w, const char *key, unsigned layout);
 void json_array(struct json_writer *w, const char *key, unsigned layout);
 void json_end(struct json_writer *w);
-/* The next member of the current container starts on a new line (after its comma). */
+/* The next member of the current container starts on a new line (after its comma); before
+ * json_end, the closing bracket does. */
 void json_break(struct json_writer *w);
 
 /* Members (key NULL inside an array). json_str writes null for a NULL value; json_double

@@ -105,6 +105,7 @@ static void json_test_layouts(struct json_writer *w)
 	json_end(w);
 	json_array(w, "open_empty", JSON_ROWS | JSON_CLOSE_LINE | JSON_EMPTY_LINE);
 	json_end(w);
+	json_break(w);
 	json_end(w);
 }
 
@@ -112,6 +113,6 @@ UNIT_TEST(json_writer_layouts)
 {
 	char *t = json_test_run(json_test_layouts);
 	UNIT_ASSERT(!strcmp(t, "{\"a\":1,\n\"rows\":[\n  1,\n  2],\"none\":[],"
-			       "\"closed\":[\n  3\n],\"closed_empty\":[],\"open_empty\":[\n]}"));
+			       "\"closed\":[\n  3\n],\"closed_empty\":[],\"open_empty\":[\n]\n}"));
 	free(t);
 }
