@@ -330,109 +330,100 @@ static void compare_write_text(FILE *f, const struct compare_result *c, size_t l
 	compare_text_table(f, "Threads by change in share", c->threads, c->nthreads, limit, false);
 }
 
-/* ---- JSON ---- */
+/* ---- JSON (base/json.c: NaN, where a side has no samples, is written as null) ---- */
 
-static void compare_json_num(FILE *f, const char *key, double v, int decimals)
+static void compare_json_side(struct json_writer *w, const char *key,
+			      const struct compare_side *s, double seconds, uint64_t period_ns)
 {
-	json_fputs(f, key);
-	if (isnan(v))
-		fputs(":null", f);
-	else
-		fprintf(f, ":%.*f", decimals, v);
+	json_object(w, key, JSON_INLINE);
+	json_str(w, "input", s->input);
+	json_u64(w, "samples", s->r->samples);
+	json_double(w, "duration_s", seconds, 6);
+	json_double(w, "period_ms", period_ns ? (double)period_ns / 1e6 : NAN, 6);
+	json_end(w);
 }
 
-static void compare_json_side(FILE *f, const char *key, const struct compare_side *s,
-			      double seconds, uint64_t period_ns)
-{
-	json_fputs(f, key);
-	fputs(":{\"input\":", f);
-	json_fputs(f, s->input);
-	fprintf(f, ",\"samples\":%" PRIu64 ",", s->r->samples);
-	compare_json_num(f, "duration_s", seconds, 6);
-	fputc(',', f);
-	compare_json_num(f, "period_ms", period_ns ? (double)period_ns / 1e6 : NAN, 6);
-	fputc('}', f);
-}
-
-static void compare_json_rows(FILE *f, const char *key, const struct compare_row *rows,
-			      size_t n, size_t limit, bool functions)
+static void compare_json_rows(struct json_writer *w, const char *key,
+			      const struct compare_row *rows, size_t n, size_t limit,
+			      bool functions)
 {
 	size_t shown = limit && limit < n ? limit : n;
 
-	json_fputs(f, key);
-	fputs(":[", f);
+	json_array(w, key, JSON_ROWS | JSON_CLOSE_LINE);
 	for (size_t i = 0; i < shown; i++) {
 		const struct compare_row *r = &rows[i];
-		fputs(i ? ",\n  {\"name\":" : "\n  {\"name\":", f);
-		json_fputs(f, r->name);
+		json_object(w, NULL, JSON_INLINE);
+		json_str(w, "name", r->name);
 		if (functions) {
-			fputs(",\"library\":", f);
-			json_fputs(f, r->library);
-			fprintf(f, ",\"kernel\":%s,\"inlined\":%s",
-				r->flags & PROFILE_FRAME_KERNEL ? "true" : "false",
-				r->flags & PROFILE_FRAME_INLINED ? "true" : "false");
+			json_str(w, "library", r->library);
+			json_bool(w, "kernel", r->flags & PROFILE_FRAME_KERNEL);
+			json_bool(w, "inlined", r->flags & PROFILE_FRAME_INLINED);
 		}
-		fprintf(f, ",\"base_samples\":%" PRIu64 ",\"new_samples\":%" PRIu64 ",", r->base,
-			r->new);
-		compare_json_num(f, "base_pct", r->base_pct, 4);
-		fputc(',', f);
-		compare_json_num(f, "new_pct", r->new_pct, 4);
-		fputc(',', f);
-		compare_json_num(f, "change_pct", r->change_pct, 4);
-		fputc(',', f);
-		compare_json_num(f, "noise_pct", r->noise_pct, 4);
-		fprintf(f, ",\"within_noise\":%s,",
-			fabs(r->change_pct) < r->noise_pct ? "true" : "false");
-		compare_json_num(f, "base_ms_per_s", r->base_ms, 3);
-		fputc(',', f);
-		compare_json_num(f, "new_ms_per_s", r->new_ms, 3);
-		fputc(',', f);
-		compare_json_num(f, "change_ms_per_s", r->change_ms, 3);
-		fputc('}', f);
+		json_u64(w, "base_samples", r->base);
+		json_u64(w, "new_samples", r->new);
+		json_double(w, "base_pct", r->base_pct, 4);
+		json_double(w, "new_pct", r->new_pct, 4);
+		json_double(w, "change_pct", r->change_pct, 4);
+		json_double(w, "noise_pct", r->noise_pct, 4);
+		json_bool(w, "within_noise", fabs(r->change_pct) < r->noise_pct);
+		json_double(w, "base_ms_per_s", r->base_ms, 3);
+		json_double(w, "new_ms_per_s", r->new_ms, 3);
+		json_double(w, "change_ms_per_s", r->change_ms, 3);
+		json_end(w);
 	}
-	fputs(shown ? "\n]" : "]", f);
+	json_end(w);
+}
+
+static void compare_json_steps(struct json_writer *w, const struct compare_result *c)
+{
+	if (!c->base_steps.n && !c->new_steps.n) {
+		json_null(w, "steps");
+		return;
+	}
+	const struct compare_steps *sd[2] = { &c->base_steps, &c->new_steps };
+	json_object(w, "steps", JSON_INLINE);
+	for (int i = 0; i < 2; i++) {
+		const char *side = i ? "new" : "base";
+		if (!sd[i]->n) {
+			json_null(w, side);
+			continue;
+		}
+		json_object(w, side, JSON_INLINE);
+		json_str(w, "source", sd[i]->source);
+		json_u64(w, "steps", sd[i]->n);
+		json_u64(w, "p50_ns", sd[i]->p50_ns);
+		json_u64(w, "p90_ns", sd[i]->p90_ns);
+		json_u64(w, "mean_ns", sd[i]->mean_ns);
+		json_end(w);
+	}
+	bool both = c->base_steps.n && c->new_steps.n;
+	json_double(w, "p50_change_pct",
+		    both ? compare_change_pct(c->base_steps.p50_ns, c->new_steps.p50_ns) : NAN, 3);
+	json_double(w, "mean_change_pct",
+		    both ? compare_change_pct(c->base_steps.mean_ns, c->new_steps.mean_ns) : NAN, 3);
+	json_end(w);
 }
 
 static void compare_write_json(FILE *f, const struct compare_result *c, size_t limit)
 {
-	fputc('{', f);
-	compare_json_side(f, "base", &c->base, c->base_s, c->base_period_ns);
-	fputc(',', f);
-	compare_json_side(f, "new", &c->new, c->new_s, c->new_period_ns);
-	fprintf(f, ",\"basis\":\"%s\",\"change\":\"new_pct - base_pct, points of each "
-		"recording's samples\",\"noise\":\"2 binomial standard errors of the change; a "
-		"lower bound\",\"nfunctions\":%zu,\"nthreads\":%zu,\n",
-		c->basis == STACKS_SORT_TOTAL ? "total" : "self", c->nfunctions, c->nthreads);
-	fputs("\"steps\":", f);
-	if (c->base_steps.n || c->new_steps.n) {
-		const struct compare_steps *sd[2] = { &c->base_steps, &c->new_steps };
-		fputc('{', f);
-		for (int i = 0; i < 2; i++) {
-			fprintf(f, "\"%s\":", i ? "new" : "base");
-			if (!sd[i]->n) {
-				fputs("null,", f);
-				continue;
-			}
-			fputs("{\"source\":", f);
-			json_fputs(f, sd[i]->source);
-			fprintf(f, ",\"steps\":%zu,\"p50_ns\":%" PRIu64 ",\"p90_ns\":%" PRIu64
-				",\"mean_ns\":%" PRIu64 "},", sd[i]->n, sd[i]->p50_ns, sd[i]->p90_ns,
-				sd[i]->mean_ns);
-		}
-		if (c->base_steps.n && c->new_steps.n)
-			fprintf(f, "\"p50_change_pct\":%.3f,\"mean_change_pct\":%.3f}",
-				compare_change_pct(c->base_steps.p50_ns, c->new_steps.p50_ns),
-				compare_change_pct(c->base_steps.mean_ns, c->new_steps.mean_ns));
-		else
-			fputs("\"p50_change_pct\":null,\"mean_change_pct\":null}", f);
-	} else {
-		fputs("null", f);
-	}
-	fputs(",\n", f);
-	compare_json_rows(f, "functions", c->functions, c->nfunctions, limit, true);
-	fputs(",\n", f);
-	compare_json_rows(f, "threads", c->threads, c->nthreads, limit, false);
-	fputs("}\n", f);
+	struct json_writer jw, *w = &jw;
+	json_init(w, f);
+	json_object(w, NULL, JSON_INLINE);
+	compare_json_side(w, "base", &c->base, c->base_s, c->base_period_ns);
+	compare_json_side(w, "new", &c->new, c->new_s, c->new_period_ns);
+	json_str(w, "basis", c->basis == STACKS_SORT_TOTAL ? "total" : "self");
+	json_str(w, "change", "new_pct - base_pct, points of each recording's samples");
+	json_str(w, "noise", "2 binomial standard errors of the change; a lower bound");
+	json_u64(w, "nfunctions", c->nfunctions);
+	json_u64(w, "nthreads", c->nthreads);
+	json_break(w);
+	compare_json_steps(w, c);
+	json_break(w);
+	compare_json_rows(w, "functions", c->functions, c->nfunctions, limit, true);
+	json_break(w);
+	compare_json_rows(w, "threads", c->threads, c->nthreads, limit, false);
+	json_end(w);
+	fputc('\n', f);
 }
 
 int compare_write(FILE *f, const struct compare_result *c, size_t limit, bool json)

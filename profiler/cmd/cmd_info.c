@@ -97,44 +97,58 @@ static void info_gpu_text(const struct profile *p)
 		       p->gpu_notes[i].severity ? "warning: " : "", profile_str(p, p->gpu_notes[i].text));
 }
 
-static void info_gpu_json(const struct profile *p)
+static void info_gpu_json(struct json_writer *w, const struct profile *p)
 {
 	struct info_gpu_kind k[PROFILE_GPU_NKINDS];
 
 	info_gpu_totals(p, k);
-	printf(",\"gpu\":{\"launches\":%zu,\"activities\":%zu,\"kinds\":{", p->ngpu_launches,
-	       p->ngpu_activities);
-	for (uint32_t i = 1; i < PROFILE_GPU_NKINDS; i++)
-		printf("%s\"%s\":{\"count\":%llu,\"total_ns\":%llu,\"bytes\":%llu}", i > 1 ? "," : "",
-		       profile_gpu_kind_name(i), (unsigned long long)k[i].count,
-		       (unsigned long long)k[i].total_ns, (unsigned long long)k[i].bytes);
-	printf("},\"processes\":[");
+	json_object(w, "gpu", JSON_INLINE);
+	json_u64(w, "launches", p->ngpu_launches);
+	json_u64(w, "activities", p->ngpu_activities);
+	json_object(w, "kinds", JSON_INLINE);
+	for (uint32_t i = 1; i < PROFILE_GPU_NKINDS; i++) {
+		json_object(w, profile_gpu_kind_name(i), JSON_INLINE);
+		json_u64(w, "count", k[i].count);
+		json_u64(w, "total_ns", k[i].total_ns);
+		json_u64(w, "bytes", k[i].bytes);
+		json_end(w);
+	}
+	json_end(w);
+	json_array(w, "processes", JSON_INLINE);
 	for (size_t i = 0; i < p->ngpu_processes; i++) {
 		const struct profile_gpu_process *g = &p->gpu_processes[i];
-		printf("%s{\"pid\":%u,\"cupti_version\":%u,\"status\":", i ? "," : "", g->pid,
-		       g->cupti_version);
-		json_fputs(stdout, info_gpu_status(g->status));
-		printf(",\"cupti_error\":%d,\"clock_checked\":%s,\"clock_offset_ns\":%lld,"
-		       "\"launches\":%llu,\"launches_dropped\":%llu,\"activities\":%llu,"
-		       "\"dropped\":%llu,\"lost_timestamps\":%llu,\"buffers\":%llu,"
-		       "\"flush_timeouts\":%llu,\"write_errors\":%llu,\"capture_ns\":%llu,"
-		       "\"malformed_records\":%u,\"cut\":%s,\"corrupt\":%s}",
-		       g->cupti_error, (g->flags & 1) ? "true" : "false", (long long)g->clock_offset_ns,
-		       (unsigned long long)g->launches, (unsigned long long)g->launches_dropped,
-		       (unsigned long long)g->activities, (unsigned long long)g->dropped,
-		       (unsigned long long)g->lost_timestamps, (unsigned long long)g->buffers,
-		       (unsigned long long)g->flush_timeouts, (unsigned long long)g->write_errors,
-		       (unsigned long long)g->capture_ns, g->bad_records,
-		       (g->flags & 4) ? "true" : "false", (g->flags & 8) ? "true" : "false");
+		json_object(w, NULL, JSON_INLINE);
+		json_u64(w, "pid", g->pid);
+		json_u64(w, "cupti_version", g->cupti_version);
+		json_str(w, "status", info_gpu_status(g->status));
+		json_i64(w, "cupti_error", g->cupti_error);
+		json_bool(w, "clock_checked", g->flags & 1);
+		json_i64(w, "clock_offset_ns", g->clock_offset_ns);
+		json_u64(w, "launches", g->launches);
+		json_u64(w, "launches_dropped", g->launches_dropped);
+		json_u64(w, "activities", g->activities);
+		json_u64(w, "dropped", g->dropped);
+		json_u64(w, "lost_timestamps", g->lost_timestamps);
+		json_u64(w, "buffers", g->buffers);
+		json_u64(w, "flush_timeouts", g->flush_timeouts);
+		json_u64(w, "write_errors", g->write_errors);
+		json_u64(w, "capture_ns", g->capture_ns);
+		json_u64(w, "malformed_records", g->bad_records);
+		json_bool(w, "cut", g->flags & 4);
+		json_bool(w, "corrupt", g->flags & 8);
+		json_end(w);
 	}
-	printf("],\"notes\":[");
+	json_end(w);
+	json_array(w, "notes", JSON_INLINE);
 	for (size_t i = 0; i < p->ngpu_notes; i++) {
-		printf("%s{\"pid\":%u,\"severity\":%u,\"text\":", i ? "," : "", p->gpu_notes[i].pid,
-		       p->gpu_notes[i].severity);
-		json_fputs(stdout, profile_str(p, p->gpu_notes[i].text));
-		printf("}");
+		json_object(w, NULL, JSON_INLINE);
+		json_u64(w, "pid", p->gpu_notes[i].pid);
+		json_u64(w, "severity", p->gpu_notes[i].severity);
+		json_str(w, "text", profile_str(p, p->gpu_notes[i].text));
+		json_end(w);
 	}
-	printf("]}");
+	json_end(w);
+	json_end(w);
 }
 
 /* "root;...;leaf" of stack id, or "-" when it has no frames. */
@@ -221,46 +235,52 @@ static void info_text(const struct profile *p, const char *path)
 
 static void info_json(const struct profile *p, const char *path)
 {
-	printf("{\"file\":");
-	json_fputs(stdout, path);
-	printf(",\"format_version\":%u,\"truncated\":%s,\"symbolized\":%s,\"header\":{",
-	       p->format_version, p->truncated ? "true" : "false", p->finalized ? "true" : "false");
-	for (size_t i = 0; i < p->nheader; i++) {
-		printf("%s", i ? "," : "");
-		json_fputs(stdout, p->header[i].key);
-		printf(":");
-		json_fputs(stdout, p->header[i].value);
-	}
-	printf("},\"samples\":%llu,\"lost\":%llu,\"raw_stacks\":%llu,\"duration_s\":%.6f,\"stacks\":%zu,\"processes\":[",
-	       (unsigned long long)p->nsamples, (unsigned long long)p->lost,
-	       (unsigned long long)p->nraw_samples,
-	       (double)(p->end_ns - p->start_ns) / 1e9, p->nstacks);
+	struct json_writer jw, *w = &jw;
+	json_init(w, stdout);
+	json_object(w, NULL, JSON_INLINE);
+	json_str(w, "file", path);
+	json_u64(w, "format_version", p->format_version);
+	json_bool(w, "truncated", p->truncated);
+	json_bool(w, "symbolized", p->finalized);
+	json_object(w, "header", JSON_INLINE);
+	for (size_t i = 0; i < p->nheader; i++)
+		json_str(w, p->header[i].key, p->header[i].value);
+	json_end(w);
+	json_u64(w, "samples", p->nsamples);
+	json_u64(w, "lost", p->lost);
+	json_u64(w, "raw_stacks", p->nraw_samples);
+	json_double(w, "duration_s", (double)(p->end_ns - p->start_ns) / 1e9, 6);
+	json_u64(w, "stacks", p->nstacks);
+	json_array(w, "processes", JSON_INLINE);
 	for (size_t i = 0; i < p->nprocesses; i++) {
-		printf("%s{\"pid\":%u,\"ppid\":%u,\"comm\":", i ? "," : "", p->processes[i].pid,
-		       p->processes[i].ppid);
-		json_fputs(stdout, profile_str(p, p->processes[i].comm));
-		printf(",\"samples\":%llu,\"rank\":", (unsigned long long)p->processes[i].samples);
-		if (p->processes[i].rank >= 0)
-			printf("%d", (int)p->processes[i].rank);
+		const struct profile_process *pr = &p->processes[i];
+		json_object(w, NULL, JSON_INLINE);
+		json_u64(w, "pid", pr->pid);
+		json_u64(w, "ppid", pr->ppid);
+		json_str(w, "comm", profile_str(p, pr->comm));
+		json_u64(w, "samples", pr->samples);
+		if (pr->rank >= 0)
+			json_i64(w, "rank", pr->rank);
 		else
-			printf("null");
-		printf(",\"host\":");
-		if (p->processes[i].host)
-			json_fputs(stdout, profile_str(p, p->processes[i].host));
-		else
-			printf("null");
-		printf(",\"orig_pid\":%u}", p->processes[i].orig_pid);
+			json_null(w, "rank");
+		json_str(w, "host", pr->host ? profile_str(p, pr->host) : NULL);
+		json_u64(w, "orig_pid", pr->orig_pid);
+		json_end(w);
 	}
-	printf("],\"threads\":[");
+	json_end(w);
+	json_array(w, "threads", JSON_INLINE);
 	for (size_t i = 0; i < p->nthreads; i++) {
-		printf("%s{\"tid\":%u,\"pid\":%u,\"comm\":", i ? "," : "", p->threads[i].tid,
-		       p->threads[i].pid);
-		json_fputs(stdout, profile_str(p, p->threads[i].comm));
-		printf(",\"samples\":%llu}", (unsigned long long)p->threads[i].samples);
+		json_object(w, NULL, JSON_INLINE);
+		json_u64(w, "tid", p->threads[i].tid);
+		json_u64(w, "pid", p->threads[i].pid);
+		json_str(w, "comm", profile_str(p, p->threads[i].comm));
+		json_u64(w, "samples", p->threads[i].samples);
+		json_end(w);
 	}
-	printf("]");
-	info_gpu_json(p);
-	printf("}\n");
+	json_end(w);
+	info_gpu_json(w, p);
+	json_end(w);
+	fputc('\n', stdout);
 }
 
 int cmd_info(int argc, char **argv)

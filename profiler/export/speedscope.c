@@ -22,12 +22,12 @@ struct speedscope_frame {
 };
 
 struct speedscope_ctx {
-	FILE *f;
 	const struct profile *p;
 	uint32_t *frame_index;  /* profile frame id -> speedscope frame index + 1, 0 unused */
 	uint32_t nused;
 	struct speedscope_frame *seen; /* open addressing, cap a power of two */
 	size_t seen_cap;
+	struct json_writer w;   /* the output (base/json.c) */
 };
 
 /* The index + 1 of the written frame (name, file, line); *added when it is new. */
@@ -61,10 +61,12 @@ uint64_t export_period_ns(const struct profile *p)
 static void speedscope_frames(struct speedscope_ctx *c)
 {
 	const struct profile *p = c->p;
-	bool first = true;
+	struct json_writer *w = &c->w;
 
-	fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\","
-	      "\"exporter\":\"csampler " CSAMPLER_VERSION "\",\"shared\":{\"frames\":[", c->f);
+	json_str(w, "$schema", "https://www.speedscope.app/file-format-schema.json");
+	json_str(w, "exporter", "csampler " CSAMPLER_VERSION);
+	json_object(w, "shared", JSON_INLINE);
+	json_array(w, "frames", JSON_INLINE);
 	for (size_t i = 0; i < p->nsamples_records; i++) {
 		const struct profile_sample *s = &p->samples[i];
 		if (s->stack >= p->nstacks)
@@ -82,27 +84,28 @@ static void speedscope_frames(struct speedscope_ctx *c)
 			c->frame_index[id] = speedscope_intern(c, fr->name, file, line, &added);
 			if (!added)
 				continue;
-			fputs(first ? "\n{\"name\":" : ",\n{\"name\":", c->f);
-			first = false;
-			json_fputs(c->f, profile_str(p, fr->name));
-			if (file) {
-				fputs(",\"file\":", c->f);
-				json_fputs(c->f, profile_str(p, file));
-			}
+			json_break(w);
+			json_object(w, NULL, JSON_INLINE);
+			json_str(w, "name", profile_str(p, fr->name));
+			if (file)
+				json_str(w, "file", profile_str(p, file));
 			if (line)
-				fprintf(c->f, ",\"line\":%" PRIu32, line);
-			fputc('}', c->f);
+				json_u64(w, "line", line);
+			json_end(w);
 		}
 	}
-	fputs("]},\n\"profiles\":[", c->f);
+	json_end(w);
+	json_end(w);
+	json_break(w);
 }
 
 /* One thread's profile: its samples (already in time order in the model). Returns false
  * when the thread has none (nothing written). */
 static bool speedscope_thread(struct speedscope_ctx *c, const struct profile_thread *t,
-			      uint64_t period_ns, bool first_profile)
+			      uint64_t period_ns)
 {
 	const struct profile *p = c->p;
+	struct json_writer *w = &c->w;
 	const char *comm = profile_str(p, t->comm);
 	char *name = *comm ? cs_asprintf("%s %" PRIu32, comm, t->tid) :
 			     cs_asprintf("thread %" PRIu32, t->tid);
@@ -122,61 +125,62 @@ static bool speedscope_thread(struct speedscope_ctx *c, const struct profile_thr
 		free(name);
 		return false;
 	}
-	fputs(first_profile ? "\n{\"type\":\"sampled\",\"name\":" :
-			      ",\n{\"type\":\"sampled\",\"name\":", c->f);
-	json_fputs(c->f, name);
+	json_break(w);
+	json_object(w, NULL, JSON_INLINE);
+	json_str(w, "type", "sampled");
+	json_str(w, "name", name);
 	free(name);
-	fprintf(c->f, ",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":%" PRIu64
-		",\"samples\":[", end - start);
-	bool first = true;
+	json_str(w, "unit", "nanoseconds");
+	json_u64(w, "startValue", 0);
+	json_u64(w, "endValue", end - start);
+	json_array(w, "samples", JSON_INLINE);
 	for (size_t i = 0; i < p->nsamples_records; i++) {
 		const struct profile_sample *s = &p->samples[i];
 		if (s->pid != t->pid || s->tid != t->tid || s->stack >= p->nstacks)
 			continue;
 		const struct profile_stack *st = &p->stacks[s->stack];
-		fputs(first ? "[" : ",[", c->f);
-		first = false;
-		bool first_frame = true;
+		json_array(w, NULL, JSON_INLINE);
 		for (uint32_t d = st->nframes; d-- > 0;) { /* root first */
 			uint32_t id = p->stack_frames[st->first + d];
-			if (id >= p->nframes)
-				continue;
-			fprintf(c->f, first_frame ? "%" PRIu32 : ",%" PRIu32, c->frame_index[id] - 1);
-			first_frame = false;
+			if (id < p->nframes)
+				json_u64(w, NULL, c->frame_index[id] - 1);
 		}
-		fputc(']', c->f);
+		json_end(w);
 	}
-	fputs("],\"weights\":[", c->f);
-	first = true;
+	json_end(w);
+	json_array(w, "weights", JSON_INLINE);
 	for (size_t i = 0; i < p->nsamples_records; i++) {
 		const struct profile_sample *s = &p->samples[i];
 		if (s->pid != t->pid || s->tid != t->tid || s->stack >= p->nstacks)
 			continue;
-		fprintf(c->f, first ? "%" PRIu64 : ",%" PRIu64, (uint64_t)s->weight * period_ns);
-		first = false;
+		json_u64(w, NULL, (uint64_t)s->weight * period_ns);
 	}
-	fputs("]}", c->f);
+	json_end(w);
+	json_end(w);
 	return true;
 }
 
 int export_speedscope_write(FILE *f, const struct profile *p)
 {
-	struct speedscope_ctx c = { .f = f, .p = p };
+	struct speedscope_ctx c = { .p = p };
 	uint64_t period_ns = export_period_ns(p);
-	bool first = true;
 
+	json_init(&c.w, f);
+	json_object(&c.w, NULL, JSON_INLINE);
 	c.frame_index = cs_calloc(p->nframes + 1, sizeof(*c.frame_index));
 	for (c.seen_cap = 64; c.seen_cap < 2 * (p->nframes + 1); c.seen_cap *= 2)
 		;
 	c.seen = cs_calloc(c.seen_cap, sizeof(*c.seen));
 	speedscope_frames(&c);
-	for (size_t i = 0; i < p->nthreads; i++) {
-		if (speedscope_thread(&c, &p->threads[i], period_ns, first))
-			first = false;
-	}
-	fputs("\n],\"name\":", f);
-	json_fputs(f, profile_header(p, "cmdline") ? profile_header(p, "cmdline") : "csampler");
-	fputs(",\"activeProfileIndex\":0}\n", f);
+	json_array(&c.w, "profiles", JSON_INLINE);
+	for (size_t i = 0; i < p->nthreads; i++)
+		speedscope_thread(&c, &p->threads[i], period_ns);
+	json_break(&c.w);
+	json_end(&c.w);
+	json_str(&c.w, "name", profile_header(p, "cmdline") ? profile_header(p, "cmdline") : "csampler");
+	json_u64(&c.w, "activeProfileIndex", 0);
+	json_end(&c.w);
+	fputc('\n', f);
 	free(c.frame_index);
 	free(c.seen);
 	return ferror(f) ? -EIO : 0;
