@@ -124,6 +124,12 @@ void json_null(struct json_writer *w, const char *key)
 	fputs("null", w->f);
 }
 
+void json_raw(struct json_writer *w, const char *key, const char *json)
+{
+	json_member(w, key);
+	fputs(json, w->f);
+}
+
 size_t json_utf8_len(const unsigned char *s)
 {
 	uint32_t cp;

@@ -52,6 +52,8 @@ void json_double(struct json_writer *w, const char *key, double v, int decimals)
 void json_g(struct json_writer *w, const char *key, double v); /* printf's %g */
 void json_bool(struct json_writer *w, const char *key, bool v);
 void json_null(struct json_writer *w, const char *key);
+/* A value the caller formatted as JSON itself (a number printed exactly from integers). */
+void json_raw(struct json_writer *w, const char *key, const char *json);
 
 /* The length of the valid UTF-8 sequence at s (shortest form, no surrogates, at most U+10FFFF),
  * or 0 when s[0] does not start one. s must be NUL-terminated. */

@@ -68,6 +68,7 @@ static void json_test_inline(struct json_writer *w)
 	json_g(w, "g", 2500.0);
 	json_bool(w, "b", true);
 	json_null(w, "z");
+	json_raw(w, "r", "1.500");
 	json_array(w, "empty", JSON_INLINE);
 	json_end(w);
 	json_array(w, "a", JSON_INLINE);
@@ -82,7 +83,7 @@ UNIT_TEST(json_writer_commas)
 {
 	char *t = json_test_run(json_test_inline);
 	UNIT_ASSERT(!strcmp(t, "{\"name\":\"x\\\"y\",\"none\":null,\"n\":18446744073709551615,"
-			       "\"i\":-3,\"d\":0.333,\"nan\":null,\"g\":2500,\"b\":true,\"z\":null,"
+			       "\"i\":-3,\"d\":0.333,\"nan\":null,\"g\":2500,\"b\":true,\"z\":null,\"r\":1.500,"
 			       "\"empty\":[],\"a\":[1,{}]}"));
 	free(t);
 }

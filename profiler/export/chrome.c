@@ -29,8 +29,8 @@
  * reason (speedscope cannot pair a "B" and "E" at one time).
  *
  * Times are microseconds from the recording's start with three decimals (nanoseconds), printed
- * from integers so that no precision is lost. The JSON is written by hand with base's escaping
- * (json_escape): the events are a flat list of small objects, which needs no library. */
+ * from integers so that no precision is lost (json_raw). The JSON goes through base/json.c's
+ * writer: the events are a flat list of small objects, which needs no library. */
 #include "export/export.h"
 #include "analysis/gpu_idle.h"
 #include "base/cs.h"
@@ -63,10 +63,8 @@ struct chrome_gpu {
 };
 
 struct chrome_ctx {
-	FILE *f;
+	struct json_writer w;    /* the output */
 	const struct profile *p;
-	bool first;              /* no event written yet: no comma before the next */
-	struct cs_buf esc;       /* reused by chrome_str */
 	uint64_t period_ns;      /* one sample stands for this much time */
 	uint64_t *flow_start;    /* launch index -> where its flow arrow leaves its CPU thread */
 	struct chrome_gpu *gpus;
@@ -79,20 +77,14 @@ struct chrome_ctx {
 
 /* ---- output helpers ---------------------------------------------------------------------- */
 
-static void chrome_str(struct chrome_ctx *c, const char *s)
-{
-	c->esc.len = 0;
-	cs_buf_put(&c->esc, "\"", 1);
-	json_escape(&c->esc, s ? s : "");
-	cs_buf_put(&c->esc, "\"", 1);
-	fwrite(c->esc.data, 1, c->esc.len, c->f);
-}
-
 /* Microseconds with three decimals, exactly, from a signed nanosecond count. */
-static void chrome_us(struct chrome_ctx *c, int64_t ns)
+static void chrome_us(struct chrome_ctx *c, const char *key, int64_t ns)
 {
 	uint64_t a = ns < 0 ? (uint64_t)-(ns + 1) + 1 : (uint64_t)ns;
-	fprintf(c->f, "%s%" PRIu64 ".%03u", ns < 0 ? "-" : "", a / 1000, (unsigned)(a % 1000));
+	char text[32];
+	snprintf(text, sizeof(text), "%s%" PRIu64 ".%03u", ns < 0 ? "-" : "", a / 1000,
+		 (unsigned)(a % 1000));
+	json_raw(&c->w, key, text);
 }
 
 static int64_t chrome_rel(const struct chrome_ctx *c, uint64_t t)
@@ -100,27 +92,36 @@ static int64_t chrome_rel(const struct chrome_ctx *c, uint64_t t)
 	return (int64_t)(t - c->p->start_ns);
 }
 
-/* Start an event object: the separator, then {"ph":"X","pid":..,"tid":..,"ts":.. */
+/* Start an event object on a line of its own: {"ph":"X","pid":..,"tid":..,"ts":.. (the caller
+ * adds the rest and ends it with json_end). */
 static void chrome_begin(struct chrome_ctx *c, char ph, uint32_t pid, uint32_t tid, uint64_t t)
 {
-	fputs(c->first ? "\n" : ",\n", c->f);
-	c->first = false;
-	fprintf(c->f, "{\"ph\":\"%c\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"ts\":", ph, pid, tid);
-	chrome_us(c, chrome_rel(c, t));
+	char phase[2] = { ph, 0 };
+	json_break(&c->w);
+	json_object(&c->w, NULL, JSON_INLINE);
+	json_str(&c->w, "ph", phase);
+	json_u64(&c->w, "pid", pid);
+	json_u64(&c->w, "tid", tid);
+	chrome_us(c, "ts", chrome_rel(c, t));
 }
 
 static void chrome_meta(struct chrome_ctx *c, const char *what, uint32_t pid, uint32_t tid,
 			const char *key, const char *name, int64_t number)
 {
-	fputs(c->first ? "\n" : ",\n", c->f);
-	c->first = false;
-	fprintf(c->f, "{\"ph\":\"M\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"name\":\"%s\","
-		"\"args\":{\"%s\":", pid, tid, what, key);
+	struct json_writer *w = &c->w;
+	json_break(w);
+	json_object(w, NULL, JSON_INLINE);
+	json_str(w, "ph", "M");
+	json_u64(w, "pid", pid);
+	json_u64(w, "tid", tid);
+	json_str(w, "name", what);
+	json_object(w, "args", JSON_INLINE);
 	if (name)
-		chrome_str(c, name);
+		json_str(w, key, name);
 	else
-		fprintf(c->f, "%" PRId64, number);
-	fputs("}}", c->f);
+		json_i64(w, key, number);
+	json_end(w);
+	json_end(w);
 }
 
 /* ---- names -------------------------------------------------------------------------------- */
@@ -363,53 +364,63 @@ static void chrome_frame_runs(struct chrome_ctx *c, const uint32_t *idx, size_t 
 	free(open);
 }
 
-/* Name, category and (on the "E" event) arguments of a CPU slice. */
+/* Name, category and (on the "E" event) arguments of a CPU slice; ends the event. */
 static void chrome_slice_fields(struct chrome_ctx *c, const struct chrome_slice *s, bool end)
 {
 	const struct profile *p = c->p;
 	const struct profile_gpu_activity *a = s->kind == SL_FRAME ? NULL :
 					       &p->gpu_activities[s->ref];
+	struct json_writer *w = &c->w;
 	char *api;
 
 	switch (s->kind) {
 	case SL_FRAME: {
 		const char *name = profile_str(p, p->frames[s->ref].name);
-		fputs(",\"cat\":\"cpu\",\"name\":", c->f);
-		chrome_str(c, *name ? name : "[unknown]");
+		json_str(w, "cat", "cpu");
+		json_str(w, "name", *name ? name : "[unknown]");
 		if (end) {
 			uint32_t m = p->frames[s->ref].module;
-			fputs(",\"args\":{\"module\":", c->f);
-			chrome_str(c, m < p->nmodules ?
-				      cs_basename(profile_str(p, p->modules[m].path)) : "");
-			fputc('}', c->f);
+			json_object(w, "args", JSON_INLINE);
+			json_str(w, "module", m < p->nmodules ?
+				 cs_basename(profile_str(p, p->modules[m].path)) : "");
+			json_end(w);
 		}
 		break;
 	}
 	case SL_NVTX:
-		fputs(",\"cat\":\"nvtx\",\"name\":", c->f);
-		chrome_str(c, profile_str(p, a->name));
-		if (end)
-			fprintf(c->f, ",\"args\":{\"domain\":%" PRIu32 "}", a->detail2);
+		json_str(w, "cat", "nvtx");
+		json_str(w, "name", profile_str(p, a->name));
+		if (end) {
+			json_object(w, "args", JSON_INLINE);
+			json_u64(w, "domain", a->detail2);
+			json_end(w);
+		}
 		break;
 	case SL_API:
 		api = chrome_api_name(p, a);
-		fprintf(c->f, ",\"cat\":\"%s\",\"name\":",
-			a->detail2 == 2 ? "cuda_driver" : "cuda_runtime");
-		chrome_str(c, api);
+		json_str(w, "cat", a->detail2 == 2 ? "cuda_driver" : "cuda_runtime");
+		json_str(w, "name", api);
 		free(api);
-		if (end)
-			fprintf(c->f, ",\"args\":{\"correlation\":%" PRIu32 ",\"cbid\":%" PRIu32 "}",
-				a->correlation, a->detail);
+		if (end) {
+			json_object(w, "args", JSON_INLINE);
+			json_u64(w, "correlation", a->correlation);
+			json_u64(w, "cbid", a->detail);
+			json_end(w);
+		}
 		break;
 	case SL_SYNC:
-		fputs(",\"cat\":\"cuda_sync\",\"name\":", c->f);
-		chrome_str(c, chrome_sync_name(a->detail));
-		if (end)
-			fprintf(c->f, ",\"args\":{\"correlation\":%" PRIu32 ",\"stream\":%" PRIu32
-				",\"device\":%" PRIu32 "}", a->correlation, a->stream, a->device);
+		json_str(w, "cat", "cuda_sync");
+		json_str(w, "name", chrome_sync_name(a->detail));
+		if (end) {
+			json_object(w, "args", JSON_INLINE);
+			json_u64(w, "correlation", a->correlation);
+			json_u64(w, "stream", a->stream);
+			json_u64(w, "device", a->device);
+			json_end(w);
+		}
 		break;
 	}
-	fputc('}', c->f);
+	json_end(w);
 }
 
 /* One thread: its spans (spans[0 .. nspans), sorted) and samples (idx[0 .. nidx)) as
@@ -432,9 +443,10 @@ static void chrome_write_thread(struct chrome_ctx *c, uint32_t pid, uint32_t tid
 		const struct profile_gpu_activity *a = &p->gpu_activities[spans[i].ref];
 		if (a->kind == PROFILE_GPU_MARKER && !a->end) {   /* an instant marker */
 			chrome_begin(c, 'i', pid, tid, a->start);
-			fputs(",\"s\":\"t\",\"cat\":\"nvtx\",\"name\":", c->f);
-			chrome_str(c, profile_str(p, a->name));
-			fputc('}', c->f);
+			json_str(&c->w, "s", "t");
+			json_str(&c->w, "cat", "nvtx");
+			json_str(&c->w, "name", profile_str(p, a->name));
+			json_end(&c->w);
 			continue;
 		}
 		struct chrome_slice s = spans[i];
@@ -569,6 +581,7 @@ static uint64_t chrome_flow_id(const struct chrome_ctx *c, uint32_t pid, uint32_
 static void chrome_write_gpu(struct chrome_ctx *c)
 {
 	const struct profile *p = c->p;
+	struct json_writer *w = &c->w;
 	uint64_t *tracks = NULL; /* (gpu index << 32 | stream), sorted unique */
 	size_t ntracks = 0, cap_tracks = 0, cap_gpus = 0;
 
@@ -618,34 +631,42 @@ static void chrome_write_gpu(struct chrome_ctx *c)
 			continue;
 		uint32_t gpid = chrome_gpu_pid(c, a->pid, a->device);
 		chrome_begin(c, 'X', gpid, a->stream, a->start);
-		fputs(",\"dur\":", c->f);
-		chrome_us(c, (int64_t)(a->end - a->start));
+		chrome_us(c, "dur", (int64_t)(a->end - a->start));
 		if (a->kind == PROFILE_GPU_KERNEL) {
-			fputs(",\"cat\":\"kernel\",\"name\":", c->f);
-			chrome_str(c, *profile_str(p, a->name) ? profile_str(p, a->name) : "[kernel]");
-			fprintf(c->f, ",\"args\":{\"grid\":[%" PRIu32 ",%" PRIu32 ",%" PRIu32 "],"
-				"\"block\":[%" PRIu32 ",%" PRIu32 ",%" PRIu32 "],"
-				"\"registers per thread\":%" PRIu32 ",\"shared memory\":%" PRIu32,
-				a->grid[0], a->grid[1], a->grid[2], a->block[0], a->block[1],
-				a->block[2], a->detail, a->detail2);
-			if (a->queued && a->queued <= a->start) {
-				fputs(",\"queued us\":", c->f);
-				chrome_us(c, (int64_t)(a->start - a->queued));
-			}
+			json_str(w, "cat", "kernel");
+			json_str(w, "name",
+				 *profile_str(p, a->name) ? profile_str(p, a->name) : "[kernel]");
+			json_object(w, "args", JSON_INLINE);
+			json_array(w, "grid", JSON_INLINE);
+			for (int k = 0; k < 3; k++)
+				json_u64(w, NULL, a->grid[k]);
+			json_end(w);
+			json_array(w, "block", JSON_INLINE);
+			for (int k = 0; k < 3; k++)
+				json_u64(w, NULL, a->block[k]);
+			json_end(w);
+			json_u64(w, "registers per thread", a->detail);
+			json_u64(w, "shared memory", a->detail2);
+			if (a->queued && a->queued <= a->start)
+				chrome_us(c, "queued us", (int64_t)(a->start - a->queued));
 		} else {
 			bool copy = a->kind == PROFILE_GPU_MEMCPY;
-			fprintf(c->f, ",\"cat\":\"%s\",\"name\":", copy ? "gpu_memcpy" : "gpu_memset");
-			chrome_str(c, copy ? chrome_memcpy_name(a->detail) : "Memset");
-			fprintf(c->f, ",\"args\":{\"bytes\":%" PRIu64, a->bytes);
+			json_str(w, "cat", copy ? "gpu_memcpy" : "gpu_memset");
+			json_str(w, "name", copy ? chrome_memcpy_name(a->detail) : "Memset");
+			json_object(w, "args", JSON_INLINE);
+			json_u64(w, "bytes", a->bytes);
 			if (a->end > a->start)
-				fprintf(c->f, ",\"bandwidth GB/s\":%.3f",
-					(double)a->bytes / (double)(a->end - a->start));
+				json_double(w, "bandwidth GB/s",
+					    (double)a->bytes / (double)(a->end - a->start), 3);
 			if (!copy)
-				fprintf(c->f, ",\"value\":%" PRIu32, a->detail);
+				json_u64(w, "value", a->detail);
 		}
-		fprintf(c->f, ",\"correlation\":%" PRIu32 ",\"device\":%" PRIu32 ",\"context\":%"
-			PRIu32 ",\"stream\":%" PRIu32 "}}", a->correlation, a->device, a->context,
-			a->stream);
+		json_u64(w, "correlation", a->correlation);
+		json_u64(w, "device", a->device);
+		json_u64(w, "context", a->context);
+		json_u64(w, "stream", a->stream);
+		json_end(w);
+		json_end(w);
 	}
 }
 
@@ -656,6 +677,7 @@ static void chrome_write_gpu(struct chrome_ctx *c)
 static void chrome_write_idle(struct chrome_ctx *c)
 {
 	const struct profile *p = c->p;
+	struct json_writer *w = &c->w;
 	struct gpu_idle g;
 	char py[256];
 
@@ -672,10 +694,11 @@ static void chrome_write_idle(struct chrome_ctx *c)
 		if (!gpid)
 			continue;
 		chrome_begin(c, 'X', gpid, CHROME_IDLE_TID, iv->start);
-		fputs(",\"dur\":", c->f);
-		chrome_us(c, (int64_t)(iv->end - iv->start));
-		fprintf(c->f, ",\"cat\":\"gpu-idle\",\"name\":\"GPU idle\",\"args\":{\"samples\":%"
-			PRIu64 ",\"top_stack\":", iv->samples);
+		chrome_us(c, "dur", (int64_t)(iv->end - iv->start));
+		json_str(w, "cat", "gpu-idle");
+		json_str(w, "name", "GPU idle");
+		json_object(w, "args", JSON_INLINE);
+		json_u64(w, "samples", iv->samples);
 		if (iv->top_stack < p->nstacks) {
 			const struct profile_stack *st = &p->stacks[iv->top_stack];
 			struct cs_buf path = { 0 };
@@ -685,18 +708,16 @@ static void chrome_write_idle(struct chrome_ctx *c)
 				cs_buf_printf(&path, "%s%s", k ? ";" : "", name);
 			}
 			cs_buf_put(&path, "", 1);
-			chrome_str(c, path.data);
+			json_str(w, "top_stack", path.data);
 			cs_buf_free(&path);
-			fputs(",\"leaf\":", c->f);
-			chrome_str(c, gpu_idle_leaf(p, iv->top_stack, py, sizeof(py)));
-			if (*py) {
-				fputs(",\"python\":", c->f);
-				chrome_str(c, py);
-			}
+			json_str(w, "leaf", gpu_idle_leaf(p, iv->top_stack, py, sizeof(py)));
+			if (*py)
+				json_str(w, "python", py);
 		} else {
-			fputs("null", c->f);
+			json_null(w, "top_stack");
 		}
-		fputs("}}", c->f);
+		json_end(w);
+		json_end(w);
 	}
 	gpu_idle_free(&g);
 }
@@ -765,10 +786,16 @@ static void chrome_write_flows(struct chrome_ctx *c)
 		uint64_t t = c->flow_start[l];
 		uint64_t id = chrome_flow_id(c, a->pid, g->correlation);
 		chrome_begin(c, 's', g->pid, g->tid, t);
-		fprintf(c->f, ",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":%" PRIu64 "}", id);
+		json_str(&c->w, "cat", "ac2g");
+		json_str(&c->w, "name", "launch");
+		json_u64(&c->w, "id", id);
+		json_end(&c->w);
 		chrome_begin(c, 'f', chrome_gpu_pid(c, a->pid, a->device), a->stream, a->start);
-		fprintf(c->f, ",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":%" PRIu64 "}",
-			id);
+		json_str(&c->w, "bp", "e");
+		json_str(&c->w, "cat", "ac2g");
+		json_str(&c->w, "name", "launch");
+		json_u64(&c->w, "id", id);
+		json_end(&c->w);
 	}
 }
 
@@ -776,20 +803,24 @@ static void chrome_write_flows(struct chrome_ctx *c)
 
 int export_chrome_write(FILE *f, const struct profile *p)
 {
-	struct chrome_ctx c = { .f = f, .p = p, .first = true,
-				.period_ns = CHROME_DEFAULT_PERIOD_NS };
+	struct chrome_ctx c = { .p = p, .period_ns = CHROME_DEFAULT_PERIOD_NS };
+	struct json_writer *w = &c.w;
 	const char *rate = profile_header(p, "rate_hz");
 	double hz;
 
 	if (rate && !cs_parse_double(rate, &hz) && hz >= 1 && hz <= 1e9)
 		c.period_ns = (uint64_t)(1e9 / hz + 0.5);
 	chrome_flow_starts(&c);
-	fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":", f);
-	chrome_str(&c, "csampler " CSAMPLER_VERSION);
-	fputs(",\"cmdline\":", f);
-	chrome_str(&c, profile_header(p, "cmdline"));
-	fprintf(f, ",\"start_monotonic_ns\":%" PRIu64 ",\"sample_period_ns\":%" PRIu64 "},"
-		"\"traceEvents\":[", p->start_ns, c.period_ns);
+	json_init(w, f);
+	json_object(w, NULL, JSON_INLINE);
+	json_str(w, "displayTimeUnit", "ns");
+	json_object(w, "otherData", JSON_INLINE);
+	json_str(w, "producer", "csampler " CSAMPLER_VERSION);
+	json_str(w, "cmdline", profile_header(p, "cmdline") ? profile_header(p, "cmdline") : "");
+	json_u64(w, "start_monotonic_ns", p->start_ns);
+	json_u64(w, "sample_period_ns", c.period_ns);
+	json_end(w);
+	json_array(w, "traceEvents", JSON_INLINE);
 
 	/* Processes that have samples or GPU records, named. */
 	uint32_t *pids = cs_calloc(p->nprocesses + p->nthreads + p->ngpu_activities + 1,
@@ -816,12 +847,14 @@ int export_chrome_write(FILE *f, const struct profile *p)
 	chrome_write_idle(&c);
 	chrome_write_threads(&c);
 	chrome_write_flows(&c);
-	fputs("\n]}\n", f);
+	json_break(w);
+	json_end(w);
+	json_end(w);
+	fputc('\n', f);
 
 	free(c.flow_start);
 	free(c.gpus);
 	free(c.boundaries);
 	free(c.slices);
-	cs_buf_free(&c.esc);
 	return ferror(f) ? -EIO : 0;
 }
