@@ -22,3 +22,10 @@ bin/tests/jit-kernel bin/tests/jit-fp bin/tests/jit-decoy: tests/progs/jit.h
 bin/tests/jit-decoy: tests/progs/jit-kernel.c
 bin/tests/jit-nested: PROG_FLAGS = -O2 -g -fomit-frame-pointer
 bin/tests/jit-nested: tests/progs/jit.h tests/progs/jit-kernel.c
+
+# utf8-names: the JIT program of jit-fp.c with names cut mid-character (see the file); its
+# source directory is recorded in DWARF under a name that ends with two of the three bytes of
+# "加" (printf's octal escapes: make cannot write the bytes itself).
+bin/tests/utf8-names: tests/progs/jit-fp.c tests/progs/jit.h
+bin/tests/utf8-names: PROG_FLAGS = -O2 -g -fomit-frame-pointer \
+	-ffile-prefix-map=tests/progs=$(shell printf 'src-\346\225\260\346\215\256\345\212')

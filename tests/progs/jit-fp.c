@@ -1,7 +1,9 @@
 /* jit-fp.c: a JIT kernel without CFI that keeps a frame pointer (push rbp; mov rsp,rbp), as
  * some JITs do (see jit.h): the unwinder must recover its caller with one frame-pointer step,
  * without scanning. */
+#ifndef JIT_NAME /* utf8-names.c names it otherwise */
 #define JIT_NAME "jit_fp_kernel"
+#endif
 /* push rbp; mov rsp,rbp; push rbx; push r12; sub $0x20,rsp; mov (rdi),rcx; xor eax,eax;
  * mov $1,ebx; mov $3,r12d; mov rax,0x18(rsp);
  * 1: imul r12,rbx; add rbx,rax; mov rax,8(rsp); mov rbx,0x10(rsp); mov rcx,(rsp);

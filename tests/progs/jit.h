@@ -8,7 +8,8 @@
  * The code has no CFI: only the unwinder's recovery of JIT frames can get past it. A program
  * defines JIT_CODE (the bytes), JIT_NAME (its perf-map name), optionally a second kernel
  * (JIT_CODE2, JIT_NAME2; jit_kernel2), and jit_setup(), which fills the parameters the kernel
- * reads, then includes this file. Usage: PROG [SECONDS] (default 2). */
+ * reads, then includes this file; JIT_THREAD_START(), when defined, runs first on each of the
+ * two threads. Usage: PROG [SECONDS] (default 2). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
@@ -67,6 +68,9 @@ __attribute__((noinline)) void worker_loop(double seconds)
 
 static void *thread_main(void *arg)
 {
+#ifdef JIT_THREAD_START
+	JIT_THREAD_START();
+#endif
 	worker_loop(jit_seconds);
 	return NULL;
 }
@@ -127,6 +131,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "jit: pthread_create failed\n");
 		return 1;
 	}
+#ifdef JIT_THREAD_START
+	JIT_THREAD_START();
+#endif
 	worker_loop(jit_seconds);
 	pthread_join(t, NULL);
 	printf("%ld\n", jit_sink);
