@@ -4,6 +4,7 @@
 #include "analysis/steps.h"
 
 #include "base/cs.h"
+#include "base/search.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -224,14 +225,7 @@ static void filter_windows(struct filter_ctx *c)
 
 static bool filter_step_time(const struct filter_ctx *c, uint32_t pid, uint64_t t)
 {
-	size_t lo = 0, hi = c->nsw;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (c->sw[mid].pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = CS_LOWER_BOUND(c->sw, c->nsw, pid, pid);
 	return lo < c->nsw && c->sw[lo].pid == pid && t >= c->sw[lo].lo && t < c->sw[lo].hi;
 }
 
@@ -250,15 +244,7 @@ static bool filter_time(const struct filter_ctx *c, uint32_t pid, uint64_t t)
 /* Index of thread (pid, tid) in p->threads (sorted by pid, tid), or -1. */
 static ssize_t filter_thread(const struct profile *p, uint32_t pid, uint32_t tid)
 {
-	size_t lo = 0, hi = p->nthreads;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		const struct profile_thread *t = &p->threads[mid];
-		if (t->pid < pid || (t->pid == pid && t->tid < tid))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = CS_LOWER_BOUND2(p->threads, p->nthreads, pid, pid, tid, tid);
 	return lo < p->nthreads && p->threads[lo].pid == pid && p->threads[lo].tid == tid
 		? (ssize_t)lo : -1;
 }

@@ -9,6 +9,7 @@
 #include "analysis/fold.h"
 
 #include "base/cs.h"
+#include "base/search.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -297,17 +298,10 @@ static void fold_gpu_ranges(struct fold_gpu *g)
 /* The chain of ranges open on (pid, tid) at time t, as a chain id (FOLD_GPU_NONE: none). */
 static uint32_t fold_gpu_chain(struct fold_gpu *g, uint32_t pid, uint32_t tid, uint64_t t)
 {
-	size_t lo = 0, hi = g->nranges, nopen = 0;
+	size_t nopen = 0;
 	const size_t max_open = sizeof(g->open) / sizeof(g->open[0]);
 	/* The first range after (pid, tid, t). */
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		const struct fold_gpu_range *r = &g->ranges[mid];
-		if (r->pid < pid || (r->pid == pid && (r->tid < tid || (r->tid == tid && r->start <= t))))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = CS_UPPER_BOUND3(g->ranges, g->nranges, pid, pid, tid, tid, start, t);
 	if (!lo || g->ranges[lo - 1].pid != pid || g->ranges[lo - 1].tid != tid)
 		return FOLD_GPU_NONE;
 	for (uint32_t i = (uint32_t)(lo - 1); i != FOLD_GPU_NONE; i = g->ranges[i].parent)

@@ -6,6 +6,7 @@
 #include "analysis/gpu.h"
 
 #include "base/cs.h"
+#include "base/search.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -380,15 +381,7 @@ static int cmp_blame(const void *x, const void *y)
 static const struct gpu_item *gpu_blamed(const struct gpu_ctx *c, const struct gpu_wait *w)
 {
 	uint64_t limit = w->end + GPU_BLAME_SLACK_NS;
-	size_t lo = 0, hi = c->nitems;
-	while (lo < hi) {   /* first item after (pid, limit) */
-		size_t mid = lo + (hi - lo) / 2;
-		const struct gpu_item *it = &c->items[mid];
-		if (it->pid < w->pid || (it->pid == w->pid && it->end <= limit))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = CS_UPPER_BOUND2(c->items, c->nitems, pid, w->pid, end, limit); /* after */
 	while (lo-- > 0) {
 		const struct gpu_item *it = &c->items[lo];
 		if (it->pid != w->pid || it->end <= w->start)

@@ -8,6 +8,7 @@
 #include "analysis/gpu_idle.h"
 
 #include "base/cs.h"
+#include "base/search.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -204,17 +205,7 @@ static void idle_intervals(struct idle_ctx *c)
 static uint32_t idle_class(const struct idle_ctx *c, const struct profile_sample *s)
 {
 	/* the last span of this thread starting at or before t */
-	size_t lo = 0, hi = c->nspans;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct idle_span *m = &c->spans[mid];
-		bool before = m->tid != s->tid ? m->tid < s->tid :
-			      m->pid != s->pid ? m->pid < s->pid : m->start <= s->time;
-		if (before)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = CS_UPPER_BOUND3(c->spans, c->nspans, tid, s->tid, pid, s->pid, start, s->time);
 	bool in_api = false, in_sync = false;
 	for (size_t k = lo, n = 0; k-- > 0 && n < IDLE_SPAN_LOOKBACK; n++) {
 		const struct idle_span *m = &c->spans[k];
@@ -235,15 +226,7 @@ static uint32_t idle_class(const struct idle_ctx *c, const struct profile_sample
 /* First sample at or after t (p->samples is in time order). */
 static size_t idle_sample_at(const struct profile *p, uint64_t t)
 {
-	size_t lo = 0, hi = p->nsamples_records;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (p->samples[mid].time < t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return CS_LOWER_BOUND(p->samples, p->nsamples_records, time, t);
 }
 
 struct idle_tally {       /* one stack's weight within an interval or a time range */
@@ -476,6 +459,19 @@ const char *gpu_idle_leaf(const struct profile *p, uint32_t stack, char *python,
 	return leaf ? leaf : "[no stack]";
 }
 
+/* g->samples (indexes into p->samples, in time order) before t. */
+struct idle_sample_key {
+	const struct profile *p;
+	const struct gpu_idle *g;
+	uint64_t t;
+};
+
+static bool idle_sample_before(size_t i, const void *arg)
+{
+	const struct idle_sample_key *k = arg;
+	return k->p->samples[k->g->samples[i].sample].time < k->t;
+}
+
 uint64_t gpu_idle_between(const struct profile *p, const struct gpu_idle *g, int64_t pid,
 			  uint64_t t0, uint64_t t1, uint32_t *top_stack)
 {
@@ -488,14 +484,7 @@ uint64_t gpu_idle_between(const struct profile *p, const struct gpu_idle *g, int
 	 * first interval that may reach t0 starts at most the longest interval's length before. */
 	uint64_t longest = g->longest_ns;
 	uint64_t from = t0 > longest ? t0 - longest : 0;
-	size_t lo = 0, hi = g->nintervals;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (g->intervals[mid].start < from)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = CS_LOWER_BOUND(g->intervals, g->nintervals, start, from);
 	for (size_t i = lo; i < g->nintervals && g->intervals[i].start < t1; i++) {
 		const struct gpu_idle_interval *iv = &g->intervals[i];
 		if (pid >= 0 && (int64_t)iv->pid != pid)
@@ -507,15 +496,8 @@ uint64_t gpu_idle_between(const struct profile *p, const struct gpu_idle *g, int
 	if (!top_stack)
 		return ns;
 
-	lo = 0;
-	hi = g->nsamples;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (p->samples[g->samples[mid].sample].time < t0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	struct idle_sample_key key = { p, g, t0 };
+	lo = cs_partition_point(g->nsamples, idle_sample_before, &key);
 	struct idle_tally *tally = NULL;
 	size_t ntally = 0, cap = 0;
 	for (size_t i = lo; i < g->nsamples && p->samples[g->samples[i].sample].time < t1; i++) {

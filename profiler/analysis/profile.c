@@ -3,6 +3,7 @@
 #include "analysis/profile.h"
 
 #include "base/cs.h"
+#include "base/search.h"
 #include "format/datafile.h"
 
 #include <errno.h>
@@ -406,14 +407,7 @@ static int cmp_tid(const void *a, const void *b)
 static uint32_t load_comm_of(const struct load *l, uint32_t tid)
 {
 	/* comms are sorted by (tid, arrival); take the last one of tid */
-	size_t lo = 0, hi = l->ncomms;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (l->comms[mid].tid <= tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = CS_UPPER_BOUND(l->comms, l->ncomms, tid, tid);
 	if (lo > 0 && l->comms[lo - 1].tid == tid)
 		return l->comms[lo - 1].str;
 	return 0;
@@ -454,27 +448,13 @@ static void load_labels(struct load *l)
 
 const struct profile_label *profile_label_of(const struct profile *p, uint32_t id)
 {
-	size_t lo = 0, hi = p->nlabels;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (p->labels[mid].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = CS_LOWER_BOUND(p->labels, p->nlabels, id, id);
 	return lo < p->nlabels && p->labels[lo].id == id ? &p->labels[lo] : NULL;
 }
 
 const struct profile_process *profile_process_of(const struct profile *p, uint32_t pid)
 {
-	size_t lo = 0, hi = p->nprocesses;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (p->processes[mid].pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = CS_LOWER_BOUND(p->processes, p->nprocesses, pid, pid);
 	return lo < p->nprocesses && p->processes[lo].pid == pid ? &p->processes[lo] : NULL;
 }
 
@@ -521,16 +501,8 @@ static int cmp_gpu_node(const void *a, const void *b)
 
 static size_t gpu_launch_lower(const struct profile *p, uint32_t pid, uint32_t correlation)
 {
-	size_t lo = 0, hi = p->ngpu_launches;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		const struct profile_gpu_launch *g = &p->gpu_launches[mid];
-		if (g->pid < pid || (g->pid == pid && g->correlation < correlation))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return CS_LOWER_BOUND2(p->gpu_launches, p->ngpu_launches, pid, pid, correlation,
+			       correlation);
 }
 
 const struct profile_gpu_launch *profile_gpu_launch_of(const struct profile *p, uint32_t pid,
@@ -738,15 +710,8 @@ static void load_gpu_finish(struct load *l)
 		if (g)
 			a->launch = (uint32_t)(g - p->gpu_launches);
 		if (a->graph_node_id && nnodes) {
-			size_t lo = 0, hi = nnodes;
-			while (lo < hi) {
-				size_t mid = (lo + hi) / 2;
-				if (nodes[mid].pid < a->pid ||
-				    (nodes[mid].pid == a->pid && nodes[mid].node < a->graph_node_id))
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
+			size_t lo = CS_LOWER_BOUND2(nodes, nnodes, pid, a->pid, node,
+						    a->graph_node_id);
 			if (lo < nnodes && nodes[lo].pid == a->pid && nodes[lo].node == a->graph_node_id)
 				a->node_launch = nodes[lo].launch;
 		}

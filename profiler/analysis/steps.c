@@ -4,6 +4,7 @@
 #include "analysis/steps.h"
 
 #include "base/cs.h"
+#include "base/search.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -211,14 +212,7 @@ static size_t steps_activity_ends(const struct profile *p, struct steps_ev **out
 
 static uint64_t steps_activity_end(const struct steps_ev *v, size_t n, uint32_t pid)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid].pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = CS_LOWER_BOUND(v, n, pid, pid);
 	return lo < n && v[lo].pid == pid ? v[lo].t : 0;
 }
 
@@ -494,29 +488,13 @@ static void steps_prepare_gpu(struct steps_mctx *c)
 /* First index in v[0..n) sorted by (pid, t) at or after (pid, t). */
 static size_t steps_lower(const struct steps_ev *v, size_t n, uint32_t pid, uint64_t t)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid].pid < pid || (v[mid].pid == pid && v[mid].t < t))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return CS_LOWER_BOUND2(v, n, pid, pid, t, t);
 }
 
 /* First index of the sorted times[0..n) at or after t. */
 static size_t steps_lower_time(const uint64_t *times, size_t n, uint64_t t)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (times[mid] < t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return cs_lower_bound_u64(times, n, t);
 }
 
 static uint64_t steps_busy_between(const struct steps_mctx *c, uint32_t pid, uint64_t t0,

@@ -34,6 +34,7 @@
 #include "export/export.h"
 #include "analysis/gpu_idle.h"
 #include "base/cs.h"
+#include "base/search.h"
 #include "base/json.h"
 
 #include <errno.h>
@@ -327,14 +328,7 @@ static void chrome_frame_runs(struct chrome_ctx *c, const uint32_t *idx, size_t 
 		const struct profile_stack *st = s->stack < p->nstacks ? &p->stacks[s->stack] : NULL;
 		uint32_t nfr = st ? st->nframes : 0;
 		/* The first boundary after s->time: pieces are [start, min(end, boundary)). */
-		size_t lo = 0, hi = c->nboundaries;
-		while (lo < hi) {
-			size_t mid = (lo + hi) / 2;
-			if (c->boundaries[mid] <= s->time)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		size_t lo = cs_upper_bound_u64(c->boundaries, c->nboundaries, s->time);
 		for (uint64_t start = s->time; start < end;) {
 			bool at_boundary = lo < c->nboundaries && c->boundaries[lo] < end;
 			uint64_t stop = at_boundary ? c->boundaries[lo] : end;

@@ -5,6 +5,7 @@
 #include "format/merge.h"
 
 #include "base/cs.h"
+#include "base/search.h"
 #include "format/datafile.h"
 
 #include <errno.h>
@@ -387,14 +388,7 @@ static uint32_t merge_task_id(const struct merge_input *in, uint32_t id)
 {
 	if (id == 0 || id == UINT32_MAX)
 		return id;
-	size_t lo = 0, hi = in->ntasks;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (in->task[mid].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = CS_LOWER_BOUND(in->task, in->ntasks, id, id);
 	return lo < in->ntasks && in->task[lo].id == id ? in->task[lo].new_id : id;
 }
 

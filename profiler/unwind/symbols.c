@@ -27,6 +27,7 @@
 #include <elfutils/libdw.h>
 
 #include "base/cs.h"
+#include "base/search.h"
 #include "unwind/elfcache.h"
 #include "unwind/offcpu.h"
 #include "unwind/python.h"
@@ -146,14 +147,7 @@ static const char *sym_kernel_name(struct unwind_ctx *ctx, uint64_t addr)
 {
 	if (!ctx->kallsyms_loaded)
 		sym_load_kallsyms(ctx);
-	size_t lo = 0, hi = ctx->nkallsyms;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (ctx->kallsyms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = CS_UPPER_BOUND(ctx->kallsyms, ctx->nkallsyms, addr, addr);
 	return lo ? elfcache_intern(ctx, ctx->kallsyms[lo - 1].name) : NULL;
 }
 
@@ -219,14 +213,7 @@ static void sym_load_jit_map(struct unwind_ctx *ctx, struct unwind_module_priv *
 static const char *sym_jit_lookup(const struct unwind_module_priv *m, uint64_t addr)
 {
 	/* The last entry starting at or below addr that contains it. */
-	size_t lo = 0, hi = m->njit_syms;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (m->jit_syms[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = CS_UPPER_BOUND(m->jit_syms, m->njit_syms, start, addr);
 	for (size_t i = lo; i-- > 0;) {
 		const struct jit_sym *s = &m->jit_syms[i];
 		if (addr < s->start + s->size)
@@ -363,15 +350,8 @@ static void sym_build_funcs(struct elf_file *f, struct sym_file_index *ix)
  * when nothing else is closer. */
 static const struct sym_func *sym_func_lookup(const struct sym_file_index *ix, uint64_t addr)
 {
-	size_t lo = 0, hi = ix->nfuncs;
+	size_t lo = CS_UPPER_BOUND(ix->funcs, ix->nfuncs, addr, addr);
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (ix->funcs[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	/* A few back: a large function may enclose smaller local labels. */
 	for (size_t j = lo, back = 0; j-- > 0 && back < 8; back++) {
 		const struct sym_func *fn = &ix->funcs[j];

@@ -28,6 +28,7 @@
 #include <gelf.h>
 
 #include "base/cs.h"
+#include "base/search.h"
 #include "unwind/elfcache.h"
 #include "unwind/jit.h"
 #include "format/datafile.h"
@@ -386,15 +387,8 @@ static void unwind_space_punch(struct unwind_space *sp, uint64_t start, uint64_t
 
 static void unwind_space_insert(struct unwind_space *sp, const struct unwind_map *m)
 {
-	size_t lo = 0, hi = sp->nmaps;
+	size_t lo = CS_LOWER_BOUND(sp->maps, sp->nmaps, start, m->start);
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (sp->maps[mid].start < m->start)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	cs_grow(&sp->maps, &sp->cap_maps, sp->nmaps + 1, sizeof(sp->maps[0]));
 	memmove(sp->maps + lo + 1, sp->maps + lo, (sp->nmaps - lo) * sizeof(sp->maps[0]));
 	sp->maps[lo] = *m;
