@@ -12,9 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* libstdc++'s demangler (-lstdc++ is linked): names the recorder could not demangle. */
-extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
-
 /* One piece of device work (kernel, memcpy, memset). */
 struct gpu_item {
 	uint32_t pid, device, context, stream, kind, detail;
@@ -196,15 +193,10 @@ static void gpu_kernel_table(struct gpu_ctx *c)
 		const char *raw = profile_str(p, d[i].name);
 		k->name = *raw ? raw : "(unnamed)";
 		k->min_ns = UINT64_MAX;
-		if (!strncmp(raw, "_Z", 2)) {
-			int st = 0;
-			char *dm = __cxa_demangle(raw, NULL, NULL, &st);
-			if (dm && !st) {
-				k->name = gpu_own(o, dm);
-				k->mangled = raw;
-			} else {
-				free(dm);
-			}
+		char *dm = cs_demangle(raw); /* a name the recorder could not demangle */
+		if (dm) {
+			k->name = gpu_own(o, dm);
+			k->mangled = raw;
 		}
 		size_t j = i;
 		for (; j < n && d[j].name == d[i].name; j++) {

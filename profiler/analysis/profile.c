@@ -531,8 +531,6 @@ const char *profile_gpu_kind_name(uint32_t kind)
  * host wrapper, a function with the kernel's own (mangled, so demangled) name. The stub's
  * demangled name is __device_stub__<the kernel's mangled name without '_'>(parameters); its
  * raw name, _Z<len>__device_stub__Z<len><identifier>..., gives the identifier alone. */
-extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
-
 static bool gpu_runtime_frame(const struct profile *p, const struct profile_frame *f,
 			      char *wrapper, size_t wrapper_size)
 {
@@ -562,9 +560,8 @@ static bool gpu_runtime_frame(const struct profile *p, const struct profile_fram
 	if (paren && n[0] == 'Z' && (size_t)(paren - n) + 2 < wrapper_size) {
 		char mangled[1024];
 		snprintf(mangled, sizeof(mangled), "_%.*s", (int)(paren - n), n);
-		int status = -1;
-		char *dm = __cxa_demangle(mangled, NULL, NULL, &status);
-		if (dm && status == 0)
+		char *dm = cs_demangle(mangled);
+		if (dm)
 			snprintf(wrapper, wrapper_size, "%s", dm);
 		free(dm);
 	} else if (*n == 'Z') {

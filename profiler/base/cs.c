@@ -210,6 +210,21 @@ int cs_parse_double(const char *s, double *out)
 	return 0;
 }
 
+/* libstdc++'s demangler (the Itanium C++ ABI; -lstdc++ is linked): the one declaration. */
+extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
+
+char *cs_demangle(const char *name)
+{
+	if (name[0] != '_' || name[1] != 'Z')
+		return NULL;
+	int status = -1;
+	char *d = __cxa_demangle(name, NULL, NULL, &status);
+	if (d && status == 0)
+		return d;
+	free(d);
+	return NULL;
+}
+
 const char *cs_basename(const char *path)
 {
 	const char *slash = strrchr(path, '/');

@@ -90,6 +90,10 @@ int cs_parse_double(const char *s, double *out);
 
 const char *cs_basename(const char *path);
 
+/* A C++ (Itanium ABI) name demangled, in memory the caller frees; NULL when name is not a
+ * mangled one ("_Z...") or does not demangle. */
+char *cs_demangle(const char *name);
+
 /* Read a small file (a /proc or /sys entry) into buf, NUL-terminated. Returns the length or
  * -errno. */
 ssize_t cs_read_small_file(const char *path, char *buf, size_t size);

@@ -2,6 +2,7 @@
 #include "base/cs.h"
 #include "base/unit.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 UNIT_TEST(cs_xml_escape)
@@ -23,4 +24,14 @@ UNIT_TEST(cs_parse_numbers)
 	UNIT_ASSERT(cs_parse_u64("", &v) < 0);
 	UNIT_ASSERT(cs_parse_double("2.5", &d) == 0 && d == 2.5);
 	UNIT_ASSERT(cs_parse_double("nan", &d) < 0);
+}
+
+UNIT_TEST(cs_demangle_names)
+{
+	char *d = cs_demangle("_ZN2ns3fooEi");
+	UNIT_ASSERT(d && !strcmp(d, "ns::foo(int)"));
+	free(d);
+	UNIT_ASSERT(!cs_demangle("main"));          /* not mangled */
+	UNIT_ASSERT(!cs_demangle("_Zbogus@@"));     /* does not demangle */
+	UNIT_ASSERT(!cs_demangle(""));
 }

@@ -32,8 +32,6 @@ struct gpu_stack_ent {
 	uint64_t pcs[];              /* then struct gpu_py_frame py[npy] */
 };
 
-extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
-
 /* One stream of records: a file, or a buffer handed to gpu_merge_buffer. */
 struct gpu_stream {
 	const struct gpu_sink *sink;
@@ -255,11 +253,8 @@ static void gpu_kernel_name(const char *raw, void (*fn)(struct gpu_stream *, str
 							 const char *),
 			    struct gpu_stream *s, struct df_gpu_activity *a)
 {
-	char *dm = NULL;
-	int st = -1;
-	if (raw[0] == '_' && raw[1] == 'Z')
-		dm = __cxa_demangle(raw, NULL, NULL, &st);
-	fn(s, a, dm && st == 0 ? dm : raw);
+	char *dm = cs_demangle(raw);
+	fn(s, a, dm ? dm : raw);
 	free(dm);
 }
 

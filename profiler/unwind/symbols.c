@@ -8,7 +8,7 @@
  * --no-debuginfod). DWARF gives
  * source lines and inline chains (dwarf_getscopes + DW_TAG_inlined_subroutine, the caller's line
  * from DW_AT_call_file/DW_AT_call_line, as eu-addr2line -i does). C++ and Rust (legacy mangling)
- * names are demangled with libstdc++'s __cxa_demangle.
+ * names are demangled with libstdc++'s __cxa_demangle (cs_demangle).
  *
  * Kernel addresses are named from /proc/kallsyms (read once), anonymous code from
  * /tmp/perf-PID.map. Results are cached per (module, offset, is_caller); a location that has no
@@ -33,9 +33,6 @@
 #include "unwind/python.h"
 #include "format/datafile.h"
 
-/* libstdc++'s demangler (the Itanium C++ ABI; -lstdc++ is linked). */
-extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
-
 /* ------------------------------------------------------------------------------------------ */
 /* Names */
 
@@ -50,14 +47,9 @@ static bool sym_is_hex(const char *s, size_t n)
 /* Demangle name into an interned string (the name itself when it is not mangled). */
 static const char *sym_demangle(struct unwind_ctx *ctx, const char *name)
 {
-	if (name[0] != '_' || name[1] != 'Z')
+	char *d = cs_demangle(name);
+	if (!d)
 		return elfcache_intern(ctx, name);
-	int status = 0;
-	char *d = __cxa_demangle(name, NULL, NULL, &status);
-	if (!d || status != 0) {
-		free(d);
-		return elfcache_intern(ctx, name);
-	}
 	/* Rust's legacy mangling is Itanium-shaped and ends in a "::h<16 hex digits>" hash. */
 	size_t len = strlen(d);
 	if (len > 19 && memcmp(d + len - 19, "::h", 3) == 0 && sym_is_hex(d + len - 16, 16))
