@@ -62,8 +62,9 @@ test: deps
 bundle: all
 	@scripts/bundle-libs.sh
 
-# The include rules of the README's design section (also a test in `make test`).
-check-layout:
+# The include rules of the README's design section (also a test in `make test`). The in-target
+# library is built first where the toolkit is, so that its imports are checked too.
+check-layout: $(if $(HAVE_CUPTI),lib/libcsampler-cupti.so)
 	@scripts/check-layout.sh
 
 check: test

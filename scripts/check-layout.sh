@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # check-layout.sh: enforce the include rules of the README's design section. Each folder of
-# profiler/ may include only the folders listed for it below; target/ and kernels/ never reach
-# profiler/; the in-target library (profiler/inject/) includes only its own folder and no
-# elfutils, and once built it imports nothing that prints or exits.
+# profiler/ may include only the folders listed for it below, in the "folder/file.h" form (not
+# <folder/file.h>, no . or .. in the path), unit tests too; no file declares another folder's
+# function by hand (extern or a prototype); target/ and kernels/ never reach profiler/; the
+# in-target library (profiler/inject/) includes only its own folder and no elfutils, and once
+# built it imports nothing that prints or exits (make check-layout and make test build it
+# first where the CUDA toolkit is).
 # Usage: scripts/check-layout.sh [ROOT]   (ROOT defaults to the repository; `make check-layout`)
 # Prints one line per violation and exits 1 when there is any.
 set -u
@@ -17,50 +20,97 @@ declare -A allow=(
 	[unwind]="base format"
 	[record]="base format sampler unwind inject"
 	[analysis]="base format"
-	[export]="base format analysis"
+	[export]="base analysis"
 	[cmd]="base format sampler unwind record analysis export inject"
 	[inject]=""
 	[main.c]="base cmd"
 	[flamegraph]="base analysis"
 )
-# record/ may take only the wire contracts from inject/ (the file format, the attach entry).
-declare -A only_file=([record:inject]="inject/protocol.h inject/attach.h" [cmd:inject]="inject/protocol.h")
+# Where a folder may take only some files of another: record/ only the wire contracts of
+# inject/ (the file format, the attach entry), sampler/ only the snapshot struct of unwind/.
+declare -A only_file=([record:inject]="inject/protocol.h inject/attach.h" [cmd:inject]="inject/protocol.h"
+	[sampler:unwind]="unwind/unwind.h")
+# Unit tests (*_test.c) follow their folder's rule, plus the reader that checks what a writer
+# wrote (analysis/profile.h, profile_builder.h) and the command table, to drive a command's
+# option errors (cmd/cmds.h).
+test_extra="analysis/profile.h analysis/profile_builder.h cmd/cmds.h"
 bad=0
 violation() { echo "layout: $1" >&2; bad=1; }
 
 check_file() { # $1 file, $2 its folder key
-	local f=$1 key=$2 inc dir ok
-	while IFS= read -r inc; do
+	local f=$1 key=$2 inc dir ok form
+	local extra=; case $f in *_test.c) extra=$test_extra ;; esac
+	while IFS=' ' read -r form inc; do
 		dir=${inc%%/*}
+		if [ "$form" = '<' ]; then             # <folder/file.h>: only system headers
+			[ "$dir" != "$inc" ] && [ -d "profiler/$dir" ] &&
+				violation "$f includes <$inc>: use the \"folder/file.h\" form"
+			continue
+		fi
+		case /$inc/ in
+		*/../*|*/./*)                             # no way round the rules through ..
+			# cmd/ reaches the renderer beside profiler/ as "../flamegraph/file.h", no deeper
+			[ "$key" = cmd ] && [[ $inc =~ ^\.\./flamegraph/[A-Za-z0-9_]+\.h$ ]] && continue
+			violation "$f includes \"$inc\": use the \"folder/file.h\" form (no . or .. in the path)"
+			continue ;;
+		esac
 		[ "$dir" = "$inc" ] && continue             # same-folder include ("x.h")
-		[ "$dir" = ".." ] && { [ "$key" = cmd ] && [ "${inc#../flamegraph/}" != "$inc" ] && continue; \
-			violation "$f includes \"$inc\": use the \"folder/file.h\" form"; continue; }
 		[ "$dir" = "$key" ] && continue
 		[ -d "profiler/$dir" ] || continue             # not one of ours (e.g. a system subdir)
+		[[ " $extra " == *" $inc "* ]] && continue
 		ok=0
 		for a in ${allow[$key]}; do [ "$a" = "$dir" ] && ok=1; done
 		if [ $ok = 1 ] && [ -n "${only_file[$key:$dir]:-}" ] && ! [[ " ${only_file[$key:$dir]} " == *" $inc "* ]]; then
 			ok=0
 		fi
-		[ $ok = 1 ] || violation "$f includes \"$inc\": $key/ may include only: ${allow[$key]:-nothing of profiler/}${only_file[$key:$dir]:+ (of $dir/, only ${only_file[$key:$dir]})}"
-	done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f")
+		[ $ok = 1 ] || violation "$f includes \"$inc\": $key/ may include only: ${allow[$key]:-nothing of profiler/}${only_file[$key:$dir]:+ (of $dir/, only ${only_file[$key:$dir]})}${extra:+ (a test also $extra)}"
+	done < <(sed -n -e 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/" \1/p' \
+		-e 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*<\([^>]*\)>.*/< \1/p' "$f")
 }
 
-for f in $(find profiler -name '*.[ch]' | sort); do
-	case $f in *_test.c) continue ;; esac   # unit tests may reach across folders
-	rel=${f#profiler/}
-	case $rel in
-	*/*) key=${rel%%/*} ;;
-	*) key=$rel ;;
+# The folder key of a source file: profiler/<key>/..., profiler/main.c, flamegraph.
+folder_of() {
+	case $1 in
+	flamegraph/*) echo flamegraph ;;
+	profiler/*/*) local rel=${1#profiler/}; echo "${rel%%/*}" ;;
+	*) echo "${1#profiler/}" ;;
 	esac
+}
+
+sources=$(find profiler flamegraph -name '*.[ch]' | sort)
+for f in $sources; do
+	key=$(folder_of "$f")
 	if [ -z "${allow[$key]+set}" ]; then
 		violation "$f: folder '$key' has no include rule: add it to scripts/check-layout.sh and the README"
 		continue
 	fi
 	check_file "$f" "$key"
 done
-for f in $(find flamegraph -name '*.[ch]' ! -name '*_test.c' | sort); do
-	check_file "$f" flamegraph
+
+# No way round the includes by declaring another folder's function by hand: the functions each
+# folder declares in its headers or defines in its .c files (outside its tests), then every
+# extern declaration and every one-line prototype in a .c file that names one of another folder.
+declare -A owner=()
+while read -r name key; do
+	[ -n "${owner[$name]:-}" ] || owner[$name]=$key
+done < <(for f in $sources; do
+	case $f in *_test.c) continue ;; esac
+	key=$(folder_of "$f")
+	sed -E 's/^__attribute__\(\([a-z_]+(\([^()]*\))?\)\)[[:space:]]+//' "$f" |
+		grep -E '^[A-Za-z_][A-Za-z0-9_ *]*[ *][A-Za-z_][A-Za-z0-9_]*\(' |
+		grep -Ev '^(static|typedef|struct|enum|union|extern|return|if|else|for|while|switch)\b' |
+		case $f in *.c) grep -Ev ';[[:space:]]*$' ;; *) cat ;; esac | # .c: definitions only
+		sed -E "s/^[^(]*[ *]([A-Za-z_][A-Za-z0-9_]*)\(.*/\1 $key/"
+done)
+for f in $sources; do
+	key=$(folder_of "$f")
+	case $f in *.c) proto='|^[A-Za-z_][^=;(]*[ *][A-Za-z_][A-Za-z0-9_]*\(.*\);[[:space:]]*$' ;; *) proto= ;; esac
+	while IFS= read -r line; do
+		name=$(echo "$line" | sed -E 's/^([^(]*[ *])?([A-Za-z_][A-Za-z0-9_]*)[[:space:]]*\(.*/\2/')
+		o=${owner[$name]:-}
+		[ -n "$o" ] && [ "$o" != "$key" ] &&
+			violation "$f declares $name, a function of $o/, by hand: include its header (the rules above decide whether $key/ may)"
+	done < <(grep -E "^[[:space:]]*extern[[:space:]][^;]*\($proto" "$f" | grep -Ev '^(static|typedef|return)\b')
 done
 # The workload never depends on the profiler.
 for f in $(find target kernels -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' | sort); do
