@@ -24,7 +24,7 @@ PROFILER_TESTS := base/cs base/json base/search format/datafile unwind/unwind un
 	export/pprof unwind/offcpu
 PROFILER_OBJS      := $(PROFILER_SRCS:%.c=$(BUILD)/%.o)
 PROFILER_TEST_OBJS := $(PROFILER_TESTS:%=$(BUILD)/profiler/%_test.o)
-PROFILER_LIBS      := -ldw -lelf -lz -lzstd -llzma -lstdc++ -lm
+PROFILER_LIBS      := -ldw -lelf -lz -lzstd -lstdc++ -lm
 CSAMPLER_EXTRA_OBJS ?=
 
 $(BUILD)/profiler/%.o $(BUILD)/flamegraph/%.o $(BUILD)/tests/%.o: CPPFLAGS += -Iprofiler
