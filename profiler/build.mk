@@ -19,7 +19,7 @@ PROFILER_SRCS := profiler/main.c \
 	$(PROFILER_UNWIND:%=profiler/unwind/%.c) $(PROFILER_RECORD:%=profiler/record/%.c) \
 	$(PROFILER_ANALYSIS:%=profiler/analysis/%.c) $(PROFILER_EXPORT:%=profiler/export/%.c)
 PROFILER_TESTS := base/cs base/json base/search format/datafile unwind/unwind unwind/symbols sampler/sampler_ptrace \
-	analysis/profile_builder analysis/filter analysis/stacks analysis/fold_gpu analysis/report \
+	analysis/profile_builder analysis/fixtures analysis/filter analysis/stacks analysis/fold_gpu analysis/report \
 	analysis/gpu analysis/gpu_idle analysis/steps record/gpu_merge record/output unwind/python unwind/jit analysis/compare \
 	export/pprof unwind/offcpu
 PROFILER_OBJS      := $(PROFILER_SRCS:%.c=$(BUILD)/%.o)

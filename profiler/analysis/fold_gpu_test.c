@@ -3,7 +3,7 @@
  * stack, lost timestamps and API spans left out, calls, filters, per-thread roots, time
  * order, and FOLD_BOTH's roots summing to the CPU time and the GPU time. */
 #include "analysis/fold.h"
-#include "analysis/profile_builder.h"
+#include "analysis/fixtures.h"
 #include "analysis/stacks.h"
 #include "base/cs.h"
 #include "base/unit.h"
@@ -88,33 +88,14 @@ static void fx_free(struct gpu_fixture *fx)
 	pb_free(&fx->b);
 }
 
-static char *gpu_folded(const struct profile *p, const struct fold_opts *o)
-{
-	char *text = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
-	UNIT_ASSERT(f);
-	UNIT_ASSERT(stacks_write_folded(f, p, o) == 0);
-	fclose(f);
-	return text;
-}
-
-static void gpu_expect(const char *got, const char *want)
-{
-	if (strcmp(got, want)) {
-		fprintf(stderr, "got:\n%s\nwanted:\n%s\n", got, want);
-		UNIT_ASSERT(!"text differs");
-	}
-}
-
 UNIT_TEST(fold_gpu_leaves_and_ranges)
 {
 	struct gpu_fixture fx;
 	fx_build(&fx);
 	struct fold_opts o = FOLD_OPTS_DEFAULT;
 	o.source = FOLD_GPU;
-	char *text = gpu_folded(&fx.b.p, &o);
-	gpu_expect(text,
+	char *text = fx_folded(&fx.b.p, &o);
+	fx_expect_text(text,
 		   "app;[no launch stack];[gpu] orphan 11\n"
 		   "app;[nvtx] other;main;step;launch_a;[gpu] void k<int&>(int&) 13\n"
 		   "app;[nvtx] outer;[nvtx] inner;main;step;copy;[memcpy DtoH] 5\n"
@@ -126,15 +107,15 @@ UNIT_TEST(fold_gpu_leaves_and_ranges)
 
 	o.per_thread = 1;
 	o.tid = 2;
-	text = gpu_folded(&fx.b.p, &o);
-	gpu_expect(text, "worker-2;[nvtx] other;main;step;launch_a;[gpu] void k<int&>(int&) 13\n");
+	text = fx_folded(&fx.b.p, &o);
+	fx_expect_text(text, "worker-2;[nvtx] other;main;step;launch_a;[gpu] void k<int&>(int&) 13\n");
 	free(text);
 
 	o.per_thread = 0;
 	o.tid = -1;
 	o.comm = "worker";
-	text = gpu_folded(&fx.b.p, &o);
-	gpu_expect(text, "app;[nvtx] other;main;step;launch_a;[gpu] void k<int&>(int&) 13\n");
+	text = fx_folded(&fx.b.p, &o);
+	fx_expect_text(text, "app;[nvtx] other;main;step;launch_a;[gpu] void k<int&>(int&) 13\n");
 	free(text);
 	fx_free(&fx);
 }
@@ -195,7 +176,7 @@ UNIT_TEST(fold_gpu_both_roots)
 	struct fold_opts o = FOLD_OPTS_DEFAULT;
 	o.source = FOLD_BOTH;
 	UNIT_ASSERT_EQ_INT(fold_cpu_period_ns(&fx.b.p), 1000000);
-	char *text = gpu_folded(&fx.b.p, &o);
+	char *text = fx_folded(&fx.b.p, &o);
 	uint64_t cpu = 0, gpu = 0;
 	for (char *line = text; *line;) {
 		char *nl = strchr(line, '\n'), *sp = memrchr(line, ' ', nl - line);

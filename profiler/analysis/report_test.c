@@ -2,7 +2,7 @@
  * synthetic profile, and of the commands' option errors (cmd_report.c, cmd_folded.c). */
 #include "cmd/cmds.h"
 #include "base/cs.h"
-#include "analysis/profile_builder.h"
+#include "analysis/fixtures.h"
 #include "analysis/report.h"
 #include "analysis/stacks.h"
 #include "base/unit.h"
@@ -11,8 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#define LIBC "/lib/x86_64-linux-gnu/libc.so.6"
 
 /* 105 samples: work_a 60 (main thread), work_b inlined 30 (worker), copy_user in the kernel
  * under a recursion 10, and 5 in a library without CFI whose copies were full. */
@@ -24,24 +22,13 @@ static void build_report_profile(struct pbuild *b)
 	pb_header(b, "rate_hz", "999");
 	pb_header(b, "callgraph", "dwarf");
 	pb_header(b, "stack_size", "8192");
-	pb_process(b, 100, 1, "app");
-	pb_thread(b, 100, 100, "app");
-	pb_thread(b, 100, 101, "worker");
-	uint32_t s1 = pb_stack(b, "_start;__libc_start_main@" LIBC ";main=app.c:40;compute;"
-				  "work_a=a.c:10");
-	uint32_t s2 = pb_stack(b, "_start;__libc_start_main@" LIBC ";main=app.c:40;compute;"
-				  "work_a=a.c:12");
-	uint32_t s3 = pb_stack(b, "clone3@" LIBC ";start_thread@" LIBC ";worker_main=w.c:3;"
-				  "work_b_[i]=w.c:7");
-	uint32_t s4 = pb_stack(b, "_start;__libc_start_main@" LIBC ";main=app.c:41;rec;rec;rec;"
-				  "leaf_c;copy_user_[k]");
-	uint32_t s5 = pb_stack(b, "libfoo.so+0x1234@/opt/libfoo.so;foo_leaf@/opt/libfoo.so");
-	pb_module(b, "/opt/libfoo.so", PROFILE_MODULE_NO_CFI | PROFILE_MODULE_NO_SYMBOLS);
-	pb_samples(b, 100, 100, s1, 50, 0);
-	pb_samples(b, 100, 101, s3, 30, 0);
-	pb_samples(b, 100, 100, s2, 10, 0);
-	pb_samples(b, 100, 100, s4, 10, 0);
-	pb_samples(b, 100, 101, s5, 5, PROFILE_SAMPLE_STACK_FULL);
+	uint32_t s[5];
+	fx_app(b, "leaf_c;copy_user_[k]", s);
+	pb_samples(b, 100, 100, s[0], 50, 0);
+	pb_samples(b, 100, 101, s[2], 30, 0);
+	pb_samples(b, 100, 100, s[1], 10, 0);
+	pb_samples(b, 100, 100, s[3], 10, 0);
+	pb_samples(b, 100, 101, s[4], 5, PROFILE_SAMPLE_STACK_FULL);
 	b->p.lost = 2;
 }
 
@@ -61,14 +48,6 @@ static char *render(const struct profile *p, struct report_opts *o)
 	return text;
 }
 
-static void expect_text(const char *got, const char *want)
-{
-	if (strcmp(got, want)) {
-		fprintf(stderr, "got:\n%s\nwanted:\n%s\n", got, want);
-		UNIT_ASSERT(!"output differs from the golden text");
-	}
-}
-
 UNIT_TEST(report_text_golden)
 {
 	struct pbuild b;
@@ -77,7 +56,7 @@ UNIT_TEST(report_text_golden)
 	b.p.truncated = true;
 	o.limit = 6;
 	char *text = render(&b.p, &o);
-	expect_text(text,
+	fx_expect_text(text,
 "# csampler report of csampler.data\n"
 "# command:   ./app --iters 3\n"
 "# recorded:  csampler record -- ./app --iters 3\n"
@@ -202,7 +181,7 @@ UNIT_TEST(report_json_golden)
 	o.limit = 3;
 	o.filter.comm = "app";
 	char *text = render(&b.p, &o);
-	expect_text(text,
+	fx_expect_text(text,
 "{\"file\":\"csampler.data\",\"command\":\"./app --iters 3\","
 "\"cmdline\":\"csampler record -- ./app --iters 3\",\n"
 "\"samples\":105,\"samples_unfiltered\":105,\"idle_recorded\":false,\"offcpu_samples\":0,\"lost\":2,\"duration_s\":0.105000,\"rate_hz\":999,"

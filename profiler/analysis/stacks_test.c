@@ -1,7 +1,7 @@
 /* stacks_test.c: unit tests of the aggregation engine and the folded-stack stream (stacks.c)
  * over synthetic profiles from profile_builder.h. */
 #include "analysis/fold.h"
-#include "analysis/profile_builder.h"
+#include "analysis/fixtures.h"
 #include "analysis/stacks.h"
 #include "base/unit.h"
 
@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LIBC "/lib/x86_64-linux-gnu/libc.so.6"
 
 /* The profile most tests share: process "app" (pid 100) with its main thread and a worker
  * thread (tid 101, "worker"):
@@ -23,25 +22,14 @@
 static void build_app(struct pbuild *b)
 {
 	pb_init(b);
-	pb_process(b, 100, 1, "app");
-	pb_thread(b, 100, 100, "app");
-	pb_thread(b, 100, 101, "worker");
-	uint32_t s1 = pb_stack(b, "_start;__libc_start_main@" LIBC ";main=app.c:40;compute;"
-				  "work_a=a.c:10");
-	uint32_t s2 = pb_stack(b, "_start;__libc_start_main@" LIBC ";main=app.c:40;compute;"
-				  "work_a=a.c:12");
-	uint32_t s3 = pb_stack(b, "clone3@" LIBC ";start_thread@" LIBC ";worker_main=w.c:3;"
-				  "work_b_[i]=w.c:7");
-	uint32_t s4 = pb_stack(b, "_start;__libc_start_main@" LIBC ";main=app.c:41;rec;rec;rec;"
-				  "leaf_c");
-	uint32_t s5 = pb_stack(b, "libfoo.so+0x1234@/opt/libfoo.so;foo_leaf@/opt/libfoo.so");
-	pb_module(b, "/opt/libfoo.so", PROFILE_MODULE_NO_CFI | PROFILE_MODULE_NO_SYMBOLS);
-	pb_samples(b, 100, 100, s1, 25, 0);
-	pb_samples(b, 100, 101, s3, 30, 0);
-	pb_samples(b, 100, 100, s1, 25, 0);
-	pb_samples(b, 100, 100, s2, 10, 0);
-	pb_samples(b, 100, 100, s4, 10, 0);
-	pb_samples(b, 100, 101, s5, 5, 0);
+	uint32_t s[5];
+	fx_app(b, "leaf_c", s);
+	pb_samples(b, 100, 100, s[0], 25, 0);
+	pb_samples(b, 100, 101, s[2], 30, 0);
+	pb_samples(b, 100, 100, s[0], 25, 0);
+	pb_samples(b, 100, 100, s[1], 10, 0);
+	pb_samples(b, 100, 100, s[3], 10, 0);
+	pb_samples(b, 100, 101, s[4], 5, 0);
 }
 
 static const struct stacks_function *find_func(const struct stacks_report *r, const char *name)
@@ -140,7 +128,7 @@ UNIT_TEST(stacks_breakdowns)
 	UNIT_ASSERT_EQ_INT(r.libraries[0].total, 100);
 	UNIT_ASSERT(!strcmp(r.libraries[1].path, "/opt/libfoo.so"));
 	UNIT_ASSERT_EQ_INT(r.libraries[1].self, 5);
-	UNIT_ASSERT(!strcmp(r.libraries[2].path, LIBC));
+	UNIT_ASSERT(!strcmp(r.libraries[2].path, FX_LIBC));
 	UNIT_ASSERT_EQ_INT(r.libraries[2].self, 0);
 	UNIT_ASSERT_EQ_INT(r.libraries[2].total, 100);
 	stacks_report_free(&r);
@@ -408,32 +396,13 @@ UNIT_TEST(stacks_stack_size_suggestion)
 
 /* ---- folded ---- */
 
-static char *folded_text(const struct profile *p, const struct fold_opts *o)
-{
-	char *text = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
-	UNIT_ASSERT(f);
-	UNIT_ASSERT(stacks_write_folded(f, p, o) == 0);
-	fclose(f);
-	return text;
-}
-
-static void expect_text(const char *got, const char *want)
-{
-	if (strcmp(got, want)) {
-		fprintf(stderr, "got:\n%s\nwanted:\n%s\n", got, want);
-		UNIT_ASSERT(!"text differs");
-	}
-}
-
 UNIT_TEST(stacks_folded_merged)
 {
 	struct pbuild b;
 	build_app(&b);
-	char *text = folded_text(&b.p, NULL);
+	char *text = fx_folded(&b.p, NULL);
 	/* The two work_a stacks differ only in the line: one folded line. */
-	expect_text(text,
+	fx_expect_text(text,
 		    "app;_start;__libc_start_main;main;compute;work_a 60\n"
 		    "app;_start;__libc_start_main;main;rec;rec;rec;leaf_c 10\n"
 		    "app;clone3;start_thread;worker_main;work_b_[i] 30\n"
@@ -442,8 +411,8 @@ UNIT_TEST(stacks_folded_merged)
 
 	struct fold_opts o = FOLD_OPTS_DEFAULT;
 	o.per_thread = 1;
-	text = folded_text(&b.p, &o);
-	expect_text(text,
+	text = fx_folded(&b.p, &o);
+	fx_expect_text(text,
 		    "app-100;_start;__libc_start_main;main;compute;work_a 60\n"
 		    "app-100;_start;__libc_start_main;main;rec;rec;rec;leaf_c 10\n"
 		    "worker-101;clone3;start_thread;worker_main;work_b_[i] 30\n"
@@ -452,8 +421,8 @@ UNIT_TEST(stacks_folded_merged)
 
 	o.tid = 101;
 	o.per_thread = 0;
-	text = folded_text(&b.p, &o);
-	expect_text(text,
+	text = fx_folded(&b.p, &o);
+	fx_expect_text(text,
 		    "app;clone3;start_thread;worker_main;work_b_[i] 30\n"
 		    "app;libfoo.so+0x1234;foo_leaf 5\n");
 	free(text);
@@ -480,8 +449,8 @@ UNIT_TEST(stacks_folded_annotations)
 	pb_samples(&b, 5, 5, odd, 1, 0);
 	pb_samples(&b, 5, 5, pb_stack(&b, ""), 2, 0);
 
-	char *text = folded_text(&b.p, NULL);
-	expect_text(text,
+	char *text = fx_folded(&b.p, NULL);
+	fx_expect_text(text,
 		    "java 2\n"
 		    "java;_start;main;a;x:y?z 1\n"
 		    "java;_start;main;read;entry_SYSCALL_64_[k];ksys_read_[k] 3\n"
@@ -491,8 +460,8 @@ UNIT_TEST(stacks_folded_annotations)
 
 	struct fold_opts o = FOLD_OPTS_DEFAULT;
 	o.per_thread = 1;
-	text = folded_text(&b.p, &o);
-	expect_text(text,
+	text = fx_folded(&b.p, &o);
+	fx_expect_text(text,
 		    "C2 Compiler-6;clone3;start_thread;Interpreter_[j];LFoo::bar_[j] 2\n"
 		    "java-5 2\n"
 		    "java-5;_start;main;a;x:y?z 1\n"
@@ -502,8 +471,8 @@ UNIT_TEST(stacks_folded_annotations)
 
 	o.per_thread = 0;
 	o.comm = "C2 Compiler";
-	text = folded_text(&b.p, &o);
-	expect_text(text, "java;clone3;start_thread;Interpreter_[j];LFoo::bar_[j] 2\n");
+	text = fx_folded(&b.p, &o);
+	fx_expect_text(text, "java;clone3;start_thread;Interpreter_[j];LFoo::bar_[j] 2\n");
 	free(text);
 	pb_free(&b);
 }
@@ -590,7 +559,7 @@ UNIT_TEST(stacks_summary)
 	FILE *f = open_memstream(&text, &len);
 	stacks_print_summary(&b.p, f, 2);
 	fclose(f);
-	expect_text(text,
+	fx_expect_text(text,
 		    "csampler: 105 samples, 95.2% of stacks complete; top functions by self:\n"
 		    "   57.14%  work_a  [app]\n"
 		    "   28.57%  work_b  [app]\n"
@@ -679,9 +648,9 @@ UNIT_TEST(stacks_python_view)
 	struct stacks_report r;
 	build_python(&b);
 	stacks_python_view(&b.p, &view);
-	char *text = folded_text(&view, NULL);
+	char *text = fx_folded(&view, NULL);
 	/* only Python frames under the root; the sample without any keeps its root */
-	expect_text(text,
+	fx_expect_text(text,
 		    "py 3\n"
 		    "py;<module> (m.py:1);f (m.py:5) 10\n"
 		    "py;<module> (m.py:1);rec (m.py:9);rec (m.py:10);rec (m.py:10) 5\n");
@@ -694,7 +663,7 @@ UNIT_TEST(stacks_python_view)
 	UNIT_ASSERT_EQ_INT(find_func(&r, "f")->python_self, 10);
 	stacks_report_free(&r);
 	/* the profile itself is unchanged */
-	text = folded_text(&b.p, NULL);
+	text = fx_folded(&b.p, NULL);
 	UNIT_ASSERT(strstr(text, "deflate") != NULL);
 	free(text);
 	stacks_python_view_free(&view);

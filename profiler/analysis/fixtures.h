@@ -1,0 +1,27 @@
+/* fixtures.h: what the readers' unit tests share (report_test.c, stacks_test.c,
+ * fold_gpu_test.c): the "app" profile, the folded text of a profile, and a golden-text check.
+ * Test-only: the code is in fixtures_test.c, linked into bin/csampler-unit alone. */
+#ifndef CSAMPLER_FIXTURES_H
+#define CSAMPLER_FIXTURES_H
+
+#include "analysis/fold.h"
+#include "analysis/profile_builder.h"
+
+#define FX_LIBC "/lib/x86_64-linux-gnu/libc.so.6"
+
+/* Process "app" (pid 100) with its main thread and a worker (tid 101, "worker"), and its five
+ * stacks, into s[0..5):
+ *   s[0], s[1]  main;compute;work_a on a.c:10 and a.c:12 (main thread)
+ *   s[2]        clone3;start_thread;worker_main;work_b, inlined (worker)
+ *   s[3]        main;rec;rec;rec;rec_leaf (main thread)
+ *   s[4]        a library without CFI or symbols, /opt/libfoo.so (worker)
+ * The tests add the samples. */
+void fx_app(struct pbuild *b, const char *rec_leaf, uint32_t s[5]);
+
+/* stacks_write_folded's text for p with o (NULL: the defaults); the caller frees it. */
+char *fx_folded(const struct profile *p, const struct fold_opts *o);
+
+/* Fail the test, printing both, when got is not want. */
+void fx_expect_text(const char *got, const char *want);
+
+#endif
