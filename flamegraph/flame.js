@@ -557,9 +557,39 @@
 		framesG.setAttribute("class", "diff");
 	var nojs = $("nojs");
 	nojs.parentNode.removeChild(nojs);
+	/* A rare deep stack (Python's start-up imports, 276 frames) can make a flame graph far
+	 * taller than the window, with the root and the widest frames at its bottom: open on them,
+	 * with the details line below. An icicle (--inverted) has its root at the top already. */
+	function showRoot() {
+		var root = rectOf[0];
+		if (D.inverted || !root || !window.scrollTo)
+			return;
+		/* a reload too (zoom and search come back from the URL), not the old scroll */
+		if (window.history && "scrollRestoration" in window.history)
+			window.history.scrollRestoration = "manual";
+		var over = root.getBoundingClientRect().bottom + D.ypad2 - window.innerHeight;
+		if (over > 0)
+			window.scrollTo(window.scrollX, window.scrollY + over);
+	}
+
+	/* The title row (title, legend, Reset Zoom, Search) follows the page down, so that a graph
+	 * scrolled to its root keeps its buttons on screen. */
+	var pinned = ["title", "subtitle", "legend", "unzoom", "search", "ignorecase"];
+	function pinControls() {
+		var dy = Math.max(0, window.scrollY || 0);
+		pinned.forEach(function (id) {
+			var e = $(id);
+			if (e)
+				e.setAttribute("transform", dy ? "translate(0," + dy + ")" : "");
+		});
+	}
+	window.addEventListener("scroll", pinControls);
+
 	loadState();
 	legend();
 	render();
+	showRoot();
+	pinControls();
 	/* For tests and scripts: the frame list and a few operations. */
 	window.csamplerFlame = {
 		frames: N, zoom: zoom, search: search, step: step,

@@ -2,7 +2,7 @@
 // on flame graphs that csampler drew, as a user would: hover, click, search, keys, reload.
 //
 //   node browser.js test FLAME.svg LAYOUT.txt DIFF.svg SCREENSHOT.png [NEGATED-DIFF.svg
-//                   [GPU.svg BOTH.svg GPU-SCREENSHOT.png]]
+//                   [GPU.svg BOTH.svg GPU-SCREENSHOT.png [PYTHON.svg [DEEP.svg DEEP-INVERTED.svg]]]]
 //       the checks of t-browser.sh; prints "PASS: browser/..." or "FAIL: browser/...: why"
 //       GPU.svg and BOTH.svg are `csampler flame --gpu` and `--both` of gpu-writer's "flame"
 //       mode (see t-browser.sh and tests/progs/gpu-writer.c for its figures).
@@ -374,7 +374,63 @@ async function testPython(page, svg) {
 	check('python-legend', legend.includes('Python'), JSON.stringify(legend));
 }
 
-async function test(svg, layout, diffSvg, shot, negSvg, gpuSvg, bothSvg, gpuShot, pySvg) {
+// A graph made 4,523 px tall by one rare sample 276 frames deep: it opens on its root and its
+// widest frames (scrolled to the bottom), the details line below them; a short graph and an
+// icicle (--inverted, root at the top) open unscrolled.
+async function testDeep(page, deepSvg, invertedSvg, shortSvg, deepShot) {
+	const visible = (names) => page.evaluate((ns) => {
+		const f = window.csamplerFlame, out = {};
+		for (const n of ns) {
+			const i = f.frameOf(n), r = i >= 0 && f.rectOf(i);
+			const b = r && r.getBoundingClientRect();
+			out[n] = !!b && b.top >= 0 && b.bottom <= window.innerHeight;
+		}
+		const dy = +document.getElementById('details').getAttribute('y') - window.scrollY;
+		out.details = dy >= 0 && dy <= window.innerHeight;
+		const s = document.getElementById('search').getBoundingClientRect();
+		out.search = s.height > 0 && s.top >= 0 && s.bottom <= window.innerHeight;
+		out.scrollY = window.scrollY;
+		out.height = document.documentElement.getBoundingClientRect().height;
+		return out;
+	}, names);
+	const open = async (svg) => {
+		await page.goto(fileUrl(svg));
+		await page.waitForFunction(() => window.csamplerFlame !== undefined, null, { timeout: 10000 });
+	};
+	const wide = ['python3', 'main', 'train', 'step', 'load', 'eval'];
+	await open(deepSvg);
+	let v = await visible(wide);
+	check('deep-graph-is-tall', v.height > 4000, `the graph is ${v.height} px tall, not the 4,523 px case`);
+	const hidden = wide.filter((n) => !v[n]);
+	check('deep-opens-on-root', hidden.length === 0 && v.details && v.scrollY > 0,
+	      `not on the first screen: ${hidden.join(', ') || (v.details ? '' : 'the details line')}` +
+	      ` (scrollY ${v.scrollY})`);
+	check('deep-buttons-on-screen', v.search, `the Search button is off the first screen`);
+	if (deepShot)
+		await page.screenshot({ path: deepShot });
+	const box = await frameBox(page, 'train');
+	await page.mouse.click(box.x, box.y);
+	const zoomed = await page.evaluate(() => window.csamplerFlame.state.zoom);
+	await page.click('#unzoom');
+	const z = await page.evaluate(() => window.csamplerFlame.state.zoom);
+	check('deep-zoom-and-reset-scrolled', zoomed > 0 && z === 0,
+	      `clicking train zoomed to ${zoomed}; Reset Zoom left zoom ${z}`);
+	await page.evaluate(() => window.scrollTo(0, 0));
+	await page.reload();
+	await page.waitForFunction(() => window.csamplerFlame !== undefined, null, { timeout: 10000 });
+	v = await visible(wide);
+	check('deep-reload-opens-on-root', wide.every((n) => v[n]), `after a reload: ${JSON.stringify(v)}`);
+	await open(invertedSvg);
+	v = await visible(wide);
+	check('deep-inverted-opens-at-top', v.scrollY === 0 && wide.every((n) => v[n]),
+	      `icicle: ${JSON.stringify(v)}`);
+	await open(shortSvg);
+	v = await visible(['main']);
+	check('short-graph-not-scrolled', v.scrollY === 0 && v.main, `short graph: ${JSON.stringify(v)}`);
+}
+
+async function test(svg, layout, diffSvg, shot, negSvg, gpuSvg, bothSvg, gpuShot, pySvg, deepSvg,
+		    deepInvertedSvg) {
 	const b = await launch();
 	try {
 		const page = await b.ctx.newPage();
@@ -391,6 +447,9 @@ async function test(svg, layout, diffSvg, shot, negSvg, gpuSvg, bothSvg, gpuShot
 		}
 		if (pySvg)
 			await testPython(await b.ctx.newPage(), pySvg);
+		if (deepSvg)
+			await testDeep(await b.ctx.newPage(), deepSvg, deepInvertedSvg, svg,
+				       shot.replace(/\.png$/, '-deep.png'));
 	} catch (e) {
 		fail('driver', e.message.split('\n')[0]);
 	} finally {

@@ -9,6 +9,7 @@
 # (flame --gpu, flame --both): GPU frames coloured apart from CPU frames, their tooltip (time,
 # calls, share of the total and of the GPU root), zoom and search on them; screenshot
 # tests/out/flame-gpu.png. Python frames (py-spy's notation) in orange, apart from native ones.
+# A graph made tall by one rare deep stack opens on its root and widest frames.
 source "$CSAMPLER_ROOT/tests/lib.sh"
 DATA=$CSAMPLER_ROOT/tests/flame/data
 CHROMIUM=${CHROMIUM:-$(command -v chromium || true)}
@@ -61,12 +62,23 @@ python3;_start;Py_RunMain;<module> (train.py:30);main (train.py:25);load (data.p
 python3;_start;Py_RunMain;<module> (train.py:30);main (train.py:25);step (opt.py:14);malloc 10
 IN
 "$CSAMPLER" -q flame python.folded -o python.svg || { fail "browser: csampler could not draw python.folded"; finish; }
+# One rare sample 276 frames deep (Python's start-up imports) under wide, shallow ones: a graph
+# 4,523 px tall that must open on its root and widest frames.
+{
+	echo "python3;_start;Py_RunMain;main;train;step 4000"
+	echo "python3;_start;Py_RunMain;main;train;load 3000"
+	echo "python3;_start;Py_RunMain;main;eval 2000"
+	printf 'python3;_start;Py_RunMain'; for i in $(seq 273); do printf ';import_%d' "$i"; done; echo " 1"
+} >deep.folded
+"$CSAMPLER" -q flame deep.folded -o deep.svg && "$CSAMPLER" -q flame --inverted deep.folded -o deep-inv.svg ||
+	{ fail "browser: csampler could not draw deep.folded"; finish; }
 mkdir -p "$CSAMPLER_ROOT/tests/out"
 shot=$CSAMPLER_ROOT/tests/out/flame-browser.png
 gpushot=$CSAMPLER_ROOT/tests/out/flame-gpu.png
 rm -f "$shot" "$gpushot"
 CHROMIUM=$CHROMIUM timeout 240 node "$CSAMPLER_ROOT/tests/flame/browser.js" test flame.svg flame.layout \
-	diff.svg "$shot" neg.svg gpu.svg both.svg "$gpushot" python.svg >browser.out 2>browser.err
+	diff.svg "$shot" neg.svg gpu.svg both.svg "$gpushot" python.svg deep.svg deep-inv.svg \
+	>browser.out 2>browser.err
 rc=$?
 cat browser.out
 # A failed check has printed its FAIL line; anything else that stopped node is one more.
