@@ -1,6 +1,6 @@
-/* elfcache.c: what unwinding (unwind.c) and symbolization (symbols.c) share: the context's
- * hash table, interned strings, and the ELF file cache (files opened once per inode, shared by
- * build-id, each with its PT_LOAD table and one Elf handle that every Dwfl duplicates).
+/* elfcache.c: what unwinding (unwind.c) and symbolization (symbols.c) share: interned strings
+ * and the ELF file cache (files opened once per inode, shared by build-id, each with its
+ * PT_LOAD table and one Elf handle that every Dwfl duplicates); the tables are base/hash.c's.
  * Both modules build on this one; neither calls the other, which is what keeps the unwinder and
  * the symbolizer from depending on each other. */
 #include "unwind/elfcache.h"
@@ -21,104 +21,9 @@
 #include "base/cs.h"
 #include "format/datafile.h"
 
-/* ------------------------------------------------------------------------------------------ */
-/* Hash table (see elfcache.h) */
-
-static void elfcache_hash_grow(struct elfcache_hash *h)
-{
-	struct elfcache_hash old = *h;
-
-	h->cap = old.cap ? old.cap * 2 : 64;
-	h->slots = cs_calloc(h->cap, sizeof(h->slots[0]));
-	h->count = 0;
-	for (size_t i = 0; i < old.cap; i++)
-		if (old.slots[i].item)
-			elfcache_hash_insert(h, old.slots[i].hash, old.slots[i].item);
-	free(old.slots);
-}
-
-void elfcache_hash_insert(struct elfcache_hash *h, uint64_t hash, void *item)
-{
-	if ((h->count + 1) * 4 > h->cap * 3)
-		elfcache_hash_grow(h);
-	size_t mask = h->cap - 1, i = hash & mask;
-	while (h->slots[i].item)
-		i = (i + 1) & mask;
-	h->slots[i].hash = hash;
-	h->slots[i].item = item;
-	h->count++;
-}
-
-static size_t elfcache_hash_slot(const struct elfcache_hash *h, uint64_t hash, elfcache_hash_eq eq,
-			       const void *key)
-{
-	if (!h->cap)
-		return SIZE_MAX;
-	size_t mask = h->cap - 1;
-	for (size_t i = hash & mask;; i = (i + 1) & mask) {
-		if (!h->slots[i].item)
-			return SIZE_MAX;
-		if (h->slots[i].hash == hash && eq(h->slots[i].item, key))
-			return i;
-	}
-}
-
-void *elfcache_hash_find(const struct elfcache_hash *h, uint64_t hash, elfcache_hash_eq eq,
-		       const void *key)
-{
-	size_t i = elfcache_hash_slot(h, hash, eq, key);
-	return i == SIZE_MAX ? NULL : h->slots[i].item;
-}
-
-/* Linear probing with backward-shift deletion: no tombstones. */
-void *elfcache_hash_remove(struct elfcache_hash *h, uint64_t hash, elfcache_hash_eq eq, const void *key)
-{
-	size_t i = elfcache_hash_slot(h, hash, eq, key);
-	if (i == SIZE_MAX)
-		return NULL;
-	void *item = h->slots[i].item;
-	size_t mask = h->cap - 1, j = i;
-	for (;;) {
-		h->slots[i].item = NULL;
-		for (;;) {
-			j = (j + 1) & mask;
-			if (!h->slots[j].item)
-				goto done;
-			size_t home = h->slots[j].hash & mask;
-			/* Move j back to i unless its home lies cyclically in (i, j]. */
-			if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
-				continue;
-			h->slots[i] = h->slots[j];
-			i = j;
-			break;
-		}
-	}
-done:
-	h->count--;
-	return item;
-}
-
-void elfcache_hash_free(struct elfcache_hash *h)
-{
-	free(h->slots);
-	*h = (struct elfcache_hash){ 0 };
-}
-
-static bool elfcache_str_eq(const void *item, const void *key)
-{
-	return strcmp(item, key) == 0;
-}
-
 const char *elfcache_intern(struct unwind_ctx *ctx, const char *s)
 {
-	uint64_t hash = cs_hash_bytes(s, strlen(s), 0);
-	char *found = elfcache_hash_find(&ctx->strings, hash, elfcache_str_eq, s);
-
-	if (!found) {
-		found = cs_strdup(s);
-		elfcache_hash_insert(&ctx->strings, hash, found);
-	}
-	return found;
+	return cs_intern(&ctx->strings, s);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -242,7 +147,7 @@ static struct elf_file *elfcache_file_from_fd(struct unwind_ctx *ctx, int fd, co
 		close(fd);
 		return NULL;
 	}
-	f = elfcache_hash_find(&ctx->files_by_inode, elfcache_inode_hash(&st), elfcache_file_inode_eq, &st);
+	f = cs_hash_find(&ctx->files_by_inode, elfcache_inode_hash(&st), elfcache_file_inode_eq, &st);
 	if (f) {
 		close(fd);
 		return f;
@@ -264,7 +169,7 @@ static struct elf_file *elfcache_file_from_fd(struct unwind_ctx *ctx, int fd, co
 		f->fd = -1;
 	}
 	if (f->build_id[0]) {
-		struct elf_file *same = elfcache_hash_find(&ctx->files_by_build_id,
+		struct elf_file *same = cs_hash_find(&ctx->files_by_build_id,
 							  cs_hash_bytes(f->build_id, strlen(f->build_id), 1),
 							  elfcache_file_build_id_eq, f->build_id);
 		if (same) {
@@ -277,9 +182,9 @@ static struct elf_file *elfcache_file_from_fd(struct unwind_ctx *ctx, int fd, co
 	f->debug_name = cs_strdup(debug_name);
 	cs_grow(&ctx->files, &ctx->cap_files, ctx->nfiles + 1, sizeof(ctx->files[0]));
 	ctx->files[ctx->nfiles++] = f;
-	elfcache_hash_insert(&ctx->files_by_inode, elfcache_inode_hash(&st), f);
+	cs_hash_insert(&ctx->files_by_inode, elfcache_inode_hash(&st), f);
 	if (f->build_id[0])
-		elfcache_hash_insert(&ctx->files_by_build_id,
+		cs_hash_insert(&ctx->files_by_build_id,
 				   cs_hash_bytes(f->build_id, strlen(f->build_id), 1), f);
 	return f;
 }

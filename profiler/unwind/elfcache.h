@@ -18,25 +18,17 @@
 
 #include <elfutils/libdwfl.h>
 
+#include "base/hash.h"
 #include "unwind/unwind.h"
 
-/* A small open-addressing hash table of items identified by a 64-bit hash and an equality
- * callback. Hand-written because glibc's hsearch_r has neither removal nor non-string keys and
- * tsearch costs a comparison call per tree level on the per-sample path. The table does not own
- * its items. */
-struct elfcache_hash {
-	struct elfcache_hash_slot {
-		uint64_t hash;
-		void *item;        /* NULL: empty slot */
-	} *slots;
-	size_t cap, count;
-};
-typedef bool (*elfcache_hash_eq)(const void *item, const void *key);
-void *elfcache_hash_find(const struct elfcache_hash *h, uint64_t hash, elfcache_hash_eq eq,
-		       const void *key);
-void elfcache_hash_insert(struct elfcache_hash *h, uint64_t hash, void *item);
-void *elfcache_hash_remove(struct elfcache_hash *h, uint64_t hash, elfcache_hash_eq eq, const void *key);
-void elfcache_hash_free(struct elfcache_hash *h);
+/* The context's tables are base/hash.h's cs_hash. These names stay for the unwind modules that
+ * still use them (python.c) until they say cs_hash themselves. */
+#define elfcache_hash cs_hash
+#define elfcache_hash_eq cs_hash_eq
+#define elfcache_hash_find cs_hash_find
+#define elfcache_hash_insert cs_hash_insert
+#define elfcache_hash_remove cs_hash_remove
+#define elfcache_hash_free cs_hash_free
 
 struct elf_load {            /* one PT_LOAD program header */
 	uint64_t offset, vaddr, filesz, memsz, align;
@@ -114,22 +106,22 @@ struct unwind_space;
 struct unwind_ctx {
 	struct unwind_module_priv **modules; /* by id; each separately allocated (stable pointers) */
 	size_t nmodules, cap_modules;
-	struct elfcache_hash modules_by_key;
+	struct cs_hash modules_by_key;
 	uint32_t kernel_module;  /* UINT32_MAX until the first kernel address */
 
 	struct elf_file **files;
 	size_t nfiles, cap_files;
-	struct elfcache_hash files_by_inode;
-	struct elfcache_hash files_by_build_id;
+	struct cs_hash files_by_inode;
+	struct cs_hash files_by_build_id;
 	struct elf_file *vdso;   /* this kernel's vDSO image (same for every 64-bit process) */
 	bool vdso_tried;
 
-	struct elfcache_hash procs; /* pid -> struct unwind_proc */
+	struct cs_hash procs; /* pid -> struct unwind_proc */
 	const Dwfl_Callbacks *dwfl_callbacks; /* per-process unwinding Dwfls */
 	const Dwfl_Callbacks *sym_callbacks;  /* per-file symbolization Dwfls */
 
 	/* Strings interned for the context's lifetime (names, files, paths). */
-	struct elfcache_hash strings;
+	struct cs_intern strings;
 
 	/* symbols.c. It sets release_symbols when it first builds state here, and unwind_free
 	 * calls it: so the context's owner frees everything without unwind.c calling into
@@ -139,7 +131,7 @@ struct unwind_ctx {
 	size_t nkallsyms;
 	char *kallsyms_text;     /* /proc/kallsyms as read, NUL-separated */
 	bool kallsyms_loaded;
-	struct elfcache_hash sym_cache;
+	struct cs_hash sym_cache;
 	struct sym_cache_entry *sym_entries;
 	size_t nsym_entries, cap_sym_entries;
 	struct sym_frame *sym_frames;

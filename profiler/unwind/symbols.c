@@ -267,7 +267,7 @@ struct sym_cu_index {
 struct sym_file_index {
 	struct sym_func *funcs;
 	size_t nfuncs;
-	struct elfcache_hash cus;  /* compile-unit offset -> struct sym_cu_index */
+	struct cs_hash cus;  /* compile-unit offset -> struct sym_cu_index */
 };
 
 static int sym_func_cmp(const void *a, const void *b)
@@ -413,7 +413,7 @@ static struct sym_cu_index *sym_cu_index_get(struct sym_file_index *ix, Dwarf_Di
 {
 	Dwarf_Off off = dwarf_dieoffset(cudie);
 	uint64_t hash = cs_hash_u64(off);
-	struct sym_cu_index *ci = elfcache_hash_find(&ix->cus, hash, sym_cu_eq, &off);
+	struct sym_cu_index *ci = cs_hash_find(&ix->cus, hash, sym_cu_eq, &off);
 
 	if (!ci) {
 		ci = cs_calloc(1, sizeof(*ci));
@@ -421,7 +421,7 @@ static struct sym_cu_index *sym_cu_index_get(struct sym_file_index *ix, Dwarf_Di
 		sym_scope_walk(ci, cudie, -1, 0);
 		if (dwarf_getsrcfiles(cudie, &ci->files, NULL) != 0)
 			ci->files = NULL;
-		elfcache_hash_insert(&ix->cus, hash, ci);
+		cs_hash_insert(&ix->cus, hash, ci);
 	}
 	return ci;
 }
@@ -438,7 +438,7 @@ static void sym_file_index_free(struct sym_file_index *ix)
 			free(ci);
 		}
 	}
-	elfcache_hash_free(&ix->cus);
+	cs_hash_free(&ix->cus);
 	free(ix->funcs);
 	free(ix);
 }
@@ -623,7 +623,7 @@ int sym_resolve(struct unwind_ctx *ctx, struct unwind_loc loc, bool is_caller,
 	uint64_t hash = sym_key_hash(&key);
 	struct sym_cache_entry *e;
 	/* Entries live in one growing array; the table holds indexes + 1 as pointers. */
-	uintptr_t idx = (uintptr_t)elfcache_hash_find(&ctx->sym_cache, hash, sym_entry_eq, &key);
+	uintptr_t idx = (uintptr_t)cs_hash_find(&ctx->sym_cache, hash, sym_entry_eq, &key);
 
 	if (idx) {
 		e = &ctx->sym_entries[idx - 1];
@@ -675,7 +675,7 @@ int sym_resolve(struct unwind_ctx *ctx, struct unwind_loc loc, bool is_caller,
 		e = &ctx->sym_entries[ctx->nsym_entries++];
 		*e = (struct sym_cache_entry){ loc.module, is_caller, loc.offset, first,
 					       (uint32_t)ctx->nsym_frames - first };
-		elfcache_hash_insert(&ctx->sym_cache, hash, (void *)(uintptr_t)ctx->nsym_entries);
+		cs_hash_insert(&ctx->sym_cache, hash, (void *)(uintptr_t)ctx->nsym_entries);
 	}
 	int n = (int)e->n < max ? (int)e->n : max;
 	/* Too little room: keep the outermost frames (the real function). */
@@ -697,7 +697,7 @@ static void sym_release(struct unwind_ctx *ctx)
 	}
 	free(ctx->kallsyms);
 	free(ctx->kallsyms_text);
-	elfcache_hash_free(&ctx->sym_cache);
+	cs_hash_free(&ctx->sym_cache);
 	free(ctx->sym_entries);
 	free(ctx->sym_frames);
 }

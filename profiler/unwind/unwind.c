@@ -89,7 +89,7 @@ static bool unwind_proc_eq(const void *item, const void *key)
 
 static struct unwind_proc *unwind_proc_find(struct unwind_ctx *ctx, uint32_t pid)
 {
-	return elfcache_hash_find(&ctx->procs, cs_hash_u64(pid), unwind_proc_eq, &pid);
+	return cs_hash_find(&ctx->procs, cs_hash_u64(pid), unwind_proc_eq, &pid);
 }
 
 static struct unwind_space *unwind_space_new(struct unwind_ctx *ctx)
@@ -120,7 +120,7 @@ static struct unwind_proc *unwind_proc_get(struct unwind_ctx *ctx, uint32_t pid)
 		p->pid = pid;
 		p->space = unwind_space_new(ctx);
 		p->jit_module = UINT32_MAX;
-		elfcache_hash_insert(&ctx->procs, cs_hash_u64(pid), p);
+		cs_hash_insert(&ctx->procs, cs_hash_u64(pid), p);
 	}
 	return p;
 }
@@ -174,7 +174,7 @@ static uint32_t unwind_module_id(struct unwind_ctx *ctx, enum unwind_module_kind
 {
 	struct unwind_module_key key = { kind, path, file, pid };
 	uint64_t hash = unwind_module_hash(&key);
-	struct unwind_module_priv *m = elfcache_hash_find(&ctx->modules_by_key, hash, unwind_module_eq,
+	struct unwind_module_priv *m = cs_hash_find(&ctx->modules_by_key, hash, unwind_module_eq,
 							 &key);
 	if (m)
 		return m->id;
@@ -211,7 +211,7 @@ static uint32_t unwind_module_id(struct unwind_ctx *ctx, enum unwind_module_kind
 	}
 	cs_grow(&ctx->modules, &ctx->cap_modules, ctx->nmodules + 1, sizeof(ctx->modules[0]));
 	ctx->modules[ctx->nmodules++] = m;
-	elfcache_hash_insert(&ctx->modules_by_key, hash, m);
+	cs_hash_insert(&ctx->modules_by_key, hash, m);
 	return m->id;
 }
 
@@ -314,7 +314,7 @@ void unwind_free(struct unwind_ctx *ctx)
 			free(p);
 		}
 	}
-	elfcache_hash_free(&ctx->procs);
+	cs_hash_free(&ctx->procs);
 	if (ctx->release_python)
 		ctx->release_python(ctx);
 	if (ctx->release_symbols)
@@ -326,15 +326,13 @@ void unwind_free(struct unwind_ctx *ctx)
 		free(ctx->modules[i]);
 	}
 	free(ctx->modules);
-	elfcache_hash_free(&ctx->modules_by_key);
+	cs_hash_free(&ctx->modules_by_key);
 	for (size_t i = 0; i < ctx->nfiles; i++)
 		elfcache_file_free(ctx->files[i]);
 	free(ctx->files);
-	elfcache_hash_free(&ctx->files_by_inode);
-	elfcache_hash_free(&ctx->files_by_build_id);
-	for (size_t i = 0; i < ctx->strings.cap; i++)
-		free(ctx->strings.slots[i].item);
-	elfcache_hash_free(&ctx->strings);
+	cs_hash_free(&ctx->files_by_inode);
+	cs_hash_free(&ctx->files_by_build_id);
+	cs_intern_free(&ctx->strings);
 	free(ctx);
 }
 
@@ -482,7 +480,7 @@ int unwind_fork(struct unwind_ctx *ctx, uint32_t parent_pid, uint32_t child_pid)
 		child = cs_calloc(1, sizeof(*child));
 		child->pid = child_pid;
 		child->jit_module = UINT32_MAX;
-		elfcache_hash_insert(&ctx->procs, cs_hash_u64(child_pid), child);
+		cs_hash_insert(&ctx->procs, cs_hash_u64(child_pid), child);
 	}
 	child->space = parent->space;
 	child->space->refs++;
@@ -501,7 +499,7 @@ int unwind_exec(struct unwind_ctx *ctx, uint32_t pid)
 
 int unwind_exit(struct unwind_ctx *ctx, uint32_t pid)
 {
-	struct unwind_proc *p = elfcache_hash_remove(&ctx->procs, cs_hash_u64(pid), unwind_proc_eq,
+	struct unwind_proc *p = cs_hash_remove(&ctx->procs, cs_hash_u64(pid), unwind_proc_eq,
 						   &pid);
 	if (p) {
 		unwind_space_unref(p->space);
