@@ -9,67 +9,14 @@
 #include "analysis/fold.h"
 
 #include "base/cs.h"
+#include "base/hash.h"
 #include "base/search.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define FOLD_GPU_NONE UINT32_MAX
-
-/* ---- a map from two u64 keys to a u32 value ----
- * Hand-written for the same reason as stacks.c's: libc has none usable (hsearch is one global
- * table of strings) and no library csampler links exports one. */
-
-struct fold_gpu_slot {
-	uint64_t a, b;
-	uint32_t val;      /* FOLD_GPU_NONE: empty */
-};
-
-struct fold_gpu_map {
-	struct fold_gpu_slot *slots;
-	size_t cap, n;     /* cap is a power of two */
-};
-
-static size_t fold_gpu_map_hash(uint64_t a, uint64_t b, size_t cap)
-{
-	return cs_hash_u64(a * 0x9e3779b97f4a7c15ull ^ cs_hash_u64(b)) & (cap - 1);
-}
-
-static void fold_gpu_map_grow(struct fold_gpu_map *m)
-{
-	struct fold_gpu_map old = *m;
-	m->cap = old.cap ? old.cap * 2 : 64;
-	m->slots = cs_malloc(m->cap * sizeof(*m->slots));
-	for (size_t i = 0; i < m->cap; i++)
-		m->slots[i].val = FOLD_GPU_NONE;
-	for (size_t i = 0; i < old.cap; i++) {
-		if (old.slots[i].val == FOLD_GPU_NONE)
-			continue;
-		size_t j = fold_gpu_map_hash(old.slots[i].a, old.slots[i].b, m->cap);
-		while (m->slots[j].val != FOLD_GPU_NONE)
-			j = (j + 1) & (m->cap - 1);
-		m->slots[j] = old.slots[i];
-	}
-	free(old.slots);
-}
-
-/* The value slot of (a, b); a new key's value is FOLD_GPU_NONE for the caller to set. */
-static uint32_t *fold_gpu_map_slot(struct fold_gpu_map *m, uint64_t a, uint64_t b)
-{
-	if ((m->n + 1) * 4 > m->cap * 3)
-		fold_gpu_map_grow(m);
-	size_t j = fold_gpu_map_hash(a, b, m->cap);
-	while (m->slots[j].val != FOLD_GPU_NONE) {
-		if (m->slots[j].a == a && m->slots[j].b == b)
-			return &m->slots[j].val;
-		j = (j + 1) & (m->cap - 1);
-	}
-	m->slots[j].a = a;
-	m->slots[j].b = b;
-	m->n++;
-	return &m->slots[j].val;
-}
+#define FOLD_GPU_NONE CS_MAP_NONE /* also the empty value of the maps (base/hash.h) */
 
 /* ---- the walk ---- */
 
@@ -94,18 +41,18 @@ struct fold_gpu {
 	const char *prefix;          /* "GPU" in FOLD_BOTH, else NULL */
 	char **texts;                /* frame names made here (leaves, ranges, roots); owned */
 	size_t ntexts, texts_cap;
-	struct fold_gpu_map text_ids;   /* (hash of the text, k) -> text id */
-	struct fold_gpu_map roots;      /* (pid, tid) -> text id of the root frame */
-	struct fold_gpu_map root_match; /* (pid, tid) -> 1 when the filter passes, 0 when not */
-	struct fold_gpu_map leaves;     /* (kind << 32 | detail, name string id) -> text id */
-	struct fold_gpu_map range_names;/* (name string id, 0) -> text id of "[nvtx] NAME" */
+	struct cs_map text_ids;   /* (hash of the text, k) -> text id */
+	struct cs_map roots;      /* (pid, tid) -> text id of the root frame */
+	struct cs_map root_match; /* (pid, tid) -> 1 when the filter passes, 0 when not */
+	struct cs_map leaves;     /* (kind << 32 | detail, name string id) -> text id */
+	struct cs_map range_names;/* (name string id, 0) -> text id of "[nvtx] NAME" */
 	struct fold_gpu_range *ranges;
 	size_t nranges;
-	struct fold_gpu_map chains;     /* (parent chain + 1, text id) -> chain id */
+	struct cs_map chains;     /* (parent chain + 1, text id) -> chain id */
 	uint32_t *chain_parent, *chain_text; /* per chain id */
 	size_t nchains, chain_cap;
 	uint32_t open[64];           /* scratch: the ranges open at a launch, innermost first */
-	struct fold_gpu_map emap;       /* (root << 32 | stack, chain << 32 | leaf) -> entry */
+	struct cs_map emap;       /* (root << 32 | stack, chain << 32 | leaf) -> entry */
 	struct fold_gpu_entry *entries;
 	size_t nentries, entries_cap;
 	struct fold_frame *frames;   /* what the callback gets */
@@ -117,7 +64,7 @@ static uint32_t fold_gpu_text(struct fold_gpu *g, const char *text)
 {
 	uint64_t h = cs_hash_bytes(text, strlen(text), 0);
 	for (uint64_t k = 0;; k++) {
-		uint32_t *v = fold_gpu_map_slot(&g->text_ids, h, k);
+		uint32_t *v = cs_map_slot(&g->text_ids, h, k);
 		if (*v == FOLD_GPU_NONE) {
 			cs_grow(&g->texts, &g->texts_cap, g->ntexts + 1, sizeof(*g->texts));
 			g->texts[g->ntexts] = cs_strdup(text);
@@ -168,7 +115,7 @@ static const char *fold_gpu_thread_name(const struct profile *p, uint32_t pid, u
 static bool fold_gpu_match(struct fold_gpu *g, uint32_t pid, uint32_t tid)
 {
 	const struct fold_opts *o = g->opts;
-	uint32_t *v = fold_gpu_map_slot(&g->root_match, pid, tid);
+	uint32_t *v = cs_map_slot(&g->root_match, pid, tid);
 	if (*v != FOLD_GPU_NONE)
 		return *v;
 	bool ok = (o->pid < 0 || o->pid == pid) && (o->tid < 0 || o->tid == tid);
@@ -185,7 +132,7 @@ static bool fold_gpu_match(struct fold_gpu *g, uint32_t pid, uint32_t tid)
 static uint32_t fold_gpu_root(struct fold_gpu *g, uint32_t pid, uint32_t tid)
 {
 	bool per_thread = g->opts->per_thread;
-	uint32_t *v = fold_gpu_map_slot(&g->roots, pid, per_thread ? tid : UINT32_MAX);
+	uint32_t *v = cs_map_slot(&g->roots, pid, per_thread ? tid : UINT32_MAX);
 	if (*v != FOLD_GPU_NONE)
 		return *v;
 	char *name;
@@ -198,7 +145,7 @@ static uint32_t fold_gpu_root(struct fold_gpu *g, uint32_t pid, uint32_t tid)
 	}
 	uint32_t id = fold_gpu_text(g, name);
 	free(name);
-	v = fold_gpu_map_slot(&g->roots, pid, per_thread ? tid : UINT32_MAX); /* may have moved */
+	v = cs_map_slot(&g->roots, pid, per_thread ? tid : UINT32_MAX); /* may have moved */
 	*v = id;
 	return id;
 }
@@ -230,7 +177,7 @@ static uint32_t fold_gpu_leaf(struct fold_gpu *g, const struct profile_gpu_activ
 	default:
 		return FOLD_GPU_NONE;
 	}
-	uint32_t *v = fold_gpu_map_slot(&g->leaves, k1, k2);
+	uint32_t *v = cs_map_slot(&g->leaves, k1, k2);
 	if (*v != FOLD_GPU_NONE)
 		return *v;
 	uint32_t id;
@@ -244,7 +191,7 @@ static uint32_t fold_gpu_leaf(struct fold_gpu *g, const struct profile_gpu_activ
 	} else {
 		id = fold_gpu_text(g, a->kind == PROFILE_GPU_MEMSET ? "[memset]" : "[sync]");
 	}
-	v = fold_gpu_map_slot(&g->leaves, k1, k2);
+	v = cs_map_slot(&g->leaves, k1, k2);
 	*v = id;
 	return id;
 }
@@ -310,15 +257,15 @@ static uint32_t fold_gpu_chain(struct fold_gpu *g, uint32_t pid, uint32_t tid, u
 	uint32_t chain = FOLD_GPU_NONE;
 	while (nopen) {
 		const struct fold_gpu_range *r = &g->ranges[g->open[--nopen]];
-		uint32_t *tv = fold_gpu_map_slot(&g->range_names, r->name, 0);
+		uint32_t *tv = cs_map_slot(&g->range_names, r->name, 0);
 		if (*tv == FOLD_GPU_NONE) {
 			const char *name = profile_str(g->p, r->name);
 			uint32_t id = fold_gpu_text_printf(g, "[nvtx] ", *name ? name : "(unnamed)");
-			tv = fold_gpu_map_slot(&g->range_names, r->name, 0);
+			tv = cs_map_slot(&g->range_names, r->name, 0);
 			*tv = id;
 		}
 		uint32_t text = *tv;
-		uint32_t *cv = fold_gpu_map_slot(&g->chains, (uint64_t)chain + 1, text);
+		uint32_t *cv = cs_map_slot(&g->chains, (uint64_t)chain + 1, text);
 		if (*cv == FOLD_GPU_NONE) {
 			cs_grow(&g->chain_parent, &g->chain_cap, g->nchains + 1, sizeof(uint32_t));
 			g->chain_text = cs_realloc(g->chain_text, g->chain_cap * sizeof(uint32_t));
@@ -401,7 +348,7 @@ static int fold_gpu_walk(struct fold_gpu *g, fold_fn fn, void *arg)
 				return err;
 			continue;
 		}
-		uint32_t *v = fold_gpu_map_slot(&g->emap, (uint64_t)root << 32 | stack,
+		uint32_t *v = cs_map_slot(&g->emap, (uint64_t)root << 32 | stack,
 						(uint64_t)chain << 32 | leaf);
 		if (*v == FOLD_GPU_NONE) {
 			cs_grow(&g->entries, &g->entries_cap, g->nentries + 1, sizeof(*g->entries));
@@ -425,10 +372,10 @@ static void fold_gpu_free(struct fold_gpu *g)
 	for (size_t i = 0; i < g->ntexts; i++)
 		free(g->texts[i]);
 	free(g->texts);
-	struct fold_gpu_map *maps[] = { &g->text_ids, &g->roots, &g->root_match, &g->leaves,
+	struct cs_map *maps[] = { &g->text_ids, &g->roots, &g->root_match, &g->leaves,
 					&g->range_names, &g->chains, &g->emap };
 	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
-		free(maps[i]->slots);
+		cs_map_free(maps[i]);
 	free(g->ranges);
 	free(g->chain_parent);
 	free(g->chain_text);

@@ -8,6 +8,7 @@
 #include "analysis/stacks.h"
 
 #include "base/cs.h"
+#include "base/hash.h"
 #include "analysis/fold.h"
 #include "analysis/gpu_idle.h"
 
@@ -16,73 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define STACKS_NONE UINT32_MAX
-
-/* ---- an open-addressing hash map from a pair of u64 keys to a u32 id ----
- * Hand-written because neither libc (hsearch: one global table, string keys only) nor the
- * libraries we link (elfutils, zlib, zstd) offer an integer-keyed hash table. */
-
-struct stacks_slot {
-	uint64_t a, b;
-	uint32_t val;   /* STACKS_NONE: empty slot */
-};
-
-struct stacks_map {
-	struct stacks_slot *slots;
-	size_t cap, n;  /* cap is a power of two */
-};
-
-static uint64_t stacks_hash2(uint64_t a, uint64_t b)
-{
-	uint64_t h = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull + (a << 6) + (a >> 2));
-	h ^= h >> 31;
-	h *= 0xbf58476d1ce4e5b9ull;
-	h ^= h >> 29;
-	return h;
-}
-
-static void stacks_map_rehash(struct stacks_map *m, size_t cap)
-{
-	struct stacks_slot *old = m->slots;
-	size_t oldcap = m->cap;
-
-	m->slots = cs_malloc(cap * sizeof(*m->slots));
-	for (size_t i = 0; i < cap; i++)
-		m->slots[i].val = STACKS_NONE;
-	m->cap = cap;
-	for (size_t i = 0; i < oldcap; i++) {
-		if (old[i].val == STACKS_NONE)
-			continue;
-		size_t j = stacks_hash2(old[i].a, old[i].b) & (cap - 1);
-		while (m->slots[j].val != STACKS_NONE)
-			j = (j + 1) & (cap - 1);
-		m->slots[j] = old[i];
-	}
-	free(old);
-}
-
-/* The value slot for (a, b); a new key gets *val == STACKS_NONE for the caller to set. */
-static uint32_t *stacks_map_slot(struct stacks_map *m, uint64_t a, uint64_t b)
-{
-	if ((m->n + 1) * 4 > m->cap * 3)
-		stacks_map_rehash(m, m->cap ? m->cap * 2 : 64);
-	size_t j = stacks_hash2(a, b) & (m->cap - 1);
-	while (m->slots[j].val != STACKS_NONE) {
-		if (m->slots[j].a == a && m->slots[j].b == b)
-			return &m->slots[j].val;
-		j = (j + 1) & (m->cap - 1);
-	}
-	m->slots[j].a = a;
-	m->slots[j].b = b;
-	m->n++;
-	return &m->slots[j].val;
-}
-
-static void stacks_map_free(struct stacks_map *m)
-{
-	free(m->slots);
-	memset(m, 0, sizeof(*m));
-}
+#define STACKS_NONE CS_MAP_NONE /* also the empty value of the maps (base/hash.h) */
 
 /* ---- the walking context shared by aggregation and folding ---- */
 
@@ -106,13 +41,13 @@ struct stacks_ctx {
 	const struct profile *p;
 	struct stacks_filter filter;
 	uint32_t *canon;             /* per string id: the first id with the same text, lazily */
-	struct stacks_map strings;   /* (text hash, 0) chains resolved by strcmp, see canon_str */
+	struct cs_map strings;   /* (text hash, 0) chains resolved by strcmp, see canon_str */
 	struct stacks_trow *trows;
 	size_t ntrows, trows_cap;
-	struct stacks_map tmap;      /* (pid, tid) -> trow */
+	struct cs_map tmap;      /* (pid, tid) -> trow */
 	struct stacks_prow *prows;
 	size_t nprows, prows_cap;
-	struct stacks_map pmap;      /* (pid, 0) -> prow */
+	struct cs_map pmap;      /* (pid, 0) -> prow */
 	uint32_t last_pid, last_tid, last_trow; /* samples come in runs of one thread */
 	uint8_t *root_class;         /* per stack id: STACKS_ROOT_* bits, 0 = not computed */
 };
@@ -136,7 +71,7 @@ static uint32_t stacks_canon_str(struct stacks_ctx *c, uint32_t id)
 	uint64_t h = cs_hash_bytes(s, strlen(s), 0);
 	/* Probe (h, k) for k = 0, 1, ... until the text matches or a new slot turns up. */
 	for (uint64_t k = 0;; k++) {
-		uint32_t *v = stacks_map_slot(&c->strings, h, k);
+		uint32_t *v = cs_map_slot(&c->strings, h, k);
 		if (*v == STACKS_NONE)
 			*v = id;
 		if (*v == id || !strcmp(c->p->strings[*v], s)) {
@@ -153,7 +88,7 @@ static const char *stacks_str(const struct stacks_ctx *c, uint32_t id)
 
 static uint32_t stacks_prow_of(struct stacks_ctx *c, uint32_t pid)
 {
-	uint32_t *v = stacks_map_slot(&c->pmap, pid, 0);
+	uint32_t *v = cs_map_slot(&c->pmap, pid, 0);
 	if (*v == STACKS_NONE) {
 		cs_grow(&c->prows, &c->prows_cap, c->nprows + 1, sizeof(*c->prows));
 		c->prows[c->nprows] = (struct stacks_prow){ .pid = pid };
@@ -177,7 +112,7 @@ static bool stacks_filter_match(const struct stacks_ctx *c, const struct stacks_
 
 static uint32_t stacks_add_trow(struct stacks_ctx *c, uint32_t pid, uint32_t tid, uint32_t comm)
 {
-	uint32_t *v = stacks_map_slot(&c->tmap, pid, tid);
+	uint32_t *v = cs_map_slot(&c->tmap, pid, tid);
 	if (*v != STACKS_NONE) {
 		if (comm)
 			c->trows[*v].comm = comm;
@@ -239,11 +174,11 @@ static int stacks_ctx_init(struct stacks_ctx *c, const struct profile *p,
 static void stacks_ctx_free(struct stacks_ctx *c)
 {
 	free(c->canon);
-	stacks_map_free(&c->strings);
+	cs_map_free(&c->strings);
 	free(c->trows);
-	stacks_map_free(&c->tmap);
+	cs_map_free(&c->tmap);
 	free(c->prows);
-	stacks_map_free(&c->pmap);
+	cs_map_free(&c->pmap);
 	free(c->root_class);
 }
 
@@ -355,13 +290,13 @@ struct stacks_agg {
 	uint32_t *frame_func, *frame_line, *module_lib;
 	struct stacks_func_acc *funcs;
 	size_t nfuncs, funcs_cap;
-	struct stacks_map fmap;    /* (name, lib) -> func */
+	struct cs_map fmap;    /* (name, lib) -> func */
 	struct stacks_lib_acc *libs;
 	size_t nlibs, libs_cap;
-	struct stacks_map lmap;    /* (path, 0) -> lib */
+	struct cs_map lmap;    /* (path, 0) -> lib */
 	struct stacks_line_acc *lines;
 	size_t nlines, lines_cap;
-	struct stacks_map linemap; /* (func << 32 | file, line) -> line */
+	struct cs_map linemap; /* (func << 32 | file, line) -> line */
 	uint64_t python_samples;   /* weight of the stacks with a Python frame */
 };
 
@@ -371,7 +306,7 @@ static uint32_t stacks_lib_of(struct stacks_agg *g, uint32_t module)
 	if (module < p->nmodules && g->module_lib[module] != STACKS_NONE)
 		return g->module_lib[module];
 	uint32_t path = module < p->nmodules ? stacks_canon_str(&g->c, p->modules[module].path) : 0;
-	uint32_t *v = stacks_map_slot(&g->lmap, path, 0);
+	uint32_t *v = cs_map_slot(&g->lmap, path, 0);
 	if (*v == STACKS_NONE) {
 		cs_grow(&g->libs, &g->libs_cap, g->nlibs + 1, sizeof(*g->libs));
 		g->libs[g->nlibs] = (struct stacks_lib_acc){ .path = path };
@@ -402,7 +337,7 @@ static void stacks_frame_ids(struct stacks_agg *g, uint32_t fid, uint32_t *func,
 	uint64_t where = lib;
 	if (f->flags & PROFILE_FRAME_PYTHON)
 		where |= (uint64_t)stacks_canon_str(&g->c, f->file) << 32;
-	uint32_t *v = stacks_map_slot(&g->fmap, name, where);
+	uint32_t *v = cs_map_slot(&g->fmap, name, where);
 	if (*v == STACKS_NONE) {
 		cs_grow(&g->funcs, &g->funcs_cap, g->nfuncs + 1, sizeof(*g->funcs));
 		g->funcs[g->nfuncs] = (struct stacks_func_acc){ .name = name, .lib = lib,
@@ -413,7 +348,7 @@ static void stacks_frame_ids(struct stacks_agg *g, uint32_t fid, uint32_t *func,
 	g->funcs[*func].flags |= f->flags;
 
 	uint32_t file = stacks_canon_str(&g->c, f->file);
-	v = stacks_map_slot(&g->linemap, (uint64_t)*func << 32 | file, f->line);
+	v = cs_map_slot(&g->linemap, (uint64_t)*func << 32 | file, f->line);
 	if (*v == STACKS_NONE) {
 		cs_grow(&g->lines, &g->lines_cap, g->nlines + 1, sizeof(*g->lines));
 		g->lines[g->nlines] = (struct stacks_line_acc){ .func = *func, .file = file,
@@ -858,11 +793,11 @@ out:
 	free(g.frame_line);
 	free(g.module_lib);
 	free(g.funcs);
-	stacks_map_free(&g.fmap);
+	cs_map_free(&g.fmap);
 	free(g.libs);
-	stacks_map_free(&g.lmap);
+	cs_map_free(&g.lmap);
 	free(g.lines);
-	stacks_map_free(&g.linemap);
+	cs_map_free(&g.linemap);
 	stacks_ctx_free(&g.c);
 	return err;
 }
@@ -1023,7 +958,7 @@ int fold_profile(const struct profile *p, const struct fold_opts *opts, fold_fn 
 	struct stacks_fold fo;
 	struct stacks_fold_entry *entries = NULL;
 	size_t nentries = 0, cap = 0;
-	struct stacks_map emap = { 0 };
+	struct cs_map emap = { 0 };
 	int err;
 
 	double *idle_ns = NULL;   /* FOLD_GPU_IDLE: per sample, the idle ns it explains; < 0: none */
@@ -1066,7 +1001,7 @@ int fold_profile(const struct profile *p, const struct fold_opts *opts, fold_fn 
 				goto out;
 			continue;
 		}
-		uint32_t *v = stacks_map_slot(&emap, root, stack);
+		uint32_t *v = cs_map_slot(&emap, root, stack);
 		if (*v == STACKS_NONE) {
 			cs_grow(&entries, &cap, nentries + 1, sizeof(*entries));
 			entries[nentries] = (struct stacks_fold_entry){ .root = root, .stack = stack };
@@ -1094,7 +1029,7 @@ out:
 	free(fo.frames);
 	free(entries);
 	free(idle_ns);
-	stacks_map_free(&emap);
+	cs_map_free(&emap);
 	stacks_ctx_free(&fo.c);
 	return err;
 }
