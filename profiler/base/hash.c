@@ -133,6 +133,19 @@ uint32_t *cs_map_slot(struct cs_map *m, uint64_t a, uint64_t b)
 	return &m->slots[j].val;
 }
 
+uint32_t cs_map_find(const struct cs_map *m, uint64_t a, uint64_t b)
+{
+	if (!m->cap)
+		return CS_MAP_NONE;
+	size_t j = cs_map_hash(a, b) & (m->cap - 1);
+	while (m->slots[j].val != CS_MAP_NONE) {
+		if (m->slots[j].a == a && m->slots[j].b == b)
+			return m->slots[j].val;
+		j = (j + 1) & (m->cap - 1);
+	}
+	return CS_MAP_NONE;
+}
+
 void cs_map_free(struct cs_map *m)
 {
 	free(m->slots);

@@ -46,6 +46,8 @@ struct cs_map {
 /* The value of (a, b); a new key's value is CS_MAP_NONE for the caller to set (to anything
  * but CS_MAP_NONE). The pointer is good until the next cs_map_slot on the same map. */
 uint32_t *cs_map_slot(struct cs_map *m, uint64_t a, uint64_t b);
+/* The value of (a, b), or CS_MAP_NONE when the key is not there (nothing is added). */
+uint32_t cs_map_find(const struct cs_map *m, uint64_t a, uint64_t b);
 void cs_map_free(struct cs_map *m);
 
 struct cs_intern {

@@ -56,8 +56,12 @@ UNIT_TEST(hash_map_pairs)
 	for (uint32_t i = 0; i < 1000; i++)
 		UNIT_ASSERT_EQ_INT(*cs_map_slot(&m, i / 10, i % 10), i);
 	UNIT_ASSERT_EQ_INT(m.n, 1000);
+	UNIT_ASSERT_EQ_INT(cs_map_find(&m, 7, 3), 73);
+	UNIT_ASSERT(cs_map_find(&m, 5, 11) == CS_MAP_NONE);
+	UNIT_ASSERT_EQ_INT(m.n, 1000);                      /* find adds nothing */
 	UNIT_ASSERT(*cs_map_slot(&m, 5, 10) == CS_MAP_NONE); /* a new key */
 	cs_map_free(&m);
+	UNIT_ASSERT(cs_map_find(&m, 7, 3) == CS_MAP_NONE);
 }
 
 UNIT_TEST(hash_intern)

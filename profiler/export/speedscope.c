@@ -5,6 +5,7 @@
  * (sample weight x sampling period in nanoseconds). */
 #include "export/export.h"
 #include "base/cs.h"
+#include "base/hash.h"
 #include "base/json.h"
 
 #include <errno.h>
@@ -14,19 +15,14 @@
 
 #define SPEEDSCOPE_DEFAULT_PERIOD_NS 1000000ULL /* no rate_hz header: count 1 ms a sample */
 
-/* A written frame: what speedscope shows of it (name, file string ids and line). Profile
- * frames that differ only in what speedscope does not show (module, flags) share one. */
-struct speedscope_frame {
-	uint32_t name, file, line;
-	uint32_t index1;        /* speedscope frame index + 1; 0: empty slot */
-};
-
 struct speedscope_ctx {
 	const struct profile *p;
 	uint32_t *frame_index;  /* profile frame id -> speedscope frame index + 1, 0 unused */
 	uint32_t nused;
-	struct speedscope_frame *seen; /* open addressing, cap a power of two */
-	size_t seen_cap;
+	/* (name << 32 | file, line) -> index + 1 of the written frame: what speedscope shows of a
+	 * frame; profile frames that differ only in what it does not show (module, flags) share
+	 * one */
+	struct cs_map seen;
 	struct json_writer w;   /* the output (base/json.c) */
 };
 
@@ -34,16 +30,11 @@ struct speedscope_ctx {
 static uint32_t speedscope_intern(struct speedscope_ctx *c, uint32_t name, uint32_t file,
 				  uint32_t line, bool *added)
 {
-	uint64_t h = cs_hash_u64((uint64_t)name << 32 ^ (uint64_t)file << 16 ^ line);
-	size_t j = h & (c->seen_cap - 1);
-
-	*added = false;
-	for (; c->seen[j].index1; j = (j + 1) & (c->seen_cap - 1))
-		if (c->seen[j].name == name && c->seen[j].file == file && c->seen[j].line == line)
-			return c->seen[j].index1;
-	c->seen[j] = (struct speedscope_frame){ name, file, line, ++c->nused };
-	*added = true;
-	return c->nused;
+	uint32_t *v = cs_map_slot(&c->seen, (uint64_t)name << 32 | file, line);
+	*added = *v == CS_MAP_NONE;
+	if (*added)
+		*v = ++c->nused;
+	return *v;
 }
 
 /* The sampling period from the header's rate_hz, or the default. */
@@ -168,9 +159,6 @@ int export_speedscope_write(FILE *f, const struct profile *p)
 	json_init(&c.w, f);
 	json_object(&c.w, NULL, JSON_INLINE);
 	c.frame_index = cs_calloc(p->nframes + 1, sizeof(*c.frame_index));
-	for (c.seen_cap = 64; c.seen_cap < 2 * (p->nframes + 1); c.seen_cap *= 2)
-		;
-	c.seen = cs_calloc(c.seen_cap, sizeof(*c.seen));
 	speedscope_frames(&c);
 	json_array(&c.w, "profiles", JSON_INLINE);
 	for (size_t i = 0; i < p->nthreads; i++)
@@ -182,6 +170,6 @@ int export_speedscope_write(FILE *f, const struct profile *p)
 	json_end(&c.w);
 	fputc('\n', f);
 	free(c.frame_index);
-	free(c.seen);
+	cs_map_free(&c.seen);
 	return ferror(f) ? -EIO : 0;
 }

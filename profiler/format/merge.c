@@ -5,6 +5,7 @@
 #include "format/merge.h"
 
 #include "base/cs.h"
+#include "base/hash.h"
 #include "base/search.h"
 #include "format/datafile.h"
 
@@ -15,38 +16,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* A set of task ids (open addressing; 0 and UINT32_MAX are never stored: they stay as they
- * are, "no task" and the kernel's -1). */
-struct merge_set {
-	uint32_t *keys;
-	uint8_t *pid;   /* the id was seen as a process id */
-	size_t cap, len;
-};
-
-static void merge_set_add(struct merge_set *s, uint32_t id, bool is_pid)
+/* A set of task ids: id -> 1 when the id was seen as a process id, else 0 (base/hash.h). 0 and
+ * UINT32_MAX are never stored: they stay as they are, "no task" and the kernel's -1. */
+static void merge_set_add(struct cs_map *s, uint32_t id, bool is_pid)
 {
 	if (id == 0 || id == UINT32_MAX)
 		return;
-	if ((s->len + 1) * 2 > s->cap) {
-		struct merge_set old = *s;
-		s->cap = old.cap ? old.cap * 2 : 256;
-		s->keys = cs_calloc(s->cap, sizeof(*s->keys));
-		s->pid = cs_calloc(s->cap, 1);
-		s->len = 0;
-		for (size_t i = 0; i < old.cap; i++)
-			if (old.keys[i])
-				merge_set_add(s, old.keys[i], old.pid[i]);
-		free(old.keys);
-		free(old.pid);
-	}
-	size_t j = cs_hash_u64(id) & (s->cap - 1);
-	while (s->keys[j] && s->keys[j] != id)
-		j = (j + 1) & (s->cap - 1);
-	if (!s->keys[j]) {
-		s->keys[j] = id;
-		s->len++;
-	}
-	s->pid[j] |= is_pid;
+	uint32_t *v = cs_map_slot(s, id, 0);
+	*v = (*v == CS_MAP_NONE ? 0 : *v) | is_pid;
 }
 
 struct merge_kv {
@@ -66,8 +43,8 @@ struct merge_input {
 	/* pass 1 */
 	struct merge_kv *header;
 	size_t nheader, cap_header;
-	struct merge_set tasks;
-	struct merge_set labelled;
+	struct cs_map tasks;
+	struct cs_map labelled;
 	uint32_t nstrings, nmodules, nlocs, nstacks; /* counts, strings from 1 */
 	uint64_t samples, lost, end_time;
 	uint32_t end_flags;
@@ -289,19 +266,6 @@ static const char *merge_header(const struct merge_input *in, const char *key)
 	return NULL;
 }
 
-static bool merge_set_has(const struct merge_set *s, uint32_t id)
-{
-	if (!s->cap)
-		return false;
-	size_t j = cs_hash_u64(id) & (s->cap - 1);
-	while (s->keys[j]) {
-		if (s->keys[j] == id)
-			return true;
-		j = (j + 1) & (s->cap - 1);
-	}
-	return false;
-}
-
 static int merge_task_cmp(const void *a, const void *b)
 {
 	const struct merge_task *x = a, *y = b;
@@ -350,14 +314,16 @@ static int merge_plan(struct merge *m)
 				    ((int64_t)ref->start_real - (int64_t)ref->start_mono);
 
 		/* tasks: keep the id unless an earlier input took it */
-		in->ntasks = in->tasks.len;
+		in->ntasks = in->tasks.n;
 		in->task = cs_calloc(in->ntasks + 1, sizeof(*in->task));
 		size_t n = 0;
-		for (size_t i = 0; i < in->tasks.cap; i++)
-			if (in->tasks.keys[i])
+		for (size_t i = 0; i < in->tasks.cap; i++) {
+			const struct cs_map_slot *t = &in->tasks.slots[i];
+			if (t->val != CS_MAP_NONE)
 				in->task[n++] = (struct merge_task){
-					.id = in->tasks.keys[i], .is_pid = in->tasks.pid[i],
-					.labelled = merge_set_has(&in->labelled, in->tasks.keys[i]) };
+					.id = (uint32_t)t->a, .is_pid = t->val,
+					.labelled = cs_map_find(&in->labelled, t->a, 0) != CS_MAP_NONE };
+		}
 		cs_qsort(in->task, n, sizeof(*in->task), merge_task_cmp);
 		for (size_t i = 0; i < n; i++) {
 			uint32_t id = in->task[i].id;
@@ -639,10 +605,8 @@ static void merge_input_free(struct merge_input *in)
 		free(in->header[i].value);
 	}
 	free(in->header);
-	free(in->tasks.keys);
-	free(in->tasks.pid);
-	free(in->labelled.keys);
-	free(in->labelled.pid);
+	cs_map_free(&in->tasks);
+	cs_map_free(&in->labelled);
 	free(in->task);
 	for (size_t i = 0; i < in->nstrings2; i++)
 		free(in->strings[i]);
