@@ -7,6 +7,7 @@
 #include "record/record.h"
 
 #include "base/cs.h"
+#include "base/hash.h"
 #include "format/datafile.h"
 #include "record/gpu_attach.h"
 #include "record/gpu_merge.h"
@@ -71,23 +72,20 @@ struct record {
 	/* locations */
 	struct loc_key *locs;       /* by id */
 	size_t nlocs, cap_locs;
-	uint32_t *loc_hash;         /* ids + 1, 0 = empty */
-	size_t loc_hash_cap;
+	struct cs_map loc_ids;      /* (offset, module << 32 | flags) -> id (base/hash.h) */
 	/* stacks: ids + hash of their loc sequences */
 	uint32_t *stack_data;       /* concatenated loc ids */
 	size_t nstack_data, cap_stack_data;
 	uint64_t *stack_pos;        /* by id: offset << 16 | n ... see record_stack_at */
 	uint32_t *stack_len;
 	size_t nstacks, cap_stacks;
-	uint32_t *stack_hash;
-	size_t stack_hash_cap;
+	struct cs_hash stack_ids;   /* hash of the loc sequence -> id + 1, as a pointer */
 	/* counts */
 	uint64_t nsamples, lost, stack_full, unwind_errors;
 	uint64_t offcpu_samples;    /* --idle: weight of the off-CPU samples */
 	uint64_t py_merged, py_changed, py_unread; /* samples by py_merge result */
 	uint64_t gpu_py_merged, gpu_py_unread;     /* launches with Python frames: named, not */
-	uint32_t *tids, *pids;      /* sets of tids/pids seen in samples (ids + 1) */
-	size_t tid_cap, ntids, pid_cap, npids_seen;
+	struct cs_map tids, pids;   /* tids/pids seen in samples: (id, 0) -> 0; .n counts them */
 	uint64_t start_ns, last_flush_ns, last_symbolize_ns;
 	size_t nsymbolized;         /* locations [0, nsymbolized) have their SYMBOL record */
 	/* the reader thread */
@@ -162,36 +160,18 @@ static void record_write_modules(struct record *r)
 
 static uint32_t record_loc(struct record *r, uint32_t module, uint64_t offset, uint32_t flags)
 {
-	uint64_t h = cs_hash_u64(offset * 31 + module * 2 + flags);
-	size_t mask = r->loc_hash_cap - 1, j = h & mask;
-	while (r->loc_hash[j]) {
-		struct loc_key *k = &r->locs[r->loc_hash[j] - 1];
-		if (k->offset == offset && k->module == module && k->flags == flags)
-			return r->loc_hash[j] - 1;
-		j = (j + 1) & mask;
-	}
-	uint32_t id = (uint32_t)r->nlocs;
+	uint32_t *v = cs_map_slot(&r->loc_ids, offset, (uint64_t)module << 32 | flags);
+	if (*v != CS_MAP_NONE)
+		return *v;
+	uint32_t id = *v = (uint32_t)r->nlocs;
 	cs_grow(&r->locs, &r->cap_locs, r->nlocs + 1, sizeof(*r->locs));
 	r->locs[r->nlocs++] = (struct loc_key){ offset, module, flags };
-	r->loc_hash[j] = id + 1;
 	struct {
 		uint32_t id, module;
 		uint64_t offset;
 		uint32_t flags;
 	} __attribute__((packed)) rec = { id, module, offset, flags };
 	df_put(r->w, DF_LOC, &rec, sizeof(rec));
-	if (r->nlocs * 2 > r->loc_hash_cap) {
-		free(r->loc_hash);
-		r->loc_hash_cap *= 2;
-		r->loc_hash = cs_calloc(r->loc_hash_cap, sizeof(uint32_t));
-		for (size_t i = 0; i < r->nlocs; i++) {
-			struct loc_key *k = &r->locs[i];
-			size_t p = cs_hash_u64(k->offset * 31 + k->module * 2 + k->flags) & (r->loc_hash_cap - 1);
-			while (r->loc_hash[p])
-				p = (p + 1) & (r->loc_hash_cap - 1);
-			r->loc_hash[p] = (uint32_t)i + 1;
-		}
-	}
 	return id;
 }
 
@@ -203,17 +183,28 @@ static uint64_t stack_hash_of(const uint32_t *ids, size_t n)
 	return h;
 }
 
+/* A stack being looked up in r->stack_ids: its loc sequence, and where the known ones are. */
+struct record_stack_key {
+	const struct record *r;
+	const uint32_t *ids;
+	uint32_t n;
+};
+
+static bool record_stack_eq(const void *item, const void *key)
+{
+	const struct record_stack_key *k = key;
+	uint32_t id = (uint32_t)(uintptr_t)item - 1;
+	return k->r->stack_len[id] == k->n &&
+	       !memcmp(k->r->stack_data + k->r->stack_pos[id], k->ids, k->n * sizeof(uint32_t));
+}
+
 static uint32_t record_stack(struct record *r, const uint32_t *ids, uint32_t n)
 {
 	uint64_t h = stack_hash_of(ids, n);
-	size_t mask = r->stack_hash_cap - 1, j = h & mask;
-	while (r->stack_hash[j]) {
-		uint32_t id = r->stack_hash[j] - 1;
-		if (r->stack_len[id] == n &&
-		    !memcmp(r->stack_data + r->stack_pos[id], ids, n * sizeof(uint32_t)))
-			return id;
-		j = (j + 1) & mask;
-	}
+	struct record_stack_key key = { r, ids, n };
+	uintptr_t found = (uintptr_t)cs_hash_find(&r->stack_ids, h, record_stack_eq, &key);
+	if (found)
+		return (uint32_t)found - 1;
 	uint32_t id = (uint32_t)r->nstacks;
 	size_t cap2 = r->cap_stacks;
 	cs_grow(&r->stack_pos, &r->cap_stacks, r->nstacks + 1, sizeof(uint64_t));
@@ -224,51 +215,10 @@ static uint32_t record_stack(struct record *r, const uint32_t *ids, uint32_t n)
 	r->stack_len[id] = n;
 	r->nstack_data += n;
 	r->nstacks++;
-	r->stack_hash[j] = id + 1;
+	cs_hash_insert(&r->stack_ids, h, (void *)((uintptr_t)id + 1));
 	uint32_t hdr[2] = { id, n };
 	df_put2(r->w, DF_STACK, hdr, sizeof(hdr), ids, n * sizeof(uint32_t));
-	if (r->nstacks * 2 > r->stack_hash_cap) {
-		free(r->stack_hash);
-		r->stack_hash_cap *= 2;
-		r->stack_hash = cs_calloc(r->stack_hash_cap, sizeof(uint32_t));
-		for (size_t i = 0; i < r->nstacks; i++) {
-			size_t p = stack_hash_of(r->stack_data + r->stack_pos[i], r->stack_len[i]) &
-				   (r->stack_hash_cap - 1);
-			while (r->stack_hash[p])
-				p = (p + 1) & (r->stack_hash_cap - 1);
-			r->stack_hash[p] = (uint32_t)i + 1;
-		}
-	}
 	return id;
-}
-
-/* Adds v to an open-addressing set (values + 1 stored); returns true when new. */
-static bool set_add(uint32_t **set, size_t *cap, size_t *n, uint32_t v)
-{
-	if ((*n + 1) * 2 > *cap) {
-		size_t ncap = *cap ? *cap * 2 : 64;
-		uint32_t *ns = cs_calloc(ncap, sizeof(uint32_t));
-		for (size_t i = 0; i < *cap; i++) {
-			if (!(*set)[i])
-				continue;
-			size_t p = cs_hash_u64((*set)[i]) & (ncap - 1);
-			while (ns[p])
-				p = (p + 1) & (ncap - 1);
-			ns[p] = (*set)[i];
-		}
-		free(*set);
-		*set = ns;
-		*cap = ncap;
-	}
-	size_t j = cs_hash_u64(v + 1) & (*cap - 1);
-	while ((*set)[j]) {
-		if ((*set)[j] == v + 1)
-			return false;
-		j = (j + 1) & (*cap - 1);
-	}
-	(*set)[j] = v + 1;
-	(*n)++;
-	return true;
 }
 
 static void record_raw(struct record *r, const struct sampler_event *ev, uint32_t flags)
@@ -389,8 +339,8 @@ static void record_sample(struct record *r, const struct sampler_event *ev)
 	if (r->o->keep_raw && r->o->sampler.callgraph == SAMPLER_CALLGRAPH_DWARF)
 		record_raw(r, ev, flags);
 	r->nsamples++;
-	set_add(&r->tids, &r->tid_cap, &r->ntids, ev->tid);
-	set_add(&r->pids, &r->pid_cap, &r->npids_seen, ev->pid);
+	*cs_map_slot(&r->tids, ev->tid, 0) = 0;
+	*cs_map_slot(&r->pids, ev->pid, 0) = 0;
 }
 
 /* ---- GPU records (gpu_merge.h) ---- */
@@ -923,7 +873,7 @@ static void record_print_summary(struct record *r, uint64_t end_ns)
 	double secs = (double)(end_ns - r->start_ns) / 1e9;
 	fprintf(stderr,
 		"csampler: %llu samples, %llu lost, %zu threads, %zu processes, %.2f s, %.1f KB written to %s (%.0f bytes/sample)\n",
-		(unsigned long long)r->nsamples, (unsigned long long)r->lost, r->ntids, r->npids_seen,
+		(unsigned long long)r->nsamples, (unsigned long long)r->lost, r->tids.n, r->pids.n,
 		secs, (double)bytes / 1024.0, r->output,
 		r->nsamples ? (double)bytes / (double)r->nsamples : 0.0);
 	record_print_cost(r);
@@ -1206,9 +1156,6 @@ int record_run(const struct record_opts *o, char **written)
 	struct record r = { .o = o, .child_pidfd = -1, .sigpipe = { -1, -1 } };
 	int go_fd = -1, err_fd = -1, ret, status = CS_EXIT_ERROR;
 
-	r.loc_hash_cap = r.stack_hash_cap = 4096;
-	r.loc_hash = cs_calloc(r.loc_hash_cap, sizeof(uint32_t));
-	r.stack_hash = cs_calloc(r.stack_hash_cap, sizeof(uint32_t));
 	r.run_start_ns = cs_monotonic_ns();
 	r.target_pidfds = cs_calloc(o->npids + 1, sizeof(int));
 	for (size_t i = 0; i < o->npids; i++)
@@ -1426,13 +1373,13 @@ out:
 		close(r.sigpipe[0]), close(r.sigpipe[1]);
 	free(r.target_pidfds);
 	free(r.locs);
-	free(r.loc_hash);
+	cs_map_free(&r.loc_ids);
 	free(r.stack_data);
 	free(r.stack_pos);
 	free(r.stack_len);
-	free(r.stack_hash);
-	free(r.tids);
-	free(r.pids);
+	cs_hash_free(&r.stack_ids);
+	cs_map_free(&r.tids);
+	cs_map_free(&r.pids);
 	free(r.output);
 	return status;
 }
