@@ -3,6 +3,7 @@
 #include "format/datafile.h"
 
 #include "base/cs.h"
+#include "base/hash.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -486,78 +487,50 @@ int df_read_mem(const void *buf, size_t len, const char *name, df_record_fn fn, 
 
 /* ---- string interning for writers ---- */
 
-/* Open addressing over FNV-1a hashes; written by hand because glibc's hsearch is a single
- * global table and a dependency for one hash set is not worth it. */
+/* The strings written so far (base/hash.h), each with its id. */
 struct df_strtab {
-	char **keys;
-	uint32_t *ids;
-	size_t cap, count;
+	struct cs_hash strings;   /* items: struct df_str, owned */
+	uint32_t count;
 };
 
-static uint64_t df_hash(const char *s)
+struct df_str {
+	uint32_t id;
+	char text[];
+};
+
+static bool df_str_eq(const void *item, const void *key)
 {
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
+	return strcmp(((const struct df_str *)item)->text, key) == 0;
 }
 
 struct df_strtab *df_strtab_new(void)
 {
-	struct df_strtab *t = cs_calloc(1, sizeof(*t));
-	t->cap = 1024;
-	t->keys = cs_calloc(t->cap, sizeof(*t->keys));
-	t->ids = cs_calloc(t->cap, sizeof(*t->ids));
-	return t;
+	return cs_calloc(1, sizeof(struct df_strtab));
 }
 
 void df_strtab_free(struct df_strtab *t)
 {
 	if (!t)
 		return;
-	for (size_t i = 0; i < t->cap; i++)
-		free(t->keys[i]);
-	free(t->keys);
-	free(t->ids);
+	for (size_t i = 0; i < t->strings.cap; i++)
+		free(t->strings.slots[i].item);
+	cs_hash_free(&t->strings);
 	free(t);
-}
-
-static void df_strtab_grow(struct df_strtab *t)
-{
-	size_t ncap = t->cap * 2;
-	char **nkeys = cs_calloc(ncap, sizeof(*nkeys));
-	uint32_t *nids = cs_calloc(ncap, sizeof(*nids));
-	for (size_t i = 0; i < t->cap; i++) {
-		if (!t->keys[i])
-			continue;
-		size_t j = df_hash(t->keys[i]) & (ncap - 1);
-		while (nkeys[j])
-			j = (j + 1) & (ncap - 1);
-		nkeys[j] = t->keys[i];
-		nids[j] = t->ids[i];
-	}
-	free(t->keys);
-	free(t->ids);
-	t->keys = nkeys;
-	t->ids = nids;
-	t->cap = ncap;
 }
 
 uint32_t df_strtab_id(struct df_strtab *t, struct df_writer *w, const char *s)
 {
 	if (!s || !*s)
 		return 0;
-	size_t j = df_hash(s) & (t->cap - 1);
-	while (t->keys[j]) {
-		if (!strcmp(t->keys[j], s))
-			return t->ids[j];
-		j = (j + 1) & (t->cap - 1);
-	}
-	uint32_t id = (uint32_t)++t->count;
-	t->keys[j] = cs_strdup(s);
-	t->ids[j] = id;
-	df_put2(w, DF_STRING, &id, 4, s, strlen(s) + 1);
-	if (t->count * 2 > t->cap)
-		df_strtab_grow(t);
-	return id;
+	size_t n = strlen(s);
+	uint64_t h = cs_hash_bytes(s, n, 0);
+	struct df_str *e = cs_hash_find(&t->strings, h, df_str_eq, s);
+	if (e)
+		return e->id;
+	e = cs_malloc(sizeof(*e) + n + 1);
+	e->id = ++t->count;
+	memcpy(e->text, s, n + 1);
+	cs_hash_insert(&t->strings, h, e);
+	df_put2(w, DF_STRING, &e->id, 4, s, n + 1);
+	return e->id;
 }
