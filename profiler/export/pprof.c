@@ -17,6 +17,7 @@
  * string into its structs, for what is about fifty lines of encoding. */
 #include "export/export.h"
 #include "base/cs.h"
+#include "base/hash.h"
 #include "analysis/fold.h"
 
 #include <errno.h>
@@ -86,12 +87,14 @@ enum {
  * frames inlined into it) or a (name, file) pair (a function) to an id from 1. */
 struct pprof_key {
 	uint32_t off, len;  /* run keys[off .. off+len) of pprof_ctx.keys */
-	uint32_t id;        /* 0: empty slot */
 };
 
+/* Runs of u32 (a location's frames, a function's name and file, a row) -> id from 1, in the
+ * order first seen (base/hash.h; items are ids as pointers). */
 struct pprof_table {
-	struct pprof_key *slots;
-	size_t cap, n;
+	struct cs_hash ids;
+	struct pprof_key *runs;  /* by id - 1 */
+	size_t n, cap;
 };
 
 struct pprof_ctx {
@@ -130,37 +133,38 @@ static uint32_t pprof_extra(struct pprof_ctx *c, const char *s, bool own)
 	return (uint32_t)(c->p->nstrings + c->nextra++);
 }
 
+/* A run being looked up in a table. */
+struct pprof_lookup {
+	const struct pprof_ctx *c;
+	const struct pprof_table *t;
+	const uint32_t *run;
+	uint32_t len;
+};
+
+static bool pprof_run_eq(const void *item, const void *key)
+{
+	const struct pprof_lookup *k = key;
+	const struct pprof_key *r = &k->t->runs[(uintptr_t)item - 1];
+	return r->len == k->len && !memcmp(k->c->keys + r->off, k->run, k->len * 4);
+}
+
 static uint32_t pprof_intern(struct pprof_ctx *c, struct pprof_table *t, const uint32_t *run,
 			     uint32_t len, bool *added)
 {
-	*added = false;
-	if ((t->n + 1) * 2 > t->cap) {
-		struct pprof_table grown = { .cap = t->cap ? t->cap * 2 : 1024, .n = t->n };
-		grown.slots = cs_calloc(grown.cap, sizeof(*grown.slots));
-		for (size_t i = 0; i < t->cap; i++) {
-			if (!t->slots[i].id)
-				continue;
-			uint64_t h = cs_hash_bytes(c->keys + t->slots[i].off, t->slots[i].len * 4, 0);
-			size_t j = h & (grown.cap - 1);
-			while (grown.slots[j].id)
-				j = (j + 1) & (grown.cap - 1);
-			grown.slots[j] = t->slots[i];
-		}
-		free(t->slots);
-		*t = grown;
-	}
+	struct pprof_lookup key = { c, t, run, len };
 	uint64_t h = cs_hash_bytes(run, len * 4, 0);
-	size_t j = h & (t->cap - 1);
-	for (; t->slots[j].id; j = (j + 1) & (t->cap - 1))
-		if (t->slots[j].len == len && !memcmp(c->keys + t->slots[j].off, run, len * 4))
-			return t->slots[j].id;
+	uintptr_t id = (uintptr_t)cs_hash_find(&t->ids, h, pprof_run_eq, &key);
+	*added = !id;
+	if (id)
+		return (uint32_t)id;
 	cs_grow(&c->keys, &c->keys_cap, c->nkeys + len, sizeof(*c->keys));
 	memcpy(c->keys + c->nkeys, run, len * 4);
-	t->slots[j] = (struct pprof_key){ .off = (uint32_t)c->nkeys, .len = len,
-					  .id = (uint32_t)++t->n };
+	cs_grow(&t->runs, &t->cap, t->n + 1, sizeof(*t->runs));
+	t->runs[t->n] = (struct pprof_key){ .off = (uint32_t)c->nkeys, .len = len };
 	c->nkeys += len;
-	*added = true;
-	return t->slots[j].id;
+	id = ++t->n;
+	cs_hash_insert(&t->ids, h, (void *)id);
+	return (uint32_t)id;
 }
 
 /* The function id of frame fr, writing the Function message the first time. */
@@ -548,9 +552,11 @@ int export_pprof_write(FILE *f, const struct profile *p)
 		err = -EIO;
 	free(c.stack_locations);
 	free(c.keys);
-	free(c.locations.slots);
-	free(c.functions.slots);
-	free(c.rows.slots);
+	struct pprof_table *tables[] = { &c.locations, &c.functions, &c.rows };
+	for (size_t i = 0; i < 3; i++) {
+		cs_hash_free(&tables[i]->ids);
+		free(tables[i]->runs);
+	}
 	for (size_t i = 0; i < c.nowned; i++)
 		free(c.owned[i]);
 	free(c.owned);
