@@ -316,6 +316,19 @@ struct rs_fn {
 	double ns, median_ns, excess_ns;
 };
 
+/* What report --ranks found: the ranks, the straggler and where it spends more. */
+struct rs_ranks {
+	struct rs_rank *rk;
+	size_t nr, cap;
+	bool with_steps;           /* some rank has steps: step p50s compared, else CPU time */
+	struct steps_table *wt;    /* each rank's main process measured as one step */
+	struct steps whole;        /* the steps of wt */
+	size_t s;                  /* the straggler's index */
+	double median;             /* the median rank's step p50 (with steps) or samples */
+	struct rs_fn fns[5];
+	size_t nfns;
+};
+
 static int cmp_fn_excess(const void *x, const void *y)
 {
 	const struct rs_fn *a = x, *b = y;
@@ -486,11 +499,14 @@ static size_t rs_excess(const struct profile *p, const struct rs_rank *rk, size_
 }
 
 /* report --ranks --format json: the rank table, the straggler and its excess functions. */
-static void rs_ranks_json(FILE *f, const struct rs_ctx *c, const struct rs_rank *rk, size_t nr,
-			  bool with_steps, size_t s, double median, const struct rs_fn *fns,
-			  size_t nfns)
+static void rs_ranks_json(FILE *f, const struct rs_ctx *c, const struct rs_ranks *R)
 {
 	const struct profile *p = c->p;
+	const struct rs_rank *rk = R->rk;
+	const struct rs_fn *fns = R->fns;
+	size_t nr = R->nr, s = R->s, nfns = R->nfns;
+	bool with_steps = R->with_steps;
+	double median = R->median;
 	struct json_writer jw, *w = &jw;
 
 	json_init(w, f);
@@ -556,92 +572,96 @@ static void rs_ranks_json(FILE *f, const struct rs_ctx *c, const struct rs_rank 
 	fputc('\n', f);
 }
 
-int report_ranks_write(FILE *f, const struct profile *p, const struct report_opts *o)
+/* The ranks of p's processes, each with its main process (the one with the most samples) and
+ * its samples' weight and span. Returns false when p has fewer than two ranks. */
+static bool rs_ranks_gather(const struct profile *p, struct rs_ranks *R)
 {
-	struct rs_ctx c;
-	struct rs_rank *rk = NULL;
-	size_t nr = 0, cap = 0;
-	struct steps whole = { 0 };
-	struct steps_table *wt = NULL;
-
-	/* ranks and their processes */
 	for (size_t i = 0; i < p->nprocesses; i++) {
 		const struct profile_process *pr = &p->processes[i];
 		int32_t rank = profile_rank_of(p, pr->pid);
 		if (rank < 0)
 			continue;
-		size_t k = rs_rank_index(rk, nr, rank);
-		if (k == nr) {
-			cs_grow(&rk, &cap, nr + 1, sizeof(*rk));
-			rk[nr++] = (struct rs_rank){ .rank = rank, .pid = pr->pid, .first = UINT64_MAX,
-						     .idle_stack = GPU_IDLE_NO_STACK };
-		} else if (pr->samples > profile_process_of(p, rk[k].pid)->samples) {
-			rk[k].pid = pr->pid;
+		size_t k = rs_rank_index(R->rk, R->nr, rank);
+		if (k == R->nr) {
+			cs_grow(&R->rk, &R->cap, R->nr + 1, sizeof(*R->rk));
+			R->rk[R->nr++] = (struct rs_rank){ .rank = rank, .pid = pr->pid,
+							   .first = UINT64_MAX,
+							   .idle_stack = GPU_IDLE_NO_STACK };
+		} else if (pr->samples > profile_process_of(p, R->rk[k].pid)->samples) {
+			R->rk[k].pid = pr->pid;
 		}
 	}
-	if (nr < 2) {
-		free(rk);
-		return -ENOENT;
-	}
-	cs_qsort(rk, nr, sizeof(*rk), cmp_rank);
+	if (R->nr < 2)
+		return false;
+	cs_qsort(R->rk, R->nr, sizeof(*R->rk), cmp_rank);
 	for (size_t i = 0; i < p->nsamples_records; i++) {
 		const struct profile_sample *sm = &p->samples[i];
-		size_t k = rs_rank_index(rk, nr, profile_rank_of(p, sm->pid));
-		if (k == nr)
+		size_t k = rs_rank_index(R->rk, R->nr, profile_rank_of(p, sm->pid));
+		if (k == R->nr)
 			continue;
-		rk[k].samples += sm->weight;
-		rk[k].first = sm->time < rk[k].first ? sm->time : rk[k].first;
-		rk[k].last = sm->time > rk[k].last ? sm->time : rk[k].last;
+		struct rs_rank *r = &R->rk[k];
+		r->samples += sm->weight;
+		r->first = sm->time < r->first ? sm->time : r->first;
+		r->last = sm->time > r->last ? sm->time : r->last;
 	}
+	return true;
+}
 
-	rs_init(&c, p);
-	bool with_steps = false;
+/* Each rank's steps (its process with the most), and its main process measured as one step
+ * over its steps or its samples' span: GPU busy, wall and idle time. */
+static void rs_ranks_measure(const struct rs_ctx *c, struct rs_ranks *R)
+{
+	const struct profile *p = c->p;
+	struct rs_rank *rk = R->rk;
+	size_t nr = R->nr;
 	for (size_t k = 0; k < nr; k++) {
-		/* the rank's process with the most steps */
-		for (size_t i = 0; i < c.s.nprocs; i++)
-			if (profile_rank_of(p, c.t[i].pid) == rk[k].rank &&
-			    (!rk[k].t || c.t[i].nrows > rk[k].t->nrows))
-				rk[k].t = &c.t[i];
+		for (size_t i = 0; i < c->s.nprocs; i++)
+			if (profile_rank_of(p, c->t[i].pid) == rk[k].rank &&
+			    (!rk[k].t || c->t[i].nrows > rk[k].t->nrows))
+				rk[k].t = &c->t[i];
 		if (rk[k].t) {
 			rk[k].pid = rk[k].t->pid;
-			with_steps = true;
+			R->with_steps = true;
 		}
 	}
-	/* without steps, each rank's main process is measured as one step over its samples' span */
-	whole.source = STEPS_FUNCTION;
-	whole.steps = cs_calloc(nr + 1, sizeof(*whole.steps));
-	whole.procs = cs_calloc(nr + 1, sizeof(*whole.procs));
+	struct steps *whole = &R->whole;
+	whole->source = STEPS_FUNCTION;
+	whole->steps = cs_calloc(nr + 1, sizeof(*whole->steps));
+	whole->procs = cs_calloc(nr + 1, sizeof(*whole->procs));
 	for (size_t k = 0; k < nr; k++) {
-		uint64_t a = rk[k].t && rk[k].t->nrows ? rk[k].t->rows[0].start : rk[k].first;
-		uint64_t b = rk[k].t && rk[k].t->nrows
-				     ? rk[k].t->rows[rk[k].t->nrows - 1].start +
-					       rk[k].t->rows[rk[k].t->nrows - 1].wall_ns
-				     : rk[k].last + 1;
+		const struct steps_table *t = rk[k].t;
+		uint64_t a = t && t->nrows ? t->rows[0].start : rk[k].first;
+		uint64_t b = t && t->nrows ? t->rows[t->nrows - 1].start + t->rows[t->nrows - 1].wall_ns
+					   : rk[k].last + 1;
 		if (a == UINT64_MAX)
 			a = b = 0;
-		whole.steps[whole.nsteps] = (struct steps_step){ a, b };
-		whole.procs[whole.nprocs++] = (struct steps_proc){ rk[k].pid, whole.nsteps++, 1 };
+		whole->steps[whole->nsteps] = (struct steps_step){ a, b };
+		whole->procs[whole->nprocs++] = (struct steps_proc){ rk[k].pid, whole->nsteps++, 1 };
 	}
-	steps_measure(p, &whole, c.have_g ? &c.g : NULL, c.period_ns, 1, &wt);
+	steps_measure(p, whole, c->have_g ? &c->g : NULL, c->period_ns, 1, &R->wt);
 	for (size_t k = 0; k < nr; k++) {
-		const struct steps_row *r = &wt[k].rows[0];
+		const struct steps_row *r = &R->wt[k].rows[0];
 		rk[k].busy_ns = r->busy_ns;
 		rk[k].wall_ns = r->wall_ns;
 		rk[k].idle_ns = r->gpu_idle_ns;
 		rk[k].idle_stack = r->idle_stack;
-		if (with_steps)
+		if (R->with_steps)
 			rk[k].per = rk[k].t && rk[k].t->nrows ? (double)rk[k].t->nrows : 1;
 		else
 			rk[k].per = rk[k].last > rk[k].first ? (double)(rk[k].last - rk[k].first) / 1e9
 							     : 1;
 	}
+}
 
-	/* the straggler */
-	size_t s = 0;
-	double *v = cs_malloc((nr + 1) * sizeof(*v));
-	size_t nv = 0;
-	for (size_t k = 0; k < nr; k++) {
-		if (with_steps) {
+/* The straggler: the slowest step p50 (with steps) or the most CPU time, against the median
+ * rank; and the functions where it spends more than the median. */
+static void rs_ranks_straggler(const struct rs_ctx *c, struct rs_ranks *R)
+{
+	const struct rs_rank *rk = R->rk;
+	size_t s = 0, nv = 0;
+	double *v = cs_malloc((R->nr + 1) * sizeof(*v));
+	for (size_t k = 0; k < R->nr; k++) {
+		if (R->with_steps) {
 			if (!rk[k].t)
 				continue;
 			v[nv++] = (double)rk[k].t->p50_ns;
@@ -653,64 +673,88 @@ int report_ranks_write(FILE *f, const struct profile *p, const struct report_opt
 				s = k;
 		}
 	}
-	double median = rs_median(v, nv);
+	R->s = s;
+	R->median = rs_median(v, nv);
 	free(v);
-	struct rs_fn fns[5];
-	size_t nfns = rs_excess(p, rk, nr, s, c.period_ns, fns);
+	R->nfns = rs_excess(c->p, R->rk, R->nr, s, c->period_ns, R->fns);
+}
+
+static void rs_ranks_text(FILE *f, const struct rs_ctx *c, const struct report_opts *o,
+			  const struct rs_ranks *R)
+{
+	const struct profile *p = c->p;
+	const struct rs_rank *rk = R->rk;
+	size_t s = R->s;
+	double median = R->median;
 	char cause[512];
 
-	if (o->format == REPORT_JSON) {
-		rs_ranks_json(f, &c, rk, nr, with_steps, s, median, fns, nfns);
-	} else {
-		fprintf(f, "# csampler report --ranks: %s", o->input);
-		if (p->filtered.text)
-			fprintf(f, " (filter: %s)", p->filtered.text);
-		fputc('\n', f);
-		if (with_steps)
-			fprintf(f, "\nRanks (%zu; steps from %s %s)\n", nr,
-				c.s.source == STEPS_NVTX ? "NVTX ranges" : "function", c.s.name);
-		else
-			fprintf(f, "\nRanks (%zu; no steps: give --step FUNCTION or --step RANGE)\n", nr);
-		fprintf(f, "%6s %8s %6s %12s %12s %10s %8s %10s  %s\n", "Rank", "PID", "Steps",
-			"Step p50 ms", "Step p90 ms", "CPU ms", "GPU busy", "Idle ms", "GPU idle cause");
-		for (size_t k = 0; k < nr; k++) {
-			const struct rs_rank *r = &rk[k];
-			char p50[32] = "-", p90[32] = "-", busy[16] = "-", idle[24] = "-";
-			if (r->t) {
-				snprintf(p50, sizeof(p50), "%.3f", rs_ms(r->t->p50_ns));
-				snprintf(p90, sizeof(p90), "%.3f", rs_ms(r->t->p90_ns));
-			}
-			if (wt[k].gpu) {
-				snprintf(busy, sizeof(busy), "%.1f%%", r->wall_ns ? 100.0 *
-					 (double)r->busy_ns / (double)r->wall_ns : 0);
-				snprintf(idle, sizeof(idle), "%.3f", rs_ms(r->idle_ns));
-			}
-			fprintf(f, "%6d %8u %6zu %12s %12s %10.3f %8s %10s%s%s\n", (int)r->rank, r->pid,
-				r->t ? r->t->nrows : 0, p50, p90, rs_ms(r->samples * c.period_ns), busy,
-				idle, wt[k].gpu ? "  " : "",
-				wt[k].gpu ? rs_cause(p, r->idle_stack, cause, sizeof(cause)) : "");
+	fprintf(f, "# csampler report --ranks: %s", o->input);
+	if (p->filtered.text)
+		fprintf(f, " (filter: %s)", p->filtered.text);
+	fputc('\n', f);
+	if (R->with_steps)
+		fprintf(f, "\nRanks (%zu; steps from %s %s)\n", R->nr,
+			c->s.source == STEPS_NVTX ? "NVTX ranges" : "function", c->s.name);
+	else
+		fprintf(f, "\nRanks (%zu; no steps: give --step FUNCTION or --step RANGE)\n", R->nr);
+	fprintf(f, "%6s %8s %6s %12s %12s %10s %8s %10s  %s\n", "Rank", "PID", "Steps",
+		"Step p50 ms", "Step p90 ms", "CPU ms", "GPU busy", "Idle ms", "GPU idle cause");
+	for (size_t k = 0; k < R->nr; k++) {
+		const struct rs_rank *r = &rk[k];
+		bool gpu = R->wt[k].gpu;
+		char p50[32] = "-", p90[32] = "-", busy[16] = "-", idle[24] = "-";
+		if (r->t) {
+			snprintf(p50, sizeof(p50), "%.3f", rs_ms(r->t->p50_ns));
+			snprintf(p90, sizeof(p90), "%.3f", rs_ms(r->t->p90_ns));
 		}
-		if (with_steps)
-			fprintf(f, "\nStraggler: rank %d, step p50 %.3f ms against a median of %.3f ms "
-				"over ranks (%+.1f%%)\n", (int)rk[s].rank, rs_ms(rk[s].t->p50_ns),
-				median / 1e6, median > 0 ? 100.0 * ((double)rk[s].t->p50_ns - median) /
-				median : 0);
-		else
-			fprintf(f, "\nStraggler: rank %d, the most CPU time: %.3f ms against a median "
-				"of %.3f ms over ranks\n", (int)rk[s].rank,
-				rs_ms(rk[s].samples * c.period_ns), median * (double)c.period_ns / 1e6);
-		fprintf(f, "Where it spends more than the median rank (inclusive CPU ms %s)\n",
-			with_steps ? "per step" : "per second of its wall time");
-		fprintf(f, "%10s %10s %10s  %s\n", "Straggler", "Median", "Excess", "Function");
-		for (size_t i = 0; i < nfns; i++)
-			fprintf(f, "%10.3f %10.3f %+10.3f  %s\n", fns[i].ns / 1e6, fns[i].median_ns / 1e6,
-				fns[i].excess_ns / 1e6, profile_str(p, fns[i].name));
-		if (!nfns)
-			fprintf(f, "  (none)\n");
+		if (gpu) {
+			snprintf(busy, sizeof(busy), "%.1f%%", r->wall_ns ? 100.0 *
+				 (double)r->busy_ns / (double)r->wall_ns : 0);
+			snprintf(idle, sizeof(idle), "%.3f", rs_ms(r->idle_ns));
+		}
+		fprintf(f, "%6d %8u %6zu %12s %12s %10.3f %8s %10s%s%s\n", (int)r->rank, r->pid,
+			r->t ? r->t->nrows : 0, p50, p90, rs_ms(r->samples * c->period_ns), busy,
+			idle, gpu ? "  " : "", gpu ? rs_cause(p, r->idle_stack, cause, sizeof(cause)) : "");
 	}
-	steps_tables_free(wt, whole.nprocs);
-	steps_free(&whole);
+	if (R->with_steps)
+		fprintf(f, "\nStraggler: rank %d, step p50 %.3f ms against a median of %.3f ms "
+			"over ranks (%+.1f%%)\n", (int)rk[s].rank, rs_ms(rk[s].t->p50_ns),
+			median / 1e6, median > 0 ? 100.0 * ((double)rk[s].t->p50_ns - median) /
+			median : 0);
+	else
+		fprintf(f, "\nStraggler: rank %d, the most CPU time: %.3f ms against a median "
+			"of %.3f ms over ranks\n", (int)rk[s].rank,
+			rs_ms(rk[s].samples * c->period_ns), median * (double)c->period_ns / 1e6);
+	fprintf(f, "Where it spends more than the median rank (inclusive CPU ms %s)\n",
+		R->with_steps ? "per step" : "per second of its wall time");
+	fprintf(f, "%10s %10s %10s  %s\n", "Straggler", "Median", "Excess", "Function");
+	for (size_t i = 0; i < R->nfns; i++)
+		fprintf(f, "%10.3f %10.3f %+10.3f  %s\n", R->fns[i].ns / 1e6,
+			R->fns[i].median_ns / 1e6, R->fns[i].excess_ns / 1e6,
+			profile_str(p, R->fns[i].name));
+	if (!R->nfns)
+		fprintf(f, "  (none)\n");
+}
+
+int report_ranks_write(FILE *f, const struct profile *p, const struct report_opts *o)
+{
+	struct rs_ctx c;
+	struct rs_ranks R = { 0 };
+
+	if (!rs_ranks_gather(p, &R)) {
+		free(R.rk);
+		return -ENOENT;
+	}
+	rs_init(&c, p);
+	rs_ranks_measure(&c, &R);
+	rs_ranks_straggler(&c, &R);
+	if (o->format == REPORT_JSON)
+		rs_ranks_json(f, &c, &R);
+	else
+		rs_ranks_text(f, &c, o, &R);
+	steps_tables_free(R.wt, R.whole.nprocs);
+	steps_free(&R.whole);
 	rs_free(&c);
-	free(rk);
+	free(R.rk);
 	return ferror(f) ? -EIO : 0;
 }
