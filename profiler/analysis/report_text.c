@@ -517,10 +517,55 @@ static void report_text_gpu_idle(FILE *f, const struct profile *p, const struct 
 	}
 }
 
+/* Launch-queue latency, the top launch sites and the NVTX ranges. */
+static void report_text_gpu_launches(FILE *f, const struct profile *p,
+				     const struct gpu_analysis *g, const struct report_opts *o)
+{
+	char path[512];
+	const struct gpu_latency *L = &g->latency;
+	if (L->count) {
+		fprintf(f, "\nLaunch-queue latency (queued -> start) of %" PRIu64 " kernels (%" PRIu64
+			" from CUPTI's queued time, the rest from the launch call)\n", L->count,
+			L->from_queued);
+		fprintf(f, "  avg %.3f us, min %.3f us, median %.3f us, p95 %.3f us, max %.3f us\n",
+			report_us(L->total_ns / L->count), report_us(L->min_ns),
+			report_us(L->median_ns), report_us(L->p95_ns), report_us(L->max_ns));
+		fprintf(f, "%11s  %-30s  %s\n", "Latency us", "Kernel", "Launched from");
+		for (size_t i = 0; i < L->ntop; i++)
+			fprintf(f, "%11.3f  %-30s  %s\n", report_us(L->top[i].latency_ns),
+				L->top[i].name, report_gpu_path(p, L->top[i].stack, 4, path,
+								 sizeof(path)));
+	}
+
+	if (g->nsites) {
+		size_t rows = report_rows(g->nsites, o);
+		fprintf(f, "\nTop launch sites by GPU time (%zu of %zu)\n%10s %7s %8s %8s  %s\n", rows,
+			g->nsites, "GPU ms", "GPU%", "Calls", "PID", "Launched from (leaf first)");
+		for (size_t i = 0; i < rows; i++) {
+			const struct gpu_site *s = &g->sites[i];
+			fprintf(f, "%10.3f %6.2f%% %8" PRIu64 " %8u  %s\n", report_ms(s->gpu_ns),
+				s->percent, s->calls, s->pid,
+				report_gpu_path(p, s->stack, 6, path, sizeof(path)));
+		}
+	}
+
+	if (g->nranges) {
+		fprintf(f, "\nNVTX ranges\n%8s %11s %11s %11s %11s %6s  %s\n", "Count", "Total ms",
+			"Avg ms", "Min ms", "Max ms", "Marks", "Name");
+		for (size_t i = 0; i < g->nranges; i++) {
+			const struct gpu_range *r = &g->ranges[i];
+			fprintf(f, "%8" PRIu64 " %11.3f %11.3f %11.3f %11.3f %6" PRIu64 "  %s\n",
+				r->count, report_ms(r->total_ns),
+				r->count ? report_ms(r->total_ns / r->count) : 0.0,
+				report_ms(r->min_ns), report_ms(r->max_ns), r->marks,
+				*r->name ? r->name : "(unnamed)");
+		}
+	}
+}
+
 static void report_text_gpu(FILE *f, const struct profile *p, const struct gpu_analysis *g,
 			    const struct report_opts *o)
 {
-	char path[512];
 	size_t rows = report_rows(g->nkernels, o);
 
 	fprintf(f, "\nGPU kernels (%zu of %zu; %" PRIu64 " launches, %.3f ms of GPU time)\n", rows,
@@ -580,45 +625,7 @@ static void report_text_gpu(FILE *f, const struct profile *p, const struct gpu_a
 		}
 	}
 
-	const struct gpu_latency *L = &g->latency;
-	if (L->count) {
-		fprintf(f, "\nLaunch-queue latency (queued -> start) of %" PRIu64 " kernels (%" PRIu64
-			" from CUPTI's queued time, the rest from the launch call)\n", L->count,
-			L->from_queued);
-		fprintf(f, "  avg %.3f us, min %.3f us, median %.3f us, p95 %.3f us, max %.3f us\n",
-			report_us(L->total_ns / L->count), report_us(L->min_ns),
-			report_us(L->median_ns), report_us(L->p95_ns), report_us(L->max_ns));
-		fprintf(f, "%11s  %-30s  %s\n", "Latency us", "Kernel", "Launched from");
-		for (size_t i = 0; i < L->ntop; i++)
-			fprintf(f, "%11.3f  %-30s  %s\n", report_us(L->top[i].latency_ns),
-				L->top[i].name, report_gpu_path(p, L->top[i].stack, 4, path,
-								 sizeof(path)));
-	}
-
-	if (g->nsites) {
-		rows = report_rows(g->nsites, o);
-		fprintf(f, "\nTop launch sites by GPU time (%zu of %zu)\n%10s %7s %8s %8s  %s\n", rows,
-			g->nsites, "GPU ms", "GPU%", "Calls", "PID", "Launched from (leaf first)");
-		for (size_t i = 0; i < rows; i++) {
-			const struct gpu_site *s = &g->sites[i];
-			fprintf(f, "%10.3f %6.2f%% %8" PRIu64 " %8u  %s\n", report_ms(s->gpu_ns),
-				s->percent, s->calls, s->pid,
-				report_gpu_path(p, s->stack, 6, path, sizeof(path)));
-		}
-	}
-
-	if (g->nranges) {
-		fprintf(f, "\nNVTX ranges\n%8s %11s %11s %11s %11s %6s  %s\n", "Count", "Total ms",
-			"Avg ms", "Min ms", "Max ms", "Marks", "Name");
-		for (size_t i = 0; i < g->nranges; i++) {
-			const struct gpu_range *r = &g->ranges[i];
-			fprintf(f, "%8" PRIu64 " %11.3f %11.3f %11.3f %11.3f %6" PRIu64 "  %s\n",
-				r->count, report_ms(r->total_ns),
-				r->count ? report_ms(r->total_ns / r->count) : 0.0,
-				report_ms(r->min_ns), report_ms(r->max_ns), r->marks,
-				*r->name ? r->name : "(unnamed)");
-		}
-	}
+	report_text_gpu_launches(f, p, g, o);
 	report_text_gpu_idle(f, p, g, o);
 	report_text_gpu_verdict(f, p, g);
 }
