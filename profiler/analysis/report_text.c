@@ -631,7 +631,7 @@ static void report_text_gpu(FILE *f, const struct profile *p, const struct gpu_a
 }
 
 void report_write_text(FILE *f, const struct profile *p, const struct stacks_report *r,
-			      const struct report_opts *o)
+		       const struct report_opts *o)
 {
 	report_write_text_cpu(f, p, r, o);
 	if (o->gpu && o->gpu->present)
