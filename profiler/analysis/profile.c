@@ -3,6 +3,7 @@
 #include "analysis/profile.h"
 
 #include "base/cs.h"
+#include "base/hash.h"
 #include "base/search.h"
 #include "format/datafile.h"
 
@@ -49,9 +50,8 @@ struct load {
 	size_t nforks, cap_forks;
 	char **module_names;          /* by module id: path, build-id (owned until interned) */
 	size_t cap_module_names;
-	/* synthesized-string lookup (open addressing), built after reading */
-	uint32_t *hash;
-	size_t hash_cap;
+	/* synthesized-string lookup, built after reading: string id as a pointer (base/hash.h) */
+	struct cs_hash string_ids;
 	bool symbolized;
 	uint64_t end_time;
 	/* GPU */
@@ -320,32 +320,26 @@ static int load_record(void *arg, uint16_t type, const uint8_t *d, size_t len)
 
 /* ---- string lookup for names the loader makes up ---- */
 
-static uint64_t load_hash_str(const char *s)
+struct load_str_key {
+	const struct profile *p;
+	const char *s;
+};
+
+static bool load_str_eq(const void *item, const void *key)
 {
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
+	const struct load_str_key *k = key;
+	return strcmp(k->p->strings[(uintptr_t)item], k->s) == 0;
 }
 
-static void load_hash_insert(struct load *l, uint32_t id)
-{
-	size_t j = load_hash_str(l->p->strings[id]) & (l->hash_cap - 1);
-	while (l->hash[j] != UINT32_MAX)
-		j = (j + 1) & (l->hash_cap - 1);
-	l->hash[j] = id;
-}
-
+/* Every string of the file, in id order: among equal strings the lowest id is found first
+ * (cs_hash keeps the order of equal hashes). */
 static void load_hash_build(struct load *l)
 {
-	free(l->hash);
-	l->hash_cap = 1024;
-	while (l->hash_cap < l->p->nstrings * 2 + 2)
-		l->hash_cap *= 2;
-	l->hash = cs_malloc(l->hash_cap * sizeof(uint32_t));
-	memset(l->hash, 0xff, l->hash_cap * sizeof(uint32_t));
-	for (uint32_t i = 1; i < l->p->nstrings; i++)
-		load_hash_insert(l, i);
+	cs_hash_free(&l->string_ids);
+	for (uint32_t i = 1; i < l->p->nstrings; i++) {
+		const char *s = l->p->strings[i];
+		cs_hash_insert(&l->string_ids, cs_hash_bytes(s, strlen(s), 0), (void *)(uintptr_t)i);
+	}
 }
 
 /* The id of s, adding it to the string table when new. Takes ownership of s. */
@@ -356,21 +350,17 @@ static uint32_t load_intern(struct load *l, char *s)
 		free(s);
 		return 0;
 	}
-	size_t j = load_hash_str(s) & (l->hash_cap - 1);
-	while (l->hash[j] != UINT32_MAX) {
-		if (!strcmp(p->strings[l->hash[j]], s)) {
-			free(s);
-			return l->hash[j];
-		}
-		j = (j + 1) & (l->hash_cap - 1);
+	uint64_t h = cs_hash_bytes(s, strlen(s), 0);
+	struct load_str_key key = { p, s };
+	uintptr_t id = (uintptr_t)cs_hash_find(&l->string_ids, h, load_str_eq, &key);
+	if (id) {
+		free(s);
+		return (uint32_t)id;
 	}
 	cs_grow(&p->strings, &l->cap_strings, p->nstrings + 1, sizeof(char *));
 	p->strings[p->nstrings] = s;
-	if ((p->nstrings + 1) * 2 > l->hash_cap)
-		load_hash_build(l), p->nstrings++;
-	else
-		load_hash_insert(l, (uint32_t)p->nstrings++);
-	return (uint32_t)p->nstrings - 1;
+	cs_hash_insert(&l->string_ids, h, (void *)(uintptr_t)p->nstrings);
+	return (uint32_t)p->nstrings++;
 }
 
 static int cmp_comm(const void *a, const void *b)
@@ -888,7 +878,7 @@ out:
 	free(l.syms);
 	free(l.comms);
 	free(l.forks);
-	free(l.hash);
+	cs_hash_free(&l.string_ids);
 	for (size_t i = 0; i < l.nnote_texts; i++)
 		free(l.gpu_note_texts[i]);
 	free(l.gpu_note_texts);

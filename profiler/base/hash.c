@@ -7,16 +7,24 @@
 
 /* ---- cs_hash: items by hash and equality callback ---- */
 
+/* Items move in probe order, from just after an empty slot, so that no run of slots is split
+ * where it wraps around: items of equal hash keep the order they were added in, and find
+ * returns the first one added (the loader relies on it to give equal strings the lowest id). */
 static void cs_hash_grow(struct cs_hash *h)
 {
 	struct cs_hash old = *h;
+	size_t start = 0;
 
+	while (start < old.cap && old.slots[start].item)
+		start++;                   /* there is one: the table is never full */
 	h->cap = old.cap ? old.cap * 2 : 64;
 	h->slots = cs_calloc(h->cap, sizeof(h->slots[0]));
 	h->count = 0;
-	for (size_t i = 0; i < old.cap; i++)
-		if (old.slots[i].item)
-			cs_hash_insert(h, old.slots[i].hash, old.slots[i].item);
+	for (size_t k = 1; k <= old.cap; k++) {
+		const struct cs_hash_slot *s = &old.slots[(start + k) & (old.cap - 1)];
+		if (s->item)
+			cs_hash_insert(h, s->hash, s->item);
+	}
 	free(old.slots);
 }
 

@@ -26,7 +26,8 @@ typedef bool (*cs_hash_eq)(const void *item, const void *key);
 
 /* The item with this hash that eq(item, key) accepts, or NULL. */
 void *cs_hash_find(const struct cs_hash *h, uint64_t hash, cs_hash_eq eq, const void *key);
-/* Add item (not NULL) under hash; the caller has checked that it is not there yet. */
+/* Add item (not NULL) under hash. Items of equal hash are found in the order they were added
+ * (across growth and removals): an item equal to one already there is found after it. */
 void cs_hash_insert(struct cs_hash *h, uint64_t hash, void *item);
 /* Remove and return the item cs_hash_find would return, or NULL. */
 void *cs_hash_remove(struct cs_hash *h, uint64_t hash, cs_hash_eq eq, const void *key);

@@ -76,3 +76,28 @@ UNIT_TEST(hash_intern)
 	UNIT_ASSERT(*cs_intern(&t, "") == 0);
 	cs_intern_free(&t);
 }
+
+static bool hash_test_any(const void *item, const void *key)
+{
+	return true;
+}
+
+/* Items of equal hash are found in the order they were added, through growth (and a run that
+ * wraps around the end of the table) and removal. */
+UNIT_TEST(hash_equal_hashes_keep_their_order)
+{
+	static int items[300];
+	const uint64_t hashes[2] = { 5, UINT64_MAX };
+	for (int w = 0; w < 2; w++) {
+		struct cs_hash h = { 0 };
+		for (int i = 0; i < 300; i++)
+			cs_hash_insert(&h, hashes[w], &items[i]);
+		UNIT_ASSERT(cs_hash_find(&h, hashes[w], hash_test_any, NULL) == &items[0]);
+		UNIT_ASSERT(cs_hash_remove(&h, hashes[w], hash_test_any, NULL) == &items[0]);
+		UNIT_ASSERT(cs_hash_find(&h, hashes[w], hash_test_any, NULL) == &items[1]);
+		for (int i = 1; i < 300; i++)
+			UNIT_ASSERT(cs_hash_remove(&h, hashes[w], hash_test_any, NULL) == &items[i]);
+		UNIT_ASSERT_EQ_INT(h.count, 0);
+		cs_hash_free(&h);
+	}
+}
