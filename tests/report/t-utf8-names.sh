@@ -41,7 +41,7 @@ for want in sys.argv[2:]:
         sys.exit('no string holds %r' % want)
 PY
 	); then
-		pass "utf8-names: $name is valid JSON with the names"
+		pass "utf8-names: $name is valid JSON${1:+ with the names}"
 	else
 		fail "utf8-names: $name: $(echo "$out" | tail -n 1)"
 	fi
@@ -64,6 +64,18 @@ valid_json "info --format json" i.json "$thread"
 valid_json "export --format chrome" t.json "$thread" "$jit"
 "$CSAMPLER" export -i u.data --format speedscope -o s.json 2>s.err
 valid_json "export --format speedscope" s.json "$thread" "$jit" "$file"
+# a merged file of two ranks: its report, and report --ranks (whose straggler functions are
+# whatever the rank spent more on: the JSON must parse, whichever names they are)
+if RANK=0 "$CSAMPLER" record -q -o u0.data -- ./utf8-names 0.2 >/dev/null 2>m.err &&
+	RANK=1 "$CSAMPLER" record -q -o u1.data -- ./utf8-names 0.3 >/dev/null 2>>m.err &&
+	"$CSAMPLER" merge -o um.data u0.data u1.data >/dev/null 2>>m.err; then
+	"$CSAMPLER" report -i um.data --format json --limit 0 >m.json 2>>m.err
+	valid_json "report of a merged file" m.json "$thread" "$jit"
+	"$CSAMPLER" report -i um.data --ranks --format json >ranks.json 2>>m.err
+	valid_json "report --ranks" ranks.json
+else
+	fail "utf8-names: recording or merging two ranks failed: $(tail -n 2 m.err | tr '\n' ' ')"
+fi
 
 if ! "$CSAMPLER" flame -i u.data -o u.svg 2>f.err; then
 	fail "utf8-names: flame failed: $(cat f.err)"
