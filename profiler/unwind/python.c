@@ -1397,6 +1397,10 @@ static int py_runs_anchored(struct unwind_ctx *ctx, struct py_state *st, struct 
 		/* The outermost activation of a complete stack was entered from no frame. */
 		bool check = k + 1 < nacts || s->complete;
 		enum py_lost why = PY_LOST_N;
+		/* 3.13's innermost activation is read as it is now, shims included: those in
+		 * the copy's range may be of activations entered since */
+		if (shims && k == 0)
+			st->copy = NULL;
 		bool ok = py_walk_at(ctx, st, p, cur[k], true, &nf, &prev, &at);
 		/* 3.13's innermost activation, read now: activations entered since are passed
 		 * over, down to the shim of the one sampled */
@@ -1404,6 +1408,7 @@ static int py_runs_anchored(struct unwind_ctx *ctx, struct py_state *st, struct 
 			nf = start[k];
 			ok = py_walk_at(ctx, st, p, prev, true, &nf, &prev, &at);
 		}
+		st->copy = s;
 		if (shims && k == 0 && ok && at != cf[0])
 			ok = false;
 		if (shims && k == 0 && !ok && nacts > 1) {
