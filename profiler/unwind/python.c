@@ -217,7 +217,25 @@ static int py_layout_from_debug(uint32_t version, const uint8_t *d, size_t n, st
 
 size_t py_layout_debug_size(uint32_t version)
 {
-	return (version >> 16) == 0x030d ? PY_DBG13_SIZE : 0;
+	/* 3.14 and later: only the header (cookie, version, free_threaded), to say why */
+	return (version >> 16) == 0x030d ? PY_DBG13_SIZE : version >= 0x030e0000 ? 24 : 0;
+}
+
+bool py_is_free_threaded(uint32_t version, const uint8_t *debug, size_t ndebug, const char *path)
+{
+	/* _Py_DebugOffsets (3.13+) starts with the cookie, the version and free_threaded */
+	if (version >= 0x030d0000 && debug && ndebug >= 24 && !memcmp(debug, "xdebugpy", 8) &&
+	    py_dbg_u64(debug, PY_DBG13_FREE_THREADED))
+		return true;
+	/* python3.13t, libpython3.14t.so.1.0: the ABI flag "t" after the version */
+	const char *b = path ? strrchr(path, '/') : NULL, *v;
+	b = b ? b + 1 : path;
+	unsigned major, minor;
+	int end = 0;
+	if (b && (v = strstr(b, "python")) && sscanf(v + 6, "%u.%u%n", &major, &minor, &end) == 2 &&
+	    v[6 + end] == 't')
+		return true;
+	return false;
 }
 
 int py_layout_for(uint32_t version, const uint8_t *debug, size_t ndebug, struct py_layout *out)
@@ -850,12 +868,19 @@ static struct py_proc *py_proc_get(struct unwind_ctx *ctx, struct py_state *st, 
 	size_t ndebug = py_layout_debug_size(version);
 	if (ndebug > sizeof(debug) || (ndebug && !py_read(pid, mi->runtime + bias, debug, ndebug)))
 		ndebug = 0;
-	int err = py_layout_for(version, ndebug ? debug : NULL, ndebug, &p->own);
+	bool free_threaded = py_is_free_threaded(version, ndebug ? debug : NULL, ndebug,
+						 ctx->modules[module]->path);
+	int err = free_threaded ? -ENOTSUP : py_layout_for(version, ndebug ? debug : NULL, ndebug,
+							   &p->own);
 	if (err) {
 		p->state = PY_PROC_UNSUPPORTED;
 		if (st->warned_version != version + 1) {
 			st->warned_version = version + 1;
-			if (!version)
+			if (free_threaded)
+				cs_warn("python %u.%ut (pid %u) is a free-threaded build: csampler does "
+					"not read its Python frames yet; its stacks stay native",
+					version >> 24, (version >> 16) & 255, pid);
+			else if (!version)
 				cs_warn("python of unknown version (pid %u) is not supported (CPython "
 					"3.11 to 3.13): its stacks stay native", pid);
 			else if (err == -ENOTSUP)
@@ -1544,9 +1569,11 @@ static int py_find_acts(struct unwind_ctx *ctx, struct py_state *st, const struc
  * outside the runs, or whose run shows no frame, stay native). Returns the new count. */
 static int py_put_runs(struct py_state *st, struct unwind_loc *locs, int n, int max,
 		       const int *acts, int nacts, const int *run_start, int nruns,
-		       int shift_acts, int shift_runs)
+		       int shift_acts, int shift_runs, int *native)
 {
 	int out = 0, next_act = 0;
+
+	*native = 0;
 
 	for (int i = 0; i < n; i++) {
 		if (next_act < nacts && acts[next_act] == i) {
@@ -1554,6 +1581,7 @@ static int py_put_runs(struct py_state *st, struct unwind_loc *locs, int n, int 
 			int r = a - shift_acts + shift_runs;
 			if (a >= shift_acts && r < nruns && py_put_run(st, run_start, r, &out, max))
 				continue;
+			(*native)++;
 		}
 		if (out < max)
 			st->out[out++] = locs[i];
@@ -1605,6 +1633,7 @@ int py_merge(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, const struct py
 	}
 
 	int run_start[PY_MAX_FRAMES + 1], nruns = 0, shift_runs = 0, shift_acts = 0, unread = 0;
+	bool anchored_all = false;
 	int confirmed = py_runs_anchored(ctx, st, p, ts, mi, stack, locs, n, acts, nacts, run_start,
 					 &unread);
 	if (confirmed >= 0) {
@@ -1619,7 +1648,7 @@ int py_merge(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, const struct py
 			*result = PY_MERGE_UNREADABLE;
 			st->stats.samples_partial++;
 		} else {
-			st->stats.samples_exact++;
+			anchored_all = true;
 		}
 	} else {
 		/* No anchor in the copy: the chain as it is now, one run per activation. */
@@ -1647,7 +1676,18 @@ int py_merge(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, const struct py
 			st->stats.lost[PY_LOST_COUNT] += (uint64_t)(nacts - nruns);
 	}
 
-	return py_put_runs(st, locs, n, max, acts, nacts, run_start, nruns, shift_acts, shift_runs);
+	int native;
+	n = py_put_runs(st, locs, n, max, acts, nacts, run_start, nruns, shift_acts, shift_runs,
+			&native);
+	/* An activation that keeps its native frame (no run for it, or a run of frames still
+	 * being set up) is counted as not read too. */
+	if (native && *result != PY_MERGE_UNREADABLE) {
+		*result = PY_MERGE_UNREADABLE;
+		st->stats.samples_partial++;
+	} else if (anchored_all) {
+		st->stats.samples_exact++;
+	}
+	return n;
 }
 
 void py_stats_get(struct unwind_ctx *ctx, struct py_stats *out)
@@ -1717,7 +1757,9 @@ int py_merge_frames(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_fr
 		shift_runs = nruns - nacts;
 	else if (nacts > nruns && !outer_cut)
 		shift_acts = nacts - nruns;
-	return py_put_runs(st, locs, n, max, acts, nacts, run_start, nruns, shift_acts, shift_runs);
+	int native;
+	return py_put_runs(st, locs, n, max, acts, nacts, run_start, nruns, shift_acts, shift_runs,
+			   &native);
 }
 
 int py_layouts_env(char *out, size_t len)

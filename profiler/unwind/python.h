@@ -180,6 +180,12 @@ uint64_t py_shim_offset_find(const struct py_layout *L, const struct py_stack *s
 			     const struct unwind_loc *locs, int n, const int *acts, int nacts,
 			     uint64_t none);
 
+/* Whether the interpreter of version (PY_VERSION_HEX) is a free-threaded build (3.13t, 3.14t),
+ * whose frames csampler does not read yet: from its _Py_DebugOffsets header (debug: the first
+ * ndebug bytes of _PyRuntime; may be NULL) or the ABI flag in its file name (path: python3.13t,
+ * libpython3.14t.so). Exposed for the unit tests. */
+bool py_is_free_threaded(uint32_t version, const uint8_t *debug, size_t ndebug, const char *path);
+
 /* How many bytes of the runtime's start py_layout_for wants for version (0: none). */
 size_t py_layout_debug_size(uint32_t version);
 

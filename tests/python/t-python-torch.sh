@@ -6,7 +6,7 @@
 # TinyNet.forward -> Conv2d._conv_forward, autograd's engine under backward, never under
 # another Python function: the frames of each interpreter activation are the ones it ran at
 # the time of the sample); torch's own threads (OpenMP workers) carry no Python frames.
-source "$CSAMPLER_ROOT/tests/lib.sh"
+source "$CSAMPLER_ROOT/tests/python/lib-python.sh"
 
 PY=${TORCH_PYTHON:-/usr/bin/python3}
 if ! "$PY" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then
@@ -17,7 +17,6 @@ if ! err=$("$PY" -c 'import torch' 2>&1); then
 	skip "python-torch: $PY cannot import torch (apt-get install python3-torch): $(echo "$err" | tail -1)"
 	exit 0
 fi
-SRC="$CSAMPLER_ROOT/tests/python"
 
 "$CSAMPLER" record -q -o torch.data -- "$PY" "$SRC/torch_train.py" 4 >rec.out 2>rec.err
 rc=$?
