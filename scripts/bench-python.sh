@@ -42,17 +42,17 @@ print("%.4f %.4f" % (time.process_time() - c, time.perf_counter() - w))
 PYEOF
 
 modes="plain native python"
-[ -n "$REF" ] && modes="$modes ref"
+[ -n "$REF" ] && modes="$modes ref refnative"
 if command -v py-spy >/dev/null; then modes="$modes pyspy"; else
 	echo "py-spy: not installed (not packaged by Debian; PyPI is not reachable here): no py-spy figures"; fi
 
 run() { # mode -> "loop_cpu_s loop_wall_s recorder_cpu_s samples"
 	case $1 in
 	plain) echo "$("$PY" "$W/loop.py" "$N" "$DEPTH") 0 0" ;;
-	native|python|ref)
+	native|python|ref|refnative)
 		local extra="" out bin=$CSAMPLER
-		[ "$1" = native ] && extra=--no-python
-		[ "$1" = ref ] && bin=$REF
+		[ "$1" = native ] || [ "$1" = refnative ] && extra=--no-python
+		[ "$1" = ref ] || [ "$1" = refnative ] && bin=$REF
 		out=$("$bin" record $extra -F "$RATE" -o "$W/$1.data" -- "$PY" "$W/loop.py" "$N" "$DEPTH" 2>"$W/err.$1")
 		echo "$out $(awk '/own CPU/ { for (i = 1; i <= NF; i++) if ($i == "CPU") { c = $(i + 1); break } }
 			/ samples, / { s = $2 } END { print c + 0, s + 0 }' "$W/err.$1")" ;;
@@ -94,7 +94,7 @@ for m in $modes; do
 	cut -d' ' -f5 "$W/res.$m" >"$W/smp"; smp=$(stats "$W/smp" | cut -d' ' -f1)
 	label=$m
 	case $m in python) label="csampler (Python frames)";; native) label="csampler --no-python";;
-		pyspy) label="py-spy";; ref) label="REF (Python frames)";; plain) label="no profiler";; esac
+		pyspy) label="py-spy";; ref) label="REF (Python frames)";; refnative) label="REF --no-python";; plain) label="no profiler";; esac
 	printf "%-26s %22s %22s %22s %14s %9s\n" "$label" "$c [$c0..$c1]" "$sd" "$wd" \
 		"$([ "$m" = plain ] || [ "$m" = pyspy ] && echo - || echo "$us")" "$([ "$smp" = 0 ] && echo - || echo "$smp")"
 done
@@ -106,3 +106,11 @@ printf "extra slowdown of Python frames (python - native, points of the plain ru
 printf "  loop CPU time: median %s\n  loop wall time: median %s\n" \
 	"$(stats "$W/xc" | awk '{ printf "%+.2f [%+.2f..%+.2f]", $1, $2, $3 }')" \
 	"$(stats "$W/xw" | awk '{ printf "%+.2f [%+.2f..%+.2f]", $1, $2, $3 }')"
+# the recorder's own CPU for Python frames: (python - native) recorder CPU over the Python
+# run's samples, paired per round, so that what both modes pay (start-up, symbols) cancels
+pyus() { join <(sort -k1,1 "$W/res.$1") <(sort -k1,1 "$W/res.$2") |
+	awk '{ if ($5 > 0) printf "%.1f\n", 1e6 * ($4 - $8) / $5 }' >"$W/pyus"; stats "$W/pyus"; }
+printf "recorder CPU for Python frames, per sample ((Python frames - --no-python) / samples, paired):\n"
+printf "  csampler: median %s us [%s..%s]\n" $(pyus python native)
+[ -n "$REF" ] && printf "  REF:      median %s us [%s..%s]\n" $(pyus ref refnative)
+exit 0
