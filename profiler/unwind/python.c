@@ -16,16 +16,20 @@
  * by the C stack, FRAME_OWNED_BY_CSTACK).
  *
  * Which frames an activation ran at the time of the sample: the frames are read when the
- * recorder gets to the sample, milliseconds later. In 3.11 and 3.12 each activation keeps a
- * _PyCFrame in its C stack frame, whose current_frame is its innermost Python frame, and the
- * kernel copied that stack with the sample. The _PyCFrame sits at a fixed distance below the
- * activation's CFA for a build of the interpreter: learned once from a complete sample (the
- * one distance at which the activations' _PyCFrames chain to the thread state's root_cframe),
- * then each activation's frames are walked from its current_frame as the copy holds it. An
- * activation whose frames were popped since (the walk does not end at an entry frame linked
- * to the next outer activation's frame) stays native. Without that anchor (3.13: no _PyCFrame,
- * or before it is learned) the chain as it is when read is matched to the activations by
- * count (PY_MERGE_CHANGED when they differ).
+ * recorder gets to the sample, about a millisecond later. The sample's copy of the C stack says
+ * where each activation was: in 3.11 and 3.12 its _PyCFrame (a local at a fixed distance below
+ * its CFA, learned once from a complete sample) holds its innermost frame; in 3.13 its entry
+ * shim frame (likewise learned) holds the frame the next outer activation was running, and the
+ * innermost activation's frames are the chain as it is now, down to its shim. The shims of
+ * 3.12 and 3.13 are read from the copy. Each activation's frames are then walked and kept only
+ * when they still link as they did (py_runs_anchored), when the code object its frame runs is
+ * the one whose instruction pointer the copy or the registers hold (py_check_outer), or, for a
+ * generator that yielded since, when its caller is found (py_gen_caller). One not kept gets
+ * the frame "[Python frames not read]" (py_marker_id). Without an anchor (before it is learned)
+ * the chain as it is when read is matched to the activations by count (PY_MERGE_CHANGED when
+ * they differ). Frames are read in blocks of pages and the code objects checked in one batched
+ * process_vm_readv per sample (py_frame_bytes, py_codes_check), so a deep stack costs as few
+ * reads as a shallow one.
  *
  * Safety: the target runs while it is read. Every pointer read is bounded (a fixed number of
  * interpreters, threads and frames, lengths capped), every object is checked against its type

@@ -9,9 +9,10 @@
  * sym_resolve through py_frame_symbol (PROFILE_FRAME_PYTHON).
  *
  * The frame chain is read when the recorder processes the sample, a little after the sample was
- * taken (the sample waits in the reader's queue: ~1-10 ms, more under load). The program may
- * have moved on: python.c checks that the number of interpreter activations in the native stack
- * matches the number of entry frames in the chain, and says so in *result when not. */
+ * taken (~1 ms, more under load). The program may have moved on: python.c takes each
+ * activation's frames from where the sample's stack copy says they were, checks them against
+ * it, shows "[Python frames not read]" for those that no longer check, and says so in *result;
+ * py_stats counts why. */
 #ifndef CSAMPLER_PYTHON_H
 #define CSAMPLER_PYTHON_H
 
