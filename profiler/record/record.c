@@ -89,6 +89,7 @@ struct record {
 	uint32_t *py_delay_us;     /* from sample to the read of its Python frames, the last
 				    * RECORD_PY_DELAYS samples with an interpreter activation */
 	uint64_t npy_delay;
+	int python_seen;           /* a sample ran Python code (atomic: the reader thread reads it) */
 	uint64_t gpu_py_merged, gpu_py_unread;     /* launches with Python frames: named, not */
 	uint32_t *tids, *pids;      /* sets of tids/pids seen in samples (ids + 1) */
 	size_t tid_cap, ntids, pid_cap, npids_seen;
@@ -314,6 +315,8 @@ static int record_python(struct record *r, const struct sampler_event *ev, struc
 	n = py_merge(r->unwind, ev->pid, ev->tid, have_stack ? &stack : NULL, locs, n,
 		     RECORD_MAX_LOCS, &res);
 	if (res != PY_MERGE_NONE) {
+		if (!__atomic_load_n(&r->python_seen, __ATOMIC_RELAXED))
+			__atomic_store_n(&r->python_seen, 1, __ATOMIC_RELAXED);
 		if (!r->py_delay_us)
 			r->py_delay_us = cs_malloc(RECORD_PY_DELAYS * sizeof(uint32_t));
 		uint64_t us = now > ev->time ? (now - ev->time) / 1000 : 0;
@@ -1020,10 +1023,13 @@ static void *record_reader(void *arg)
 		int nwatched = n;
 		fds[n++] = (struct pollfd){ .fd = q->stop_fd, .events = POLLIN };
 		/* Python frames are read when the main thread gets to a sample: collecting often
-		 * keeps that close to when the sample was taken (unwind/python.h). Every 1 ms:
-		 * a median of 0.6 ms from sample to read, against 2.5 ms every 5 ms, and a
-		 * third of the samples whose frames were popped before the read (README). */
-		poll(fds, (nfds_t)n, r->o->no_python ? 50 : 1);
+		 * keeps that close to when the sample was taken (unwind/python.h). Every 1 ms
+		 * once a sample ran Python code: a median of 0.6 ms from sample to read, against
+		 * 2.5 ms every 5 ms, and a third of the samples whose frames were popped before
+		 * the read (README); every 5 ms until then, as it costs wake-ups. */
+		int wait_ms = r->o->no_python ? 50
+			      : __atomic_load_n(&r->python_seen, __ATOMIC_RELAXED) ? 1 : 5;
+		poll(fds, (nfds_t)n, wait_ms);
 		for (int i = 0; i < nwatched; i++)
 			if (fds[i].revents & (POLLHUP | POLLERR))
 				hup[index[i]] = true;

@@ -7,7 +7,7 @@
 # Python frames were not read (an interpreter frame left, or the "[Python frames not read]"
 # frame); lost_phased: the same among the phased ones; misplaced: phased samples filed
 # under frames they cannot have run under (not 41 descend frames; gen_values not under
-# gen_consume, key_of not under sorted in sort_keys, cmp_cb not under qsort in qsort_calls; a
+# gen_consume, key_of not under sort_keys, cmp_cb not under qsort in qsort_calls; a
 # callback under another phase); lost_callbacks of callbacks: lost_phased and phased for the
 # phases whose Python code is called back from C (sort_keys, qsort_calls). The same holds for `deep.py S threads` (one phase a thread).
 {
@@ -32,7 +32,7 @@
 	if (ph == "sort_keys" || ph == "qsort_calls") { cb += n; if (lost) lost_cb += n }
 	bad = d != 41
 	if (leaf == "gen_values" && (ph != "gen_consume" || line !~ /gen_consume \([^)]*\);(.*;)?gen_values \(/)) bad = 1
-	if (leaf == "key_of" && (ph != "sort_keys" || line !~ /sort_keys \([^)]*\);(.*;)?builtin_sorted;(.*;)?key_of \(/)) bad = 1
+	if (leaf == "key_of" && (ph != "sort_keys" || line !~ /sort_keys \([^)]*\);(.*;)?key_of \(/)) bad = 1
 	if (leaf == "cmp_cb" && (ph != "qsort_calls" || line !~ /qsort_calls \([^)]*\);(.*;)?qsort[^;]*;(.*;)?cmp_cb \(/)) bad = 1
 	if (leaf == "spin_plain" && ph != "spin_plain") bad = 1
 	if (bad) misplaced += n
