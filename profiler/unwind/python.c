@@ -1437,10 +1437,22 @@ static int py_runs_anchored(struct unwind_ctx *ctx, struct py_state *st, struct 
 			st->copy = NULL;
 		bool ok = py_walk_at(ctx, st, p, cur[k], true, &nf, &prev, &at);
 		/* 3.13's innermost activation, read now: activations entered since are passed
-		 * over, down to the shim of the one sampled */
-		for (int hop = 0; shims && k == 0 && ok && at != cf[0] && prev && hop < 64; hop++) {
+		 * over, down to the shim of the one sampled. The thread runs meanwhile: a walk
+		 * caught in a switch of frames (a generator yielding clears its previous just
+		 * before its caller becomes current) is tried again from the frame current then,
+		 * a few times, with the blocks read before forgotten. */
+		for (int again = 0; shims && k == 0; again++) {
+			for (int hop = 0; ok && at != cf[0] && prev && hop < 64; hop++) {
+				nf = start[k];
+				ok = py_walk_at(ctx, st, p, prev, true, &nf, &prev, &at);
+			}
+			if ((ok && at == cf[0]) || again == 2 ||
+			    !py_rd_ptr(p, ts + L->tstate_current_frame, &frame_now))
+				break;
+			st->nblocks = 0;
 			nf = start[k];
-			ok = py_walk_at(ctx, st, p, prev, true, &nf, &prev, &at);
+			cur[0] = frame_now;
+			ok = py_walk_at(ctx, st, p, frame_now, true, &nf, &prev, &at);
 		}
 		st->copy = s;
 		if (shims && k == 0 && ok && at != cf[0])
