@@ -11,7 +11,10 @@
 # competes with the target.
 # py-spy is run too when it is installed (it is not packaged by Debian, and PyPI is not
 # reachable from the build machine, so usually it is not: the script says so).
-#   ROUNDS=7 N=60000000 RATE=999 PY=/usr/bin/python3 scripts/bench-python.sh
+# REF (a csampler binary, e.g. main's: /work/main/bin/csampler) adds its `record` with Python
+# frames as one more mode of the same rounds, for a side by side of the recorder's cost.
+# DEPTH sets how deep the loop runs (6 by default; 40 as a training loop's stack).
+#   ROUNDS=7 N=60000000 RATE=999 DEPTH=6 REF= PY=/usr/bin/python3 scripts/bench-python.sh
 set -eu
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-7}
@@ -19,6 +22,8 @@ N=${N:-60000000}
 RATE=${RATE:-999}
 CSAMPLER=${CSAMPLER:-bin/csampler}
 PY=${PY:-/usr/bin/python3}
+DEPTH=${DEPTH:-6}
+REF=${REF:-}
 W=$(mktemp -d /tmp/csampler-bench-py.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 [ -x "$CSAMPLER" ] || { echo "bench-python: $CSAMPLER not built; run make" >&2; exit 1; }
@@ -29,30 +34,29 @@ def f6(n):
     for i in range(n):
         s += i % 7
     return s
-def f5(n): return f6(n)
-def f4(n): return f5(n)
-def f3(n): return f4(n)
-def f2(n): return f3(n)
-def f1(n): return f2(n)
+def down(d, n):
+    return down(d - 1, n) if d > 0 else f6(n)
 c, w = time.process_time(), time.perf_counter()
-f1(int(sys.argv[1]))
+down(int(sys.argv[2]) - 1, int(sys.argv[1]))
 print("%.4f %.4f" % (time.process_time() - c, time.perf_counter() - w))
 PYEOF
 
 modes="plain native python"
+[ -n "$REF" ] && modes="$modes ref refnative"
 if command -v py-spy >/dev/null; then modes="$modes pyspy"; else
 	echo "py-spy: not installed (not packaged by Debian; PyPI is not reachable here): no py-spy figures"; fi
 
 run() { # mode -> "loop_cpu_s loop_wall_s recorder_cpu_s samples"
 	case $1 in
-	plain) echo "$("$PY" "$W/loop.py" "$N") 0 0" ;;
-	native|python)
-		local extra="" out
-		[ "$1" = native ] && extra=--no-python
-		out=$("$CSAMPLER" record $extra -F "$RATE" -o "$W/$1.data" -- "$PY" "$W/loop.py" "$N" 2>"$W/err.$1")
+	plain) echo "$("$PY" "$W/loop.py" "$N" "$DEPTH") 0 0" ;;
+	native|python|ref|refnative)
+		local extra="" out bin=$CSAMPLER
+		[ "$1" = native ] || [ "$1" = refnative ] && extra=--no-python
+		[ "$1" = ref ] || [ "$1" = refnative ] && bin=$REF
+		out=$("$bin" record $extra -F "$RATE" -o "$W/$1.data" -- "$PY" "$W/loop.py" "$N" "$DEPTH" 2>"$W/err.$1")
 		echo "$out $(awk '/own CPU/ { for (i = 1; i <= NF; i++) if ($i == "CPU") { c = $(i + 1); break } }
 			/ samples, / { s = $2 } END { print c + 0, s + 0 }' "$W/err.$1")" ;;
-	pyspy) echo "$(py-spy record -r "$RATE" -o "$W/pyspy.txt" -f raw -- "$PY" "$W/loop.py" "$N" 2>/dev/null | tail -1) 0 0" ;;
+	pyspy) echo "$(py-spy record -r "$RATE" -o "$W/pyspy.txt" -f raw -- "$PY" "$W/loop.py" "$N" "$DEPTH" 2>/dev/null | tail -1) 0 0" ;;
 	esac
 }
 
@@ -72,8 +76,8 @@ stats() { sort -g "$1" | awk '{ a[NR] = $1 } END { m = NR % 2 ? a[(NR + 1) / 2] 
 paired() { join <(sort -k1,1 "$W/res.$1") <(sort -k1,1 "$W/res.plain") |
 	awk -v c="$2" -v n="$(awk '{ print NF; exit }' "$W/res.plain")" '{ printf "%.3f\n", 100 * ($c / $(c + n - 1) - 1) }'; }
 
-printf "\n%s, %s rounds, %s Hz, loop of %s iterations 6 calls deep, %s\n" "$("$PY" --version 2>&1)" \
-	"$ROUNDS" "$RATE" "$N" "$(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+printf "\n%s, %s rounds, %s Hz, loop of %s iterations %s calls deep, %s\n" "$("$PY" --version 2>&1)" \
+	"$ROUNDS" "$RATE" "$N" "$DEPTH" "$(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf "%-26s %22s %22s %22s %14s %9s\n" "mode" "loop CPU s [min..max]" "CPU slowdown %" \
 	"wall slowdown %" "recorder us/smp" "samples"
 for m in $modes; do
@@ -90,7 +94,7 @@ for m in $modes; do
 	cut -d' ' -f5 "$W/res.$m" >"$W/smp"; smp=$(stats "$W/smp" | cut -d' ' -f1)
 	label=$m
 	case $m in python) label="csampler (Python frames)";; native) label="csampler --no-python";;
-		pyspy) label="py-spy";; plain) label="no profiler";; esac
+		pyspy) label="py-spy";; ref) label="REF (Python frames)";; refnative) label="REF --no-python";; plain) label="no profiler";; esac
 	printf "%-26s %22s %22s %22s %14s %9s\n" "$label" "$c [$c0..$c1]" "$sd" "$wd" \
 		"$([ "$m" = plain ] || [ "$m" = pyspy ] && echo - || echo "$us")" "$([ "$smp" = 0 ] && echo - || echo "$smp")"
 done
@@ -102,3 +106,11 @@ printf "extra slowdown of Python frames (python - native, points of the plain ru
 printf "  loop CPU time: median %s\n  loop wall time: median %s\n" \
 	"$(stats "$W/xc" | awk '{ printf "%+.2f [%+.2f..%+.2f]", $1, $2, $3 }')" \
 	"$(stats "$W/xw" | awk '{ printf "%+.2f [%+.2f..%+.2f]", $1, $2, $3 }')"
+# the recorder's own CPU for Python frames: (python - native) recorder CPU over the Python
+# run's samples, paired per round, so that what both modes pay (start-up, symbols) cancels
+pyus() { join <(sort -k1,1 "$W/res.$1") <(sort -k1,1 "$W/res.$2") |
+	awk '{ if ($5 > 0) printf "%.1f\n", 1e6 * ($4 - $8) / $5 }' >"$W/pyus"; stats "$W/pyus"; }
+printf "recorder CPU for Python frames, per sample ((Python frames - --no-python) / samples, paired):\n"
+printf "  csampler: median %s us [%s..%s]\n" $(pyus python native)
+[ -n "$REF" ] && printf "  REF:      median %s us [%s..%s]\n" $(pyus ref refnative)
+exit 0

@@ -263,7 +263,8 @@ static void report_text_unwind(FILE *f, const struct stacks_report *r)
 			u->unwind_errors);
 	if (u->python_unread)
 		fprintf(f, "  samples in Python code whose Python frames could not be read (native "
-			"frames only): %" PRIu64 "\n", u->python_unread);
+			"frames, or [Python frames not read] in their place): %" PRIu64 "\n",
+			u->python_unread);
 	if (u->python_changed)
 		fprintf(f, "  samples whose Python frames were read after the program moved on "
 			"(merged best effort): %" PRIu64 "\n", u->python_changed);

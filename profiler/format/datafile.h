@@ -75,7 +75,8 @@ enum profile_sample_flags {
 	PROFILE_SAMPLE_STACK_FULL = 1 << 1,   /* the unwinder needed stack beyond the copy (files
 					       * written before the bits 16-64 existed: the copy was full) */
 	PROFILE_SAMPLE_PYTHON_UNREAD = 1 << 2,/* the stack runs Python code whose frames could not
-					       * be read: native frames only */
+					       * be read (all: native frames only; some: those
+					       * show "[Python frames not read]") */
 	PROFILE_SAMPLE_PYTHON_CHANGED = 1 << 3,/* the Python frames read did not match the native
 					       * stack's interpreter activations (the program
 					       * moved on before the read): merged best effort */

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #define RECORD_MAX_LOCS 1024
+#define RECORD_PY_DELAYS 65536
 #define RECORD_NO_PIDFD (-2) /* pidfd_open is missing (kernel < 5.3, gVisor, valgrind) */
 /* Copied-out records waiting for the unwinder. Past this, the reader stops draining and the
  * kernel counts what no longer fits in the rings as lost samples (reported, never silent). */
@@ -84,6 +85,10 @@ struct record {
 	uint64_t nsamples, lost, stack_full, unwind_errors;
 	uint64_t offcpu_samples;    /* --idle: weight of the off-CPU samples */
 	uint64_t py_merged, py_changed, py_unread; /* samples by py_merge result */
+	uint32_t *py_delay_us;     /* from sample to the read of its Python frames, the last
+				    * RECORD_PY_DELAYS samples with an interpreter activation */
+	uint64_t npy_delay;
+	int python_seen;           /* a sample ran Python code (atomic: the reader thread reads it) */
 	uint64_t gpu_py_merged, gpu_py_unread;     /* launches with Python frames: named, not */
 	struct cs_map tids, pids;   /* tids/pids seen in samples: (id, 0) -> 0; .n counts them */
 	uint64_t start_ns, last_flush_ns, last_symbolize_ns;
@@ -253,11 +258,20 @@ static int record_python(struct record *r, const struct sampler_event *ev, struc
 	const struct unwind_sample *s = &ev->sample.snap;
 	enum py_merge_result res;
 	struct py_stack stack = { s->stack, s->regs[UNWIND_REG_SP], s->stack_size,
-				  (uflags & UNWIND_COMPLETE) != 0 };
+				  (uflags & UNWIND_COMPLETE) != 0, s->regs, UNWIND_NREGS };
 	bool have_stack = s->stack && s->stack_size && (s->regs_mask & (1ull << UNWIND_REG_SP));
 
+	uint64_t now = cs_monotonic_ns();
 	n = py_merge(r->unwind, ev->pid, ev->tid, have_stack ? &stack : NULL, locs, n,
 		     RECORD_MAX_LOCS, &res);
+	if (res != PY_MERGE_NONE) {
+		if (!__atomic_load_n(&r->python_seen, __ATOMIC_RELAXED))
+			__atomic_store_n(&r->python_seen, 1, __ATOMIC_RELAXED);
+		if (!r->py_delay_us)
+			r->py_delay_us = cs_malloc(RECORD_PY_DELAYS * sizeof(uint32_t));
+		uint64_t us = now > ev->time ? (now - ev->time) / 1000 : 0;
+		r->py_delay_us[r->npy_delay++ % RECORD_PY_DELAYS] = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+	}
 	switch (res) {
 	case PY_MERGE_NONE:
 		break;
@@ -866,6 +880,48 @@ static void record_print_cost(struct record *r)
 		fprintf(stderr, "csampler: %s\n", line);
 }
 
+static int record_cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Python frames: how many samples had every activation's frames read as of the sample, why
+ * the others were not, how long after the sample they were read, and what it cost. */
+static void record_print_python(struct record *r)
+{
+	struct py_stats ps;
+	py_stats_get(r->unwind, &ps);
+	if (!ps.samples)
+		return;
+	size_t nd = r->npy_delay < RECORD_PY_DELAYS ? r->npy_delay : RECORD_PY_DELAYS;
+	double med = 0, p90 = 0, p99 = 0;
+	if (nd) {
+		qsort(r->py_delay_us, nd, sizeof(uint32_t), record_cmp_u32);
+		med = r->py_delay_us[nd / 2] / 1e3;
+		p90 = r->py_delay_us[nd * 9 / 10] / 1e3;
+		p99 = r->py_delay_us[nd * 99 / 100] / 1e3;
+	}
+	uint64_t lost = 0;
+	for (int i = 0; i < PY_LOST_N; i++)
+		lost += ps.lost[i];
+	cs_info("Python: %llu samples in Python code: %llu with every frame anchored in the stack copy, "
+		"%llu with frames not read (%llu of %llu activations: %llu popped before the read, "
+		"%llu unreadable, %llu thread not found, %llu unmatched, %llu unsupported); "
+		"read %.1f ms after the sample (median; p90 %.1f, p99 %.1f); "
+		"%.1f reads/sample, %llu code objects checked, %llu read; %llu outer activations "
+		"checked against the copy, %llu samples found moved on",
+		(unsigned long long)ps.samples, (unsigned long long)ps.samples_exact,
+		(unsigned long long)r->py_unread, (unsigned long long)lost,
+		(unsigned long long)ps.acts, (unsigned long long)ps.lost[PY_LOST_POPPED],
+		(unsigned long long)ps.lost[PY_LOST_READ], (unsigned long long)ps.lost[PY_LOST_THREAD],
+		(unsigned long long)ps.lost[PY_LOST_COUNT],
+		(unsigned long long)ps.lost[PY_LOST_UNSUPPORTED], med, p90, p99,
+		(double)ps.reads / (double)ps.samples, (unsigned long long)ps.codes_checked,
+		(unsigned long long)ps.codes_read, (unsigned long long)ps.outer_checked,
+		(unsigned long long)ps.outer_moved);
+}
+
 static void record_print_summary(struct record *r, uint64_t end_ns)
 {
 	struct stat st;
@@ -877,6 +933,7 @@ static void record_print_summary(struct record *r, uint64_t end_ns)
 		secs, (double)bytes / 1024.0, r->output,
 		r->nsamples ? (double)bytes / (double)r->nsamples : 0.0);
 	record_print_cost(r);
+	record_print_python(r);
 	if (r->o->sampler.idle)
 		cs_info("--idle: %llu sampling periods off the CPU (blocked or sleeping), marked [off-cpu: SYSCALL]",
 			(unsigned long long)r->offcpu_samples);
@@ -916,8 +973,13 @@ static void *record_reader(void *arg)
 		int nwatched = n;
 		fds[n++] = (struct pollfd){ .fd = q->stop_fd, .events = POLLIN };
 		/* Python frames are read when the main thread gets to a sample: collecting often
-		 * keeps that close to when the sample was taken (unwind/python.h). */
-		poll(fds, (nfds_t)n, r->o->no_python ? 50 : 5);
+		 * keeps that close to when the sample was taken (unwind/python.h). Every 1 ms
+		 * once a sample ran Python code: a median of 0.6 ms from sample to read, against
+		 * 2.5 ms every 5 ms, and a third of the samples whose frames were popped before
+		 * the read (README); every 5 ms until then, as it costs wake-ups. */
+		int wait_ms = r->o->no_python ? 50
+			      : __atomic_load_n(&r->python_seen, __ATOMIC_RELAXED) ? 1 : 5;
+		poll(fds, (nfds_t)n, wait_ms);
 		for (int i = 0; i < nwatched; i++)
 			if (fds[i].revents & (POLLHUP | POLLERR))
 				hup[index[i]] = true;
@@ -1357,6 +1419,7 @@ out:
 	free(r.gpu_notes);
 	sampler_close(r.sampler);
 	unwind_free(r.unwind);
+	free(r.py_delay_us);
 	if (r.child_pidfd >= 0)
 		close(r.child_pidfd);
 	for (size_t i = 0; i < o->npids; i++)

@@ -16,16 +16,20 @@
  * by the C stack, FRAME_OWNED_BY_CSTACK).
  *
  * Which frames an activation ran at the time of the sample: the frames are read when the
- * recorder gets to the sample, milliseconds later. In 3.11 and 3.12 each activation keeps a
- * _PyCFrame in its C stack frame, whose current_frame is its innermost Python frame, and the
- * kernel copied that stack with the sample. The _PyCFrame sits at a fixed distance below the
- * activation's CFA for a build of the interpreter: learned once from a complete sample (the
- * one distance at which the activations' _PyCFrames chain to the thread state's root_cframe),
- * then each activation's frames are walked from its current_frame as the copy holds it. An
- * activation whose frames were popped since (the walk does not end at an entry frame linked
- * to the next outer activation's frame) stays native. Without that anchor (3.13: no _PyCFrame,
- * or before it is learned) the chain as it is when read is matched to the activations by
- * count (PY_MERGE_CHANGED when they differ).
+ * recorder gets to the sample, about a millisecond later. The sample's copy of the C stack says
+ * where each activation was: in 3.11 and 3.12 its _PyCFrame (a local at a fixed distance below
+ * its CFA, learned once from a complete sample) holds its innermost frame; in 3.13 its entry
+ * shim frame (likewise learned) holds the frame the next outer activation was running, and the
+ * innermost activation's frames are the chain as it is now, down to its shim. The shims of
+ * 3.12 and 3.13 are read from the copy. Each activation's frames are then walked and kept only
+ * when they still link as they did (py_runs_anchored), when the code object its frame runs is
+ * the one whose instruction pointer the copy or the registers hold (py_check_outer), or, for a
+ * generator that yielded since, when its caller is found (py_gen_caller). One not kept gets
+ * the frame "[Python frames not read]" (py_marker_id). Without an anchor (before it is learned)
+ * the chain as it is when read is matched to the activations by count (PY_MERGE_CHANGED when
+ * they differ). Frames are read in blocks of pages and the code objects checked in one batched
+ * process_vm_readv per sample (py_frame_bytes, py_codes_check), so a deep stack costs as few
+ * reads as a shallow one.
  *
  * Safety: the target runs while it is read. Every pointer read is bounded (a fixed number of
  * interpreters, threads and frames, lengths capped), every object is checked against its type
@@ -65,6 +69,10 @@
 #define PY_MAX_CFRAME_OFF 16384u /* the interpreter's _PyCFrame local: within this of its CFA */
 #define PY_LEARN_TRIES 256       /* samples tried for learning where it is */
 #define PY_MAX_OBJECT 512        /* bytes read of one frame, code object or str header */
+#define PY_PAGE 4096u
+#define PY_BLOCK_PAGES 4         /* pages read at once around a frame (frame data is contiguous) */
+#define PY_NBLOCKS 8             /* blocks kept for one sample */
+#define PY_BATCH 64              /* code objects checked in one process_vm_readv */
 
 /* The versions whose layout is a row of this table; 3.13 is built from _Py_DebugOffsets
  * (py_layout_from_debug). Offsets from each version's headers (pycore_runtime.h,
@@ -97,6 +105,7 @@ static const struct py_layout py_layouts[] = {
 		.tstate_root_cframe = 272, .cframe_current_frame = 0, .cframe_previous = 8,
 		.frame_code = 0, .frame_previous = 8, .frame_instr = 56,
 		.frame_owner = 70, .owner_generator = 1, .owner_cstack = 3,
+		.frame_stacktop = 64, .frame_localsplus = 72, .gen_iframe = 72,
 		.code_qualname = 128, .code_filename = 112, .code_firstlineno = 68,
 		.code_linetable = 136, .code_code = 192, .code_firsttraceable = 176,
 		.ob_type = 8, .var_size = 16, .bytes_data = 32,
@@ -115,7 +124,7 @@ enum {
 	PY_DBG13_TSTATE_NEXT = 168, PY_DBG13_TSTATE_CURRENT_FRAME = 184,
 	PY_DBG13_TSTATE_NATIVE_TID = 200,
 	PY_DBG13_FRAME_PREVIOUS = 232, PY_DBG13_FRAME_EXECUTABLE = 240, PY_DBG13_FRAME_INSTR = 248,
-	PY_DBG13_FRAME_OWNER = 264,
+	PY_DBG13_FRAME_LOCALSPLUS = 256, PY_DBG13_FRAME_OWNER = 264,
 	PY_DBG13_CODE_FILENAME = 280, PY_DBG13_CODE_QUALNAME = 296, PY_DBG13_CODE_LINETABLE = 304,
 	PY_DBG13_CODE_FIRSTLINENO = 312, PY_DBG13_CODE_CODE = 344,
 	PY_DBG13_OB_TYPE = 360,
@@ -136,6 +145,7 @@ static void py_layout_derive(struct py_layout *L)
 	L->frame_read = py_max_u32(L->frame_read, py_max_u32(L->frame_owner, L->frame_is_entry) + 1);
 	L->code_read = py_max_u32(py_max_u32(L->code_qualname, L->code_filename), L->code_linetable) + 8;
 	L->code_read = py_max_u32(L->code_read, py_max_u32(L->code_firstlineno, L->code_firsttraceable) + 4);
+	L->code_read = py_max_u32(L->code_read, L->code_framesize + 4);
 	L->code_read = py_max_u32(L->code_read, L->ob_type + 8);
 	L->str_read = py_max_u32(py_max_u32(L->str_length, L->ob_type) + 8, L->str_state + 4);
 }
@@ -163,7 +173,7 @@ static int py_layout_from_debug(uint32_t version, const uint8_t *d, size_t n, st
 		PY_DBG13_RUNTIME_INTERP_HEAD, PY_DBG13_INTERP_NEXT, PY_DBG13_INTERP_THREADS_HEAD,
 		PY_DBG13_TSTATE_NEXT, PY_DBG13_TSTATE_CURRENT_FRAME, PY_DBG13_TSTATE_NATIVE_TID,
 		PY_DBG13_FRAME_PREVIOUS, PY_DBG13_FRAME_EXECUTABLE, PY_DBG13_FRAME_INSTR,
-		PY_DBG13_FRAME_OWNER, PY_DBG13_CODE_FILENAME, PY_DBG13_CODE_QUALNAME,
+		PY_DBG13_FRAME_OWNER, PY_DBG13_FRAME_LOCALSPLUS, PY_DBG13_CODE_FILENAME, PY_DBG13_CODE_QUALNAME,
 		PY_DBG13_CODE_LINETABLE, PY_DBG13_CODE_FIRSTLINENO, PY_DBG13_CODE_CODE,
 		PY_DBG13_OB_TYPE, PY_DBG13_BYTES_SIZE, PY_DBG13_BYTES_DATA, PY_DBG13_STR_STATE,
 		PY_DBG13_STR_LENGTH, PY_DBG13_STR_ASCII_SIZE,
@@ -186,6 +196,10 @@ static int py_layout_from_debug(uint32_t version, const uint8_t *d, size_t n, st
 		.frame_instr = (uint32_t)py_dbg_u64(d, PY_DBG13_FRAME_INSTR),
 		.frame_owner = (uint32_t)py_dbg_u64(d, PY_DBG13_FRAME_OWNER),
 		.owner_generator = 1, .owner_cstack = 3,
+		/* not in the debug offsets: 3.13's pycore_frame.h and pycore_genobject.h */
+		.frame_stacktop = 64, .gen_iframe = 72,
+		.code_framesize = (uint32_t)py_dbg_u64(d, PY_DBG13_CODE_FIRSTLINENO) + 8,
+		.frame_localsplus = (uint32_t)py_dbg_u64(d, PY_DBG13_FRAME_LOCALSPLUS),
 		.code_qualname = (uint32_t)py_dbg_u64(d, PY_DBG13_CODE_QUALNAME),
 		.code_filename = (uint32_t)py_dbg_u64(d, PY_DBG13_CODE_FILENAME),
 		.code_firstlineno = (uint32_t)py_dbg_u64(d, PY_DBG13_CODE_FIRSTLINENO),
@@ -207,7 +221,25 @@ static int py_layout_from_debug(uint32_t version, const uint8_t *d, size_t n, st
 
 size_t py_layout_debug_size(uint32_t version)
 {
-	return (version >> 16) == 0x030d ? PY_DBG13_SIZE : 0;
+	/* 3.14 and later: only the header (cookie, version, free_threaded), to say why */
+	return (version >> 16) == 0x030d ? PY_DBG13_SIZE : version >= 0x030e0000 ? 24 : 0;
+}
+
+bool py_is_free_threaded(uint32_t version, const uint8_t *debug, size_t ndebug, const char *path)
+{
+	/* _Py_DebugOffsets (3.13+) starts with the cookie, the version and free_threaded */
+	if (version >= 0x030d0000 && debug && ndebug >= 24 && !memcmp(debug, "xdebugpy", 8) &&
+	    py_dbg_u64(debug, PY_DBG13_FREE_THREADED))
+		return true;
+	/* python3.13t, libpython3.14t.so.1.0: the ABI flag "t" after the version */
+	const char *b = path ? strrchr(path, '/') : NULL, *v;
+	b = b ? b + 1 : path;
+	unsigned major, minor;
+	int end = 0;
+	if (b && (v = strstr(b, "python")) && sscanf(v + 6, "%u.%u%n", &major, &minor, &end) == 2 &&
+	    v[6 + end] == 't')
+		return true;
+	return false;
 }
 
 int py_layout_for(uint32_t version, const uint8_t *debug, size_t ndebug, struct py_layout *out)
@@ -240,15 +272,20 @@ struct py_module_info {
 	uint64_t cframe_off;           /* _PyEval_EvalFrameDefault's _PyCFrame local is at its
 					* CFA - cframe_off; 0 while not learned */
 	uint16_t learn_left;           /* samples left to learn it from */
+	uint64_t none;                 /* _Py_NoneStruct (link-time): a 3.13 shim's executable */
+	uint64_t shim_off;             /* 3.13: its entry shim frame local at CFA - shim_off */
 };
 
 struct py_code {                       /* a code object seen in a process */
 	uint64_t addr, qualname, filename, linetable;
 	uint32_t first_line;
 	int32_t first_traceable;       /* _co_firsttraceable */
+	uint32_t framesize;            /* co_framesize (3.13), 0 when not used */
+	uint64_t ncode;                /* code units (the object's ob_size) */
 	const char *name, *file;       /* interned */
 	uint8_t *table;
 	size_t ntable;
+	uint64_t checked;              /* the sample (py_state.stamp) that last checked it */
 };
 
 enum py_proc_state { PY_PROC_READY = 1, PY_PROC_FAILED, PY_PROC_UNSUPPORTED };
@@ -259,13 +296,22 @@ struct py_proc {
 	const struct py_layout *layout; /* &own */
 	struct py_layout own;
 	uint64_t runtime, code_type, unicode_type; /* addresses in the target */
+	uint64_t none;                 /* Py_None in the target, 0 when unknown */
 	struct { uint32_t tid; uint64_t tstate; } tcache[PY_TCACHE];
 	struct elfcache_hash codes;    /* address -> struct py_code */
+	struct py_stats *stats;        /* the context's */
 };
 
 struct py_frame_rec {
 	const char *name, *file;
 	uint32_t line;
+};
+
+/* One frame as the walk read it: its code object and instruction, named once the sample's
+ * code objects have been checked together (py_name_frames). */
+struct py_raw_frame {
+	uint64_t code, instr;
+	uint8_t owner;
 };
 
 struct py_state {
@@ -277,11 +323,21 @@ struct py_state {
 	struct elfcache_hash frame_ids;/* (name, file, line) -> id + 1 */
 	uint32_t module;               /* "[python]" */
 	uint32_t warned_version;       /* last unsupported version warned about */
+	uint32_t marker_id;            /* "[Python frames not read]" + 1, 0 until needed */
 	int64_t version_override;      /* CSAMPLER_PYTHON_VERSION (tests), or -1 */
 	/* scratch for one sample */
 	uint32_t *ids;                 /* Python frame ids, innermost first */
 	uint8_t *entry;                /* is_entry of each */
+	struct py_raw_frame *raw;      /* what the walk read of each frame, named at the end */
 	struct unwind_loc *out;
+	uint64_t stamp;                /* samples merged: a code object is checked once a sample */
+	/* Memory of the target read for this sample: frame data in blocks of pages, so that a
+	 * chain of frames in one data-stack chunk costs one process_vm_readv, not one each. */
+	struct py_block { uint64_t addr, len; uint8_t data[PY_BLOCK_PAGES * PY_PAGE]; } *blocks;
+	int nblocks;
+	const struct py_stack *copy;   /* the sample's stack copy (may be NULL) */
+	struct py_stats stats;
+	uint8_t (*code_bufs)[PY_MAX_OBJECT]; /* PY_BATCH code object headers */
 };
 
 /* ------------------------------------------------------------------------------------------ */
@@ -373,9 +429,76 @@ static bool py_read(uint32_t pid, uint64_t addr, void *buf, size_t len)
 	return process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0) == (ssize_t)len;
 }
 
-static bool py_read_ptr(uint32_t pid, uint64_t addr, uint64_t *out)
+/* py_read of process p, counted in the stats. */
+static bool py_rd(struct py_proc *p, uint64_t addr, void *buf, size_t len)
 {
-	return py_read(pid, addr, out, sizeof(*out));
+	p->stats->reads++;
+	p->stats->read_bytes += len;
+	return py_read(p->pid, addr, buf, len);
+}
+
+static bool py_rd_ptr(struct py_proc *p, uint64_t addr, uint64_t *out)
+{
+	return py_rd(p, addr, out, sizeof(*out));
+}
+
+/* len bytes of a frame at addr, from the pages read for this sample or with a block of pages
+ * around it: the page holding it (and the next when it crosses into it) then the pages below,
+ * where a data-stack chunk (which grows upward) keeps the outer frames. The pages are asked
+ * in that order in one process_vm_readv, which stops at the first that is not mapped. */
+static bool py_frame_bytes(struct py_state *st, struct py_proc *p, uint64_t addr, void *buf,
+			   size_t len)
+{
+	const struct py_stack *s = st->copy;
+
+	/* 3.12+: an activation's shim frame is a local of its C stack frame, which the sample's
+	 * copy holds as it was at the time of the sample (the thread's C stack is reused as
+	 * soon as the activation returns) */
+	if (s && addr >= s->addr && addr - s->addr < s->size && s->size - (addr - s->addr) >= len) {
+		memcpy(buf, s->data + (addr - s->addr), len);
+		return true;
+	}
+	for (int i = 0; i < st->nblocks; i++) {
+		const struct py_block *b = &st->blocks[i];
+		if (addr >= b->addr && addr - b->addr <= b->len && b->len - (addr - b->addr) >= len) {
+			memcpy(buf, b->data + (addr - b->addr), len);
+			return true;
+		}
+	}
+	if (!addr || addr >= (1ull << 47) || len > PY_PAGE)
+		return false;
+	uint64_t first = addr & ~(uint64_t)(PY_PAGE - 1);
+	int above = ((addr + len - 1) & ~(uint64_t)(PY_PAGE - 1)) != first;
+	uint64_t below = PY_BLOCK_PAGES - 1 - above;
+	if (first / PY_PAGE < below)
+		below = first / PY_PAGE;
+	uint64_t lo = first - below * PY_PAGE;
+	struct py_block *b = &st->blocks[st->nblocks < PY_NBLOCKS ? st->nblocks++
+								   : (int)(st->stamp % PY_NBLOCKS)];
+	struct iovec local[PY_BLOCK_PAGES], remote[PY_BLOCK_PAGES];
+	int k = 0;
+	for (uint64_t pg = first; k < 1 + above; pg += PY_PAGE, k++) {
+		local[k] = (struct iovec){ b->data + (pg - lo), PY_PAGE };
+		remote[k] = (struct iovec){ (void *)(uintptr_t)pg, PY_PAGE };
+	}
+	for (uint64_t i = 1; i <= below; i++, k++) {
+		local[k] = (struct iovec){ b->data + (first - i * PY_PAGE - lo), PY_PAGE };
+		remote[k] = (struct iovec){ (void *)(uintptr_t)(first - i * PY_PAGE), PY_PAGE };
+	}
+	st->stats.reads++;
+	ssize_t got = process_vm_readv((pid_t)p->pid, local, (unsigned long)k, remote,
+				       (unsigned long)k, 0);
+	int full = got > 0 ? (int)(got / PY_PAGE) : 0;
+	st->stats.read_bytes += (uint64_t)full * PY_PAGE;
+	if (full < 1 + above) {
+		b->len = 0;
+		return py_rd(p, addr, buf, len); /* e.g. the next page is not mapped */
+	}
+	b->addr = first - (uint64_t)(full - 1 - above) * PY_PAGE;
+	b->len = (uint64_t)full * PY_PAGE;
+	memmove(b->data, b->data + (b->addr - lo), b->len);
+	memcpy(buf, b->data + (addr - b->addr), len);
+	return true;
 }
 
 static uint64_t py_u64(const uint8_t *b, uint32_t off)
@@ -418,7 +541,7 @@ static bool py_read_str(struct py_proc *p, uint64_t addr, char *out, size_t cap)
 	const struct py_layout *L = p->layout;
 	uint8_t hdr[PY_MAX_OBJECT];
 
-	if (!py_read(p->pid, addr, hdr, L->str_read) || py_u64(hdr, L->ob_type) != p->unicode_type)
+	if (!py_rd(p, addr, hdr, L->str_read) || py_u64(hdr, L->ob_type) != p->unicode_type)
 		return false;
 	uint64_t length = py_u64(hdr, L->str_length);
 	uint32_t state = py_u32(hdr, L->str_state);
@@ -430,7 +553,7 @@ static bool py_read_str(struct py_proc *p, uint64_t addr, char *out, size_t cap)
 		length = PY_MAX_STRING;
 	uint8_t raw[PY_MAX_STRING * 4];
 	uint64_t data = addr + (ascii ? L->str_ascii_data : L->str_compact_data);
-	if (length && !py_read(p->pid, data, raw, length * kind))
+	if (length && !py_rd(p, data, raw, length * kind))
 		return false;
 	size_t n = 0;
 	for (uint64_t i = 0; i < length; i++) {
@@ -457,49 +580,64 @@ static void py_code_free(struct py_code *c)
 	}
 }
 
-/* The code object at addr, read (or found in the cache and checked to be the same object:
- * same name, file and table objects), or NULL. */
-static struct py_code *py_code_get(struct unwind_ctx *ctx, struct py_proc *p, uint64_t addr)
+/* Whether cached code object c is still the object whose header buf (code_read bytes at its
+ * address) holds: same type, name, file and table objects, first line. */
+static bool py_code_same(const struct py_proc *p, const struct py_code *c, const uint8_t *buf)
 {
 	const struct py_layout *L = p->layout;
-	uint8_t buf[PY_MAX_OBJECT];
-
-	if (addr & 7 || !py_read(p->pid, addr, buf, L->code_read) ||
-	    py_u64(buf, L->ob_type) != p->code_type)
-		return NULL;
-	uint64_t qualname = py_u64(buf, L->code_qualname), filename = py_u64(buf, L->code_filename);
-	uint64_t linetable = py_u64(buf, L->code_linetable);
-	uint32_t first_line = py_u32(buf, L->code_firstlineno);
 	int32_t first_traceable =
 		L->code_firsttraceable ? (int32_t)py_u32(buf, L->code_firsttraceable) : 0;
+
+	return py_u64(buf, L->ob_type) == p->code_type &&
+	       c->qualname == py_u64(buf, L->code_qualname) &&
+	       c->filename == py_u64(buf, L->code_filename) &&
+	       c->linetable == py_u64(buf, L->code_linetable) &&
+	       c->first_line == py_u32(buf, L->code_firstlineno) &&
+	       c->ncode == py_u64(buf, L->var_size) &&
+	       (!L->code_framesize || c->framesize == py_u32(buf, L->code_framesize)) &&
+	       c->first_traceable == first_traceable;
+}
+
+/* The code object at addr whose header is buf (code_read bytes), found in the cache when it
+ * is the same object, else read whole (name, file, line table) and cached; or NULL. */
+static struct py_code *py_code_from(struct unwind_ctx *ctx, struct py_proc *p, uint64_t addr,
+				    const uint8_t *buf)
+{
+	const struct py_layout *L = p->layout;
+
+	if (py_u64(buf, L->ob_type) != p->code_type)
+		return NULL;
 	struct py_code *c = elfcache_hash_find(&p->codes, cs_hash_u64(addr), py_code_eq, &addr);
-	if (c && c->qualname == qualname && c->filename == filename && c->linetable == linetable &&
-	    c->first_line == first_line && c->first_traceable == first_traceable)
+	if (c && py_code_same(p, c, buf))
 		return c;
 	if (c) {
 		/* Freed and reused for another code object. */
 		elfcache_hash_remove(&p->codes, cs_hash_u64(addr), py_code_eq, &addr);
 		py_code_free(c);
 	}
-
+	uint64_t qualname = py_u64(buf, L->code_qualname), filename = py_u64(buf, L->code_filename);
+	uint64_t linetable = py_u64(buf, L->code_linetable);
 	char name[PY_MAX_STRING * 4 + 8], file[PY_MAX_STRING * 4 + 8];
 	if (!py_read_str(p, qualname, name, sizeof(name)) ||
 	    !py_read_str(p, filename, file, sizeof(file)))
 		return NULL;
+	p->stats->codes_read++;
 	c = cs_calloc(1, sizeof(*c));
 	c->addr = addr;
 	c->qualname = qualname;
 	c->filename = filename;
 	c->linetable = linetable;
-	c->first_line = first_line;
-	c->first_traceable = first_traceable;
+	c->first_line = py_u32(buf, L->code_firstlineno);
+	c->framesize = L->code_framesize ? py_u32(buf, L->code_framesize) : 0;
+	c->ncode = py_u64(buf, L->var_size);
+	c->first_traceable = L->code_firsttraceable ? (int32_t)py_u32(buf, L->code_firsttraceable) : 0;
 	c->name = elfcache_intern(ctx, name);
 	c->file = elfcache_intern(ctx, file);
 	uint64_t size;
-	if (py_read(p->pid, linetable + L->var_size, &size, sizeof(size)) && size &&
+	if (py_rd(p, linetable + L->var_size, &size, sizeof(size)) && size &&
 	    size <= PY_MAX_LINETABLE) {
 		c->table = cs_malloc(size);
-		if (py_read(p->pid, linetable + L->bytes_data, c->table, size)) {
+		if (py_rd(p, linetable + L->bytes_data, c->table, size)) {
 			c->ntable = size;
 		} else {
 			free(c->table);
@@ -508,6 +646,68 @@ static struct py_code *py_code_get(struct unwind_ctx *ctx, struct py_proc *p, ui
 	}
 	elfcache_hash_insert(&p->codes, cs_hash_u64(addr), c);
 	return c;
+}
+
+/* The code object at addr, read (or found in the cache and checked to be the same object),
+ * or NULL. */
+static struct py_code *py_code_get(struct unwind_ctx *ctx, struct py_proc *p, uint64_t addr)
+{
+	uint8_t buf[PY_MAX_OBJECT];
+
+	if (addr & 7 || !py_rd(p, addr, buf, p->layout->code_read))
+		return NULL;
+	return py_code_from(ctx, p, addr, buf);
+}
+
+/* Check the code objects of frames raw[0, n) that this sample has not checked yet: the
+ * headers of those in the cache in one process_vm_readv per PY_BATCH (a code object lives as
+ * long as a frame runs it, so its header rarely changes: then only what changed is read
+ * again). Those that are new, or changed, are read whole (py_code_from). */
+static void py_codes_check(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+			   const struct py_raw_frame *raw, int n)
+{
+	const struct py_layout *L = p->layout;
+	uint64_t addrs[PY_BATCH];
+	uint8_t (*bufs)[PY_MAX_OBJECT] = st->code_bufs;
+	struct iovec local[PY_BATCH], remote[PY_BATCH];
+	int k = 0;
+
+	for (int i = 0; i <= n; i++) {
+		if (i < n) {
+			uint64_t a = raw[i].code;
+			struct py_code *c;
+			if (!a || a & 7 || a >= (1ull << 47))
+				continue;
+			c = elfcache_hash_find(&p->codes, cs_hash_u64(a), py_code_eq, &a);
+			if (c && c->checked == st->stamp)
+				continue;
+			bool dup = false;
+			for (int j = 0; j < k && !dup; j++)
+				dup = addrs[j] == a;
+			if (dup)
+				continue;
+			addrs[k] = a;
+			local[k] = (struct iovec){ bufs[k], L->code_read };
+			remote[k] = (struct iovec){ (void *)(uintptr_t)a, L->code_read };
+			k++;
+		}
+		if (k == PY_BATCH || (i == n && k)) {
+			st->stats.reads++;
+			ssize_t got = process_vm_readv((pid_t)p->pid, local, (unsigned long)k, remote,
+						       (unsigned long)k, 0);
+			int full = got > 0 ? (int)(got / L->code_read) : 0;
+			st->stats.read_bytes += got > 0 ? (uint64_t)got : 0;
+			st->stats.codes_checked += (uint64_t)k;
+			for (int j = 0; j < k; j++) {
+				/* a code object past a failed one: read alone */
+				struct py_code *c = j < full ? py_code_from(ctx, p, addrs[j], bufs[j])
+							     : py_code_get(ctx, p, addrs[j]);
+				if (c)
+					c->checked = st->stamp;
+			}
+			k = 0;
+		}
+	}
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -585,6 +785,8 @@ static struct py_module_info *py_module_info(struct unwind_ctx *ctx, struct py_s
 	    elfcache_file_symbol(f, "PyCode_Type", &mi->code_type, &size) ||
 	    elfcache_file_symbol(f, "PyUnicode_Type", &mi->unicode_type, &size))
 		return mi;
+	if (elfcache_file_symbol(f, "_Py_NoneStruct", &mi->none, &size))
+		mi->none = 0;
 	mi->eval_lo = elfcache_vaddr_to_offset(f, eval);
 	if (mi->eval_lo == UINT64_MAX || !eval_size)
 		return mi;
@@ -656,6 +858,7 @@ static struct py_proc *py_proc_get(struct unwind_ctx *ctx, struct py_state *st, 
 		return p;
 	p = cs_calloc(1, sizeof(*p));
 	p->pid = pid;
+	p->stats = &st->stats;
 	elfcache_hash_insert(&st->procs, cs_hash_u64(pid), p);
 	uint32_t version = st->version_override >= 0 ? (uint32_t)st->version_override : mi->version;
 	uint64_t bias;
@@ -669,12 +872,19 @@ static struct py_proc *py_proc_get(struct unwind_ctx *ctx, struct py_state *st, 
 	size_t ndebug = py_layout_debug_size(version);
 	if (ndebug > sizeof(debug) || (ndebug && !py_read(pid, mi->runtime + bias, debug, ndebug)))
 		ndebug = 0;
-	int err = py_layout_for(version, ndebug ? debug : NULL, ndebug, &p->own);
+	bool free_threaded = py_is_free_threaded(version, ndebug ? debug : NULL, ndebug,
+						 ctx->modules[module]->path);
+	int err = free_threaded ? -ENOTSUP : py_layout_for(version, ndebug ? debug : NULL, ndebug,
+							   &p->own);
 	if (err) {
 		p->state = PY_PROC_UNSUPPORTED;
 		if (st->warned_version != version + 1) {
 			st->warned_version = version + 1;
-			if (!version)
+			if (free_threaded)
+				cs_warn("python %u.%ut (pid %u) is a free-threaded build: csampler does "
+					"not read its Python frames yet; its stacks stay native",
+					version >> 24, (version >> 16) & 255, pid);
+			else if (!version)
 				cs_warn("python of unknown version (pid %u) is not supported (CPython "
 					"3.11 to 3.13): its stacks stay native", pid);
 			else if (err == -ENOTSUP)
@@ -692,6 +902,7 @@ static struct py_proc *py_proc_get(struct unwind_ctx *ctx, struct py_state *st, 
 	p->runtime = mi->runtime + bias;
 	p->code_type = mi->code_type + bias;
 	p->unicode_type = mi->unicode_type + bias;
+	p->none = mi->none ? mi->none + bias : 0;
 	p->state = PY_PROC_READY;
 	return p;
 }
@@ -713,20 +924,20 @@ static uint64_t py_thread_state(struct py_proc *p, uint32_t tid)
 	uint64_t native;
 
 	if (p->tcache[slot].tid == tid &&
-	    py_read_ptr(p->pid, p->tcache[slot].tstate + L->tstate_native_tid, &native) &&
+	    py_rd_ptr(p, p->tcache[slot].tstate + L->tstate_native_tid, &native) &&
 	    native == tid)
 		return p->tcache[slot].tstate;
 	uint64_t interp;
-	if (!py_read_ptr(p->pid, p->runtime + L->runtime_interp_head, &interp))
+	if (!py_rd_ptr(p, p->runtime + L->runtime_interp_head, &interp))
 		return 0;
 	for (int i = 0; interp && i < PY_MAX_INTERPS; i++) {
 		uint64_t ts;
-		if (!py_read_ptr(p->pid, interp + L->interp_threads_head, &ts))
+		if (!py_rd_ptr(p, interp + L->interp_threads_head, &ts))
 			return 0;
 		for (int t = 0; ts && t < PY_MAX_THREADS; t++) {
 			uint64_t next;
-			if (!py_read_ptr(p->pid, ts + L->tstate_native_tid, &native) ||
-			    !py_read_ptr(p->pid, ts + L->tstate_next, &next))
+			if (!py_rd_ptr(p, ts + L->tstate_native_tid, &native) ||
+			    !py_rd_ptr(p, ts + L->tstate_next, &next))
 				return 0;
 			if (native == tid) {
 				p->tcache[slot].tid = tid;
@@ -735,18 +946,25 @@ static uint64_t py_thread_state(struct py_proc *p, uint32_t tid)
 			}
 			ts = next;
 		}
-		if (!py_read_ptr(p->pid, interp + L->interp_next, &interp))
+		if (!py_rd_ptr(p, interp + L->interp_next, &interp))
 			return 0;
 	}
 	return 0;
 }
 
-/* Walk Python frames outward from frame (via previous) into st->ids/st->entry from *n; with
- * one_activation, stop after the first entry frame (the frames one native activation runs)
- * and give its previous frame in *entry_prev. Returns false when a frame could not be read or
- * the walk did not end within bounds. */
-static bool py_walk(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
-		    uint64_t frame, bool one_activation, int *n, uint64_t *entry_prev)
+#define PY_ID_UNREAD (UINT32_MAX - 1) /* a frame whose code object could not be read */
+#define PY_PREV_UNKNOWN (UINT64_MAX - 1) /* a run whose shim is gone: entered from? */
+
+/* Walk Python frames outward from frame (via previous) into st->raw/st->entry from *n (ids
+ * UINT32_MAX for a shim, 0 until named); with one_activation, stop after the first entry
+ * frame (the frames one native activation runs) and give its previous frame in *entry_prev:
+ * 0 for a generator's frame that has yielded since (CPython unlinks it). Returns false when a
+ * frame could not be read or the walk did not end within bounds. The frames are read from
+ * blocks of pages (py_frame_bytes); their code objects are checked and named afterwards,
+ * all at once (py_name_frames). */
+static bool py_walk_at(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+		       uint64_t frame, bool one_activation, int *n, uint64_t *entry_prev,
+		       uint64_t *entry_at)
 {
 	const struct py_layout *L = p->layout;
 	int run_first = *n;
@@ -754,20 +972,38 @@ static bool py_walk(struct unwind_ctx *ctx, struct py_state *st, struct py_proc 
 	for (int depth = 0; frame; depth++) {
 		uint8_t fb[PY_MAX_OBJECT];
 		if (depth >= PY_MAX_FRAMES || *n >= PY_MAX_FRAMES || frame & 7 ||
-		    !py_read(p->pid, frame, fb, L->frame_read))
+		    !py_frame_bytes(st, p, frame, fb, L->frame_read))
 			return false;
 		uint8_t owner = fb[L->frame_owner];
+		if (L->owner_cstack && owner != L->owner_cstack && st->copy &&
+		    frame - st->copy->addr < st->copy->size) {
+			/* In the stack copy, but no shim there at the time of the sample: the
+			 * shim of a later activation at another depth of the C stack (a callback
+			 * called again since), as the thread has it now. */
+			if (!py_rd(p, frame, fb, L->frame_read))
+				return false;
+			owner = fb[L->frame_owner];
+			if (owner != L->owner_cstack && one_activation && *n > run_first) {
+				/* That activation has returned too: only a shim lives on the C stack,
+				 * so the run ended there, entered from an unknown frame. */
+				*entry_prev = PY_PREV_UNKNOWN;
+				*entry_at = frame;
+				return true;
+			}
+		}
 		if (L->owner_cstack && owner == L->owner_cstack) {
 			/* 3.12+: the shim under an activation's first frame ends its run. */
 			uint64_t prev = py_u64(fb, L->frame_previous);
 			if (one_activation) {
 				*entry_prev = prev;
+				*entry_at = frame;
 				return true;
 			}
 			if (*n > run_first)
 				st->entry[*n - 1] = 1;
 			else if (*n < PY_MAX_FRAMES) {
 				/* no frame shown in this activation: a run of its own */
+				st->raw[*n] = (struct py_raw_frame){ 0 };
 				st->ids[*n] = UINT32_MAX;
 				st->entry[(*n)++] = 1;
 			}
@@ -775,39 +1011,73 @@ static bool py_walk(struct unwind_ctx *ctx, struct py_state *st, struct py_proc 
 			frame = prev;
 			continue;
 		}
-		uint64_t code_addr = py_u64(fb, L->frame_code);
-		uint64_t instr = py_u64(fb, L->frame_instr);
 		bool is_entry = L->frame_is_entry && fb[L->frame_is_entry] != 0;
-		struct py_code *c = py_code_get(ctx, p, code_addr);
-		if (!c)
-			return false;
-		uint64_t code0 = code_addr + L->code_code;
-		int32_t first_traceable = c->first_traceable;
-		/* A frame still being set up (before its RESUME) is not shown, as CPython's own
-		 * tracebacks do; it still closes its native activation when it is the entry. */
-		bool incomplete = owner != L->owner_generator &&
-				  instr < code0 + 2 * (uint64_t)(first_traceable > 0 ? first_traceable : 0);
-		if (!incomplete || is_entry) {
-			uint32_t line = c->first_line;
-			if (instr >= code0 && c->table) {
-				uint32_t l = L->line(c->table, c->ntable, c->first_line,
-						     (uint32_t)((instr - code0) / 2));
-				if (l)
-					line = l;
-			}
-			st->ids[*n] = incomplete ? UINT32_MAX : py_frame_id(st, c->name, c->file, line);
-			st->entry[*n] = is_entry;
-			(*n)++;
-			if (is_entry)
-				run_first = *n;
-		}
+		uint64_t here = frame;
+		uint64_t code = py_u64(fb, L->frame_code);
+		if (!code || code & 7 || code >= (1ull << 47))
+			return false; /* not a frame (any more) */
+		st->raw[*n] = (struct py_raw_frame){ code, py_u64(fb, L->frame_instr), owner };
+		st->ids[*n] = 0;
+		st->entry[*n] = is_entry;
+		(*n)++;
+		if (is_entry)
+			run_first = *n;
 		frame = py_u64(fb, L->frame_previous);
-		if (is_entry && one_activation) {
+		if (one_activation && (is_entry || (!frame && owner == L->owner_generator))) {
+			/* a generator that yielded since has no previous frame (3.12+: nor shim) */
 			*entry_prev = frame;
+			*entry_at = here;
 			return true;
 		}
 	}
 	return !one_activation;
+}
+
+static bool py_walk(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+		    uint64_t frame, bool one_activation, int *n, uint64_t *entry_prev)
+{
+	uint64_t at;
+
+	return py_walk_at(ctx, st, p, frame, one_activation, n, entry_prev, &at);
+}
+
+/* Name frames [from, to) of the walk: check their code objects (py_codes_check), then give
+ * each its frame id (UINT32_MAX: not shown, a frame still being set up; PY_ID_UNREAD: its
+ * code object could not be read). Returns false when one could not be read. */
+static bool py_name_frames(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+			   int from, int to)
+{
+	const struct py_layout *L = p->layout;
+	bool ok = true;
+
+	py_codes_check(ctx, st, p, st->raw + from, to - from);
+	for (int i = from; i < to; i++) {
+		const struct py_raw_frame *f = &st->raw[i];
+		if (!f->code)
+			continue;
+		struct py_code *c = elfcache_hash_find(&p->codes, cs_hash_u64(f->code), py_code_eq,
+						       &f->code);
+		if (!c || c->checked != st->stamp) {
+			st->ids[i] = PY_ID_UNREAD;
+			ok = false;
+			continue;
+		}
+		uint64_t code0 = f->code + L->code_code;
+		int32_t first_traceable = c->first_traceable > 0 ? c->first_traceable : 0;
+		/* A frame still being set up (before its RESUME) is not shown, as CPython's own
+		 * tracebacks do; it still closes its native activation when it is the entry. */
+		bool incomplete = f->owner != L->owner_generator &&
+				  f->instr < code0 + 2 * (uint64_t)first_traceable;
+		uint32_t line = c->first_line;
+		if (f->instr >= code0 && c->table) {
+			uint32_t l = L->line(c->table, c->ntable, c->first_line,
+					     (uint32_t)((f->instr - code0) / 2));
+			if (l)
+				line = l;
+		}
+		st->ids[i] = incomplete ? UINT32_MAX : py_frame_id(st, c->name, c->file, line);
+	}
+	return ok;
 }
 
 /* Read thread tid's whole frame chain as it is now into st->ids/st->entry, innermost first.
@@ -820,13 +1090,13 @@ static int py_read_chain(struct unwind_ctx *ctx, struct py_state *st, struct py_
 	int n = 0;
 
 	if (L->tstate_cframe) {
-		if (!py_read_ptr(p->pid, ts + L->tstate_cframe, &cframe) ||
-		    !py_read_ptr(p->pid, cframe + L->cframe_current_frame, &frame))
+		if (!py_rd_ptr(p, ts + L->tstate_cframe, &cframe) ||
+		    !py_rd_ptr(p, cframe + L->cframe_current_frame, &frame))
 			return -1;
-	} else if (!py_read_ptr(p->pid, ts + L->tstate_current_frame, &frame)) {
+	} else if (!py_rd_ptr(p, ts + L->tstate_current_frame, &frame)) {
 		return -1;
 	}
-	if (!py_walk(ctx, st, p, frame, false, &n, NULL))
+	if (!py_walk(ctx, st, p, frame, false, &n, NULL) || !py_name_frames(ctx, st, p, 0, n))
 		return -1;
 	/* 3.12+: the outermost activation's frames end at its shim, already a run's end; a
 	 * chain that ends without one (3.11: its is_entry frame) ends the last run too. */
@@ -844,11 +1114,11 @@ static int py_cframes_now(struct py_proc *p, uint64_t ts, uint64_t *addr, uint64
 
 	if (!L->tstate_cframe)
 		return -1;
-	if (!py_read_ptr(p->pid, ts + L->tstate_cframe, &cf))
+	if (!py_rd_ptr(p, ts + L->tstate_cframe, &cf))
 		return -1;
 	while (cf && cf != root) {
 		uint8_t b[32];
-		if (n >= max || cf & 7 || !py_read(p->pid, cf, b, L->cframe_previous + 8))
+		if (n >= max || cf & 7 || !py_rd(p, cf, b, L->cframe_previous + 8))
 			return -1;
 		addr[n] = cf;
 		cur[n++] = py_u64(b, L->cframe_current_frame);
@@ -937,7 +1207,7 @@ static int py_put_run(struct py_state *st, const int *start, int r, int *out, in
 	int pushed = 0;
 
 	for (int f = start[r]; f < start[r + 1] && *out < max; f++) {
-		if (st->ids[f] == UINT32_MAX)
+		if (st->ids[f] == UINT32_MAX || st->ids[f] == PY_ID_UNREAD)
 			continue;
 		st->out[(*out)++] = (struct unwind_loc){ st->module, st->ids[f], 0, 0 };
 		pushed++;
@@ -945,16 +1215,175 @@ static int py_put_run(struct py_state *st, const int *start, int r, int *out, in
 	return pushed;
 }
 
-/* Each activation's frames from where the sample's stack copy says it was: its _PyCFrame's
- * current_frame at the time of the sample (cframe_off learned), its frames then read now.
- * An activation is confirmed when its cframe is still in the thread's chain with the same
- * current frame (it was blocked in a call, or came back to the same place). One that is not
- * has moved on: its frames are kept only when their entry frame still links to the frame the
- * next outer activation was running at the time of the sample (as CPython links them when it
- * enters an activation), else the frames were popped and reused and the activation stays
- * native. Returns the number of activations confirmed, or -1 when the copy does not give
- * every activation's frame (then the caller matches the chain read now by count). start[]
- * gets nacts + 1 run bounds; *unread the activations that stay native. */
+/* The frame shown in place of an activation whose frames could not be read, in a sample
+ * where others were: the sample is never filed under another function's frames. */
+static uint32_t py_marker_id(struct unwind_ctx *ctx, struct py_state *st)
+{
+	if (!st->marker_id)
+		st->marker_id = py_frame_id(st, elfcache_intern(ctx, "[Python frames not read]"),
+					    elfcache_intern(ctx, "?"), 0) + 1;
+	return st->marker_id - 1;
+}
+
+/* One byte of the sample's stack copy at addr; false outside it. */
+static bool py_stack_u8(const struct py_stack *s, uint64_t addr, uint8_t *v)
+{
+	if (addr < s->addr || addr - s->addr >= s->size)
+		return false;
+	*v = s->data[addr - s->addr];
+	return true;
+}
+
+/* Whether shim offset off (shim = CFA - off) gives every activation an entry shim frame in the
+ * copy (py_shim_offset_find); *prev (may be NULL) gets each one's previous frame. */
+static bool py_shim_chain_ok(const struct py_layout *L, const struct py_stack *s,
+			     const struct unwind_loc *locs, int n, const int *acts, int nacts,
+			     uint64_t off, uint64_t none, bool complete, uint64_t *prevs)
+{
+	for (int k = 0; k < nacts; k++) {
+		uint64_t cfa = py_act_cfa(locs, n, acts[k]), exe, prev;
+		uint8_t owner;
+		if (!cfa || cfa < off || !py_stack_u8(s, cfa - off + L->frame_owner, &owner) ||
+		    owner != L->owner_cstack ||
+		    !py_stack_u64(s, cfa - off + L->frame_previous, &prev) || prev & 7)
+			return false;
+		if (none && (!py_stack_u64(s, cfa - off + L->frame_code, &exe) || exe != none))
+			return false;
+		if (k + 1 < nacts ? !prev : complete && prev)
+			return false;
+		if (prevs)
+			prevs[k] = prev;
+	}
+	return true;
+}
+
+uint64_t py_shim_offset_find(const struct py_layout *L, const struct py_stack *s,
+			     const struct unwind_loc *locs, int n, const int *acts, int nacts,
+			     uint64_t none)
+{
+	uint64_t outer = nacts > 0 ? py_act_cfa(locs, n, acts[nacts - 1]) : 0, found = 0;
+	int nfound = 0;
+
+	if (!outer || !L->owner_cstack || L->tstate_cframe)
+		return 0;
+	for (uint64_t off = 8; off <= PY_MAX_CFRAME_OFF && off < outer && nfound < 2; off += 8) {
+		if (outer - off < s->addr)
+			break;
+		if (py_shim_chain_ok(L, s, locs, n, acts, nacts, off, none, true, NULL)) {
+			found = off;
+			nfound++;
+		}
+	}
+	return nfound == 1 ? found : 0;
+}
+
+/* 3.12+: generator frame g, the innermost frame of its activation at the time of the sample,
+ * has yielded since, and CPython cleared its previous: who resumed it is no longer linked. Its
+ * caller is the frame that holds the generator object on its value stack (a for loop's
+ * iterator, an await's receiver): looked for among the frames the activation runs now, from
+ * now_frame outward to the activation's shim. Returns that frame, or 0. */
+static uint64_t py_gen_caller(struct py_state *st, struct py_proc *p, uint64_t g,
+			      uint64_t now_frame)
+{
+	const struct py_layout *L = p->layout;
+	uint64_t gen = g - L->gen_iframe, frame = now_frame;
+
+	if (!L->gen_iframe || !L->frame_localsplus || g < L->gen_iframe)
+		return 0;
+	for (int depth = 0; frame && !(frame & 7) && depth < 64; depth++) {
+		uint8_t fb[PY_MAX_OBJECT];
+		if (frame == g || !py_frame_bytes(st, p, frame, fb, L->frame_read))
+			return 0;
+		if (fb[L->frame_owner] == L->owner_cstack)
+			return 0; /* the activation's first frame passed */
+		int32_t top = (int32_t)py_u32(fb, L->frame_stacktop);
+		/* stacktop is kept when the frame calls; while it runs it may be stale: then the
+		 * slots the loop's iterator stays in are looked at all the same */
+		uint32_t nslots = top > 0 && top <= 256 ? (uint32_t)top : 64;
+		uint64_t slots[256];
+		if (py_frame_bytes(st, p, frame + L->frame_localsplus, slots, nslots * 8))
+			for (uint32_t i = 0; i < nslots; i++)
+				if (slots[i] == gen)
+					return frame;
+		frame = py_u64(fb, L->frame_previous);
+	}
+	return 0;
+}
+
+/* An outer activation (blocked in the call that leads to the next inner one at the time of
+ * the sample) keeps the instruction pointer of its innermost frame live across that call: in
+ * a callee-saved register (then saved by a callee in the stack copy, or still in the sample's
+ * registers) or in its own stack frame. So the copy, from the next inner activation's stack
+ * pointer to this one's CFA, and the registers, hold a pointer into the code object that frame
+ * ran at the time of the sample. So does the innermost activation (3.11), from the sampled
+ * stack pointer: a program that went from one function to another called from the same place
+ * (the same frame address, the same links) is caught there. When none points into the code object read now, the frame
+ * was popped and another pushed at its address since (a new phase of the program calling
+ * another function from the same place): this activation and every inner one get the marker
+ * frame, their frames being of a later time. */
+static void py_check_outer(struct py_state *st, struct py_proc *p, const struct py_stack *s,
+			   const struct unwind_loc *locs, int n, const int *acts, int nacts,
+			   const int *start, uint32_t marker, int *unread)
+{
+	const struct py_layout *L = p->layout;
+	int moved = -1;
+
+	/* The innermost activation too in 3.11, where measured to hold (in 3.12 and 3.13 it
+	 * rejected one sample in ten that was right, the split said so) */
+	int last = L->frame_is_entry ? 0 : 1;
+	for (int k = nacts - 1; k >= last && moved < 0; k--) {
+		int f = start[k];
+		if (start[k + 1] == f || st->ids[f] == marker || !st->raw[f].code ||
+		    st->ids[f] == PY_ID_UNREAD)
+			continue;
+		uint64_t code = st->raw[f].code;
+		struct py_code *c = elfcache_hash_find(&p->codes, cs_hash_u64(code), py_code_eq, &code);
+		uint64_t lo = k ? locs[acts[k - 1]].sp : s->addr, hi = py_act_cfa(locs, n, acts[k]);
+		if (!c || !c->ncode || !hi || lo < s->addr || hi <= lo)
+			continue;
+		uint64_t end = code + L->code_code + 2 * c->ncode, v;
+		bool found = false;
+		for (uint64_t a = (lo + 7) & ~7ull; a + 8 <= hi && !found; a += 8)
+			found = py_stack_u64(s, a, &v) && v >= code && v < end;
+		for (int r = 0; s->regs && r < s->nregs && !found; r++)
+			found = s->regs[r] >= code && s->regs[r] < end;
+		st->stats.outer_checked++;
+		if (!found)
+			moved = k;
+	}
+	if (moved < 0)
+		return;
+	st->stats.outer_moved++;
+	for (int k = 0; k <= moved; k++) {
+		if (start[k + 1] > start[k] && st->ids[start[k]] == marker)
+			continue;
+		if (start[k + 1] == start[k])
+			continue;
+		st->ids[start[k]] = marker;
+		st->raw[start[k]].code = 0;
+		for (int f = start[k] + 1; f < start[k + 1]; f++)
+			st->ids[f] = UINT32_MAX;
+		st->stats.lost[PY_LOST_POPPED]++;
+		(*unread)++;
+	}
+}
+
+/* Each activation's frames from where the sample's stack copy says it was, then read now.
+ * 3.11 and 3.12: each activation's _PyCFrame (cframe_off learned) says its innermost frame at
+ * the time of the sample (current_frame). 3.13: each activation's entry shim frame (shim_off
+ * learned) says which frame the next outer activation was running when it called in, which it
+ * still was at the time of the sample; the innermost activation's frames are the chain as it
+ * is now down to that activation's shim. An activation is confirmed when its frame now is the
+ * one it had at the time of the sample (it was blocked in a call, or came back to the same
+ * place). One that is not has moved on: its frames are kept only when their entry frame still
+ * links to the frame the next outer activation was running at the time of the sample (as
+ * CPython links them when it enters an activation), or is a generator's that has yielded since
+ * (its previous is then cleared: the generator object still holds the frame; 3.12+ finds the
+ * frame that resumed it by py_gen_caller); else the frames were popped and reused and the
+ * activation gets the marker frame (py_marker_id). Returns the number of activations
+ * confirmed, or -1 when the copy does not give every activation's frame (then the caller
+ * matches the chain read now by count). start[] gets nacts + 1 run bounds; *unread the
+ * activations not read. */
 static int py_runs_anchored(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
 			    uint64_t ts, const struct py_module_info *mi, const struct py_stack *s,
 			    const struct unwind_loc *locs, int n, const int *acts, int nacts,
@@ -963,28 +1392,148 @@ static int py_runs_anchored(struct unwind_ctx *ctx, struct py_state *st, struct 
 	const struct py_layout *L = p->layout;
 	uint64_t root = ts + L->tstate_root_cframe;
 	uint64_t now_addr[PY_MAX_FRAMES], now_cur[PY_MAX_FRAMES], cf[PY_MAX_FRAMES],
-		cur[PY_MAX_FRAMES];
-	int confirmed = 0, nf = 0;
+		cur[PY_MAX_FRAMES], want[PY_MAX_FRAMES];
+	int confirmed = 0, nf = 0, nnow = 0;
+	bool shims = !L->tstate_cframe;
+	uint64_t frame_now = 0;
 
 	*unread = 0;
-	if (!s || !mi->cframe_off ||
-	    !py_cframe_chain_ok(L, s, locs, n, acts, nacts, mi->cframe_off, s->complete ? root : 0))
+	if (!s)
 		return -1;
-	for (int k = 0; k < nacts; k++) {
-		cf[k] = py_act_cfa(locs, n, acts[k]) - mi->cframe_off;
-		cur[k] = 0;
-		py_stack_u64(s, cf[k] + L->cframe_current_frame, &cur[k]); /* checked by chain_ok */
+	if (!shims) {
+		if (!mi->cframe_off || !py_cframe_chain_ok(L, s, locs, n, acts, nacts, mi->cframe_off,
+							   s->complete ? root : 0))
+			return -1;
+		for (int k = 0; k < nacts; k++) {
+			cf[k] = py_act_cfa(locs, n, acts[k]) - mi->cframe_off;
+			cur[k] = 0;
+			py_stack_u64(s, cf[k] + L->cframe_current_frame, &cur[k]); /* chain_ok */
+		}
+		for (int k = 0; k < nacts; k++)
+			want[k] = k + 1 < nacts ? cur[k + 1] : 0;
+		nnow = py_cframes_now(p, ts, now_addr, now_cur, PY_MAX_FRAMES);
+	} else {
+		if (!mi->shim_off || !py_shim_chain_ok(L, s, locs, n, acts, nacts, mi->shim_off,
+						       p->none, s->complete, want))
+			return -1;
+		for (int k = 0; k < nacts; k++)
+			cf[k] = py_act_cfa(locs, n, acts[k]) - mi->shim_off;
+		for (int k = 1; k < nacts; k++)
+			cur[k] = want[k - 1];
+		if (!py_rd_ptr(p, ts + L->tstate_current_frame, &frame_now))
+			return -1;
+		cur[0] = frame_now;
 	}
-	int nnow = py_cframes_now(p, ts, now_addr, now_cur, PY_MAX_FRAMES);
+	uint32_t marker = py_marker_id(ctx, st);
 	for (int k = 0; k < nacts; k++) {
-		uint64_t prev = UINT64_MAX;
+		uint64_t prev = UINT64_MAX, at = 0;
 		start[k] = nf;
 		/* The outermost activation of a complete stack was entered from no frame. */
 		bool check = k + 1 < nacts || s->complete;
-		uint64_t want = k + 1 < nacts ? cur[k + 1] : 0;
-		if (!py_walk(ctx, st, p, cur[k], true, &nf, &prev) || (check && prev != want)) {
-			nf = start[k]; /* popped (and reused) since: this activation stays native */
+		enum py_lost why = PY_LOST_N;
+		/* 3.13's innermost activation is read as it is now, shims included: those in
+		 * the copy's range may be of activations entered since */
+		if (shims && k == 0)
+			st->copy = NULL;
+		bool ok = py_walk_at(ctx, st, p, cur[k], true, &nf, &prev, &at);
+		/* 3.13's innermost activation, read now: activations entered since are passed
+		 * over, down to the shim of the one sampled. The thread runs meanwhile: a walk
+		 * caught in a switch of frames (a generator yielding clears its previous just
+		 * before its caller becomes current) is tried again from the frame current then,
+		 * a few times, with the blocks read before forgotten. */
+		for (int again = 0; shims && k == 0; again++) {
+			for (int hop = 0; ok && at != cf[0] && prev && hop < 64; hop++) {
+				nf = start[k];
+				ok = py_walk_at(ctx, st, p, prev, true, &nf, &prev, &at);
+			}
+			if ((ok && at == cf[0]) || again == 2 ||
+			    !py_rd_ptr(p, ts + L->tstate_current_frame, &frame_now))
+				break;
+			st->nblocks = 0;
+			nf = start[k];
+			cur[0] = frame_now;
+			ok = py_walk_at(ctx, st, p, frame_now, true, &nf, &prev, &at);
+		}
+		st->copy = s;
+		if (shims && k == 0 && ok && at != cf[0])
+			ok = false;
+		if (shims && k == 0 && !ok && nacts > 1) {
+			/* It returned since (a callback from C runs for microseconds). Its entry
+			 * frame was pushed on the data stack right after the frame the outer
+			 * activation was running (cur[1], exact), and a popped frame keeps its
+			 * contents until the next push: it is taken when it links to this
+			 * activation's shim (then it ran there, or a later call at the same place
+			 * did). Only that frame: any it called are not known. */
+			uint8_t fb[PY_MAX_OBJECT];
+			uint64_t code1;
+			nf = start[k];
+			if (py_frame_bytes(st, p, cur[1], fb, L->frame_read) &&
+			    (code1 = py_u64(fb, L->frame_code)) && !(code1 & 7)) {
+				struct py_code *c1 = py_code_get(ctx, p, code1);
+				uint64_t x = c1 && c1->framesize ? cur[1] + 8ull * c1->framesize : 0;
+				if (x && py_frame_bytes(st, p, x, fb, L->frame_read) &&
+				    py_u64(fb, L->frame_previous) &&
+				    fb[L->frame_owner] != L->owner_cstack &&
+				    py_walk_at(ctx, st, p, x, true, &nf, &prev, &at) &&
+				    (at == cf[0] || prev == PY_PREV_UNKNOWN || prev == want[0])) {
+					ok = true;
+					frame_now = 0; /* not confirmed */
+				}
+			}
+		}
+		if (!ok)
+			/* the first frame unreadable: freed; a later one: the chain no longer links
+			 * as it did (its frames were popped and the memory reused since) */
+			why = nf > start[k] ? PY_LOST_POPPED : PY_LOST_READ;
+		else if (prev == PY_PREV_UNKNOWN) {
+			/* 3.12+: the innermost activation (a callback from C, microseconds long)
+			 * returned, and another since, whose entry frame was pushed at the same
+			 * address of the data stack, from the same frame of the outer activation
+			 * (checked by py_check_outer): its frames are taken, as read after the
+			 * program moved on (a C function calling two Python callbacks from one
+			 * place could have run the other) */
+			if (k != 0)
+				why = PY_LOST_POPPED;
+			else
+				st->stats.relinked++;
+		} else if (!prev && nf - start[k] == 1 && st->raw[nf - 1].owner == L->owner_generator &&
+			 !st->entry[nf - 1]) {
+			/* 3.12+: a generator run inline, in its caller's activation, that has
+			 * yielded since (3.11 runs each in an activation of its own, whose entry
+			 * it is): its caller is found by py_gen_caller, or the run is not read */
+			uint64_t from = shims && k == 0 ? frame_now : 0, caller = 0;
+			for (int j = 0; !from && j < nnow; j++)
+				if (now_addr[j] == cf[k])
+					from = now_cur[j];
+			caller = from ? py_gen_caller(st, p, at, from) : 0;
+			if (caller && py_walk_at(ctx, st, p, caller, true, &nf, &prev, &at) &&
+			    (!check || prev == want[k]))
+				st->stats.gen_suspended++;
+			else
+				why = PY_LOST_POPPED;
+		} else if (check && prev != want[k]) {
+			/* 3.11: a generator's frame is the entry of an activation of its own,
+			 * unlinked when it yields: the frames around it are the other
+			 * activations', anchored */
+			if (!prev && nf > start[k] && st->raw[nf - 1].owner == L->owner_generator &&
+			    st->entry[nf - 1])
+				st->stats.gen_suspended++;
+			else
+				why = PY_LOST_POPPED; /* popped (and reused) since */
+		}
+		if (why != PY_LOST_N) {
+			nf = start[k];
+			st->raw[nf] = (struct py_raw_frame){ 0 };
+			st->ids[nf] = marker;
+			st->entry[nf++] = 1;
+			st->stats.lost[why]++;
 			(*unread)++;
+			continue;
+		}
+		if (prev == PY_PREV_UNKNOWN)
+			continue; /* not confirmed: moved on */
+		if (shims) {
+			confirmed += k > 0 || frame_now == cur[0];
 			continue;
 		}
 		for (int j = 0; j < nnow; j++)
@@ -994,6 +1543,23 @@ static int py_runs_anchored(struct unwind_ctx *ctx, struct py_state *st, struct 
 			}
 	}
 	start[nacts] = nf;
+	bool named = py_name_frames(ctx, st, p, 0, nf);
+	py_check_outer(st, p, s, locs, n, acts, nacts, start, marker, unread);
+	if (!named) {
+		/* an activation with a code object that could not be read: the marker */
+		for (int k = 0; k < nacts; k++) {
+			bool bad = false;
+			for (int f = start[k]; f < start[k + 1]; f++)
+				bad |= st->ids[f] == PY_ID_UNREAD;
+			if (!bad)
+				continue;
+			st->ids[start[k]] = marker;
+			for (int f = start[k] + 1; f < start[k + 1]; f++)
+				st->ids[f] = UINT32_MAX;
+			st->stats.lost[PY_LOST_READ]++;
+			(*unread)++;
+		}
+	}
 	return confirmed;
 }
 
@@ -1024,9 +1590,11 @@ static int py_find_acts(struct unwind_ctx *ctx, struct py_state *st, const struc
  * outside the runs, or whose run shows no frame, stay native). Returns the new count. */
 static int py_put_runs(struct py_state *st, struct unwind_loc *locs, int n, int max,
 		       const int *acts, int nacts, const int *run_start, int nruns,
-		       int shift_acts, int shift_runs)
+		       int shift_acts, int shift_runs, int *native)
 {
 	int out = 0, next_act = 0;
+
+	*native = 0;
 
 	for (int i = 0; i < n; i++) {
 		if (next_act < nacts && acts[next_act] == i) {
@@ -1034,6 +1602,7 @@ static int py_put_runs(struct py_state *st, struct unwind_loc *locs, int n, int 
 			int r = a - shift_acts + shift_runs;
 			if (a >= shift_acts && r < nruns && py_put_run(st, run_start, r, &out, max))
 				continue;
+			(*native)++;
 		}
 		if (out < max)
 			st->out[out++] = locs[i];
@@ -1056,25 +1625,38 @@ int py_merge(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, const struct py
 	nacts = py_find_acts(ctx, st, locs, n, acts, &runtime_module);
 	if (!nacts)
 		return n;
+	st->stamp++;
+	st->nblocks = 0; /* what was read for the previous sample is stale */
+	st->copy = stack;
+	st->stats.samples++;
+	st->stats.acts += (uint64_t)nacts;
 	struct py_module_info *mi = &st->mods[runtime_module];
 	struct py_proc *p = py_proc_get(ctx, st, pid, runtime_module, mi);
 	if (p->state != PY_PROC_READY) {
 		*result = p->state == PY_PROC_UNSUPPORTED ? PY_MERGE_UNSUPPORTED : PY_MERGE_UNREADABLE;
+		st->stats.lost[p->state == PY_PROC_UNSUPPORTED ? PY_LOST_UNSUPPORTED : PY_LOST_READ] +=
+			(uint64_t)nacts;
 		return n;
 	}
 	uint64_t ts = py_thread_state(p, tid);
 	if (!ts) {
 		*result = PY_MERGE_UNREADABLE;
+		st->stats.lost[PY_LOST_THREAD] += (uint64_t)nacts;
 		return n;
 	}
 	const struct py_layout *L = p->layout;
 	if (stack && stack->complete && !mi->cframe_off && L->tstate_root_cframe)
 		py_learn_cframe_off(mi, L, stack, locs, n, acts, nacts, ts + L->tstate_root_cframe);
+	if (stack && stack->complete && !mi->shim_off && !L->tstate_cframe && L->owner_cstack &&
+	    mi->learn_left) {
+		mi->learn_left--;
+		mi->shim_off = py_shim_offset_find(L, stack, locs, n, acts, nacts, p->none);
+	}
 
 	int run_start[PY_MAX_FRAMES + 1], nruns = 0, shift_runs = 0, shift_acts = 0, unread = 0;
-	int confirmed = L->tstate_root_cframe ? py_runs_anchored(ctx, st, p, ts, mi, stack, locs, n,
-								 acts, nacts, run_start, &unread)
-					      : -1;
+	bool anchored_all = false;
+	int confirmed = py_runs_anchored(ctx, st, p, ts, mi, stack, locs, n, acts, nacts, run_start,
+					 &unread);
 	if (confirmed >= 0) {
 		nruns = nacts;
 		*result = confirmed == nacts ? PY_MERGE_OK : PY_MERGE_CHANGED;
@@ -1082,11 +1664,19 @@ int py_merge(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, const struct py
 			*result = PY_MERGE_UNREADABLE;
 			return n;
 		}
+		if (unread) {
+			/* those not read show the marker frame: counted and shown as such */
+			*result = PY_MERGE_UNREADABLE;
+			st->stats.samples_partial++;
+		} else {
+			anchored_all = true;
+		}
 	} else {
 		/* No anchor in the copy: the chain as it is now, one run per activation. */
 		int nframes = py_read_chain(ctx, st, p, ts);
 		if (nframes <= 0) {
 			*result = PY_MERGE_UNREADABLE;
+			st->stats.lost[PY_LOST_READ] += (uint64_t)nacts;
 			return n;
 		}
 		run_start[0] = 0;
@@ -1103,9 +1693,29 @@ int py_merge(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, const struct py
 			shift_runs = nruns - nacts;
 		else if (nacts > nruns && from_root)
 			shift_acts = nacts - nruns;
+		if (nacts > nruns)
+			st->stats.lost[PY_LOST_COUNT] += (uint64_t)(nacts - nruns);
 	}
 
-	return py_put_runs(st, locs, n, max, acts, nacts, run_start, nruns, shift_acts, shift_runs);
+	int native;
+	n = py_put_runs(st, locs, n, max, acts, nacts, run_start, nruns, shift_acts, shift_runs,
+			&native);
+	/* An activation that keeps its native frame (no run for it, or a run of frames still
+	 * being set up) is counted as not read too. */
+	if (native && *result != PY_MERGE_UNREADABLE) {
+		*result = PY_MERGE_UNREADABLE;
+		st->stats.samples_partial++;
+	} else if (anchored_all) {
+		st->stats.samples_exact++;
+	}
+	return n;
+}
+
+void py_stats_get(struct unwind_ctx *ctx, struct py_stats *out)
+{
+	const struct py_state *st = ctx->python;
+
+	*out = st ? st->stats : (struct py_stats){ 0 };
 }
 
 int py_merge_frames(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_frame *frames,
@@ -1168,7 +1778,9 @@ int py_merge_frames(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_fr
 		shift_runs = nruns - nacts;
 	else if (nacts > nruns && !outer_cut)
 		shift_acts = nacts - nruns;
-	return py_put_runs(st, locs, n, max, acts, nacts, run_start, nruns, shift_acts, shift_runs);
+	int native;
+	return py_put_runs(st, locs, n, max, acts, nacts, run_start, nruns, shift_acts, shift_runs,
+			   &native);
 }
 
 int py_layouts_env(char *out, size_t len)
@@ -1207,6 +1819,9 @@ static void py_release(struct unwind_ctx *ctx)
 	free(st->mods);
 	free(st->ids);
 	free(st->entry);
+	free(st->raw);
+	free(st->blocks);
+	free(st->code_bufs);
 	free(st->out);
 	free(st);
 	ctx->python = NULL;
@@ -1220,6 +1835,9 @@ void py_enable(struct unwind_ctx *ctx)
 	st->module = unwind_python_module(ctx);
 	st->ids = cs_malloc(PY_MAX_FRAMES * sizeof(st->ids[0]));
 	st->entry = cs_malloc(PY_MAX_FRAMES);
+	st->raw = cs_malloc(PY_MAX_FRAMES * sizeof(st->raw[0]));
+	st->blocks = cs_malloc(PY_NBLOCKS * sizeof(st->blocks[0]));
+	st->code_bufs = cs_malloc(PY_BATCH * sizeof(st->code_bufs[0]));
 	/* The merged stack holds at most the native locations plus every Python frame. */
 	st->out = cs_malloc(2 * (PY_MAX_FRAMES + 1024) * sizeof(st->out[0]));
 	st->version_override = -1;

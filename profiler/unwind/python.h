@@ -9,9 +9,10 @@
  * sym_resolve through py_frame_symbol (PROFILE_FRAME_PYTHON).
  *
  * The frame chain is read when the recorder processes the sample, a little after the sample was
- * taken (the sample waits in the reader's queue: ~1-10 ms, more under load). The program may
- * have moved on: python.c checks that the number of interpreter activations in the native stack
- * matches the number of entry frames in the chain, and says so in *result when not. */
+ * taken (~1 ms, more under load). The program may have moved on: python.c takes each
+ * activation's frames from where the sample's stack copy says they were, checks them against
+ * it, shows "[Python frames not read]" for those that no longer check, and says so in *result;
+ * py_stats counts why. */
 #ifndef CSAMPLER_PYTHON_H
 #define CSAMPLER_PYTHON_H
 
@@ -25,7 +26,9 @@ enum py_merge_result {
 	PY_MERGE_NONE = 0,      /* no interpreter activation in the stack: nothing to do */
 	PY_MERGE_OK,            /* Python frames put in place of every activation */
 	PY_MERGE_CHANGED,       /* merged, but the chain read no longer matched the stack */
-	PY_MERGE_UNREADABLE,    /* the chain could not be read: the stack stays native */
+	PY_MERGE_UNREADABLE,    /* the chain could not be read: the stack stays native, or (some
+				 * activations read) those not read show one frame "[Python frames
+				 * not read]" in place of their own, never another function's */
 	PY_MERGE_UNSUPPORTED,   /* a CPython version csampler has no layout for: native */
 };
 
@@ -34,7 +37,36 @@ struct py_stack {
 	const uint8_t *data;
 	uint64_t addr, size;            /* the copy starts at the sampled stack pointer */
 	bool complete;                  /* the native unwind reached the thread's entry point */
+	const uint64_t *regs;           /* the registers at the time of the sample (may be NULL) */
+	int nregs;
 };
+
+/* Why the frames of an interpreter activation were not read (py_stats.lost[]). */
+enum py_lost {
+	PY_LOST_THREAD,         /* the thread's PyThreadState was not found (exited, not yet set) */
+	PY_LOST_READ,           /* a frame or code object could not be read (freed, unmapped) */
+	PY_LOST_POPPED,         /* its frames were popped and reused between sample and read */
+	PY_LOST_COUNT,          /* no anchor in the stack copy and the chain had fewer runs */
+	PY_LOST_UNSUPPORTED,    /* a CPython version without a layout */
+	PY_LOST_N,
+};
+
+/* What py_merge did, for the recorder's summary and the measurements in the README. */
+struct py_stats {
+	uint64_t samples;            /* samples with an interpreter activation */
+	uint64_t samples_exact;      /* every activation's frames read, anchored in the copy */
+	uint64_t samples_partial;    /* some activations read, some not (marker frame put) */
+	uint64_t acts, lost[PY_LOST_N]; /* activations seen, and not read by cause */
+	uint64_t gen_suspended;      /* generator frames read after they yielded (accepted) */
+	uint64_t relinked;           /* innermost runs whose shim was gone (accepted, moved on) */
+	uint64_t outer_checked, outer_moved; /* outer activations checked against the copy, and
+				      * found running another code object than read */
+	uint64_t reads, read_bytes;  /* process_vm_readv calls and bytes */
+	uint64_t codes_checked, codes_read; /* code objects checked (batched), read whole */
+};
+
+/* The counters since py_enable (zero when disabled). */
+void py_stats_get(struct unwind_ctx *ctx, struct py_stats *out);
 
 /* Turn Python frame merging on for ctx. */
 void py_enable(struct unwind_ctx *ctx);
@@ -99,11 +131,15 @@ struct py_layout {
 	uint32_t frame_instr;          /* _PyInterpreterFrame.prev_instr (3.13: instr_ptr) */
 	uint32_t frame_is_entry;       /* _PyInterpreterFrame.is_entry (bool; 3.11; 0: none) */
 	uint32_t frame_owner;          /* _PyInterpreterFrame.owner (char) */
+	uint32_t frame_stacktop;       /* _PyInterpreterFrame.stacktop (int; 3.12+; 0: none) */
+	uint32_t frame_localsplus;     /* _PyInterpreterFrame.localsplus (3.12+) */
+	uint32_t gen_iframe;           /* PyGenObject.gi_iframe: a generator's own frame (3.12+) */
 	uint8_t owner_generator;       /* FRAME_OWNED_BY_GENERATOR */
 	uint8_t owner_cstack;          /* FRAME_OWNED_BY_CSTACK: the shim frame an activation
 					* pushes under its first frame (3.12+; 0: none) */
 	uint32_t code_qualname, code_filename, code_firstlineno, code_linetable;
 	uint32_t code_code;            /* co_code_adaptive: the first code unit */
+	uint32_t code_framesize;       /* co_framesize (int, words; 3.13; 0: not used) */
 	uint32_t code_firsttraceable;  /* _co_firsttraceable (int, code units; 0: unknown) */
 	uint32_t ob_type;              /* PyObject.ob_type */
 	uint32_t var_size;             /* PyVarObject.ob_size (of bytes) */
@@ -133,6 +169,23 @@ int py_layout_for(uint32_t version, const uint8_t *debug, size_t ndebug, struct 
 uint64_t py_cframe_offset_find(const struct py_layout *L, const struct py_stack *s,
 			       const struct unwind_loc *locs, int n, const int *acts, int nacts,
 			       uint64_t root);
+
+/* Where _PyEval_EvalFrameDefault keeps its entry shim frame (3.13: the local entry_frame,
+ * owned by the C stack, whose previous is the frame the next outer activation was running when
+ * it called in), as a distance below the activation's CFA: from a sample whose native stack is
+ * complete, the one distance (a multiple of 8, within 16 KiB) at which every activation's slot
+ * in the stack copy s is such a shim (owner FRAME_OWNED_BY_CSTACK; executable none, the
+ * target's Py_None, when not 0), the inner ones' previous a frame, the outermost's 0. Returns
+ * it, or 0 when there is none or more than one. Exposed for the unit tests. */
+uint64_t py_shim_offset_find(const struct py_layout *L, const struct py_stack *s,
+			     const struct unwind_loc *locs, int n, const int *acts, int nacts,
+			     uint64_t none);
+
+/* Whether the interpreter of version (PY_VERSION_HEX) is a free-threaded build (3.13t, 3.14t),
+ * whose frames csampler does not read yet: from its _Py_DebugOffsets header (debug: the first
+ * ndebug bytes of _PyRuntime; may be NULL) or the ABI flag in its file name (path: python3.13t,
+ * libpython3.14t.so). Exposed for the unit tests. */
+bool py_is_free_threaded(uint32_t version, const uint8_t *debug, size_t ndebug, const char *path);
 
 /* How many bytes of the runtime's start py_layout_for wants for version (0: none). */
 size_t py_layout_debug_size(uint32_t version);

@@ -72,7 +72,7 @@ UNIT_TEST(python_layout_versions)
 	UNIT_ASSERT_EQ_INT(py_layout_for(0x02070000, NULL, 0, &L), -ENOTSUP);
 	UNIT_ASSERT_EQ_INT(py_layout_for(0, NULL, 0, &L), -ENOTSUP);
 	UNIT_ASSERT_EQ_INT(py_layout_debug_size(0x030b07f0), 0);
-	UNIT_ASSERT_EQ_INT(py_layout_debug_size(0x030e00f0), 0);
+	UNIT_ASSERT_EQ_INT(py_layout_debug_size(0x030e00f0), 24); /* the header: free-threaded? */
 }
 
 static void py_test_put(uint8_t *d, size_t off, uint64_t v)
@@ -161,7 +161,7 @@ UNIT_TEST(python_cframe_offset)
 	struct py_layout L;
 	struct unwind_loc locs[7] = { { .sp = base } };
 	int acts[3] = { 1, 3, 5 };
-	struct py_stack s = { stack, base, sizeof(stack), true };
+	struct py_stack s = { .data = stack, .addr = base, .size = sizeof(stack), .complete = true };
 
 	UNIT_ASSERT_EQ_INT(py_layout_for(0x030b07f0, NULL, 0, &L), 0);
 	memset(stack, 0, sizeof(stack));
@@ -207,4 +207,72 @@ UNIT_TEST(python_layouts_env)
 	UNIT_ASSERT(!strncmp(buf, "30b:56,8,32,48,56,68,69,1,0,184,8;30c:", 38));
 	UNIT_ASSERT(!strchr(buf + 38, ';'));
 	UNIT_ASSERT_EQ_INT(py_layouts_env(small, sizeof(small)), -ENOSPC);
+}
+
+/* Free-threaded builds (3.13t, 3.14t): told apart by their _Py_DebugOffsets header or the "t"
+ * of their file name, never given a layout. */
+UNIT_TEST(python_free_threaded_dispatch)
+{
+	uint8_t dbg[1024];
+	size_t nd = py_test_debug13(dbg);
+	struct py_layout L;
+
+	UNIT_ASSERT(!py_is_free_threaded(0x030d00f0, dbg, nd, "/usr/bin/python3.13"));
+	UNIT_ASSERT(!py_is_free_threaded(0x030b07f0, NULL, 0, "/usr/bin/python3.11"));
+	UNIT_ASSERT(!py_is_free_threaded(0x030c01f0, NULL, 0, "/usr/lib/libpython3.12.so.1.0"));
+	UNIT_ASSERT(!py_is_free_threaded(0x030d00f0, NULL, 0, NULL));
+	UNIT_ASSERT(py_is_free_threaded(0x030d00f0, NULL, 0, "/opt/py/bin/python3.13t"));
+	UNIT_ASSERT(py_is_free_threaded(0x030e00f0, NULL, 0, "/opt/py/lib/libpython3.14t.so.1.0"));
+	py_test_put(dbg, 16, 1); /* free_threaded */
+	UNIT_ASSERT(py_is_free_threaded(0x030d00f0, dbg, nd, "/usr/bin/python3.13"));
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030d00f0, dbg, nd, &L), -ENOTSUP);
+	/* 3.14's header is read (24 bytes) only to say so */
+	UNIT_ASSERT_EQ_INT(py_layout_debug_size(0x030e00f0), 24);
+	py_test_put(dbg, 8, 0x030e00f0);
+	UNIT_ASSERT(py_is_free_threaded(0x030e00f0, dbg, 24, "/usr/bin/python3.14"));
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030e00f0, dbg, 24, &L), -ENOTSUP);
+	/* a cookie that does not check says nothing */
+	dbg[0] = 'X';
+	UNIT_ASSERT(!py_is_free_threaded(0x030e00f0, dbg, 24, "/usr/bin/python3.14"));
+}
+
+/* 3.13's anchor: the entry shim frame each _PyEval_EvalFrameDefault activation keeps in its C
+ * stack frame (owned by the C stack, executable Py_None, previous: the outer activation's
+ * frame; the outermost's 0), found at the one distance below the CFA where every activation
+ * has one. */
+UNIT_TEST(python_shim_offset)
+{
+	static uint8_t stack[0x1000];
+	const uint64_t base = 0x7ffd00000000ull, none = 0x5555000a0000ull, d = 0x188;
+	const uint64_t cfa[3] = { base + 0x400, base + 0x900, base + 0xe00 };
+	uint8_t dbg[1024];
+	size_t nd = py_test_debug13(dbg);
+	struct py_layout L;
+	struct unwind_loc locs[7] = { { .sp = base } };
+	int acts[3] = { 1, 3, 5 };
+	struct py_stack s = { .data = stack, .addr = base, .size = sizeof(stack), .complete = true };
+
+	py_test_put(dbg, 264, 70); /* interpreter_frame.owner */
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030d00f0, dbg, nd, &L), 0);
+	for (int k = 0; k < 3; k++) {
+		locs[2 * k + 2].sp = cfa[k];
+		uint64_t shim = cfa[k] - d - base;
+		stack[shim + L.frame_owner] = L.owner_cstack;
+		py_test_put(stack, shim + L.frame_code, none);
+		py_test_put(stack, shim + L.frame_previous, k < 2 ? 0x7f0000001000ull + 0x100 * k : 0);
+	}
+	UNIT_ASSERT(py_shim_offset_find(&L, &s, locs, 7, acts, 3, none) == d);
+	/* without Py_None known, the owner bytes and links alone still single it out here */
+	UNIT_ASSERT(py_shim_offset_find(&L, &s, locs, 7, acts, 3, 0) == d);
+	/* the outermost activation entered from a frame: not the start of a complete stack */
+	py_test_put(stack, cfa[2] - d - base + L.frame_previous, 0x7f0000003000ull);
+	UNIT_ASSERT(py_shim_offset_find(&L, &s, locs, 7, acts, 3, none) == 0);
+	py_test_put(stack, cfa[2] - d - base + L.frame_previous, 0);
+	/* one activation's slot is not a shim: nothing */
+	stack[cfa[1] - d - base + L.frame_owner] = 0;
+	UNIT_ASSERT(py_shim_offset_find(&L, &s, locs, 7, acts, 3, none) == 0);
+	stack[cfa[1] - d - base + L.frame_owner] = L.owner_cstack;
+	/* 3.11 and 3.12 anchor on their _PyCFrame instead */
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030c01f0, NULL, 0, &L), 0);
+	UNIT_ASSERT(py_shim_offset_find(&L, &s, locs, 7, acts, 3, none) == 0);
 }

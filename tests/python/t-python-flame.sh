@@ -4,14 +4,8 @@
 # browser test checks the fills) and no native frame is; `flame --python-only` draws only the
 # Python frames under each process root (py-spy's look) with the split.py functions, and says
 # in one line that folded text cannot be filtered so.
-source "$CSAMPLER_ROOT/tests/lib.sh"
-
-PY=$(command -v python3.11 || command -v python3)
-if [ -z "$PY" ] || ! "$PY" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then
-	skip "python-flame: needs CPython 3.11 (python3.11)"
-	exit 0
-fi
-SRC="$CSAMPLER_ROOT/tests/python"
+source "$CSAMPLER_ROOT/tests/python/lib-python.sh"
+need_python311 python-flame
 
 "$CSAMPLER" record -q -o split.data -- "$PY" "$SRC/split.py" 2 >/dev/null 2>rec.err ||
 	fail "python-flame: record failed: $(tail -2 rec.err)"

@@ -4,14 +4,8 @@
 # a futex wait). Recorded with --idle, the samples under the threads' Python frame `spin`
 # include off-CPU ones whose stack goes through take_gil to an [off-cpu: futex] leaf, for a
 # large share of them; recorded without --idle, none is off-CPU. Both backends.
-source "$CSAMPLER_ROOT/tests/lib.sh"
-
-PY=$(command -v python3.11 || command -v python3)
-if [ -z "$PY" ] || ! "$PY" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then
-	skip "python-gil: needs CPython 3.11 (python3.11)"
-	exit 0
-fi
-SRC="$CSAMPLER_ROOT/tests/python"
+source "$CSAMPLER_ROOT/tests/python/lib-python.sh"
+need_python311 python-gil
 
 # waits FILE: "GIL-waiting samples of spin, all samples of spin" from folded text
 waits() {

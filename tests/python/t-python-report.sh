@@ -3,14 +3,8 @@
 # 60/25/15 split program (tests/python/split.py) under Debian's CPython 3.11: the table's split,
 # its self (innermost Python frame) and total (once per sample) against the folded stacks, the
 # hottest lines, the JSON "python" key, and folded --python-only holding Python frames alone.
-source "$CSAMPLER_ROOT/tests/lib.sh"
-
-PY=$(command -v python3.11 || command -v python3)
-if [ -z "$PY" ] || ! "$PY" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then
-	skip "python-report: needs CPython 3.11 (python3.11)"
-	exit 0
-fi
-SRC="$CSAMPLER_ROOT/tests/python"
+source "$CSAMPLER_ROOT/tests/python/lib-python.sh"
+need_python311 python-report
 
 "$CSAMPLER" record -q -o split.data -- "$PY" "$SRC/split.py" 6 >/dev/null 2>rec.err ||
 	fail "python-report: record failed: $(cat rec.err)"

@@ -4,19 +4,7 @@
 # the interpreter's own _Py_DebugOffsets) give tests/python/split.py's 60/25/15 split within 3
 # points, with names and lines; 3.10 (no layout) gives one line and native stacks, never names.
 # Each version missing here is SKIPPED.
-source "$CSAMPLER_ROOT/tests/lib.sh"
-SRC="$CSAMPLER_ROOT/tests/python"
-
-# find_python 3.12: the real interpreter binary of that version, or nothing
-find_python() {
-	local v=$1 c real
-	for c in "$(command -v "python$v" 2>/dev/null)" /usr/bin/python$v /usr/local/bin/python$v \
-		"$HOME"/.pyenv/versions/$v.*/bin/python$v; do
-		[ -n "$c" ] && [ -x "$c" ] || continue
-		real=$("$c" -c "import sys; assert '%d.%d' % sys.version_info[:2] == '$v'; print(sys.executable)" 2>/dev/null) || continue
-		[ -x "$real" ] && { echo "$real"; return; }
-	done
-}
+source "$CSAMPLER_ROOT/tests/python/lib-python.sh"
 
 split_of() { # folded file -> "hot rec comp total"
 	awk '{ n = $NF; f = "";

@@ -5,14 +5,8 @@
 # frame that called it; threads and a multiprocessing child attributed to their own OS threads;
 # attach with -p; the ptrace backend (--mode ptrace); an unsupported version gives one line and
 # native stacks, never names.
-source "$CSAMPLER_ROOT/tests/lib.sh"
-
-PY=$(command -v python3.11 || command -v python3)
-if [ -z "$PY" ] || ! "$PY" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then
-	skip "python: needs CPython 3.11 (python3.11)"
-	exit 0
-fi
-SRC="$CSAMPLER_ROOT/tests/python"
+source "$CSAMPLER_ROOT/tests/python/lib-python.sh"
+need_python311 python
 
 # ---- the split ----
 "$CSAMPLER" record -q -o split.data -- "$PY" "$SRC/split.py" 8 >rec.out 2>rec.err

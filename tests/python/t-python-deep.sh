@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Python frames exact at depth (issue 21): tests/python/deep.py runs four phases of known CPU
+# shares (40% a pure Python loop, 20% a generator, 20% sorted's key callback, 20% a ctypes
+# callback from libc's qsort), each under 41 descend frames; once one after the other, once in
+# four threads at once (25% each). For every CPython present (Debian's 3.11, and pyenv's 3.11,
+# 3.12, 3.13 builds where installed; SKIPPED otherwise) and both backends (perf, ptrace):
+#   - placement: at most 0.2% of the samples under frames they cannot have run under (not 41
+#     descend frames, a callback not under its own caller, a phase's function under another);
+#   - the samples whose Python frames were not read (an interpreter frame left, or the
+#     "[Python frames not read]" frame) are at most 1% of the pure Python and generator
+#     phases', and at most CB% of the callbacks' from C;
+#   - all of them (phases, and the samples left all native then) at most RUN% of the run;
+#   - the split within SPLIT points of the truth;
+#   - report counts every such sample in its unwind quality.
+# The goal is 1% and 2 points everywhere: 3.11 comes close (CB 2.5%, RUN 4%, SPLIT 2: 0.5-1%
+# on a quiet machine, up to 2.7% with the reads delayed by other load); in
+# 3.12 and 3.13 a callback from C returns microseconds after the sample, so before the read,
+# and a later call's frames are taken only when they link as the sampled one did (CB 12%,
+# RUN 8%, SPLIT 3); 3.13 reads its innermost activation as it is at the read, racing the
+# running thread (RUN 15%; SPLIT 4 under ptrace). README "Python frames" has the figures.
+source "$CSAMPLER_ROOT/tests/python/lib-python.sh"
+
+within() { awk -v a="$1" -v b="$2" -v p="$SPLIT" 'BEGIN { d = a - b; exit !(d <= p && d >= -p) }'; }
+pct_le() { awk -v n="$1" -v t="$2" -v p="$3" 'BEGIN { exit !(t > 0 && 100 * n <= p * t) }'; }
+
+# check LABEL MODE PY ARGS...: record deep.py, assert as above
+check_deep() {
+	local label=$1 mode=$2 py=$3 threads=$4 lost_cb=$5 lost_all_max=$6 split_pts=$7 name f
+	local phased spin gen sort qsort lost_all all lost misplaced lcb cb
+	name="python-deep: $label $mode${threads:+ threads}"
+	f="deep-$label-$mode${threads:+-t}"
+	if ! "$CSAMPLER" record -q --mode "$mode" -o "$f.data" -- "$py" "$SRC/deep.py" 2 $threads \
+		>/dev/null 2>"$f.err"; then
+		if [ "$mode" = ptrace ] && grep -qiE 'ptrace.*(not permitted|refus|denied|unavailable)' "$f.err"; then
+			skip "$name: ptrace is refused here: $(head -1 "$f.err")"
+		else
+			fail "$name: record failed: $(tail -2 "$f.err")"
+		fi
+		return
+	fi
+	"$CSAMPLER" folded -i "$f.data" >"$f.folded" 2>/dev/null
+	read -r phased spin gen sort qsort lost_all all lost misplaced lcb cb \
+		<<<"$(awk -f "$SRC/deep-split.awk" "$f.folded")"
+	local want_spin=40 want_rest=20
+	[ -n "$threads" ] && want_spin=25 && want_rest=25
+	echo "    $label $mode${threads:+ threads}: $spin/$gen/$sort/$qsort% of $phased; not read: $lost of them ($((lost - lcb)) in Python/generator phases, $lcb of $cb in callbacks), $lost_all of the run's $all; misplaced $misplaced"
+	SPLIT=$split_pts
+	[ "${phased:-0}" -gt 1000 ] && within "$spin" $want_spin && within "$gen" $want_rest &&
+		within "$sort" $want_rest && within "$qsort" $want_rest &&
+		pass "$name: split $spin/$gen/$sort/$qsort within $SPLIT points of $want_spin/$want_rest/$want_rest/$want_rest" ||
+		fail "$name: split $spin/$gen/$sort/$qsort of ${phased:-0} samples, want $want_spin/$want_rest/$want_rest/$want_rest +-$SPLIT"
+	pct_le "$lost_all" "$all" "$lost_all_max" &&
+		pass "$name: Python frames not read: $lost_all of $all samples of the run (<= $lost_all_max%)" ||
+		fail "$name: Python frames not read in $lost_all of $all samples of the run (> $lost_all_max%)"
+	pct_le "$misplaced" "$phased" 0.2 &&
+		pass "$name: placement: $misplaced of $phased samples under frames they cannot have run under" ||
+		fail "$name: $misplaced of $phased samples misplaced (41 descend frames, callbacks under their callers)"
+	pct_le "$((lost - lcb))" "$((phased - cb))" 1 &&
+		pass "$name: Python frames not read: $((lost - lcb)) of $((phased - cb)) samples of the Python and generator phases (<= 1%)" ||
+		fail "$name: Python frames not read in $((lost - lcb)) of $((phased - cb)) samples of the Python and generator phases (> 1%)"
+	pct_le "$lcb" "$cb" "$lost_cb" &&
+		pass "$name: Python frames not read: $lcb of $cb samples of the callbacks from C (<= $lost_cb%)" ||
+		fail "$name: Python frames not read in $lcb of $cb samples of the callbacks from C (> $lost_cb%)"
+	local counted
+	counted=$("$CSAMPLER" report -i "$f.data" 2>/dev/null |
+		awk '/Python frames could not be read/ { print $NF == ")" ? 0 : $NF }' | tr -dc 0-9)
+	[ "${counted:-0}" -ge "$lost" ] &&
+		pass "$name: report counts them ($counted samples whose Python frames could not be read, >= the $lost of the phases)" ||
+		fail "$name: report counts ${counted:-0} samples whose Python frames could not be read, the phases show $lost"
+}
+
+ran=0
+for v in debian-3.11 3.11 3.12 3.13; do
+	if [ "$v" = debian-3.11 ]; then
+		PY=$(command -v python3.11 || true)
+		[ -n "$PY" ] && ! "$PY" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null && PY=
+		[ -n "$PY" ] && [ "$(readlink -f "$PY")" = "$(readlink -f "$(find_pyenv 3.11)" 2>/dev/null)" ] && PY=
+	else
+		PY=$(find_pyenv "$v")
+	fi
+	if [ -z "$PY" ]; then
+		skip "python-deep: CPython $v is not installed here (pyenv builds: \$HOME/.pyenv/versions/$v.*)"
+		continue
+	fi
+	if ! "$PY" -c 'import ctypes' 2>/dev/null; then
+		skip "python-deep: $v ($PY) has no ctypes"
+		continue
+	fi
+	ran=1
+	# limits: callbacks from C, whole run, split points (see the top)
+	lim="2.5 4 2" ptlim="2.5 4 2"
+	case $v in 3.12) lim="12 8 3" ptlim="12 8 3" ;; 3.13) lim="12 15 3" ptlim="12 15 4" ;; esac
+	check_deep "$v" perf "$PY" "" $lim
+	check_deep "$v" ptrace "$PY" "" $ptlim
+	check_deep "$v" perf "$PY" threads $lim
+	check_deep "$v" ptrace "$PY" threads $ptlim
+done
+[ "$ran" = 1 ] || skip "python-deep: no CPython 3.11-3.13 with ctypes here"
+finish
