@@ -50,7 +50,7 @@ static const char record_usage[] =
 	"      --mode MODE        auto (default: perf events, else ptrace), perf or ptrace\n"
 	"      --idle             also sample threads off the CPU (blocked, sleeping, waiting):\n"
 	"                         wall-clock time, each stack ending in [off-cpu: SYSCALL]\n"
-	"  -q, --quiet            no summary\n";
+	"  -q, --quiet            no summary, no live status line\n";
 
 __attribute__((format(printf, 1, 2))) static int record_bad(const char *fmt, ...)
 {

@@ -11,6 +11,7 @@
 #include "record/gpu_attach.h"
 #include "record/gpu_merge.h"
 #include "record/output.h"
+#include "record/status.h"
 #include "unwind/python.h"
 #include "unwind/symbols.h"
 
@@ -117,6 +118,7 @@ struct record {
 	uint64_t events_seen_ns;
 	struct record_gpu_note *gpu_notes;
 	size_t ngpu_notes, cap_gpu_notes;
+	struct record_status status; /* the live line on a terminal (status.h) */
 };
 
 /* A line the GPU library left, printed once at the end however many processes gave it. */
@@ -129,6 +131,13 @@ struct record_gpu_note {
 static volatile sig_atomic_t record_signal_pending;
 static volatile sig_atomic_t record_signal_from_user;
 static int record_wake_fd = -1; /* the write end of the self-pipe, for the handler only */
+static volatile sig_atomic_t record_winch; /* the terminal was resized: the status line moves */
+
+static void record_on_winch(int sig)
+{
+	(void)sig;
+	record_winch = 1;
+}
 
 /* Signal handler: note the signal, wake the poll loop; nothing else. */
 static void record_on_signal(int sig, siginfo_t *si, void *uc)
@@ -1068,6 +1077,25 @@ static void record_stop_reader(struct record *r)
 
 /* ---- main loop ---- */
 
+/* The live status line (status.h), at most once a second. */
+static void record_status_tick(struct record *r, uint64_t now)
+{
+	if (!r->status.on)
+		return;
+	struct record_status_counts c = {
+		.samples = r->nsamples, .lost = r->lost, .threads = r->ntids,
+		.processes = r->npids_seen, .file_bytes = df_bytes_written(r->w), .gpu = r->gpu != NULL,
+	};
+	if (r->gpu) {
+		c.gpu_records = gpu_merge_launches(r->gpu) + gpu_merge_activities(r->gpu);
+		for (size_t i = 0; i < gpu_merge_nprocesses(r->gpu); i++) {
+			const struct df_gpu_info *info = gpu_merge_process(r->gpu, i, NULL);
+			c.gpu_dropped += info->dropped + info->launches_dropped;
+		}
+	}
+	record_status_update(&r->status, now, &c, false);
+}
+
 static int record_loop(struct record *r)
 {
 	struct pollfd fds[1100];
@@ -1081,6 +1109,7 @@ static int record_loop(struct record *r)
 		r->error = -EIO;
 		return r->error;
 	}
+	record_status_init(&r->status, r->start_ns);
 	for (;;) {
 		int n = 0;
 		fds[n++] = (struct pollfd){ .fd = r->q.wake_fd, .events = POLLIN };
@@ -1121,6 +1150,11 @@ static int record_loop(struct record *r)
 			df_flush(r->w); /* a killed csampler leaves at most ~1 s unwritten */
 			r->last_flush_ns = now;
 		}
+		if (record_winch) {
+			record_winch = 0;
+			record_status_resized(&r->status);
+		}
+		record_status_tick(r, now);
 		if (df_writer_error(r->w)) {
 			r->error = df_writer_error(r->w);
 			break;
@@ -1173,6 +1207,7 @@ static int record_loop(struct record *r)
 		if (deadline && now >= deadline)
 			break;
 	}
+	record_status_clear(&r->status);
 	sampler_disable(r->sampler);
 	record_stop_reader(r);
 	if (r->error)
@@ -1194,6 +1229,9 @@ static int record_install_signals(struct record *r)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	struct sigaction winch = { .sa_handler = record_on_winch, .sa_flags = SA_RESTART };
+	sigemptyset(&winch.sa_mask);
+	sigaction(SIGWINCH, &winch, NULL);
 	/* A write error (EPIPE, or EFBIG past the file size limit) is reported where it happens,
 	 * not by dying of the signal. The command gets the defaults back (record_fork). */
 	signal(SIGPIPE, SIG_IGN);
@@ -1391,6 +1429,7 @@ int record_run(const struct record_opts *o, char **written)
 	if (r.error)
 		status = CS_EXIT_ERROR;
 out:
+	record_status_clear(&r.status);
 	if (go_fd >= 0)
 		close(go_fd);
 	if (err_fd >= 0)
