@@ -225,6 +225,16 @@ static struct inj_ctx inj = { .fd = -1,
 	.drain_lock = PTHREAD_MUTEX_INITIALIZER, .writer_lock = PTHREAD_MUTEX_INITIALIZER };
 static __thread struct inj_thread *inj_self;
 
+/* Kernels launched and not known to be finished, for `csampler dump` (protocol.h). In .bss:
+ * its header is written at start (a table without its magic is a library not started). */
+INJ_EXPORT struct gpu_inflight_table csampler_gpu_inflight;
+
+static void inj_set_state(int state)
+{
+	atomic_store(&inj.state, state);
+	__atomic_store_n(&csampler_gpu_inflight.active, state == INJ_ACTIVE, __ATOMIC_RELEASE);
+}
+
 static uint64_t inj_now(void)
 {
 	struct timespec ts;
@@ -728,6 +738,39 @@ static void inj_append_call(struct inj_thread *t, const struct inj_span *sp, uin
 	inj_count(&t->launches, 1);
 }
 
+/* A kernel launch enters the in-flight table (protocol.h): its slot, by correlation id, is
+ * marked odd while it is written, so that a dump that stopped this thread in the middle
+ * passes it over. No lock, no system call: a copy of the stack already captured. */
+static void inj_inflight_enter(struct inj_thread *t, const CUpti_CallbackData *cb, uint16_t cbid,
+			       uint16_t domain, uint64_t start, int first, int n, uint16_t flags)
+{
+	struct gpu_inflight_slot *sl =
+		&csampler_gpu_inflight.slots[cb->correlationId % GPU_INFLIGHT_SLOTS];
+	uint32_t seq = __atomic_load_n(&sl->seq, __ATOMIC_RELAXED);
+	__atomic_store_n(&sl->seq, seq | 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	if (n > GPU_INFLIGHT_FRAMES)
+		n = GPU_INFLIGHT_FRAMES, flags |= GPU_STACK_TRUNCATED;
+	uint32_t npy = n ? t->npy : 0;
+	if (npy > GPU_INFLIGHT_PY)
+		npy = GPU_INFLIGHT_PY;
+	sl->state = GPU_INFLIGHT_LAUNCHED;
+	sl->correlation = cb->correlationId;
+	sl->tid = t->tid;
+	sl->start = start;
+	sl->name = (uint64_t)(uintptr_t)cb->symbolName;
+	sl->cbid = cbid;
+	sl->domain = domain;
+	sl->nframes = (uint16_t)n;
+	sl->npy = (uint16_t)npy;
+	sl->flags = flags;
+	sl->py_flags = npy ? t->py_flags | (t->npy > npy ? GPU_PY_TRUNCATED : 0) : 0;
+	memcpy(sl->pcs, t->pcs + first, (size_t)n * sizeof(sl->pcs[0]));
+	memcpy(sl->py, t->py, npy * sizeof(sl->py[0]));
+	__atomic_store_n(&sl->seq, (seq | 1) + 1, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&csampler_gpu_inflight.launches, 1, __ATOMIC_RELAXED);
+}
+
 static void inj_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 		    const CUpti_CallbackData *cb)
 {
@@ -772,19 +815,24 @@ static void inj_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 							       GPU_DOMAIN_DRIVER;
 	uint64_t at = atomic_load_explicit(&t->head, memory_order_relaxed);
 	uint32_t stack = 0;
+	int first_frame = 0, nframes = 0;
+	uint16_t stack_flags = 0;
 	if (d > 0) {
 		/* A call with its own correlation id inside an outer one: the outer call's stack,
 		 * so that activity keyed on this id still finds its launch. */
 		stack = t->outer_stack;
 	} else if (inj.max_frames > 0) {
-		int first = 0;
-		uint16_t flags = 0;
-		int n = inj_capture(t, &first, &flags);
-		stack = inj_stack_id(t, first, n, flags, &at);
+		int n = inj_capture(t, &first_frame, &stack_flags);
+		stack = inj_stack_id(t, first_frame, n, stack_flags, &at);
+		nframes = n;
 		t->outer_stack = stack;
 	}
-	if (d == 0)
+	if (d == 0) {
 		t->outer_corr = cb->correlationId;
+		if (cb->symbolName)
+			inj_inflight_enter(t, cb, (uint16_t)cbid, dom, start, first_frame, nframes,
+					   stack_flags);
+	}
 	inj_api_name(t, dom, cbid, cb->functionName, &at);
 	if (at != atomic_load_explicit(&t->head, memory_order_relaxed))
 		inj_ring_publish(t, at);   /* the stack and name, before the call that uses them */
@@ -945,6 +993,10 @@ static void inj_kernel(struct inj_out *o, const CUpti_ActivityKernel10 *k)
 		atomic_fetch_add_explicit(&inj.lost_timestamps, 1, memory_order_relaxed);
 		return;
 	}
+	struct gpu_inflight_slot *sl =
+		&csampler_gpu_inflight.slots[k->correlationId % GPU_INFLIGHT_SLOTS];
+	if (__atomic_load_n(&sl->correlation, __ATOMIC_RELAXED) == k->correlationId)
+		__atomic_store_n(&sl->state, GPU_INFLIGHT_FINISHED, __ATOMIC_RELAXED);
 	size_t nl = inj_name_len(k->name, GPU_NAME_MAX);
 	struct gpu_kernel *g = inj_out_reserve(o, GPU_REC_KERNEL, sizeof(*g) + nl);
 	*g = (struct gpu_kernel){
@@ -1215,6 +1267,20 @@ static int inj_drain(void)
 	return any;
 }
 
+/* `csampler dump` asked for a flush (protocol.h): CUPTI's buffers (under the watchdog), their
+ * records translated (kernels that finished leave the in-flight table), then the answer. */
+static void inj_inflight_serve(void)
+{
+	struct gpu_inflight_table *ft = &csampler_gpu_inflight;
+	uint32_t req = __atomic_load_n(&ft->flush_request, __ATOMIC_ACQUIRE);
+	if (req == __atomic_load_n(&ft->flush_done, __ATOMIC_RELAXED))
+		return;
+	inj_flush("csampler dump");
+	inj_drain();
+	ft->flush_ns = inj_now();
+	__atomic_store_n(&ft->flush_done, req, __ATOMIC_RELEASE);
+}
+
 /* The writer thread: drains every few ms (sooner while there is work), until told to stop. */
 static void *inj_writer_main(void *arg)
 {
@@ -1222,6 +1288,7 @@ static void *inj_writer_main(void *arg)
 	pthread_mutex_lock(&inj.writer_lock);
 	while (!inj.writer_stop) {
 		pthread_mutex_unlock(&inj.writer_lock);
+		inj_inflight_serve();
 		sleep_ns = inj_drain() ? INJ_WRITER_MIN_NS :
 			   sleep_ns * 2 > INJ_WRITER_MAX_NS ? INJ_WRITER_MAX_NS : sleep_ns * 2;
 		struct timespec deadline;
@@ -1355,7 +1422,7 @@ static void inj_atexit(void)
 		munmap(o, sizeof(*o));
 	}
 	inj_write_stats();
-	atomic_store(&inj.state, INJ_INERT);
+	inj_set_state(INJ_INERT);
 	pthread_mutex_unlock(&inj.drain_lock);
 }
 
@@ -1364,7 +1431,7 @@ static void inj_atexit(void)
  * nothing, waits for no writer. */
 static void inj_atfork_child(void)
 {
-	atomic_store(&inj.state, INJ_INERT);
+	inj_set_state(INJ_INERT);
 	inj.writer_running = 0;
 	if (inj.fd >= 0)
 		close(inj.fd);
@@ -1542,7 +1609,7 @@ static int inj_give_up(const char *call, CUptiResult r)
 		inj.subscriber = NULL;
 	}
 	inj_write_info(GPU_STATUS_CUPTI_ERROR, r);
-	atomic_store(&inj.state, INJ_INERT);
+	inj_set_state(INJ_INERT);
 	return 1;
 }
 
@@ -1658,7 +1725,7 @@ static int inj_start(void)
 		inj_note(1, "CUPTI is already used by %s (one CUPTI client per process); "
 			 "GPU capture off, CPU profile only", other[0] ? other : "another tool");
 		inj_write_info(GPU_STATUS_OTHER_SUBSCRIBER, r);
-		atomic_store(&inj.state, INJ_INERT);
+		inj_set_state(INJ_INERT);
 		return 1;
 	}
 	if (r != CUPTI_SUCCESS) {
@@ -1704,7 +1771,16 @@ static int inj_start(void)
 		inj_note(1, "no writer thread (pthread_create: %s): GPU records are written at exit "
 			 "only, and a thread's records beyond %u KiB are lost", strerror(werr),
 			 INJ_RING >> 10);
-	atomic_store_explicit(&inj.state, INJ_ACTIVE, memory_order_release);
+	if (!csampler_gpu_inflight.magic[0]) {
+		struct gpu_inflight_table *ft = &csampler_gpu_inflight;
+		ft->version = GPU_PROTOCOL_VERSION;
+		ft->nslots = GPU_INFLIGHT_SLOTS;
+		ft->slot_size = sizeof(struct gpu_inflight_slot);
+		__atomic_store_n(&ft->flush_done, __atomic_load_n(&ft->flush_request, __ATOMIC_RELAXED),
+				 __ATOMIC_RELAXED);
+		memcpy(ft->magic, GPU_INFLIGHT_MAGIC, sizeof(ft->magic));
+	}
+	inj_set_state(INJ_ACTIVE);
 
 	/* 3. API and resource callbacks (none for the "activity only" floor). */
 	int callbacks = inj.floor != INJ_FLOOR_ACTIVITY;
@@ -1942,7 +2018,7 @@ INJ_EXPORT int csampler_gpu_detach(void)
 		cuptiActivityDisable(kinds[i]);
 	cuptiActivityEnableLatencyTimestamps(0);
 	inj_atexit();
-	atomic_store(&inj.state, INJ_OFF);
+	inj_set_state(INJ_OFF);
 	/* The writer thread is stopped (inj_atexit); still, nothing written late may land in a
 	 * descriptor the program reuses: the number stays ours, on /dev/null, until the next
 	 * attach. */
