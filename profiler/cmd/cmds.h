@@ -12,6 +12,7 @@ int cmd_diff(int argc, char **argv);
 int cmd_env(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
 
 /* `report --compare` (cmd_compare.c), with report's parsed options. */
 struct report_opts;

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# csampler dump (record/dump.h): a snapshot of running processes.
+#  - a job of 4 ranks x 5 threads where rank 2 is somewhere else: every thread's stack and
+#    state, and the summary singles rank 2 out; the targets go on unharmed (not traced, same
+#    states, the spinner still spins);
+#  - GPU kernels in flight against the stand-in libcupti: the two that never finish, with
+#    their launch stacks, and not the one that finished (its record comes with the flush);
+#  - JSON with hostile names; targets exiting during the dump; a PID not permitted; bad input.
+source "$CSAMPLER_ROOT/tests/lib.sh"
+C=$CSAMPLER
+started=()
+cleanup() {
+	local p
+	exec 2>/dev/null   # no "Killed" lines from the shell
+	for p in "${started[@]}"; do
+		for d in $(descendants "$p"); do kill -9 "$d" 2>/dev/null; done
+		kill -9 "$p" 2>/dev/null
+	done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+# wait_ready FILE: wait for the "ready" line a target prints
+wait_ready() { for _ in $(seq 1 100); do grep -q '^ready' "$1" 2>/dev/null && return 0; sleep 0.05; done; return 1; }
+# tracer_free PID: no thread of PID is traced any more, and none is stopped
+tracer_free() {
+	local s
+	for s in /proc/"$1"/task/*/status; do
+		grep -q '^TracerPid:[[:space:]]*0$' "$s" || return 1
+		grep -q '^State:[[:space:]]*[tT]' "$s" && return 1
+	done
+	return 0
+}
+
+# ---- a job with one rank elsewhere ----
+"$TPROG/dump-ranks" 4 5 2 >ranks.out &
+L=$!; started+=("$L")
+wait_ready ranks.out || { fail "dump: dump-ranks did not start"; finish; }
+read -r -a R <<<"$(sed 's/^ready //' ranks.out)"
+spin=${R[2]}
+ticks0=$(awk '{print $14}' /proc/"$spin"/stat)
+"$C" dump -p "$L" --children >text.txt 2>text.err; rc=$?
+"$C" dump -p "$L" --children --format json >dump.json 2>json.err; rcj=$?
+if [ $rc = 0 ] && [ $rcj = 0 ] && [ ! -s text.err ]; then pass "dump: text and JSON of 5 processes (exit 0, nothing on stderr)"; else
+	fail "dump: rc $rc/$rcj: $(head -c 300 text.err json.err)"; fi
+got=$(json_get dump.json "j.processes.filter(p => p.rank !== null).map(p => p.rank + ':' + p.threads.length + ':' + p.threads.filter(t => t.frames.some(f => f.name === 'ranks_worker_idle') && t.syscall === 'futex').length).join(' ')")
+if [ "$got" = "0:5:4 1:5:4 2:5:4 3:5:4" ]; then
+	pass "dump: every rank's 5 threads read, its 4 workers waiting in futex under ranks_worker_idle"
+else
+	fail "dump: ranks:threads:workers = '$got'"
+fi
+# (the first dump's stop resumed their nanosleep as restart_syscall: the second dump sees that)
+mains=$(json_get dump.json "j.processes.filter(p => p.rank !== null).map(p => { const t = p.threads.find(t => t.tid === p.pid); return p.rank + ':' + t.state + ':' + (t.syscall || '-').replace('restart_syscall', 'clock_nanosleep') + ':' + (t.frames.find(f => /^ranks_(wait|spin)/.test(f.name)) || {name: 'none'}).name }).join(' ')")
+if [ "$mains" = "0:S:clock_nanosleep:ranks_wait_collective 1:S:clock_nanosleep:ranks_wait_collective 2:R:-:ranks_spin_elsewhere 3:S:clock_nanosleep:ranks_wait_collective" ]; then
+	pass "dump: main threads: ranks 0,1,3 wait in clock_nanosleep (ranks_wait_collective), rank 2 runs ranks_spin_elsewhere"
+else
+	fail "dump: main threads: $mains"
+fi
+differs=$(grep '^Differs:' text.txt)
+if [ "$(echo "$differs" | grep -c .)" = 1 ] &&
+	[[ $differs == "Differs: 3 of 4 processes waiting in clock_nanosleep: clock_nanosleep < ranks_wait_collective"*"; PID $spin (rank 2) is elsewhere: running: ranks_spin_elsewhere"* ]]; then
+	pass "dump: the summary singles out rank 2 ($differs)"
+else
+	fail "dump: summary: $(sed -n '/^Summary/,$p' text.txt | tr '\n' '|')"
+fi
+grep -q "^  3 of 5 processes (all but PID $L, PID $spin (rank 2)): 3 threads waiting in clock_nanosleep" text.txt &&
+	grep -q "^  4 of 5 processes (all but PID $L): 16 threads waiting in futex" text.txt &&
+	pass "dump: the summary groups identical stacks across processes" ||
+	fail "dump: summary groups: $(sed -n '/^Summary/,$p' text.txt | tr '\n' '|')"
+stopped=$(json_get dump.json "Math.max(...j.processes.map(p => p.stopped_ms))")
+read_ms=$(json_get dump.json "j.read_ms")
+sleep 0.3
+ticks1=$(awk '{print $14}' /proc/"$spin"/stat)
+ok=1
+for p in "${R[@]}" "$L"; do tracer_free "$p" || ok=0; done
+if [ $ok = 1 ] && [ "$ticks1" -gt "$ticks0" ] && [ "$(ls /proc/"$spin"/task | wc -l)" = 5 ]; then
+	pass "dump: the targets run on untraced and unstopped, the spinner still spins (each stopped at most $stopped ms, all read in $read_ms ms)"
+else
+	fail "dump: targets after the dump: tracer-free $ok, spinner ticks $ticks0 -> $ticks1"
+fi
+# the summary only
+"$C" dump -p "$(IFS=,; echo "${R[*]}")" --summary >sum.txt 2>&1
+if grep -q '^Summary: 4 processes, 20 threads' sum.txt && ! grep -q '^  Thread' sum.txt; then pass "dump: --summary prints the summary only"; else fail "dump: --summary: $(head -c 300 sum.txt)"; fi
+
+# ---- JSON with hostile names ----
+weird="$T/we\"ird\\na<me>"
+cp /bin/sleep "$weird"
+"$weird" 300 &
+W=$!; started+=("$W")
+sleep 0.2
+if "$C" dump -p "$W" --format json >weird.json 2>weird.err &&
+	[ "$(json_get weird.json 'j.processes[0].comm')" = "$(cat /proc/$W/comm)" ] &&
+	[ "$(json_get weird.json 'j.processes[0].threads[0].syscall')" = clock_nanosleep ]; then
+	pass "dump: JSON escapes a process name with quote, backslash and <> ($(cat /proc/$W/comm))"
+else
+	fail "dump: JSON with a hostile name: $(head -c 300 weird.json weird.err)"
+fi
+
+# ---- GPU work in flight (stand-in libcupti) ----
+LIB=$CSAMPLER_ROOT/lib/libcsampler-cupti.so
+IF=$TPROG/cupti/inflight
+if [ -f "$LIB" ] && [ -x "$IF" ]; then
+	mkdir -p gpu
+	CSAMPLER_GPU_DIR=$T/gpu LD_LIBRARY_PATH=$TPROG/cupti/standin "$IF" "$LIB" >if.out 2>if.err &
+	G=$!; started+=("$G")
+	if wait_ready if.out; then
+		"$C" dump -p "$G" --format json >gpu.json 2>gpu.err; rc=$?
+		"$C" dump -p "$G" >gpu.txt 2>&1
+		kernels=$(json_get gpu.json "j.processes[0].gpu.in_flight.map(k => k.kernel + '@' + k.frames.map(f => f.name).filter(n => /^if_/.test(n)).join('<')).sort().join(' ')")
+		if [ $rc = 0 ] && [ "$kernels" = "if_hung_kernel(float*)@if_launch<if_launch_hung if_worker_kernel@if_launch<if_worker_launch<if_worker" ]; then
+			pass "dump: GPU: the 2 kernels that never finished, demangled, with their launch stacks ($kernels)"
+		else
+			fail "dump: GPU in flight: rc $rc, '$kernels' $(head -c 300 gpu.err)"
+		fi
+		if [ "$(json_get gpu.json 'j.processes[0].gpu.launched')" = 3 ] && ! grep -q if_done_kernel gpu.txt &&
+			grep -q '^  GPU: 2 kernels launched and not finished (of 3 launched):' gpu.txt &&
+			grep -q '^  GPU: 1 of 1 processes with GPU capture have kernels launched and not finished' gpu.txt; then
+			pass "dump: GPU: the finished kernel is not listed (its record came with the flush dump asked for)"
+		else
+			fail "dump: GPU text: $(grep GPU gpu.txt | tr '\n' '|')"
+		fi
+		tracer_free "$G" && kill -0 "$G" && pass "dump: GPU: the program runs on untraced" || fail "dump: GPU: the program after the dump"
+	else
+		fail "dump: GPU: the in-flight program did not start: $(head -c 300 if.err)"
+	fi
+else
+	skip "dump: GPU in flight: lib/libcsampler-cupti.so or bin/tests/cupti/inflight not built (no CUDA toolkit with CUPTI headers)"
+fi
+
+# ---- targets exiting during the dump ----
+# rank r exits 300 + 40 r ms after the start: dumps every 20 ms see them go one by one
+"$TPROG/dump-ranks" 6 8 -1 300 >exit.out &
+E=$!; started+=("$E")
+wait_ready exit.out || fail "dump: exiting ranks did not start"
+read -r -a X <<<"$(sed 's/^ready //' exit.out)"
+list=$(IFS=,; echo "${X[*]}")
+bad=0 runs=0 partial=0
+for _ in $(seq 1 40); do
+	timeout 10 "$C" dump -p "$list" --format json >ex.json 2>ex.err; rc=$?
+	runs=$((runs + 1))
+	case $rc in
+	0) json_get ex.json "j.processes.length" >/dev/null 2>&1 || bad=$((bad + 1))
+	   [ -s ex.err ] && partial=$((partial + 1)) ;;
+	125) grep -q 'no such process' ex.err || bad=$((bad + 1)) ;;
+	*) bad=$((bad + 1)); echo "rc $rc: $(head -c 200 ex.err)" ;;
+	esac
+	[ $rc = 125 ] && break
+	sleep 0.02
+done
+if [ $bad = 0 ] && [ $rc = 125 ] && [ "$(grep -c . ex.err)" = 6 ] && [ $partial -ge 1 ]; then
+	pass "dump: targets exiting during $runs dumps: never a crash or hang, valid JSON ($partial partial), then one line per gone PID"
+else
+	fail "dump: exiting targets: $bad bad of $runs runs, last rc $rc: $(head -c 300 ex.err)"
+fi
+
+# ---- bad input, and a PID that is not permitted ----
+"$C" dump >e1.out 2>e1.err; rc1=$?
+"$C" dump -p abc >e2.out 2>e2.err; rc2=$?
+"$C" dump -p 2147483646 >e3.out 2>e3.err; rc3=$?
+if [ $rc1 = 125 ] && grep -q 'nothing to dump' e1.err && [ $rc2 = 125 ] && grep -q "invalid PID list 'abc'" e2.err &&
+	[ $rc3 = 125 ] && [ "$(grep -c . e3.err)" = 1 ] && grep -q 'no such process 2147483646' e3.err; then
+	pass "dump: bad input: one line and exit 125 (no target, bad PID list, no such process)"
+else
+	fail "dump: bad input: rc $rc1/$rc2/$rc3: $(cat e1.err e2.err e3.err | head -c 300)"
+fi
+if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ]; then
+	sleep 300 &
+	S=$!; started+=("$S")
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$C" dump -p "$S" >p.out 2>p.err; rc=$?
+	if [ $rc = 125 ] && [ "$(grep -c . p.err)" = 1 ] && grep -q "PID $S: ptrace not permitted" p.err && [ ! -s p.out ]; then
+		pass "dump: a root process dumped by nobody: one line ($(head -c 120 p.err)...), exit 125"
+	else
+		fail "dump: not permitted: rc $rc: $(head -c 300 p.err)"
+	fi
+	tracer_free "$S" || fail "dump: the refused target was left traced"
+else
+	skip "dump: not-permitted case: needs root and setpriv to switch to an unprivileged user"
+fi
+finish
