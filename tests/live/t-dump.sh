@@ -126,15 +126,50 @@ else
 	skip "dump: GPU in flight: lib/libcsampler-cupti.so or bin/tests/cupti/inflight not built (no CUDA toolkit with CUPTI headers)"
 fi
 
+# ---- Python frames merged into the native stacks ----
+PY=/usr/bin/python3
+pyver=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+if [ "$pyver" = 3.11 ] || [ "$pyver" = 3.12 ]; then
+	cat >py.py <<'PYEOF'
+import threading, time
+def py_wait_here():
+    time.sleep(3600)
+def py_outer():
+    py_wait_here()
+def py_spin():
+    x = 0
+    while True:
+        x += 1
+threading.Thread(target=py_spin, daemon=True).start()
+print("ready", flush=True)
+py_outer()
+PYEOF
+	"$PY" py.py >py.out 2>&1 &
+	P=$!; started+=("$P")
+	wait_ready py.out; sleep 0.2
+	"$C" dump -p "$P" --format json >py.json 2>py.err
+	main=$(json_get py.json "j.processes[0].threads.find(t => t.tid === j.processes[0].pid).frames.filter(f => f.python).map(f => f.name + ':' + f.line).join(' < ')")
+	spin=$(json_get py.json "j.processes[0].threads.filter(t => t.tid !== j.processes[0].pid).map(t => t.frames.filter(f => f.python).map(f => f.name).join(' < ')).join('|')")
+	native=$(json_get py.json "j.processes[0].threads.find(t => t.tid === j.processes[0].pid).frames.filter(f => !f.python).map(f => f.name).join(' ')")
+	if [ "$main" = "py_wait_here:3 < py_outer:5 < <module>:12" ] && [[ $spin == "py_spin < Thread.run < Thread._bootstrap_inner < Thread._bootstrap" ]] &&
+		[[ " $native " == *" clock_nanosleep "* ]]; then
+		pass "dump: Python $pyver frames in place of the interpreter's, with lines (main: $main; thread: $spin)"
+	else
+		fail "dump: Python frames: main '$main', thread '$spin', native '$native' $(head -c 200 py.err)"
+	fi
+else
+	skip "dump: Python frames: /usr/bin/python3 is ${pyver:-missing}, not 3.11 or 3.12"
+fi
+
 # ---- targets exiting during the dump ----
-# rank r exits 300 + 40 r ms after the start: dumps every 20 ms see them go one by one
-"$TPROG/dump-ranks" 6 8 -1 300 >exit.out &
+# rank r exits 700 + 150 r ms after its start (dump-ranks.c): back-to-back dumps see them go one by one
+"$TPROG/dump-ranks" 6 8 -1 700 >exit.out &
 E=$!; started+=("$E")
 wait_ready exit.out || fail "dump: exiting ranks did not start"
 read -r -a X <<<"$(sed 's/^ready //' exit.out)"
 list=$(IFS=,; echo "${X[*]}")
 bad=0 runs=0 partial=0
-for _ in $(seq 1 40); do
+for _ in $(seq 1 200); do
 	timeout 10 "$C" dump -p "$list" --format json >ex.json 2>ex.err; rc=$?
 	runs=$((runs + 1))
 	case $rc in
@@ -144,12 +179,12 @@ for _ in $(seq 1 40); do
 	*) bad=$((bad + 1)); echo "rc $rc: $(head -c 200 ex.err)" ;;
 	esac
 	[ $rc = 125 ] && break
-	sleep 0.02
+	sleep 0.01
 done
 if [ $bad = 0 ] && [ $rc = 125 ] && [ "$(grep -c . ex.err)" = 6 ] && [ $partial -ge 1 ]; then
 	pass "dump: targets exiting during $runs dumps: never a crash or hang, valid JSON ($partial partial), then one line per gone PID"
 else
-	fail "dump: exiting targets: $bad bad of $runs runs, last rc $rc: $(head -c 300 ex.err)"
+	fail "dump: exiting targets: $bad bad of $runs runs ($partial partial), last rc $rc, $(grep -c . ex.err) lines: $(head -c 300 ex.err)"
 fi
 
 # ---- bad input, and a PID that is not permitted ----

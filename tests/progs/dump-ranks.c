@@ -7,7 +7,7 @@
  * does), each with NTHREADS - 1 worker threads parked in ranks_worker_idle (a condition
  * variable: futex). Every rank's main thread waits in ranks_wait_collective (nanosleep) except
  * ODD_RANK's, which spins in ranks_spin_elsewhere (-1: none). With EXIT_AFTER_MS, rank r exits
- * by itself after EXIT_AFTER_MS + 40 * r ms (they end one after the other). The launcher prints "ready PID..." (the ranks' PIDs) once
+ * by itself after EXIT_AFTER_MS + 150 * r ms (they end one after the other). The launcher prints "ready PID..." (the ranks' PIDs) once
  * every rank has all its threads, then waits for them. */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -86,7 +86,7 @@ NOIPA static int ranks_rank_main(int rank, int nthreads, int odd, long exit_ms, 
 		return 1;
 	close(ready_fd);
 	if (exit_ms > 0) {
-		exit_ms += 40L * rank;
+		exit_ms += 150L * rank;
 		struct timespec ts = { exit_ms / 1000, (exit_ms % 1000) * 1000000L };
 		nanosleep(&ts, NULL);
 		_exit(0);
