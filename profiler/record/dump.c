@@ -420,10 +420,13 @@ int dump_run(const struct dump_opts *o, struct dump_result *out)
 	for (size_t i = 0; i < o->npids; i++)
 		dump_add_pid(&c, &cap, o->pids[i]);
 	if (o->cgroup) {
-		char *dir = o->cgroup[0] == '/' && strncmp(o->cgroup, "/sys/fs/cgroup", 14)
-				    ? cs_asprintf("/sys/fs/cgroup%s", o->cgroup)
-				    : o->cgroup[0] == '/' ? cs_strdup(o->cgroup)
-							  : cs_asprintf("/sys/fs/cgroup/%s", o->cgroup);
+		/* the cgroup v2 root: /sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid
+		 * system; a path under /sys/fs/cgroup (v1 controllers too) is taken as it is */
+		const char *root = access("/sys/fs/cgroup/cgroup.procs", F_OK) &&
+					   !access("/sys/fs/cgroup/unified/cgroup.procs", F_OK)
+				   ? "/sys/fs/cgroup/unified" : "/sys/fs/cgroup";
+		char *dir = !strncmp(o->cgroup, "/sys/fs/cgroup", 14) ? cs_strdup(o->cgroup)
+			    : cs_asprintf("%s%s%s", root, o->cgroup[0] == '/' ? "" : "/", o->cgroup);
 		ret = dump_add_cgroup(&c, &cap, dir, 0);
 		if (ret)
 			cs_error(-ret, "cannot read %s/cgroup.procs: %s; give a cgroup v2 path as /proc/PID/cgroup shows it (e.g. /system.slice/job.scope) or under /sys/fs/cgroup",

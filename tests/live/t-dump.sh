@@ -187,6 +187,30 @@ else
 	fail "dump: exiting targets: $bad bad of $runs runs ($partial partial), last rc $rc, $(grep -c . ex.err) lines: $(head -c 300 ex.err)"
 fi
 
+# ---- --cgroup: the processes of a cgroup made for the test ----
+cgroot=/sys/fs/cgroup
+[ -e $cgroot/cgroup.procs ] || cgroot=/sys/fs/cgroup/unified
+CG=csampler-t-dump-$$
+if [ "$(id -u)" = 0 ] && [ -e $cgroot/cgroup.procs ] && mkdir "$cgroot/$CG" 2>/dev/null; then
+	sleep 300 &
+	S1=$!; started+=("$S1")
+	sleep 300 &
+	S2=$!; started+=("$S2")
+	sleep 0.1
+	echo "$S1" >"$cgroot/$CG/cgroup.procs"; echo "$S2" >"$cgroot/$CG/cgroup.procs"
+	"$C" dump --cgroup "/$CG" --format json >cg.json 2>cg.err; rc=$?
+	got=$(json_get cg.json "j.processes.map(p => p.pid).join(',')" 2>/dev/null)
+	want=$(printf '%s\n' "$S1" "$S2" | sort -n | paste -sd,)
+	if [ $rc = 0 ] && [ "$got" = "$want" ]; then pass "dump: --cgroup /$CG dumps its 2 processes"; else fail "dump: --cgroup: rc $rc, pids '$got' (want $want) $(head -c 200 cg.err)"; fi
+	"$C" dump --cgroup /no-such-cgroup-$$ >cg2.out 2>cg2.err; rc=$?
+	[ $rc = 125 ] && [ "$(grep -c . cg2.err)" = 1 ] && grep -q 'cannot read .*cgroup.procs' cg2.err &&
+		pass "dump: --cgroup of a missing cgroup: one line, exit 125" || fail "dump: missing cgroup: rc $rc $(cat cg2.err)"
+	kill -9 "$S1" "$S2" 2>/dev/null; wait "$S1" "$S2" 2>/dev/null
+	for _ in $(seq 1 50); do rmdir "$cgroot/$CG" 2>/dev/null && break; sleep 0.05; done
+else
+	skip "dump: --cgroup: needs root and a writable cgroup v2 hierarchy to make a test cgroup"
+fi
+
 # ---- bad input, and a PID that is not permitted ----
 "$C" dump >e1.out 2>e1.err; rc1=$?
 "$C" dump -p abc >e2.out 2>e2.err; rc2=$?
