@@ -5,12 +5,12 @@
 # other as "folder/file.h" (-Iprofiler); `make check-layout` enforces which folder may include
 # which (scripts/check-layout.sh, the README's design section).
 # flamegraph/build.mk adds its objects to CSAMPLER_EXTRA_OBJS.
-PROFILER_CMD      := cmd_diff cmd_env cmd_export cmd_flame cmd_folded cmd_info cmd_merge cmd_record cmd_report cmd_compare cmd_dump
+PROFILER_CMD      := cmd_diff cmd_env cmd_export cmd_flame cmd_folded cmd_info cmd_merge cmd_record cmd_report cmd_compare cmd_dump cmd_top
 PROFILER_BASE     := cs
 PROFILER_FORMAT   := datafile merge
 PROFILER_SAMPLER  := sampler sampler_perf sampler_ptrace proc idle snapshot
 PROFILER_UNWIND   := elfcache unwind symbols python jit offcpu
-PROFILER_RECORD   := record gpu_merge gpu_setup gpu_attach output status dump dump_out
+PROFILER_RECORD   := record gpu_merge gpu_setup gpu_attach output status dump dump_out live
 PROFILER_ANALYSIS := profile filter stacks fold_gpu report gpu gpu_idle compare steps report_steps
 PROFILER_EXPORT   := export chrome speedscope pprof
 PROFILER_SRCS := profiler/main.c \

@@ -236,6 +236,8 @@ static uint32_t record_stack(struct record *r, const uint32_t *ids, uint32_t n)
 	r->stack_hash[j] = id + 1;
 	uint32_t hdr[2] = { id, n };
 	df_put2(r->w, DF_STACK, hdr, sizeof(hdr), ids, n * sizeof(uint32_t));
+	if (r->o->live && r->o->live->stack)
+		r->o->live->stack(r->o->live->arg, id, ids, n);
 	if (r->nstacks * 2 > r->stack_hash_cap) {
 		free(r->stack_hash);
 		r->stack_hash_cap *= 2;
@@ -395,6 +397,8 @@ static void record_sample(struct record *r, const struct sampler_event *ev)
 	} rec = { ev->time, ev->pid, ev->tid, ev->cpu, stack, flags,
 		  ev->sample.weight ? ev->sample.weight : 1 };
 	df_put(r->w, DF_SAMPLE, &rec, sizeof(rec));
+	if (r->o->live && r->o->live->sample)
+		r->o->live->sample(r->o->live->arg, ev->pid, ev->tid, stack, rec.weight);
 	if (r->o->keep_raw && r->o->sampler.callgraph == SAMPLER_CALLGRAPH_DWARF)
 		record_raw(r, ev, flags);
 	r->nsamples++;
@@ -464,6 +468,8 @@ static void record_gpu_activity(void *arg, const struct df_gpu_activity *a, cons
 	struct df_gpu_activity rec = *a;
 	rec.name = name[0] ? df_strtab_id(r->strs, r->w, name) : 0;
 	df_put(r->w, DF_GPU_ACTIVITY, &rec, sizeof(rec));
+	if (r->o->live && r->o->live->gpu_activity)
+		r->o->live->gpu_activity(r->o->live->arg, a, name);
 }
 
 static void record_gpu_note(void *arg, uint32_t pid, uint32_t severity, const char *text)
@@ -757,7 +763,13 @@ static void record_write_header(struct record *r)
  * through a close-on-exec pipe: EOF means the exec succeeded. */
 static int record_fork(struct record *r, int *go_fd, int *err_fd)
 {
-	int go[2], er[2];
+	int go[2], er[2], log_fd = -1;
+	if (r->o->child_log) {
+		log_fd = open(r->o->child_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+		if (log_fd < 0)
+			return cs_error(errno, "cannot create %s for the command's output: %s; give another --log FILE",
+					r->o->child_log, strerror(errno));
+	}
 	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(er, O_CLOEXEC) < 0)
 		return cs_error(errno, "pipe2: %s", strerror(errno));
 	pid_t pid = fork();
@@ -777,6 +789,13 @@ static int record_fork(struct record *r, int *go_fd, int *err_fd)
 		close(er[0]);
 		if (read(go[0], &c, 1) != 1)
 			_exit(CS_EXIT_ERROR); /* csampler gave up before starting us */
+		if (log_fd >= 0) {
+			int nul = open("/dev/null", O_RDONLY);
+			if (nul >= 0)
+				dup2(nul, 0);
+			dup2(log_fd, 1);
+			dup2(log_fd, 2);
+		}
 		if (r->child_env)
 			execvpe(r->o->argv[0], r->o->argv, r->child_env);
 		else
@@ -788,6 +807,8 @@ static int record_fork(struct record *r, int *go_fd, int *err_fd)
 	}
 	close(go[0]);
 	close(er[1]);
+	if (log_fd >= 0)
+		close(log_fd);
 	r->child = pid;
 	*go_fd = go[1];
 	*err_fd = er[0];
@@ -864,7 +885,7 @@ static void record_wait_command(struct record *r)
 static void record_symbolize(struct record *r, bool at_end)
 {
 	struct sym_frame frames[64];
-	bool tty = at_end && isatty(2) && !cs_quiet;
+	bool tty = at_end && isatty(2) && !cs_quiet && !r->o->live;
 	size_t first = r->nsymbolized;
 
 	for (size_t i = first; i < r->nlocs; i++) {
@@ -882,6 +903,11 @@ static void record_symbolize(struct record *r, bool at_end)
 				rec[5 + 4 * f] = frames[f].flags;
 			}
 			df_put(r->w, DF_SYMBOL, rec, (2 + 4 * (size_t)n) * 4);
+		}
+		if (r->o->live && r->o->live->symbol) {
+			const struct unwind_module *m = unwind_module_get(r->unwind, k->module);
+			r->o->live->symbol(r->o->live->arg, (uint32_t)i, frames, n > 0 ? n : 0,
+					   m ? m->path : "");
 		}
 		if (tty && ((i - first) % 256 == 0 || i + 1 == r->nlocs))
 			fprintf(stderr, "\rcsampler: symbolizing %zu/%zu locations", i + 1 - first,
@@ -1110,6 +1136,8 @@ static int record_loop(struct record *r)
 		return r->error;
 	}
 	record_status_init(&r->status, r->start_ns);
+	if (r->o->live)
+		r->status.on = false;   /* the consumer owns the terminal */
 	for (;;) {
 		int n = 0;
 		fds[n++] = (struct pollfd){ .fd = r->q.wake_fd, .events = POLLIN };
@@ -1119,6 +1147,11 @@ static int record_loop(struct record *r)
 		if (r->child_pidfd >= 0 && !r->child_exited) {
 			child_idx = n;
 			fds[n++] = (struct pollfd){ .fd = r->child_pidfd, .events = POLLIN };
+		}
+		int live_idx = -1;
+		if (r->o->live && r->o->live->wake_fd >= 0) {
+			live_idx = n;
+			fds[n++] = (struct pollfd){ .fd = r->o->live->wake_fd, .events = POLLIN };
 		}
 		int targets_idx = n;
 		for (size_t i = 0; i < r->o->npids; i++)
@@ -1155,6 +1188,13 @@ static int record_loop(struct record *r)
 			record_status_resized(&r->status);
 		}
 		record_status_tick(r, now);
+		(void)live_idx;
+		if (r->o->live && r->o->live->tick && r->o->live->tick(r->o->live->arg, now) &&
+		    !record_signal_pending && !stopping) {
+			/* the consumer is done (top's q): as a SIGINT sent to csampler alone */
+			record_signal_pending = SIGINT;
+			record_signal_from_user = 1;
+		}
 		if (df_writer_error(r->w)) {
 			r->error = df_writer_error(r->w);
 			break;
@@ -1395,8 +1435,10 @@ int record_run(const struct record_opts *o, char **written)
 	if (ret && !r.error)
 		r.error = ret;
 	if (!r.error) {
-		record_print_summary(&r, end_ns);
-		record_gpu_summary(&r);
+		if (!o->live) {
+			record_print_summary(&r, end_ns);
+			record_gpu_summary(&r);
+		}
 		if (written)
 			*written = cs_strdup(r.output);
 	}
