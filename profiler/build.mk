@@ -20,7 +20,7 @@ PROFILER_SRCS := profiler/main.c \
 	$(PROFILER_ANALYSIS:%=profiler/analysis/%.c) $(PROFILER_EXPORT:%=profiler/export/%.c)
 PROFILER_TESTS := base/cs format/datafile unwind/unwind unwind/symbols sampler/sampler_ptrace \
 	analysis/profile_builder analysis/filter analysis/stacks analysis/fold_gpu analysis/report \
-	analysis/gpu analysis/gpu_idle analysis/steps record/gpu_merge record/output record/status record/dump unwind/python unwind/jit analysis/compare \
+	analysis/gpu analysis/gpu_idle analysis/steps record/gpu_merge record/output record/status record/dump record/live unwind/python unwind/jit analysis/compare \
 	export/pprof unwind/offcpu
 PROFILER_OBJS      := $(PROFILER_SRCS:%.c=$(BUILD)/%.o)
 PROFILER_TEST_OBJS := $(PROFILER_TESTS:%=$(BUILD)/profiler/%_test.o)
