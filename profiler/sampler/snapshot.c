@@ -113,6 +113,14 @@ int sampler_snapshot_process(pid_t pid, uint32_t stack_size, uint64_t timeout_ns
 		t->state = sampler_proc_thread_state(pid, t->tid, NULL);
 		snap_comm(pid, t->tid, t->comm);
 	}
+	int alive = 0;
+	for (int i = 0; i < n; i++)
+		alive += out->threads[i].state && out->threads[i].state != 'Z' &&
+			 out->threads[i].state != 'X';
+	if (!alive) {
+		ret = -ESRCH;           /* exited: a zombie not reaped yet, or gone meanwhile */
+		goto done;
+	}
 	uint64_t t0 = cs_monotonic_ns();
 	int seized = 0;
 	for (int i = 0; i < n; i++) {
@@ -229,8 +237,15 @@ void sampler_process_snap_free(struct sampler_process_snap *p)
 void sampler_snapshot_explain(int err, pid_t pid, char *buf, size_t len)
 {
 	if (err == -ESRCH) {
-		snprintf(buf, len, "no such process %d (it exited, or the PID is wrong: check it with ps)",
-			 (int)pid);
+		char path[64], stat[512];
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+		const char *paren = cs_read_small_file(path, stat, sizeof(stat)) > 0 ? strrchr(stat, ')') : NULL;
+		if (paren && paren[1] == ' ' && paren[2] == 'Z')
+			snprintf(buf, len, "PID %d has exited: a zombie its parent has not reaped (nothing to read)",
+				 (int)pid);
+		else
+			snprintf(buf, len, "no such process %d (it exited, or the PID is wrong: check it with ps)",
+				 (int)pid);
 	} else if (err == -EPERM || err == -EACCES) {
 		long scope = cs_read_long_file("/proc/sys/kernel/yama/ptrace_scope", -1);
 		if (scope >= 1)

@@ -187,6 +187,33 @@ else
 	fail "dump: exiting targets: $bad bad of $runs runs ($partial partial), last rc $rc, $(grep -c . ex.err) lines: $(head -c 300 ex.err)"
 fi
 
+# ---- a process a user stopped stays stopped; a zombie is named as one ----
+sleep 300 &
+ST=$!; started+=("$ST")
+sleep 0.1
+kill -STOP "$ST"
+sleep 0.1
+"$C" dump -p "$ST" >st.txt 2>st.err; rc=$?
+state=$(awk '/^State:/ {print $2}' /proc/"$ST"/status)
+if [ $rc = 0 ] && grep -q '^  Thread [0-9]* "sleep": stopped (by a signal)' st.txt && [ "$state" = T ] &&
+	grep -q 'TracerPid:[[:space:]]*0' /proc/"$ST"/status; then
+	pass "dump: a SIGSTOPped process is read and stays stopped, untraced"
+else
+	fail "dump: stopped process: rc $rc, state $state: $(head -c 300 st.txt st.err)"
+fi
+kill -CONT "$ST"
+# sh starts a short sleep and becomes a long one that never reaps it: a zombie
+sh -c 'sleep 0.1 & exec sleep 300' &
+ZP=$!; started+=("$ZP")
+sleep 0.5
+Z=$(pgrep -P "$ZP" | head -n 1)
+"$C" dump -p "$Z" >z.out 2>z.err; rc=$?
+if [ -n "$Z" ] && [ $rc = 125 ] && [ "$(grep -c . z.err)" = 1 ] && grep -q "PID $Z has exited: a zombie" z.err; then
+	pass "dump: a zombie: one line saying so, exit 125"
+else
+	fail "dump: zombie '$Z': rc $rc: $(cat z.err)"
+fi
+
 # ---- --cgroup: the processes of a cgroup made for the test ----
 cgroot=/sys/fs/cgroup
 [ -e $cgroot/cgroup.procs ] || cgroot=/sys/fs/cgroup/unified
