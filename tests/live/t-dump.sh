@@ -162,8 +162,9 @@ else
 fi
 
 # ---- targets exiting during the dump ----
-# rank r exits 700 + 150 r ms after its start (dump-ranks.c): back-to-back dumps see them go one by one
-"$TPROG/dump-ranks" 6 8 -1 700 >exit.out &
+# rank r exits 600 + 500 r ms after its start (dump-ranks.c): back-to-back dumps see them go
+# one by one, over 2.5 s
+"$TPROG/dump-ranks" 6 8 -1 600 500 >exit.out &
 E=$!; started+=("$E")
 wait_ready exit.out || fail "dump: exiting ranks did not start"
 read -r -a X <<<"$(sed 's/^ready //' exit.out)"

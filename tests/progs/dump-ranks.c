@@ -1,13 +1,13 @@
 /* dump-ranks.c: a stand-in for a hung distributed job, for `csampler dump` (tests/live/
  * t-dump.sh, scripts/bench-dump.sh).
  *
- *   dump-ranks NPROC NTHREADS ODD_RANK [EXIT_AFTER_MS]
+ *   dump-ranks NPROC NTHREADS ODD_RANK [EXIT_AFTER_MS [STAGGER_MS]]
  *
  * Starts NPROC rank processes (each exec'd again with RANK=r in its environment, as torchrun
  * does), each with NTHREADS - 1 worker threads parked in ranks_worker_idle (a condition
  * variable: futex). Every rank's main thread waits in ranks_wait_collective (nanosleep) except
  * ODD_RANK's, which spins in ranks_spin_elsewhere (-1: none). With EXIT_AFTER_MS, rank r exits
- * by itself after EXIT_AFTER_MS + 150 * r ms (they end one after the other). The launcher prints "ready PID..." (the ranks' PIDs) once
+ * by itself after EXIT_AFTER_MS + STAGGER_MS * r ms (default 150: one after the other). The launcher prints "ready PID..." (the ranks' PIDs) once
  * every rank has all its threads, then waits for them. */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -55,7 +55,8 @@ NOIPA void ranks_spin_elsewhere(void)
 		ranks_sink++;
 }
 
-NOIPA static int ranks_rank_main(int rank, int nthreads, int odd, long exit_ms, int ready_fd)
+NOIPA static int ranks_rank_main(int rank, int nthreads, int odd, long exit_ms, long stagger_ms,
+				 int ready_fd)
 {
 	for (int i = 1; i < nthreads; i++) {
 		pthread_t th;
@@ -86,7 +87,7 @@ NOIPA static int ranks_rank_main(int rank, int nthreads, int odd, long exit_ms, 
 		return 1;
 	close(ready_fd);
 	if (exit_ms > 0) {
-		exit_ms += 150L * rank;
+		exit_ms += stagger_ms * rank;
 		struct timespec ts = { exit_ms / 1000, (exit_ms % 1000) * 1000000L };
 		nanosleep(&ts, NULL);
 		_exit(0);
@@ -100,15 +101,16 @@ NOIPA static int ranks_rank_main(int rank, int nthreads, int odd, long exit_ms, 
 
 int main(int argc, char **argv)
 {
-	if (argc >= 7 && !strcmp(argv[1], "--rank"))
+	if (argc >= 8 && !strcmp(argv[1], "--rank"))
 		return ranks_rank_main(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atol(argv[5]),
-				       atoi(argv[6]));
+				       atol(argv[6]), atoi(argv[7]));
 	if (argc < 4) {
-		fprintf(stderr, "usage: dump-ranks NPROC NTHREADS ODD_RANK [EXIT_AFTER_MS]\n");
+		fprintf(stderr, "usage: dump-ranks NPROC NTHREADS ODD_RANK [EXIT_AFTER_MS [STAGGER_MS]]\n");
 		return 2;
 	}
 	int nproc = atoi(argv[1]);
 	const char *exit_ms = argc > 4 ? argv[4] : "0";
+	const char *stagger_ms = argc > 5 ? argv[5] : "150";
 	int ready[2];
 	if (nproc < 1 || pipe(ready) < 0)
 		return 2;
@@ -128,8 +130,8 @@ int main(int argc, char **argv)
 			snprintf(fd, sizeof(fd), "%d", ready[1]);
 			close(ready[0]);
 			setenv("RANK", rank, 1);
-			execl(self, argv[0], "--rank", rank, argv[2], argv[3], exit_ms, fd,
-			      (char *)NULL);
+			execl(self, argv[0], "--rank", rank, argv[2], argv[3], exit_ms, stagger_ms,
+			      fd, (char *)NULL);
 			_exit(127);
 		}
 	}
