@@ -81,18 +81,22 @@ void dump_thread_where(const struct dump_thread *t, char *buf, size_t len)
 	char state[96];
 	dump_state_words(t, state, sizeof(state));
 	cs_buf_printf(&b, "%s", state);
-	/* the leaf, then the first frames of the program itself (not libc's, not thread start) */
+	/* the leaf, then the first frames of the program itself (not libc's, not thread start);
+	 * in a Python program its Python functions, which say more than the interpreter's */
+	bool has_python = false;
+	for (size_t i = 0; i < t->stack.n; i++)
+		has_python |= t->stack.frames[i].python;
 	size_t shown = 0, last = 0;
 	for (size_t i = 0; i < t->stack.n && shown < 4; i++) {
 		const struct dump_frame *f = &t->stack.frames[i];
-		if (i > 0 && dump_frame_is_runtime(f))
+		if (i > 0 && (has_python ? !f->python : dump_frame_is_runtime(f)))
 			continue;
 		cs_buf_printf(&b, "%s%s", shown ? " < " : ": ", f->name);
 		shown++;
 		last = i;
 	}
 	for (size_t i = last + 1; shown == 4 && i < t->stack.n; i++)
-		if (!dump_frame_is_runtime(&t->stack.frames[i])) {
+		if (has_python ? t->stack.frames[i].python : !dump_frame_is_runtime(&t->stack.frames[i])) {
 			cs_buf_printf(&b, " < ...");
 			break;
 		}

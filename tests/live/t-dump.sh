@@ -157,6 +157,47 @@ PYEOF
 	else
 		fail "dump: Python frames: main '$main', thread '$spin', native '$native' $(head -c 200 py.err)"
 	fi
+	# GPU work in flight launched from Python (libpylaunch.so over the stand-in CUPTI): the
+	# launch stack carries the Python functions, and the summary names them
+	PL=$TPROG/cupti/libpylaunch.so
+	if [ "$pyver" = 3.11 ] && [ -f "$LIB" ] && [ -f "$PL" ]; then
+		cat >hang.py <<'PYEOF'
+import ctypes, os, sys, time
+lib = ctypes.CDLL(sys.argv[1])
+lib.pl_launch.argtypes = [ctypes.c_char_p, ctypes.c_uint32]
+lib.pl_launch_hung.argtypes = [ctypes.c_char_p, ctypes.c_uint32]
+def forward():
+    lib.pl_launch(b"forward_kernel", 1)
+def all_reduce():
+    lib.pl_launch_hung(b"nccl_all_reduce_kernel", 2)
+def train_step():
+    forward()
+    all_reduce()
+    time.sleep(3600)
+if lib.pl_init(os.environ["CUDA_INJECTION64_PATH"].encode()) != 0:
+    sys.exit(2)
+print("ready", flush=True)
+train_step()
+PYEOF
+		(export CSAMPLER_GPU_DIR=$T/gpu-py; eval "$("$C" env --print)"
+		 LD_LIBRARY_PATH=$TPROG/cupti/standin exec "$PY" hang.py "$PL") >hang.out 2>&1 &
+		H=$!; started+=("$H")
+		if wait_ready hang.out; then
+			"$C" dump -p "$H" --format json >hang.json 2>hang.err
+			"$C" dump -p "$H" --summary >hang.txt 2>&1
+			k=$(json_get hang.json "j.processes[0].gpu.in_flight.map(k => k.kernel + '@' + k.frames.filter(f => f.python).map(f => f.name + ':' + f.line).join('<')).join(' ')")
+			if [ "$k" = "nccl_all_reduce_kernel@all_reduce:8<train_step:11<<module>:16" ] &&
+				grep -q 'waiting in clock_nanosleep: clock_nanosleep < train_step < <module>' hang.txt; then
+				pass "dump: GPU work in flight launched from Python: $k; the summary names the Python functions"
+			else
+				fail "dump: Python launch stack: '$k'; $(grep clock_nanosleep hang.txt) $(head -c 200 hang.err)"
+			fi
+		else
+			fail "dump: the Python launcher did not start: $(head -c 300 hang.out)"
+		fi
+	else
+		skip "dump: kernels in flight from Python: needs CPython 3.11, lib/libcsampler-cupti.so and libpylaunch.so"
+	fi
 else
 	skip "dump: Python frames: /usr/bin/python3 is ${pyver:-missing}, not 3.11 or 3.12"
 fi
