@@ -145,6 +145,8 @@ struct inj_thread {
 	struct inj_stack_ent *stab;
 	uint8_t *arena;
 	uint32_t stab_used, arena_used;
+	uint32_t stab_gen;               /* bumped at each reset of the table (protocol.h's
+					  * in-flight slots point into the arena) */
 	uint8_t name_written[2][INJ_CBIDS / 8];   /* [runtime, driver][cbid]: name record made */
 	uint64_t pcs[GPU_MAX_FRAMES + INJ_SKIP_FRAMES];
 	/* the Python frames of the last capture */
@@ -462,6 +464,7 @@ static struct inj_thread *inj_thread_get(void)
 	if (t->stab)
 		memset(t->stab, 0, sizeof(*t->stab) * INJ_STACK_SLOTS);
 	t->stab_used = t->arena_used = 0;
+	__atomic_store_n(&t->stab_gen, t->stab_gen + 1, __ATOMIC_RELEASE);
 	memset(t->name_written, 0, sizeof(t->name_written));
 	inj_self = t;
 	pthread_setspecific(inj.thread_key, t);
@@ -607,8 +610,9 @@ static int inj_stack_table(struct inj_thread *t)
  * (hash, then a full compare); a new one is given an id and put in the ring as GPU_REC_STACK
  * (unpublished: the caller publishes it with its call). 0 when the ring has no room. */
 static uint32_t inj_stack_id(struct inj_thread *t, int first, int n, uint16_t flags,
-			     uint64_t *at)
+			     uint64_t *at, const struct inj_stack_ent **found)
 {
+	*found = NULL;
 	const uint64_t *pcs = t->pcs + first;
 	uint32_t npy = n ? t->npy : 0;
 	uint64_t a = (uint64_t)n << 32 | npy, b = flags;
@@ -634,14 +638,17 @@ static uint32_t inj_stack_id(struct inj_thread *t, int first, int n, uint16_t fl
 				break;
 			if (e->hash == h && e->nframes == n && e->npy == npy && e->flags == flags &&
 			    !memcmp(t->arena + e->off, pcs, pcs_bytes) &&
-			    !memcmp(t->arena + e->off + pcs_bytes, t->py, py_bytes))
+			    !memcmp(t->arena + e->off + pcs_bytes, t->py, py_bytes)) {
+				*found = e;
 				return e->id;
+			}
 		}
 		/* full tables start again (their ids stay valid in the file) */
 		if (t->stab_used + 1 > INJ_STACK_SLOTS * 3 / 4 ||
 		    t->arena_used + pcs_bytes + py_bytes > INJ_STACK_ARENA) {
 			memset(t->stab, 0, sizeof(*t->stab) * INJ_STACK_SLOTS);
 			t->stab_used = t->arena_used = 0;
+			__atomic_store_n(&t->stab_gen, t->stab_gen + 1, __ATOMIC_RELEASE);
 			e = &t->stab[(uint32_t)h & mask];
 		}
 	}
@@ -670,6 +677,7 @@ static uint32_t inj_stack_id(struct inj_thread *t, int first, int n, uint16_t fl
 		memcpy(t->arena + t->arena_used + pcs_bytes, t->py, py_bytes);
 		t->arena_used += (uint32_t)(pcs_bytes + py_bytes);
 		t->stab_used++;
+		*found = e;
 	}
 	return r.s.id;
 }
@@ -738,37 +746,34 @@ static void inj_append_call(struct inj_thread *t, const struct inj_span *sp, uin
 	inj_count(&t->launches, 1);
 }
 
-/* A kernel launch enters the in-flight table (protocol.h): its slot, by correlation id, is
- * marked odd while it is written, so that a dump that stopped this thread in the middle
- * passes it over. No lock, no system call: a copy of the stack already captured. */
-static void inj_inflight_enter(struct inj_thread *t, const CUpti_CallbackData *cb, uint16_t cbid,
-			       uint16_t domain, uint64_t start, int first, int n, uint16_t flags)
+/* A kernel launch enters the in-flight table (protocol.h): one cache line, by correlation id,
+ * marked odd while it is written so that a dump that stopped this thread in the middle passes
+ * it over. No lock, no locked instruction, no system call; the stack is pointed at, in this
+ * thread's table (e: its entry, NULL when it has none), not copied. */
+static void inj_inflight_enter(struct inj_thread *t, const CUpti_CallbackData *cb, uint64_t start,
+			       const struct inj_stack_ent *e)
 {
-	struct gpu_inflight_slot *sl =
-		&csampler_gpu_inflight.slots[cb->correlationId % GPU_INFLIGHT_SLOTS];
-	uint32_t seq = __atomic_load_n(&sl->seq, __ATOMIC_RELAXED);
-	__atomic_store_n(&sl->seq, seq | 1, __ATOMIC_RELAXED);
+	struct gpu_inflight_table *ft = &csampler_gpu_inflight;
+	struct gpu_inflight_slot *sl = &ft->slots[cb->correlationId % GPU_INFLIGHT_SLOTS];
+	uint32_t seq = __atomic_load_n(&sl->seq, __ATOMIC_RELAXED) | 1;
+	__atomic_store_n(&sl->seq, seq, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	if (n > GPU_INFLIGHT_FRAMES)
-		n = GPU_INFLIGHT_FRAMES, flags |= GPU_STACK_TRUNCATED;
-	uint32_t npy = n ? t->npy : 0;
-	if (npy > GPU_INFLIGHT_PY)
-		npy = GPU_INFLIGHT_PY;
-	sl->state = GPU_INFLIGHT_LAUNCHED;
-	sl->correlation = cb->correlationId;
+	/* the writer thread reads correlation and writes state (inj_kernel): atomic, relaxed */
+	__atomic_store_n(&sl->correlation, cb->correlationId, __ATOMIC_RELAXED);
+	__atomic_store_n(&sl->state, GPU_INFLIGHT_LAUNCHED, __ATOMIC_RELAXED);
 	sl->tid = t->tid;
 	sl->start = start;
 	sl->name = (uint64_t)(uintptr_t)cb->symbolName;
-	sl->cbid = cbid;
-	sl->domain = domain;
-	sl->nframes = (uint16_t)n;
-	sl->npy = (uint16_t)npy;
-	sl->flags = flags;
-	sl->py_flags = npy ? t->py_flags | (t->npy > npy ? GPU_PY_TRUNCATED : 0) : 0;
-	memcpy(sl->pcs, t->pcs + first, (size_t)n * sizeof(sl->pcs[0]));
-	memcpy(sl->py, t->py, npy * sizeof(sl->py[0]));
-	__atomic_store_n(&sl->seq, (seq | 1) + 1, __ATOMIC_RELEASE);
-	__atomic_fetch_add(&csampler_gpu_inflight.launches, 1, __ATOMIC_RELAXED);
+	sl->frames = e ? (uint64_t)(uintptr_t)(t->arena + e->off) : 0;
+	sl->generation_at = (uint64_t)(uintptr_t)&t->stab_gen;
+	sl->generation = t->stab_gen;
+	sl->nframes = e ? e->nframes : 0;
+	sl->npy = e ? e->npy : 0;
+	sl->flags = e ? (uint16_t)e->flags : 0;
+	sl->py_flags = e && e->npy ? (uint16_t)t->py_flags : 0;
+	__atomic_store_n(&sl->seq, seq + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&ft->launches, __atomic_load_n(&ft->launches, __ATOMIC_RELAXED) + 1,
+			 __ATOMIC_RELAXED);
 }
 
 static void inj_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
@@ -815,23 +820,22 @@ static void inj_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 							       GPU_DOMAIN_DRIVER;
 	uint64_t at = atomic_load_explicit(&t->head, memory_order_relaxed);
 	uint32_t stack = 0;
-	int first_frame = 0, nframes = 0;
-	uint16_t stack_flags = 0;
+	const struct inj_stack_ent *ent = NULL;
 	if (d > 0) {
 		/* A call with its own correlation id inside an outer one: the outer call's stack,
 		 * so that activity keyed on this id still finds its launch. */
 		stack = t->outer_stack;
 	} else if (inj.max_frames > 0) {
-		int n = inj_capture(t, &first_frame, &stack_flags);
-		stack = inj_stack_id(t, first_frame, n, stack_flags, &at);
-		nframes = n;
+		int first = 0;
+		uint16_t flags = 0;
+		int n = inj_capture(t, &first, &flags);
+		stack = inj_stack_id(t, first, n, flags, &at, &ent);
 		t->outer_stack = stack;
 	}
 	if (d == 0) {
 		t->outer_corr = cb->correlationId;
 		if (cb->symbolName)
-			inj_inflight_enter(t, cb, (uint16_t)cbid, dom, start, first_frame, nframes,
-					   stack_flags);
+			inj_inflight_enter(t, cb, start, ent);
 	}
 	inj_api_name(t, dom, cbid, cb->functionName, &at);
 	if (at != atomic_load_explicit(&t->head, memory_order_relaxed))
@@ -881,7 +885,8 @@ static void inj_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 		int first = 0;
 		uint16_t flags = 0;
 		int n = inj_capture(t, &first, &flags);
-		stack = inj_stack_id(t, first, n, flags, &at);
+		const struct inj_stack_ent *unused;
+		stack = inj_stack_id(t, first, n, flags, &at, &unused);
 	}
 	/* The correlation id of the API call that created it (cudaLaunchKernel under capture,
 	 * cudaGraphAddKernelNode) when one is open on this thread. */
@@ -1913,6 +1918,7 @@ static void inj_attach_reset(void)
 		if (t->stab)
 			memset(t->stab, 0, sizeof(*t->stab) * INJ_STACK_SLOTS);
 		t->stab_used = t->arena_used = 0;
+		__atomic_store_n(&t->stab_gen, t->stab_gen + 1, __ATOMIC_RELEASE);
 		memset(t->name_written, 0, sizeof(t->name_written));
 		atomic_store(&t->launches, 0);
 		atomic_store(&t->launches_dropped, 0);

@@ -27,6 +27,14 @@
 
 extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
 
+/* A launch stack read from the library's table of stacks (protocol.h). */
+struct dump_launch_stack {
+	uint64_t pcs[GPU_MAX_FRAMES];
+	struct gpu_py_frame py[GPU_MAX_PY_FRAMES];
+	uint16_t npcs, npy;
+	bool overwritten;                  /* the thread's table was reset since the launch */
+};
+
 /* What a reader hands over for one process. */
 struct dump_raw {
 	pid_t pid;
@@ -36,6 +44,7 @@ struct dump_raw {
 	char *gpu_note;
 	struct gpu_inflight_table *table;  /* copied while stopped, or NULL */
 	char (*names)[DUMP_NAME_MAX];      /* kernel names of the launched slots, by slot */
+	struct dump_launch_stack *stacks;  /* their launch stacks, by slot */
 };
 
 struct dump_ctx {
@@ -241,9 +250,30 @@ static void dump_gpu_read_stopped(void *arg, pid_t pid)
 		return;
 	}
 	raw->names = cs_calloc(GPU_INFLIGHT_SLOTS, sizeof(*raw->names));
+	raw->stacks = cs_calloc(GPU_INFLIGHT_SLOTS, sizeof(*raw->stacks));
 	for (size_t i = 0; i < GPU_INFLIGHT_SLOTS; i++) {
 		const struct gpu_inflight_slot *sl = &raw->table->slots[i];
-		if (sl->state != GPU_INFLIGHT_LAUNCHED || (sl->seq & 1) || !sl->name)
+		if (sl->state != GPU_INFLIGHT_LAUNCHED || (sl->seq & 1))
+			continue;
+		/* the launch stack, where the launching thread's table keeps it, unless that
+		 * table was reset since (its generation moved) */
+		struct dump_launch_stack *ls = &raw->stacks[i];
+		uint32_t gen = 0;
+		size_t npcs = sl->nframes < GPU_MAX_FRAMES ? sl->nframes : GPU_MAX_FRAMES;
+		size_t npy = sl->npy < GPU_MAX_PY_FRAMES ? sl->npy : GPU_MAX_PY_FRAMES;
+		if (sl->frames && (npcs || npy) &&
+		    !dump_mem_read(pid, sl->generation_at, &gen, sizeof(gen))) {
+			if (gen != sl->generation ||
+			    dump_mem_read(pid, sl->frames, ls->pcs, npcs * 8) ||
+			    (npy && dump_mem_read(pid, sl->frames + (uint64_t)sl->nframes * 8, ls->py,
+						  npy * sizeof(struct gpu_py_frame)))) {
+				ls->overwritten = true;
+			} else {
+				ls->npcs = (uint16_t)npcs;
+				ls->npy = (uint16_t)npy;
+			}
+		}
+		if (!sl->name)
 			continue;
 		/* a page at a time: the name may end just before an unmapped page */
 		char *buf = raw->names[i];
@@ -367,30 +397,30 @@ static void dump_gpu_kernels(struct unwind_ctx *u, const struct dump_opts *o, st
 		*k = (struct dump_gpu_kernel){ .correlation = sl->correlation, .tid = sl->tid,
 					       .age_ns = now > sl->start ? now - sl->start : 0,
 					       .name = dump_demangle(raw->names[i][0] ? raw->names[i] : "[unnamed kernel]") };
+		const struct dump_launch_stack *ls = &raw->stacks[i];
 		struct unwind_loc locs[DUMP_MAX_LOCS];
 		uint32_t flags = 0;
 		int n = 0;
-		size_t npcs = sl->nframes < GPU_INFLIGHT_FRAMES ? sl->nframes : GPU_INFLIGHT_FRAMES;
-		if (npcs) {
+		if (ls->npcs) {
 			struct unwind_sample s = { .pid = (uint32_t)raw->pid, .tid = sl->tid,
-						   .user_ips = sl->pcs, .nuser_ips = npcs };
+						   .user_ips = ls->pcs, .nuser_ips = ls->npcs };
 			n = unwind_sample(u, &s, locs, DUMP_MAX_LOCS, &flags);
 			if (n < 0)
 				n = 0;
 		}
-		size_t npy = sl->npy < GPU_INFLIGHT_PY ? sl->npy : GPU_INFLIGHT_PY;
-		if (npy && n && !o->no_python) {
-			struct py_ext_frame f[GPU_INFLIGHT_PY];
+		if (ls->npy && n && !o->no_python) {
+			struct py_ext_frame f[GPU_MAX_PY_FRAMES];
 			enum py_merge_result res;
-			for (size_t j = 0; j < npy; j++)
-				f[j] = (struct py_ext_frame){ sl->py[j].code, sl->py[j].unit,
-							      (sl->py[j].flags & GPU_PYF_ENTRY) != 0,
-							      (sl->py[j].flags & GPU_PYF_GENERATOR) != 0 };
+			for (size_t j = 0; j < ls->npy; j++)
+				f[j] = (struct py_ext_frame){ ls->py[j].code, ls->py[j].unit,
+							      (ls->py[j].flags & GPU_PYF_ENTRY) != 0,
+							      (ls->py[j].flags & GPU_PYF_GENERATOR) != 0 };
 			bool cut = (sl->flags & GPU_STACK_TRUNCATED) ||
 				   (sl->py_flags & (GPU_PY_TRUNCATED | GPU_PY_BROKEN));
-			n = py_merge_frames(u, (uint32_t)raw->pid, f, (int)npy, cut, locs, n,
+			n = py_merge_frames(u, (uint32_t)raw->pid, f, (int)ls->npy, cut, locs, n,
 					    DUMP_MAX_LOCS, &res);
 		}
+		k->stack_overwritten = ls->overwritten;
 		k->stack.incomplete = (sl->flags & GPU_STACK_TRUNCATED) != 0;
 		dump_name(u, locs, n, 0, &k->stack);
 	}
@@ -508,6 +538,7 @@ out:
 		free(c.raw[i].gpu_note);
 		free(c.raw[i].table);
 		free(c.raw[i].names);
+		free(c.raw[i].stacks);
 	}
 	free(c.raw);
 	free(c.pids);

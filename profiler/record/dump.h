@@ -71,6 +71,8 @@ struct dump_gpu_kernel {
 	uint64_t age_ns;             /* since the launch */
 	char *name;                  /* demangled kernel name */
 	struct dump_stack stack;
+	bool stack_overwritten;      /* the launching thread's table of stacks was reset since the
+				      * launch (many distinct stacks): the stack is not known */
 };
 
 enum dump_gpu_state {

@@ -385,8 +385,10 @@ void dump_print_text(FILE *f, const struct dump_result *r, bool summary_only)
 				(unsigned long long)p->gpu_launches, p->nkernels ? ":" : "");
 			for (size_t k = 0; k < p->nkernels; k++) {
 				const struct dump_gpu_kernel *g = &p->kernels[k];
-				fprintf(f, "    %s: launched %.3f s ago by thread %u (correlation %u), from\n",
-					g->name, (double)g->age_ns / 1e9, g->tid, g->correlation);
+				fprintf(f, "    %s: launched %.3f s ago by thread %u (correlation %u)%s\n",
+					g->name, (double)g->age_ns / 1e9, g->tid, g->correlation,
+					g->stack.n ? ", from" :
+					g->stack_overwritten ? " (its launch stack was overwritten since)" : "");
 				dump_print_frames(f, &g->stack, "        ");
 			}
 		} else if (p->gpu == DUMP_GPU_IDLE) {
@@ -472,8 +474,9 @@ void dump_print_json(FILE *f, const struct dump_result *r)
 			const struct dump_gpu_kernel *g = &p->kernels[k];
 			fprintf(f, "%s{\"kernel\":", k ? "," : "");
 			cs_fputs_json(f, g->name);
-			fprintf(f, ",\"correlation\":%u,\"tid\":%u,\"age_ms\":%.3f,\"frames\":",
-				g->correlation, g->tid, (double)g->age_ns / 1e6);
+			fprintf(f, ",\"correlation\":%u,\"tid\":%u,\"age_ms\":%.3f,\"stack_overwritten\":%s,\"frames\":",
+				g->correlation, g->tid, (double)g->age_ns / 1e6,
+				g->stack_overwritten ? "true" : "false");
 			dump_json_frames(f, &g->stack);
 			fprintf(f, "}");
 		}

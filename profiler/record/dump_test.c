@@ -137,7 +137,7 @@ UNIT_TEST(dump_json_escapes_and_parses_shape)
 	UNIT_ASSERT(strstr(text, "\"comm\":\"we\\\"ird\\\\n\""));
 	UNIT_ASSERT(strstr(text, "\"name\":\"ns::f<\\\"q\\\">(char\\\\*)\",\"file\":\"a\\u0009b.cc\",\"line\":7,\"module\":\"lib\\\"x.so\""));
 	UNIT_ASSERT(strstr(text, "\"where\":\"waiting (uninterruptible) in ioctl\""));
-	UNIT_ASSERT(strstr(text, "\"in_flight\":[{\"kernel\":\"k<\\\"1\\\">\",\"correlation\":9,\"tid\":5,\"age_ms\":2.500"));
+	UNIT_ASSERT(strstr(text, "\"in_flight\":[{\"kernel\":\"k<\\\"1\\\">\",\"correlation\":9,\"tid\":5,\"age_ms\":2.500,\"stack_overwritten\":false"));
 	UNIT_ASSERT(strstr(text, "\"launched\":12"));
 	UNIT_ASSERT(strstr(text, "\"rank\":null"));
 	free(text);
