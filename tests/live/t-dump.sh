@@ -8,6 +8,11 @@
 #  - JSON with hostile names; targets exiting during the dump; a PID not permitted; bad input.
 source "$CSAMPLER_ROOT/tests/lib.sh"
 C=$CSAMPLER
+scope=$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || echo 0)
+if [ "$(id -u)" != 0 ] && [ "$scope" -ge 1 ]; then
+	skip "dump: kernel.yama.ptrace_scope is $scope and csampler is not root: it may not ptrace this script's children"
+	finish
+fi
 started=()
 cleanup() {
 	local p
