@@ -27,6 +27,8 @@ static const struct csampler_command csampler_commands[] = {
 	{ "diff", cmd_diff, "draw a differential flame graph of two profiles (red grew, blue shrank)" },
 	{ "merge", cmd_merge, "join data files of many processes (ranks, hosts) into one" },
 	{ "export", cmd_export, "write a profile in another tool's format (Chrome trace timeline)" },
+	{ "top", cmd_top, "a live view of the top functions (and GPU kernels) of a command or PIDs" },
+	{ "dump", cmd_dump, "print every thread's stack, state and GPU work in flight of running processes" },
 	{ "env", cmd_env, "run a command with GPU capture set up, for a later record -p" },
 	{ "version", cmd_version, "print csampler's version" },
 };

@@ -42,7 +42,8 @@ DIR=$(mktemp -d /tmp/bench-gpu.XXXXXX)
 trap 'rm -rf "$DIR"' EXIT
 mkdir -p "$DIR/out" "$DIR/base"
 
-# The previous library: its sources at BASE_REV, built as profiler/inject/build.mk does.
+# The previous library: its sources at BASE_REV (every .c of profiler/inject: fastunwind.c
+# too), built as profiler/inject/build.mk does.
 BASE=
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 CUPTI_DIR=$(dirname "$(ls "$CUDA_HOME"/lib64/libcupti.so.13 "$CUDA_HOME"/lib/libcupti.so.13 2>/dev/null | head -n 1)")
@@ -50,7 +51,7 @@ if git cat-file -e "$BASE_REV" 2>/dev/null &&
    git archive "$BASE_REV" profiler/inject | tar -x -C "$DIR/base" &&
    cc -O2 -g -std=gnu11 -D_GNU_SOURCE -pthread -fPIC -fvisibility=hidden -I"$DIR/base/profiler" \
       -isystem "$CUDA_HOME/include" -shared -Wl,--as-needed -o "$DIR/base/libcsampler-cupti.so" \
-      "$DIR/base/profiler/inject/cupti.c" -L"$CUPTI_DIR" -l:libcupti.so.13 -lunwind 2>"$DIR/base/err"; then
+      "$DIR"/base/profiler/inject/*.c -L"$CUPTI_DIR" -l:libcupti.so.13 -lunwind 2>"$DIR/base/err"; then
 	BASE=$DIR/base/libcsampler-cupti.so
 else
 	echo "bench-gpu-launch: could not build the library of $BASE_REV: previous columns left out" >&2

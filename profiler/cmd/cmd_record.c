@@ -50,7 +50,7 @@ static const char record_usage[] =
 	"      --mode MODE        auto (default: perf events, else ptrace), perf or ptrace\n"
 	"      --idle             also sample threads off the CPU (blocked, sleeping, waiting):\n"
 	"                         wall-clock time, each stack ending in [off-cpu: SYSCALL]\n"
-	"  -q, --quiet            no summary\n";
+	"  -q, --quiet            no summary, no live status line\n";
 
 __attribute__((format(printf, 1, 2))) static int record_bad(const char *fmt, ...)
 {
@@ -95,8 +95,8 @@ static int parse_pids(const char *s, struct record_opts *o)
 }
 
 /* --gpu: fill o->gpu (capture on) or leave it empty (off, why says why). Returns -1 when
- * --gpu on cannot be honoured (the line was printed). */
-static int record_gpu_prepare(struct record_opts *o, char *why, size_t whylen)
+ * --gpu on cannot be honoured (the line was printed). Shared with cmd_top.c (cmds.h). */
+int record_gpu_prepare(struct record_opts *o, char *why, size_t whylen)
 {
 	if (o->gpu_mode == GPU_MODE_OFF) {
 		snprintf(why, whylen, "--gpu off");
@@ -160,6 +160,24 @@ static int record_gpu_prepare(struct record_opts *o, char *why, size_t whylen)
 	}
 	why[0] = 0;
 	return 0;
+}
+
+void record_default_sampler(struct sampler_opts *s)
+{
+	if (!s->freq_hz)
+		s->freq_hz = 999;
+	if (!s->stack_size)
+		s->stack_size = RECORD_DEFAULT_STACK;
+	if (s->mmap_pages)
+		return;
+	/* An unprivileged user may lock perf_event_mlock_kb per CPU (plus RLIMIT_MEMLOCK). */
+	s->mmap_pages = RECORD_DEFAULT_PAGES;
+	if (geteuid() != 0) {
+		long kb = cs_read_long_file("/proc/sys/kernel/perf_event_mlock_kb", 516);
+		long pages = kb * 1024 / getpagesize() - 1;
+		while (s->mmap_pages > 1 && s->mmap_pages > pages)
+			s->mmap_pages /= 2;
+	}
 }
 
 int cmd_record(int argc, char **argv)
@@ -316,16 +334,8 @@ int cmd_record(int argc, char **argv)
 	}
 	if (!o.argv && !o.npids)
 		return record_bad("nothing to record: give a command after -- or attach with -p PID");
-	if (!o.sampler.mmap_pages) {
-		/* An unprivileged user may lock perf_event_mlock_kb per CPU (plus RLIMIT_MEMLOCK). */
-		o.sampler.mmap_pages = RECORD_DEFAULT_PAGES;
-		if (geteuid() != 0) {
-			long kb = cs_read_long_file("/proc/sys/kernel/perf_event_mlock_kb", 516);
-			long pages = kb * 1024 / getpagesize() - 1;
-			while (o.sampler.mmap_pages > 1 && o.sampler.mmap_pages > pages)
-				o.sampler.mmap_pages /= 2;
-		}
-	}
+	if (!o.sampler.mmap_pages)
+		record_default_sampler(&o.sampler);
 	for (size_t i = 0; i < o.npids; i++) {
 		if (kill(o.pids[i], 0) < 0 && errno == ESRCH) {
 			fprintf(stderr, "csampler: no such process %d: check the PID with ps\n", (int)o.pids[i]);

@@ -3,6 +3,8 @@
 #ifndef CSAMPLER_CMDS_H
 #define CSAMPLER_CMDS_H
 
+#include <stddef.h>
+
 int cmd_record(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_report(int argc, char **argv);
@@ -12,10 +14,19 @@ int cmd_diff(int argc, char **argv);
 int cmd_env(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 
 /* `report --compare` (cmd_compare.c), with report's parsed options. */
 struct report_opts;
 struct profile_filter;
 int report_compare(const struct report_opts *o, const struct profile_filter *filter);
+
+/* Shared by `record` and `top` (cmd_record.c): --gpu's set-up, and the sampler's defaults
+ * (rate, stack copy, ring pages for this user) for fields left 0. */
+struct record_opts;
+struct sampler_opts;
+int record_gpu_prepare(struct record_opts *o, char *why, size_t whylen);
+void record_default_sampler(struct sampler_opts *s);
 
 #endif

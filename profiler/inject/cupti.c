@@ -145,6 +145,8 @@ struct inj_thread {
 	struct inj_stack_ent *stab;
 	uint8_t *arena;
 	uint32_t stab_used, arena_used;
+	uint32_t stab_gen;               /* bumped at each reset of the table (protocol.h's
+					  * in-flight slots point into the arena) */
 	uint8_t name_written[2][INJ_CBIDS / 8];   /* [runtime, driver][cbid]: name record made */
 	uint64_t pcs[GPU_MAX_FRAMES + INJ_SKIP_FRAMES];
 	/* the Python frames of the last capture */
@@ -224,6 +226,16 @@ static struct inj_ctx inj = { .fd = -1,
 	.flush_lock = PTHREAD_MUTEX_INITIALIZER, .marker_lock = PTHREAD_MUTEX_INITIALIZER,
 	.drain_lock = PTHREAD_MUTEX_INITIALIZER, .writer_lock = PTHREAD_MUTEX_INITIALIZER };
 static __thread struct inj_thread *inj_self;
+
+/* Kernels launched and not known to be finished, for `csampler dump` (protocol.h). In .bss:
+ * its header is written at start (a table without its magic is a library not started). */
+INJ_EXPORT struct gpu_inflight_table csampler_gpu_inflight;
+
+static void inj_set_state(int state)
+{
+	atomic_store(&inj.state, state);
+	__atomic_store_n(&csampler_gpu_inflight.active, state == INJ_ACTIVE, __ATOMIC_RELEASE);
+}
 
 static uint64_t inj_now(void)
 {
@@ -452,6 +464,7 @@ static struct inj_thread *inj_thread_get(void)
 	if (t->stab)
 		memset(t->stab, 0, sizeof(*t->stab) * INJ_STACK_SLOTS);
 	t->stab_used = t->arena_used = 0;
+	__atomic_store_n(&t->stab_gen, t->stab_gen + 1, __ATOMIC_RELEASE);
 	memset(t->name_written, 0, sizeof(t->name_written));
 	inj_self = t;
 	pthread_setspecific(inj.thread_key, t);
@@ -597,8 +610,9 @@ static int inj_stack_table(struct inj_thread *t)
  * (hash, then a full compare); a new one is given an id and put in the ring as GPU_REC_STACK
  * (unpublished: the caller publishes it with its call). 0 when the ring has no room. */
 static uint32_t inj_stack_id(struct inj_thread *t, int first, int n, uint16_t flags,
-			     uint64_t *at)
+			     uint64_t *at, const struct inj_stack_ent **found)
 {
+	*found = NULL;
 	const uint64_t *pcs = t->pcs + first;
 	uint32_t npy = n ? t->npy : 0;
 	uint64_t a = (uint64_t)n << 32 | npy, b = flags;
@@ -624,14 +638,17 @@ static uint32_t inj_stack_id(struct inj_thread *t, int first, int n, uint16_t fl
 				break;
 			if (e->hash == h && e->nframes == n && e->npy == npy && e->flags == flags &&
 			    !memcmp(t->arena + e->off, pcs, pcs_bytes) &&
-			    !memcmp(t->arena + e->off + pcs_bytes, t->py, py_bytes))
+			    !memcmp(t->arena + e->off + pcs_bytes, t->py, py_bytes)) {
+				*found = e;
 				return e->id;
+			}
 		}
 		/* full tables start again (their ids stay valid in the file) */
 		if (t->stab_used + 1 > INJ_STACK_SLOTS * 3 / 4 ||
 		    t->arena_used + pcs_bytes + py_bytes > INJ_STACK_ARENA) {
 			memset(t->stab, 0, sizeof(*t->stab) * INJ_STACK_SLOTS);
 			t->stab_used = t->arena_used = 0;
+			__atomic_store_n(&t->stab_gen, t->stab_gen + 1, __ATOMIC_RELEASE);
 			e = &t->stab[(uint32_t)h & mask];
 		}
 	}
@@ -660,6 +677,7 @@ static uint32_t inj_stack_id(struct inj_thread *t, int first, int n, uint16_t fl
 		memcpy(t->arena + t->arena_used + pcs_bytes, t->py, py_bytes);
 		t->arena_used += (uint32_t)(pcs_bytes + py_bytes);
 		t->stab_used++;
+		*found = e;
 	}
 	return r.s.id;
 }
@@ -728,6 +746,36 @@ static void inj_append_call(struct inj_thread *t, const struct inj_span *sp, uin
 	inj_count(&t->launches, 1);
 }
 
+/* A kernel launch enters the in-flight table (protocol.h): one cache line, by correlation id,
+ * marked odd while it is written so that a dump that stopped this thread in the middle passes
+ * it over. No lock, no locked instruction, no system call; the stack is pointed at, in this
+ * thread's table (e: its entry, NULL when it has none), not copied. */
+static void inj_inflight_enter(struct inj_thread *t, const CUpti_CallbackData *cb, uint64_t start,
+			       const struct inj_stack_ent *e)
+{
+	struct gpu_inflight_table *ft = &csampler_gpu_inflight;
+	struct gpu_inflight_slot *sl = &ft->slots[cb->correlationId % GPU_INFLIGHT_SLOTS];
+	uint32_t seq = __atomic_load_n(&sl->seq, __ATOMIC_RELAXED) | 1;
+	__atomic_store_n(&sl->seq, seq, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	/* the writer thread reads correlation and writes state (inj_kernel): atomic, relaxed */
+	__atomic_store_n(&sl->correlation, cb->correlationId, __ATOMIC_RELAXED);
+	__atomic_store_n(&sl->state, GPU_INFLIGHT_LAUNCHED, __ATOMIC_RELAXED);
+	sl->tid = t->tid;
+	sl->start = start;
+	sl->name = (uint64_t)(uintptr_t)cb->symbolName;
+	sl->frames = e ? (uint64_t)(uintptr_t)(t->arena + e->off) : 0;
+	sl->generation_at = (uint64_t)(uintptr_t)&t->stab_gen;
+	sl->generation = t->stab_gen;
+	sl->nframes = e ? e->nframes : 0;
+	sl->npy = e ? e->npy : 0;
+	sl->flags = e ? (uint16_t)e->flags : 0;
+	sl->py_flags = e && e->npy ? (uint16_t)t->py_flags : 0;
+	__atomic_store_n(&sl->seq, seq + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&ft->launches, __atomic_load_n(&ft->launches, __ATOMIC_RELAXED) + 1,
+			 __ATOMIC_RELAXED);
+}
+
 static void inj_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 		    const CUpti_CallbackData *cb)
 {
@@ -772,6 +820,7 @@ static void inj_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 							       GPU_DOMAIN_DRIVER;
 	uint64_t at = atomic_load_explicit(&t->head, memory_order_relaxed);
 	uint32_t stack = 0;
+	const struct inj_stack_ent *ent = NULL;
 	if (d > 0) {
 		/* A call with its own correlation id inside an outer one: the outer call's stack,
 		 * so that activity keyed on this id still finds its launch. */
@@ -780,11 +829,14 @@ static void inj_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 		int first = 0;
 		uint16_t flags = 0;
 		int n = inj_capture(t, &first, &flags);
-		stack = inj_stack_id(t, first, n, flags, &at);
+		stack = inj_stack_id(t, first, n, flags, &at, &ent);
 		t->outer_stack = stack;
 	}
-	if (d == 0)
+	if (d == 0) {
 		t->outer_corr = cb->correlationId;
+		if (cb->symbolName)
+			inj_inflight_enter(t, cb, start, ent);
+	}
 	inj_api_name(t, dom, cbid, cb->functionName, &at);
 	if (at != atomic_load_explicit(&t->head, memory_order_relaxed))
 		inj_ring_publish(t, at);   /* the stack and name, before the call that uses them */
@@ -833,7 +885,8 @@ static void inj_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 		int first = 0;
 		uint16_t flags = 0;
 		int n = inj_capture(t, &first, &flags);
-		stack = inj_stack_id(t, first, n, flags, &at);
+		const struct inj_stack_ent *unused;
+		stack = inj_stack_id(t, first, n, flags, &at, &unused);
 	}
 	/* The correlation id of the API call that created it (cudaLaunchKernel under capture,
 	 * cudaGraphAddKernelNode) when one is open on this thread. */
@@ -945,6 +998,10 @@ static void inj_kernel(struct inj_out *o, const CUpti_ActivityKernel10 *k)
 		atomic_fetch_add_explicit(&inj.lost_timestamps, 1, memory_order_relaxed);
 		return;
 	}
+	struct gpu_inflight_slot *sl =
+		&csampler_gpu_inflight.slots[k->correlationId % GPU_INFLIGHT_SLOTS];
+	if (__atomic_load_n(&sl->correlation, __ATOMIC_RELAXED) == k->correlationId)
+		__atomic_store_n(&sl->state, GPU_INFLIGHT_FINISHED, __ATOMIC_RELAXED);
 	size_t nl = inj_name_len(k->name, GPU_NAME_MAX);
 	struct gpu_kernel *g = inj_out_reserve(o, GPU_REC_KERNEL, sizeof(*g) + nl);
 	*g = (struct gpu_kernel){
@@ -1215,6 +1272,20 @@ static int inj_drain(void)
 	return any;
 }
 
+/* `csampler dump` asked for a flush (protocol.h): CUPTI's buffers (under the watchdog), their
+ * records translated (kernels that finished leave the in-flight table), then the answer. */
+static void inj_inflight_serve(void)
+{
+	struct gpu_inflight_table *ft = &csampler_gpu_inflight;
+	uint32_t req = __atomic_load_n(&ft->flush_request, __ATOMIC_ACQUIRE);
+	if (req == __atomic_load_n(&ft->flush_done, __ATOMIC_RELAXED))
+		return;
+	inj_flush("csampler dump");
+	inj_drain();
+	ft->flush_ns = inj_now();
+	__atomic_store_n(&ft->flush_done, req, __ATOMIC_RELEASE);
+}
+
 /* The writer thread: drains every few ms (sooner while there is work), until told to stop. */
 static void *inj_writer_main(void *arg)
 {
@@ -1222,6 +1293,7 @@ static void *inj_writer_main(void *arg)
 	pthread_mutex_lock(&inj.writer_lock);
 	while (!inj.writer_stop) {
 		pthread_mutex_unlock(&inj.writer_lock);
+		inj_inflight_serve();
 		sleep_ns = inj_drain() ? INJ_WRITER_MIN_NS :
 			   sleep_ns * 2 > INJ_WRITER_MAX_NS ? INJ_WRITER_MAX_NS : sleep_ns * 2;
 		struct timespec deadline;
@@ -1355,7 +1427,7 @@ static void inj_atexit(void)
 		munmap(o, sizeof(*o));
 	}
 	inj_write_stats();
-	atomic_store(&inj.state, INJ_INERT);
+	inj_set_state(INJ_INERT);
 	pthread_mutex_unlock(&inj.drain_lock);
 }
 
@@ -1364,7 +1436,7 @@ static void inj_atexit(void)
  * nothing, waits for no writer. */
 static void inj_atfork_child(void)
 {
-	atomic_store(&inj.state, INJ_INERT);
+	inj_set_state(INJ_INERT);
 	inj.writer_running = 0;
 	if (inj.fd >= 0)
 		close(inj.fd);
@@ -1542,7 +1614,7 @@ static int inj_give_up(const char *call, CUptiResult r)
 		inj.subscriber = NULL;
 	}
 	inj_write_info(GPU_STATUS_CUPTI_ERROR, r);
-	atomic_store(&inj.state, INJ_INERT);
+	inj_set_state(INJ_INERT);
 	return 1;
 }
 
@@ -1658,7 +1730,7 @@ static int inj_start(void)
 		inj_note(1, "CUPTI is already used by %s (one CUPTI client per process); "
 			 "GPU capture off, CPU profile only", other[0] ? other : "another tool");
 		inj_write_info(GPU_STATUS_OTHER_SUBSCRIBER, r);
-		atomic_store(&inj.state, INJ_INERT);
+		inj_set_state(INJ_INERT);
 		return 1;
 	}
 	if (r != CUPTI_SUCCESS) {
@@ -1704,7 +1776,16 @@ static int inj_start(void)
 		inj_note(1, "no writer thread (pthread_create: %s): GPU records are written at exit "
 			 "only, and a thread's records beyond %u KiB are lost", strerror(werr),
 			 INJ_RING >> 10);
-	atomic_store_explicit(&inj.state, INJ_ACTIVE, memory_order_release);
+	if (!csampler_gpu_inflight.magic[0]) {
+		struct gpu_inflight_table *ft = &csampler_gpu_inflight;
+		ft->version = GPU_PROTOCOL_VERSION;
+		ft->nslots = GPU_INFLIGHT_SLOTS;
+		ft->slot_size = sizeof(struct gpu_inflight_slot);
+		__atomic_store_n(&ft->flush_done, __atomic_load_n(&ft->flush_request, __ATOMIC_RELAXED),
+				 __ATOMIC_RELAXED);
+		memcpy(ft->magic, GPU_INFLIGHT_MAGIC, sizeof(ft->magic));
+	}
+	inj_set_state(INJ_ACTIVE);
 
 	/* 3. API and resource callbacks (none for the "activity only" floor). */
 	int callbacks = inj.floor != INJ_FLOOR_ACTIVITY;
@@ -1837,6 +1918,7 @@ static void inj_attach_reset(void)
 		if (t->stab)
 			memset(t->stab, 0, sizeof(*t->stab) * INJ_STACK_SLOTS);
 		t->stab_used = t->arena_used = 0;
+		__atomic_store_n(&t->stab_gen, t->stab_gen + 1, __ATOMIC_RELEASE);
 		memset(t->name_written, 0, sizeof(t->name_written));
 		atomic_store(&t->launches, 0);
 		atomic_store(&t->launches_dropped, 0);
@@ -1942,7 +2024,7 @@ INJ_EXPORT int csampler_gpu_detach(void)
 		cuptiActivityDisable(kinds[i]);
 	cuptiActivityEnableLatencyTimestamps(0);
 	inj_atexit();
-	atomic_store(&inj.state, INJ_OFF);
+	inj_set_state(INJ_OFF);
 	/* The writer thread is stopped (inj_atexit); still, nothing written late may land in a
 	 * descriptor the program reuses: the number stays ours, on /dev/null, until the next
 	 * attach. */

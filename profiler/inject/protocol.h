@@ -311,4 +311,67 @@ struct gpu_note {
 	/* char text[len]; padding to 8 */
 };
 
+/* ---- the in-flight table, read by `csampler dump` (record/dump.c) ----
+ *
+ * Kernels launched and not known to be finished, kept in the library's own memory (not in the
+ * file: a dump must see them at once, and a hung job's file can be large). The library exports
+ * the table as the data symbol GPU_INFLIGHT_SYM; dump finds it in the process' mapping of the
+ * library (its dynamic symbol table) and reads it with process_vm_readv while every thread of
+ * the process is stopped.
+ *
+ * A kernel launch (an API call whose callback names a kernel symbol) fills slot
+ * correlation % GPU_INFLIGHT_SLOTS (one cache line) at its ENTER, on the launching thread: seq
+ * is made odd, the fields written, seq made even again (a slot read with an odd seq was being
+ * written when the thread was stopped). Its launch stack is not copied (that cost the launch
+ * path ~20 ns and 15 cache lines): the slot points at the stack's frames in the launching
+ * thread's table of stacks, which stay where they are until that table is reset; a reset
+ * changes the table's generation, so frames whose generation no longer matches are not read.
+ * The writer thread marks the slot finished when the kernel's activity record comes. CUPTI
+ * hands those records over only when a buffer fills or is flushed, so dump first asks for a
+ * flush: it writes flush_request + 1 into flush_request (process_vm_writev, the same permission
+ * as reading); the writer thread sees it within its sleep (at most 20 ms), flushes CUPTI (under
+ * the watchdog of CSAMPLER_GPU_FLUSH_MS), translates what came, and sets flush_done to the
+ * request it served and flush_ns to the time. A slot still "launched" after that flush was
+ * launched and had not finished when the flush was made. */
+#define GPU_INFLIGHT_SYM "csampler_gpu_inflight"
+#define GPU_INFLIGHT_MAGIC "CSINFL2"
+#define GPU_INFLIGHT_SLOTS 256
+
+enum gpu_inflight_state {
+	GPU_INFLIGHT_FREE = 0,
+	GPU_INFLIGHT_LAUNCHED = 1,     /* entered, no activity record yet */
+	GPU_INFLIGHT_FINISHED = 2,     /* its activity record came */
+};
+
+struct gpu_inflight_slot {
+	uint32_t seq;              /* odd while the launching thread writes the slot */
+	uint32_t state;            /* enum gpu_inflight_state */
+	uint32_t correlation, tid;
+	uint64_t start;            /* the launch's ENTER, CLOCK_MONOTONIC */
+	uint64_t name;             /* address of the kernel's (mangled) name in the process */
+	uint64_t frames;           /* address of the launch stack: u64 pcs[nframes] (return
+				    * addresses, leaf first, as gpu_stack), then struct
+				    * gpu_py_frame py[npy]; 0: none */
+	uint64_t generation_at;    /* address of the thread's stack-table generation (u32) */
+	uint32_t generation;       /* its value when the slot was written */
+	uint16_t nframes, npy;
+	uint16_t flags;            /* GPU_STACK_TRUNCATED */
+	uint16_t py_flags;         /* enum gpu_py_flags */
+	uint32_t reserved;
+};
+
+struct gpu_inflight_table {
+	char magic[8];             /* GPU_INFLIGHT_MAGIC */
+	uint32_t version;          /* GPU_PROTOCOL_VERSION */
+	uint32_t nslots;           /* GPU_INFLIGHT_SLOTS */
+	uint32_t slot_size;        /* sizeof(struct gpu_inflight_slot) */
+	uint32_t active;           /* 1 while the library captures (0: off, detached, inert) */
+	uint32_t flush_request;    /* written by dump */
+	uint32_t flush_done;       /* the request the writer thread served last */
+	uint64_t flush_ns;         /* when it served it */
+	uint64_t launches;         /* kernel launches entered since the start (approximate:
+				    * counted without a locked instruction) */
+	struct gpu_inflight_slot slots[GPU_INFLIGHT_SLOTS] __attribute__((aligned(64)));
+};
+
 #endif

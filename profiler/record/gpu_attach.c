@@ -829,3 +829,81 @@ int gpu_attach_stop(struct gpu_attach *a, char *why, size_t whylen)
 		return 0;   /* it exited: its library wrote the rest of the file at exit */
 	return ret;
 }
+
+/* ---- the library's data in a process (csampler dump) ---- */
+
+/* A defined symbol's virtual address in the file (st_value) and the lowest PT_LOAD address,
+ * for data that may lie in .bss (past the file's bytes). Returns 0 or -ENOENT / -errno. */
+static int ga_elf_data_sym(const char *path, const char *name, uint64_t *value, uint64_t *size,
+			   uint64_t *first_load)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf_version(EV_CURRENT);
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	int ret = -ENOENT;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	while (elf && ret && (scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
+			continue;
+		Elf_Data *data = elf_getdata(scn, NULL);
+		for (size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym sym;
+			const char *n;
+			if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
+			    !(n = elf_strptr(elf, sh.sh_link, sym.st_name)) || strcmp(n, name))
+				continue;
+			*value = sym.st_value;
+			*size = sym.st_size;
+			ret = 0;
+			break;
+		}
+	}
+	size_t nph = 0;
+	*first_load = UINT64_MAX;
+	if (!ret && elf_getphdrnum(elf, &nph) == 0) {
+		for (size_t i = 0; i < nph; i++) {
+			GElf_Phdr ph;
+			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && ph.p_vaddr < *first_load)
+				*first_load = ph.p_vaddr & ~(uint64_t)(ph.p_align > 1 ? ph.p_align - 1 : 0);
+		}
+	}
+	if (!ret && *first_load == UINT64_MAX)
+		ret = -ENOENT;
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return ret;
+}
+
+int gpu_attach_lib_symbol(pid_t pid, const char *name, uint64_t *addr, uint64_t *size)
+{
+	struct ga_maps m = { 0 };
+	int ret = ga_maps_read(pid, &m);
+	if (ret)
+		return ret;
+	const struct ga_map *lib = ga_find_lib(&m, "libcsampler-cupti");
+	uint64_t value = 0, first_load = 0, base = 0;
+	ret = -ENOENT;
+	if (lib) {
+		char *path = ga_proc_path(pid, lib->path);
+		ret = ga_elf_data_sym(path, name, &value, size, &first_load);
+		if (ret)   /* the plain path: /proc/PID/root may be refused where the file is not */
+			ret = ga_elf_data_sym(lib->path, name, &value, size, &first_load);
+		free(path);
+	}
+	/* the load base: the mapping of the file's first page is its lowest PT_LOAD */
+	for (size_t i = 0; !ret && i < m.n; i++)
+		if (m.v[i].inode == lib->inode && m.v[i].dev == lib->dev && m.v[i].pgoff == 0) {
+			base = m.v[i].start - first_load;
+			break;
+		}
+	if (!ret && !base)
+		ret = -ENOENT;
+	if (!ret)
+		*addr = base + value;
+	ga_maps_free(&m);
+	return ret;
+}

@@ -52,4 +52,9 @@ enum gpu_attach_outcome gpu_attach_start(struct gpu_attach *a, pid_t pid, const 
  * the rest at exit), or -errno with why set. */
 int gpu_attach_stop(struct gpu_attach *a, char *why, size_t whylen);
 
+/* The address and size in pid of a data symbol of libcsampler-cupti.so as the process mapped it
+ * (`csampler dump` reads the in-flight table, inject/protocol.h). Returns 0, -ENOENT when the
+ * library is not mapped or has no such symbol, -ESRCH when the process is gone. */
+int gpu_attach_lib_symbol(pid_t pid, const char *name, uint64_t *addr, uint64_t *size);
+
 #endif

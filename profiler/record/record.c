@@ -12,6 +12,7 @@
 #include "record/gpu_attach.h"
 #include "record/gpu_merge.h"
 #include "record/output.h"
+#include "record/status.h"
 #include "unwind/python.h"
 #include "unwind/symbols.h"
 
@@ -120,6 +121,7 @@ struct record {
 	uint64_t events_seen_ns;
 	struct record_gpu_note *gpu_notes;
 	size_t ngpu_notes, cap_gpu_notes;
+	struct record_status status; /* the live line on a terminal (status.h) */
 };
 
 /* A line the GPU library left, printed once at the end however many processes gave it. */
@@ -132,6 +134,13 @@ struct record_gpu_note {
 static volatile sig_atomic_t record_signal_pending;
 static volatile sig_atomic_t record_signal_from_user;
 static int record_wake_fd = -1; /* the write end of the self-pipe, for the handler only */
+static volatile sig_atomic_t record_winch; /* the terminal was resized: the status line moves */
+
+static void record_on_winch(int sig)
+{
+	(void)sig;
+	record_winch = 1;
+}
 
 /* Signal handler: note the signal, wake the poll loop; nothing else. */
 static void record_on_signal(int sig, siginfo_t *si, void *uc)
@@ -223,6 +232,8 @@ static uint32_t record_stack(struct record *r, const uint32_t *ids, uint32_t n)
 	cs_hash_insert(&r->stack_ids, h, (void *)((uintptr_t)id + 1));
 	uint32_t hdr[2] = { id, n };
 	df_put2(r->w, DF_STACK, hdr, sizeof(hdr), ids, n * sizeof(uint32_t));
+	if (r->o->live && r->o->live->stack)
+		r->o->live->stack(r->o->live->arg, id, ids, n);
 	return id;
 }
 
@@ -350,6 +361,8 @@ static void record_sample(struct record *r, const struct sampler_event *ev)
 	} rec = { ev->time, ev->pid, ev->tid, ev->cpu, stack, flags,
 		  ev->sample.weight ? ev->sample.weight : 1 };
 	df_put(r->w, DF_SAMPLE, &rec, sizeof(rec));
+	if (r->o->live && r->o->live->sample)
+		r->o->live->sample(r->o->live->arg, ev->pid, ev->tid, stack, rec.weight);
 	if (r->o->keep_raw && r->o->sampler.callgraph == SAMPLER_CALLGRAPH_DWARF)
 		record_raw(r, ev, flags);
 	r->nsamples++;
@@ -419,6 +432,8 @@ static void record_gpu_activity(void *arg, const struct df_gpu_activity *a, cons
 	struct df_gpu_activity rec = *a;
 	rec.name = name[0] ? df_strtab_id(r->strs, r->w, name) : 0;
 	df_put(r->w, DF_GPU_ACTIVITY, &rec, sizeof(rec));
+	if (r->o->live && r->o->live->gpu_activity)
+		r->o->live->gpu_activity(r->o->live->arg, a, name);
 }
 
 static void record_gpu_note(void *arg, uint32_t pid, uint32_t severity, const char *text)
@@ -712,7 +727,13 @@ static void record_write_header(struct record *r)
  * through a close-on-exec pipe: EOF means the exec succeeded. */
 static int record_fork(struct record *r, int *go_fd, int *err_fd)
 {
-	int go[2], er[2];
+	int go[2], er[2], log_fd = -1;
+	if (r->o->child_log) {
+		log_fd = open(r->o->child_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+		if (log_fd < 0)
+			return cs_error(errno, "cannot create %s for the command's output: %s; give another --log FILE",
+					r->o->child_log, strerror(errno));
+	}
 	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(er, O_CLOEXEC) < 0)
 		return cs_error(errno, "pipe2: %s", strerror(errno));
 	pid_t pid = fork();
@@ -732,6 +753,13 @@ static int record_fork(struct record *r, int *go_fd, int *err_fd)
 		close(er[0]);
 		if (read(go[0], &c, 1) != 1)
 			_exit(CS_EXIT_ERROR); /* csampler gave up before starting us */
+		if (log_fd >= 0) {
+			int nul = open("/dev/null", O_RDONLY);
+			if (nul >= 0)
+				dup2(nul, 0);
+			dup2(log_fd, 1);
+			dup2(log_fd, 2);
+		}
 		if (r->child_env)
 			execvpe(r->o->argv[0], r->o->argv, r->child_env);
 		else
@@ -743,6 +771,8 @@ static int record_fork(struct record *r, int *go_fd, int *err_fd)
 	}
 	close(go[0]);
 	close(er[1]);
+	if (log_fd >= 0)
+		close(log_fd);
 	r->child = pid;
 	*go_fd = go[1];
 	*err_fd = er[0];
@@ -819,7 +849,7 @@ static void record_wait_command(struct record *r)
 static void record_symbolize(struct record *r, bool at_end)
 {
 	struct sym_frame frames[64];
-	bool tty = at_end && isatty(2) && !cs_quiet;
+	bool tty = at_end && isatty(2) && !cs_quiet && !r->o->live;
 	size_t first = r->nsymbolized;
 
 	for (size_t i = first; i < r->nlocs; i++) {
@@ -837,6 +867,11 @@ static void record_symbolize(struct record *r, bool at_end)
 				rec[5 + 4 * f] = frames[f].flags;
 			}
 			df_put(r->w, DF_SYMBOL, rec, (2 + 4 * (size_t)n) * 4);
+		}
+		if (r->o->live && r->o->live->symbol) {
+			const struct unwind_module *m = unwind_module_get(r->unwind, k->module);
+			r->o->live->symbol(r->o->live->arg, (uint32_t)i, frames, n > 0 ? n : 0,
+					   m ? m->path : "");
 		}
 		if (tty && ((i - first) % 256 == 0 || i + 1 == r->nlocs))
 			fprintf(stderr, "\rcsampler: symbolizing %zu/%zu locations", i + 1 - first,
@@ -1080,6 +1115,25 @@ static void record_stop_reader(struct record *r)
 
 /* ---- main loop ---- */
 
+/* The live status line (status.h), at most once a second. */
+static void record_status_tick(struct record *r, uint64_t now)
+{
+	if (!r->status.on)
+		return;
+	struct record_status_counts c = {
+		.samples = r->nsamples, .lost = r->lost, .threads = r->tids.n,
+		.processes = r->pids.n, .file_bytes = df_bytes_written(r->w), .gpu = r->gpu != NULL,
+	};
+	if (r->gpu) {
+		c.gpu_records = gpu_merge_launches(r->gpu) + gpu_merge_activities(r->gpu);
+		for (size_t i = 0; i < gpu_merge_nprocesses(r->gpu); i++) {
+			const struct df_gpu_info *info = gpu_merge_process(r->gpu, i, NULL);
+			c.gpu_dropped += info->dropped + info->launches_dropped;
+		}
+	}
+	record_status_update(&r->status, now, &c, false);
+}
+
 static int record_loop(struct record *r)
 {
 	struct pollfd fds[1100];
@@ -1093,6 +1147,9 @@ static int record_loop(struct record *r)
 		r->error = -EIO;
 		return r->error;
 	}
+	record_status_init(&r->status, r->start_ns);
+	if (r->o->live)
+		r->status.on = false;   /* the consumer owns the terminal */
 	for (;;) {
 		int n = 0;
 		fds[n++] = (struct pollfd){ .fd = r->q.wake_fd, .events = POLLIN };
@@ -1102,6 +1159,11 @@ static int record_loop(struct record *r)
 		if (r->child_pidfd >= 0 && !r->child_exited) {
 			child_idx = n;
 			fds[n++] = (struct pollfd){ .fd = r->child_pidfd, .events = POLLIN };
+		}
+		int live_idx = -1;
+		if (r->o->live && r->o->live->wake_fd >= 0) {
+			live_idx = n;
+			fds[n++] = (struct pollfd){ .fd = r->o->live->wake_fd, .events = POLLIN };
 		}
 		int targets_idx = n;
 		for (size_t i = 0; i < r->o->npids; i++)
@@ -1132,6 +1194,18 @@ static int record_loop(struct record *r)
 		if (now - r->last_flush_ns > 1000000000ull) {
 			df_flush(r->w); /* a killed csampler leaves at most ~1 s unwritten */
 			r->last_flush_ns = now;
+		}
+		if (record_winch) {
+			record_winch = 0;
+			record_status_resized(&r->status);
+		}
+		record_status_tick(r, now);
+		(void)live_idx;
+		if (r->o->live && r->o->live->tick && r->o->live->tick(r->o->live->arg, now) &&
+		    !record_signal_pending && !stopping) {
+			/* the consumer is done (top's q): as a SIGINT sent to csampler alone */
+			record_signal_pending = SIGINT;
+			record_signal_from_user = 1;
 		}
 		if (df_writer_error(r->w)) {
 			r->error = df_writer_error(r->w);
@@ -1185,6 +1259,7 @@ static int record_loop(struct record *r)
 		if (deadline && now >= deadline)
 			break;
 	}
+	record_status_clear(&r->status);
 	sampler_disable(r->sampler);
 	record_stop_reader(r);
 	if (r->error)
@@ -1206,6 +1281,9 @@ static int record_install_signals(struct record *r)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	struct sigaction winch = { .sa_handler = record_on_winch, .sa_flags = SA_RESTART };
+	sigemptyset(&winch.sa_mask);
+	sigaction(SIGWINCH, &winch, NULL);
 	/* A write error (EPIPE, or EFBIG past the file size limit) is reported where it happens,
 	 * not by dying of the signal. The command gets the defaults back (record_fork). */
 	signal(SIGPIPE, SIG_IGN);
@@ -1366,8 +1444,10 @@ int record_run(const struct record_opts *o, char **written)
 	if (ret && !r.error)
 		r.error = ret;
 	if (!r.error) {
-		record_print_summary(&r, end_ns);
-		record_gpu_summary(&r);
+		if (!o->live) {
+			record_print_summary(&r, end_ns);
+			record_gpu_summary(&r);
+		}
 		if (written)
 			*written = cs_strdup(r.output);
 	}
@@ -1400,6 +1480,7 @@ int record_run(const struct record_opts *o, char **written)
 	if (r.error)
 		status = CS_EXIT_ERROR;
 out:
+	record_status_clear(&r.status);
 	if (go_fd >= 0)
 		close(go_fd);
 	if (err_fd >= 0)

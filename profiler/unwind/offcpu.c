@@ -25,7 +25,7 @@ static const struct {
 	{ 69, "msgsnd" },	   { 70, "msgrcv" },	       { 73, "flock" },
 	{ 74, "fsync" },	   { 75, "fdatasync" },	       { 128, "rt_sigtimedwait" },
 	{ 130, "rt_sigsuspend" },  { 162, "sync" },	       { 202, "futex" },
-	{ 208, "io_getevents" },   { 220, "semtimedop" },      { 230, "clock_nanosleep" },
+	{ 208, "io_getevents" },   { 219, "restart_syscall" }, { 220, "semtimedop" },      { 230, "clock_nanosleep" },
 	{ 232, "epoll_wait" },	   { 242, "mq_timedsend" },    { 243, "mq_timedreceive" },
 	{ 247, "waitid" },	   { 257, "openat" },	       { 270, "pselect6" },
 	{ 271, "ppoll" },	   { 275, "splice" },	       { 281, "epoll_pwait" },

@@ -40,6 +40,13 @@ $(CUPTI_TEST_DIR)/static-loop: tests/cupti/static-loop.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -static -o $@ $< || echo "no static libc: t-gpu-attach.sh skips its static case"
 
+# A program stuck with kernels in flight, for csampler dump (tests/live/t-dump.sh); -rdynamic
+# so that its launch functions are named without debug info too.
+$(CUPTI_TEST_DIR)/inflight: tests/cupti/inflight.c tests/cupti/standin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CUPTI_TEST_CFLAGS) -rdynamic -o $@ $< -ldl
+
+TEST_PROGRAMS += $(CUPTI_TEST_DIR)/inflight
 TEST_PROGRAMS += $(CUPTI_TEST_DIR)/standin/libcupti.so.13 $(CUPTI_TEST_DIR)/other-tag/libcupti.so.13 \
                  $(CUPTI_TEST_DIR)/driver $(CUPTI_TEST_DIR)/libpylaunch.so $(CUPTI_TEST_DIR)/attach-target \
                  $(CUPTI_TEST_DIR)/attach-exit.so $(CUPTI_TEST_DIR)/static-loop

@@ -3,7 +3,9 @@
  * the CUDA driver would (dlopen, InitializeInjection) against the stand-in libcupti; pl_launch
  * makes one cudaLaunchKernel (the stand-in fires the library's callbacks on the calling thread,
  * so the launch's native stack runs through the interpreter that made the ctypes call) and
- * queues the kernel record the GPU would produce; pl_deliver hands the queued records over. */
+ * queues the kernel record the GPU would produce; pl_launch_hung makes the launch of a kernel
+ * that never finishes (no record ever: csampler dump's kernels in flight); pl_deliver hands the
+ * queued records over. */
 #include <cupti.h>
 
 #include <dlfcn.h>
@@ -61,6 +63,17 @@ PL_EXPORT void __attribute__((noipa)) pl_launch(const char *kernel, uint32_t cor
 		.gridY = 1, .gridZ = 1, .blockX = 256, .blockY = 1, .blockZ = 1,
 		.correlationId = corr, .name = kernel };
 	pl.push(&k, sizeof(k));
+}
+
+/* A launch whose kernel never ends: the call, and no activity record. */
+PL_EXPORT void __attribute__((noipa)) pl_launch_hung(const char *kernel, uint32_t corr)
+{
+	struct standin_call sc = { .runtime_cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+				   .driver_cbid = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+				   .runtime_name = "cudaLaunchKernel",
+				   .driver_name = "cuLaunchKernel", .symbol = kernel, .corr = corr };
+	pl.call(&sc);
+	__asm__ volatile("" ::: "memory");
 }
 
 PL_EXPORT void pl_deliver(void)

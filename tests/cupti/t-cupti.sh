@@ -47,8 +47,8 @@ else
 	skip "abi: no libcupti.so.13 in ${CUDA_HOME:-/usr/local/cuda}/lib64 to compare the imports with"
 fi
 defined=$(nm -D --defined-only "$LIB" | awk '{print $3}' | sort | tr '\n' ' ')
-if [ "$defined" = "InitializeInjection csampler_gpu_attach csampler_gpu_attach_version csampler_gpu_detach " ]; then
-	pass "abi: exports InitializeInjection and the attach entry points (inject/attach.h) only"
+if [ "$defined" = "InitializeInjection csampler_gpu_attach csampler_gpu_attach_version csampler_gpu_detach csampler_gpu_inflight " ]; then
+	pass "abi: exports InitializeInjection, the attach entry points (inject/attach.h) and the in-flight table (protocol.h) only"
 else fail "abi: exports $defined"; fi
 needed=$(readelf -d "$LIB" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
 runpath=$(readelf -d "$LIB" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')

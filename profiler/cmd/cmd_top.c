@@ -1,0 +1,543 @@
+/* cmd_top.c: `csampler top`: a live view of a recording, like perf top and py-spy top. It is
+ * `record` (record.h) with a live consumer: the recorder samples, unwinds, names and writes the
+ * data file as usual (to -o FILE, or a temporary file removed at the end), and hands every
+ * stack, name, sample and GPU kernel to record/live.h, which aggregates them; once a second
+ * (and at each key) this file draws the top functions by self or total samples (Python frames
+ * included), a panel of GPU kernels by GPU time when GPU records flow, or the threads.
+ *
+ * The screen is drawn with plain ANSI escapes (the alternate screen, cursor home, erase to end
+ * of line, reverse video): top draws whole lines top to bottom once a second, which needs no
+ * cursor optimisation, and a curses terminal description would add a dependency (and
+ * termcap lookups) for four sequences every terminal it runs in understands. The terminal goes
+ * back to how it was at every exit: q, the end of the command or targets, SIGINT/SIGTERM/SIGHUP
+ * (the recorder's handlers stop it; the restore follows), and errors after the start. NO_COLOR
+ * (or TERM=dumb) draws without any attribute. */
+#include "cmd/cmds.h"
+#include "base/cs.h"
+#include "record/gpu_setup.h"
+#include "record/live.h"
+#include "record/record.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#define TOP_MAX_ROWS 512
+#define TOP_MAX_PIDS 1024
+
+static const char top_usage[] =
+	"usage: csampler top [options] -p PID[,PID...]\n"
+	"       csampler top [options] -- COMMAND [ARGS...]\n"
+	"A live view: the top functions by self and total samples (Python frames included),\n"
+	"refreshed every second, and the GPU kernels by GPU time when GPU records flow.\n"
+	"  -p, --pid PID[,PID]    attach to running processes\n"
+	"  -o, --output FILE      also keep the data file (default: a temporary file, removed)\n"
+	"  --log FILE             launch mode: the command's output (default csampler-top.log)\n"
+	"  -F, --freq HZ          samples per second (default 999)\n"
+	"  --delay SEC            seconds between refreshes (default 1)\n"
+	"  --gpu auto|on|off      GPU capture, as in record (default auto)\n"
+	"  --no-python            native frames only\n"
+	"  --mode auto|perf|ptrace sampling backend, as in record\n"
+	"  -h, --help             this help\n"
+	"Keys: q quit, s sort by self/total, t threads, g GPU kernels/CPU functions, p or space\n"
+	"pause. NO_COLOR=1 draws without colour.\n";
+
+struct top {
+	struct live *live;
+	struct termios saved;
+	bool raw, screen;            /* terminal state to restore */
+	bool color;
+	bool paused, threads, gpu_view;
+	enum live_sort sort;
+	bool quit;
+	int rows, cols;
+	uint64_t start_ns, last_draw_ns, last_samples, delay_ns;
+	double rate;
+	const char *target;          /* what is profiled, for the header */
+	const char *output;          /* -o FILE, or NULL */
+	/* the frame, built and written at once */
+	struct cs_buf out;
+	/* query results */
+	struct live_fn fns[TOP_MAX_ROWS];
+	struct live_thread ths[TOP_MAX_ROWS];
+	struct live_kernel ks[TOP_MAX_ROWS];
+};
+
+__attribute__((format(printf, 1, 2))) static int top_bad(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "csampler: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	return CS_EXIT_ERROR;
+}
+
+/* ---- the terminal ---- */
+
+static void top_write(const char *s, size_t n)
+{
+	while (n) {
+		ssize_t w = write(1, s, n);
+		if (w <= 0)
+			return;
+		s += w;
+		n -= (size_t)w;
+	}
+}
+
+static int top_term_enter(struct top *t)
+{
+	if (tcgetattr(0, &t->saved) < 0)
+		return cs_error(errno, "tcgetattr: %s: top needs a terminal", strerror(errno));
+	struct termios raw = t->saved;
+	raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);   /* ISIG stays: ^C stops as in record */
+	raw.c_cc[VMIN] = 0;
+	raw.c_cc[VTIME] = 0;
+	if (tcsetattr(0, TCSANOW, &raw) < 0)
+		return cs_error(errno, "tcsetattr: %s", strerror(errno));
+	t->raw = true;
+	static const char enter[] = "\033[?1049h\033[?25l\033[H\033[2J";
+	top_write(enter, sizeof(enter) - 1);
+	t->screen = true;
+	return 0;
+}
+
+static void top_term_leave(struct top *t)
+{
+	if (t->screen) {
+		static const char leave[] = "\033[0m\033[?25h\033[?1049l";
+		top_write(leave, sizeof(leave) - 1);
+		t->screen = false;
+	}
+	if (t->raw) {
+		tcsetattr(0, TCSANOW, &t->saved);
+		t->raw = false;
+	}
+}
+
+static bool top_size(struct top *t)
+{
+	struct winsize ws;
+	int rows = 24, cols = 80;
+	if (ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col)
+		rows = ws.ws_row, cols = ws.ws_col;
+	bool changed = rows != t->rows || cols != t->cols;
+	t->rows = rows;
+	t->cols = cols;
+	return changed;
+}
+
+/* ---- drawing ---- */
+
+/* One screen line: cut to the width (never wrapped), the rest of the row erased. attr: an SGR
+ * parameter ("7" reverse, "36" cyan) or NULL; none without colour. */
+static void top_line(struct top *t, int *row, const char *attr, const char *fmt, ...)
+{
+	if (*row >= t->rows)
+		return;
+	char text[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if ((int)strlen(text) > t->cols)
+		text[t->cols] = 0;
+	if (*row)
+		cs_buf_printf(&t->out, "\r\n");
+	if (attr && t->color)
+		cs_buf_printf(&t->out, "\033[%sm%s\033[K\033[0m", attr, text);
+	else
+		cs_buf_printf(&t->out, "%s\033[K", text);
+	(*row)++;
+}
+
+static double top_pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+static void top_thread_name(uint32_t tid, char *buf, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%u/comm", tid);
+	buf[0] = 0;
+	if (cs_read_small_file(path, buf, len) > 0)
+		buf[strcspn(buf, "\n")] = 0;
+	else
+		snprintf(buf, len, "(exited)");
+}
+
+static void top_draw_functions(struct top *t, int *row, int last)
+{
+	uint64_t total = live_samples(t->live);
+	size_t want = last - *row - 1 > 0 ? (size_t)(last - *row - 1) : 0;
+	if (want > TOP_MAX_ROWS)
+		want = TOP_MAX_ROWS;
+	size_t n = live_functions(t->live, 0, t->sort, t->fns, want);
+	top_line(t, row, "1", "  %%Self  %%Total     Self    Total  Function (module, or file for Python)");
+	for (size_t i = 0; i < n; i++) {
+		const struct live_fn *f = &t->fns[i];
+		top_line(t, row, f->python ? "36" : NULL, "%6.1f%% %6.1f%% %8llu %8llu  %s%s (%s)",
+			 top_pct(f->self, total), top_pct(f->total, total),
+			 (unsigned long long)f->self, (unsigned long long)f->total,
+			 f->python ? "[py] " : "", f->name, f->where);
+	}
+	if (!n)
+		top_line(t, row, NULL, "  (no samples yet)");
+}
+
+static void top_draw_threads(struct top *t, int *row, int last)
+{
+	uint64_t total = live_samples(t->live);
+	size_t want = last - *row - 1 > 0 ? (size_t)(last - *row - 1) : 0;
+	if (want > TOP_MAX_ROWS)
+		want = TOP_MAX_ROWS;
+	size_t n = live_threads(t->live, t->ths, want);
+	top_line(t, row, "1", "     TID  Name             Samples      %%  Top function (self)");
+	for (size_t i = 0; i < n; i++) {
+		const struct live_thread *th = &t->ths[i];
+		char name[32];
+		top_thread_name(th->tid, name, sizeof(name));
+		top_line(t, row, NULL, "%8u  %-15s %8llu %5.1f%%  %s (%.1f%%)", th->tid, name,
+			 (unsigned long long)th->samples, top_pct(th->samples, total),
+			 th->top ? th->top : "?", top_pct(th->top_self, th->samples));
+	}
+	if (!n)
+		top_line(t, row, NULL, "  (no samples yet)");
+}
+
+static void top_draw_kernels(struct top *t, int *row, int last)
+{
+	uint64_t total_ns = 0;
+	live_gpu_kernels(t->live, &total_ns);
+	size_t want = last - *row - 1 > 0 ? (size_t)(last - *row - 1) : 0;
+	if (want > TOP_MAX_ROWS)
+		want = TOP_MAX_ROWS;
+	size_t n = live_kernels(t->live, t->ks, want);
+	top_line(t, row, "1", "   %%GPU   GPU ms    Count   Avg us  Kernel");
+	for (size_t i = 0; i < n; i++) {
+		const struct live_kernel *k = &t->ks[i];
+		top_line(t, row, NULL, "%6.1f%% %8.2f %8llu %8.1f  %s", top_pct(k->total_ns, total_ns),
+			 (double)k->total_ns / 1e6, (unsigned long long)k->count,
+			 k->count ? (double)k->total_ns / 1e3 / (double)k->count : 0.0, k->name);
+	}
+	if (!n)
+		top_line(t, row, NULL, "  (no GPU kernel records yet)");
+}
+
+static void top_draw(struct top *t, uint64_t now)
+{
+	uint64_t s = (now - t->start_ns) / 1000000000ull, gpu_ns = 0;
+	uint64_t kernels = live_gpu_kernels(t->live, &gpu_ns);
+	int row = 0;
+	t->out.len = 0;
+	cs_buf_printf(&t->out, "\033[H");
+	char gpu[96] = "";
+	if (kernels)
+		snprintf(gpu, sizeof(gpu), " | GPU %llu kernels, %.1f ms", (unsigned long long)kernels,
+			 (double)gpu_ns / 1e6);
+	top_line(t, &row, "7", "csampler top: %s | %llu:%02llu:%02llu | %.0f samples/s | %llu samples%s%s",
+		 t->target, (unsigned long long)(s / 3600), (unsigned long long)(s / 60 % 60),
+		 (unsigned long long)(s % 60), t->rate, (unsigned long long)live_samples(t->live), gpu,
+		 t->paused ? " | PAUSED" : "");
+	top_line(t, &row, NULL, "view: %s | sort: %s | keys: q quit  s sort  t threads  g %s  p pause%s%s",
+		 t->gpu_view ? "GPU kernels" : t->threads ? "threads" : "functions",
+		 t->sort == LIVE_SORT_SELF ? "self" : "total", t->gpu_view ? "CPU" : "GPU",
+		 t->output ? " | writing " : "", t->output ? t->output : "");
+	top_line(t, &row, NULL, "%s", "");
+	if (t->gpu_view) {
+		top_draw_kernels(t, &row, t->rows);
+	} else if (kernels && t->rows >= 16) {
+		/* functions above, a GPU panel of up to a third of the screen below */
+		int panel = t->rows / 3;
+		int split = t->rows - panel;
+		if (t->threads)
+			top_draw_threads(t, &row, split - 1);
+		else
+			top_draw_functions(t, &row, split - 1);
+		while (row < split - 1)
+			top_line(t, &row, NULL, "%s", "");
+		top_line(t, &row, NULL, "%s", "GPU kernels by GPU time:");
+		top_draw_kernels(t, &row, t->rows);
+	} else if (t->threads) {
+		top_draw_threads(t, &row, t->rows);
+	} else {
+		top_draw_functions(t, &row, t->rows);
+	}
+	cs_buf_printf(&t->out, "\033[J");
+	top_write(t->out.data, t->out.len);
+}
+
+/* ---- the recorder's consumer ---- */
+
+static void top_on_stack(void *arg, uint32_t id, const uint32_t *locs, uint32_t n)
+{
+	live_stack(((struct top *)arg)->live, id, locs, n);
+}
+
+static void top_on_symbol(void *arg, uint32_t loc, const struct sym_frame *frames, int n,
+			  const char *module)
+{
+	live_symbol(((struct top *)arg)->live, loc, frames, n, module);
+}
+
+static void top_on_sample(void *arg, uint32_t pid, uint32_t tid, uint32_t stack, uint32_t weight)
+{
+	live_sample(((struct top *)arg)->live, pid, tid, stack, weight);
+}
+
+static void top_on_gpu(void *arg, const struct df_gpu_activity *a, const char *name)
+{
+	live_gpu_activity(((struct top *)arg)->live, a, name);
+}
+
+/* Keys, resizes and the refresh; true once q was pressed. */
+static bool top_tick(void *arg, uint64_t now)
+{
+	struct top *t = arg;
+	char keys[64];
+	ssize_t n = read(0, keys, sizeof(keys));
+	bool redraw = false;
+	for (ssize_t i = 0; i < n; i++) {
+		switch (keys[i]) {
+		case 'q': case 'Q':
+			t->quit = true;
+			break;
+		case 's': case 'S':
+			t->sort = t->sort == LIVE_SORT_SELF ? LIVE_SORT_TOTAL : LIVE_SORT_SELF;
+			redraw = true;
+			break;
+		case 't': case 'T':
+			t->threads = !t->threads;
+			t->gpu_view = false;
+			redraw = true;
+			break;
+		case 'g': case 'G':
+			t->gpu_view = !t->gpu_view;
+			redraw = true;
+			break;
+		case 'p': case 'P': case ' ':
+			t->paused = !t->paused;
+			redraw = true;
+			break;
+		default:
+			break;
+		}
+	}
+	if (top_size(t))
+		redraw = true;
+	if (now - t->last_draw_ns >= t->delay_ns) {
+		uint64_t samples = live_samples(t->live);
+		uint64_t dt = now - t->last_draw_ns;
+		if (!t->paused) {
+			t->rate = dt ? (double)(samples - t->last_samples) * 1e9 / (double)dt : 0;
+			t->last_samples = samples;
+			t->last_draw_ns = now;
+			redraw = true;
+		}
+	}
+	/* paused: the numbers stand still, the keys and a resize still redraw */
+	if (redraw && !t->quit)
+		top_draw(t, now);
+	return t->quit;
+}
+
+static int top_parse_pids(const char *s, pid_t **pids, size_t *n)
+{
+	char *copy = cs_strdup(s), *save = NULL;
+	int ret = 0;
+	for (char *tok = strtok_r(copy, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
+		uint64_t v;
+		if (cs_parse_u64(tok, &v) || v == 0 || v > 0x7fffffff || *n >= TOP_MAX_PIDS)
+			ret = -EINVAL;
+		else {
+			*pids = cs_realloc(*pids, (*n + 1) * sizeof(pid_t));
+			(*pids)[(*n)++] = (pid_t)v;
+		}
+	}
+	free(copy);
+	return ret ? ret : *n ? 0 : -EINVAL;
+}
+
+int cmd_top(int argc, char **argv)
+{
+	enum { OPT_LOG = 256, OPT_DELAY, OPT_GPU, OPT_NOPY, OPT_MODE };
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "log", required_argument, NULL, OPT_LOG },
+		{ "freq", required_argument, NULL, 'F' },
+		{ "delay", required_argument, NULL, OPT_DELAY },
+		{ "gpu", required_argument, NULL, OPT_GPU },
+		{ "no-python", no_argument, NULL, OPT_NOPY },
+		{ "mode", required_argument, NULL, OPT_MODE },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct record_opts o = { .compress = true, .argc_all = argc, .argv_all = argv };
+	struct top t = { .sort = LIVE_SORT_SELF, .delay_ns = 1000000000ull };
+	const char *log = "csampler-top.log";
+	char *tmp_output = NULL, *target = NULL;
+	int c, status = CS_EXIT_ERROR;
+	uint64_t v;
+	double d;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+p:o:F:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (top_parse_pids(optarg, &o.pids, &o.npids)) {
+				free(o.pids);
+				return top_bad("invalid PID list '%s': give -p PID[,PID...] (at most %d)", optarg, TOP_MAX_PIDS);
+			}
+			break;
+		case 'o':
+			if (!*optarg)
+				return top_bad("empty output path: give -o FILE");
+			o.output = optarg;
+			t.output = optarg;
+			break;
+		case OPT_LOG:
+			if (!*optarg)
+				return top_bad("empty log path: give --log FILE");
+			log = optarg;
+			break;
+		case 'F':
+			if (cs_parse_u64(optarg, &v) || v == 0 || v > 100000)
+				return top_bad("invalid rate '-F %s': give a frequency in Hz from 1 to 100000", optarg);
+			o.sampler.freq_hz = v;
+			break;
+		case OPT_DELAY:
+			if (cs_parse_double(optarg, &d) || d < 0.1 || d > 3600)
+				return top_bad("invalid --delay '%s': give seconds from 0.1 to 3600", optarg);
+			t.delay_ns = (uint64_t)(d * 1e9);
+			break;
+		case OPT_GPU:
+			if (!strcmp(optarg, "auto"))
+				o.gpu_mode = GPU_MODE_AUTO;
+			else if (!strcmp(optarg, "on"))
+				o.gpu_mode = GPU_MODE_ON;
+			else if (!strcmp(optarg, "off"))
+				o.gpu_mode = GPU_MODE_OFF;
+			else
+				return top_bad("invalid --gpu '%s': use auto, on or off", optarg);
+			break;
+		case OPT_NOPY:
+			o.no_python = true;
+			break;
+		case OPT_MODE:
+			if (!strcmp(optarg, "auto"))
+				o.sampler.mode = SAMPLER_MODE_AUTO;
+			else if (!strcmp(optarg, "perf"))
+				o.sampler.mode = SAMPLER_MODE_PERF;
+			else if (!strcmp(optarg, "ptrace"))
+				o.sampler.mode = SAMPLER_MODE_PTRACE;
+			else
+				return top_bad("invalid --mode '%s': use auto, perf or ptrace", optarg);
+			break;
+		case 'h':
+			fputs(top_usage, stdout);
+			free(o.pids);
+			return 0;
+		default:
+			free(o.pids);
+			if (optopt && optopt < 256)
+				return top_bad("top: unknown option '-%c' or missing value; see 'csampler top --help'", optopt);
+			return top_bad("top: unknown option '%s' or missing value; see 'csampler top --help'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		o.argv = argv + optind;
+	if (o.argv && o.npids) {
+		free(o.pids);
+		return top_bad("give either a command or -p PID, not both");
+	}
+	if (!o.argv && !o.npids)
+		return top_bad("nothing to watch: give a command after -- or attach with -p PID");
+	if (!isatty(0) || !isatty(1)) {
+		free(o.pids);
+		return top_bad("top needs a terminal on its input and output; to profile into a file, use csampler record");
+	}
+	for (size_t i = 0; i < o.npids; i++)
+		if (kill(o.pids[i], 0) < 0 && errno == ESRCH) {
+			free(o.pids);
+			return top_bad("no such process %d: check the PID with ps", (int)o.pids[i]);
+		}
+	record_default_sampler(&o.sampler);
+	o.sampler.callgraph = SAMPLER_CALLGRAPH_DWARF;
+	if (!o.output) {
+		const char *dir = getenv("TMPDIR");
+		tmp_output = cs_asprintf("%s/csampler-top-%d.data", dir && *dir ? dir : "/tmp", (int)getpid());
+		o.output = tmp_output;
+	}
+	if (o.argv) {
+		o.child_log = log;
+		struct cs_buf b = { 0 };
+		for (int i = 0; o.argv[i]; i++)
+			cs_buf_printf(&b, "%s%s", i ? " " : "", o.argv[i]);
+		cs_buf_put(&b, "", 1);
+		target = b.data;
+	} else {
+		struct cs_buf b = { 0 };
+		for (size_t i = 0; i < o.npids; i++)
+			cs_buf_printf(&b, "%s%d", i ? "," : "PID ", (int)o.pids[i]);
+		cs_buf_put(&b, "", 1);
+		target = b.data;
+	}
+	t.target = target;
+	char why[512] = "";
+	if (record_gpu_prepare(&o, why, sizeof(why)))
+		goto out;
+	o.gpu_off_reason = why[0] ? why : NULL;
+
+	const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
+	t.color = !(nc && *nc) && !(term && !strcmp(term, "dumb"));
+	t.live = live_new();
+	struct record_live hooks = { .arg = &t, .stack = top_on_stack, .symbol = top_on_symbol,
+				     .sample = top_on_sample, .gpu_activity = top_on_gpu,
+				     .tick = top_tick, .wake_fd = 0 };
+	o.live = &hooks;
+	if (top_term_enter(&t))
+		goto out;
+	top_size(&t);
+	t.start_ns = t.last_draw_ns = cs_monotonic_ns();
+	top_draw(&t, t.start_ns);
+	status = record_run(&o, NULL);
+	top_term_leave(&t);
+	uint64_t secs = (cs_monotonic_ns() - t.start_ns) / 1000000000ull;
+	if (status != CS_EXIT_ERROR || live_samples(t.live)) {
+		fprintf(stderr, "csampler top: %llu samples in %llu s", (unsigned long long)live_samples(t.live),
+			(unsigned long long)secs);
+		if (t.output)
+			fprintf(stderr, "; the data file is %s", t.output);
+		if (o.argv)
+			fprintf(stderr, "; the command's output is in %s", log);
+		fprintf(stderr, "\n");
+	}
+	/* q ends a launched command as a SIGINT would: not an error of top's */
+	if (t.quit && status != CS_EXIT_ERROR)
+		status = 0;
+out:
+	top_term_leave(&t);
+	if (tmp_output)
+		unlink(tmp_output);
+	if (o.argv && o.gpu.dir)
+		rmdir(o.gpu.dir);
+	gpu_setup_free(&o.gpu);
+	live_free(t.live);
+	cs_buf_free(&t.out);
+	free(tmp_output);
+	free(target);
+	free(o.pids);
+	return status;
+}
