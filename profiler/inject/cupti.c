@@ -1614,6 +1614,9 @@ static int inj_start(void)
 	if (!dir || !*dir)
 		return 1;   /* nobody asked for GPU records: stay out of the way */
 	inj.max_frames = (int)inj_env_long("CSAMPLER_GPU_STACK", 64, 0, GPU_MAX_FRAMES);
+	/* the unwinder's stack memo (fastunwind.c), on unless CSAMPLER_GPU_STACK_MEMO=0
+	 * (scripts/bench-gpu-launch.sh compares): the stacks are the same either way */
+	fu_set_stack_memo(inj_env_long("CSAMPLER_GPU_STACK_MEMO", 1, 0, 1) != 0);
 	inj.flush_ms = (unsigned)inj_env_long("CSAMPLER_GPU_FLUSH_MS", 3000, 1, 600000);
 	if (inj.max_frames > 0)
 		inj_py_init();

@@ -36,6 +36,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -52,6 +53,11 @@ enum {
 	FU_MEMO = 128,                 /* frames of the last stack remembered per thread */
 	FU_STATE_DEPTH = 8,            /* DW_CFA_remember_state nesting */
 	FU_FALLBACK_MAX = 512,         /* frames the libunwind fallback can return */
+	FU_STACK_FRAMES = 127,         /* frames a remembered stack holds (then it is left open) */
+	FU_STACKS = 256,               /* stacks remembered per thread (round robin) */
+	FU_PROBE_BITS = 13,            /* the (return address, SP) -> remembered frame table */
+	FU_BRANCHES = 8,               /* branches off remembered stacks kept per walk */
+	FU_SEGMENTS = 16,              /* runs of remembered frames a walk can keep */
 	FU_REG_RBP = 6,                /* DWARF register numbers, x86-64 psABI */
 	FU_REG_RSP = 7,
 	FU_REG_RA = 16,
@@ -91,14 +97,65 @@ struct fu_memo {
 	struct fu_rule rule;
 };
 
+/* Whole stacks remembered, to be checked instead of unwound (the stack memo).
+ *
+ * A walk is a function of its state (return address RA, SP, RBP) at each frame: the rule comes
+ * from RA alone (while fu.gen is unchanged), the CFA, the addresses of the slots the step loads
+ * (the caller's RA at CFA + ra_off, its RBP at CFA + fp_off) and the validation (CFA above SP,
+ * slots within the thread's stack) from the state and the rule; the next state is (the loaded
+ * RA, CFA, the loaded RBP or the same RBP). So the only inputs a step takes from outside are the
+ * two loads. A remembered stack keeps, for every frame of a walk this thread completed, the
+ * state and the slot addresses. When the walk reaches a state equal to frame j of a remembered
+ * stack (looked up by (RA, SP) in fu_thread.probe, then RA, SP and RBP compared), it re-reads
+ * the slots of frames j, j+1, ... and compares each value with the next remembered state: while
+ * they agree, the walk would compute exactly the remembered frames (by induction on the frames),
+ * so they are taken as they are, at one or two loads a frame instead of a rule lookup and a
+ * step. The first slot that differs gives the state the walk would be in (the value just read,
+ * the remembered CFA), and unwinding goes on from there as usual; so does the end of a stack
+ * remembered open (cut at `max` or at FU_STACK_FRAMES). The end itself (a rule that stops, a
+ * zero return address, `max`) depends only on the state and the count, so it is the same too.
+ * RBP is compared only where it is live: without frame pointers it is a general register whose
+ * value varies from call to call, and it matters to the frames above only if one of them takes
+ * its CFA from it before a step reads RBP back from the stack; where it is dead the states
+ * differ in nothing the walk uses. The walk carries the RBP it really has, and a stack recorded
+ * from a remembered one keeps that RBP, not the remembered one.
+ * Exact, not a guess: the memory is read now, only what cannot differ is reused. Limits: records
+ * are per thread (the stack bounds are), and void when fu.gen moved (a module set change
+ * noticed; a change not yet noticed affects the rule cache the same way). Walks that fell back
+ * to libunwind are not remembered. */
+struct fu_sframe {
+	uintptr_t ra, sp, fp;    /* the state at this frame, before its step */
+	uintptr_t ra_slot;       /* where the step read the caller's RA; 0: the rule stopped here */
+	uintptr_t fp_slot;       /* where it read the caller's RBP; 0: RBP unchanged */
+	bool uses_fp;            /* the rule takes the CFA from RBP */
+	bool fp_live;            /* fp matters: used before it is read again (fu_remember) */
+	bool copied;             /* taken from another remembered stack: not findable by (RA, SP) */
+	bool fp_unknown;         /* (while recorded) the walk's RBP here is not known */
+};
+
+struct fu_stack {
+	uint64_t gen;            /* fu.gen of the walk */
+	int n;                   /* frames (pcs); 0: empty */
+	bool stopped;            /* the last frame's rule stopped (no f[n]); else f[n] is the state
+				  * after the last step: RA 0 ends the stack, anything else goes on */
+	struct fu_sframe f[FU_STACK_FRAMES + 1];
+};
+
 /* One per thread that ever unwound, never freed (the counters outlive the thread). */
 struct fu_thread {
 	uintptr_t lo, hi;     /* the stack; hi == 0: unknown, every stack falls back */
-	_Atomic uint64_t stacks, frames;
+	_Atomic uint64_t stacks, frames, memo_hits, memo_frames, memo_diffs;
 	struct fu_thread *next;
 	uint64_t gen;         /* fu.gen when memo[cur] was filled */
 	int cur, nmemo;       /* memo[cur][0..nmemo): the last stack; memo[!cur]: the next one */
 	struct fu_memo memo[2][FU_MEMO];
+	/* the stack memo (mapped at the first walk; NULL: none): stacks[next_stack] is the one
+	 * being recorded */
+	struct fu_stack *stacks_memo;
+	uint32_t *probe;      /* hash of (RA, SP) -> 1 + stack << 8 | frame; 0: empty */
+	uint32_t *branch;     /* hash of (stack, frame, RA) -> the same, for another stack that
+			       * branched off there (fu_walk) */
+	int next_stack;
 };
 
 static struct {
@@ -109,6 +166,7 @@ static struct {
 	_Atomic uint64_t gen;                 /* flushes so far: a thread's memo of another is void */
 	struct fu_thread *threads;
 	_Atomic uint64_t fallbacks, unsupported, invalid, off_stack, misses, flushes;
+	_Atomic bool no_stack_memo;           /* fu_set_stack_memo(0): tests and benchmarks */
 } fu = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static _Atomic uint64_t fu_cache[FU_CACHE_SIZE];
@@ -553,6 +611,11 @@ void fu_flush(void)
 	pthread_mutex_unlock(&fu.lock);
 }
 
+void fu_set_stack_memo(int on)
+{
+	atomic_store_explicit(&fu.no_stack_memo, !on, memory_order_relaxed);
+}
+
 /* Under fu.lock: the index of rule r in fu.rules, added if new. */
 static uint32_t fu_intern(struct fu_rule r)
 {
@@ -686,6 +749,15 @@ static struct fu_thread *__attribute__((noinline)) fu_thread_init(void)
 		}
 		pthread_attr_destroy(&attr);
 	}
+	/* the stack memo: without it (no memory) every stack is unwound */
+	size_t bytes = sizeof(struct fu_stack) * FU_STACKS + (2 * sizeof(uint32_t) << FU_PROBE_BITS);
+	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		       -1, 0);
+	if (m != MAP_FAILED) {
+		t->stacks_memo = m;
+		t->probe = (uint32_t *)(t->stacks_memo + FU_STACKS);
+		t->branch = t->probe + (1u << FU_PROBE_BITS);
+	}
 	pthread_mutex_lock(&fu.lock);
 	t->next = fu.threads;
 	fu.threads = t;
@@ -731,6 +803,117 @@ static int fu_realign(const struct fu_memo *last, int nlast, int j, uintptr_t ra
 	return j + 1;
 }
 
+/* A per-thread counter: only its thread writes it. */
+static inline void fu_count(_Atomic uint64_t *c, uint64_t v)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v, memory_order_relaxed);
+}
+
+static inline size_t fu_probe_slot(uintptr_t ra, uintptr_t sp)
+{
+	uintptr_t h = (sp >> 3) * 0x9e3779b1u ^ ra;
+	return (h ^ h >> FU_PROBE_BITS ^ h >> (2 * FU_PROBE_BITS)) & ((1u << FU_PROBE_BITS) - 1);
+}
+
+/* The remembered frame of table entry e if its state is (ra, sp, fp) in a stack other than
+ * `except`, else NULL. */
+static inline const struct fu_stack *fu_entry(const struct fu_thread *t, uint32_t e, uintptr_t ra,
+					      uintptr_t sp, uintptr_t fp, uint64_t gen,
+					      const struct fu_stack *except, int *j)
+{
+	if (!e)
+		return NULL;
+	const struct fu_stack *s = &t->stacks_memo[(e - 1) >> 8];
+	int k = (int)((e - 1) & 0xff);
+	if (s == except || k >= s->n || s->gen != gen || s->f[k].ra != ra || s->f[k].sp != sp ||
+	    (s->f[k].fp_live && s->f[k].fp != fp))
+		return NULL;
+	*j = k;
+	return s;
+}
+
+/* Where stack s, followed to its frame k, branched off to return address ra in a stack
+ * remembered later: the slot in fu_thread.branch. */
+static inline size_t fu_branch_slot(uint32_t s, int k, uintptr_t ra)
+{
+	uintptr_t h = ((uintptr_t)s << 8 | (uintptr_t)k) * 0x9e3779b97f4a7c15ull ^ ra;
+	return (h ^ h >> FU_PROBE_BITS ^ h >> (2 * FU_PROBE_BITS)) & ((1u << FU_PROBE_BITS) - 1);
+}
+
+/* Frames n0..n1 of a walk taken from s->f[k0..]. */
+struct fu_segment {
+	const struct fu_stack *s;
+	int k0, n0, n1;
+};
+
+/* Copy the remembered frames a walk took (segs) into its record rec (n frames; its own frames
+ * and, unless stopped, the state after them are there already). RBP: a remembered frame's RBP
+ * was compared where it was live in its stack; where it was dead there, the walk's real RBP is
+ * the next frame's if the step did not read RBP back, else unknown (fu_remember keeps rec only
+ * if no unknown RBP is live in it). */
+static void fu_fill_segments(struct fu_stack *rec, int n, bool stopped,
+			     const struct fu_segment *segs, int nseg)
+{
+	for (int g = nseg - 1; g >= 0; g--) {
+		const struct fu_segment *sg = &segs[g];
+		bool known = sg->n1 < n ? !rec->f[sg->n1].fp_unknown : !stopped;  /* f[i + 1]'s */
+		for (int i = sg->n1 - 1; i >= sg->n0; i--) {
+			const struct fu_sframe *src = &sg->s->f[sg->k0 + (i - sg->n0)];
+			struct fu_sframe *d = &rec->f[i];
+			uintptr_t next_fp = rec->f[i + 1].fp;
+			*d = *src;
+			d->copied = true;
+			d->fp_unknown = false;
+			if (src->fp_live) {
+				known = true;
+			} else if (known && !src->fp_slot) {
+				d->fp = next_fp;
+			} else {
+				known = false;
+				d->fp_unknown = true;
+			}
+		}
+	}
+}
+
+/* A remembered stack left where this walk's frame differed. */
+struct fu_branch {
+	uint32_t s;           /* the stack followed */
+	int k;                /* its frame whose state differed */
+	uintptr_t ra;         /* the return address this walk had there */
+	int n;                /* this walk's frame there */
+};
+
+/* Keep the stack just recorded (n frames): it becomes findable by each of its own frames (not
+ * those taken from other remembered stacks), and from the stacks it branched off (nb of them in
+ * b). Not kept when an RBP the walk did not know is live in it. */
+static void fu_remember(struct fu_thread *t, struct fu_stack *rec, int n, bool stopped,
+			uint64_t gen, const struct fu_branch *b, int nb)
+{
+	/* RBP live: the walk goes on after f[n] (it may use RBP), or a later frame uses it first */
+	bool live = !stopped && rec->f[n].ra;
+	if (!stopped)
+		rec->f[n].fp_live = live;
+	for (int i = n - 1; i >= 0; i--) {
+		live = rec->f[i].uses_fp || (!rec->f[i].fp_slot && live);
+		if (live && rec->f[i].fp_unknown)
+			return;
+		rec->f[i].fp_live = live;
+	}
+	rec->n = n;
+	rec->stopped = stopped;
+	rec->gen = gen;
+	uint32_t idx = (uint32_t)(rec - t->stacks_memo);
+	for (int i = 0; i < n; i++)
+		if (!rec->f[i].copied)
+			t->probe[fu_probe_slot(rec->f[i].ra, rec->f[i].sp)] = 1 + (idx << 8 | (uint32_t)i);
+	for (int i = 0; i < nb; i++)
+		if (b[i].n < n && b[i].s != idx)
+			t->branch[fu_branch_slot(b[i].s, b[i].k, b[i].ra)] =
+				1 + (idx << 8 | (uint32_t)b[i].n);
+	t->next_stack = (t->next_stack + 1) % FU_STACKS;
+}
+
 /* fu_backtrace (below, in assembly) jumps here with the caller's return address, stack pointer
  * (after the return) and frame pointer. */
 FU_HIDDEN int fu_walk(uintptr_t *pcs, int max, uintptr_t ra0, uintptr_t sp0, uintptr_t fp0);
@@ -740,8 +923,7 @@ FU_HIDDEN int fu_walk(uintptr_t *pcs, int max, uintptr_t ra0, uintptr_t sp0, uin
 	struct fu_thread *t = fu_self;
 	if (__builtin_expect(!t, 0) && !(t = fu_thread_init()))
 		return fu_fallback(pcs, max, ra0, &fu.off_stack);
-	atomic_store_explicit(&t->stacks, atomic_load_explicit(&t->stacks, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
+	fu_count(&t->stacks, 1);
 	const uintptr_t hi = t->hi;
 	if (sp0 < t->lo || sp0 >= hi)
 		return fu_fallback(pcs, max, ra0, &fu.off_stack);
@@ -753,11 +935,89 @@ restart:;
 	int nlast = t->gen == gen ? t->nmemo : 0, j = 0;  /* last[j]: the frame expected next */
 	bool same = true;  /* every frame so far was last[n]: next[] not written */
 	int missed = 0;    /* nonzero: the frame before this one was not in last[] */
+	/* The stack memo: this walk is recorded in slot (NULL: no memo), probing looks for a
+	 * remembered state until one is found (and again after a frame that differs from it). */
+	struct fu_stack *slot = t->stacks_memo &&
+				!atomic_load_explicit(&fu.no_stack_memo, memory_order_relaxed) ?
+				&t->stacks_memo[t->next_stack] : NULL;
+	bool probing = slot != NULL, hit = false, stopped = false;
+	uint64_t memo_frames = 0, diffs = 0;
+	struct fu_branch branches[FU_BRANCHES];
+	struct fu_segment segs[FU_SEGMENTS];
+	int nbranch = 0, nseg = 0;
 	uintptr_t ra = ra0, sp = sp0, fp = fp0;
 	int n = 0;
 	while (n < max) {
 		if (ra >> 47)  /* not a user-space address (0 ends the stack: libunwind checks it) */
 			return fu_fallback(pcs, max, ra0, &fu.invalid);
+		if (probing) {
+			int k;
+			const struct fu_stack *s = fu_entry(t, t->probe[fu_probe_slot(ra, sp)], ra, sp,
+							    fp, gen, slot, &k);
+			if (__builtin_expect(s != NULL, 1)) {
+				/* frames k, k+1, ... of s while their slots still hold what they held */
+				hit = true;
+				probing = false;
+				int n0 = n, k0 = k, nh = n;
+				bool goes_on = false;
+				for (;;) {
+					const struct fu_sframe *f = &s->f[k];
+					pcs[n++] = f->ra;
+					if (!f->ra_slot) {  /* the rule stopped here */
+						stopped = true;
+						break;
+					}
+					const struct fu_sframe *g = f + 1;
+					ra = *(const uintptr_t *)f->ra_slot;
+					if (f->fp_slot)
+						fp = *(const uintptr_t *)f->fp_slot;
+					if (__builtin_expect(ra != g->ra || (g->fp_live && fp != g->fp), 0)) {
+						/* A stack that branched off s here before, else unwinding goes
+						 * on from the state just read (and this walk is kept, with where
+						 * it branched off). */
+						diffs++;
+						sp = g->sp;
+						uint32_t si = (uint32_t)(s - t->stacks_memo);
+						if (nseg < FU_SEGMENTS)
+							segs[nseg] = (struct fu_segment){ s, k0, n0, n };
+						nseg++;
+						n0 = n;
+						int k2;
+						const struct fu_stack *s2 = fu_entry(t,
+							t->branch[fu_branch_slot(si, k + 1, ra)], ra, sp, fp,
+							gen, slot, &k2);
+						if (s2) {
+							s = s2;
+							k = k0 = k2;
+							if (n >= max)
+								break;
+							continue;
+						}
+						if (nbranch < FU_BRANCHES)
+							branches[nbranch++] = (struct fu_branch){ si, k + 1, ra, n };
+						goes_on = probing = true;
+						break;
+					}
+					if (++k == s->n) {  /* remembered open: goes on from f[n] */
+						goes_on = true;
+						break;
+					}
+					if (n >= max)
+						break;
+				}
+				if (n > n0) {
+					if (!stopped)
+						sp = s->f[k0 + (n - n0)].sp;
+					if (nseg < FU_SEGMENTS)
+						segs[nseg] = (struct fu_segment){ s, k0, n0, n };
+					nseg++;
+				}
+				memo_frames += (uint64_t)(n - nh);
+				if (!goes_on || !ra)
+					goto done;
+				continue;
+			}
+		}
 		struct fu_rule r;
 		if (__builtin_expect(j < nlast && last[j].ra == ra, 1)) {
 			r = last[j++].rule;
@@ -785,6 +1045,12 @@ restart:;
 			if (n < FU_MEMO)
 				next[n] = (struct fu_memo){ ra, r };
 		}
+		struct fu_sframe *f = NULL;
+		if (slot && n < FU_STACK_FRAMES) {
+			f = &slot->f[n];
+			*f = (struct fu_sframe){ .ra = ra, .sp = sp, .fp = fp,
+						 .uses_fp = r.kind == FU_CFA_RBP, .fp_live = true };
+		}
 		pcs[n++] = ra;
 		missed >>= 1;
 		unsigned kind = r.kind;
@@ -794,9 +1060,10 @@ restart:;
 			cfa = sp + (uintptr_t)cfa_off;
 		else if (kind == FU_CFA_RBP)
 			cfa = fp + (uintptr_t)cfa_off;
-		else if (kind == FU_STOP)
+		else if (kind == FU_STOP) {
+			stopped = true;
 			break;
-		else if (kind == FU_NOMOD && !retried && fu_recheck_modules()) {
+		} else if (kind == FU_NOMOD && !retried && fu_recheck_modules()) {
 			retried = true;
 			goto restart;
 		} else
@@ -810,19 +1077,39 @@ restart:;
 			if (__builtin_expect(fp_at < sp || fp_at > hi - 8, 0))
 				return fu_fallback(pcs, max, ra0, &fu.invalid);
 			fp = *(const uintptr_t *)fp_at;
+			if (f)
+				f->fp_slot = fp_at;
 		}
 		ra = *(const uintptr_t *)ra_at;
 		sp = cfa;
+		if (f)
+			f->ra_slot = ra_at;
 		if (!ra)
 			break;
 	}
-	if (!same) {
+done:
+	/* Kept: a stack with frames unwound the usual way (a stack met from its middle on, a new
+	 * one) or one that branched off a remembered stack where no other had; not one made
+	 * entirely of remembered frames along known branches (the same stack again), which would
+	 * only push out the stacks it came from. */
+	if (slot && ((uint64_t)n > memo_frames || nbranch) && n <= FU_STACK_FRAMES &&
+	    nseg <= FU_SEGMENTS) {
+		if (!stopped)  /* the state after the last frame: where a later walk goes on */
+			slot->f[n] = (struct fu_sframe){ .ra = ra, .sp = sp, .fp = fp, .fp_live = true };
+		fu_fill_segments(slot, n, stopped, segs, nseg);
+		fu_remember(t, slot, n, stopped, gen, branches, nbranch);
+	}
+	if (!same && !hit) {
 		t->cur = !t->cur;
 		t->nmemo = n < FU_MEMO ? n : FU_MEMO;
 		t->gen = gen;
 	}
-	atomic_store_explicit(&t->frames, atomic_load_explicit(&t->frames, memory_order_relaxed) + (uint64_t)n,
-			      memory_order_relaxed);
+	if (hit) {
+		fu_count(&t->memo_hits, 1);
+		fu_count(&t->memo_frames, memo_frames);
+		fu_count(&t->memo_diffs, diffs);
+	}
+	fu_count(&t->frames, (uint64_t)n);
 	return n;
 }
 
@@ -853,6 +1140,9 @@ struct fu_stats fu_stats(void)
 	for (const struct fu_thread *t = fu.threads; t; t = t->next) {
 		s.stacks += atomic_load_explicit(&t->stacks, memory_order_relaxed);
 		s.frames += atomic_load_explicit(&t->frames, memory_order_relaxed);
+		s.memo_hits += atomic_load_explicit(&t->memo_hits, memory_order_relaxed);
+		s.memo_frames += atomic_load_explicit(&t->memo_frames, memory_order_relaxed);
+		s.memo_diffs += atomic_load_explicit(&t->memo_diffs, memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&fu.lock);
 	return s;
@@ -883,5 +1173,10 @@ struct fu_stats fu_stats(void)
 
 void fu_flush(void)
 {
+}
+
+void fu_set_stack_memo(int on)
+{
+	(void)on;
 }
 #endif

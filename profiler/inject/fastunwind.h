@@ -24,6 +24,9 @@ struct fu_stats {
 				 *   (sigaltstack, coroutine stacks) */
 	uint64_t misses;      /* return addresses looked up in CFI (cache misses) */
 	uint64_t flushes;     /* cache flushes: the set of loaded modules changed */
+	uint64_t memo_hits;   /* stacks that met a remembered one (the stack memo, fastunwind.c) */
+	uint64_t memo_frames; /* frames taken from remembered stacks (checked, not unwound) */
+	uint64_t memo_diffs;  /* remembered stacks left where a frame differed */
 };
 
 /* Counters since the process started, summed over threads (racy reads of live threads: fine for
@@ -33,5 +36,9 @@ struct fu_stats fu_stats(void);
 /* Forget every cached rule: call after dlclose if code may be unloaded and other code mapped at
  * the same addresses (a lookup that misses notices dlopen/dlclose by itself). */
 void fu_flush(void);
+
+/* Turn the stack memo off (0) or on (1, the default), process-wide: for tests and benchmarks
+ * (CSAMPLER_GPU_STACK_MEMO=0). Stacks are the same either way. */
+void fu_set_stack_memo(int on);
 
 #endif

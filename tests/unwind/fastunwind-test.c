@@ -60,6 +60,24 @@ __attribute__((noinline)) int fu_capture(struct fu_cap *c)
 	return c->nu + c->ns + c->nf;
 }
 
+/* A frame that calls on from one of two call sites (fu_toggle): stacks that differ in this
+ * frame's return address alone, every frame inside it at the same SP (the stack memo's
+ * verification must see the difference). */
+static volatile int fu_toggle;
+__attribute__((noinline)) int fu_two_sites(const char *pat, int n, struct fu_cap *c)
+{
+	int v;
+	if (fu_toggle) {
+		v = n ? fu_next(pat, n - 1, c) : fu_capture(c);
+		fu_sink += v + 1;
+	} else {
+		fu_sink++;
+		v = (n ? fu_next(pat, n - 1, c) : fu_capture(c)) * 3;
+		fu_sink += v;
+	}
+	return v;
+}
+
 __attribute__((noinline)) int fu_next(const char *pat, int n, struct fu_cap *c)
 {
 	int (*fn)(const char *, int, struct fu_cap *);
@@ -74,6 +92,7 @@ __attribute__((noinline)) int fu_next(const char *pat, int n, struct fu_cap *c)
 	case 'B': fn = fu_big_fp; break;
 	case 's': fn = fu_lib; break;
 	case 'd': fn = fu_dl_fn; break;
+	case 'm': fn = fu_two_sites; break;
 	default: abort();
 	}
 	int v = fn(pat, n, c);
@@ -156,6 +175,79 @@ static void check(const char *name, const char *pat, int depth, int max, int fal
 		free(c);
 	}
 	report(name, ok, why);
+}
+
+/* Stacks remembered and checked (the stack memo): the same stack again is found from its first
+ * frame; stacks that differ only in their outermost frame (two call sites of the same chain) or
+ * in one middle frame (fu_two_sites), every inner frame at the same SP, must still come out as
+ * libunwind gives them, the memo noticing the frame that differs. */
+static int __attribute__((noinline)) memo_site(int site, const char *pat, int depth, struct fu_cap *c)
+{
+	int v;
+	if (site) {
+		v = fu_next(pat, depth, c);
+		fu_sink += v;
+	} else {
+		fu_sink++;
+		v = fu_next(pat, depth, c) * 2;
+		fu_sink += v;
+	}
+	return v;
+}
+
+static void check_memo_case(const char *name, const char *pat, int depth, int outer, int middle)
+{
+	char why[512] = "";
+	int ok = 1;
+	struct fu_stats s0 = fu_stats();
+	for (int i = 0; i < 8 && ok; i++) {
+		struct fu_cap *c = calloc(1, sizeof(*c));
+		c->max = FU_CAP_MAX;
+		fu_toggle = middle ? (i >> 1) & 1 : 0;
+		memo_site(outer ? i & 1 : 0, pat, depth, c);
+		ok = agree(c, depth + 2, why, sizeof(why));
+		if (!ok) {
+			char w[512];
+			snprintf(w, sizeof(w), "capture %d: %s", i, why);
+			snprintf(why, sizeof(why), "%s", w);
+		}
+		free(c);
+	}
+	struct fu_stats s1 = fu_stats();
+	if (ok && s1.fallbacks != s0.fallbacks) {
+		snprintf(why, sizeof(why), "fell back to libunwind");
+		ok = 0;
+	}
+	if (ok && s1.memo_hits - s0.memo_hits < 6) {
+		snprintf(why, sizeof(why), "%llu of 8 stacks met a remembered one, expected 6 or more",
+			 (unsigned long long)(s1.memo_hits - s0.memo_hits));
+		ok = 0;
+	}
+	if (ok && (outer || middle) && s1.memo_diffs == s0.memo_diffs) {
+		snprintf(why, sizeof(why), "the memo never noticed a frame that differs");
+		ok = 0;
+	}
+	if (ok && s1.memo_frames - s0.memo_frames < (uint64_t)depth * 4) {
+		snprintf(why, sizeof(why), "only %llu frames taken from remembered stacks",
+			 (unsigned long long)(s1.memo_frames - s0.memo_frames));
+		ok = 0;
+	}
+	report(name, ok, why);
+}
+
+static void check_memo(void)
+{
+	check_memo_case("stack memo: the same stack again", "ofA", 40, 0, 0);
+	check_memo_case("stack memo: only the outermost frame differs", "ofA", 40, 1, 0);
+	check_memo_case("stack memo: one middle frame differs", "oAoAmfo", 30, 0, 1);
+	check_memo_case("stack memo: outer and middle frames differ", "mlAobo", 35, 1, 1);
+	/* off: the same stacks, nothing taken from the memo */
+	fu_set_stack_memo(0);
+	struct fu_stats s0 = fu_stats();
+	check("stack memo off: 40 frames", "ofA", 40, FU_CAP_MAX, 0);
+	struct fu_stats s1 = fu_stats();
+	report("stack memo off: not used", s1.memo_hits == s0.memo_hits, "memo hits with the memo off");
+	fu_set_stack_memo(1);
 }
 
 static struct fu_cap *sig_cap;
@@ -357,6 +449,7 @@ int main(int argc, char **argv)
 	check("alternating call paths 2", "lLof", 30, FU_CAP_MAX, 0);
 	check("alternating call paths 3", "oflA", 33, FU_CAP_MAX, 0);
 	check("alternating call paths 4", "oflA", 27, FU_CAP_MAX, 0);
+	check_memo();
 	pthread_t th;
 	pthread_create(&th, NULL, thread_main, NULL);
 	pthread_join(th, NULL);
@@ -364,10 +457,12 @@ int main(int argc, char **argv)
 	check_dlopen(argv[0]);
 	struct fu_stats s = fu_stats();
 	printf("fu_stats: %llu stacks, %llu frames, %llu fallbacks (%llu unsupported, %llu invalid, "
-	       "%llu off stack), %llu misses, %llu flushes\n",
+	       "%llu off stack), %llu misses, %llu flushes; memo: %llu hits, %llu frames, %llu diffs\n",
 	       (unsigned long long)s.stacks, (unsigned long long)s.frames,
 	       (unsigned long long)s.fallbacks, (unsigned long long)s.unsupported,
 	       (unsigned long long)s.invalid, (unsigned long long)s.off_stack,
-	       (unsigned long long)s.misses, (unsigned long long)s.flushes);
+	       (unsigned long long)s.misses, (unsigned long long)s.flushes,
+	       (unsigned long long)s.memo_hits, (unsigned long long)s.memo_frames,
+	       (unsigned long long)s.memo_diffs);
 	return failures != 0;
 }
