@@ -123,22 +123,33 @@ struct fu_memo {
  * are per thread (the stack bounds are), and void when fu.gen moved (a module set change
  * noticed; a change not yet noticed affects the rule cache the same way). Walks that fell back
  * to libunwind are not remembered. */
+enum fu_sframe_flags {
+	FU_SF_STOP = 1,          /* the rule stopped here: no step */
+	FU_SF_RESTORE = 2,       /* the step read the caller's RBP (at fp_slot) */
+	FU_SF_USES_FP = 4,       /* the rule takes the CFA from RBP */
+	FU_SF_FP_LIVE = 8,       /* RBP matters here: used before it is read again (fu_remember) */
+	FU_SF_COPIED = 16,       /* taken from another remembered stack: not findable by (RA, SP) */
+	FU_SF_FP_UNKNOWN = 32,   /* (while recorded) the walk's RBP here is not known */
+};
+
+/* 24 bytes: the memo is read at every launch, its size is what stays in the caches between
+ * launches far apart. Stack addresses are offsets from the stack's base (its first SP). */
 struct fu_sframe {
-	uintptr_t ra, sp, fp;    /* the state at this frame, before its step */
-	uintptr_t ra_slot;       /* where the step read the caller's RA; 0: the rule stopped here */
-	uintptr_t fp_slot;       /* where it read the caller's RBP; 0: RBP unchanged */
-	bool uses_fp;            /* the rule takes the CFA from RBP */
-	bool fp_live;            /* fp matters: used before it is read again (fu_remember) */
-	bool copied;             /* taken from another remembered stack: not findable by (RA, SP) */
-	bool fp_unknown;         /* (while recorded) the walk's RBP here is not known */
+	uintptr_t ra;            /* the state at this frame, before its step: RA, SP, RBP (fp[]) */
+	uint32_t sp;
+	uint32_t ra_slot;        /* where the step read the caller's RA */
+	uint32_t fp_slot;        /* where it read the caller's RBP (FU_SF_RESTORE) */
+	uint8_t flags;           /* enum fu_sframe_flags */
 };
 
 struct fu_stack {
 	uint64_t gen;            /* fu.gen of the walk */
+	uintptr_t base;          /* the walk's first SP: the frames' addresses are offsets from it */
 	int n;                   /* frames (pcs); 0: empty */
 	bool stopped;            /* the last frame's rule stopped (no f[n]); else f[n] is the state
 				  * after the last step: RA 0 ends the stack, anything else goes on */
 	struct fu_sframe f[FU_STACK_FRAMES + 1];
+	uintptr_t fp[FU_STACK_FRAMES + 1];   /* RBP at each frame (compared where live) */
 };
 
 /* One per thread that ever unwound, never freed (the counters outlive the thread). */
@@ -825,8 +836,8 @@ static inline const struct fu_stack *fu_entry(const struct fu_thread *t, uint32_
 		return NULL;
 	const struct fu_stack *s = &t->stacks_memo[(e - 1) >> 8];
 	int k = (int)((e - 1) & 0xff);
-	if (s == except || k >= s->n || s->gen != gen || s->f[k].ra != ra || s->f[k].sp != sp ||
-	    (s->f[k].fp_live && s->f[k].fp != fp))
+	if (s == except || k >= s->n || s->gen != gen || s->f[k].ra != ra ||
+	    s->base + s->f[k].sp != sp || ((s->f[k].flags & FU_SF_FP_LIVE) && s->fp[k] != fp))
 		return NULL;
 	*j = k;
 	return s;
@@ -856,21 +867,26 @@ static void fu_fill_segments(struct fu_stack *rec, int n, bool stopped,
 {
 	for (int g = nseg - 1; g >= 0; g--) {
 		const struct fu_segment *sg = &segs[g];
-		bool known = sg->n1 < n ? !rec->f[sg->n1].fp_unknown : !stopped;  /* f[i + 1]'s */
+		/* f[i + 1]'s RBP known */
+		bool known = sg->n1 < n ? !(rec->f[sg->n1].flags & FU_SF_FP_UNKNOWN) : !stopped;
+		uint32_t rebase = (uint32_t)(sg->s->base - rec->base);  /* the addresses above rec's */
 		for (int i = sg->n1 - 1; i >= sg->n0; i--) {
-			const struct fu_sframe *src = &sg->s->f[sg->k0 + (i - sg->n0)];
+			int k = sg->k0 + (i - sg->n0);
+			const struct fu_sframe *src = &sg->s->f[k];
 			struct fu_sframe *d = &rec->f[i];
-			uintptr_t next_fp = rec->f[i + 1].fp;
 			*d = *src;
-			d->copied = true;
-			d->fp_unknown = false;
-			if (src->fp_live) {
+			d->sp += rebase;
+			d->ra_slot += rebase;
+			d->fp_slot += rebase;
+			d->flags = (uint8_t)((src->flags & ~FU_SF_FP_UNKNOWN) | FU_SF_COPIED);
+			if (src->flags & FU_SF_FP_LIVE) {
+				rec->fp[i] = sg->s->fp[k];
 				known = true;
-			} else if (known && !src->fp_slot) {
-				d->fp = next_fp;
+			} else if (known && !(src->flags & FU_SF_RESTORE)) {
+				rec->fp[i] = rec->fp[i + 1];
 			} else {
 				known = false;
-				d->fp_unknown = true;
+				d->flags |= FU_SF_FP_UNKNOWN;
 			}
 		}
 	}
@@ -893,20 +909,22 @@ static void fu_remember(struct fu_thread *t, struct fu_stack *rec, int n, bool s
 	/* RBP live: the walk goes on after f[n] (it may use RBP), or a later frame uses it first */
 	bool live = !stopped && rec->f[n].ra;
 	if (!stopped)
-		rec->f[n].fp_live = live;
+		rec->f[n].flags = live ? FU_SF_FP_LIVE : 0;
 	for (int i = n - 1; i >= 0; i--) {
-		live = rec->f[i].uses_fp || (!rec->f[i].fp_slot && live);
-		if (live && rec->f[i].fp_unknown)
+		uint8_t fl = rec->f[i].flags;
+		live = (fl & FU_SF_USES_FP) || (!(fl & FU_SF_RESTORE) && live);
+		if (live && (fl & FU_SF_FP_UNKNOWN))
 			return;
-		rec->f[i].fp_live = live;
+		rec->f[i].flags = (uint8_t)(live ? fl | FU_SF_FP_LIVE : fl & ~FU_SF_FP_LIVE);
 	}
 	rec->n = n;
 	rec->stopped = stopped;
 	rec->gen = gen;
 	uint32_t idx = (uint32_t)(rec - t->stacks_memo);
 	for (int i = 0; i < n; i++)
-		if (!rec->f[i].copied)
-			t->probe[fu_probe_slot(rec->f[i].ra, rec->f[i].sp)] = 1 + (idx << 8 | (uint32_t)i);
+		if (!(rec->f[i].flags & FU_SF_COPIED))
+			t->probe[fu_probe_slot(rec->f[i].ra, rec->base + rec->f[i].sp)] =
+				1 + (idx << 8 | (uint32_t)i);
 	for (int i = 0; i < nb; i++)
 		if (b[i].n < n && b[i].s != idx)
 			t->branch[fu_branch_slot(b[i].s, b[i].k, b[i].ra)] =
@@ -936,8 +954,8 @@ restart:;
 	bool same = true;  /* every frame so far was last[n]: next[] not written */
 	int missed = 0;    /* nonzero: the frame before this one was not in last[] */
 	/* The stack memo: this walk is recorded in slot (NULL: no memo), probing looks for a
-	 * remembered state until one is found (and again after a frame that differs from it). */
-	struct fu_stack *slot = t->stacks_memo &&
+	 * remembered state until one is found. */
+	struct fu_stack *slot = t->stacks_memo && hi - sp0 <= UINT32_MAX &&
 				!atomic_load_explicit(&fu.no_stack_memo, memory_order_relaxed) ?
 				&t->stacks_memo[t->next_stack] : NULL;
 	bool probing = slot != NULL, hit = false, stopped = false;
@@ -963,20 +981,21 @@ restart:;
 				for (;;) {
 					const struct fu_sframe *f = &s->f[k];
 					pcs[n++] = f->ra;
-					if (!f->ra_slot) {  /* the rule stopped here */
+					if (f->flags & FU_SF_STOP) {  /* the rule stopped here */
 						stopped = true;
 						break;
 					}
 					const struct fu_sframe *g = f + 1;
-					ra = *(const uintptr_t *)f->ra_slot;
-					if (f->fp_slot)
-						fp = *(const uintptr_t *)f->fp_slot;
-					if (__builtin_expect(ra != g->ra || (g->fp_live && fp != g->fp), 0)) {
+					ra = *(const uintptr_t *)(s->base + f->ra_slot);
+					if (f->flags & FU_SF_RESTORE)
+						fp = *(const uintptr_t *)(s->base + f->fp_slot);
+					if (__builtin_expect(ra != g->ra || ((g->flags & FU_SF_FP_LIVE) &&
+									  fp != s->fp[k + 1]), 0)) {
 						/* A stack that branched off s here before, else unwinding goes
 						 * on from the state just read (and this walk is kept, with where
 						 * it branched off). */
 						diffs++;
-						sp = g->sp;
+						sp = s->base + g->sp;
 						uint32_t si = (uint32_t)(s - t->stacks_memo);
 						if (nseg < FU_SEGMENTS)
 							segs[nseg] = (struct fu_segment){ s, k0, n0, n };
@@ -993,9 +1012,13 @@ restart:;
 								break;
 							continue;
 						}
+						/* Unwound from here on, not probed again: this walk's own
+						 * frames make a stack the next walk finds whole through the
+						 * branch (probing again could piece it together from stacks
+						 * that each differ a little further on). */
 						if (nbranch < FU_BRANCHES)
 							branches[nbranch++] = (struct fu_branch){ si, k + 1, ra, n };
-						goes_on = probing = true;
+						goes_on = true;
 						break;
 					}
 					if (++k == s->n) {  /* remembered open: goes on from f[n] */
@@ -1007,7 +1030,7 @@ restart:;
 				}
 				if (n > n0) {
 					if (!stopped)
-						sp = s->f[k0 + (n - n0)].sp;
+						sp = s->base + s->f[k0 + (n - n0)].sp;
 					if (nseg < FU_SEGMENTS)
 						segs[nseg] = (struct fu_segment){ s, k0, n0, n };
 					nseg++;
@@ -1048,8 +1071,9 @@ restart:;
 		struct fu_sframe *f = NULL;
 		if (slot && n < FU_STACK_FRAMES) {
 			f = &slot->f[n];
-			*f = (struct fu_sframe){ .ra = ra, .sp = sp, .fp = fp,
-						 .uses_fp = r.kind == FU_CFA_RBP, .fp_live = true };
+			*f = (struct fu_sframe){ .ra = ra, .sp = (uint32_t)(sp - sp0),
+						 .flags = r.kind == FU_CFA_RBP ? FU_SF_USES_FP : 0 };
+			slot->fp[n] = fp;
 		}
 		pcs[n++] = ra;
 		missed >>= 1;
@@ -1061,6 +1085,8 @@ restart:;
 		else if (kind == FU_CFA_RBP)
 			cfa = fp + (uintptr_t)cfa_off;
 		else if (kind == FU_STOP) {
+			if (f)
+				f->flags |= FU_SF_STOP;
 			stopped = true;
 			break;
 		} else if (kind == FU_NOMOD && !retried && fu_recheck_modules()) {
@@ -1077,13 +1103,15 @@ restart:;
 			if (__builtin_expect(fp_at < sp || fp_at > hi - 8, 0))
 				return fu_fallback(pcs, max, ra0, &fu.invalid);
 			fp = *(const uintptr_t *)fp_at;
-			if (f)
-				f->fp_slot = fp_at;
+			if (f) {
+				f->fp_slot = (uint32_t)(fp_at - sp0);
+				f->flags |= FU_SF_RESTORE;
+			}
 		}
 		ra = *(const uintptr_t *)ra_at;
 		sp = cfa;
 		if (f)
-			f->ra_slot = ra_at;
+			f->ra_slot = (uint32_t)(ra_at - sp0);
 		if (!ra)
 			break;
 	}
@@ -1094,8 +1122,11 @@ done:
 	 * only push out the stacks it came from. */
 	if (slot && ((uint64_t)n > memo_frames || nbranch) && n <= FU_STACK_FRAMES &&
 	    nseg <= FU_SEGMENTS) {
-		if (!stopped)  /* the state after the last frame: where a later walk goes on */
-			slot->f[n] = (struct fu_sframe){ .ra = ra, .sp = sp, .fp = fp, .fp_live = true };
+		if (!stopped) {  /* the state after the last frame: where a later walk goes on */
+			slot->f[n] = (struct fu_sframe){ .ra = ra, .sp = (uint32_t)(sp - sp0) };
+			slot->fp[n] = fp;
+		}
+		slot->base = sp0;
 		fu_fill_segments(slot, n, stopped, segs, nseg);
 		fu_remember(t, slot, n, stopped, gen, branches, nbranch);
 	}

@@ -420,8 +420,10 @@ static int bench(int rounds)
 	struct fu_stats s = fu_stats();
 	printf("(ns of thread CPU time per stack, median of %d interleaved rounds; -O2 frames with and without frame "
 	       "pointers; speedup: unw_backtrace / fu_backtrace; fu: %llu stacks, %llu fallbacks, "
-	       "%llu misses)\n", rounds, (unsigned long long)s.stacks,
-	       (unsigned long long)s.fallbacks, (unsigned long long)s.misses);
+	       "%llu misses; stack memo: %llu hits, %llu frames, %llu diffs)\n", rounds,
+	       (unsigned long long)s.stacks, (unsigned long long)s.fallbacks,
+	       (unsigned long long)s.misses, (unsigned long long)s.memo_hits,
+	       (unsigned long long)s.memo_frames, (unsigned long long)s.memo_diffs);
 	free(res);
 	free(c);
 	return 0;
