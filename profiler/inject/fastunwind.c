@@ -144,6 +144,7 @@ struct fu_sframe {
 
 struct fu_stack {
 	uint64_t gen;            /* fu.gen of the walk */
+	uint32_t version;        /* fu_remember calls into this slot: part of a walk's token */
 	uintptr_t base;          /* the walk's first SP: the frames' addresses are offsets from it */
 	int n;                   /* frames (pcs); 0: empty */
 	bool stopped;            /* the last frame's rule stopped (no f[n]); else f[n] is the state
@@ -920,6 +921,7 @@ static void fu_remember(struct fu_thread *t, struct fu_stack *rec, int n, bool s
 	rec->n = n;
 	rec->stopped = stopped;
 	rec->gen = gen;
+	rec->version++;
 	uint32_t idx = (uint32_t)(rec - t->stacks_memo);
 	for (int i = 0; i < n; i++)
 		if (!(rec->f[i].flags & FU_SF_COPIED))
@@ -934,10 +936,14 @@ static void fu_remember(struct fu_thread *t, struct fu_stack *rec, int n, bool s
 
 /* fu_backtrace (below, in assembly) jumps here with the caller's return address, stack pointer
  * (after the return) and frame pointer. */
-FU_HIDDEN int fu_walk(uintptr_t *pcs, int max, uintptr_t ra0, uintptr_t sp0, uintptr_t fp0);
+FU_HIDDEN int fu_walk(uintptr_t *pcs, int max, uintptr_t ra0, uintptr_t sp0, uintptr_t fp0,
+		      uint64_t *token);
 
-FU_HIDDEN int fu_walk(uintptr_t *pcs, int max, uintptr_t ra0, uintptr_t sp0, uintptr_t fp0)
+FU_HIDDEN int fu_walk(uintptr_t *pcs, int max, uintptr_t ra0, uintptr_t sp0, uintptr_t fp0,
+		      uint64_t *token)
 {
+	if (token)
+		*token = 0;
 	struct fu_thread *t = fu_self;
 	if (__builtin_expect(!t, 0) && !(t = fu_thread_init()))
 		return fu_fallback(pcs, max, ra0, &fu.off_stack);
@@ -1135,6 +1141,19 @@ done:
 		t->nmemo = n < FU_MEMO ? n : FU_MEMO;
 		t->gen = gen;
 	}
+	/* The token: the walk's frames are exactly the first n of a remembered stack (the last one
+	 * it followed, to its end, and the frames before agree), so the same token means the same
+	 * frames while that stack is kept (its version changes when its slot is reused). */
+	if (token && nseg > 0 && nseg <= FU_SEGMENTS && (uint64_t)n == memo_frames) {
+		const struct fu_segment *sg = &segs[nseg - 1];
+		const struct fu_stack *s = sg->s;
+		bool same_frames = sg->n1 == n && sg->k0 == sg->n0;
+		for (int i = 0; same_frames && i < sg->n0; i++)
+			same_frames = pcs[i] == s->f[i].ra;
+		if (same_frames)
+			*token = (uint64_t)s->version << 16 | (uint64_t)(s - t->stacks_memo) << 8 |
+				 (uint64_t)n;
+	}
 	if (hit) {
 		fu_count(&t->memo_hits, 1);
 		fu_count(&t->memo_frames, memo_frames);
@@ -1144,8 +1163,9 @@ done:
 	return n;
 }
 
-/* int fu_backtrace(uintptr_t *pcs, int max): the caller's return address, its stack pointer
- * after the return and its RBP (untouched so far) go to fu_walk, which returns to the caller. */
+/* int fu_backtrace(uintptr_t *pcs, int max) and fu_backtrace_token(pcs, max, token): the
+ * caller's return address, its stack pointer after the return and its RBP (untouched so far) go
+ * to fu_walk, which returns to the caller. */
 __asm__(".text\n"
 	".globl fu_backtrace\n"
 	".hidden fu_backtrace\n"
@@ -1156,9 +1176,23 @@ __asm__(".text\n"
 	"	movq (%rsp), %rdx\n"
 	"	leaq 8(%rsp), %rcx\n"
 	"	movq %rbp, %r8\n"
+	"	xorl %r9d, %r9d\n"
 	"	jmp fu_walk\n"
 	".cfi_endproc\n"
-	".size fu_backtrace, .-fu_backtrace\n");
+	".size fu_backtrace, .-fu_backtrace\n"
+	".globl fu_backtrace_token\n"
+	".hidden fu_backtrace_token\n"
+	".type fu_backtrace_token, @function\n"
+	".p2align 4\n"
+	"fu_backtrace_token:\n"
+	".cfi_startproc\n"
+	"	movq %rdx, %r9\n"
+	"	movq (%rsp), %rdx\n"
+	"	leaq 8(%rsp), %rcx\n"
+	"	movq %rbp, %r8\n"
+	"	jmp fu_walk\n"
+	".cfi_endproc\n"
+	".size fu_backtrace_token, .-fu_backtrace_token\n");
 
 struct fu_stats fu_stats(void)
 {
@@ -1185,6 +1219,20 @@ static _Atomic uint64_t fu_nstacks;
 
 int __attribute__((noinline)) fu_backtrace(uintptr_t *pcs, int max)
 {
+	void *buf[256];
+	uintptr_t ra0 = (uintptr_t)__builtin_return_address(0);
+	int n = unw_backtrace(buf, max + 2 < 256 ? max + 2 : 256), i = 0, k = 0;
+	atomic_fetch_add_explicit(&fu_nstacks, 1, memory_order_relaxed);
+	while (i < n && i < 2 && (uintptr_t)buf[i] != ra0)
+		i++;
+	for (; i < n && k < max; i++)
+		pcs[k++] = (uintptr_t)buf[i];
+	return k;
+}
+
+int __attribute__((noinline)) fu_backtrace_token(uintptr_t *pcs, int max, uint64_t *token)
+{
+	*token = 0;
 	void *buf[256];
 	uintptr_t ra0 = (uintptr_t)__builtin_return_address(0);
 	int n = unw_backtrace(buf, max + 2 < 256 ? max + 2 : 256), i = 0, k = 0;

@@ -12,6 +12,12 @@
  * miss takes a mutex and the loader's lock). The first call on a thread reads its stack bounds. */
 int fu_backtrace(uintptr_t *pcs, int max);
 
+/* fu_backtrace, and *token: nonzero when the frames are exactly those of a stack the thread's
+ * stack memo keeps (fastunwind.c): two calls on the same thread that give the same nonzero
+ * token gave the same frames (and the same count), so a caller may keep what it derived from
+ * them under the token. 0: no such promise. */
+int fu_backtrace_token(uintptr_t *pcs, int max, uint64_t *token);
+
 struct fu_stats {
 	uint64_t stacks;      /* fu_backtrace calls */
 	uint64_t frames;      /* return addresses the fast path recorded */

@@ -56,7 +56,8 @@ __attribute__((noinline)) int fu_capture(struct fu_cap *c)
 		return bench_one();
 	c->nu = unw_backtrace((void **)c->u, c->max);
 	c->ns = step_backtrace(c->s, c->max);
-	c->nf = fu_backtrace(c->f, c->max);
+	c->nf = c->with_token ? fu_backtrace_token(c->f, c->max, &c->token) :
+				fu_backtrace(c->f, c->max);
 	return c->nu + c->ns + c->nf;
 }
 
@@ -200,9 +201,12 @@ static void check_memo_case(const char *name, const char *pat, int depth, int ou
 	char why[512] = "";
 	int ok = 1;
 	struct fu_stats s0 = fu_stats();
+	struct fu_cap *caps[8] = { NULL };
+	int tokens = 0;
 	for (int i = 0; i < 8 && ok; i++) {
-		struct fu_cap *c = calloc(1, sizeof(*c));
+		struct fu_cap *c = caps[i] = calloc(1, sizeof(*c));
 		c->max = FU_CAP_MAX;
+		c->with_token = 1;
 		fu_toggle = middle ? (i >> 1) & 1 : 0;
 		memo_site(outer ? i & 1 : 0, pat, depth, c);
 		ok = agree(c, depth + 2, why, sizeof(why));
@@ -211,7 +215,20 @@ static void check_memo_case(const char *name, const char *pat, int depth, int ou
 			snprintf(w, sizeof(w), "capture %d: %s", i, why);
 			snprintf(why, sizeof(why), "%s", w);
 		}
-		free(c);
+		tokens += c->token != 0;
+		/* the same token: the same frames */
+		for (int k = 0; k < i && ok && c->token; k++)
+			if (caps[k]->token == c->token &&
+			    (caps[k]->nf != c->nf || memcmp(caps[k]->f, c->f, sizeof(c->f[0]) * (size_t)c->nf))) {
+				snprintf(why, sizeof(why), "captures %d and %d: the same token, other frames", k, i);
+				ok = 0;
+			}
+	}
+	for (int i = 0; i < 8; i++)
+		free(caps[i]);
+	if (ok && tokens < 4) {
+		snprintf(why, sizeof(why), "%d of 8 stacks had a token, expected 4 or more", tokens);
+		ok = 0;
 	}
 	struct fu_stats s1 = fu_stats();
 	if (ok && s1.fallbacks != s0.fallbacks) {
