@@ -58,6 +58,8 @@ enum {
 	FU_PROBE_BITS = 13,            /* the (return address, SP) -> remembered frame table */
 	FU_BRANCHES = 8,               /* branches off remembered stacks kept per walk */
 	FU_SEGMENTS = 16,              /* runs of remembered frames a walk can keep */
+	FU_MEMO_WINDOW = 64,           /* walks per look at whether the stack memo pays */
+	FU_MEMO_PAUSE = 4096,          /* walks without recording when it does not */
 	FU_REG_RBP = 6,                /* DWARF register numbers, x86-64 psABI */
 	FU_REG_RSP = 7,
 	FU_REG_RA = 16,
@@ -145,6 +147,8 @@ struct fu_sframe {
 struct fu_stack {
 	uint64_t gen;            /* fu.gen of the walk */
 	uint32_t version;        /* fu_remember calls into this slot: part of a walk's token */
+	uint32_t hint;           /* the branch last taken off this stack (a probe entry), 0: none:
+				  * tried before fu_thread.branch, its lines fetched ahead */
 	uintptr_t base;          /* the walk's first SP: the frames' addresses are offsets from it */
 	int n;                   /* frames (pcs); 0: empty */
 	bool stopped;            /* the last frame's rule stopped (no f[n]); else f[n] is the state
@@ -156,7 +160,7 @@ struct fu_stack {
 /* One per thread that ever unwound, never freed (the counters outlive the thread). */
 struct fu_thread {
 	uintptr_t lo, hi;     /* the stack; hi == 0: unknown, every stack falls back */
-	_Atomic uint64_t stacks, frames, memo_hits, memo_frames, memo_diffs;
+	_Atomic uint64_t stacks, frames, memo_hits, memo_frames, memo_diffs, memo_pauses;
 	struct fu_thread *next;
 	uint64_t gen;         /* fu.gen when memo[cur] was filled */
 	int cur, nmemo;       /* memo[cur][0..nmemo): the last stack; memo[!cur]: the next one */
@@ -168,6 +172,10 @@ struct fu_thread {
 	uint32_t *branch;     /* hash of (stack, frame, RA) -> the same, for another stack that
 			       * branched off there (fu_walk) */
 	int next_stack;
+	/* Recording pays only if stacks come back: over each FU_MEMO_WINDOW walks, if fewer than
+	 * half were mostly remembered frames (more distinct stacks than FU_STACKS, taken in turn),
+	 * recording stops for FU_MEMO_PAUSE walks (the stacks kept are still found). */
+	uint32_t window_walks, window_good, pause;
 };
 
 static struct {
@@ -922,6 +930,7 @@ static void fu_remember(struct fu_thread *t, struct fu_stack *rec, int n, bool s
 	rec->stopped = stopped;
 	rec->gen = gen;
 	rec->version++;
+	rec->hint = 0;
 	uint32_t idx = (uint32_t)(rec - t->stacks_memo);
 	for (int i = 0; i < n; i++)
 		if (!(rec->f[i].flags & FU_SF_COPIED))
@@ -965,6 +974,7 @@ restart:;
 				!atomic_load_explicit(&fu.no_stack_memo, memory_order_relaxed) ?
 				&t->stacks_memo[t->next_stack] : NULL;
 	bool probing = slot != NULL, hit = false, stopped = false;
+	bool recording = slot && !t->pause;
 	uint64_t memo_frames = 0, diffs = 0;
 	struct fu_branch branches[FU_BRANCHES];
 	struct fu_segment segs[FU_SEGMENTS];
@@ -979,7 +989,13 @@ restart:;
 			const struct fu_stack *s = fu_entry(t, t->probe[fu_probe_slot(ra, sp)], ra, sp,
 							    fp, gen, slot, &k);
 			if (__builtin_expect(s != NULL, 1)) {
-				/* frames k, k+1, ... of s while their slots still hold what they held */
+				/* frames k, k+1, ... of s while their slots still hold what they held;
+				 * the stack this one branched to last time is fetched meanwhile */
+				if (s->hint) {
+					const struct fu_stack *h = &t->stacks_memo[(s->hint - 1) >> 8];
+					__builtin_prefetch(h);
+					__builtin_prefetch(&h->f[(s->hint - 1) & 0xff]);
+				}
 				hit = true;
 				probing = false;
 				int n0 = n, k0 = k, nh = n;
@@ -1008,9 +1024,14 @@ restart:;
 						nseg++;
 						n0 = n;
 						int k2;
-						const struct fu_stack *s2 = fu_entry(t,
-							t->branch[fu_branch_slot(si, k + 1, ra)], ra, sp, fp,
-							gen, slot, &k2);
+						const struct fu_stack *s2 = fu_entry(t, s->hint, ra, sp, fp,
+										     gen, slot, &k2);
+						if (!s2) {
+							uint32_t e = t->branch[fu_branch_slot(si, k + 1, ra)];
+							s2 = fu_entry(t, e, ra, sp, fp, gen, slot, &k2);
+							if (s2)  /* (a stack of this thread's memo) */
+								t->stacks_memo[si].hint = e;
+						}
 						if (s2) {
 							s = s2;
 							k = k0 = k2;
@@ -1075,7 +1096,7 @@ restart:;
 				next[n] = (struct fu_memo){ ra, r };
 		}
 		struct fu_sframe *f = NULL;
-		if (slot && n < FU_STACK_FRAMES) {
+		if (slot && recording && n < FU_STACK_FRAMES) {
 			f = &slot->f[n];
 			*f = (struct fu_sframe){ .ra = ra, .sp = (uint32_t)(sp - sp0),
 						 .flags = r.kind == FU_CFA_RBP ? FU_SF_USES_FP : 0 };
@@ -1126,7 +1147,7 @@ done:
 	 * one) or one that branched off a remembered stack where no other had; not one made
 	 * entirely of remembered frames along known branches (the same stack again), which would
 	 * only push out the stacks it came from. */
-	if (slot && ((uint64_t)n > memo_frames || nbranch) && n <= FU_STACK_FRAMES &&
+	if (slot && recording && ((uint64_t)n > memo_frames || nbranch) && n <= FU_STACK_FRAMES &&
 	    nseg <= FU_SEGMENTS) {
 		if (!stopped) {  /* the state after the last frame: where a later walk goes on */
 			slot->f[n] = (struct fu_sframe){ .ra = ra, .sp = (uint32_t)(sp - sp0) };
@@ -1135,6 +1156,18 @@ done:
 		slot->base = sp0;
 		fu_fill_segments(slot, n, stopped, segs, nseg);
 		fu_remember(t, slot, n, stopped, gen, branches, nbranch);
+	}
+	if (slot) {
+		if (t->pause)
+			t->pause--;
+		t->window_good += memo_frames * 2 >= (uint64_t)n;
+		if (++t->window_walks == FU_MEMO_WINDOW) {
+			if (t->window_good < FU_MEMO_WINDOW / 2 && !t->pause) {
+				t->pause = FU_MEMO_PAUSE;
+				fu_count(&t->memo_pauses, 1);
+			}
+			t->window_walks = t->window_good = 0;
+		}
 	}
 	if (!same && !hit) {
 		t->cur = !t->cur;
@@ -1208,6 +1241,7 @@ struct fu_stats fu_stats(void)
 		s.memo_hits += atomic_load_explicit(&t->memo_hits, memory_order_relaxed);
 		s.memo_frames += atomic_load_explicit(&t->memo_frames, memory_order_relaxed);
 		s.memo_diffs += atomic_load_explicit(&t->memo_diffs, memory_order_relaxed);
+		s.memo_pauses += atomic_load_explicit(&t->memo_pauses, memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&fu.lock);
 	return s;

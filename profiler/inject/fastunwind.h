@@ -33,6 +33,7 @@ struct fu_stats {
 	uint64_t memo_hits;   /* stacks that met a remembered one (the stack memo, fastunwind.c) */
 	uint64_t memo_frames; /* frames taken from remembered stacks (checked, not unwound) */
 	uint64_t memo_diffs;  /* remembered stacks left where a frame differed */
+	uint64_t memo_pauses; /* times recording stopped for a while: stacks did not come back */
 };
 
 /* Counters since the process started, summed over threads (racy reads of live threads: fine for
