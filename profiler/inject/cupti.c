@@ -1871,6 +1871,7 @@ static void inj_attach_reset(void)
 			memset(t->stab, 0, sizeof(*t->stab) * INJ_STACK_SLOTS);
 		t->stab_used = t->arena_used = 0;
 		memset(t->name_written, 0, sizeof(t->name_written));
+		memset(t->token_ids, 0, sizeof(t->token_ids));  /* their stacks are the old file's */
 		atomic_store(&t->launches, 0);
 		atomic_store(&t->launches_dropped, 0);
 		atomic_store(&t->capture_ns, 0);
