@@ -3,6 +3,7 @@
 # and what it writes.
 #
 #   scripts/bench-gpu-launch.sh [ROUNDS] [SECONDS] [BASE_REV]   (default 10 rounds of 1 s per figure)
+#   EXTRA=1 scripts/bench-gpu-launch.sh ...   also bursts and call-path counts (below)
 #
 # The test driver (tests/cupti/driver.c, `driver bench`) makes launches against the stand-in
 # libcupti, which fires the library's callbacks on the calling thread as CUDA does (a runtime
@@ -91,7 +92,7 @@ one() {
 	split=$(sed -n 's/^bench: first of a burst \([0-9.]*\) ns, the others \([0-9.]*\) ns$/\1 \2/p' "$DIR/split")
 	echo "$ns $((bytes * 100000 / (n + 50))) ${split:-nan nan}"
 }
-median() { sort -n | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+median() { sort -n | awk '{v[NR]=$1} END {if (NR) printf "%.1f\n", (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 
 declare -A ns=() by=() first=() others=()
 for r in $(seq "$ROUNDS"); do
@@ -116,3 +117,29 @@ for i in "${!CONFIGS[@]}"; do
 		"$(m "${by[$i,100000]}")"
 done
 echo "(median of $ROUNDS interleaved rounds of ${SECONDS_PER} s; 50 call paths 20-40 frames deep; $(nproc) CPUs)"
+
+# EXTRA=1: the shipped library against the memo off, (1) at 10k/s in bursts of 10 (the table
+# above), 100 and 1000 launches: what a burst's first launches cost after the sleep; (2) at
+# 100k/s from 50, 200 and 1000 call paths: more distinct stacks than the memo keeps per thread.
+[ "${EXTRA:-0}" = 1 ] || exit 0
+declare -A ex=()
+EXTRAS=("10k/s, bursts of 10|10000 50 10" "10k/s, bursts of 100|10000 50 100"
+	"10k/s, bursts of 1000|10000 50 1000" "100k/s, 50 paths|100000 50 100"
+	"100k/s, 200 paths|100000 200 100" "100k/s, 1000 paths|100000 1000 100")
+for r in $(seq "$ROUNDS"); do
+	for i in "${!EXTRAS[@]}"; do
+		IFS='|' read -r label args <<<"${EXTRAS[$i]}"
+		read -r rate paths burst <<<"$args"
+		for memo in 1 0; do
+			rm -f "$DIR"/out/*
+			t=$(env CSAMPLER_GPU_DIR="$DIR/out" CSAMPLER_GPU_STACK_MEMO=$memo "$DRIVER" bench "$LIB" \
+			    "$rate" "$((rate * SECONDS_PER))" "$paths" "$burst" 2>/dev/null) || t=nan
+			ex[$i,$memo]+="$t "
+		done
+	done
+done
+printf '\n%-36s %12s %12s\n' "ns per launch (shipped)" "stack memo" "memo off"
+for i in "${!EXTRAS[@]}"; do
+	IFS='|' read -r label args <<<"${EXTRAS[$i]}"
+	printf '%-36s %12s %12s\n' "$label" "$(m "${ex[$i,1]}")" "$(m "${ex[$i,0]}")"
+done

@@ -10,8 +10,9 @@
  *      scenarios: workload syncwait busy fork noinit hang error real, and the real-time
  *      dataload tiny syncbound gpubound (t-gpu-idle.sh)
  *   driver load LIB         dlopen only: exit 0, or 2 with dlerror() (version-tag test)
- *   driver bench LIB|none RATE LAUNCHES [PATHS]   ns per launch at RATE launches/s from PATHS
- *                                         call paths (50) (bench-gpu-launch.sh)
+ *   driver bench LIB|none RATE LAUNCHES [PATHS [BURST]]   ns per launch at RATE launches/s
+ *                                         from PATHS call paths (50), BURST launches at a time
+ *                                         (RATE/1000: one burst a millisecond) (bench-gpu-launch.sh)
  *   driver expect           the workload's report figures, from script.h alone (t-gpu-report.sh)
  *
  * The workload functions are noipa so that each scripted call has a distinct, known call path;
@@ -1504,6 +1505,7 @@ static void NOIPA bench_capture(void)
 #define BENCH_PATHS 50          /* the default; `driver bench ... PATHS` up to BENCH_MAX_PATHS */
 #define BENCH_MAX_PATHS 4096
 static unsigned bench_npaths = BENCH_PATHS;
+static unsigned bench_burst_size;   /* launches per burst; 0: RATE/1000 */
 #define BENCH_MAX_DEPTH 40
 static uint8_t bench_path[BENCH_MAX_PATHS][BENCH_MAX_DEPTH];
 static unsigned bench_depth[BENCH_MAX_PATHS];
@@ -1601,9 +1603,14 @@ static int bench(const char *mode, long rate, long launches)
 	/* 64 KiB of this frame lie above the launches: room for the 32 KiB copy */
 	volatile char headroom[65536];
 	headroom[0] = 0;
-	/* bursts every millisecond, rate/1000 launches each; only the launches are timed; CUPTI
-	 * hands a buffer back every 20 ms */
+	/* bursts every millisecond, rate/1000 launches each (or BURST launches every BURST/rate
+	 * seconds); only the launches are timed; CUPTI hands a buffer back every 20 bursts */
 	unsigned per_ms = rate >= 1000 ? (unsigned)(rate / 1000) : 1, path = 0;
+	uint64_t period = 1000000;   /* ns between bursts */
+	if (bench_burst_size) {
+		per_ms = bench_burst_size;
+		period = 1000000000ull * per_ms / (uint64_t)(rate > 0 ? rate : 1);
+	}
 	uint32_t corr = 1;
 	uint64_t busy = 0, done = 0, next = ns_now();
 	bench_burst(bench_npaths, &corr, &path);   /* warm: every path once */
@@ -1613,7 +1620,7 @@ static int bench(const char *mode, long rate, long launches)
 		done += per_ms;
 		if (burst % 20 == 0)
 			hk.deliver();
-		next += 1000000;
+		next += period;
 		struct timespec ts = { .tv_sec = (time_t)(next / 1000000000ull),
 				       .tv_nsec = (long)(next % 1000000000ull) };
 		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
@@ -1825,8 +1832,16 @@ int main(int argc, char **argv)
 		return expect();
 	if (argc == 3 && !strcmp(argv[1], "dump"))
 		return dump(argv[2]);
-	if ((argc == 5 || argc == 6) && !strcmp(argv[1], "bench")) {
-		if (argc == 6) {
+	if (argc >= 5 && argc <= 7 && !strcmp(argv[1], "bench")) {
+		if (argc == 7) {
+			long burst = atol(argv[6]);
+			if (burst < 1 || burst > 1000000) {
+				fprintf(stderr, "driver bench: BURST must be 1 to 1000000\n");
+				return 2;
+			}
+			bench_burst_size = (unsigned)burst;
+		}
+		if (argc >= 6) {
 			long paths = atol(argv[5]);
 			if (paths < 1 || paths > BENCH_MAX_PATHS) {
 				fprintf(stderr, "driver bench: PATHS must be 1 to %d\n", BENCH_MAX_PATHS);
