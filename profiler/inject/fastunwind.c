@@ -21,6 +21,10 @@
  * expressions, a CFA from another register, signal frames, no FDE, no module) are cached too,
  * as "unsupported".
  *
+ * Whole stacks: each thread also remembers the stacks it unwound (the stack memo, below: a
+ * remembered stack is re-read slot by slot instead of unwound, exactly, with a token that lets
+ * the caller reuse what it derived from the same frames).
+ *
  * Validation: every CFA lies above the previous SP and within the thread's stack (read once per
  * thread with pthread_getattr_np); every load is from that range; addresses must be canonical.
  * On any doubt the whole stack goes to libunwind's unw_backtrace (counted in fu_stats), so the
