@@ -176,10 +176,12 @@ struct fu_thread {
 	uint32_t *branch;     /* hash of (stack, frame, RA) -> the same, for another stack that
 			       * branched off there (fu_walk) */
 	int next_stack;
-	/* Recording pays only if stacks come back: over each FU_MEMO_WINDOW walks, if fewer than
-	 * half were mostly remembered frames (more distinct stacks than FU_STACKS, taken in turn),
+	/* Recording pays only if stacks come back: once FU_STACKS stacks were recorded (the ring
+	 * came round: not a program's first stacks), if fewer than half of FU_MEMO_WINDOW walks
+	 * were mostly remembered frames (more distinct stacks than FU_STACKS, taken in turn),
 	 * recording stops for FU_MEMO_PAUSE walks (the stacks kept are still found). */
 	uint32_t window_walks, window_good, pause;
+	uint64_t remembered;  /* stacks recorded so far */
 };
 
 static struct {
@@ -945,6 +947,7 @@ static void fu_remember(struct fu_thread *t, struct fu_stack *rec, int n, bool s
 			t->branch[fu_branch_slot(b[i].s, b[i].k, b[i].ra)] =
 				1 + (idx << 8 | (uint32_t)b[i].n);
 	t->next_stack = (t->next_stack + 1) % FU_STACKS;
+	t->remembered++;
 }
 
 /* fu_backtrace (below, in assembly) jumps here with the caller's return address, stack pointer
@@ -1166,7 +1169,8 @@ done:
 			t->pause--;
 		t->window_good += memo_frames * 2 >= (uint64_t)n;
 		if (++t->window_walks == FU_MEMO_WINDOW) {
-			if (t->window_good < FU_MEMO_WINDOW / 2 && !t->pause) {
+			if (t->window_good < FU_MEMO_WINDOW / 2 && !t->pause &&
+			    t->remembered >= FU_STACKS) {
 				t->pause = FU_MEMO_PAUSE;
 				fu_count(&t->memo_pauses, 1);
 			}

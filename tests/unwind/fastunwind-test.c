@@ -258,26 +258,27 @@ static void check_memo(void)
 	check_memo_case("stack memo: only the outermost frame differs", "ofA", 40, 1, 0);
 	check_memo_case("stack memo: one middle frame differs", "oAoAmfo", 30, 0, 1);
 	check_memo_case("stack memo: outer and middle frames differ", "mlAobo", 35, 1, 1);
-	/* Many stacks that do not come back: recording pauses, every stack still exact. */
+	/* More distinct stacks than the memo keeps (256): once it came round, recording pauses;
+	 * every stack still exact. */
 	{
 		char why[512] = "";
 		int ok = 1;
 		struct fu_stats s0 = fu_stats();
-		static const char *const pats[] = { "o", "f", "oA", "lf" };
-		for (int i = 0; i < 200 && ok; i++) {
+		static const char *const pats[] = { "o", "f", "oA", "lf", "ol", "fL", "Ao", "fo" };
+		for (int i = 0; i < 400 && ok; i++) {
 			struct fu_cap *c = calloc(1, sizeof(*c));
 			c->max = FU_CAP_MAX;
 			c->with_token = 1;
-			int depth = 5 + i / 4;
-			fu_next(pats[i % 4], depth, c);
+			int depth = 5 + i / 8;   /* 50 depths x 8 patterns: all distinct, all kept */
+			fu_next(pats[i % 8], depth, c);
 			ok = agree(c, depth + 2, why, sizeof(why));
 			free(c);
 		}
 		if (ok && fu_stats().memo_pauses == s0.memo_pauses) {
-			snprintf(why, sizeof(why), "200 distinct stacks did not pause the recording");
+			snprintf(why, sizeof(why), "400 distinct stacks did not pause the recording");
 			ok = 0;
 		}
-		report("stack memo: 200 distinct stacks (recording pauses)", ok, why);
+		report("stack memo: 400 distinct stacks, more than it keeps (recording pauses)", ok, why);
 	}
 	/* off: the same stacks, nothing taken from the memo */
 	fu_set_stack_memo(0);
