@@ -877,7 +877,7 @@ struct fu_segment {
  * was compared where it was live in its stack; where it was dead there, the walk's real RBP is
  * the next frame's if the step did not read RBP back, else unknown (fu_remember keeps rec only
  * if no unknown RBP is live in it). */
-static void fu_fill_segments(struct fu_stack *rec, int n, bool stopped,
+static void __attribute__((noinline, cold)) fu_fill_segments(struct fu_stack *rec, int n, bool stopped,
 			     const struct fu_segment *segs, int nseg)
 {
 	for (int g = nseg - 1; g >= 0; g--) {
@@ -918,7 +918,8 @@ struct fu_branch {
 /* Keep the stack just recorded (n frames): it becomes findable by each of its own frames (not
  * those taken from other remembered stacks), and from the stacks it branched off (nb of them in
  * b). Not kept when an RBP the walk did not know is live in it. */
-static void fu_remember(struct fu_thread *t, struct fu_stack *rec, int n, bool stopped,
+static void __attribute__((noinline, cold)) fu_remember(struct fu_thread *t, struct fu_stack *rec, int n,
+							   bool stopped,
 			uint64_t gen, const struct fu_branch *b, int nb)
 {
 	/* RBP live: the walk goes on after f[n] (it may use RBP), or a later frame uses it first */
@@ -948,6 +949,106 @@ static void fu_remember(struct fu_thread *t, struct fu_stack *rec, int n, bool s
 				1 + (idx << 8 | (uint32_t)b[i].n);
 	t->next_stack = (t->next_stack + 1) % FU_STACKS;
 	t->remembered++;
+}
+
+/* The walk's state (fu_walk's registers, in and out of fu_follow). */
+struct fu_state {
+	int n;
+	uintptr_t ra, sp, fp;
+	bool stopped;
+};
+
+/* What a walk took from the stack memo. */
+struct fu_memo_use {
+	uint64_t frames, diffs;          /* frames taken, remembered stacks left */
+	int nseg, nbranch;
+	struct fu_segment segs[FU_SEGMENTS];
+	struct fu_branch branches[FU_BRANCHES];
+};
+
+/* Frames k, k+1, ... of the remembered stack s, whose state at k is the walk's (w), while their
+ * slots still hold what they held (the stack memo, above); from a frame that differs, the stack
+ * that branched off s there before, if any. Returns true when the walk goes on unwinding from
+ * w (a frame no remembered stack has, or the end of a stack remembered open), false when it
+ * ends (w->stopped, a zero return address, max). Out of line: the usual walk stays small. */
+static bool __attribute__((noinline)) fu_follow(struct fu_thread *t, const struct fu_stack *s,
+						 int k, uint64_t gen, const struct fu_stack *slot,
+						 uintptr_t *pcs, int max, struct fu_state *w,
+						 struct fu_memo_use *m)
+{
+	/* the stack this one branched to last time is fetched meanwhile */
+	if (s->hint) {
+		const struct fu_stack *h = &t->stacks_memo[(s->hint - 1) >> 8];
+		__builtin_prefetch(h);
+		__builtin_prefetch(&h->f[(s->hint - 1) & 0xff]);
+	}
+	int n = w->n, n0 = n, k0 = k, nh = n;
+	uintptr_t ra = w->ra, fp = w->fp, sp = w->sp;
+	bool goes_on = false;
+	for (;;) {
+		const struct fu_sframe *f = &s->f[k];
+		pcs[n++] = f->ra;
+		if (f->flags & FU_SF_STOP) {  /* the rule stopped here */
+			w->stopped = true;
+			break;
+		}
+		const struct fu_sframe *g = f + 1;
+		ra = *(const uintptr_t *)(s->base + f->ra_slot);
+		if (f->flags & FU_SF_RESTORE)
+			fp = *(const uintptr_t *)(s->base + f->fp_slot);
+		if (__builtin_expect(ra != g->ra || ((g->flags & FU_SF_FP_LIVE) && fp != s->fp[k + 1]), 0)) {
+			/* A stack that branched off s here before, else unwinding goes on from the
+			 * state just read (and this walk is kept, with where it branched off). */
+			m->diffs++;
+			sp = s->base + g->sp;
+			uint32_t si = (uint32_t)(s - t->stacks_memo);
+			if (m->nseg < FU_SEGMENTS)
+				m->segs[m->nseg] = (struct fu_segment){ s, k0, n0, n };
+			m->nseg++;
+			n0 = n;
+			int k2;
+			const struct fu_stack *s2 = fu_entry(t, s->hint, ra, sp, fp, gen, slot, &k2);
+			if (!s2) {
+				uint32_t e = t->branch[fu_branch_slot(si, k + 1, ra)];
+				s2 = fu_entry(t, e, ra, sp, fp, gen, slot, &k2);
+				if (s2)  /* (a stack of this thread's memo) */
+					t->stacks_memo[si].hint = e;
+			}
+			if (s2) {
+				s = s2;
+				k = k0 = k2;
+				if (n >= max)
+					break;
+				continue;
+			}
+			/* Unwound from here on, not probed again: this walk's own frames make a stack
+			 * the next walk finds whole through the branch (probing again could piece it
+			 * together from stacks that each differ a little further on). */
+			if (m->nbranch < FU_BRANCHES)
+				m->branches[m->nbranch++] = (struct fu_branch){ si, k + 1, ra, n };
+			goes_on = true;
+			break;
+		}
+		if (++k == s->n) {  /* remembered open: goes on from f[n] */
+			goes_on = true;
+			break;
+		}
+		if (n >= max)
+			break;
+	}
+	if (n > n0) {
+		if (!w->stopped)
+			sp = s->base + s->f[k0 + (n - n0)].sp;
+		if (m->nseg < FU_SEGMENTS)
+			m->segs[m->nseg] = (struct fu_segment){ s, k0, n0, n };
+		m->nseg++;
+	}
+	m->frames += (uint64_t)(n - nh);
+	w->n = n;
+	w->ra = ra;
+	w->sp = sp;
+	w->fp = fp;
+	return goes_on;
 }
 
 /* fu_backtrace (below, in assembly) jumps here with the caller's return address, stack pointer
@@ -982,10 +1083,9 @@ restart:;
 				&t->stacks_memo[t->next_stack] : NULL;
 	bool probing = slot != NULL, hit = false, stopped = false;
 	bool recording = slot && !t->pause;
-	uint64_t memo_frames = 0, diffs = 0;
-	struct fu_branch branches[FU_BRANCHES];
-	struct fu_segment segs[FU_SEGMENTS];
-	int nbranch = 0, nseg = 0;
+	struct fu_memo_use m;
+	m.frames = m.diffs = 0;
+	m.nseg = m.nbranch = 0;
 	uintptr_t ra = ra0, sp = sp0, fp = fp0;
 	int n = 0;
 	while (n < max) {
@@ -996,80 +1096,15 @@ restart:;
 			const struct fu_stack *s = fu_entry(t, t->probe[fu_probe_slot(ra, sp)], ra, sp,
 							    fp, gen, slot, &k);
 			if (__builtin_expect(s != NULL, 1)) {
-				/* frames k, k+1, ... of s while their slots still hold what they held;
-				 * the stack this one branched to last time is fetched meanwhile */
-				if (s->hint) {
-					const struct fu_stack *h = &t->stacks_memo[(s->hint - 1) >> 8];
-					__builtin_prefetch(h);
-					__builtin_prefetch(&h->f[(s->hint - 1) & 0xff]);
-				}
 				hit = true;
 				probing = false;
-				int n0 = n, k0 = k, nh = n;
-				bool goes_on = false;
-				for (;;) {
-					const struct fu_sframe *f = &s->f[k];
-					pcs[n++] = f->ra;
-					if (f->flags & FU_SF_STOP) {  /* the rule stopped here */
-						stopped = true;
-						break;
-					}
-					const struct fu_sframe *g = f + 1;
-					ra = *(const uintptr_t *)(s->base + f->ra_slot);
-					if (f->flags & FU_SF_RESTORE)
-						fp = *(const uintptr_t *)(s->base + f->fp_slot);
-					if (__builtin_expect(ra != g->ra || ((g->flags & FU_SF_FP_LIVE) &&
-									  fp != s->fp[k + 1]), 0)) {
-						/* A stack that branched off s here before, else unwinding goes
-						 * on from the state just read (and this walk is kept, with where
-						 * it branched off). */
-						diffs++;
-						sp = s->base + g->sp;
-						uint32_t si = (uint32_t)(s - t->stacks_memo);
-						if (nseg < FU_SEGMENTS)
-							segs[nseg] = (struct fu_segment){ s, k0, n0, n };
-						nseg++;
-						n0 = n;
-						int k2;
-						const struct fu_stack *s2 = fu_entry(t, s->hint, ra, sp, fp,
-										     gen, slot, &k2);
-						if (!s2) {
-							uint32_t e = t->branch[fu_branch_slot(si, k + 1, ra)];
-							s2 = fu_entry(t, e, ra, sp, fp, gen, slot, &k2);
-							if (s2)  /* (a stack of this thread's memo) */
-								t->stacks_memo[si].hint = e;
-						}
-						if (s2) {
-							s = s2;
-							k = k0 = k2;
-							if (n >= max)
-								break;
-							continue;
-						}
-						/* Unwound from here on, not probed again: this walk's own
-						 * frames make a stack the next walk finds whole through the
-						 * branch (probing again could piece it together from stacks
-						 * that each differ a little further on). */
-						if (nbranch < FU_BRANCHES)
-							branches[nbranch++] = (struct fu_branch){ si, k + 1, ra, n };
-						goes_on = true;
-						break;
-					}
-					if (++k == s->n) {  /* remembered open: goes on from f[n] */
-						goes_on = true;
-						break;
-					}
-					if (n >= max)
-						break;
-				}
-				if (n > n0) {
-					if (!stopped)
-						sp = s->base + s->f[k0 + (n - n0)].sp;
-					if (nseg < FU_SEGMENTS)
-						segs[nseg] = (struct fu_segment){ s, k0, n0, n };
-					nseg++;
-				}
-				memo_frames += (uint64_t)(n - nh);
+				struct fu_state st = { .n = n, .ra = ra, .sp = sp, .fp = fp };
+				bool goes_on = fu_follow(t, s, k, gen, slot, pcs, max, &st, &m);
+				n = st.n;
+				ra = st.ra;
+				sp = st.sp;
+				fp = st.fp;
+				stopped = st.stopped;
 				if (!goes_on || !ra)
 					goto done;
 				continue;
@@ -1154,20 +1189,20 @@ done:
 	 * one) or one that branched off a remembered stack where no other had; not one made
 	 * entirely of remembered frames along known branches (the same stack again), which would
 	 * only push out the stacks it came from. */
-	if (slot && recording && ((uint64_t)n > memo_frames || nbranch) && n <= FU_STACK_FRAMES &&
-	    nseg <= FU_SEGMENTS) {
+	if (slot && recording && ((uint64_t)n > m.frames || m.nbranch) && n <= FU_STACK_FRAMES &&
+	    m.nseg <= FU_SEGMENTS) {
 		if (!stopped) {  /* the state after the last frame: where a later walk goes on */
 			slot->f[n] = (struct fu_sframe){ .ra = ra, .sp = (uint32_t)(sp - sp0) };
 			slot->fp[n] = fp;
 		}
 		slot->base = sp0;
-		fu_fill_segments(slot, n, stopped, segs, nseg);
-		fu_remember(t, slot, n, stopped, gen, branches, nbranch);
+		fu_fill_segments(slot, n, stopped, m.segs, m.nseg);
+		fu_remember(t, slot, n, stopped, gen, m.branches, m.nbranch);
 	}
 	if (slot) {
 		if (t->pause)
 			t->pause--;
-		t->window_good += memo_frames * 2 >= (uint64_t)n;
+		t->window_good += m.frames * 2 >= (uint64_t)n;
 		if (++t->window_walks == FU_MEMO_WINDOW) {
 			if (t->window_good < FU_MEMO_WINDOW / 2 && !t->pause &&
 			    t->remembered >= FU_STACKS) {
@@ -1185,8 +1220,8 @@ done:
 	/* The token: the walk's frames are exactly the first n of a remembered stack (the last one
 	 * it followed, to its end, and the frames before agree), so the same token means the same
 	 * frames while that stack is kept (its version changes when its slot is reused). */
-	if (token && nseg > 0 && nseg <= FU_SEGMENTS && (uint64_t)n == memo_frames) {
-		const struct fu_segment *sg = &segs[nseg - 1];
+	if (token && m.nseg > 0 && m.nseg <= FU_SEGMENTS && (uint64_t)n == m.frames) {
+		const struct fu_segment *sg = &m.segs[m.nseg - 1];
 		const struct fu_stack *s = sg->s;
 		bool same_frames = sg->n1 == n && sg->k0 == sg->n0;
 		for (int i = 0; same_frames && i < sg->n0; i++)
@@ -1197,8 +1232,8 @@ done:
 	}
 	if (hit) {
 		fu_count(&t->memo_hits, 1);
-		fu_count(&t->memo_frames, memo_frames);
-		fu_count(&t->memo_diffs, diffs);
+		fu_count(&t->memo_frames, m.frames);
+		fu_count(&t->memo_diffs, m.diffs);
 	}
 	fu_count(&t->frames, (uint64_t)n);
 	return n;
