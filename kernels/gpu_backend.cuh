@@ -253,16 +253,19 @@ static __device__ __forceinline__ unsigned long long gpu_globaltimer(void)
 	return t;
 }
 
+/* Holds only constants (the flag's and the state's addresses, the kernel's id), which the
+ * compiler can rematerialise: no register stays taken through the kernel. */
 struct gpu_stamp_guard {
-	struct gpu_stamp_state *st;   /* NULL: stamping off */
+	const int *on;                /* the file's __constant__ switch */
+	struct gpu_stamp_state *st;
 	unsigned int *block_done;     /* the block's threads counted out (shared memory) */
 	int id;
 
-	__device__ __forceinline__ gpu_stamp_guard(int on, struct gpu_stamp_state *state, unsigned int *shared,
+	__device__ __forceinline__ gpu_stamp_guard(const int *on_, struct gpu_stamp_state *state, unsigned int *shared,
 						   int kernel)
-	    : st(on ? state : NULL), block_done(shared), id(kernel)
+	    : on(on_), st(state), block_done(shared), id(kernel)
 	{
-		if (!st)
+		if (!*on)
 			return;
 		if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
 			*block_done = 0;
@@ -273,7 +276,7 @@ struct gpu_stamp_guard {
 
 	__device__ __forceinline__ ~gpu_stamp_guard()
 	{
-		if (!st)
+		if (!*on)
 			return;
 		/* one shared-memory atomic per thread: a warp's threads may leave at different
 		 * returns, not converged, so they are not counted by warp */
@@ -327,7 +330,7 @@ struct gpu_stamp_guard {
  * __global__ identifier). */
 #define GPU_STAMP_KERNEL(kernel)                                                                \
 	__shared__ unsigned int gpu_stamp_block_done_;                                          \
-	gpu_stamp_guard gpu_stamp_guard_(gpu_stamp_on_, &gpu_stamp_state_, &gpu_stamp_block_done_, \
+	gpu_stamp_guard gpu_stamp_guard_(&gpu_stamp_on_, &gpu_stamp_state_, &gpu_stamp_block_done_, \
 					 GPU_STAMP_##kernel)
 
 /* gpu_stamp.cu */
