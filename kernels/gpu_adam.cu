@@ -5,6 +5,8 @@
  * Mirrors cpu_adam_worker and cpu_remap_moments of target/cpu_backend.c. */
 #include "gpu_backend.cuh"
 
+GPU_STAMP_FILE(adam)
+
 /* Groups in block order: means, log_scales, quats, opacity_logits, sh, then the background. */
 #define GPU_GROUPS 5
 #define GPU_GROUP_SH 4
@@ -44,6 +46,7 @@ struct gpu_adam_rates {
 __global__ void gpu_adam_kernel(size_t n, size_t cap, struct gpu_adam_rates lr, float bc1, float bc2,
 				float *params, float *m, float *v, const float *__restrict__ grads)
 {
+	GPU_STAMP_KERNEL(gpu_adam_kernel);
 	size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x, i, at;
 	int j;
 
@@ -63,6 +66,7 @@ __global__ void gpu_remap_moments_kernel(size_t n, size_t old_count, size_t cap,
 					 const float *__restrict__ m_old, const float *__restrict__ v_old, float *m_new,
 					 float *v_new)
 {
+	GPU_STAMP_KERNEL(gpu_remap_moments_kernel);
 	const int width[GPU_GROUPS] = { 3, 3, 4, 1, 48 };
 	size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x, i, at;
 	int j;

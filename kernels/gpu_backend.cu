@@ -153,8 +153,13 @@ static int gpu_create(const struct splat_backend_config *cfg, void **ctxp)
 	block_bytes = GPU_BLOCK_FLOATS(cap) * sizeof(float);
 
 	GPU_CHECK(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
-	if (cfg->time_kernels && (err = gpu_timing_create(ctx->stream, &ctx->timing)))
+	if (cfg->time_kernels == SPLAT_TIME_EVENT && (err = gpu_timing_create(ctx->stream, &ctx->timing)))
 		goto out;
+	if (cfg->time_kernels == SPLAT_TIME_DEVICE) {
+		if ((err = gpu_stamp_start()))
+			goto out;
+		ctx->stamping = 1;
+	}
 	if ((err = gpu_malloc(&ctx->params, block_bytes, "the parameters")) ||
 	    (err = gpu_malloc(&ctx->grads, block_bytes, "the gradients")) ||
 	    (err = gpu_malloc(&ctx->adam_m, block_bytes, "Adam's first moments")) ||
@@ -380,6 +385,8 @@ static int gpu_report_timing(void *opaque, FILE *out)
 {
 	struct gpu_ctx *ctx = (struct gpu_ctx *)opaque;
 
+	if (ctx->stamping)
+		return gpu_stamp_report(ctx->stream, out);
 	if (!ctx->timing)
 		return splat_error(EINVAL, "cuda backend: report_timing of a backend created without time_kernels");
 	return gpu_timing_report(ctx->timing, out);

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <errno.h>
 
 #include <cuda_runtime.h>
@@ -141,8 +142,10 @@ struct gpu_ctx {
 	unsigned long long *host_pairs;
 	float *host_loss;
 
-	/* --time-kernels (gpu_timing.cu); NULL without it */
+	/* --time-kernels (=event, gpu_timing.cu); NULL without it */
 	struct gpu_timing *timing;
+	/* --time-kernels=device (gpu_stamp.cu): the kernels stamp themselves */
+	int stamping;
 };
 
 /* Phase functions (the ops of backend.h, minus the context cast); each returns 0 or -errno. */
@@ -206,5 +209,142 @@ int gpu_timing_report(struct gpu_timing *t, FILE *out);
 			gpu_timing_end_phase((ctx)->timing);                                    \
 		nvtxRangePop();                                                                 \
 	} while (0)
+
+/* --time-kernels=device (gpu_stamp.cu): every kernel of ours stamps the GPU's %globaltimer at
+ * the start of its first block and at the end of its last block, the same kind of clock as
+ * CUPTI's kernel records, and sums end - start per kernel on the device; the host reads the sums
+ * once, after the run. Each kernel body opens with GPU_STAMP_KERNEL(name): a guard object whose
+ * constructor stamps the start (thread 0 of every block, atomicMin: the first block's) and whose
+ * destructor, run on every return path of every thread, counts the block's threads out (in
+ * shared memory); the last thread of a block counts the block out, and the last block stamps the
+ * end and adds it up. Kernels run one at a time on ctx->stream, so one "current
+ * launch" record per file suffices; it is reset by the block that ends the launch. Without
+ * device mode the guard is one load of a __constant__ flag. The sums live per .cu file (no
+ * relocatable device code): GPU_STAMP_FILE(file) defines them and the host functions
+ * gpu_stamp_enable_FILE / gpu_stamp_read_FILE that gpu_stamp.cu calls. CUB's kernels (the
+ * scan and the radix sort) cannot be stamped: the table lists them as not stamped. */
+enum gpu_stamp_id {
+	GPU_STAMP_gpu_preprocess_kernel, GPU_STAMP_gpu_duplicate_kernel, GPU_STAMP_gpu_tile_ranges_kernel,
+	GPU_STAMP_gpu_blend_forward_kernel, GPU_STAMP_gpu_ssim_forward_kernel,
+	GPU_STAMP_gpu_ssim_backward_kernel, GPU_STAMP_gpu_loss_reduce_kernel,
+	GPU_STAMP_gpu_blend_backward_kernel, GPU_STAMP_gpu_project_backward_kernel,
+	GPU_STAMP_gpu_densify_stats_kernel, GPU_STAMP_gpu_adam_kernel,
+	GPU_STAMP_gpu_remap_moments_kernel, GPU_STAMP_KERNELS
+};
+
+/* One file's device state. */
+struct gpu_stamp_state {
+	unsigned long long ns[GPU_STAMP_KERNELS];     /* Σ (end - start) */
+	unsigned long long calls[GPU_STAMP_KERNELS];
+	unsigned long long start;                     /* the current launch: its first block's start
+						       * (ULLONG_MAX: none yet) */
+	unsigned int blocks_done;                     /* its blocks counted out */
+};
+
+/* What gpu_stamp_read_FILE gives the host. */
+struct gpu_stamp_sums {
+	unsigned long long ns[GPU_STAMP_KERNELS], calls[GPU_STAMP_KERNELS];
+};
+
+static __device__ __forceinline__ unsigned long long gpu_globaltimer(void)
+{
+	unsigned long long t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+
+/* Holds only constants (the flag's and the state's addresses, the kernel's id), which the
+ * compiler can rematerialise: no register stays taken through the kernel. */
+struct gpu_stamp_guard {
+	const int *on;                /* the file's __constant__ switch */
+	struct gpu_stamp_state *st;
+	unsigned int *block_done;     /* the block's threads counted out (shared memory) */
+	int id;
+
+	__device__ __forceinline__ gpu_stamp_guard(const int *on_, struct gpu_stamp_state *state, unsigned int *shared,
+						   int kernel)
+	    : on(on_), st(state), block_done(shared), id(kernel)
+	{
+		if (!*on)
+			return;
+		if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
+			*block_done = 0;
+			atomicMin(&st->start, gpu_globaltimer());
+		}
+		__syncthreads();   /* at entry every thread of the block is here */
+	}
+
+	__device__ __forceinline__ ~gpu_stamp_guard()
+	{
+		if (!*on)
+			return;
+		/* one shared-memory atomic per thread: a warp's threads may leave at different
+		 * returns, not converged, so they are not counted by warp */
+		unsigned int threads = blockDim.x * blockDim.y * blockDim.z;
+		if (atomicAdd(block_done, 1u) + 1 != threads)
+			return;
+		/* the block's last thread: the block is done */
+		__threadfence();
+		unsigned int blocks = gridDim.x * gridDim.y * gridDim.z;
+		if (atomicAdd(&st->blocks_done, 1u) + 1 != blocks)
+			return;
+		/* the launch's last block */
+		unsigned long long end = gpu_globaltimer();
+		unsigned long long start = atomicAdd(&st->start, 0ull);
+		st->ns[id] += end > start ? end - start : 0;
+		st->calls[id]++;
+		st->start = ~0ull;
+		st->blocks_done = 0;
+		__threadfence();
+	}
+};
+
+/* The file's stamp state and host accessors (once per .cu file with kernels). */
+#define GPU_STAMP_FILE(file)                                                                    \
+	static __constant__ int gpu_stamp_on_;                                                  \
+	static __device__ struct gpu_stamp_state gpu_stamp_state_;                              \
+	int gpu_stamp_enable_##file(int on)                                                     \
+	{                                                                                       \
+		struct gpu_stamp_state init;                                                    \
+		memset(&init, 0, sizeof(init));                                                 \
+		init.start = ~0ull;                                                             \
+		cudaError_t s = cudaMemcpyToSymbol(gpu_stamp_state_, &init, sizeof(init));     \
+		if (s == cudaSuccess)                                                           \
+			s = cudaMemcpyToSymbol(gpu_stamp_on_, &on, sizeof(on));                 \
+		return s == cudaSuccess ? 0 : gpu_report("cudaMemcpyToSymbol (--time-kernels=device, " #file ")", s); \
+	}                                                                                       \
+	int gpu_stamp_read_##file(struct gpu_stamp_sums *out)                                    \
+	{                                                                                       \
+		struct gpu_stamp_state st;                                                      \
+		cudaError_t s = cudaMemcpyFromSymbol(&st, gpu_stamp_state_, sizeof(st));        \
+		if (s != cudaSuccess)                                                           \
+			return gpu_report("cudaMemcpyFromSymbol (--time-kernels=device, " #file ")", s); \
+		for (int k = 0; k < GPU_STAMP_KERNELS; k++) {                                   \
+			out->ns[k] += st.ns[k];                                                 \
+			out->calls[k] += st.calls[k];                                           \
+		}                                                                               \
+		return 0;                                                                       \
+	}
+
+/* First statement of a kernel body: stamps it in device mode (the kernel's name is its
+ * __global__ identifier). */
+#define GPU_STAMP_KERNEL(kernel)                                                                \
+	__shared__ unsigned int gpu_stamp_block_done_;                                          \
+	gpu_stamp_guard gpu_stamp_guard_(&gpu_stamp_on_, &gpu_stamp_state_, &gpu_stamp_block_done_, \
+					 GPU_STAMP_##kernel)
+
+/* gpu_stamp.cu */
+int gpu_stamp_enable_render(int on);
+int gpu_stamp_enable_loss(int on);
+int gpu_stamp_enable_backward(int on);
+int gpu_stamp_enable_adam(int on);
+int gpu_stamp_read_render(struct gpu_stamp_sums *out);
+int gpu_stamp_read_loss(struct gpu_stamp_sums *out);
+int gpu_stamp_read_backward(struct gpu_stamp_sums *out);
+int gpu_stamp_read_adam(struct gpu_stamp_sums *out);
+/* Set device mode up (measure the timer's tick, zero the sums, switch stamping on); 0 or -EIO. */
+int gpu_stamp_start(void);
+/* Synchronise, read the sums and print the table; 0 or -EIO. */
+int gpu_stamp_report(cudaStream_t stream, FILE *out);
 
 #endif

@@ -14,6 +14,8 @@
  * The atomics make the summation order, and so the last bits, vary between runs. */
 #include "gpu_backend.cuh"
 
+GPU_STAMP_FILE(backward)
+
 #define GPU_BLEND_THREADS (SPLAT_TILE * SPLAT_TILE)
 #define GPU_FULL_MASK 0xffffffffu
 
@@ -31,6 +33,7 @@ gpu_blend_backward_kernel(const uint2 *__restrict__ tile_range, const uint32_t *
 			  const float *__restrict__ t_final, const uint32_t *__restrict__ n_contrib,
 			  const float *__restrict__ dl_dimage, float *g2, float *bg_grad)
 {
+	GPU_STAMP_KERNEL(gpu_blend_backward_kernel);
 	__shared__ uint32_t s_id[GPU_BLEND_THREADS];
 	__shared__ float2 s_uv[GPU_BLEND_THREADS];
 	__shared__ float4 s_co[GPU_BLEND_THREADS];
@@ -123,6 +126,7 @@ __global__ void gpu_project_backward_kernel(size_t n, const float *__restrict__ 
 					    const float *__restrict__ g2, float *d_means, float *d_log_scales, float *d_quats,
 					    float *d_opacity_logits, float *d_sh)
 {
+	GPU_STAMP_KERNEL(gpu_project_backward_kernel);
 	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
 	float dm[3] = { 0, 0, 0 }, dls[3] = { 0, 0, 0 }, dq[4] = { 0, 0, 0, 0 }, dop = 0;
 
@@ -156,6 +160,7 @@ __global__ void gpu_densify_stats_kernel(size_t n, int width, int height,
 					 const float *__restrict__ radius, const float *__restrict__ g2, float *ds_grad,
 					 int32_t *ds_count, float *ds_radius)
 {
+	GPU_STAMP_KERNEL(gpu_densify_stats_kernel);
 	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
 
 	if (i >= n || !tiles_touched[i])

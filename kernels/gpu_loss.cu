@@ -10,6 +10,8 @@
  * The loss value is reduced (in double, in a fixed order) only when the caller asks for it. */
 #include "gpu_backend.cuh"
 
+GPU_STAMP_FILE(loss)
+
 #define GPU_SSIM_HALF (SPLAT_SSIM_WINDOW / 2)
 #define GPU_SSIM_SPAN (SPLAT_TILE + 2 * GPU_SSIM_HALF)   /* tile plus halo, per side */
 #define GPU_SSIM_THREADS (SPLAT_TILE * SPLAT_TILE)
@@ -52,6 +54,7 @@ __global__ void __launch_bounds__(GPU_SSIM_THREADS)
 gpu_ssim_forward_kernel(const float *__restrict__ image, const float *__restrict__ gt, int width, int height,
 			struct gpu_window win, float partial_scale, float *ssim_partials, double *loss_partials)
 {
+	GPU_STAMP_KERNEL(gpu_ssim_forward_kernel);
 	__shared__ float s_in[2][GPU_SSIM_SPAN][GPU_SSIM_SPAN];      /* x, y with halo */
 	__shared__ float s_h[5][GPU_SSIM_SPAN][SPLAT_TILE];          /* horizontal pass of the 5 moments */
 	__shared__ double s_red[GPU_SSIM_THREADS / 32];
@@ -108,6 +111,7 @@ gpu_ssim_backward_kernel(const float *__restrict__ ssim_partials, const float *_
 			 const float *__restrict__ gt, int width, int height, struct gpu_window win, float l1_scale,
 			 float *dl_dimage)
 {
+	GPU_STAMP_KERNEL(gpu_ssim_backward_kernel);
 	__shared__ float s_in[3][GPU_SSIM_SPAN][GPU_SSIM_SPAN];
 	__shared__ float s_h[3][GPU_SSIM_SPAN][SPLAT_TILE];
 
@@ -143,6 +147,7 @@ gpu_ssim_backward_kernel(const float *__restrict__ ssim_partials, const float *_
 __global__ void __launch_bounds__(GPU_LOSS_REDUCE_THREADS)
 gpu_loss_reduce_kernel(const double *__restrict__ loss_partials, int blocks, double values, float *loss)
 {
+	GPU_STAMP_KERNEL(gpu_loss_reduce_kernel);
 	__shared__ double s_l1[GPU_LOSS_REDUCE_THREADS], s_ssim[GPU_LOSS_REDUCE_THREADS];
 	double l1 = 0, ssim = 0;
 

@@ -8,6 +8,8 @@
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 
+GPU_STAMP_FILE(render)
+
 #define GPU_BLEND_THREADS (SPLAT_TILE * SPLAT_TILE)
 
 /* One thread per Gaussian: project it; invisible ones touch no tile and get radius 0. */
@@ -17,6 +19,7 @@ __global__ void gpu_preprocess_kernel(size_t n, const float *__restrict__ means,
 				      int sh_degree, float2 *uv, float *depth, float4 *conic_opacity, float *radius,
 				      int4 *rect, float *rgb, unsigned char *clamped, unsigned long long *tiles_touched)
 {
+	GPU_STAMP_KERNEL(gpu_preprocess_kernel);
 	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
 	struct gpu_proj pr;
 
@@ -49,6 +52,7 @@ __global__ void gpu_duplicate_kernel(size_t n, const unsigned long long *__restr
 				     const unsigned long long *__restrict__ offsets, const float *__restrict__ depth,
 				     const int4 *__restrict__ rect, int tiles_x, uint64_t *keys, uint32_t *vals)
 {
+	GPU_STAMP_KERNEL(gpu_duplicate_kernel);
 	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
 
 	if (i >= n || !tiles_touched[i])
@@ -67,6 +71,7 @@ __global__ void gpu_duplicate_kernel(size_t n, const unsigned long long *__restr
  * pair names keep the [0, 0) the caller cleared. */
 __global__ void gpu_tile_ranges_kernel(size_t pairs, const uint64_t *__restrict__ keys, uint2 *tile_range)
 {
+	GPU_STAMP_KERNEL(gpu_tile_ranges_kernel);
 	size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
 
 	if (k >= pairs)
@@ -88,6 +93,7 @@ gpu_blend_forward_kernel(const uint2 *__restrict__ tile_range, const uint32_t *_
 			 const float *__restrict__ rgb, const float *__restrict__ background, int width, int height,
 			 float *image, float *t_final, uint32_t *n_contrib)
 {
+	GPU_STAMP_KERNEL(gpu_blend_forward_kernel);
 	__shared__ float2 s_uv[GPU_BLEND_THREADS];
 	__shared__ float4 s_co[GPU_BLEND_THREADS];
 	__shared__ float s_rgb[3 * GPU_BLEND_THREADS];

@@ -8,6 +8,10 @@
 #   (b) bin/splat-train --time-kernels (the trainer's own CUDA-event table), unprofiled, then once
 #       more under csampler record, and compares that run's table kernel by kernel with
 #       csampler's per-kernel GPU totals of the same run (goal: within 2%);
+#   (d) bin/splat-train --time-kernels=device (each kernel stamps %globaltimer at the start of its
+#       first block and the end of its last: the same kind of clock as CUPTI's) under csampler
+#       record, compared the same way within 2% + 0.3 us per call (issue 20's honest check;
+#       CUB's kernels are not stamped and are shown, not compared);
 # then csampler info and report of the last profiled round.
 #   scripts/gpu-profile.sh [--rounds N] [--preset P] [--out DIR] [--tolerance PCT]
 #                          [--slowdown-goal PCT] [--profiler-table FILE] [--keep]
@@ -20,7 +24,9 @@
 #                           NAME<TAB>CALLS<TAB>TOTAL_MS (e.g. from nsys stats cuda_gpu_kern_sum)
 #     --keep                keep the temporary folder
 #   scripts/gpu-profile.sh --compare TRAINER PROFILER [--tolerance PCT] [--abs-us-per-call US]
-#     only compare two NAME<TAB>CALLS<TAB>TOTAL_MS tables (no GPU needed; exit 1 on a difference)
+#     only compare two NAME<TAB>CALLS<TAB>TOTAL_MS tables (no GPU needed; exit 1 on a difference);
+#     TRAINER may also be splat-train's output with --time-kernels[=event|device] (its table is
+#     read from it; device mode's CUB rows say "not stamped" and are shown, not compared)
 #     --abs-us-per-call US  a kernel also passes within US microseconds per call on top of the
 #                           percentage: |profiler - trainer| <= PCT% x trainer + US x calls
 #                           (issue 20's check against in-kernel %globaltimer stamps: 2% + 0.3 us
@@ -101,10 +107,12 @@ run() {
 	return "$rc"
 }
 
-# trainer_table FILE: the kernel and cub rows of splat-train --time-kernels output as
-# NAME<TAB>CALLS<TAB>TOTAL_MS.
+# trainer_table FILE: the kernel and cub rows of splat-train --time-kernels output (event mode:
+# kernel, cub; device mode: stamped, and cub rows "not stamped") as NAME<TAB>CALLS<TAB>TOTAL_MS,
+# CALLS and TOTAL_MS "-" for a kernel the trainer could not time.
 trainer_table() {
-	awk '($1 == "kernel" || $1 == "cub") && NF >= 5 && $3 ~ /^[0-9]+$/ { printf "%s\t%s\t%s\n", $2, $3, $4 }' "$1"
+	awk '($1 == "kernel" || $1 == "cub" || $1 == "stamped") && NF >= 5 && $3 ~ /^[0-9]+$/ { printf "%s\t%s\t%s\n", $2, $3, $4 }
+	     $1 == "cub" && $3 == "-" && $4 == "not" && $5 == "stamped" { printf "%s\t-\t-\n", $2 }' "$1"
 }
 
 # profiler_table DATA: csampler's per-kernel GPU totals of DATA as NAME<TAB>CALLS<TAB>TOTAL_MS,
@@ -206,7 +214,9 @@ walk(j, "");' "$out/report.json"
 # per trainer kernel side by side and flags a total that differs by more than TOLERANCE_PCT of
 # the trainer's plus ABS_US microseconds per call (the 4th argument, default 0);
 # returns 1 when a kernel differs, is missing from the profiler table, or the profiler has a
-# kernel the trainer did not time (other than the timing's own gpu_timing_hold_kernel).
+# kernel the trainer did not time (other than the timing's own gpu_timing_hold_kernel and
+# gpu_stamp_tick_kernel). A trainer row with calls "-" (device mode's CUB rows) is shown with
+# the profiler's figures and "not stamped", not compared.
 compare_kernel_tables() {
 	local trainer=$1 profiler=$2 tol=$3 abs=${4:-0} demangle=cat
 	command -v c++filt >/dev/null 2>&1 && demangle=c++filt
@@ -232,9 +242,15 @@ compare_kernel_tables() {
 	END {
 		bad = 0
 		delete pms["gpu_timing_hold_kernel"]   # --time-kernels'"'"' own hold before each bracket
+		delete pms["gpu_stamp_tick_kernel"]    # --time-kernels=device'"'"'s tick measurement
 		printf "%-34s %9s %9s %12s %12s %8s %10s  %s\n", "kernel", "calls", "prof_calls", "trainer_ms", "profiler_ms", "ratio", "d_us/call", "verdict"
 		for (i = 1; i <= nt; i++) {
 			n = order[i]
+			if (tcalls[n] == "-") {
+				printf "%-34s %9s %9s %12s %12s %8s %10s  %s\n", n, "-", (n in pms) ? pcalls[n] : "-", "-", \
+					(n in pms) ? sprintf("%.3f", pms[n]) : "-", "-", "-", "not stamped (not compared)"
+				continue
+			}
 			if (!(n in pms)) {
 				printf "%-34s %9s %9s %12.3f %12s %8s %10s  %s\n", n, tcalls[n], "-", tms[n], "-", "-", "-", "MISSING from the profiler"
 				bad = 1; continue
@@ -299,6 +315,10 @@ if [ ${#compare[@]} = 2 ]; then
 	for f in "${compare[@]}"; do
 		[ -r "$f" ] || { echo "gpu-profile: --compare: cannot read $f" >&2; exit 2; }
 	done
+	if grep -q '^kind ' "${compare[0]}"; then   # splat-train's output: its table
+		trainer_table "${compare[0]}" >"$out/trainer-from-output.tsv"
+		compare[0]=$out/trainer-from-output.tsv
+	fi
 	compare_kernel_tables "${compare[0]}" "${compare[1]}" "$tolerance" "$abs_us"
 	exit $?
 fi
@@ -394,6 +414,23 @@ if run timed-prof "$CSAMPLER" record -o "$out/timed.data" -- "$TRAIN" "${targs[@
 	fi
 else
 	fail "agreement: csampler record -- splat-train --time-kernels failed"
+fi
+
+# ---- (d): in-kernel %globaltimer stamps against CUPTI, same run (issue 20) ----
+echo
+if run stamped-prof "$CSAMPLER" record -o "$out/stamped.data" -- "$TRAIN" "${targs[@]}" --time-kernels=device &&
+	grep -q '^stamped ' "$out/stamped-prof.out"; then
+	grep '^time-kernels=device: globaltimer tick' "$out/stamped-prof.out"
+	trainer_table "$out/stamped-prof.out" >"$out/stamped-kernels.tsv"
+	profiler_table "$out/stamped.data" >"$out/stamped-profiler.tsv"
+	echo "per-kernel GPU time, same run: in-kernel %globaltimer stamps against the profiler (2% + 0.3 us x calls):"
+	if compare_kernel_tables "$out/stamped-kernels.tsv" "$out/stamped-profiler.tsv" 2 0.3; then
+		pass "stamps: every stamped kernel's total within 2% + 0.3 us x calls of CUPTI's (CUB's kernels not stamped)"
+	else
+		fail "stamps: some kernel totals differ from the stamps by more than 2% + 0.3 us x calls (table above)"
+	fi
+else
+	fail "stamps: csampler record -- splat-train --time-kernels=device failed or printed no stamped table"
 fi
 
 # ---- info and report of the last profiled round ----

@@ -117,12 +117,17 @@ struct splat_densify_stats {
 	float *max_radius;
 };
 
+/* --time-kernels: how the CUDA backend times its kernels (splat_backend_config.time_kernels) */
+enum splat_time_mode { SPLAT_TIME_OFF, SPLAT_TIME_EVENT, SPLAT_TIME_DEVICE };
+
 struct splat_backend_config {
 	int width, height;      /* size of every view */
 	int threads;            /* CPU worker threads (>= 1); other backends ignore it */
 	size_t max_gaussians;   /* set_params never passes more; size buffers for it */
-	int time_kernels;       /* 1: time every kernel launch and phase (report_timing prints
-				 * the table); 0: no timing at all. Backends without kernels ignore it */
+	int time_kernels;       /* SPLAT_TIME_EVENT: time every kernel launch and phase with CUDA
+				 * events; SPLAT_TIME_DEVICE: every kernel stamps the GPU's clock
+				 * inside itself (report_timing prints the table); 0: no timing at
+				 * all. Backends without kernels ignore it */
 };
 
 struct splat_backend_ops {

@@ -9,7 +9,8 @@
 
 #define SPLAT_VERSION "0.1.0"
 
-enum opt_kind { OPT_INT, OPT_U64, OPT_STRING, OPT_FLAG };
+/* OPT_FLAG_VALUE: a flag that may take a value after '=' (--time-kernels[=MODE]) */
+enum opt_kind { OPT_INT, OPT_U64, OPT_STRING, OPT_FLAG, OPT_FLAG_VALUE };
 
 enum opt_id {
 	O_PRESET, O_ITERS, O_SEED, O_WIDTH, O_HEIGHT, O_DOWNSAMPLE, O_DENSIFY, O_MAXG, O_LOG,
@@ -43,8 +44,9 @@ static const struct main_option {
 	  "--data disk: inline (default, on the training thread) or prefetch (a loader thread)" },
 	{ O_SAVE_IMAGES, "save-images", "DIR", OPT_STRING, 0, 0, "write test renders and ground truth (PNG)" },
 	{ O_SAVE, "save", "PATH", OPT_STRING, 0, 0, "write the trained Gaussians as a 3DGS .ply" },
-	{ O_TIME_KERNELS, "time-kernels", NULL, OPT_FLAG, 0, 0,
-	  "cuda backend: time each kernel and phase with CUDA events, print a table at exit" },
+	{ O_TIME_KERNELS, "time-kernels", "[=event|device]", OPT_FLAG_VALUE, 0, 0,
+	  "cuda backend: time each kernel and phase with CUDA events (event, the default), or have each "
+	  "kernel stamp the GPU's %globaltimer inside itself (device); print a table at exit" },
 	{ O_HELP, "help", NULL, OPT_FLAG, 0, 0, "this help" },
 	{ O_VERSION, "version", NULL, OPT_FLAG, 0, 0, "print the version" },
 };
@@ -58,7 +60,8 @@ static void main_usage(FILE *f)
 	for (size_t i = 0; i < MAIN_N_OPTIONS; i++) {
 		const struct main_option *o = &main_options[i];
 		char left[40];
-		snprintf(left, sizeof(left), "--%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+		snprintf(left, sizeof(left), "--%s%s%s", o->name,
+			 o->arg && o->kind != OPT_FLAG_VALUE ? " " : "", o->arg ? o->arg : "");
 		if (o->kind == OPT_INT)
 			fprintf(f, "  %-22s %s [%" PRId64 "..%" PRId64 "]\n", left, o->help, o->min, o->max);
 		else
@@ -138,6 +141,11 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			val[o - main_options].set = 1;
+			continue;
+		}
+		if (o->kind == OPT_FLAG_VALUE) {   /* a value only after '=' */
+			val[o - main_options].set = 1;
+			val[o - main_options].s = eq ? eq + 1 : NULL;
 			continue;
 		}
 		if (eq)
@@ -246,7 +254,18 @@ int main(int argc, char **argv)
 		opt.save_images_dir = val[O_SAVE_IMAGES].s;
 	if (val[O_SAVE].set)
 		opt.save_path = val[O_SAVE].s;
-	opt.time_kernels = val[O_TIME_KERNELS].set;
+	if (val[O_TIME_KERNELS].set) {
+		const char *mode = val[O_TIME_KERNELS].s;
+		if (!mode || !strcmp(mode, "event")) {
+			opt.time_kernels = SPLAT_TIME_EVENT;
+		} else if (!strcmp(mode, "device")) {
+			opt.time_kernels = SPLAT_TIME_DEVICE;
+		} else {
+			fprintf(stderr, "splat-train: --time-kernels=%s: unknown mode; use event (CUDA events, the "
+				"default) or device (%%globaltimer stamps inside each kernel)\n", mode);
+			return 2;
+		}
+	}
 
 	if (train_run(&opt, &res))
 		return 1;

@@ -211,7 +211,8 @@ struct train_options {
 	enum splat_backend_choice backend;
 	const char *save_images_dir; /* NULL: none */
 	const char *save_path;       /* NULL: none */
-	int time_kernels;            /* --time-kernels: the CUDA backend's per-kernel table */
+	int time_kernels;            /* --time-kernels[=event|device]: the CUDA backend's per-kernel
+				      * table, SPLAT_TIME_EVENT or SPLAT_TIME_DEVICE; 0: none */
 	enum data_source data;       /* --data: memory (the views stay in the backend) or disk */
 	const char *data_dir;        /* --data-dir; NULL: a temporary directory */
 	enum data_loader loader;     /* --loader (disk only) */

@@ -149,6 +149,13 @@ struct inj_thread {
 					  * in-flight slots point into the arena) */
 	uint8_t name_written[2][INJ_CBIDS / 8];   /* [runtime, driver][cbid]: name record made */
 	uint64_t pcs[GPU_MAX_FRAMES + INJ_SKIP_FRAMES];
+	/* stack ids by fastunwind's token (fu_backtrace_token): a stack the unwinder's memo gives
+	 * whole needs no hash and no compare; slot = the token's remembered stack */
+	struct inj_token_id {
+		uint64_t token;
+		uint32_t id, gen;                    /* gen: stab_gen when ent was taken */
+		const struct inj_stack_ent *ent;     /* for the in-flight table (protocol.h) */
+	} token_ids[256];
 	/* the Python frames of the last capture */
 	struct gpu_py_frame py[GPU_MAX_PY_FRAMES];
 	uint32_t npy, py_flags;
@@ -466,6 +473,7 @@ static struct inj_thread *inj_thread_get(void)
 	t->stab_used = t->arena_used = 0;
 	__atomic_store_n(&t->stab_gen, t->stab_gen + 1, __ATOMIC_RELEASE);
 	memset(t->name_written, 0, sizeof(t->name_written));
+	memset(t->token_ids, 0, sizeof(t->token_ids));   /* tokens are the old thread's unwinder's */
 	inj_self = t;
 	pthread_setspecific(inj.thread_key, t);
 	return t;
@@ -555,13 +563,19 @@ static void inj_py_walk(struct inj_thread *t)
 }
 
 /* Unwind this thread's stack into t->pcs: returns the index of the first frame outside the
- * CUDA/CUPTI/our libraries and the frame count from there, flags truncation. */
+ * CUDA/CUPTI/our libraries and the frame count from there, flags truncation. *token: the
+ * unwinder's (fu_backtrace_token), 0 if none or with Python frames. */
 static int __attribute__((noinline)) inj_capture(struct inj_thread *t, int *first,
-						  uint16_t *flags)
+						  uint16_t *flags, uint64_t *token)
 {
 	int want = inj.max_frames + INJ_SKIP_FRAMES;
 	_Static_assert(sizeof(uintptr_t) == sizeof(t->pcs[0]), "pcs are addresses");
-	int n = fu_backtrace((uintptr_t *)t->pcs, want);
+	int n = fu_backtrace_token((uintptr_t *)t->pcs, want, token);
+	inj_py_walk(t);
+	if (t->npy)
+		*token = 0;   /* the id depends on the Python frames too */
+	else if (*token && t->token_ids[*token >> 8 & 0xff].token == *token)
+		return 0;     /* the caller has the id: nothing else needed */
 	int i = 0;
 	while (i < n && i < INJ_SKIP_FRAMES && inj_skipped_pc((uintptr_t)t->pcs[i]))
 		i++;
@@ -571,8 +585,28 @@ static int __attribute__((noinline)) inj_capture(struct inj_thread *t, int *firs
 		count = inj.max_frames;
 	if (n == want || count == inj.max_frames)
 		*flags |= GPU_STACK_TRUNCATED;
-	inj_py_walk(t);
 	return count;
+}
+
+/* The id of the stack inj_capture just took (token, first, n, flags as it gave them). */
+static uint32_t inj_stack_id(struct inj_thread *t, int first, int n, uint16_t flags,
+			     uint64_t *at, const struct inj_stack_ent **found);
+
+/* The same, through the token cache first; *found is the table entry (NULL when the
+ * table could not be mapped), for the in-flight table. A cached entry is only used while the table it points into
+ * has not been reset (stab_gen). */
+static inline uint32_t inj_captured_id(struct inj_thread *t, uint64_t token, int first, int n,
+				       uint16_t flags, uint64_t *at, const struct inj_stack_ent **found)
+{
+	struct inj_token_id *c = &t->token_ids[token >> 8 & 0xff];
+	if (token && c->token == token && c->gen == t->stab_gen) {
+		*found = c->ent;
+		return c->id;
+	}
+	uint32_t id = inj_stack_id(t, first, n, flags, at, found);
+	if (token && id && *found)
+		*c = (struct inj_token_id){ token, id, t->stab_gen, *found };
+	return id;
 }
 
 /* The stack hash: two rotate-xor lanes (2 cycles a frame, no multiply chain), mixed once at
@@ -828,8 +862,9 @@ static void inj_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 	} else if (inj.max_frames > 0) {
 		int first = 0;
 		uint16_t flags = 0;
-		int n = inj_capture(t, &first, &flags);
-		stack = inj_stack_id(t, first, n, flags, &at, &ent);
+		uint64_t token = 0;
+		int n = inj_capture(t, &first, &flags, &token);
+		stack = inj_captured_id(t, token, first, n, flags, &at, &ent);
 		t->outer_stack = stack;
 	}
 	if (d == 0) {
@@ -884,9 +919,10 @@ static void inj_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 	if (inj.max_frames > 0) {
 		int first = 0;
 		uint16_t flags = 0;
-		int n = inj_capture(t, &first, &flags);
+		uint64_t token = 0;
+		int n = inj_capture(t, &first, &flags, &token);
 		const struct inj_stack_ent *unused;
-		stack = inj_stack_id(t, first, n, flags, &at, &unused);
+		stack = inj_captured_id(t, token, first, n, flags, &at, &unused);
 	}
 	/* The correlation id of the API call that created it (cudaLaunchKernel under capture,
 	 * cudaGraphAddKernelNode) when one is open on this thread. */
@@ -1686,6 +1722,9 @@ static int inj_start(void)
 	if (!dir || !*dir)
 		return 1;   /* nobody asked for GPU records: stay out of the way */
 	inj.max_frames = (int)inj_env_long("CSAMPLER_GPU_STACK", 64, 0, GPU_MAX_FRAMES);
+	/* the unwinder's stack memo (fastunwind.c), on unless CSAMPLER_GPU_STACK_MEMO=0
+	 * (scripts/bench-gpu-launch.sh compares): the stacks are the same either way */
+	fu_set_stack_memo(inj_env_long("CSAMPLER_GPU_STACK_MEMO", 1, 0, 1) != 0);
 	inj.flush_ms = (unsigned)inj_env_long("CSAMPLER_GPU_FLUSH_MS", 3000, 1, 600000);
 	if (inj.max_frames > 0)
 		inj_py_init();
@@ -1920,6 +1959,7 @@ static void inj_attach_reset(void)
 		t->stab_used = t->arena_used = 0;
 		__atomic_store_n(&t->stab_gen, t->stab_gen + 1, __ATOMIC_RELEASE);
 		memset(t->name_written, 0, sizeof(t->name_written));
+		memset(t->token_ids, 0, sizeof(t->token_ids));  /* their stacks are the old file's */
 		atomic_store(&t->launches, 0);
 		atomic_store(&t->launches_dropped, 0);
 		atomic_store(&t->capture_ns, 0);

@@ -21,6 +21,10 @@
  * expressions, a CFA from another register, signal frames, no FDE, no module) are cached too,
  * as "unsupported".
  *
+ * Whole stacks: each thread also remembers the stacks it unwound (the stack memo, below: a
+ * remembered stack is re-read slot by slot instead of unwound, exactly, with a token that lets
+ * the caller reuse what it derived from the same frames).
+ *
  * Validation: every CFA lies above the previous SP and within the thread's stack (read once per
  * thread with pthread_getattr_np); every load is from that range; addresses must be canonical.
  * On any doubt the whole stack goes to libunwind's unw_backtrace (counted in fu_stats), so the
@@ -36,6 +40,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -52,6 +57,13 @@ enum {
 	FU_MEMO = 128,                 /* frames of the last stack remembered per thread */
 	FU_STATE_DEPTH = 8,            /* DW_CFA_remember_state nesting */
 	FU_FALLBACK_MAX = 512,         /* frames the libunwind fallback can return */
+	FU_STACK_FRAMES = 127,         /* frames a remembered stack holds (then it is left open) */
+	FU_STACKS = 256,               /* stacks remembered per thread (round robin) */
+	FU_PROBE_BITS = 13,            /* the (return address, SP) -> remembered frame table */
+	FU_BRANCHES = 8,               /* branches off remembered stacks kept per walk */
+	FU_SEGMENTS = 16,              /* runs of remembered frames a walk can keep */
+	FU_MEMO_WINDOW = 64,           /* walks per look at whether the stack memo pays */
+	FU_MEMO_PAUSE = 4096,          /* walks without recording when it does not */
 	FU_REG_RBP = 6,                /* DWARF register numbers, x86-64 psABI */
 	FU_REG_RSP = 7,
 	FU_REG_RA = 16,
@@ -91,14 +103,85 @@ struct fu_memo {
 	struct fu_rule rule;
 };
 
+/* Whole stacks remembered, to be checked instead of unwound (the stack memo).
+ *
+ * A walk is a function of its state (return address RA, SP, RBP) at each frame: the rule comes
+ * from RA alone (while fu.gen is unchanged), the CFA, the addresses of the slots the step loads
+ * (the caller's RA at CFA + ra_off, its RBP at CFA + fp_off) and the validation (CFA above SP,
+ * slots within the thread's stack) from the state and the rule; the next state is (the loaded
+ * RA, CFA, the loaded RBP or the same RBP). So the only inputs a step takes from outside are the
+ * two loads. A remembered stack keeps, for every frame of a walk this thread completed, the
+ * state and the slot addresses. When the walk reaches a state equal to frame j of a remembered
+ * stack (looked up by (RA, SP) in fu_thread.probe, then RA, SP and RBP compared), it re-reads
+ * the slots of frames j, j+1, ... and compares each value with the next remembered state: while
+ * they agree, the walk would compute exactly the remembered frames (by induction on the frames),
+ * so they are taken as they are, at one or two loads a frame instead of a rule lookup and a
+ * step. The first slot that differs gives the state the walk would be in (the value just read,
+ * the remembered CFA), and unwinding goes on from there as usual; so does the end of a stack
+ * remembered open (cut at `max` or at FU_STACK_FRAMES). The end itself (a rule that stops, a
+ * zero return address, `max`) depends only on the state and the count, so it is the same too.
+ * RBP is compared only where it is live: without frame pointers it is a general register whose
+ * value varies from call to call, and it matters to the frames above only if one of them takes
+ * its CFA from it before a step reads RBP back from the stack; where it is dead the states
+ * differ in nothing the walk uses. The walk carries the RBP it really has, and a stack recorded
+ * from a remembered one keeps that RBP, not the remembered one.
+ * Exact, not a guess: the memory is read now, only what cannot differ is reused. Limits: records
+ * are per thread (the stack bounds are), and void when fu.gen moved (a module set change
+ * noticed; a change not yet noticed affects the rule cache the same way). Walks that fell back
+ * to libunwind are not remembered. */
+enum fu_sframe_flags {
+	FU_SF_STOP = 1,          /* the rule stopped here: no step */
+	FU_SF_RESTORE = 2,       /* the step read the caller's RBP (at fp_slot) */
+	FU_SF_USES_FP = 4,       /* the rule takes the CFA from RBP */
+	FU_SF_FP_LIVE = 8,       /* RBP matters here: used before it is read again (fu_remember) */
+	FU_SF_COPIED = 16,       /* taken from another remembered stack: not findable by (RA, SP) */
+	FU_SF_FP_UNKNOWN = 32,   /* (while recorded) the walk's RBP here is not known */
+};
+
+/* 24 bytes: the memo is read at every launch, its size is what stays in the caches between
+ * launches far apart. Stack addresses are offsets from the stack's base (its first SP). */
+struct fu_sframe {
+	uintptr_t ra;            /* the state at this frame, before its step: RA, SP, RBP (fp[]) */
+	uint32_t sp;
+	uint32_t ra_slot;        /* where the step read the caller's RA */
+	uint32_t fp_slot;        /* where it read the caller's RBP (FU_SF_RESTORE) */
+	uint8_t flags;           /* enum fu_sframe_flags */
+};
+
+struct fu_stack {
+	uint64_t gen;            /* fu.gen of the walk */
+	uint32_t version;        /* fu_remember calls into this slot: part of a walk's token */
+	uint32_t hint;           /* the branch last taken off this stack (a probe entry), 0: none:
+				  * tried before fu_thread.branch, its lines fetched ahead */
+	uintptr_t base;          /* the walk's first SP: the frames' addresses are offsets from it */
+	int n;                   /* frames (pcs); 0: empty */
+	bool stopped;            /* the last frame's rule stopped (no f[n]); else f[n] is the state
+				  * after the last step: RA 0 ends the stack, anything else goes on */
+	struct fu_sframe f[FU_STACK_FRAMES + 1];
+	uintptr_t fp[FU_STACK_FRAMES + 1];   /* RBP at each frame (compared where live) */
+};
+
 /* One per thread that ever unwound, never freed (the counters outlive the thread). */
 struct fu_thread {
 	uintptr_t lo, hi;     /* the stack; hi == 0: unknown, every stack falls back */
-	_Atomic uint64_t stacks, frames;
+	_Atomic uint64_t stacks, frames, memo_hits, memo_frames, memo_diffs, memo_pauses;
 	struct fu_thread *next;
 	uint64_t gen;         /* fu.gen when memo[cur] was filled */
 	int cur, nmemo;       /* memo[cur][0..nmemo): the last stack; memo[!cur]: the next one */
 	struct fu_memo memo[2][FU_MEMO];
+	/* the stack memo (mapped at the first walk; NULL: none): stacks[next_stack] is the one
+	 * being recorded */
+	struct fu_stack *stacks_memo;
+	uint32_t *probe;      /* hash of (RA, SP) -> 1 + stack << 8 | frame; 0: empty */
+	uint32_t *branch;     /* hash of (stack, frame, RA) -> the same, for another stack that
+			       * branched off there (fu_walk) */
+	int next_stack;
+	/* Recording pays only if stacks come back: once FU_STACKS stacks were recorded (the ring
+	 * came round: not a program's first stacks), if fewer than half of FU_MEMO_WINDOW walks
+	 * were mostly remembered frames (more distinct stacks than FU_STACKS, taken in turn),
+	 * recording stops for FU_MEMO_PAUSE walks (the stacks kept are still found). */
+	uint32_t window_walks, window_good, pause;
+	uint64_t remembered;  /* stacks recorded so far */
 };
 
 static struct {
@@ -109,6 +192,7 @@ static struct {
 	_Atomic uint64_t gen;                 /* flushes so far: a thread's memo of another is void */
 	struct fu_thread *threads;
 	_Atomic uint64_t fallbacks, unsupported, invalid, off_stack, misses, flushes;
+	_Atomic bool no_stack_memo;           /* fu_set_stack_memo(0): tests and benchmarks */
 } fu = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static _Atomic uint64_t fu_cache[FU_CACHE_SIZE];
@@ -553,6 +637,11 @@ void fu_flush(void)
 	pthread_mutex_unlock(&fu.lock);
 }
 
+void fu_set_stack_memo(int on)
+{
+	atomic_store_explicit(&fu.no_stack_memo, !on, memory_order_relaxed);
+}
+
 /* Under fu.lock: the index of rule r in fu.rules, added if new. */
 static uint32_t fu_intern(struct fu_rule r)
 {
@@ -686,6 +775,15 @@ static struct fu_thread *__attribute__((noinline)) fu_thread_init(void)
 		}
 		pthread_attr_destroy(&attr);
 	}
+	/* the stack memo: without it (no memory) every stack is unwound */
+	size_t bytes = sizeof(struct fu_stack) * FU_STACKS + (2 * sizeof(uint32_t) << FU_PROBE_BITS);
+	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		       -1, 0);
+	if (m != MAP_FAILED) {
+		t->stacks_memo = m;
+		t->probe = (uint32_t *)(t->stacks_memo + FU_STACKS);
+		t->branch = t->probe + (1u << FU_PROBE_BITS);
+	}
 	pthread_mutex_lock(&fu.lock);
 	t->next = fu.threads;
 	fu.threads = t;
@@ -731,17 +829,242 @@ static int fu_realign(const struct fu_memo *last, int nlast, int j, uintptr_t ra
 	return j + 1;
 }
 
+/* A per-thread counter: only its thread writes it. */
+static inline void fu_count(_Atomic uint64_t *c, uint64_t v)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v, memory_order_relaxed);
+}
+
+static inline size_t fu_probe_slot(uintptr_t ra, uintptr_t sp)
+{
+	uintptr_t h = (sp >> 3) * 0x9e3779b1u ^ ra;
+	return (h ^ h >> FU_PROBE_BITS ^ h >> (2 * FU_PROBE_BITS)) & ((1u << FU_PROBE_BITS) - 1);
+}
+
+/* The remembered frame of table entry e if its state is (ra, sp, fp) in a stack other than
+ * `except`, else NULL. */
+static inline const struct fu_stack *fu_entry(const struct fu_thread *t, uint32_t e, uintptr_t ra,
+					      uintptr_t sp, uintptr_t fp, uint64_t gen,
+					      const struct fu_stack *except, int *j)
+{
+	if (!e)
+		return NULL;
+	const struct fu_stack *s = &t->stacks_memo[(e - 1) >> 8];
+	int k = (int)((e - 1) & 0xff);
+	if (s == except || k >= s->n || s->gen != gen || s->f[k].ra != ra ||
+	    s->base + s->f[k].sp != sp || ((s->f[k].flags & FU_SF_FP_LIVE) && s->fp[k] != fp))
+		return NULL;
+	*j = k;
+	return s;
+}
+
+/* Where stack s, followed to its frame k, branched off to return address ra in a stack
+ * remembered later: the slot in fu_thread.branch. */
+static inline size_t fu_branch_slot(uint32_t s, int k, uintptr_t ra)
+{
+	uintptr_t h = ((uintptr_t)s << 8 | (uintptr_t)k) * 0x9e3779b97f4a7c15ull ^ ra;
+	return (h ^ h >> FU_PROBE_BITS ^ h >> (2 * FU_PROBE_BITS)) & ((1u << FU_PROBE_BITS) - 1);
+}
+
+/* Frames n0..n1 of a walk taken from s->f[k0..]. */
+struct fu_segment {
+	const struct fu_stack *s;
+	int k0, n0, n1;
+};
+
+/* Copy the remembered frames a walk took (segs) into its record rec (n frames; its own frames
+ * and, unless stopped, the state after them are there already). RBP: a remembered frame's RBP
+ * was compared where it was live in its stack; where it was dead there, the walk's real RBP is
+ * the next frame's if the step did not read RBP back, else unknown (fu_remember keeps rec only
+ * if no unknown RBP is live in it). */
+static void __attribute__((noinline, cold)) fu_fill_segments(struct fu_stack *rec, int n, bool stopped,
+			     const struct fu_segment *segs, int nseg)
+{
+	for (int g = nseg - 1; g >= 0; g--) {
+		const struct fu_segment *sg = &segs[g];
+		/* f[i + 1]'s RBP known */
+		bool known = sg->n1 < n ? !(rec->f[sg->n1].flags & FU_SF_FP_UNKNOWN) : !stopped;
+		uint32_t rebase = (uint32_t)(sg->s->base - rec->base);  /* the addresses above rec's */
+		for (int i = sg->n1 - 1; i >= sg->n0; i--) {
+			int k = sg->k0 + (i - sg->n0);
+			const struct fu_sframe *src = &sg->s->f[k];
+			struct fu_sframe *d = &rec->f[i];
+			*d = *src;
+			d->sp += rebase;
+			d->ra_slot += rebase;
+			d->fp_slot += rebase;
+			d->flags = (uint8_t)((src->flags & ~FU_SF_FP_UNKNOWN) | FU_SF_COPIED);
+			if (src->flags & FU_SF_FP_LIVE) {
+				rec->fp[i] = sg->s->fp[k];
+				known = true;
+			} else if (known && !(src->flags & FU_SF_RESTORE)) {
+				rec->fp[i] = rec->fp[i + 1];
+			} else {
+				known = false;
+				d->flags |= FU_SF_FP_UNKNOWN;
+			}
+		}
+	}
+}
+
+/* A remembered stack left where this walk's frame differed. */
+struct fu_branch {
+	uint32_t s;           /* the stack followed */
+	int k;                /* its frame whose state differed */
+	uintptr_t ra;         /* the return address this walk had there */
+	int n;                /* this walk's frame there */
+};
+
+/* Keep the stack just recorded (n frames): it becomes findable by each of its own frames (not
+ * those taken from other remembered stacks), and from the stacks it branched off (nb of them in
+ * b). Not kept when an RBP the walk did not know is live in it. */
+static void __attribute__((noinline, cold)) fu_remember(struct fu_thread *t, struct fu_stack *rec, int n,
+							   bool stopped,
+			uint64_t gen, const struct fu_branch *b, int nb)
+{
+	/* RBP live: the walk goes on after f[n] (it may use RBP), or a later frame uses it first */
+	bool live = !stopped && rec->f[n].ra;
+	if (!stopped)
+		rec->f[n].flags = live ? FU_SF_FP_LIVE : 0;
+	for (int i = n - 1; i >= 0; i--) {
+		uint8_t fl = rec->f[i].flags;
+		live = (fl & FU_SF_USES_FP) || (!(fl & FU_SF_RESTORE) && live);
+		if (live && (fl & FU_SF_FP_UNKNOWN))
+			return;
+		rec->f[i].flags = (uint8_t)(live ? fl | FU_SF_FP_LIVE : fl & ~FU_SF_FP_LIVE);
+	}
+	rec->n = n;
+	rec->stopped = stopped;
+	rec->gen = gen;
+	rec->version++;
+	rec->hint = 0;
+	uint32_t idx = (uint32_t)(rec - t->stacks_memo);
+	for (int i = 0; i < n; i++)
+		if (!(rec->f[i].flags & FU_SF_COPIED))
+			t->probe[fu_probe_slot(rec->f[i].ra, rec->base + rec->f[i].sp)] =
+				1 + (idx << 8 | (uint32_t)i);
+	for (int i = 0; i < nb; i++)
+		if (b[i].n < n && b[i].s != idx)
+			t->branch[fu_branch_slot(b[i].s, b[i].k, b[i].ra)] =
+				1 + (idx << 8 | (uint32_t)b[i].n);
+	t->next_stack = (t->next_stack + 1) % FU_STACKS;
+	t->remembered++;
+}
+
+/* The walk's state (fu_walk's registers, in and out of fu_follow). */
+struct fu_state {
+	int n;
+	uintptr_t ra, sp, fp;
+	bool stopped;
+};
+
+/* What a walk took from the stack memo. */
+struct fu_memo_use {
+	uint64_t frames, diffs;          /* frames taken, remembered stacks left */
+	int nseg, nbranch;
+	struct fu_segment segs[FU_SEGMENTS];
+	struct fu_branch branches[FU_BRANCHES];
+};
+
+/* Frames k, k+1, ... of the remembered stack s, whose state at k is the walk's (w), while their
+ * slots still hold what they held (the stack memo, above); from a frame that differs, the stack
+ * that branched off s there before, if any. Returns true when the walk goes on unwinding from
+ * w (a frame no remembered stack has, or the end of a stack remembered open), false when it
+ * ends (w->stopped, a zero return address, max). Out of line: the usual walk stays small. */
+static bool __attribute__((noinline)) fu_follow(struct fu_thread *t, const struct fu_stack *s,
+						 int k, uint64_t gen, const struct fu_stack *slot,
+						 uintptr_t *pcs, int max, struct fu_state *w,
+						 struct fu_memo_use *m)
+{
+	/* the stack this one branched to last time is fetched meanwhile */
+	if (s->hint) {
+		const struct fu_stack *h = &t->stacks_memo[(s->hint - 1) >> 8];
+		__builtin_prefetch(h);
+		__builtin_prefetch(&h->f[(s->hint - 1) & 0xff]);
+	}
+	int n = w->n, n0 = n, k0 = k, nh = n;
+	uintptr_t ra = w->ra, fp = w->fp, sp = w->sp;
+	bool goes_on = false;
+	for (;;) {
+		const struct fu_sframe *f = &s->f[k];
+		pcs[n++] = f->ra;
+		if (f->flags & FU_SF_STOP) {  /* the rule stopped here */
+			w->stopped = true;
+			break;
+		}
+		const struct fu_sframe *g = f + 1;
+		ra = *(const uintptr_t *)(s->base + f->ra_slot);
+		if (f->flags & FU_SF_RESTORE)
+			fp = *(const uintptr_t *)(s->base + f->fp_slot);
+		if (__builtin_expect(ra != g->ra || ((g->flags & FU_SF_FP_LIVE) && fp != s->fp[k + 1]), 0)) {
+			/* A stack that branched off s here before, else unwinding goes on from the
+			 * state just read (and this walk is kept, with where it branched off). */
+			m->diffs++;
+			sp = s->base + g->sp;
+			uint32_t si = (uint32_t)(s - t->stacks_memo);
+			if (m->nseg < FU_SEGMENTS)
+				m->segs[m->nseg] = (struct fu_segment){ s, k0, n0, n };
+			m->nseg++;
+			n0 = n;
+			int k2;
+			const struct fu_stack *s2 = fu_entry(t, s->hint, ra, sp, fp, gen, slot, &k2);
+			if (!s2) {
+				uint32_t e = t->branch[fu_branch_slot(si, k + 1, ra)];
+				s2 = fu_entry(t, e, ra, sp, fp, gen, slot, &k2);
+				if (s2)  /* (a stack of this thread's memo) */
+					t->stacks_memo[si].hint = e;
+			}
+			if (s2) {
+				s = s2;
+				k = k0 = k2;
+				if (n >= max)
+					break;
+				continue;
+			}
+			/* Unwound from here on, not probed again: this walk's own frames make a stack
+			 * the next walk finds whole through the branch (probing again could piece it
+			 * together from stacks that each differ a little further on). */
+			if (m->nbranch < FU_BRANCHES)
+				m->branches[m->nbranch++] = (struct fu_branch){ si, k + 1, ra, n };
+			goes_on = true;
+			break;
+		}
+		if (++k == s->n) {  /* remembered open: goes on from f[n] */
+			goes_on = true;
+			break;
+		}
+		if (n >= max)
+			break;
+	}
+	if (n > n0) {
+		if (!w->stopped)
+			sp = s->base + s->f[k0 + (n - n0)].sp;
+		if (m->nseg < FU_SEGMENTS)
+			m->segs[m->nseg] = (struct fu_segment){ s, k0, n0, n };
+		m->nseg++;
+	}
+	m->frames += (uint64_t)(n - nh);
+	w->n = n;
+	w->ra = ra;
+	w->sp = sp;
+	w->fp = fp;
+	return goes_on;
+}
+
 /* fu_backtrace (below, in assembly) jumps here with the caller's return address, stack pointer
  * (after the return) and frame pointer. */
-FU_HIDDEN int fu_walk(uintptr_t *pcs, int max, uintptr_t ra0, uintptr_t sp0, uintptr_t fp0);
+FU_HIDDEN int fu_walk(uintptr_t *pcs, int max, uintptr_t ra0, uintptr_t sp0, uintptr_t fp0,
+		      uint64_t *token);
 
-FU_HIDDEN int fu_walk(uintptr_t *pcs, int max, uintptr_t ra0, uintptr_t sp0, uintptr_t fp0)
+FU_HIDDEN int fu_walk(uintptr_t *pcs, int max, uintptr_t ra0, uintptr_t sp0, uintptr_t fp0,
+		      uint64_t *token)
 {
+	if (token)
+		*token = 0;
 	struct fu_thread *t = fu_self;
 	if (__builtin_expect(!t, 0) && !(t = fu_thread_init()))
 		return fu_fallback(pcs, max, ra0, &fu.off_stack);
-	atomic_store_explicit(&t->stacks, atomic_load_explicit(&t->stacks, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
+	fu_count(&t->stacks, 1);
 	const uintptr_t hi = t->hi;
 	if (sp0 < t->lo || sp0 >= hi)
 		return fu_fallback(pcs, max, ra0, &fu.off_stack);
@@ -753,11 +1076,40 @@ restart:;
 	int nlast = t->gen == gen ? t->nmemo : 0, j = 0;  /* last[j]: the frame expected next */
 	bool same = true;  /* every frame so far was last[n]: next[] not written */
 	int missed = 0;    /* nonzero: the frame before this one was not in last[] */
+	/* The stack memo: this walk is recorded in slot (NULL: no memo), probing looks for a
+	 * remembered state until one is found. */
+	struct fu_stack *slot = t->stacks_memo && hi - sp0 <= UINT32_MAX &&
+				!atomic_load_explicit(&fu.no_stack_memo, memory_order_relaxed) ?
+				&t->stacks_memo[t->next_stack] : NULL;
+	bool probing = slot != NULL, hit = false, stopped = false;
+	bool recording = slot && !t->pause;
+	struct fu_memo_use m;
+	m.frames = m.diffs = 0;
+	m.nseg = m.nbranch = 0;
 	uintptr_t ra = ra0, sp = sp0, fp = fp0;
 	int n = 0;
 	while (n < max) {
 		if (ra >> 47)  /* not a user-space address (0 ends the stack: libunwind checks it) */
 			return fu_fallback(pcs, max, ra0, &fu.invalid);
+		if (probing) {
+			int k;
+			const struct fu_stack *s = fu_entry(t, t->probe[fu_probe_slot(ra, sp)], ra, sp,
+							    fp, gen, slot, &k);
+			if (__builtin_expect(s != NULL, 1)) {
+				hit = true;
+				probing = false;
+				struct fu_state st = { .n = n, .ra = ra, .sp = sp, .fp = fp };
+				bool goes_on = fu_follow(t, s, k, gen, slot, pcs, max, &st, &m);
+				n = st.n;
+				ra = st.ra;
+				sp = st.sp;
+				fp = st.fp;
+				stopped = st.stopped;
+				if (!goes_on || !ra)
+					goto done;
+				continue;
+			}
+		}
 		struct fu_rule r;
 		if (__builtin_expect(j < nlast && last[j].ra == ra, 1)) {
 			r = last[j++].rule;
@@ -785,6 +1137,13 @@ restart:;
 			if (n < FU_MEMO)
 				next[n] = (struct fu_memo){ ra, r };
 		}
+		struct fu_sframe *f = NULL;
+		if (slot && recording && n < FU_STACK_FRAMES) {
+			f = &slot->f[n];
+			*f = (struct fu_sframe){ .ra = ra, .sp = (uint32_t)(sp - sp0),
+						 .flags = r.kind == FU_CFA_RBP ? FU_SF_USES_FP : 0 };
+			slot->fp[n] = fp;
+		}
 		pcs[n++] = ra;
 		missed >>= 1;
 		unsigned kind = r.kind;
@@ -794,9 +1153,12 @@ restart:;
 			cfa = sp + (uintptr_t)cfa_off;
 		else if (kind == FU_CFA_RBP)
 			cfa = fp + (uintptr_t)cfa_off;
-		else if (kind == FU_STOP)
+		else if (kind == FU_STOP) {
+			if (f)
+				f->flags |= FU_SF_STOP;
+			stopped = true;
 			break;
-		else if (kind == FU_NOMOD && !retried && fu_recheck_modules()) {
+		} else if (kind == FU_NOMOD && !retried && fu_recheck_modules()) {
 			retried = true;
 			goto restart;
 		} else
@@ -810,24 +1172,76 @@ restart:;
 			if (__builtin_expect(fp_at < sp || fp_at > hi - 8, 0))
 				return fu_fallback(pcs, max, ra0, &fu.invalid);
 			fp = *(const uintptr_t *)fp_at;
+			if (f) {
+				f->fp_slot = (uint32_t)(fp_at - sp0);
+				f->flags |= FU_SF_RESTORE;
+			}
 		}
 		ra = *(const uintptr_t *)ra_at;
 		sp = cfa;
+		if (f)
+			f->ra_slot = (uint32_t)(ra_at - sp0);
 		if (!ra)
 			break;
 	}
-	if (!same) {
+done:
+	/* Kept: a stack with frames unwound the usual way (a stack met from its middle on, a new
+	 * one) or one that branched off a remembered stack where no other had; not one made
+	 * entirely of remembered frames along known branches (the same stack again), which would
+	 * only push out the stacks it came from. */
+	if (slot && recording && ((uint64_t)n > m.frames || m.nbranch) && n <= FU_STACK_FRAMES &&
+	    m.nseg <= FU_SEGMENTS) {
+		if (!stopped) {  /* the state after the last frame: where a later walk goes on */
+			slot->f[n] = (struct fu_sframe){ .ra = ra, .sp = (uint32_t)(sp - sp0) };
+			slot->fp[n] = fp;
+		}
+		slot->base = sp0;
+		fu_fill_segments(slot, n, stopped, m.segs, m.nseg);
+		fu_remember(t, slot, n, stopped, gen, m.branches, m.nbranch);
+	}
+	if (slot) {
+		if (t->pause)
+			t->pause--;
+		t->window_good += m.frames * 2 >= (uint64_t)n;
+		if (++t->window_walks == FU_MEMO_WINDOW) {
+			if (t->window_good < FU_MEMO_WINDOW / 2 && !t->pause &&
+			    t->remembered >= FU_STACKS) {
+				t->pause = FU_MEMO_PAUSE;
+				fu_count(&t->memo_pauses, 1);
+			}
+			t->window_walks = t->window_good = 0;
+		}
+	}
+	if (!same && !hit) {
 		t->cur = !t->cur;
 		t->nmemo = n < FU_MEMO ? n : FU_MEMO;
 		t->gen = gen;
 	}
-	atomic_store_explicit(&t->frames, atomic_load_explicit(&t->frames, memory_order_relaxed) + (uint64_t)n,
-			      memory_order_relaxed);
+	/* The token: the walk's frames are exactly the first n of a remembered stack (the last one
+	 * it followed, to its end, and the frames before agree), so the same token means the same
+	 * frames while that stack is kept (its version changes when its slot is reused). */
+	if (token && m.nseg > 0 && m.nseg <= FU_SEGMENTS && (uint64_t)n == m.frames) {
+		const struct fu_segment *sg = &m.segs[m.nseg - 1];
+		const struct fu_stack *s = sg->s;
+		bool same_frames = sg->n1 == n && sg->k0 == sg->n0;
+		for (int i = 0; same_frames && i < sg->n0; i++)
+			same_frames = pcs[i] == s->f[i].ra;
+		if (same_frames)
+			*token = (uint64_t)s->version << 16 | (uint64_t)(s - t->stacks_memo) << 8 |
+				 (uint64_t)n;
+	}
+	if (hit) {
+		fu_count(&t->memo_hits, 1);
+		fu_count(&t->memo_frames, m.frames);
+		fu_count(&t->memo_diffs, m.diffs);
+	}
+	fu_count(&t->frames, (uint64_t)n);
 	return n;
 }
 
-/* int fu_backtrace(uintptr_t *pcs, int max): the caller's return address, its stack pointer
- * after the return and its RBP (untouched so far) go to fu_walk, which returns to the caller. */
+/* int fu_backtrace(uintptr_t *pcs, int max) and fu_backtrace_token(pcs, max, token): the
+ * caller's return address, its stack pointer after the return and its RBP (untouched so far) go
+ * to fu_walk, which returns to the caller. */
 __asm__(".text\n"
 	".globl fu_backtrace\n"
 	".hidden fu_backtrace\n"
@@ -838,9 +1252,23 @@ __asm__(".text\n"
 	"	movq (%rsp), %rdx\n"
 	"	leaq 8(%rsp), %rcx\n"
 	"	movq %rbp, %r8\n"
+	"	xorl %r9d, %r9d\n"
 	"	jmp fu_walk\n"
 	".cfi_endproc\n"
-	".size fu_backtrace, .-fu_backtrace\n");
+	".size fu_backtrace, .-fu_backtrace\n"
+	".globl fu_backtrace_token\n"
+	".hidden fu_backtrace_token\n"
+	".type fu_backtrace_token, @function\n"
+	".p2align 4\n"
+	"fu_backtrace_token:\n"
+	".cfi_startproc\n"
+	"	movq %rdx, %r9\n"
+	"	movq (%rsp), %rdx\n"
+	"	leaq 8(%rsp), %rcx\n"
+	"	movq %rbp, %r8\n"
+	"	jmp fu_walk\n"
+	".cfi_endproc\n"
+	".size fu_backtrace_token, .-fu_backtrace_token\n");
 
 struct fu_stats fu_stats(void)
 {
@@ -853,6 +1281,10 @@ struct fu_stats fu_stats(void)
 	for (const struct fu_thread *t = fu.threads; t; t = t->next) {
 		s.stacks += atomic_load_explicit(&t->stacks, memory_order_relaxed);
 		s.frames += atomic_load_explicit(&t->frames, memory_order_relaxed);
+		s.memo_hits += atomic_load_explicit(&t->memo_hits, memory_order_relaxed);
+		s.memo_frames += atomic_load_explicit(&t->memo_frames, memory_order_relaxed);
+		s.memo_diffs += atomic_load_explicit(&t->memo_diffs, memory_order_relaxed);
+		s.memo_pauses += atomic_load_explicit(&t->memo_pauses, memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&fu.lock);
 	return s;
@@ -875,6 +1307,20 @@ int __attribute__((noinline)) fu_backtrace(uintptr_t *pcs, int max)
 	return k;
 }
 
+int __attribute__((noinline)) fu_backtrace_token(uintptr_t *pcs, int max, uint64_t *token)
+{
+	*token = 0;
+	void *buf[256];
+	uintptr_t ra0 = (uintptr_t)__builtin_return_address(0);
+	int n = unw_backtrace(buf, max + 2 < 256 ? max + 2 : 256), i = 0, k = 0;
+	atomic_fetch_add_explicit(&fu_nstacks, 1, memory_order_relaxed);
+	while (i < n && i < 2 && (uintptr_t)buf[i] != ra0)
+		i++;
+	for (; i < n && k < max; i++)
+		pcs[k++] = (uintptr_t)buf[i];
+	return k;
+}
+
 struct fu_stats fu_stats(void)
 {
 	uint64_t n = atomic_load(&fu_nstacks);
@@ -883,5 +1329,10 @@ struct fu_stats fu_stats(void)
 
 void fu_flush(void)
 {
+}
+
+void fu_set_stack_memo(int on)
+{
+	(void)on;
 }
 #endif

@@ -12,6 +12,12 @@
  * miss takes a mutex and the loader's lock). The first call on a thread reads its stack bounds. */
 int fu_backtrace(uintptr_t *pcs, int max);
 
+/* fu_backtrace, and *token: nonzero when the frames are exactly those of a stack the thread's
+ * stack memo keeps (fastunwind.c): two calls on the same thread that give the same nonzero
+ * token gave the same frames (and the same count), so a caller may keep what it derived from
+ * them under the token. 0: no such promise. */
+int fu_backtrace_token(uintptr_t *pcs, int max, uint64_t *token);
+
 struct fu_stats {
 	uint64_t stacks;      /* fu_backtrace calls */
 	uint64_t frames;      /* return addresses the fast path recorded */
@@ -24,6 +30,10 @@ struct fu_stats {
 				 *   (sigaltstack, coroutine stacks) */
 	uint64_t misses;      /* return addresses looked up in CFI (cache misses) */
 	uint64_t flushes;     /* cache flushes: the set of loaded modules changed */
+	uint64_t memo_hits;   /* stacks that met a remembered one (the stack memo, fastunwind.c) */
+	uint64_t memo_frames; /* frames taken from remembered stacks (checked, not unwound) */
+	uint64_t memo_diffs;  /* remembered stacks left where a frame differed */
+	uint64_t memo_pauses; /* times recording stopped for a while: stacks did not come back */
 };
 
 /* Counters since the process started, summed over threads (racy reads of live threads: fine for
@@ -33,5 +43,9 @@ struct fu_stats fu_stats(void);
 /* Forget every cached rule: call after dlclose if code may be unloaded and other code mapped at
  * the same addresses (a lookup that misses notices dlopen/dlclose by itself). */
 void fu_flush(void);
+
+/* Turn the stack memo off (0) or on (1, the default), process-wide: for tests and benchmarks
+ * (CSAMPLER_GPU_STACK_MEMO=0). Stacks are the same either way. */
+void fu_set_stack_memo(int on);
 
 #endif

@@ -10,7 +10,9 @@
  *      scenarios: workload syncwait busy fork noinit hang error real, and the real-time
  *      dataload tiny syncbound gpubound (t-gpu-idle.sh)
  *   driver load LIB         dlopen only: exit 0, or 2 with dlerror() (version-tag test)
- *   driver bench LIB|none RATE LAUNCHES   ns per launch at RATE launches/s (bench-gpu-launch.sh)
+ *   driver bench LIB|none RATE LAUNCHES [PATHS [BURST]]   ns per launch at RATE launches/s
+ *                                         from PATHS call paths (50), BURST launches at a time
+ *                                         (RATE/1000: one burst a millisecond) (bench-gpu-launch.sh)
  *   driver expect           the workload's report figures, from script.h alone (t-gpu-report.sh)
  *
  * The workload functions are noipa so that each scripted call has a distinct, known call path;
@@ -1500,10 +1502,13 @@ static void NOIPA bench_capture(void)
  * a framework's many launch sites are), taken in turn. Each launch is timed alone, at the leaf;
  * the GPU's kernel record is queued after it, outside the timed part (the stand-in's cost, not
  * the library's). */
-#define BENCH_PATHS 50
+#define BENCH_PATHS 50          /* the default; `driver bench ... PATHS` up to BENCH_MAX_PATHS */
+#define BENCH_MAX_PATHS 4096
+static unsigned bench_npaths = BENCH_PATHS;
+static unsigned bench_burst_size;   /* launches per burst; 0: RATE/1000 */
 #define BENCH_MAX_DEPTH 40
-static uint8_t bench_path[BENCH_PATHS][BENCH_MAX_DEPTH];
-static unsigned bench_depth[BENCH_PATHS];
+static uint8_t bench_path[BENCH_MAX_PATHS][BENCH_MAX_DEPTH];
+static unsigned bench_depth[BENCH_MAX_PATHS];
 typedef uint64_t (*bench_fn)(unsigned path, unsigned level, uint32_t corr);
 static bench_fn bench_fns[8];
 
@@ -1536,7 +1541,7 @@ static void bench_paths(void)
 			  bench_frame5, bench_frame6, bench_frame7 };
 	memcpy(bench_fns, f, sizeof(f));
 	uint32_t x = 2463534242u;
-	for (unsigned p = 0; p < BENCH_PATHS; p++) {
+	for (unsigned p = 0; p < bench_npaths; p++) {
 		bench_depth[p] = 20 + (p * 7) % 21;
 		for (unsigned l = 0; l < BENCH_MAX_DEPTH; l++) {
 			x ^= x << 13, x ^= x >> 17, x ^= x << 5;
@@ -1545,12 +1550,20 @@ static void bench_paths(void)
 	}
 }
 
+/* the first launch of each burst (after the sleep) apart from the others: ns, count */
+static uint64_t bench_first_ns, bench_first_n;
+
 static uint64_t bench_burst(unsigned n, uint32_t *corr, unsigned *next_path)
 {
 	uint64_t busy = 0;
 	for (unsigned i = 0; i < n; i++) {
-		unsigned p = (*next_path)++ % BENCH_PATHS;
-		busy += bench_fns[bench_path[p][0]](p, 0, (*corr)++);
+		unsigned p = (*next_path)++ % bench_npaths;
+		uint64_t d = bench_fns[bench_path[p][0]](p, 0, (*corr)++);
+		busy += d;
+		if (i == 0) {
+			bench_first_ns += d;
+			bench_first_n++;
+		}
 	}
 	return busy;
 }
@@ -1590,23 +1603,34 @@ static int bench(const char *mode, long rate, long launches)
 	/* 64 KiB of this frame lie above the launches: room for the 32 KiB copy */
 	volatile char headroom[65536];
 	headroom[0] = 0;
-	/* bursts every millisecond, rate/1000 launches each; only the launches are timed; CUPTI
-	 * hands a buffer back every 20 ms */
+	/* bursts every millisecond, rate/1000 launches each (or BURST launches every BURST/rate
+	 * seconds); only the launches are timed; CUPTI hands a buffer back every 20 bursts */
 	unsigned per_ms = rate >= 1000 ? (unsigned)(rate / 1000) : 1, path = 0;
+	uint64_t period = 1000000;   /* ns between bursts */
+	if (bench_burst_size) {
+		per_ms = bench_burst_size;
+		period = 1000000000ull * per_ms / (uint64_t)(rate > 0 ? rate : 1);
+	}
 	uint32_t corr = 1;
 	uint64_t busy = 0, done = 0, next = ns_now();
-	bench_burst(BENCH_PATHS, &corr, &path);   /* warm: every path once */
+	bench_burst(bench_npaths, &corr, &path);   /* warm: every path once */
+	bench_first_ns = bench_first_n = 0;
 	for (unsigned burst = 1; (long)done < launches; burst++) {
 		busy += bench_burst(per_ms, &corr, &path);
 		done += per_ms;
 		if (burst % 20 == 0)
 			hk.deliver();
-		next += 1000000;
+		next += period;
 		struct timespec ts = { .tv_sec = (time_t)(next / 1000000000ull),
 				       .tv_nsec = (long)(next % 1000000000ull) };
 		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 	}
 	printf("%.1f\n", (double)busy / (double)done + headroom[0]);
+	/* stderr: the first launch of a burst and the others apart (bench-gpu-launch.sh) */
+	if (done > bench_first_n && bench_first_n)
+		fprintf(stderr, "bench: first of a burst %.1f ns, the others %.1f ns\n",
+			(double)bench_first_ns / (double)bench_first_n,
+			(double)(busy - bench_first_ns) / (double)(done - bench_first_n));
 	return 0;
 }
 
@@ -1808,8 +1832,25 @@ int main(int argc, char **argv)
 		return expect();
 	if (argc == 3 && !strcmp(argv[1], "dump"))
 		return dump(argv[2]);
-	if (argc == 5 && !strcmp(argv[1], "bench"))
+	if (argc >= 5 && argc <= 7 && !strcmp(argv[1], "bench")) {
+		if (argc == 7) {
+			long burst = atol(argv[6]);
+			if (burst < 1 || burst > 1000000) {
+				fprintf(stderr, "driver bench: BURST must be 1 to 1000000\n");
+				return 2;
+			}
+			bench_burst_size = (unsigned)burst;
+		}
+		if (argc >= 6) {
+			long paths = atol(argv[5]);
+			if (paths < 1 || paths > BENCH_MAX_PATHS) {
+				fprintf(stderr, "driver bench: PATHS must be 1 to %d\n", BENCH_MAX_PATHS);
+				return 2;
+			}
+			bench_npaths = (unsigned)paths;
+		}
 		return bench(argv[2], atol(argv[3]), atol(argv[4]));
+	}
 	if (argc == 3)
 		return run_scenario(argv[1], argv[2]);
 	fprintf(stderr, "usage: driver SCENARIO LIB | load LIB | bench LIB|none RATE LAUNCHES\n");

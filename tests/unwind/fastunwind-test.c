@@ -56,8 +56,27 @@ __attribute__((noinline)) int fu_capture(struct fu_cap *c)
 		return bench_one();
 	c->nu = unw_backtrace((void **)c->u, c->max);
 	c->ns = step_backtrace(c->s, c->max);
-	c->nf = fu_backtrace(c->f, c->max);
+	c->nf = c->with_token ? fu_backtrace_token(c->f, c->max, &c->token) :
+				fu_backtrace(c->f, c->max);
 	return c->nu + c->ns + c->nf;
+}
+
+/* A frame that calls on from one of two call sites (fu_toggle): stacks that differ in this
+ * frame's return address alone, every frame inside it at the same SP (the stack memo's
+ * verification must see the difference). */
+static volatile int fu_toggle;
+__attribute__((noinline)) int fu_two_sites(const char *pat, int n, struct fu_cap *c)
+{
+	int v;
+	if (fu_toggle) {
+		v = n ? fu_next(pat, n - 1, c) : fu_capture(c);
+		fu_sink += v + 1;
+	} else {
+		fu_sink++;
+		v = (n ? fu_next(pat, n - 1, c) : fu_capture(c)) * 3;
+		fu_sink += v;
+	}
+	return v;
 }
 
 __attribute__((noinline)) int fu_next(const char *pat, int n, struct fu_cap *c)
@@ -74,6 +93,7 @@ __attribute__((noinline)) int fu_next(const char *pat, int n, struct fu_cap *c)
 	case 'B': fn = fu_big_fp; break;
 	case 's': fn = fu_lib; break;
 	case 'd': fn = fu_dl_fn; break;
+	case 'm': fn = fu_two_sites; break;
 	default: abort();
 	}
 	int v = fn(pat, n, c);
@@ -156,6 +176,117 @@ static void check(const char *name, const char *pat, int depth, int max, int fal
 		free(c);
 	}
 	report(name, ok, why);
+}
+
+/* Stacks remembered and checked (the stack memo): the same stack again is found from its first
+ * frame; stacks that differ only in their outermost frame (two call sites of the same chain) or
+ * in one middle frame (fu_two_sites), every inner frame at the same SP, must still come out as
+ * libunwind gives them, the memo noticing the frame that differs. */
+static int __attribute__((noinline)) memo_site(int site, const char *pat, int depth, struct fu_cap *c)
+{
+	int v;
+	if (site) {
+		v = fu_next(pat, depth, c);
+		fu_sink += v;
+	} else {
+		fu_sink++;
+		v = fu_next(pat, depth, c) * 2;
+		fu_sink += v;
+	}
+	return v;
+}
+
+static void check_memo_case(const char *name, const char *pat, int depth, int outer, int middle)
+{
+	char why[512] = "";
+	int ok = 1;
+	struct fu_stats s0 = fu_stats();
+	struct fu_cap *caps[8] = { NULL };
+	int tokens = 0;
+	for (int i = 0; i < 8 && ok; i++) {
+		struct fu_cap *c = caps[i] = calloc(1, sizeof(*c));
+		c->max = FU_CAP_MAX;
+		c->with_token = 1;
+		fu_toggle = middle ? (i >> 1) & 1 : 0;
+		memo_site(outer ? i & 1 : 0, pat, depth, c);
+		ok = agree(c, depth + 2, why, sizeof(why));
+		if (!ok) {
+			char w[512];
+			snprintf(w, sizeof(w), "capture %d: %s", i, why);
+			snprintf(why, sizeof(why), "%s", w);
+		}
+		tokens += c->token != 0;
+		/* the same token: the same frames */
+		for (int k = 0; k < i && ok && c->token; k++)
+			if (caps[k]->token == c->token &&
+			    (caps[k]->nf != c->nf || memcmp(caps[k]->f, c->f, sizeof(c->f[0]) * (size_t)c->nf))) {
+				snprintf(why, sizeof(why), "captures %d and %d: the same token, other frames", k, i);
+				ok = 0;
+			}
+	}
+	for (int i = 0; i < 8; i++)
+		free(caps[i]);
+	if (ok && tokens < 4) {
+		snprintf(why, sizeof(why), "%d of 8 stacks had a token, expected 4 or more", tokens);
+		ok = 0;
+	}
+	struct fu_stats s1 = fu_stats();
+	if (ok && s1.fallbacks != s0.fallbacks) {
+		snprintf(why, sizeof(why), "fell back to libunwind");
+		ok = 0;
+	}
+	if (ok && s1.memo_hits - s0.memo_hits < 6) {
+		snprintf(why, sizeof(why), "%llu of 8 stacks met a remembered one, expected 6 or more",
+			 (unsigned long long)(s1.memo_hits - s0.memo_hits));
+		ok = 0;
+	}
+	if (ok && (outer || middle) && s1.memo_diffs == s0.memo_diffs) {
+		snprintf(why, sizeof(why), "the memo never noticed a frame that differs");
+		ok = 0;
+	}
+	if (ok && s1.memo_frames - s0.memo_frames < (uint64_t)depth * 4) {
+		snprintf(why, sizeof(why), "only %llu frames taken from remembered stacks",
+			 (unsigned long long)(s1.memo_frames - s0.memo_frames));
+		ok = 0;
+	}
+	report(name, ok, why);
+}
+
+static void check_memo(void)
+{
+	check_memo_case("stack memo: the same stack again", "ofA", 40, 0, 0);
+	check_memo_case("stack memo: only the outermost frame differs", "ofA", 40, 1, 0);
+	check_memo_case("stack memo: one middle frame differs", "oAoAmfo", 30, 0, 1);
+	check_memo_case("stack memo: outer and middle frames differ", "mlAobo", 35, 1, 1);
+	/* More distinct stacks than the memo keeps (256): once it came round, recording pauses;
+	 * every stack still exact. */
+	{
+		char why[512] = "";
+		int ok = 1;
+		struct fu_stats s0 = fu_stats();
+		static const char *const pats[] = { "o", "f", "oA", "lf", "ol", "fL", "Ao", "fo" };
+		for (int i = 0; i < 400 && ok; i++) {
+			struct fu_cap *c = calloc(1, sizeof(*c));
+			c->max = FU_CAP_MAX;
+			c->with_token = 1;
+			int depth = 5 + i / 8;   /* 50 depths x 8 patterns: all distinct, all kept */
+			fu_next(pats[i % 8], depth, c);
+			ok = agree(c, depth + 2, why, sizeof(why));
+			free(c);
+		}
+		if (ok && fu_stats().memo_pauses == s0.memo_pauses) {
+			snprintf(why, sizeof(why), "400 distinct stacks did not pause the recording");
+			ok = 0;
+		}
+		report("stack memo: 400 distinct stacks, more than it keeps (recording pauses)", ok, why);
+	}
+	/* off: the same stacks, nothing taken from the memo */
+	fu_set_stack_memo(0);
+	struct fu_stats s0 = fu_stats();
+	check("stack memo off: 40 frames", "ofA", 40, FU_CAP_MAX, 0);
+	struct fu_stats s1 = fu_stats();
+	report("stack memo off: not used", s1.memo_hits == s0.memo_hits, "memo hits with the memo off");
+	fu_set_stack_memo(1);
 }
 
 static struct fu_cap *sig_cap;
@@ -328,8 +459,10 @@ static int bench(int rounds)
 	struct fu_stats s = fu_stats();
 	printf("(ns of thread CPU time per stack, median of %d interleaved rounds; -O2 frames with and without frame "
 	       "pointers; speedup: unw_backtrace / fu_backtrace; fu: %llu stacks, %llu fallbacks, "
-	       "%llu misses)\n", rounds, (unsigned long long)s.stacks,
-	       (unsigned long long)s.fallbacks, (unsigned long long)s.misses);
+	       "%llu misses; stack memo: %llu hits, %llu frames, %llu diffs)\n", rounds,
+	       (unsigned long long)s.stacks, (unsigned long long)s.fallbacks,
+	       (unsigned long long)s.misses, (unsigned long long)s.memo_hits,
+	       (unsigned long long)s.memo_frames, (unsigned long long)s.memo_diffs);
 	free(res);
 	free(c);
 	return 0;
@@ -357,6 +490,7 @@ int main(int argc, char **argv)
 	check("alternating call paths 2", "lLof", 30, FU_CAP_MAX, 0);
 	check("alternating call paths 3", "oflA", 33, FU_CAP_MAX, 0);
 	check("alternating call paths 4", "oflA", 27, FU_CAP_MAX, 0);
+	check_memo();
 	pthread_t th;
 	pthread_create(&th, NULL, thread_main, NULL);
 	pthread_join(th, NULL);
@@ -364,10 +498,12 @@ int main(int argc, char **argv)
 	check_dlopen(argv[0]);
 	struct fu_stats s = fu_stats();
 	printf("fu_stats: %llu stacks, %llu frames, %llu fallbacks (%llu unsupported, %llu invalid, "
-	       "%llu off stack), %llu misses, %llu flushes\n",
+	       "%llu off stack), %llu misses, %llu flushes; memo: %llu hits, %llu frames, %llu diffs\n",
 	       (unsigned long long)s.stacks, (unsigned long long)s.frames,
 	       (unsigned long long)s.fallbacks, (unsigned long long)s.unsupported,
 	       (unsigned long long)s.invalid, (unsigned long long)s.off_stack,
-	       (unsigned long long)s.misses, (unsigned long long)s.flushes);
+	       (unsigned long long)s.misses, (unsigned long long)s.flushes,
+	       (unsigned long long)s.memo_hits, (unsigned long long)s.memo_frames,
+	       (unsigned long long)s.memo_diffs);
 	return failures != 0;
 }

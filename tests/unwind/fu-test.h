@@ -7,9 +7,11 @@
 enum { FU_CAP_MAX = 256 };
 
 /* One stack three ways, all from fu_capture: libunwind's unw_backtrace, an unw_step loop,
- * fu_backtrace. */
+ * fu_backtrace (or fu_backtrace_token). */
 struct fu_cap {
 	int max;
+	int with_token;       /* fu_backtrace_token instead of fu_backtrace, into token */
+	uint64_t token;
 	int nu, ns, nf;
 	uintptr_t u[FU_CAP_MAX], s[FU_CAP_MAX], f[FU_CAP_MAX];
 };
