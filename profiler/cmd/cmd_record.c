@@ -287,6 +287,8 @@ int cmd_record(int argc, char **argv)
 				o.sampler.mode = SAMPLER_MODE_PERF;
 			else if (!strcmp(optarg, "ptrace"))
 				o.sampler.mode = SAMPLER_MODE_PTRACE;
+			else if (!strcmp(optarg, "bpf"))
+				o.sampler.mode = SAMPLER_MODE_BPF;
 			else
 				return record_bad("invalid --mode '%s': use auto, perf or ptrace", optarg);
 			break;

@@ -339,6 +339,7 @@ static void record_sample(struct record *r, const struct sampler_event *ev)
 		n = 0;
 		uflags |= UNWIND_ERROR;
 	}
+	uflags |= ev->sample.unwind_flags;
 	if (!r->o->no_python)
 		n = record_python(r, ev, locs, n, uflags, &flags);
 	if (ev->sample.offcpu) {

@@ -45,6 +45,30 @@ struct sampler {
 
 extern const struct sampler_ops sampler_perf_ops;
 extern const struct sampler_ops sampler_ptrace_ops;
+extern const struct sampler_ops sampler_bpf_ops;
+
+/* The side-band half of the BPF backend, from sampler_perf.c: counting cpu-clock events that
+ * give the MMAP2/COMM/FORK/EXIT records and the targets' CPU time (launch: child, from its
+ * exec; attach: pids; opts->all or opts->cgroup: one event per CPU). Close it with its ops. */
+int sampler_perf_open_sideband(struct sampler **out, const struct sampler_opts *opts, pid_t child,
+			       const pid_t *pids, size_t npids);
+/* Read its rings into its event set and return the set: the caller adds its own events and
+ * takes the batch (sampler_events_take). */
+struct sampler_events *sampler_perf_fill(struct sampler *perf);
+/* The BPF backend's unwind tables in the kernel's maps (sampler_bpf_tables.c): rows is the
+ * rows array map (mmapable), procs the per-process mappings map. */
+struct bpf_map;
+struct bpf_tables;
+int bpf_tables_new(struct bpf_tables **out, struct bpf_map *rows, struct bpf_map *procs);
+/* Keep the maps in step with one event of a batch (mmap, exec, fork, exit), before delivery. */
+void bpf_tables_event(struct bpf_tables *t, const struct sampler_event *ev);
+void bpf_tables_describe(struct bpf_tables *t, char *buf, size_t len);
+void bpf_tables_free(struct bpf_tables *t);
+/* Whether --mode bpf is refused before trying (not built in, no privilege), and why. */
+bool sampler_bpf_refused(const struct sampler_opts *opts, char *why, size_t len);
+
+/* Whether pid is in the cgroup whose directory is path (cgroup v2, /proc/PID/cgroup). */
+bool sampler_proc_in_cgroup(pid_t pid, const char *path);
 
 /* x86-64 user registers kept per sample, in perf's register numbering (unwind.h): AX..IP
  * (0-8) and R8..R15 (16-23); flags and segment registers are not needed for unwinding. */

@@ -203,3 +203,24 @@ void sampler_proc_offcpu_event(pid_t pid, pid_t tid, char state, long nr, uint64
 								 : SAMPLER_OFFCPU_NOT_IN_SYSCALL;
 	ev->sample.weight = 1;
 }
+
+bool sampler_proc_in_cgroup(pid_t pid, const char *path)
+{
+	/* cgroup v2: "0::/a/b" names the pid's cgroup under the hierarchy's root, which is
+	 * mounted at /sys/fs/cgroup; a cgroup's descendants are in it too. */
+	static const char root[] = "/sys/fs/cgroup";
+	char real[4096], file[64], buf[4096];
+	if (!realpath(path, real) || strncmp(real, root, sizeof(root) - 1))
+		return false;
+	const char *want = real + sizeof(root) - 1;
+	snprintf(file, sizeof(file), "/proc/%d/cgroup", (int)pid);
+	if (cs_read_small_file(file, buf, sizeof(buf)) <= 0)
+		return false;
+	char *line = strstr(buf, "0::");
+	if (!line)
+		return false;
+	line += 3;
+	line[strcspn(line, "\n")] = 0;
+	size_t n = strlen(want);
+	return !strncmp(line, want, n) && (line[n] == 0 || line[n] == '/' || n == 0);
+}

@@ -67,7 +67,8 @@ static int sampler_open_any(struct sampler **out, const struct sampler_opts *opt
 	bool attach = pids != NULL;
 	pid_t first = attach ? pids[0] : child;
 	const struct sampler_ops *ops =
-		opts->mode == SAMPLER_MODE_PTRACE ? &sampler_ptrace_ops : &sampler_perf_ops;
+		opts->mode == SAMPLER_MODE_PTRACE ? &sampler_ptrace_ops :
+		opts->mode == SAMPLER_MODE_BPF ? &sampler_bpf_ops : &sampler_perf_ops;
 	int ret = attach ? ops->open_attach(out, opts, pids, npids) : ops->open_launch(out, opts, child);
 	if (!ret)
 		return 0;

@@ -22,9 +22,10 @@ enum sampler_callgraph {
 };
 
 enum sampler_mode {
-	SAMPLER_MODE_AUTO,        /* perf_event_open, else ptrace when perf events are refused */
+	SAMPLER_MODE_AUTO,        /* the first backend of the list that is not refused */
 	SAMPLER_MODE_PERF,
 	SAMPLER_MODE_PTRACE,
+	SAMPLER_MODE_BPF,
 };
 
 struct sampler_opts {
@@ -34,6 +35,8 @@ struct sampler_opts {
 	enum sampler_callgraph callgraph;
 	uint32_t stack_size;      /* bytes of user stack per sample (dwarf) */
 	uint32_t mmap_pages;      /* ring buffer pages per CPU (power of two) */
+	bool all;                 /* record -a: every process (bpf only) */
+	const char *cgroup;       /* --cgroup PATH: the processes under one cgroup (bpf only) */
 };
 
 enum sampler_event_type {
@@ -59,6 +62,9 @@ struct sampler_event {
 			bool offcpu;
 			int32_t offcpu_syscall;
 			uint32_t weight;           /* sampling periods this sample stands for (>= 1) */
+			/* UNWIND_* flags of a stack the backend walked itself (bpf: user_ips from
+			 * the kernel's walk), added to the unwinder's */
+			uint32_t unwind_flags;
 		} sample;
 		struct {
 			uint64_t start, len, pgoff;

@@ -1,0 +1,291 @@
+/* sampler_bpf.bpf.c: the BPF half of `record --mode bpf`, compiled at build time with
+ * clang -target bpf against the running kernel's BTF (CO-RE) and embedded in csampler as a
+ * libbpf skeleton. It runs on every tick of a cpu-clock perf event per CPU:
+ *   - keeps only the sampled processes (the targets map, grown by the fork tracepoint below;
+ *     or every process, or those under one cgroup);
+ *   - takes the kernel stack with bpf_get_stack;
+ *   - walks the user stack in the kernel: per PC, the unwind row of the file it is in (rows
+ *     built by the loader from .eh_frame/.debug_frame, shared by every process mapping that
+ *     file), else frame pointers; one bpf_loop iteration per frame;
+ *   - writes pid, tid, CLOCK_MONOTONIC time, CPU and both stacks to a ring buffer.
+ * The loader (sampler_bpf.c) turns the records into the sampler's events. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "sampler/sampler_bpf_shared.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+const volatile __u32 filter_mode = CSB_FILTER_PIDS;
+const volatile __u64 filter_cgroup_id;
+const volatile __u32 filter_cgroup_level;
+const volatile __u32 self_pid;      /* csampler itself: never sampled */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);             /* tgid */
+	__type(value, __u8);
+} targets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, CSB_RING_BYTES);
+} samples SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct csb_sample);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CSB_STAT_N);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);  /* the loader writes rows in place */
+	__uint(max_entries, CSB_MAX_ROWS);
+	__type(key, __u32);
+	__type(value, struct csb_row);
+} rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);             /* tgid */
+	__type(value, struct csb_proc);
+} procs SEC(".maps");
+
+/* The walk's state between bpf_loop iterations, on the program's stack (the callback gets a
+ * pointer to it). */
+struct walk {
+	__u64 ip, sp, bp;
+	struct csb_sample *s;
+	struct csb_proc *proc;
+};
+
+static __always_inline void stat_add(__u32 which)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &which);
+	if (v)
+		*v += 1;
+}
+
+static __always_inline bool wanted(__u32 tgid)
+{
+	if (tgid == 0 || tgid == self_pid)
+		return false;
+	if (filter_mode == CSB_FILTER_ALL)
+		return true;
+	if (filter_mode == CSB_FILTER_CGROUP)
+		return bpf_get_current_ancestor_cgroup_id(filter_cgroup_level) == filter_cgroup_id;
+	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+}
+
+/* Binary searches as bpf_loop callbacks: the verifier checks one step once, where a loop of
+ * branches would be explored path by path (a second of verifier time at 23 steps). */
+struct map_search {
+	struct csb_proc *proc;
+	__u64 pc;
+	__u32 lo, hi;
+};
+
+static long map_step(__u32 i, void *arg)
+{
+	struct map_search *q = arg;
+	if (q->lo >= q->hi || !q->proc)
+		return 1;
+	__u32 mid = (q->lo + q->hi) / 2;
+	if (mid >= CSB_MAX_MAPS)
+		return 1;
+	if (q->proc->maps[mid].start <= q->pc)
+		q->lo = mid + 1;
+	else
+		q->hi = mid;
+	return 0;
+}
+
+/* The mapping of proc holding pc, or NULL. */
+static __always_inline struct csb_map *find_map(struct csb_proc *proc, __u64 pc)
+{
+	struct map_search q = { .proc = proc, .pc = pc, .lo = 0, .hi = proc->nmaps };
+	if (q.hi > CSB_MAX_MAPS)
+		q.hi = CSB_MAX_MAPS;
+	bpf_loop(10, map_step, &q, 0); /* 2^9 > CSB_MAX_MAPS */
+	if (q.lo == 0 || q.lo > CSB_MAX_MAPS)
+		return NULL;
+	struct csb_map *m = &proc->maps[(q.lo - 1) & (CSB_MAX_MAPS - 1)];
+	return pc < m->end ? m : NULL;
+}
+
+struct row_search {
+	__u32 first, rel, lo, hi;
+};
+
+static long row_step(__u32 i, void *arg)
+{
+	struct row_search *q = arg;
+	if (q->lo >= q->hi)
+		return 1;
+	__u32 mid = (q->lo + q->hi) / 2, key = q->first + mid;
+	struct csb_row *r = bpf_map_lookup_elem(&rows, &key);
+	if (!r)
+		return 1;
+	if (r->pc <= q->rel)
+		q->lo = mid + 1;
+	else
+		q->hi = mid;
+	return 0;
+}
+
+/* The last row at or before rel among rows[first, first + count), or NULL. */
+static __always_inline struct csb_row *find_row(__u32 first, __u32 count, __u32 rel)
+{
+	struct row_search q = { .first = first, .rel = rel, .lo = 0, .hi = count };
+	bpf_loop(24, row_step, &q, 0); /* 2^23 > CSB_MAX_ROWS */
+	if (q.lo == 0)
+		return NULL;
+	__u32 key = first + q.lo - 1;
+	return bpf_map_lookup_elem(&rows, &key);
+}
+
+/* One frame: record w->ip, then find its caller. Returns 1 to stop. */
+static long walk_frame(__u32 i, void *arg)
+{
+	struct walk *w = arg;
+	struct csb_sample *s = w->s;
+	if (!s)
+		return 1;
+	__u32 n = s->nuser;
+	if (n >= CSB_MAX_USER) {
+		s->flags |= CSB_USER_TRUNCATED;
+		return 1;
+	}
+	s->user[n] = w->ip;
+	s->nuser = n + 1;
+
+	/* A caller's entry is a return address: its rule is the call's, one byte before. */
+	__u64 pc = n ? w->ip - 1 : w->ip, cfa, ra = 0, bp = w->bp;
+	struct csb_row *row = NULL;
+	if (w->proc) {
+		struct csb_map *m = find_map(w->proc, pc);
+		if (m && m->count)
+			row = find_row(m->first, m->count, (__u32)(pc - m->bias));
+	}
+	if (row && !(row->flags & CSB_ROW_GAP)) {
+		if (row->flags & CSB_ROW_END) {
+			s->flags |= CSB_USER_COMPLETE;
+			return 1;
+		}
+		cfa = (row->cfa_reg == CSB_REG_SP ? w->sp : w->bp) + (__s64)row->cfa_off;
+		if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)))
+			goto error;
+		if ((row->flags & CSB_ROW_BP_SAVED) &&
+		    bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + (__s64)row->bp_off)))
+			goto error;
+	} else {
+		/* frame pointers: [bp] is the caller's bp, [bp + 8] the return address */
+		s->flags |= CSB_USER_NO_TABLE;
+		if (w->bp == 0) {
+			s->flags |= CSB_USER_COMPLETE; /* the outermost frame clears bp */
+			return 1;
+		}
+		__u64 pair[2];
+		if (bpf_probe_read_user(pair, sizeof(pair), (void *)w->bp))
+			goto error;
+		bp = pair[0];
+		ra = pair[1];
+		cfa = w->bp + 16;
+	}
+	if (ra == 0) {
+		s->flags |= CSB_USER_COMPLETE;
+		return 1;
+	}
+	if (cfa <= w->sp)
+		goto error; /* a caller's frame is above its callee's */
+	w->ip = ra;
+	w->sp = cfa;
+	w->bp = bp;
+	return 0;
+error:
+	s->flags |= CSB_USER_ERROR;
+	return 1;
+}
+
+SEC("perf_event")
+int csb_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id, zero = 0;
+	if (!wanted(tgid))
+		return 0;
+	struct csb_sample *s = bpf_map_lookup_elem(&scratch, &zero);
+	struct walk walk = { 0 }, *w = &walk;
+	if (!s)
+		return 0;
+	s->time = bpf_ktime_get_ns();
+	s->pid = tgid;
+	s->tid = tid;
+	s->cpu = bpf_get_smp_processor_id();
+	s->flags = 0;
+	s->nkernel = 0;
+	s->nuser = 0;
+
+	/* The sampled registers are the user's when the tick hit user mode; else the user's
+	 * are those saved at kernel entry. */
+	/* the context is read in whole u64 fields only */
+	__u64 cs = *(volatile __u64 *)&ctx->regs.cs;
+	bool in_kernel = (cs & 3) == 0;
+	if (in_kernel) {
+		long got = bpf_get_stack(ctx, s->kernel, sizeof(s->kernel), 0);
+		if (got > 0)
+			s->nkernel = (__u32)got / 8;
+	}
+	struct task_struct *task = bpf_get_current_task_btf();
+	if (!task->mm) {
+		s->flags |= CSB_KERNEL_THREAD;
+	} else {
+		if (in_kernel) {
+			struct pt_regs *u = (struct pt_regs *)bpf_task_pt_regs(task);
+			w->ip = BPF_CORE_READ(u, ip);
+			w->sp = BPF_CORE_READ(u, sp);
+			w->bp = BPF_CORE_READ(u, bp);
+		} else {
+			w->ip = *(volatile __u64 *)&ctx->regs.ip;
+			w->sp = *(volatile __u64 *)&ctx->regs.sp;
+			w->bp = *(volatile __u64 *)&ctx->regs.bp;
+		}
+		w->s = s;
+		w->proc = bpf_map_lookup_elem(&procs, &tgid);
+		bpf_loop(CSB_MAX_USER + 1, walk_frame, w, 0);
+	}
+	__u64 size = offsetof(struct csb_sample, user) + (__u64)(s->nuser & 0xff) * 8;
+	if (size > sizeof(*s))
+		size = sizeof(*s);
+	if (bpf_ringbuf_output(&samples, s, size, 0))
+		stat_add(CSB_STAT_LOST);
+	else
+		stat_add(CSB_STAT_SAMPLES);
+	return 0;
+}
+
+/* A process created by a sampled one is sampled too (threads share their tgid already). */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(csb_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	__u8 one = 1;
+	if (filter_mode != CSB_FILTER_PIDS || ptgid == ctgid)
+		return 0;
+	if (bpf_map_lookup_elem(&targets, &ptgid))
+		bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+	return 0;
+}
