@@ -764,7 +764,8 @@ static void stacks_count_frames(const struct profile *p, const uint64_t *stack_w
 {
 	const char *cg = profile_header(p, "callgraph");
 
-	u->frames_known = !cg || strcmp(cg, "fp") != 0;
+	/* fp and bpf: the kernel walked the user stack; how each frame was found is not known */
+	u->frames_known = !cg || (strcmp(cg, "fp") && strcmp(cg, "bpf"));
 	if (!u->frames_known)
 		return;
 	for (size_t st = 0; st < p->nstacks; st++) {

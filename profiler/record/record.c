@@ -709,13 +709,17 @@ static void record_write_header(struct record *r)
 	record_header_kv(r, "event", sampler_event_name(r->sampler));
 	snprintf(num, sizeof(num), "%llu", (unsigned long long)o->sampler.freq_hz);
 	record_header_kv(r, "rate_hz", num);
-	record_header_kv(r, "callgraph", o->sampler.callgraph == SAMPLER_CALLGRAPH_DWARF ? "dwarf" : "fp");
-	snprintf(num, sizeof(num), "%u", o->sampler.stack_size);
+	/* bpf: the kernel walked the stacks (unwind rows, else frame pointers): no stack copies */
+	const char *walked = sampler_callgraph(r->sampler);
+	record_header_kv(r, "callgraph", walked ? walked :
+			 o->sampler.callgraph == SAMPLER_CALLGRAPH_DWARF ? "dwarf" : "fp");
+	snprintf(num, sizeof(num), "%u", walked ? 0 : o->sampler.stack_size);
 	record_header_kv(r, "stack_size", num);
 	snprintf(num, sizeof(num), "%u", o->sampler.mmap_pages);
 	record_header_kv(r, "mmap_pages", num);
 	record_header_kv(r, "kernel_frames", sampler_has_kernel(r->sampler) ? "yes" : "no");
 	record_header_kv(r, "sampler", sampler_name(r->sampler));
+	record_header_kv(r, "sampler_choice", sampler_choice(r->sampler));
 	record_header_kv(r, "idle", o->sampler.idle ? "yes" : "no");
 	const char *debuginfod = getenv("DEBUGINFOD_URLS");
 	if (o->no_debuginfod)
@@ -911,7 +915,9 @@ static void record_print_cost(struct record *r)
 		fprintf(stderr, ", %.1f%% of the target's %.2f s CPU\n", 100.0 * own / target, target);
 	else
 		fprintf(stderr, ", the target used under 0.01 s CPU\n");
-	char line[256];
+	fprintf(stderr, "csampler: sampled with %s (%s)\n", sampler_name(r->sampler),
+		sampler_choice(r->sampler));
+	char line[512];
 	sampler_describe(r->sampler, line, sizeof(line));
 	if (line[0])
 		fprintf(stderr, "csampler: %s\n", line);
@@ -1169,7 +1175,8 @@ static int record_loop(struct record *r)
 				r->ntargets_alive--;
 			}
 		}
-		if (!r->child && r->ntargets_alive == 0)
+		/* -a and --cgroup end at the deadline or a signal only */
+		if (!r->child && r->ntargets_alive == 0 && !r->o->sampler.all && !r->o->sampler.cgroup)
 			break;
 		if (deadline && now >= deadline)
 			break;
@@ -1289,7 +1296,7 @@ int record_run(const struct record_opts *o, char **written)
 			/* After the sampler opened: a process that exits during the attach ends an
 			 * ordinary recording. A ptrace sampler holds every thread, though: it lets
 			 * them go while the library is loaded, and takes them again. */
-			bool held = !strcmp(sampler_name(r.sampler), "ptrace");
+			bool held = sampler_holds_threads(r.sampler);
 			if (held) {
 				sampler_close(r.sampler);
 				r.sampler = NULL;
@@ -1308,8 +1315,8 @@ int record_run(const struct record_opts *o, char **written)
 	 * before the reader thread starts (the ptrace sampler's tracer never reads it). */
 	if (o->no_debuginfod)
 		unsetenv("DEBUGINFOD_URLS");
-	if (!sampler_has_kernel(r.sampler) && !strcmp(sampler_name(r.sampler), "perf_event_open"))
-		cs_info("kernel frames are not captured (perf_event_paranoid forbids it for this user)");
+	if (sampler_kernel_note(r.sampler))
+		cs_info("%s", sampler_kernel_note(r.sampler));
 	r.start_ns = r.last_flush_ns = r.last_symbolize_ns = cs_monotonic_ns();
 	record_write_header(&r);
 

@@ -13,7 +13,20 @@
 #include <sys/user.h>
 
 struct sampler_ops {
-	const char *name;         /* "perf_event_open", "ptrace" */
+	const char *name;         /* "perf_event_open", "ptrace", "bpf" */
+	enum sampler_mode mode;   /* the --mode that names it */
+	/* Why auto mode does not try it (NULL: it does), for `info` and the end-of-record line. */
+	const char *not_auto;
+	/* Whether it is refused here before trying (not built in, no privilege), and why (why,
+	 * len); optional: NULL when only opening tells. */
+	bool (*refused)(const struct sampler_opts *opts, char *why, size_t len);
+	/* The highest -F it takes (perf events: kernel.perf_event_max_sample_rate). */
+	uint64_t (*max_rate)(void);
+	/* Whether it holds the targets' threads stopped while open (ptrace): an attach that
+	 * loads a library into them must close it first. */
+	bool holds_threads;
+	/* The header's callgraph for a backend that walks the stacks itself ("bpf"), else NULL. */
+	const char *callgraph;
 	/* Open quietly: return -errno and leave the one-line message to explain_open_error,
 	 * so that a refusal in auto mode can fall back instead of failing. */
 	int (*open_launch)(struct sampler **out, const struct sampler_opts *opts, pid_t child);
@@ -41,7 +54,11 @@ struct sampler_ops {
 struct sampler {
 	const struct sampler_ops *ops;
 	struct sampler_opts opts;
+	char choice[384];         /* why this backend and not the others (sampler_choice) */
 };
+
+/* perf_event_max_sample_rate, the cap of the perf_event_open based backends. */
+uint64_t sampler_perf_max_rate(void);
 
 extern const struct sampler_ops sampler_perf_ops;
 extern const struct sampler_ops sampler_ptrace_ops;

@@ -198,9 +198,9 @@ void sampler_proc_offcpu_event(pid_t pid, pid_t tid, char state, long nr, uint64
 	ev->sample.snap.stack_size = got;
 	ev->sample.stack_cap = cap;
 	ev->sample.offcpu = true;
-	ev->sample.offcpu_syscall = state == 'T' || state == 't' ? SAMPLER_OFFCPU_STOPPED
+	ev->sample.offcpu_syscall = state == 'T' || state == 't' ? OFFCPU_STOPPED
 				    : nr >= 0			 ? (int32_t)nr
-								 : SAMPLER_OFFCPU_NOT_IN_SYSCALL;
+								 : OFFCPU_NOT_IN_SYSCALL;
 	ev->sample.weight = 1;
 }
 

@@ -426,6 +426,11 @@ static bool bpf_has_kernel(const struct sampler *base)
 
 const struct sampler_ops sampler_bpf_ops = {
 	.name = "bpf",
+	.mode = SAMPLER_MODE_BPF,
+	.not_auto = "not tried by auto: no Python frames and no JIT-frame recovery in bpf mode yet (--mode bpf uses it)",
+	.refused = sampler_bpf_refused,
+	.max_rate = sampler_perf_max_rate,
+	.callgraph = "bpf",
 	.open_launch = bpf_open_launch,
 	.open_attach = bpf_open_attach,
 	.explain_open_error = bpf_open_error,

@@ -980,8 +980,16 @@ int sampler_perf_open_sideband(struct sampler **out, const struct sampler_opts *
 	return 0;
 }
 
+uint64_t sampler_perf_max_rate(void)
+{
+	long v = cs_read_long_file("/proc/sys/kernel/perf_event_max_sample_rate", 100000);
+	return v > 0 ? (uint64_t)v : 100000;
+}
+
 const struct sampler_ops sampler_perf_ops = {
 	.name = "perf_event_open",
+	.mode = SAMPLER_MODE_PERF,
+	.max_rate = sampler_perf_max_rate,
 	.open_launch = perf_open_launch,
 	.open_attach = perf_open_attach,
 	.explain_open_error = perf_open_error,
