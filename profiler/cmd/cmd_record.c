@@ -332,6 +332,10 @@ int cmd_record(int argc, char **argv)
 		if (o.sampler.mode != SAMPLER_MODE_BPF)
 			return record_bad("%s needs --mode bpf (perf and ptrace modes sample given processes only)", what);
 	}
+	if (o.keep_raw && o.sampler.mode == SAMPLER_MODE_BPF) {
+		free(o.pids);
+		return record_bad("--keep-raw keeps stack copies, and bpf mode takes none (the kernel walks the stacks): use --mode perf to keep them");
+	}
 	if (rate_arg) {
 		uint64_t max_rate = sampler_max_rate(o.sampler.mode);
 		if (cs_parse_u64(rate_arg, &v) || v == 0 || v > max_rate) {

@@ -84,6 +84,9 @@ void bpf_tables_free(struct bpf_tables *t);
 /* Whether --mode bpf is refused before trying (not built in, no privilege), and why. */
 bool sampler_bpf_refused(const struct sampler_opts *opts, char *why, size_t len);
 
+/* Where the cgroup v2 hierarchy is mounted (/sys/fs/cgroup, or /sys/fs/cgroup/unified on a
+ * hybrid layout): 0, or -ENOENT. */
+int sampler_cgroup2_root(char *buf, size_t len);
 /* Whether pid is in the cgroup whose directory is path (cgroup v2, /proc/PID/cgroup). */
 bool sampler_proc_in_cgroup(pid_t pid, const char *path);
 

@@ -204,15 +204,36 @@ void sampler_proc_offcpu_event(pid_t pid, pid_t tid, char state, long nr, uint64
 	ev->sample.weight = 1;
 }
 
+int sampler_cgroup2_root(char *buf, size_t len)
+{
+	/* mountinfo: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [TAGS] - FSTYPE SOURCE SUPER" */
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char line[4096];
+	int ret = -ENOENT;
+	while (f && fgets(line, sizeof(line), f)) {
+		char root[1024], point[1024];
+		const char *dash = strstr(line, " - ");
+		if (!dash || strncmp(dash + 3, "cgroup2 ", 8) ||
+		    sscanf(line, "%*s %*s %*s %1023s %1023s", root, point) != 2 || strcmp(root, "/"))
+			continue;
+		snprintf(buf, len, "%s", point);
+		ret = 0;
+		break;
+	}
+	if (f)
+		fclose(f);
+	return ret;
+}
+
 bool sampler_proc_in_cgroup(pid_t pid, const char *path)
 {
-	/* cgroup v2: "0::/a/b" names the pid's cgroup under the hierarchy's root, which is
-	 * mounted at /sys/fs/cgroup; a cgroup's descendants are in it too. */
-	static const char root[] = "/sys/fs/cgroup";
-	char real[4096], file[64], buf[4096];
-	if (!realpath(path, real) || strncmp(real, root, sizeof(root) - 1))
+	/* cgroup v2: "0::/a/b" names the pid's cgroup under the hierarchy's root (where cgroup2
+	 * is mounted); a cgroup's descendants are in it too. */
+	char real[4096], file[64], buf[4096], root[1024];
+	if (sampler_cgroup2_root(root, sizeof(root)) || !realpath(path, real) ||
+	    strncmp(real, root, strlen(root)))
 		return false;
-	const char *want = real + sizeof(root) - 1;
+	const char *want = real + strlen(root);
 	snprintf(file, sizeof(file), "/proc/%d/cgroup", (int)pid);
 	if (cs_read_small_file(file, buf, sizeof(buf)) <= 0)
 		return false;

@@ -22,6 +22,8 @@ const volatile __u32 filter_mode = CSB_FILTER_PIDS;
 const volatile __u64 filter_cgroup_id;
 const volatile __u32 filter_cgroup_level;
 const volatile __u32 self_pid;      /* csampler itself: never sampled */
+const volatile __u32 launch_pid;    /* launch mode: sampled from its exec on */
+const volatile __u32 slice_bytes = 8192; /* stack sent where the walk failed without rows */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -194,6 +196,8 @@ static long walk_frame(__u32 i, void *arg)
 	} else {
 		/* frame pointers: [bp] is the caller's bp, [bp + 8] the return address */
 		s->flags |= CSB_USER_NO_TABLE;
+		if (w->bp == 0 && n == 0)
+			goto error; /* a leaf that keeps no frame pointer: nothing is known */
 		if (w->bp == 0) {
 			s->flags |= CSB_USER_COMPLETE; /* the outermost frame clears bp */
 			return 1;
@@ -263,11 +267,38 @@ int csb_sample(struct bpf_perf_event_data *ctx)
 			w->sp = *(volatile __u64 *)&ctx->regs.sp;
 			w->bp = *(volatile __u64 *)&ctx->regs.bp;
 		}
+		s->ip = w->ip;
+		s->sp = w->sp;
+		s->bp = w->bp;
 		w->s = s;
 		w->proc = bpf_map_lookup_elem(&procs, &tgid);
 		bpf_loop(CSB_MAX_USER + 1, walk_frame, w, 0);
 	}
+	s->slice = 0;
+	if ((s->flags & CSB_USER_ERROR) && (s->flags & CSB_USER_NO_TABLE) && slice_bytes) {
+		/* No rows where the walk failed (a file whose rows are not loaded yet, JIT code):
+		 * a slice of the stack for user space's unwinder, up to the first page that
+		 * cannot be read (the stack's top may be nearer than slice_bytes). */
+		__u64 end = s->sp + slice_bytes, page = (s->sp | 4095) + 1;
+		__u8 probe;
+		for (int k = 0; k < CSB_SLICE_MAX / 4096 + 1 && page < end; k++, page += 4096)
+			if (bpf_probe_read_user(&probe, 1, (void *)page)) {
+				end = page;
+				break;
+			}
+		__u64 size = end - s->sp;
+		if (size > CSB_SLICE_MAX)
+			size = CSB_SLICE_MAX;
+		size &= 2 * CSB_SLICE_MAX - 1;  /* a bound the verifier sees */
+		if (size >= 64 && size <= CSB_SLICE_MAX &&
+		    !bpf_probe_read_user(s->stack, size, (void *)s->sp)) {
+			s->slice = size;
+			s->flags |= CSB_USER_SLICE;
+		}
+	}
 	__u64 size = offsetof(struct csb_sample, user) + (__u64)(s->nuser & 0xff) * 8;
+	if (s->flags & CSB_USER_SLICE)
+		size = offsetof(struct csb_sample, stack) + (s->slice & (2 * CSB_SLICE_MAX - 1));
 	if (size > sizeof(*s))
 		size = sizeof(*s);
 	if (bpf_ringbuf_output(&samples, s, size, 0))
@@ -287,5 +318,17 @@ int BPF_PROG(csb_fork, struct task_struct *parent, struct task_struct *child)
 		return 0;
 	if (bpf_map_lookup_elem(&targets, &ptgid))
 		bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+	return 0;
+}
+
+/* Launch mode: the command is sampled from its exec on (perf mode's enable_on_exec), so no
+ * sample is taken in csampler's code between the fork and the exec. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(csb_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = p->tgid;
+	__u8 one = 1;
+	if (launch_pid && tgid == launch_pid)
+		bpf_map_update_elem(&targets, &tgid, &one, BPF_ANY);
 	return 0;
 }

@@ -57,6 +57,7 @@ struct bpf_sampler {
 	struct sampler_events *events; /* the set being filled, while the ring is consumed */
 	uint64_t lost_seen;       /* the stats map's lost count already reported */
 	uint64_t nsamples, ring_bytes;
+	uint64_t nslices;         /* samples sent with a stack slice (CSB_USER_SLICE) */
 	struct bpf_tables *tables;
 	bool debug;               /* CSAMPLER_BPF_DEBUG: libbpf's log and some samples */
 };
@@ -91,6 +92,8 @@ static int bpf_on_sample(void *ctx, void *data, size_t size)
 	struct bpf_sampler *s = ctx;
 	const struct csb_sample *r = data;
 	size_t head = offsetof(struct csb_sample, user);
+	bool slice = size >= offsetof(struct csb_sample, stack) && (r->flags & CSB_USER_SLICE) &&
+		     r->slice <= CSB_SLICE_MAX && size >= offsetof(struct csb_sample, stack) + r->slice;
 	if (size < head || r->nkernel > CSB_MAX_KERNEL || r->nuser > CSB_MAX_USER ||
 	    size < head + r->nuser * 8ull)
 		return 0;
@@ -104,13 +107,24 @@ static int bpf_on_sample(void *ctx, void *data, size_t size)
 	if (r->nkernel)
 		pe->off_b = sampler_events_keep(s->events, r->kernel, r->nkernel * 8ull);
 	ev->sample.snap.nkernel_ips = r->nkernel;
-	if (r->nuser)
-		pe->off_c = sampler_events_keep(s->events, r->user, r->nuser * 8ull);
-	ev->sample.snap.nuser_ips = r->nuser;
-	if (r->flags & CSB_USER_ERROR)
-		ev->sample.unwind_flags |= UNWIND_ERROR;
-	if ((r->flags & CSB_USER_ERROR) && (r->flags & CSB_USER_ANON))
-		ev->sample.unwind_flags |= UNWIND_STOP_ANON;
+	if (slice) {
+		/* the kernel's walk failed where it had no rows: user space unwinds this one from
+		 * the leaf registers and the stack slice (DWARF, JIT-frame recovery) */
+		ev->sample.snap.regs[UNWIND_REG_IP] = r->ip;
+		ev->sample.snap.regs[UNWIND_REG_SP] = r->sp;
+		ev->sample.snap.regs[UNWIND_REG_BP] = r->bp;
+		ev->sample.snap.regs_mask = 1ull << UNWIND_REG_IP | 1ull << UNWIND_REG_SP | 1ull << UNWIND_REG_BP;
+		pe->off_a = sampler_events_keep(s->events, r->stack, r->slice);
+		ev->sample.snap.stack_size = r->slice;
+		ev->sample.stack_cap = r->slice;
+		s->nslices++;
+	} else {
+		if (r->nuser)
+			pe->off_c = sampler_events_keep(s->events, r->user, r->nuser * 8ull);
+		ev->sample.snap.nuser_ips = r->nuser;
+		if (r->flags & CSB_USER_ERROR)
+			ev->sample.unwind_flags |= UNWIND_ERROR;
+	}
 	s->nsamples++;
 	s->ring_bytes += size;
 	if (s->debug && s->nsamples % 500 == 1)
@@ -163,19 +177,22 @@ static int bpf_open_events(struct bpf_sampler *s)
 	return 0;
 }
 
-/* The cgroup's id (its directory's inode on cgroup v2) and depth below the root. */
+/* The cgroup's id (its directory's inode on cgroup v2) and depth below the hierarchy's root. */
 static int bpf_cgroup_id(const char *path, uint64_t *id, uint32_t *level)
 {
-	char real[4096];
+	char real[4096], root[1024];
 	struct stat st;
+	if (sampler_cgroup2_root(root, sizeof(root)))
+		return SAMPLER_SAID(cs_error(ENOENT, "--cgroup %s: no cgroup v2 hierarchy is mounted (/proc/self/mountinfo has no cgroup2)", path));
+	size_t n = strlen(root);
 	if (!realpath(path, real) || stat(real, &st) < 0)
-		return SAMPLER_SAID(cs_error(errno, "--cgroup %s: %s: give a cgroup v2 directory under /sys/fs/cgroup",
-					     path, strerror(errno)));
-	if (strncmp(real, "/sys/fs/cgroup", 14) || !S_ISDIR(st.st_mode))
-		return SAMPLER_SAID(cs_error(EINVAL, "--cgroup %s: not a cgroup v2 directory under /sys/fs/cgroup", path));
+		return SAMPLER_SAID(cs_error(errno, "--cgroup %s: %s: give a cgroup v2 directory under %s",
+					     path, strerror(errno), root));
+	if (strncmp(real, root, n) || (real[n] && real[n] != '/') || !S_ISDIR(st.st_mode))
+		return SAMPLER_SAID(cs_error(EINVAL, "--cgroup %s: not a cgroup v2 directory under %s", path, root));
 	*id = st.st_ino;
 	*level = 0;
-	for (const char *p = real + 14; *p; p++)
+	for (const char *p = real + n; *p; p++)
 		*level += *p == '/';
 	return 0;
 }
@@ -198,6 +215,9 @@ static int bpf_open(struct sampler **out, const struct sampler_opts *opts, pid_t
 		goto fail;
 	}
 	s->skel->rodata->self_pid = (uint32_t)getpid();
+	if (!pids && !opts->all && !opts->cgroup)
+		s->skel->rodata->launch_pid = (uint32_t)child; /* a target from its exec on */
+	s->skel->rodata->slice_bytes = opts->stack_size < CSB_SLICE_MAX ? opts->stack_size : CSB_SLICE_MAX;
 	s->skel->rodata->filter_mode = opts->all ? CSB_FILTER_ALL : opts->cgroup ? CSB_FILTER_CGROUP : CSB_FILTER_PIDS;
 	if (opts->cgroup) {
 		uint64_t id;
@@ -213,11 +233,9 @@ static int bpf_open(struct sampler **out, const struct sampler_opts *opts, pid_t
 		goto fail;
 	uint8_t one = 1;
 	int tfd = bpf_map__fd(s->skel->maps.targets);
-	if (!pids && !opts->all && !opts->cgroup)
-		bpf_map_update_elem(tfd, &child, &one, BPF_ANY);
 	for (size_t i = 0; i < npids; i++)
 		bpf_map_update_elem(tfd, &pids[i], &one, BPF_ANY);
-	if (!bpf_program__attach(s->skel->progs.csb_fork)) {
+	if (!bpf_program__attach(s->skel->progs.csb_fork) || !bpf_program__attach(s->skel->progs.csb_exec)) {
 		ret = -errno;
 		goto fail;
 	}
@@ -313,9 +331,10 @@ static void bpf_describe(struct sampler *base, char *buf, size_t len)
 	uint32_t ilen = sizeof(info);
 	char tables[256];
 	bpf_tables_describe(s->tables, tables, sizeof(tables));
-	int n = snprintf(buf, len, "bpf: %llu samples walked in the kernel (%.0f ring bytes each), %llu lost; %s",
+	int n = snprintf(buf, len, "bpf: %llu samples walked in the kernel (%.0f ring bytes each), %llu of them completed from a stack slice in user space, %llu lost; %s",
 			 (unsigned long long)s->nsamples,
 			 s->nsamples ? (double)s->ring_bytes / (double)s->nsamples : 0.0,
+			 (unsigned long long)s->nslices,
 			 (unsigned long long)bpf_stat_sum(s, CSB_STAT_LOST), tables);
 	if (n < 0 || (size_t)n >= len)
 		return;

@@ -22,13 +22,20 @@
 #define CSB_USER_NO_TABLE 0x8  /* a frame was unwound by frame pointer: no table covered it */
 #define CSB_USER_ANON 0x10     /* stopped at a PC in no file mapping (JIT code) */
 #define CSB_KERNEL_THREAD 0x20 /* no user part */
+#define CSB_USER_SLICE 0x40    /* the walk failed where it had no rows: the record carries the
+				* leaf registers and a slice of the stack for user space's unwinder */
+
+#define CSB_SLICE_MAX 16384        /* bytes of stack in such a record, at most */
 
 struct csb_sample {
 	__u64 time;                /* bpf_ktime_get_ns: CLOCK_MONOTONIC */
 	__u32 pid, tid, cpu, flags;
 	__u32 nkernel, nuser;
+	__u64 ip, sp, bp;          /* the leaf's user registers */
+	__u32 slice, pad;          /* CSB_USER_SLICE: bytes of stack from sp in stack[] */
 	__u64 kernel[CSB_MAX_KERNEL];
 	__u64 user[CSB_MAX_USER];  /* leaf first: the sampled PC, then return addresses */
+	__u8 stack[CSB_SLICE_MAX]; /* written to the ring only with CSB_USER_SLICE */
 };
 
 /* One unwind rule, valid from pc to the next row's pc (offsets in the file's address space,

@@ -33,7 +33,7 @@ one_line "command and pid" 125 "not both" $C record -p 1 -- true
 one_line "output not writable" 125 "cannot create $T/no/such/dir/x.data" $C record -o "$T/no/such/dir/x.data" -- true
 one_line "unknown command" 125 "unknown command 'recrod'" $C recrod
 
-one_line "invalid mode" 125 "invalid --mode 'bpf'" $C record --mode bpf -- true
+one_line "invalid mode" 125 "invalid --mode 'bogus'" $C record --mode bogus -- true
 
 # perf_event_open refused: a seccomp filter makes it fail with EACCES. --mode perf: one line.
 one_line "perf_event_open refused (--mode perf)" 125 "perf_event_paranoid" "$TPROG/deny-perf" $C record --mode perf -o "$T/d.data" -- touch ran-anyway
@@ -42,7 +42,7 @@ one_line "perf_event_open refused (--mode perf)" 125 "perf_event_paranoid" "$TPR
 "$TPROG/deny-perf" $C record -o "$T/fallback.data" -- "$TPROG/accuracy" >out.txt 2>err.txt
 rc=$?
 if [ $rc = 0 ] && [ "$(grep -c "perf_event_open is refused (.*): sampling with ptrace instead" err.txt)" = 1 ] &&
-	! grep -v "^csampler: \(own CPU\|ptrace: \|[0-9]* samples\)" err.txt | grep -v "perf_event_open is refused" | grep -q .; then
+	! grep -v "^csampler: \(own CPU\|sampled with \|ptrace: \|[0-9]* samples\)" err.txt | grep -v "perf_event_open is refused" | grep -q .; then
 	pass "errors: perf_event_open refused (auto): one line, then ptrace records the command"
 else
 	fail "errors: perf_event_open refused (auto): rc $rc, stderr: $(head -c 600 err.txt)"
