@@ -331,10 +331,16 @@ int cmd_record(int argc, char **argv)
 			o.sampler.mode = SAMPLER_MODE_BPF; /* the only backend that samples system-wide */
 		if (o.sampler.mode != SAMPLER_MODE_BPF)
 			return record_bad("%s needs --mode bpf (perf and ptrace modes sample given processes only)", what);
+		if (o.sampler.idle)
+			return record_bad("--idle samples the threads of given processes: not with %s", what);
 	}
 	if (o.keep_raw && o.sampler.mode == SAMPLER_MODE_BPF) {
 		free(o.pids);
 		return record_bad("--keep-raw keeps stack copies, and bpf mode takes none (the kernel walks the stacks): use --mode perf to keep them");
+	}
+	if (o.sampler.callgraph == SAMPLER_CALLGRAPH_FP && o.sampler.mode == SAMPLER_MODE_BPF) {
+		free(o.pids);
+		return record_bad("-g fp chooses perf mode's user stacks; bpf mode walks them itself (unwind rows, else frame pointers): leave -g out");
 	}
 	if (rate_arg) {
 		uint64_t max_rate = sampler_max_rate(o.sampler.mode);

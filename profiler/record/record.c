@@ -328,6 +328,20 @@ static int record_python(struct record *r, const struct sampler_event *ev, struc
 	return n;
 }
 
+/* A stack the kernel walked (bpf): the user frames it found by frame-pointer steps are marked
+ * so, as the unwinder marks its own (one location per user ip, after the kernel's). */
+static void record_mark_fp(const struct sampler_event *ev, struct unwind_loc *locs, int n)
+{
+	const struct unwind_sample *s = &ev->sample.snap;
+	if (!s->user_ips || !(ev->sample.user_fp_mask[0] | ev->sample.user_fp_mask[1]))
+		return;
+	for (size_t i = 0; i < s->nuser_ips && i < 128; i++) {
+		int k = (int)(s->nkernel_ips + i);
+		if (k < n && (ev->sample.user_fp_mask[i >> 6] >> (i & 63) & 1))
+			locs[k].flags |= PROFILE_FRAME_FOUND_FP;
+	}
+}
+
 static void record_sample(struct record *r, const struct sampler_event *ev)
 {
 	struct unwind_loc locs[RECORD_MAX_LOCS];
@@ -340,6 +354,7 @@ static void record_sample(struct record *r, const struct sampler_event *ev)
 		uflags |= UNWIND_ERROR;
 	}
 	uflags |= ev->sample.unwind_flags;
+	record_mark_fp(ev, locs, n);
 	if (!r->o->no_python)
 		n = record_python(r, ev, locs, n, uflags, &flags);
 	if (ev->sample.offcpu) {

@@ -66,6 +66,9 @@ struct sampler_event {
 			/* UNWIND_* flags of a stack the backend walked itself (bpf: user_ips from
 			 * the kernel's walk), added to the unwinder's */
 			uint32_t unwind_flags;
+			/* bpf: bit i of user_fp_mask says user_ips[i] was found by a
+			 * frame-pointer step in the kernel (PROFILE_FRAME_FOUND_FP) */
+			uint64_t user_fp_mask[2];
 		} sample;
 		struct {
 			uint64_t start, len, pgoff;

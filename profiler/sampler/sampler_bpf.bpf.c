@@ -196,12 +196,12 @@ static long walk_frame(__u32 i, void *arg)
 	} else {
 		/* frame pointers: [bp] is the caller's bp, [bp + 8] the return address */
 		s->flags |= CSB_USER_NO_TABLE;
-		if (w->bp == 0 && n == 0)
-			goto error; /* a leaf that keeps no frame pointer: nothing is known */
-		if (w->bp == 0) {
-			s->flags |= CSB_USER_COMPLETE; /* the outermost frame clears bp */
+		if (w->bp == 0 && n > 0) {
+			s->flags |= CSB_USER_FP_END; /* the outermost frame clears bp, or so it seems */
 			return 1;
 		}
+		if (w->bp == 0)
+			goto error; /* a leaf that keeps no frame pointer: nothing is known */
 		__u64 pair[2];
 		if (bpf_probe_read_user(pair, sizeof(pair), (void *)w->bp))
 			goto error;
@@ -209,12 +209,12 @@ static long walk_frame(__u32 i, void *arg)
 		ra = pair[1];
 		cfa = w->bp + 16;
 	}
-	if (ra == 0) {
-		s->flags |= CSB_USER_COMPLETE;
-		return 1;
-	}
+	if (ra == 0)
+		goto error;
 	if (cfa <= w->sp)
 		goto error; /* a caller's frame is above its callee's */
+	if (!row || (row->flags & CSB_ROW_GAP))
+		s->fp_mask[((n + 1) >> 6) & 1] |= 1ull << ((n + 1) & 63); /* the caller, by FP */
 	w->ip = ra;
 	w->sp = cfa;
 	w->bp = bp;
@@ -242,6 +242,7 @@ int csb_sample(struct bpf_perf_event_data *ctx)
 	s->flags = 0;
 	s->nkernel = 0;
 	s->nuser = 0;
+	s->fp_mask[0] = s->fp_mask[1] = 0;
 
 	/* The sampled registers are the user's when the tick hit user mode; else the user's
 	 * are those saved at kernel entry. */
@@ -275,7 +276,9 @@ int csb_sample(struct bpf_perf_event_data *ctx)
 		bpf_loop(CSB_MAX_USER + 1, walk_frame, w, 0);
 	}
 	s->slice = 0;
-	if ((s->flags & CSB_USER_ERROR) && (s->flags & CSB_USER_NO_TABLE) && slice_bytes) {
+	/* A walk that took a frame-pointer step and did not end at an outermost frame's row
+	 * (an error, or a zero frame pointer that may be JIT code's garbage) is uncertain. */
+	if ((s->flags & CSB_USER_NO_TABLE) && !(s->flags & CSB_USER_COMPLETE) && slice_bytes) {
 		/* No rows where the walk failed (a file whose rows are not loaded yet, JIT code):
 		 * a slice of the stack for user space's unwinder, up to the first page that
 		 * cannot be read (the stack's top may be nearer than slice_bytes). */

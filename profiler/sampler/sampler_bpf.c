@@ -122,6 +122,8 @@ static int bpf_on_sample(void *ctx, void *data, size_t size)
 		if (r->nuser)
 			pe->off_c = sampler_events_keep(s->events, r->user, r->nuser * 8ull);
 		ev->sample.snap.nuser_ips = r->nuser;
+		ev->sample.user_fp_mask[0] = r->fp_mask[0];
+		ev->sample.user_fp_mask[1] = r->fp_mask[1];
 		if (r->flags & CSB_USER_ERROR)
 			ev->sample.unwind_flags |= UNWIND_ERROR;
 	}
@@ -446,7 +448,7 @@ static bool bpf_has_kernel(const struct sampler *base)
 const struct sampler_ops sampler_bpf_ops = {
 	.name = "bpf",
 	.mode = SAMPLER_MODE_BPF,
-	.not_auto = "not tried by auto: no Python frames and no JIT-frame recovery in bpf mode yet (--mode bpf uses it)",
+	.not_auto = "not tried by auto: it needs root, and takes no --keep-raw stack copies and no -g fp (--mode bpf uses it)",
 	.refused = sampler_bpf_refused,
 	.max_rate = sampler_perf_max_rate,
 	.callgraph = "bpf",

@@ -10,20 +10,22 @@
 #endif
 
 #define CSB_MAX_KERNEL 127         /* kernel frames per sample (perf's sample_max_stack) */
-#define CSB_MAX_USER 127           /* user frames per sample */
+#define CSB_MAX_USER 127           /* user frames per sample (< 128: fp_mask) */
 #define CSB_MAX_MAPS 256           /* executable file mappings per process with a table */
 #define CSB_MAX_ROWS (4u << 20)    /* unwind rows of every file, 16 bytes each (64 MiB) */
 #define CSB_RING_BYTES (16u << 20) /* the sample ring buffer */
 
 /* csb_sample.flags: how the user stack walk ended */
-#define CSB_USER_COMPLETE 0x1  /* reached the outermost frame (RA undefined, or a zero FP) */
+#define CSB_USER_COMPLETE 0x1  /* reached the outermost frame's row (RA undefined) */
 #define CSB_USER_ERROR 0x2     /* stopped: unreadable memory, a frame that did not move up */
 #define CSB_USER_TRUNCATED 0x4 /* CSB_MAX_USER frames, not the end */
 #define CSB_USER_NO_TABLE 0x8  /* a frame was unwound by frame pointer: no table covered it */
 #define CSB_USER_ANON 0x10     /* stopped at a PC in no file mapping (JIT code) */
 #define CSB_KERNEL_THREAD 0x20 /* no user part */
-#define CSB_USER_SLICE 0x40    /* the walk failed where it had no rows: the record carries the
-				* leaf registers and a slice of the stack for user space's unwinder */
+#define CSB_USER_FP_END 0x80   /* ended at a zero frame pointer, after a frame-pointer step */
+#define CSB_USER_SLICE 0x40    /* the walk is uncertain (it took a frame-pointer step and did not
+				* end at an outermost frame's row): the record carries the leaf
+				* registers and a slice of the stack for user space's unwinder */
 
 #define CSB_SLICE_MAX 16384        /* bytes of stack in such a record, at most */
 
@@ -33,6 +35,7 @@ struct csb_sample {
 	__u32 nkernel, nuser;
 	__u64 ip, sp, bp;          /* the leaf's user registers */
 	__u32 slice, pad;          /* CSB_USER_SLICE: bytes of stack from sp in stack[] */
+	__u64 fp_mask[2];          /* bit i: user[i] was found by a frame-pointer step */
 	__u64 kernel[CSB_MAX_KERNEL];
 	__u64 user[CSB_MAX_USER];  /* leaf first: the sampled PC, then return addresses */
 	__u8 stack[CSB_SLICE_MAX]; /* written to the ring only with CSB_USER_SLICE */

@@ -972,6 +972,9 @@ int sampler_perf_open_sideband(struct sampler **out, const struct sampler_opts *
 			s->nsynth = npids;
 		}
 	}
+	/* --idle: the same off-CPU poller as perf mode, its samples merged by sampler_perf_fill */
+	if (!ret && opts->idle && !s->cpu_wide)
+		ret = pids ? perf_idle_start(s, pids, npids, false) : perf_idle_start(s, &child, 1, true);
 	if (ret) {
 		perf_close(&s->base);
 		return ret;

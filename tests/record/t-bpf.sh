@@ -2,9 +2,9 @@
 # The BPF backend (record --mode bpf): stacks walked in the kernel. First the end-to-end tests of
 # `record` again with --mode bpf (a wrapper in $T, as t-ptrace.sh does; lines prefixed "bpf: "):
 # threads and children followed (t-family), attach (t-attach), exit status (t-exit-status),
-# signals (t-signals), faults (t-faults) and the known-split accuracy with >= 99% complete stacks
-# (t-accuracy). Then what is its own: complete stacks of a program without frame pointers,
-# the same records as perf mode and no more bytes per sample, `info` naming the backend and why,
+# signals (t-signals), faults (t-faults), the known-split accuracy with >= 99% complete stacks
+# (t-accuracy), JIT code (t-jit) and Python frames (t-python); t-idle runs --idle with bpf
+# itself. Then what is its own: complete stacks of a program without frame pointers, the same records as perf mode and no more bytes per sample, `info` naming the backend and why,
 # record -a, --cgroup, and the refusal as an unprivileged user (one line, and auto still
 # records with perf events). Where BPF is refused here, each part says SKIPPED with the reason.
 source "$CSAMPLER_ROOT/tests/lib.sh"
@@ -48,9 +48,10 @@ WRAP
 chmod 755 "$T/csampler"
 
 for t in tests/record/t-family.sh tests/record/t-attach.sh tests/record/t-exit-status.sh \
-	tests/record/t-signals.sh tests/record/t-faults.sh tests/t-accuracy.sh; do
+	tests/record/t-signals.sh tests/record/t-faults.sh tests/t-accuracy.sh tests/record/t-jit.sh \
+	tests/python/t-python.sh; do
 	# no stack copies to keep: the disk-full faults fill a smaller disk with samples alone
-	FILL_KB=256 FILL_RAW= CSAMPLER_BIN=$T/csampler bash "$CSAMPLER_ROOT/$t" >"$T/sub.log" 2>&1
+	FILL_KB=96 FILL_RAW= CSAMPLER_BIN=$T/csampler bash "$CSAMPLER_ROOT/$t" >"$T/sub.log" 2>&1
 	rc=$?
 	grep -E '^(PASS|FAIL|SKIPPED):' "$T/sub.log" | sed -E 's/^(PASS|FAIL|SKIPPED): /\1: bpf: /'
 	nfail=$(grep -c '^FAIL:' "$T/sub.log")

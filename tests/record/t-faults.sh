@@ -74,7 +74,7 @@ disk_full() {
 	prefix_readable "fault $name" "$file" 10 truncated
 }
 # --keep-raw's stack copies fill 4 MiB within the 5 s; a backend that copies no stacks (bpf, run
-# by t-bpf.sh) fills a smaller disk with its samples alone: FILL_KB=256 FILL_RAW=
+# by t-bpf.sh) fills a smaller disk with its samples alone: FILL_KB=96 FILL_RAW=
 FILL_KB=${FILL_KB:-4096}
 FILL_RAW=${FILL_RAW---keep-raw}
 mkdir small
