@@ -281,7 +281,8 @@ int csb_sample(struct bpf_perf_event_data *ctx)
 	if ((s->flags & CSB_USER_NO_TABLE) && !(s->flags & CSB_USER_COMPLETE) && slice_bytes) {
 		/* No rows where the walk failed (a file whose rows are not loaded yet, JIT code):
 		 * a slice of the stack for user space's unwinder, up to the first page that
-		 * cannot be read (the stack's top may be nearer than slice_bytes). */
+		 * cannot be read (the stack's top may be nearer than slice_bytes), read straight
+		 * into the ring's record. */
 		__u64 end = s->sp + slice_bytes, page = (s->sp | 4095) + 1;
 		__u8 probe;
 		for (int k = 0; k < CSB_SLICE_MAX / 4096 + 1 && page < end; k++, page += 4096)
@@ -293,15 +294,22 @@ int csb_sample(struct bpf_perf_event_data *ctx)
 		if (size > CSB_SLICE_MAX)
 			size = CSB_SLICE_MAX;
 		size &= 2 * CSB_SLICE_MAX - 1;  /* a bound the verifier sees */
+		struct csb_slice_sample *r = bpf_ringbuf_reserve(&samples, sizeof(*r), 0);
+		if (!r) {
+			stat_add(CSB_STAT_LOST);
+			return 0;
+		}
 		if (size >= 64 && size <= CSB_SLICE_MAX &&
-		    !bpf_probe_read_user(s->stack, size, (void *)s->sp)) {
+		    !bpf_probe_read_user(r->stack, size, (void *)s->sp)) {
 			s->slice = size;
 			s->flags |= CSB_USER_SLICE;
 		}
+		bpf_probe_read_kernel(&r->head, sizeof(r->head), s);
+		bpf_ringbuf_submit(r, 0);
+		stat_add(CSB_STAT_SAMPLES);
+		return 0;
 	}
 	__u64 size = offsetof(struct csb_sample, user) + (__u64)(s->nuser & 0xff) * 8;
-	if (s->flags & CSB_USER_SLICE)
-		size = offsetof(struct csb_sample, stack) + (s->slice & (2 * CSB_SLICE_MAX - 1));
 	if (size > sizeof(*s))
 		size = sizeof(*s);
 	if (bpf_ringbuf_output(&samples, s, size, 0))

@@ -92,8 +92,8 @@ static int bpf_on_sample(void *ctx, void *data, size_t size)
 	struct bpf_sampler *s = ctx;
 	const struct csb_sample *r = data;
 	size_t head = offsetof(struct csb_sample, user);
-	bool slice = size >= offsetof(struct csb_sample, stack) && (r->flags & CSB_USER_SLICE) &&
-		     r->slice <= CSB_SLICE_MAX && size >= offsetof(struct csb_sample, stack) + r->slice;
+	const struct csb_slice_sample *sr = data;
+	bool slice = size >= sizeof(*sr) && (r->flags & CSB_USER_SLICE) && r->slice <= CSB_SLICE_MAX;
 	if (size < head || r->nkernel > CSB_MAX_KERNEL || r->nuser > CSB_MAX_USER ||
 	    size < head + r->nuser * 8ull)
 		return 0;
@@ -114,7 +114,7 @@ static int bpf_on_sample(void *ctx, void *data, size_t size)
 		ev->sample.snap.regs[UNWIND_REG_SP] = r->sp;
 		ev->sample.snap.regs[UNWIND_REG_BP] = r->bp;
 		ev->sample.snap.regs_mask = 1ull << UNWIND_REG_IP | 1ull << UNWIND_REG_SP | 1ull << UNWIND_REG_BP;
-		pe->off_a = sampler_events_keep(s->events, r->stack, r->slice);
+		pe->off_a = sampler_events_keep(s->events, sr->stack, r->slice);
 		ev->sample.snap.stack_size = r->slice;
 		ev->sample.stack_cap = r->slice;
 		s->nslices++;

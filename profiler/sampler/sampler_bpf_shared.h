@@ -27,7 +27,7 @@
 				* end at an outermost frame's row): the record carries the leaf
 				* registers and a slice of the stack for user space's unwinder */
 
-#define CSB_SLICE_MAX 16384        /* bytes of stack in such a record, at most */
+#define CSB_SLICE_MAX 32768        /* bytes of stack in such a record, at most */
 
 struct csb_sample {
 	__u64 time;                /* bpf_ktime_get_ns: CLOCK_MONOTONIC */
@@ -38,7 +38,13 @@ struct csb_sample {
 	__u64 fp_mask[2];          /* bit i: user[i] was found by a frame-pointer step */
 	__u64 kernel[CSB_MAX_KERNEL];
 	__u64 user[CSB_MAX_USER];  /* leaf first: the sampled PC, then return addresses */
-	__u8 stack[CSB_SLICE_MAX]; /* written to the ring only with CSB_USER_SLICE */
+};
+
+/* An uncertain walk's record (the ring holds it whole, CSB_USER_SLICE says whether stack[]
+ * holds slice bytes); the others are a csb_sample cut after user[nuser]. */
+struct csb_slice_sample {
+	struct csb_sample head;
+	__u8 stack[CSB_SLICE_MAX];
 };
 
 /* One unwind rule, valid from pc to the next row's pc (offsets in the file's address space,

@@ -163,6 +163,12 @@ static void sampler_init_attr(struct perf_sampler *s, bool kernel)
 	a->inherit = !s->cpu_wide;
 	a->watermark = 1;
 	a->wakeup_watermark = (uint32_t)(s->base.opts.mmap_pages * (size_t)getpagesize() / 4);
+	if (s->sideband) {
+		/* every record wakes the reader: the BPF backend loads a file's unwind rows when
+		 * its mapping is read, and samples until then are walked without them */
+		a->watermark = 0;
+		a->wakeup_events = 1;
+	}
 }
 
 /* One line for a perf_event_open failure, naming the cause and the fix. */

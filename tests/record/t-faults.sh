@@ -74,8 +74,9 @@ disk_full() {
 	prefix_readable "fault $name" "$file" 10 truncated
 }
 # --keep-raw's stack copies fill 4 MiB within the 5 s; a backend that copies no stacks (bpf, run
-# by t-bpf.sh) fills a smaller disk with its samples alone: FILL_KB=96 FILL_RAW=
+# by t-bpf.sh) fills a smaller disk with its samples alone: FILL_KB=96 FILL_BLOCKS=192 FILL_RAW=
 FILL_KB=${FILL_KB:-4096}
+FILL_BLOCKS=${FILL_BLOCKS:-4096}
 FILL_RAW=${FILL_RAW---keep-raw}
 mkdir small
 if mount -t tmpfs -o size=${FILL_KB}k tmpfs small 2>mount.err; then
@@ -86,7 +87,7 @@ else
 fi
 # the same with the file size limit (RLIMIT_FSIZE, 4 MiB): csampler must not die of SIGXFSZ
 disk_full "file size limit" fsize.data 'write fsize.data: File too large; the file size limit was reached' \
-	sh -c 'ulimit -f '$FILL_KB' && exec "$@"' limit
+	sh -c 'ulimit -f '$FILL_BLOCKS' && exec "$@"' limit
 
 # --- the attached target exits (and one that segfaults): record -p ends by itself, exit 0, with
 # a complete file
