@@ -61,6 +61,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* 8 KiB a process: only those sampled */
 	__uint(max_entries, 4096);
 	__type(key, __u32);             /* tgid */
 	__type(value, struct csb_proc);
@@ -72,6 +73,13 @@ struct walk {
 	__u64 ip, sp, bp;
 	struct csb_sample *s;
 	struct csb_proc *proc;
+	/* the mapping of the last frame (a caller is mostly in its callee's file), and the last
+	 * frame's row by its pc (recursion repeats return addresses): copies, not pointers */
+	__u64 map_start, map_end, map_bias;
+	__u32 map_first, map_count;
+	__u64 last_pc;
+	struct csb_row last_row;
+	bool have_last;
 };
 
 static __always_inline void stat_add(__u32 which)
@@ -176,22 +184,39 @@ static long walk_frame(__u32 i, void *arg)
 
 	/* A caller's entry is a return address: its rule is the call's, one byte before. */
 	__u64 pc = n ? w->ip - 1 : w->ip, cfa, ra = 0, bp = w->bp;
-	struct csb_row *row = NULL;
-	if (w->proc) {
-		struct csb_map *m = find_map(w->proc, pc);
-		if (m && m->count)
-			row = find_row(m->first, m->count, (__u32)(pc - m->bias));
+	struct csb_row row = { .flags = CSB_ROW_GAP };
+	if (w->have_last && pc == w->last_pc) {
+		row = w->last_row;
+	} else if (w->proc) {
+		if (pc < w->map_start || pc >= w->map_end) {
+			struct csb_map *m = find_map(w->proc, pc);
+			w->map_start = m ? m->start : 0;
+			w->map_end = m ? m->end : 0;
+			w->map_bias = m ? m->bias : 0;
+			w->map_first = m ? m->first : 0;
+			w->map_count = m ? m->count : 0;
+		}
+		struct csb_row *r = NULL;
+		if (w->map_count)
+			r = find_row(w->map_first, w->map_count, (__u32)(pc - w->map_bias));
+		if (r) {
+			row = *r;
+			w->last_pc = pc;
+			w->last_row = row;
+			w->have_last = true;
+		}
 	}
-	if (row && !(row->flags & CSB_ROW_GAP)) {
-		if (row->flags & CSB_ROW_END) {
+	bool by_row = !(row.flags & CSB_ROW_GAP);
+	if (by_row) {
+		if (row.flags & CSB_ROW_END) {
 			s->flags |= CSB_USER_COMPLETE;
 			return 1;
 		}
-		cfa = (row->cfa_reg == CSB_REG_SP ? w->sp : w->bp) + (__s64)row->cfa_off;
+		cfa = (row.cfa_reg == CSB_REG_SP ? w->sp : w->bp) + (__s64)row.cfa_off;
 		if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)))
 			goto error;
-		if ((row->flags & CSB_ROW_BP_SAVED) &&
-		    bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + (__s64)row->bp_off)))
+		if ((row.flags & CSB_ROW_BP_SAVED) &&
+		    bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + (__s64)row.bp_off)))
 			goto error;
 	} else {
 		/* frame pointers: [bp] is the caller's bp, [bp + 8] the return address */
@@ -213,7 +238,7 @@ static long walk_frame(__u32 i, void *arg)
 		goto error;
 	if (cfa <= w->sp)
 		goto error; /* a caller's frame is above its callee's */
-	if (!row || (row->flags & CSB_ROW_GAP))
+	if (!by_row)
 		s->fp_mask[((n + 1) >> 6) & 1] |= 1ull << ((n + 1) & 63); /* the caller, by FP */
 	w->ip = ra;
 	w->sp = cfa;
