@@ -118,6 +118,12 @@ if [ "$BPF" = 1 ]; then
 	cb_samples=$(info_field "$W/cb.data" samples)
 	cb_lost=$(info_field "$W/cb.data" lost)
 	row "csampler --mode bpf" csamplerbpf "$cb_samples" "$cb_lost" "$W/cb.data" "$(c_complete "$W/cb.data")" "$(c_cpu_us csamplerbpf "$cb_samples")"
+	awk -v n="$cb_samples" -v r="$ROUNDS" '
+		/^csampler: own CPU/ { cpu += $4 }
+		/program run time/ { for (i = 1; i <= NF; i++) if ($i == "time") { us = $(i + 1); runs = $(i + 6) } bpf += us * runs / 1e6 }
+		/completed from a stack slice/ { for (i = 1; i <= NF; i++) if ($i == "completed") sl += $(i - 3) }
+		END { printf "  (bpf: user space %.1f us, BPF program %.1f us per sample; %.1f%% of samples sent a stack slice)\n",
+			cpu * 1e6 / (n * r), bpf * 1e6 / (n * r), 100 * sl / (n * r) }' "$W/csamplerbpf.errs"
 fi
 row "perf dwarf (8 KiB)" perf8k "$p8_samples" "$p8_lost" "$W/p8.data" "$(p_complete "$W/p8.data")" "$(p_cpu_us perf8k "$p8_samples")"
 row "perf dwarf,32768" perf32k "$p32_samples" "$p32_lost" "$W/p32.data" "$(p_complete "$W/p32.data")" "$(p_cpu_us perf32k "$p32_samples")"
