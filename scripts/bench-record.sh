@@ -127,3 +127,19 @@ if [ "$BPF" = 1 ]; then
 fi
 row "perf dwarf (8 KiB)" perf8k "$p8_samples" "$p8_lost" "$W/p8.data" "$(p_complete "$W/p8.data")" "$(p_cpu_us perf8k "$p8_samples")"
 row "perf dwarf,32768" perf32k "$p32_samples" "$p32_lost" "$W/p32.data" "$(p_complete "$W/p32.data")" "$(p_cpu_us perf32k "$p32_samples")"
+
+# record -a over 8 busy processes (bpf): lost samples, and csampler's whole cost (its own CPU and
+# the BPF program's run time, on every CPU) as a share of the machine's CPU time over the run.
+if [ "$BPF" = 1 ]; then
+	pids=()
+	for i in 1 2 3 4 5 6 7 8; do build/bench/deepwork 100000 1 >/dev/null 2>&1 & pids+=($!); done
+	sleep 0.5
+	"$CSAMPLER" record -q -a -F "$RATE" --duration "${ALL_SECONDS:-5}" -o "$W/all.data" >/dev/null 2>"$W/all.err" || true
+	kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
+	awk -v cpus="$(nproc)" '
+		/ samples, / { for (i = 1; i <= NF; i++) { if ($i == "samples,") s = $(i - 1); if ($i == "lost,") l = $(i - 1); if ($i == "s," && $(i+1) ~ /KB|MB/) d = $(i - 1) } }
+		/^csampler: own CPU/ { cpu = $4 }
+		/program run time/ { for (i = 1; i <= NF; i++) if ($i == "time") { us = $(i + 1); runs = $(i + 6) } bpf = us * runs / 1e6 }
+		END { printf "record -a, 8 busy processes, %s s: %s samples, %s lost; csampler %.2f s CPU + BPF program %.2f s = %.2f%% of the machine'"'"'s %d CPUs\n",
+			d, s, l, cpu, bpf, d ? 100 * (cpu + bpf) / (d * cpus) : 0, cpus }' "$W/all.err"
+fi

@@ -319,11 +319,23 @@ int csb_sample(struct bpf_perf_event_data *ctx)
 		if (size > CSB_SLICE_MAX)
 			size = CSB_SLICE_MAX;
 		size &= 2 * CSB_SLICE_MAX - 1;  /* a bound the verifier sees */
-		struct csb_slice_sample *r = bpf_ringbuf_reserve(&samples, sizeof(*r), 0);
+		/* the ring record's size is a constant: the smallest of four that holds the slice */
+		__u64 cls = size <= 4096 ? 4096 : size <= 8192 ? 8192 : size <= 16384 ? 16384 : CSB_SLICE_MAX;
+		struct csb_slice_sample *r;
+		if (cls == 4096)
+			r = bpf_ringbuf_reserve(&samples, sizeof(struct csb_sample) + 4096, 0);
+		else if (cls == 8192)
+			r = bpf_ringbuf_reserve(&samples, sizeof(struct csb_sample) + 8192, 0);
+		else if (cls == 16384)
+			r = bpf_ringbuf_reserve(&samples, sizeof(struct csb_sample) + 16384, 0);
+		else
+			r = bpf_ringbuf_reserve(&samples, sizeof(*r), 0);
 		if (!r) {
 			stat_add(CSB_STAT_LOST);
 			return 0;
 		}
+		if (size > cls)
+			size = cls;
 		if (size >= 64 && size <= CSB_SLICE_MAX &&
 		    !bpf_probe_read_user(r->stack, size, (void *)s->sp)) {
 			s->slice = size;

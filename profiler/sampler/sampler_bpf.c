@@ -93,7 +93,8 @@ static int bpf_on_sample(void *ctx, void *data, size_t size)
 	const struct csb_sample *r = data;
 	size_t head = offsetof(struct csb_sample, user);
 	const struct csb_slice_sample *sr = data;
-	bool slice = size >= sizeof(*sr) && (r->flags & CSB_USER_SLICE) && r->slice <= CSB_SLICE_MAX;
+	bool slice = (r->flags & CSB_USER_SLICE) && r->slice <= CSB_SLICE_MAX &&
+		     size >= sizeof(sr->head) + r->slice;
 	if (size < head || r->nkernel > CSB_MAX_KERNEL || r->nuser > CSB_MAX_USER ||
 	    size < head + r->nuser * 8ull)
 		return 0;
@@ -304,6 +305,8 @@ static struct sampler_batch *bpf_collect(struct sampler *base)
 	s->events = NULL;
 	if (b)
 		sampler_batch_deliver(b, bpf_track, s);
+	/* a few milliseconds of table building per drain: the ring is drained in between */
+	bpf_tables_work(s->tables, 4000000);
 	return b;
 }
 

@@ -2,7 +2,8 @@
  * file gets its rows (unwind/cfitable.h) once, into a slice of the rows array, when a sampled
  * process first maps it; every process mapping the same file (same device and inode) shares the
  * slice. Each process' entry of the procs map lists its file mappings (start, end, bias, slice),
- * kept in step with the MMAP2, exec, FORK and EXIT events of each batch before it is delivered.
+ * kept in step with the MMAP2, exec, FORK and EXIT events of each batch before it is delivered;
+ * files not built yet are built a few milliseconds at a time between drains (bpf_tables_work).
  * Samples taken before their file's rows are loaded (the first milliseconds after an exec or a
  * dlopen) are walked by frame pointers, and say so when that fails. */
 #include "sampler/backend.h"
@@ -38,7 +39,14 @@ struct bpf_table_proc {
 	struct csb_proc p;         /* as in the procs map */
 };
 
+/* A mapping whose file's rows are not built yet: applied by bpf_tables_work. */
+struct bpf_pending_map {
+	struct sampler_event ev;   /* SAMPLER_EV_MMAP; ev.mmap.path owned */
+};
+
 struct bpf_tables {
+	struct bpf_pending_map *pending;
+	size_t npending, cap_pending;
 	int rows_fd, procs_fd;
 	struct csb_row *rows;      /* the rows array, mapped (BPF_F_MMAPABLE) */
 	uint32_t nrows;            /* used */
@@ -74,16 +82,22 @@ void bpf_tables_free(struct bpf_tables *t)
 		free(t->files[i].segs);
 	free(t->files);
 	free(t->procs);
+	for (size_t i = 0; i < t->npending; i++)
+		free((char *)t->pending[i].ev.mmap.path);
+	free(t->pending);
 	free(t);
 }
 
-/* The file's rows, built and loaded at its first mapping. */
-static struct bpf_table_file *bpf_tables_file(struct bpf_tables *t, uint32_t pid, const char *path)
+/* The file's rows, built and loaded at its first mapping (only when build; else NULL for a
+ * file not built yet, *todo set). */
+static struct bpf_table_file *bpf_tables_file(struct bpf_tables *t, uint32_t pid, const char *path,
+					      bool build, bool *todo)
 {
 	char full[4200];
 	struct stat st;
 	snprintf(full, sizeof(full), "/proc/%u/root%s", pid, path);
 	int fd = open(full, O_RDONLY | O_CLOEXEC);
+	*todo = false;
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		if (fd >= 0)
 			close(fd);
@@ -94,6 +108,11 @@ static struct bpf_table_file *bpf_tables_file(struct bpf_tables *t, uint32_t pid
 			close(fd);
 			return &t->files[i];
 		}
+	if (!build) {
+		close(fd);
+		*todo = true;
+		return NULL;
+	}
 	cs_grow(&t->files, &t->cap_files, t->nfiles + 1, sizeof(*t->files));
 	struct bpf_table_file *f = &t->files[t->nfiles++];
 	memset(f, 0, sizeof(*f));
@@ -161,17 +180,21 @@ static void bpf_tables_drop(struct bpf_tables *t, uint32_t pid)
 		}
 }
 
-/* A new executable file mapping: replaces what it overlaps, kept sorted by start. */
-static void bpf_tables_mmap(struct bpf_tables *t, const struct sampler_event *ev)
+/* A new executable file mapping: replaces what it overlaps, kept sorted by start. Returns
+ * false when the file's rows are not built and build is false (the caller keeps it pending). */
+static bool bpf_tables_mmap(struct bpf_tables *t, const struct sampler_event *ev, bool build)
 {
 	const char *path = ev->mmap.path;
+	bool todo;
 	if (!(ev->mmap.prot & 4 /* PROT_EXEC */) || path[0] != '/')
-		return;
-	struct bpf_table_file *f = bpf_tables_file(t, ev->pid, path);
+		return true;
+	struct bpf_table_file *f = bpf_tables_file(t, ev->pid, path, build, &todo);
+	if (todo)
+		return false;
 	uint64_t bias = 0;
 	struct cfitable segs = { .segs = f ? f->segs : NULL, .nsegs = f ? f->nsegs : 0 };
 	if (!f || !f->count || cfitable_bias(&segs, ev->mmap.start, ev->mmap.pgoff, &bias))
-		return; /* the program walks it by frame pointers */
+		return true; /* the program walks it by frame pointers */
 	struct bpf_table_proc *p = bpf_tables_proc(t, ev->pid, true);
 	struct csb_map m = { ev->mmap.start, ev->mmap.start + ev->mmap.len, bias, f->first, f->count };
 	uint32_t n = 0;
@@ -180,7 +203,7 @@ static void bpf_tables_mmap(struct bpf_tables *t, const struct sampler_event *ev
 		if (maps[i].end <= m.start || maps[i].start >= m.end)
 			maps[n++] = maps[i];
 	if (n == CSB_MAX_MAPS)
-		return;
+		return true;
 	uint32_t at = n;
 	while (at > 0 && maps[at - 1].start > m.start)
 		at--;
@@ -192,6 +215,33 @@ static void bpf_tables_mmap(struct bpf_tables *t, const struct sampler_event *ev
 		fprintf(stderr, "csampler: bpf debug: pid %u maps %s %#llx-%#llx bias %#llx rows %u+%u\n",
 			ev->pid, path, (unsigned long long)m.start, (unsigned long long)m.end,
 			(unsigned long long)m.bias, m.first, m.count);
+	return true;
+}
+
+static void bpf_tables_drop_pending(struct bpf_tables *t, uint32_t pid)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < t->npending; i++) {
+		if (t->pending[i].ev.pid == pid)
+			free((char *)t->pending[i].ev.mmap.path);
+		else
+			t->pending[n++] = t->pending[i];
+	}
+	t->npending = n;
+}
+
+void bpf_tables_work(struct bpf_tables *t, uint64_t budget_ns)
+{
+	uint64_t until = cs_monotonic_ns() + budget_ns;
+	size_t n = 0;
+	for (size_t i = 0; i < t->npending; i++) {
+		struct bpf_pending_map *p = &t->pending[i];
+		if (bpf_tables_mmap(t, &p->ev, cs_monotonic_ns() < until))
+			free((char *)p->ev.mmap.path);
+		else
+			t->pending[n++] = *p;
+	}
+	t->npending = n;
 }
 
 void bpf_tables_event(struct bpf_tables *t, const struct sampler_event *ev)
@@ -199,9 +249,17 @@ void bpf_tables_event(struct bpf_tables *t, const struct sampler_event *ev)
 	struct bpf_table_proc *p;
 	switch (ev->type) {
 	case SAMPLER_EV_MMAP:
-		bpf_tables_mmap(t, ev);
+		/* a file already built is applied now; a new one waits for bpf_tables_work, so
+		 * that building never holds up the draining of the rings */
+		if (!bpf_tables_mmap(t, ev, false)) {
+			cs_grow(&t->pending, &t->cap_pending, t->npending + 1, sizeof(*t->pending));
+			t->pending[t->npending].ev = *ev;
+			t->pending[t->npending++].ev.mmap.path = cs_strdup(ev->mmap.path);
+		}
 		break;
 	case SAMPLER_EV_COMM:
+		if (ev->comm.exec)
+			bpf_tables_drop_pending(t, ev->pid);
 		if (ev->comm.exec && (p = bpf_tables_proc(t, ev->pid, false))) {
 			p->p.nmaps = 0; /* a new address space */
 			bpf_tables_store(t, p);
@@ -216,8 +274,10 @@ void bpf_tables_event(struct bpf_tables *t, const struct sampler_event *ev)
 		}
 		break;
 	case SAMPLER_EV_EXIT:
-		if (ev->pid == ev->tid)
+		if (ev->pid == ev->tid) {
 			bpf_tables_drop(t, ev->pid);
+			bpf_tables_drop_pending(t, ev->pid);
+		}
 		break;
 	default:
 		break;
@@ -229,9 +289,10 @@ void bpf_tables_describe(struct bpf_tables *t, char *buf, size_t len)
 	size_t with = 0;
 	for (size_t i = 0; i < t->nfiles; i++)
 		with += t->files[i].count != 0;
-	snprintf(buf, len, "unwind tables: %zu of %zu files, %u rows (%.1f MB), built in %.0f ms%s",
+	snprintf(buf, len, "unwind tables: %zu of %zu files, %u rows (%.1f MB), built in %.0f ms%s%s",
 		 with, t->nfiles, t->nrows, (double)t->nrows * sizeof(struct csb_row) / 1e6,
-		 (double)t->build_ns / 1e6, t->full ? ", some files did not fit" : "");
+		 (double)t->build_ns / 1e6, t->full ? ", some files did not fit" : "",
+		 t->npending ? ", some mappings still waiting" : "");
 }
 
 #endif
