@@ -21,7 +21,7 @@ PROFILER_SRCS := profiler/main.c \
 PROFILER_TESTS := base/cs format/datafile unwind/unwind unwind/symbols sampler/sampler_ptrace \
 	analysis/profile_builder analysis/filter analysis/stacks analysis/fold_gpu analysis/report \
 	analysis/gpu analysis/gpu_idle analysis/steps record/gpu_merge record/output unwind/python unwind/jit analysis/compare \
-	export/pprof unwind/offcpu unwind/cfitable
+	export/pprof unwind/offcpu unwind/cfitable sampler/sampler
 PROFILER_OBJS      := $(PROFILER_SRCS:%.c=$(BUILD)/%.o)
 PROFILER_TEST_OBJS := $(PROFILER_TESTS:%=$(BUILD)/profiler/%_test.o)
 PROFILER_LIBS      := -ldw -lelf -lz -lzstd -llzma -lstdc++ -lm

@@ -22,6 +22,7 @@ one_line "unknown option" 125 "unknown option '--frobnicate'" $C record --frobni
 one_line "invalid rate (text)" 125 "invalid rate '-F abc'" $C record -F abc -- true
 one_line "invalid rate (zero)" 125 "invalid rate '-F 0'" $C record -F 0 -- true
 one_line "invalid rate (too high)" 125 "invalid rate" $C record -F 100000000 -- true
+one_line "invalid rate (over ptrace mode's cap, perf_event_max_sample_rate not read)" 125 "from 1 to 100000 (ptrace mode's cap)" $C record --mode ptrace -F 100001 -- true
 one_line "invalid stack size" 125 "invalid stack size '70000'" $C record --stack-size 70000 -- true
 one_line "invalid stack size (dwarf,)" 125 "invalid stack size in '-g dwarf,abc'" $C record -g dwarf,abc -- true
 one_line "invalid call graph" 125 "invalid call-graph mode 'lbr'" $C record -g lbr -- true
