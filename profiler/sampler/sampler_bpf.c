@@ -336,8 +336,9 @@ static void bpf_describe(struct sampler *base, char *buf, size_t len)
 	uint32_t ilen = sizeof(info);
 	char tables[256];
 	bpf_tables_describe(s->tables, tables, sizeof(tables));
-	int n = snprintf(buf, len, "bpf: %llu samples walked in the kernel (%.0f ring bytes each), %llu of them completed from a stack slice in user space, %llu lost; %s",
-			 (unsigned long long)s->nsamples,
+	uint64_t walked = bpf_stat_sum(s, CSB_STAT_SAMPLES), ns = bpf_stat_sum(s, CSB_STAT_NS);
+	int n = snprintf(buf, len, "bpf: %llu samples walked in the kernel (%.1f us each, %.0f ring bytes), %llu of them completed from a stack slice in user space, %llu lost; %s",
+			 (unsigned long long)s->nsamples, walked ? (double)ns / 1e3 / (double)walked : 0.0,
 			 s->nsamples ? (double)s->ring_bytes / (double)s->nsamples : 0.0,
 			 (unsigned long long)s->nslices,
 			 (unsigned long long)bpf_stat_sum(s, CSB_STAT_LOST), tables);

@@ -84,6 +84,7 @@ struct csb_proc {
 enum csb_stat {
 	CSB_STAT_SAMPLES,          /* samples written to the ring */
 	CSB_STAT_LOST,             /* samples the full ring refused */
+	CSB_STAT_NS,               /* time in the program for the targets' samples, ns */
 	CSB_STAT_N,
 };
 
