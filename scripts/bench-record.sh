@@ -135,9 +135,10 @@ if [ "$BPF" = 1 ]; then
 	for i in 1 2 3 4 5 6 7 8; do build/bench/deepwork 100000 1 >/dev/null 2>&1 & pids+=($!); done
 	sleep 0.5
 	"$CSAMPLER" record -q -a -F "$RATE" --duration "${ALL_SECONDS:-5}" -o "$W/all.data" >/dev/null 2>"$W/all.err" || true
-	kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
+	kill "${pids[@]}" 2>/dev/null || true
+	wait "${pids[@]}" 2>/dev/null || true
 	awk -v cpus="$(nproc)" '
-		/ samples, / { for (i = 1; i <= NF; i++) { if ($i == "samples,") s = $(i - 1); if ($i == "lost,") l = $(i - 1); if ($i == "s," && $(i+1) ~ /KB|MB/) d = $(i - 1) } }
+		/ samples, / { for (i = 1; i <= NF; i++) { if ($i == "samples,") s = $(i - 1); if ($i == "lost,") l = $(i - 1); if ($i == "s," && $(i + 2) ~ /KB|MB/) d = $(i - 1) } }
 		/^csampler: own CPU/ { cpu = $4 }
 		/program run time/ { for (i = 1; i <= NF; i++) if ($i == "time") { us = $(i + 1); runs = $(i + 6) } bpf = us * runs / 1e6 }
 		END { printf "record -a, 8 busy processes, %s s: %s samples, %s lost; csampler %.2f s CPU + BPF program %.2f s = %.2f%% of the machine'"'"'s %d CPUs\n",

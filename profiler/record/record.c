@@ -743,7 +743,7 @@ static void record_write_header(struct record *r)
 		record_header_kv(r, "debuginfod", debuginfod);
 	if (o->gpu.dir) {
 		record_header_kv(r, "gpu", o->argv ? "on" :
-				 r->nloaded == o->npids ? "on (attach: library loaded by csampler)" :
+				 r->nloaded && r->nloaded == o->npids ? "on (attach: library loaded by csampler)" :
 				 r->nloaded ? "on (attach: library loaded by csampler, and records of csampler env)" :
 				 "on (attach: records of csampler env)");
 		if (o->gpu.inject_lib)
