@@ -11,6 +11,7 @@
 
 #include "base/cs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -281,11 +282,29 @@ static int bpf_pollfds(struct sampler *base, struct pollfd *fds, int max)
 	return 1 + s->side->ops->pollfds(s->side, fds + 1, max - 1);
 }
 
-/* A batch's process events keep the unwind tables in step (bpf_tables_event). */
+/* Whether threads of pid other than its leader still run (a leader may exit before them). */
+static bool bpf_threads_left(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	struct dirent *de;
+	bool left = false;
+	while (d && !left && (de = readdir(d)))
+		left = de->d_name[0] >= '1' && de->d_name[0] <= '9' && atoi(de->d_name) != pid;
+	if (d)
+		closedir(d);
+	return left;
+}
+
+/* A batch's process events keep the unwind tables in step (bpf_tables_event), and a target
+ * that exited leaves the targets map (its pid may be reused by an unrelated process). */
 static int bpf_track(void *arg, const struct sampler_event *ev)
 {
 	struct bpf_sampler *s = arg;
 	bpf_tables_event(s->tables, ev);
+	if (ev->type == SAMPLER_EV_EXIT && ev->pid == ev->tid && !bpf_threads_left(ev->pid))
+		bpf_map_delete_elem(bpf_map__fd(s->skel->maps.targets), &ev->pid);
 	return 0;
 }
 
