@@ -8,8 +8,8 @@
 PROFILER_CMD      := cmd_diff cmd_env cmd_export cmd_flame cmd_folded cmd_info cmd_merge cmd_record cmd_report cmd_compare cmd_dump cmd_top
 PROFILER_BASE     := cs json hash
 PROFILER_FORMAT   := datafile merge
-PROFILER_SAMPLER  := sampler sampler_perf sampler_ptrace proc idle snapshot
-PROFILER_UNWIND   := elfcache unwind symbols python jit offcpu
+PROFILER_SAMPLER  := sampler sampler_perf sampler_ptrace sampler_bpf sampler_bpf_tables proc idle snapshot
+PROFILER_UNWIND   := elfcache unwind symbols python jit offcpu cfitable
 PROFILER_RECORD   := record gpu_merge gpu_setup gpu_attach output status dump dump_out live
 PROFILER_ANALYSIS := profile filter stacks fold_gpu report report_text report_json gpu gpu_idle compare steps report_steps
 PROFILER_EXPORT   := export chrome speedscope pprof
@@ -21,7 +21,7 @@ PROFILER_SRCS := profiler/main.c \
 PROFILER_TESTS := base/cs base/json base/search base/hash format/datafile unwind/unwind unwind/symbols sampler/sampler_ptrace \
 	analysis/profile_builder analysis/fixtures analysis/filter analysis/stacks analysis/fold_gpu analysis/report \
 	analysis/gpu analysis/gpu_idle analysis/steps record/gpu_merge record/output record/status record/dump record/live unwind/python unwind/jit analysis/compare \
-	export/pprof unwind/offcpu
+	export/pprof unwind/offcpu unwind/cfitable sampler/sampler
 PROFILER_OBJS      := $(PROFILER_SRCS:%.c=$(BUILD)/%.o)
 PROFILER_TEST_OBJS := $(PROFILER_TESTS:%=$(BUILD)/profiler/%_test.o)
 PROFILER_LIBS      := -ldw -lelf -lz -lzstd -lstdc++ -lm
@@ -46,4 +46,29 @@ TEST_PROGRAMS += bin/csampler-unit
 # record --gpu and env look for libcupti.so.13 in the toolkit csampler was built with too.
 ifneq ($(strip $(CUDA_HOME)),)
 $(BUILD)/profiler/record/gpu_setup.o: CPPFLAGS += -DCSAMPLER_CUDA_HOME='"$(CUDA_HOME)"'
+endif
+
+# record --mode bpf: the BPF program (sampler/sampler_bpf.bpf.c) is compiled with clang -target
+# bpf against this machine's kernel BTF (CO-RE: it relocates on other kernels) and embedded as a
+# bpftool skeleton. Without clang, bpftool, libbpf's headers or /sys/kernel/btf/vmlinux the
+# backend is left out and `--mode bpf` names what was missing (CSAMPLER_BPF_MISSING).
+BPF_CLANG   ?= $(shell command -v clang 2>/dev/null)
+BPFTOOL     ?= $(shell command -v bpftool 2>/dev/null || ls /usr/sbin/bpftool 2>/dev/null)
+BPF_VMLINUX ?= /sys/kernel/btf/vmlinux
+BPF_MISSING := $(if $(strip $(BPF_CLANG)),,clang) $(if $(strip $(BPFTOOL)),,bpftool) \
+	$(if $(wildcard /usr/include/bpf/libbpf.h),,libbpf-dev) $(if $(wildcard $(BPF_VMLINUX)),,$(BPF_VMLINUX))
+BPF_MISSING := $(strip $(BPF_MISSING))
+ifeq ($(BPF_MISSING),)
+$(BUILD)/bpf/vmlinux.h:
+	@mkdir -p $(dir $@)
+	$(BPFTOOL) btf dump file $(BPF_VMLINUX) format c > $@.tmp && mv $@.tmp $@
+$(BUILD)/bpf/sampler_bpf.bpf.o: profiler/sampler/sampler_bpf.bpf.c profiler/sampler/sampler_bpf_shared.h $(BUILD)/bpf/vmlinux.h
+	$(BPF_CLANG) -O2 -g -target bpf -D__TARGET_ARCH_x86 -I$(BUILD)/bpf -Iprofiler -c -o $@ $<
+$(BUILD)/bpf/sampler_bpf.skel.h: $(BUILD)/bpf/sampler_bpf.bpf.o
+	$(BPFTOOL) gen skeleton $< name sampler_bpf > $@.tmp && mv $@.tmp $@
+$(BUILD)/profiler/sampler/sampler_bpf.o: $(BUILD)/bpf/sampler_bpf.skel.h
+$(BUILD)/profiler/sampler/sampler_bpf.o $(BUILD)/profiler/sampler/sampler_bpf_tables.o: CPPFLAGS += -DCSAMPLER_HAVE_BPF -I$(BUILD)/bpf
+PROFILER_LIBS += -lbpf
+else
+$(BUILD)/profiler/sampler/sampler_bpf.o: CPPFLAGS += -DCSAMPLER_BPF_MISSING='"$(BPF_MISSING)"'
 endif

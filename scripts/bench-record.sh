@@ -3,10 +3,14 @@
 # (scripts/bench/deepwork.c: 2 threads, stacks 5-50 frames deep, -fomit-frame-pointer) runs
 # plain, under `csampler record` (its default 32 KiB stack copy, and 8 KiB like perf's), and
 # under `perf record --call-graph dwarf` (its default 8 KiB stack copy, and 32 KiB like
-# csampler's default) at the same rate, ROUNDS times interleaved.
+# csampler's default) at the same rate, ROUNDS times interleaved; and `csampler record --mode
+# bpf` (stacks walked in the kernel) where BPF is permitted (root, or CAP_BPF and CAP_PERFMON).
 # Prints the median run time of the workload itself (its slowdown), the median wall time of the
-# whole command (with the profiler's own work after the workload ends), samples, lost samples
-# and bytes on disk per sample.
+# whole command (with the profiler's own work after the workload ends), samples, lost samples,
+# bytes on disk per sample, complete stacks (reaching _start or clone: csampler's report; perf
+# script's last frame for perf) and the recorder's CPU per sample: csampler's own CPU time, plus
+# in bpf mode the BPF program's run time (kernel.bpf_stats_enabled is set to 1 for the run and
+# put back; csampler reads bpf_prog_info's run_time_ns), and perf's user+system time.
 #   ROUNDS=3 UNITS=600 RATE=999 scripts/bench-record.sh
 set -eu
 cd "$(dirname "$0")/.."
@@ -31,18 +35,33 @@ run() {
 	t0=$(now)
 	"$@" 2>"$W/$name.err" >/dev/null
 	t1=$(now)
+	cat "$W/$name.err" >>"$W/$name.errs"
 	local target
 	target=$(sed -n 's/^deepwork: \([0-9.]*\) s$/\1/p' "$W/$name.err" | tail -1)
 	echo "$target $(echo "$t1 - $t0" | bc -l)" >>"$W/$name.times"
 }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
+BPF=0
+if "$CSAMPLER" record -q --mode bpf -o "$W/probe.data" -- true >/dev/null 2>"$W/probe.err"; then
+	BPF=1
+	stats_was=$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null || echo 0)
+	sysctl -q kernel.bpf_stats_enabled=1 2>/dev/null || true
+	trap 'sysctl -q kernel.bpf_stats_enabled='"$stats_was"' 2>/dev/null; rm -rf "$W"' EXIT
+else
+	echo "bench-record: no bpf row: $(head -n 1 "$W/probe.err")" >&2
+fi
+# perf's own CPU time: GNU time's user and system seconds, on stderr's last line
+PTIME=""
+[ -x /usr/bin/time ] && PTIME="/usr/bin/time -f cpu=%U+%S"
+
 for r in $(seq "$ROUNDS"); do
 	run plain $WORK
 	run csampler "$CSAMPLER" record -q -F "$RATE" -o "$W/c.data" -- $WORK
 	run csampler8k "$CSAMPLER" record -q -F "$RATE" --stack-size 8192 -o "$W/c8.data" -- $WORK
-	run perf8k "$PERF" record -q --call-graph dwarf -F "$RATE" -o "$W/p8.data" -- $WORK
-	run perf32k "$PERF" record -q --call-graph dwarf,32768 -F "$RATE" -o "$W/p32.data" -- $WORK
+	[ "$BPF" = 1 ] && run csamplerbpf "$CSAMPLER" record -q --mode bpf -F "$RATE" -o "$W/cb.data" -- $WORK
+	run perf8k $PTIME "$PERF" record -q --call-graph dwarf -F "$RATE" -o "$W/p8.data" -- $WORK
+	run perf32k $PTIME "$PERF" record -q --call-graph dwarf,32768 -F "$RATE" -o "$W/p32.data" -- $WORK
 done
 
 info_field() { # FILE FIELD
@@ -62,19 +81,66 @@ perf_counts() { # FILE -> "samples lost"
 read -r p8_samples p8_lost <<<"$(perf_counts "$W/p8.data")"
 read -r p32_samples p32_lost <<<"$(perf_counts "$W/p32.data")"
 
+# complete stacks: csampler's own count; perf's from perf script (the last frame of each sample)
+c_complete() { "$CSAMPLER" report -i "$1" --format json | node -e "console.log(JSON.parse(require('fs').readFileSync(0)).unwind.complete_pct.toFixed(1))"; }
+p_complete() {
+	"$PERF" script -F ip,sym -i "$1" 2>/dev/null | awk '
+		NF >= 2 { last = $2; next } { if (last != "") { n++; if (last ~ /^(_start|__libc_start_main|__libc_start_call_main|clone3?|start_thread)$/) ok++ } last = "" }
+		END { if (last != "") { n++; if (last ~ /^(_start|__libc_start_main|__libc_start_call_main|clone3?|start_thread)$/) ok++ } printf "%.1f", n ? 100 * ok / n : 0 }'
+}
+# the recorder's CPU per sample in microseconds, over all rounds: csampler's own CPU line (and the
+# BPF program's run time in bpf mode), perf's GNU time line
+c_cpu_us() { # NAME SAMPLES_PER_RUN
+	awk -v n="$2" -v r="$ROUNDS" '
+		/^csampler: own CPU/ { cpu += $4 }
+		/program run time/ { for (i = 1; i <= NF; i++) if ($i == "time") { us = $(i + 1); runs = $(i + 6) } bpf += us * runs / 1e6 }
+		END { printf "%.1f", n ? (cpu + bpf) * 1e6 / (n * r) : 0 }' "$W/$1.errs"
+}
+p_cpu_us() {
+	awk -v n="$2" -v r="$ROUNDS" -F'cpu=' 'NF > 1 { split($2, a, "+"); cpu += a[1] + a[2] } END { printf "%.1f", n ? cpu * 1e6 / (n * r) : 0 }' "$W/$1.errs"
+}
+
 plain_t=$(cut -d' ' -f1 "$W/plain.times" | median)
-printf '\nbench-record: %s, %d rounds, %s Hz, workload "%s", %s\n' "$(date -u +%F)" "$ROUNDS" "$RATE" "$WORK" "$(nproc) CPUs"
-printf '%-26s %10s %9s %10s %9s %7s %12s\n' profiler "run (s)" slowdown "wall (s)" samples lost "bytes/sample"
-row() { # name times samples lost file
+printf '\nbench-record: %s, %d rounds, %s Hz, workload "%s", %s, load %s\n' "$(date -u +%F)" "$ROUNDS" "$RATE" "$WORK" "$(nproc) CPUs" "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-26s %10s %9s %10s %9s %7s %12s %9s %11s\n' profiler "run (s)" slowdown "wall (s)" samples lost "bytes/sample" complete "cpu/sample"
+row() { # name times samples lost file complete cpu_us
 	local t w
 	t=$(cut -d' ' -f1 "$W/$2.times" | median)
 	w=$(cut -d' ' -f2 "$W/$2.times" | median)
 	local bytes=""
 	[ -n "$5" ] && bytes=$(echo "scale=0; $(stat -c %s "$5") / $3" | bc)
-	printf '%-26s %10.3f %8.3fx %10.3f %9s %7s %12s\n' "$1" "$t" "$(echo "$t / $plain_t" | bc -l)" "$w" "$3" "$4" "$bytes"
+	printf '%-26s %10.3f %8.3fx %10.3f %9s %7s %12s %8s%% %8s us\n' "$1" "$t" "$(echo "$t / $plain_t" | bc -l)" "$w" "$3" "$4" "$bytes" "${6:--}" "${7:--}"
 }
-row "plain" plain "-" "-" ""
-row "csampler record (32 KiB)" csampler "$c_samples" "$c_lost" "$W/c.data"
-row "csampler --stack-size 8192" csampler8k "$c8_samples" "$c8_lost" "$W/c8.data"
-row "perf dwarf (8 KiB)" perf8k "$p8_samples" "$p8_lost" "$W/p8.data"
-row "perf dwarf,32768" perf32k "$p32_samples" "$p32_lost" "$W/p32.data"
+printf '%-26s %10.3f %8.3fx %10.3f\n' plain "$plain_t" 1 "$(cut -d' ' -f2 "$W/plain.times" | median)"
+row "csampler record (32 KiB)" csampler "$c_samples" "$c_lost" "$W/c.data" "$(c_complete "$W/c.data")" "$(c_cpu_us csampler "$c_samples")"
+row "csampler --stack-size 8192" csampler8k "$c8_samples" "$c8_lost" "$W/c8.data" "$(c_complete "$W/c8.data")" "$(c_cpu_us csampler8k "$c8_samples")"
+if [ "$BPF" = 1 ]; then
+	cb_samples=$(info_field "$W/cb.data" samples)
+	cb_lost=$(info_field "$W/cb.data" lost)
+	row "csampler --mode bpf" csamplerbpf "$cb_samples" "$cb_lost" "$W/cb.data" "$(c_complete "$W/cb.data")" "$(c_cpu_us csamplerbpf "$cb_samples")"
+	awk -v n="$cb_samples" -v r="$ROUNDS" '
+		/^csampler: own CPU/ { cpu += $4 }
+		/program run time/ { for (i = 1; i <= NF; i++) if ($i == "time") { us = $(i + 1); runs = $(i + 6) } bpf += us * runs / 1e6 }
+		/completed from a stack slice/ { for (i = 1; i <= NF; i++) if ($i == "completed") sl += $(i - 3) }
+		END { printf "  (bpf: user space %.1f us, BPF program %.1f us per sample; %.1f%% of samples sent a stack slice)\n",
+			cpu * 1e6 / (n * r), bpf * 1e6 / (n * r), 100 * sl / (n * r) }' "$W/csamplerbpf.errs"
+fi
+row "perf dwarf (8 KiB)" perf8k "$p8_samples" "$p8_lost" "$W/p8.data" "$(p_complete "$W/p8.data")" "$(p_cpu_us perf8k "$p8_samples")"
+row "perf dwarf,32768" perf32k "$p32_samples" "$p32_lost" "$W/p32.data" "$(p_complete "$W/p32.data")" "$(p_cpu_us perf32k "$p32_samples")"
+
+# record -a over 8 busy processes (bpf): lost samples, and csampler's whole cost (its own CPU and
+# the BPF program's run time, on every CPU) as a share of the machine's CPU time over the run.
+if [ "$BPF" = 1 ]; then
+	pids=()
+	for i in 1 2 3 4 5 6 7 8; do build/bench/deepwork 100000 1 >/dev/null 2>&1 & pids+=($!); done
+	sleep 0.5
+	"$CSAMPLER" record -q -a -F "$RATE" --duration "${ALL_SECONDS:-5}" -o "$W/all.data" >/dev/null 2>"$W/all.err" || true
+	kill "${pids[@]}" 2>/dev/null || true
+	wait "${pids[@]}" 2>/dev/null || true
+	awk -v cpus="$(nproc)" '
+		/ samples, / { for (i = 1; i <= NF; i++) { if ($i == "samples,") s = $(i - 1); if ($i == "lost,") l = $(i - 1); if ($i == "s," && $(i + 2) ~ /KB|MB/) d = $(i - 1) } }
+		/^csampler: own CPU/ { cpu = $4 }
+		/program run time/ { for (i = 1; i <= NF; i++) if ($i == "time") { us = $(i + 1); runs = $(i + 6) } bpf = us * runs / 1e6 }
+		END { printf "record -a, 8 busy processes, %s s: %s samples, %s lost; csampler %.2f s CPU + BPF program %.2f s = %.2f%% of the machine'"'"'s %d CPUs\n",
+			d, s, l, cpu, bpf, d ? 100 * (cpu + bpf) / (d * cpus) : 0, cpus }' "$W/all.err"
+fi

@@ -27,9 +27,10 @@ declare -A allow=(
 	[flamegraph]="base analysis"
 )
 # Where a folder may take only some files of another: record/ only the wire contracts of
-# inject/ (the file format, the attach entry), sampler/ only the snapshot struct of unwind/.
+# inject/ (the file format, the attach entry); sampler/ of unwind/ only the snapshot struct, the
+# off-CPU states (one enum for every backend) and the flat CFI rows the BPF walker loads.
 declare -A only_file=([record:inject]="inject/protocol.h inject/attach.h" [cmd:inject]="inject/protocol.h"
-	[sampler:unwind]="unwind/unwind.h")
+	[sampler:unwind]="unwind/unwind.h unwind/offcpu.h unwind/cfitable.h")
 # Unit tests (*_test.c) follow their folder's rule, plus the reader that checks what a writer
 # wrote (analysis/profile.h, profile_builder.h) and the command table, to drive a command's
 # option errors (cmd/cmds.h).

@@ -8,7 +8,7 @@
 # a training loop). --fuzz adds what only `make fuzz` needs
 # (clang with libFuzzer and the sanitizer runtimes, llvm-profdata and llvm-cov).
 set -u
-pkgs="gcc make libelf-dev libdw-dev libunwind-dev zlib1g-dev libzstd-dev libseccomp-dev elfutils binutils g++ libxxhash-dev"
+pkgs="gcc make libelf-dev libdw-dev libunwind-dev zlib1g-dev libzstd-dev libseccomp-dev elfutils binutils g++ libxxhash-dev clang libbpf-dev bpftool"
 if [ "${1:-}" = "--test" ]; then
   pkgs="$pkgs libxml2-utils util-linux chromium bc xz-utils protobuf-compiler golang-go debuginfod python3-torch tmux"
 elif [ "${1:-}" = "--fuzz" ]; then

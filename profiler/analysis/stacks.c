@@ -699,6 +699,9 @@ static void stacks_count_frames(const struct profile *p, const uint64_t *stack_w
 {
 	const char *cg = profile_header(p, "callgraph");
 
+	/* fp: the kernel's callchain, how each frame was found is not known. bpf: the kernel's
+	 * walk by unwind rows (CFI) is kept only where it took no frame-pointer step, else user
+	 * space unwound the sample from a stack slice and marked its frames */
 	u->frames_known = !cg || strcmp(cg, "fp") != 0;
 	if (!u->frames_known)
 		return;

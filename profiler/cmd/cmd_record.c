@@ -27,6 +27,7 @@
 static const char record_usage[] =
 	"usage: csampler record [options] -- COMMAND [ARGS...]\n"
 	"       csampler record [options] -p PID[,PID...] [--duration SEC]\n"
+	"       csampler record --mode bpf -a|--cgroup PATH [--duration SEC]\n"
 	"\n"
 	"  -o, --output FILE      data file (default ./csampler.data; an old one becomes FILE.old);\n"
 	"                         %p pid, %r rank ($RANK, $LOCAL_RANK, $OMPI_COMM_WORLD_RANK,\n"
@@ -47,7 +48,10 @@ static const char record_usage[] =
 	"      --gpu-latency      also CUPTI's launch-queue timestamps (queued/submitted): exact\n"
 	"                         queue latency, at about 1.5% more run time on a launch-bound\n"
 	"                         program; without, latency counts from the launch call's return\n"
-	"      --mode MODE        auto (default: perf events, else ptrace), perf or ptrace\n"
+	"      --mode MODE        auto (default: perf events, else ptrace), perf, ptrace or bpf\n"
+	"                         (stacks walked in the kernel; root or CAP_BPF+CAP_PERFMON)\n"
+	"  -a, --all-processes    every process of the machine (bpf), until --duration or ^C\n"
+	"      --cgroup PATH      the processes of one cgroup v2 directory and below (bpf)\n"
 	"      --idle             also sample threads off the CPU (blocked, sleeping, waiting):\n"
 	"                         wall-clock time, each stack ending in [off-cpu: SYSCALL]\n"
 	"  -q, --quiet            no summary, no live status line\n";
@@ -183,7 +187,7 @@ void record_default_sampler(struct sampler_opts *s)
 int cmd_record(int argc, char **argv)
 {
 	enum { OPT_STACK = 256, OPT_DURATION, OPT_KEEP_RAW, OPT_NO_PYTHON, OPT_NO_COMPRESS, OPT_GPU,
-	       OPT_MODE, OPT_IDLE, OPT_NO_DEBUGINFOD, OPT_GPU_LATENCY };
+	       OPT_MODE, OPT_IDLE, OPT_NO_DEBUGINFOD, OPT_GPU_LATENCY, OPT_CGROUP };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "freq", required_argument, NULL, 'F' },
@@ -199,6 +203,8 @@ int cmd_record(int argc, char **argv)
 		{ "gpu", required_argument, NULL, OPT_GPU },
 		{ "gpu-latency", no_argument, NULL, OPT_GPU_LATENCY },
 		{ "mode", required_argument, NULL, OPT_MODE },
+		{ "all-processes", no_argument, NULL, 'a' },
+		{ "cgroup", required_argument, NULL, OPT_CGROUP },
 		{ "idle", no_argument, NULL, OPT_IDLE },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -214,12 +220,12 @@ int cmd_record(int argc, char **argv)
 	};
 	int c, status;
 	uint64_t v;
-	long max_rate = cs_read_long_file("/proc/sys/kernel/perf_event_max_sample_rate", 100000);
+	const char *rate_arg = NULL;
 
 	opterr = 0;
 	optind = 1;
 	/* '+': stop at the first non-option, which starts the command (as perf record does) */
-	while ((c = getopt_long(argc, argv, "+o:F:g:m:p:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:F:g:m:p:aqh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			if (!*optarg)
@@ -229,13 +235,15 @@ int cmd_record(int argc, char **argv)
 			o.output = optarg;
 			break;
 		case 'F':
-			if (cs_parse_u64(optarg, &v) || v == 0 || v > (uint64_t)max_rate) {
-				fprintf(stderr,
-					"csampler: invalid rate '-F %s': give a frequency in Hz from 1 to %ld (kernel.perf_event_max_sample_rate)\n",
-					optarg, max_rate);
-				return CS_EXIT_ERROR;
-			}
-			o.sampler.freq_hz = v;
+			rate_arg = optarg; /* checked against the backend's cap once --mode is known */
+			break;
+		case 'a':
+			o.sampler.all = true;
+			break;
+		case OPT_CGROUP:
+			if (!*optarg)
+				return record_bad("empty cgroup path: give --cgroup /sys/fs/cgroup/...");
+			o.sampler.cgroup = optarg;
 			break;
 		case 'g':
 			if (!strcmp(optarg, "fp")) {
@@ -305,8 +313,10 @@ int cmd_record(int argc, char **argv)
 				o.sampler.mode = SAMPLER_MODE_PERF;
 			else if (!strcmp(optarg, "ptrace"))
 				o.sampler.mode = SAMPLER_MODE_PTRACE;
+			else if (!strcmp(optarg, "bpf"))
+				o.sampler.mode = SAMPLER_MODE_BPF;
 			else
-				return record_bad("invalid --mode '%s': use auto, perf or ptrace", optarg);
+				return record_bad("invalid --mode '%s': use auto, perf, ptrace or bpf", optarg);
 			break;
 		case OPT_IDLE:
 			o.sampler.idle = true;
@@ -328,11 +338,46 @@ int cmd_record(int argc, char **argv)
 	}
 	if (optind < argc)
 		o.argv = argv + optind;
+	if (o.sampler.all || o.sampler.cgroup) {
+		const char *what = o.sampler.all ? "-a" : "--cgroup";
+		bool bad = (o.sampler.all && o.sampler.cgroup) || o.argv || o.npids;
+		free(o.pids);
+		o.pids = NULL;
+		if (bad)
+			return record_bad("%s records by itself: give no command, -p or other target with it", what);
+		if (o.sampler.mode == SAMPLER_MODE_AUTO)
+			o.sampler.mode = SAMPLER_MODE_BPF; /* the only backend that samples system-wide */
+		if (o.sampler.mode != SAMPLER_MODE_BPF)
+			return record_bad("%s needs --mode bpf (perf and ptrace modes sample given processes only)", what);
+		if (o.sampler.idle)
+			return record_bad("--idle samples the threads of given processes: not with %s", what);
+	}
+	if (o.keep_raw && o.sampler.mode == SAMPLER_MODE_BPF) {
+		free(o.pids);
+		return record_bad("--keep-raw keeps stack copies, and bpf mode takes none (the kernel walks the stacks): use --mode perf to keep them");
+	}
+	if (o.sampler.callgraph == SAMPLER_CALLGRAPH_FP && o.sampler.mode == SAMPLER_MODE_BPF) {
+		free(o.pids);
+		return record_bad("-g fp chooses perf mode's user stacks; bpf mode walks them itself (unwind rows, else frame pointers): leave -g out");
+	}
+	if (rate_arg) {
+		uint64_t max_rate = sampler_max_rate(o.sampler.mode);
+		if (cs_parse_u64(rate_arg, &v) || v == 0 || v > max_rate) {
+			fprintf(stderr,
+				"csampler: invalid rate '-F %s': give a frequency in Hz from 1 to %llu (%s)\n",
+				rate_arg, (unsigned long long)max_rate,
+				o.sampler.mode == SAMPLER_MODE_PTRACE ? "ptrace mode's cap"
+								       : "kernel.perf_event_max_sample_rate");
+			free(o.pids);
+			return CS_EXIT_ERROR;
+		}
+		o.sampler.freq_hz = v;
+	}
 	if (o.argv && o.npids) {
 		free(o.pids);
 		return record_bad("give either a command or -p PID, not both");
 	}
-	if (!o.argv && !o.npids)
+	if (!o.argv && !o.npids && !o.sampler.all && !o.sampler.cgroup)
 		return record_bad("nothing to record: give a command after -- or attach with -p PID");
 	if (!o.sampler.mmap_pages)
 		record_default_sampler(&o.sampler);

@@ -303,6 +303,20 @@ static int record_python(struct record *r, const struct sampler_event *ev, struc
 	return n;
 }
 
+/* A stack the kernel walked (bpf): the user frames it found by frame-pointer steps are marked
+ * so, as the unwinder marks its own (one location per user ip, after the kernel's). */
+static void record_mark_fp(const struct sampler_event *ev, struct unwind_loc *locs, int n)
+{
+	const struct unwind_sample *s = &ev->sample.snap;
+	if (!s->user_ips || !(ev->sample.user_fp_mask[0] | ev->sample.user_fp_mask[1]))
+		return;
+	for (size_t i = 0; i < s->nuser_ips && i < 128; i++) {
+		int k = (int)(s->nkernel_ips + i);
+		if (k < n && (ev->sample.user_fp_mask[i >> 6] >> (i & 63) & 1))
+			locs[k].flags |= PROFILE_FRAME_FOUND_FP;
+	}
+}
+
 static void record_sample(struct record *r, const struct sampler_event *ev)
 {
 	struct unwind_loc locs[RECORD_MAX_LOCS];
@@ -314,6 +328,8 @@ static void record_sample(struct record *r, const struct sampler_event *ev)
 		n = 0;
 		uflags |= UNWIND_ERROR;
 	}
+	uflags |= ev->sample.unwind_flags;
+	record_mark_fp(ev, locs, n);
 	if (!r->o->no_python)
 		n = record_python(r, ev, locs, n, uflags, &flags);
 	if (ev->sample.offcpu) {
@@ -687,13 +703,17 @@ static void record_write_header(struct record *r)
 	record_header_kv(r, "event", sampler_event_name(r->sampler));
 	snprintf(num, sizeof(num), "%llu", (unsigned long long)o->sampler.freq_hz);
 	record_header_kv(r, "rate_hz", num);
-	record_header_kv(r, "callgraph", o->sampler.callgraph == SAMPLER_CALLGRAPH_DWARF ? "dwarf" : "fp");
-	snprintf(num, sizeof(num), "%u", o->sampler.stack_size);
+	/* bpf: the kernel walked the stacks (unwind rows, else frame pointers): no stack copies */
+	const char *walked = sampler_callgraph(r->sampler);
+	record_header_kv(r, "callgraph", walked ? walked :
+			 o->sampler.callgraph == SAMPLER_CALLGRAPH_DWARF ? "dwarf" : "fp");
+	snprintf(num, sizeof(num), "%u", walked ? 0 : o->sampler.stack_size);
 	record_header_kv(r, "stack_size", num);
 	snprintf(num, sizeof(num), "%u", o->sampler.mmap_pages);
 	record_header_kv(r, "mmap_pages", num);
 	record_header_kv(r, "kernel_frames", sampler_has_kernel(r->sampler) ? "yes" : "no");
 	record_header_kv(r, "sampler", sampler_name(r->sampler));
+	record_header_kv(r, "sampler_choice", sampler_choice(r->sampler));
 	record_header_kv(r, "idle", o->sampler.idle ? "yes" : "no");
 	const char *debuginfod = getenv("DEBUGINFOD_URLS");
 	if (o->no_debuginfod)
@@ -702,7 +722,7 @@ static void record_write_header(struct record *r)
 		record_header_kv(r, "debuginfod", debuginfod);
 	if (o->gpu.dir) {
 		record_header_kv(r, "gpu", o->argv ? "on" :
-				 r->nloaded == o->npids ? "on (attach: library loaded by csampler)" :
+				 r->nloaded && r->nloaded == o->npids ? "on (attach: library loaded by csampler)" :
 				 r->nloaded ? "on (attach: library loaded by csampler, and records of csampler env)" :
 				 "on (attach: records of csampler env)");
 		if (o->gpu.inject_lib)
@@ -909,7 +929,9 @@ static void record_print_cost(struct record *r)
 		fprintf(stderr, ", %.1f%% of the target's %.2f s CPU\n", 100.0 * own / target, target);
 	else
 		fprintf(stderr, ", the target used under 0.01 s CPU\n");
-	char line[256];
+	fprintf(stderr, "csampler: sampled with %s (%s)\n", sampler_name(r->sampler),
+		sampler_choice(r->sampler));
+	char line[512];
 	sampler_describe(r->sampler, line, sizeof(line));
 	if (line[0])
 		fprintf(stderr, "csampler: %s\n", line);
@@ -1254,7 +1276,8 @@ static int record_loop(struct record *r)
 				r->ntargets_alive--;
 			}
 		}
-		if (!r->child && r->ntargets_alive == 0)
+		/* -a and --cgroup end at the deadline or a signal only */
+		if (!r->child && r->ntargets_alive == 0 && !r->o->sampler.all && !r->o->sampler.cgroup)
 			break;
 		if (deadline && now >= deadline)
 			break;
@@ -1375,7 +1398,7 @@ int record_run(const struct record_opts *o, char **written)
 			/* After the sampler opened: a process that exits during the attach ends an
 			 * ordinary recording. A ptrace sampler holds every thread, though: it lets
 			 * them go while the library is loaded, and takes them again. */
-			bool held = !strcmp(sampler_name(r.sampler), "ptrace");
+			bool held = sampler_holds_threads(r.sampler);
 			if (held) {
 				sampler_close(r.sampler);
 				r.sampler = NULL;
@@ -1394,8 +1417,8 @@ int record_run(const struct record_opts *o, char **written)
 	 * before the reader thread starts (the ptrace sampler's tracer never reads it). */
 	if (o->no_debuginfod)
 		unsetenv("DEBUGINFOD_URLS");
-	if (!sampler_has_kernel(r.sampler) && !strcmp(sampler_name(r.sampler), "perf_event_open"))
-		cs_info("kernel frames are not captured (perf_event_paranoid forbids it for this user)");
+	if (sampler_kernel_note(r.sampler))
+		cs_info("%s", sampler_kernel_note(r.sampler));
 	r.start_ns = r.last_flush_ns = r.last_symbolize_ns = cs_monotonic_ns();
 	record_write_header(&r);
 

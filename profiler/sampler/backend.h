@@ -13,7 +13,20 @@
 #include <sys/user.h>
 
 struct sampler_ops {
-	const char *name;         /* "perf_event_open", "ptrace" */
+	const char *name;         /* "perf_event_open", "ptrace", "bpf" */
+	enum sampler_mode mode;   /* the --mode that names it */
+	/* Why auto mode does not try it (NULL: it does), for `info` and the end-of-record line. */
+	const char *not_auto;
+	/* Whether it is refused here before trying (not built in, no privilege), and why (why,
+	 * len); optional: NULL when only opening tells. */
+	bool (*refused)(const struct sampler_opts *opts, char *why, size_t len);
+	/* The highest -F it takes (perf events: kernel.perf_event_max_sample_rate). */
+	uint64_t (*max_rate)(void);
+	/* Whether it holds the targets' threads stopped while open (ptrace): an attach that
+	 * loads a library into them must close it first. */
+	bool holds_threads;
+	/* The header's callgraph for a backend that walks the stacks itself ("bpf"), else NULL. */
+	const char *callgraph;
 	/* Open quietly: return -errno and leave the one-line message to explain_open_error,
 	 * so that a refusal in auto mode can fall back instead of failing. */
 	int (*open_launch)(struct sampler **out, const struct sampler_opts *opts, pid_t child);
@@ -41,10 +54,43 @@ struct sampler_ops {
 struct sampler {
 	const struct sampler_ops *ops;
 	struct sampler_opts opts;
+	char choice[384];         /* why this backend and not the others (sampler_choice) */
 };
+
+/* perf_event_max_sample_rate, the cap of the perf_event_open based backends. */
+uint64_t sampler_perf_max_rate(void);
 
 extern const struct sampler_ops sampler_perf_ops;
 extern const struct sampler_ops sampler_ptrace_ops;
+extern const struct sampler_ops sampler_bpf_ops;
+
+/* The side-band half of the BPF backend, from sampler_perf.c: counting cpu-clock events that
+ * give the MMAP2/COMM/FORK/EXIT records and the targets' CPU time (launch: child, from its
+ * exec; attach: pids; opts->all or opts->cgroup: one event per CPU). Close it with its ops. */
+int sampler_perf_open_sideband(struct sampler **out, const struct sampler_opts *opts, pid_t child,
+			       const pid_t *pids, size_t npids);
+/* Read its rings into its event set and return the set: the caller adds its own events and
+ * takes the batch (sampler_events_take). */
+struct sampler_events *sampler_perf_fill(struct sampler *perf);
+/* The BPF backend's unwind tables in the kernel's maps (sampler_bpf_tables.c): rows is the
+ * rows array map (mmapable), procs the per-process mappings map. */
+struct bpf_map;
+struct bpf_tables;
+int bpf_tables_new(struct bpf_tables **out, struct bpf_map *rows, struct bpf_map *procs);
+/* Keep the maps in step with one event of a batch (mmap, exec, fork, exit), before delivery. */
+void bpf_tables_event(struct bpf_tables *t, const struct sampler_event *ev);
+/* Build the rows of files mapped since, for up to budget_ns, and apply their mappings. */
+void bpf_tables_work(struct bpf_tables *t, uint64_t budget_ns);
+void bpf_tables_describe(struct bpf_tables *t, char *buf, size_t len);
+void bpf_tables_free(struct bpf_tables *t);
+/* Whether --mode bpf is refused before trying (not built in, no privilege), and why. */
+bool sampler_bpf_refused(const struct sampler_opts *opts, char *why, size_t len);
+
+/* Where the cgroup v2 hierarchy is mounted (/sys/fs/cgroup, or /sys/fs/cgroup/unified on a
+ * hybrid layout): 0, or -ENOENT. */
+int sampler_cgroup2_root(char *buf, size_t len);
+/* Whether pid is in the cgroup whose directory is path (cgroup v2, /proc/PID/cgroup). */
+bool sampler_proc_in_cgroup(pid_t pid, const char *path);
 
 /* x86-64 user registers kept per sample, in perf's register numbering (unwind.h): AX..IP
  * (0-8) and R8..R15 (16-23); flags and segment registers are not needed for unwinding. */

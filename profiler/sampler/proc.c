@@ -198,8 +198,50 @@ void sampler_proc_offcpu_event(pid_t pid, pid_t tid, char state, long nr, uint64
 	ev->sample.snap.stack_size = got;
 	ev->sample.stack_cap = cap;
 	ev->sample.offcpu = true;
-	ev->sample.offcpu_syscall = state == 'T' || state == 't' ? SAMPLER_OFFCPU_STOPPED
+	ev->sample.offcpu_syscall = state == 'T' || state == 't' ? OFFCPU_STOPPED
 				    : nr >= 0			 ? (int32_t)nr
-								 : SAMPLER_OFFCPU_NOT_IN_SYSCALL;
+								 : OFFCPU_NOT_IN_SYSCALL;
 	ev->sample.weight = 1;
+}
+
+int sampler_cgroup2_root(char *buf, size_t len)
+{
+	/* mountinfo: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [TAGS] - FSTYPE SOURCE SUPER" */
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char line[4096];
+	int ret = -ENOENT;
+	while (f && fgets(line, sizeof(line), f)) {
+		char root[1024], point[1024];
+		const char *dash = strstr(line, " - ");
+		if (!dash || strncmp(dash + 3, "cgroup2 ", 8) ||
+		    sscanf(line, "%*s %*s %*s %1023s %1023s", root, point) != 2 || strcmp(root, "/"))
+			continue;
+		snprintf(buf, len, "%s", point);
+		ret = 0;
+		break;
+	}
+	if (f)
+		fclose(f);
+	return ret;
+}
+
+bool sampler_proc_in_cgroup(pid_t pid, const char *path)
+{
+	/* cgroup v2: "0::/a/b" names the pid's cgroup under the hierarchy's root (where cgroup2
+	 * is mounted); a cgroup's descendants are in it too. */
+	char real[4096], file[64], buf[4096], root[1024];
+	if (sampler_cgroup2_root(root, sizeof(root)) || !realpath(path, real) ||
+	    strncmp(real, root, strlen(root)))
+		return false;
+	const char *want = real + strlen(root);
+	snprintf(file, sizeof(file), "/proc/%d/cgroup", (int)pid);
+	if (cs_read_small_file(file, buf, sizeof(buf)) <= 0)
+		return false;
+	char *line = strstr(buf, "0::");
+	if (!line)
+		return false;
+	line += 3;
+	line[strcspn(line, "\n")] = 0;
+	size_t n = strlen(want);
+	return !strncmp(line, want, n) && (line[n] == 0 || line[n] == '/' || n == 0);
 }

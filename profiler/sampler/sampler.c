@@ -1,5 +1,5 @@
-/* sampler.c: the backend-independent half of the sampler: picking the backend (--mode, and
- * auto's fallback from perf events to ptrace), dispatching through its ops table, the batch of
+/* sampler.c: the backend-independent half of the sampler: picking the backend (--mode, or
+ * auto's walk down the ordered list of backends), dispatching through its ops table, the batch of
  * copied-out events both backends fill, and the /proc readers that describe a process that
  * existed before sampling started. */
 #include "sampler/backend.h"
@@ -61,34 +61,120 @@ static int sampler_refused_twice(int perf_err, int ptrace_err, pid_t pid, bool a
 			why_ptrace);
 }
 
+/* The backends in the order auto mode tries them (those with not_auto set are skipped). */
+static const struct sampler_ops *const sampler_backends[] = {
+	&sampler_bpf_ops,
+	&sampler_perf_ops,
+	&sampler_ptrace_ops,
+};
+#define SAMPLER_NBACKENDS (sizeof(sampler_backends) / sizeof(sampler_backends[0]))
+
+static const struct sampler_ops *sampler_backend(enum sampler_mode mode)
+{
+	for (size_t i = 0; i < SAMPLER_NBACKENDS; i++)
+		if (sampler_backends[i]->mode == mode)
+			return sampler_backends[i];
+	return NULL;
+}
+
+const char *sampler_mode_name(enum sampler_mode mode)
+{
+	switch (mode) {
+	case SAMPLER_MODE_PERF:
+		return "perf";
+	case SAMPLER_MODE_PTRACE:
+		return "ptrace";
+	case SAMPLER_MODE_BPF:
+		return "bpf";
+	default:
+		return "auto";
+	}
+}
+
+uint64_t sampler_max_rate(enum sampler_mode mode)
+{
+	const struct sampler_ops *ops = sampler_backend(mode);
+	if (ops)
+		return ops->max_rate();
+	uint64_t max = 0;
+	for (size_t i = 0; i < SAMPLER_NBACKENDS; i++)
+		if (!sampler_backends[i]->not_auto && sampler_backends[i]->max_rate() > max)
+			max = sampler_backends[i]->max_rate();
+	return max;
+}
+
+static int sampler_try(const struct sampler_ops *ops, struct sampler **out,
+		       const struct sampler_opts *opts, pid_t child, const pid_t *pids, size_t npids)
+{
+	return pids ? ops->open_attach(out, opts, pids, npids) : ops->open_launch(out, opts, child);
+}
+
+/* "; NAME WHAT" appended to the line that says why a backend was not used. */
+static void choice_add(char *buf, size_t len, const char *name, const char *what, const char *why)
+{
+	size_t n = strlen(buf);
+	if (n < len)
+		snprintf(buf + n, len - n, "; %s %s%s", name, what, why);
+}
+
 static int sampler_open_any(struct sampler **out, const struct sampler_opts *opts, pid_t child,
 			    const pid_t *pids, size_t npids)
 {
 	bool attach = pids != NULL;
 	pid_t first = attach ? pids[0] : child;
-	const struct sampler_ops *ops =
-		opts->mode == SAMPLER_MODE_PTRACE ? &sampler_ptrace_ops : &sampler_perf_ops;
-	int ret = attach ? ops->open_attach(out, opts, pids, npids) : ops->open_launch(out, opts, child);
-	if (!ret)
-		return 0;
-	if (-ret & SAMPLER_SAID_BIT)
-		return -(-ret & ~SAMPLER_SAID_BIT); /* already said */
-	if (opts->mode != SAMPLER_MODE_AUTO || !sampler_refused(-ret))
-		return ops->explain_open_error(-ret, first, attach);
+	char choice[384], why[192];
+	int ret, perf_err = 0;
 
-	int perf_err = -ret;
-	ops = &sampler_ptrace_ops;
-	ret = attach ? ops->open_attach(out, opts, pids, npids) : ops->open_launch(out, opts, child);
-	if (ret == 0) {
-		cs_warn("perf_event_open is refused (%s): sampling with ptrace instead, which stops each running thread for a few microseconds per sample (--mode ptrace to say so, see csampler-record(1))",
-			sampler_refusal_cause(perf_err));
-		return 0;
+	if (opts->mode != SAMPLER_MODE_AUTO) {
+		const struct sampler_ops *ops = sampler_backend(opts->mode);
+		if (!ops)
+			return cs_error(EINVAL, "unknown sampling backend");
+		ret = sampler_try(ops, out, opts, child, pids, npids);
+		if (!ret) {
+			snprintf((*out)->choice, sizeof((*out)->choice), "--mode %s", sampler_mode_name(opts->mode));
+			return 0;
+		}
+		if (-ret & SAMPLER_SAID_BIT)
+			return -(-ret & ~SAMPLER_SAID_BIT); /* already said */
+		return ops->explain_open_error(-ret, first, attach);
 	}
-	if (-ret & SAMPLER_SAID_BIT)
-		return -(-ret & ~SAMPLER_SAID_BIT);
-	if (sampler_refused(-ret))
-		return sampler_refused_twice(perf_err, -ret, first, attach);
-	return ops->explain_open_error(-ret, first, attach);
+	/* auto: the first backend of the list that is tried and not refused */
+	snprintf(choice, sizeof(choice), "auto");
+	for (size_t i = 0; i < SAMPLER_NBACKENDS; i++) {
+		const struct sampler_ops *ops = sampler_backends[i];
+		if (ops->not_auto) {
+			choice_add(choice, sizeof(choice), ops->name, "", ops->not_auto);
+			continue;
+		}
+		if (ops->refused && ops->refused(opts, why, sizeof(why))) {
+			choice_add(choice, sizeof(choice), ops->name, "refused: ", why);
+			continue;
+		}
+		ret = sampler_try(ops, out, opts, child, pids, npids);
+		if (!ret) {
+			snprintf((*out)->choice, sizeof((*out)->choice), "%s", choice);
+			if (perf_err && ops == &sampler_ptrace_ops)
+				cs_warn("perf_event_open is refused (%s): sampling with ptrace instead, which stops each running thread for a few microseconds per sample (--mode ptrace to say so, see csampler-record(1))",
+					sampler_refusal_cause(perf_err));
+			return 0;
+		}
+		if (-ret & SAMPLER_SAID_BIT)
+			return -(-ret & ~SAMPLER_SAID_BIT);
+		if (!sampler_refused(-ret))
+			return ops->explain_open_error(-ret, first, attach);
+		if (ops == &sampler_perf_ops) {
+			perf_err = -ret;
+			choice_add(choice, sizeof(choice), ops->name, "refused: ",
+				   sampler_refusal_cause(perf_err));
+		} else if (ops == &sampler_ptrace_ops && perf_err) {
+			return sampler_refused_twice(perf_err, -ret, first, attach);
+		} else {
+			choice_add(choice, sizeof(choice), ops->name, "refused: ", strerror(-ret));
+			if (i + 1 == SAMPLER_NBACKENDS)
+				return ops->explain_open_error(-ret, first, attach);
+		}
+	}
+	return cs_error(EPERM, "cannot sample: every backend is refused (%s)", choice);
 }
 
 int sampler_open_launch(struct sampler **out, const struct sampler_opts *opts, pid_t child)
@@ -140,6 +226,29 @@ bool sampler_has_kernel(const struct sampler *s)
 const char *sampler_name(const struct sampler *s)
 {
 	return s->ops->name;
+}
+
+const char *sampler_choice(const struct sampler *s)
+{
+	return s->choice;
+}
+
+const char *sampler_callgraph(const struct sampler *s)
+{
+	return s->ops->callgraph;
+}
+
+bool sampler_holds_threads(const struct sampler *s)
+{
+	return s->ops->holds_threads;
+}
+
+const char *sampler_kernel_note(const struct sampler *s)
+{
+	/* ptrace never sees kernel frames; perf events lose them to perf_event_paranoid */
+	if (s->ops == &sampler_perf_ops && !s->ops->has_kernel(s))
+		return "kernel frames are not captured (perf_event_paranoid forbids it for this user)";
+	return NULL;
 }
 
 const char *sampler_event_name(const struct sampler *s)

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "unwind/offcpu.h"
 #include "unwind/unwind.h"
 
 enum sampler_callgraph {
@@ -22,9 +23,10 @@ enum sampler_callgraph {
 };
 
 enum sampler_mode {
-	SAMPLER_MODE_AUTO,        /* perf_event_open, else ptrace when perf events are refused */
+	SAMPLER_MODE_AUTO,        /* the first backend of the list that is not refused */
 	SAMPLER_MODE_PERF,
 	SAMPLER_MODE_PTRACE,
+	SAMPLER_MODE_BPF,
 };
 
 struct sampler_opts {
@@ -34,6 +36,8 @@ struct sampler_opts {
 	enum sampler_callgraph callgraph;
 	uint32_t stack_size;      /* bytes of user stack per sample (dwarf) */
 	uint32_t mmap_pages;      /* ring buffer pages per CPU (power of two) */
+	bool all;                 /* record -a: every process (bpf only) */
+	const char *cgroup;       /* --cgroup PATH: the processes under one cgroup (bpf only) */
 };
 
 enum sampler_event_type {
@@ -54,11 +58,17 @@ struct sampler_event {
 			struct unwind_sample snap; /* pid/tid filled; pointers valid in the callback */
 			uint64_t stack_cap;        /* bytes requested; dyn size == cap means full */
 			/* --idle: the thread was off the CPU (blocked) when sampled; offcpu_syscall
-			 * is the system call it waits in, or SAMPLER_OFFCPU_* when not in one. Its
+			 * is the system call it waits in, or an OFFCPU_* state (unwind/offcpu.h) when not in one. Its
 			 * registers may hold only SP and IP (regs_mask). */
 			bool offcpu;
 			int32_t offcpu_syscall;
 			uint32_t weight;           /* sampling periods this sample stands for (>= 1) */
+			/* UNWIND_* flags of a stack the backend walked itself (bpf: user_ips from
+			 * the kernel's walk), added to the unwinder's */
+			uint32_t unwind_flags;
+			/* bpf: bit i of user_fp_mask says user_ips[i] was found by a
+			 * frame-pointer step in the kernel (PROFILE_FRAME_FOUND_FP) */
+			uint64_t user_fp_mask[2];
 		} sample;
 		struct {
 			uint64_t start, len, pgoff;
@@ -78,11 +88,12 @@ struct sampler_event {
 	};
 };
 
-enum sampler_offcpu_state {
-	SAMPLER_OFFCPU_NOT_IN_SYSCALL = -1, /* blocked outside a system call (page fault, ...) */
-	SAMPLER_OFFCPU_RUNNABLE = -2,       /* ready but waiting for a CPU (preempted) */
-	SAMPLER_OFFCPU_STOPPED = -3,        /* stopped by a signal (SIGSTOP) */
-};
+
+/* The highest -F the backend of mode takes (auto: the highest of those it may pick), for
+ * the option check. */
+uint64_t sampler_max_rate(enum sampler_mode mode);
+/* The --mode name of a backend ("auto", "perf", "ptrace", "bpf"). */
+const char *sampler_mode_name(enum sampler_mode mode);
 
 /* Returns 0 or -errno to stop draining. */
 typedef int (*sampler_fn)(void *arg, const struct sampler_event *ev);
@@ -125,6 +136,15 @@ bool sampler_has_kernel(const struct sampler *s);
 /* The backend ("perf_event_open", "ptrace") and what a sample measures ("cpu-clock",
  * "cpu-clock+idle", ...), for the data file's header. */
 const char *sampler_name(const struct sampler *s);
+/* Which backend ran and why the others did not ("auto: bpf is not tried by auto: ...; perf
+ * refused: ..."), for the header and the end-of-record line. */
+const char *sampler_choice(const struct sampler *s);
+/* The call-graph name of a backend that walks the stacks itself ("bpf"), else NULL. */
+const char *sampler_callgraph(const struct sampler *s);
+/* Whether the backend holds the targets' threads stopped while open (ptrace). */
+bool sampler_holds_threads(const struct sampler *s);
+/* The line to print when kernel frames are not captured although the backend could, or NULL. */
+const char *sampler_kernel_note(const struct sampler *s);
 const char *sampler_event_name(const struct sampler *s);
 /* A backend that waits for the traced processes itself (ptrace: while attached, a waitpid
  * from any other thread would take the tracer's stops) reaps the launched child too. Returns 1

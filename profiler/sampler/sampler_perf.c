@@ -83,9 +83,13 @@ struct perf_sampler {
 	size_t wrapcap;
 	/* attach mode: the state that existed before attaching, delivered by the first drain */
 	pid_t *synth_pids;
-	size_t nsynth;
+	size_t nsynth, cap_synth;
 	uint64_t attach_time;
 	struct perf_idle *idle;   /* --idle, NULL otherwise */
+	/* the side-band half of the BPF backend (sampler_perf_open_sideband): counting events,
+	 * no samples; system-wide (cpu-wide events, no inherit) for record -a and --cgroup */
+	bool sideband, cpu_wide;
+	int cgroup_fd;            /* --cgroup: the cgroup's directory, else -1 */
 };
 
 static long perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group,
@@ -138,6 +142,13 @@ static void sampler_init_attr(struct perf_sampler *s, bool kernel)
 		a->exclude_callchain_user = 1; /* the user part comes from DWARF */
 	}
 	a->sample_max_stack = 127;
+	if (s->sideband) {
+		/* counting only: its records are MMAP2, COMM, FORK, EXIT (with sample_id_all) */
+		a->freq = 0;
+		a->sample_freq = 0;
+		a->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
+		a->sample_max_stack = 0;
+	}
 	a->mmap = 1;
 	a->mmap2 = 1;
 	a->comm = 1;
@@ -149,9 +160,15 @@ static void sampler_init_attr(struct perf_sampler *s, bool kernel)
 	a->exclude_kernel = !kernel;
 	a->exclude_callchain_kernel = !kernel;
 	a->exclude_hv = 1;
-	a->inherit = 1;
+	a->inherit = !s->cpu_wide;
 	a->watermark = 1;
 	a->wakeup_watermark = (uint32_t)(s->base.opts.mmap_pages * (size_t)getpagesize() / 4);
+	if (s->sideband) {
+		/* every record wakes the reader: the BPF backend loads a file's unwind rows when
+		 * its mapping is read, and samples until then are walked without them */
+		a->watermark = 0;
+		a->wakeup_events = 1;
+	}
 }
 
 /* One line for a perf_event_open failure, naming the cause and the fix. */
@@ -201,7 +218,10 @@ static int sampler_open_one(struct perf_sampler *s, pid_t pid, int cpu_index, bo
 	int fd;
 
 	for (;;) {
-		fd = (int)perf_event_open(&s->attr, pid, s->cpus[cpu_index], -1, PERF_FLAG_FD_CLOEXEC);
+		unsigned long flags = PERF_FLAG_FD_CLOEXEC;
+		if (s->cgroup_fd >= 0)
+			pid = s->cgroup_fd, flags |= PERF_FLAG_PID_CGROUP;
+		fd = (int)perf_event_open(&s->attr, pid, s->cpus[cpu_index], -1, flags);
 		if (fd >= 0)
 			break;
 		int err = errno;
@@ -240,6 +260,7 @@ static int sampler_new(struct perf_sampler **out, const struct sampler_opts *opt
 {
 	struct perf_sampler *s = cs_calloc(1, sizeof(*s));
 	s->base.ops = &sampler_perf_ops;
+	s->cgroup_fd = -1;
 	int ret;
 
 	s->base.opts = *opts;
@@ -640,6 +661,8 @@ static void perf_close(struct sampler *base)
 	struct perf_sampler *s = (struct perf_sampler *)base;
 	if (!s)
 		return;
+	if (s->cgroup_fd >= 0)
+		close(s->cgroup_fd);
 	perf_idle_free(s); /* before the fds it reads */
 	for (int c = 0; c < s->ncpus; c++)
 		if (s->rings[c].base)
@@ -869,7 +892,7 @@ static void perf_synthesize(struct perf_sampler *s)
 	s->nsynth = 0;
 }
 
-static struct sampler_batch *perf_collect(struct sampler *base)
+struct sampler_events *sampler_perf_fill(struct sampler *base)
 {
 	struct perf_sampler *s = (struct perf_sampler *)base;
 	if (s->nsynth)
@@ -880,11 +903,102 @@ static struct sampler_batch *perf_collect(struct sampler *base)
 	for (int c = 0; c < s->ncpus; c++)
 		if (s->rings[c].base)
 			sampler_read_ring(s, &s->rings[c]);
-	return sampler_events_take(&s->events);
+	return &s->events;
+}
+
+static struct sampler_batch *perf_collect(struct sampler *base)
+{
+	return sampler_events_take(sampler_perf_fill(base));
+}
+
+/* Every process (-a) or those under one cgroup: one counting event per CPU, and the state of
+ * the processes that exist now for the first drain (all of them, or the cgroup's). */
+static int perf_open_cpu_wide(struct perf_sampler *s, const char *cgroup)
+{
+	if (cgroup) {
+		s->cgroup_fd = open(cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (s->cgroup_fd < 0)
+			return SAMPLER_SAID(cs_error(errno, "open(%s): %s: give the cgroup's directory, e.g. /sys/fs/cgroup/system.slice/job.service",
+						     cgroup, strerror(errno)));
+	}
+	for (int c = 0; c < s->ncpus; c++) {
+		int ret = sampler_open_one(s, -1, c, true);
+		if (ret)
+			return ret;
+	}
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		pid_t pid = (pid_t)atoi(de->d_name);
+		if (pid == getpid() || (cgroup && !sampler_proc_in_cgroup(pid, cgroup)))
+			continue;
+		cs_grow(&s->synth_pids, &s->cap_synth, s->nsynth + 1, sizeof(pid_t));
+		s->synth_pids[s->nsynth++] = pid;
+	}
+	if (d)
+		closedir(d);
+	return 0;
+}
+
+int sampler_perf_open_sideband(struct sampler **out, const struct sampler_opts *opts, pid_t child,
+			       const pid_t *pids, size_t npids)
+{
+	struct perf_sampler *s;
+	int ret = sampler_new(&s, opts);
+	if (ret)
+		return SAMPLER_SAID(ret);
+	s->sideband = true;
+	s->cpu_wide = opts->all || opts->cgroup;
+	sampler_init_attr(s, true);
+	s->attach_time = cs_monotonic_ns();
+	if (s->cpu_wide) {
+		ret = perf_open_cpu_wide(s, opts->cgroup);
+	} else if (!pids) {
+		s->attr.disabled = 1;
+		s->attr.enable_on_exec = 1;
+		for (int c = 0; c < s->ncpus && !ret; c++)
+			ret = sampler_open_one(s, child, c, false);
+	} else {
+		pid_t *seen = NULL;
+		size_t nseen = 0, capseen = 0;
+		for (size_t i = 0; i < npids && ret >= 0; i++)
+			for (int round = 0; round < 20; round++)
+				if ((ret = sampler_attach_threads(s, pids[i], &seen, &nseen, &capseen)) <= 0)
+					break;
+		free(seen);
+		if (ret == -ENOENT)
+			ret = -ESRCH;
+		if (ret > 0)
+			ret = 0;
+		if (!ret) {
+			s->synth_pids = cs_malloc(npids * sizeof(pid_t));
+			memcpy(s->synth_pids, pids, npids * sizeof(pid_t));
+			s->nsynth = npids;
+		}
+	}
+	/* --idle: the same off-CPU poller as perf mode, its samples merged by sampler_perf_fill */
+	if (!ret && opts->idle && !s->cpu_wide)
+		ret = pids ? perf_idle_start(s, pids, npids, false) : perf_idle_start(s, &child, 1, true);
+	if (ret) {
+		perf_close(&s->base);
+		return ret;
+	}
+	*out = &s->base;
+	return 0;
+}
+
+uint64_t sampler_perf_max_rate(void)
+{
+	long v = cs_read_long_file("/proc/sys/kernel/perf_event_max_sample_rate", 100000);
+	return v > 0 ? (uint64_t)v : 100000;
 }
 
 const struct sampler_ops sampler_perf_ops = {
 	.name = "perf_event_open",
+	.mode = SAMPLER_MODE_PERF,
+	.max_rate = sampler_perf_max_rate,
 	.open_launch = perf_open_launch,
 	.open_attach = perf_open_attach,
 	.explain_open_error = perf_open_error,

@@ -1114,8 +1114,18 @@ static void pt_close(struct sampler *base)
 	free(s);
 }
 
+/* No kernel cap: a timer thread stops the threads; at perf's default cap of 100 kHz the stops
+ * would be most of the program's time already. */
+static uint64_t pt_max_rate(void)
+{
+	return 100000;
+}
+
 const struct sampler_ops sampler_ptrace_ops = {
 	.name = "ptrace",
+	.mode = SAMPLER_MODE_PTRACE,
+	.max_rate = pt_max_rate,
+	.holds_threads = true,
 	.open_launch = pt_open_launch,
 	.open_attach = pt_open_attach,
 	.explain_open_error = pt_open_error,

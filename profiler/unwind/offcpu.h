@@ -8,7 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The same values as sampler.h's SAMPLER_OFFCPU_* (unwind/ does not include sampler/). */
+/* Why a thread was off the CPU when not in a system call: the one set of values, which the
+ * sampler writes into off-CPU samples (sampler.h) and the off-CPU frames name. */
 enum offcpu_state {
 	OFFCPU_NOT_IN_SYSCALL = -1, /* blocked outside a system call (a page fault, ...) */
 	OFFCPU_RUNNABLE = -2,       /* ready, waiting for a CPU */

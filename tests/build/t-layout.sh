@@ -59,10 +59,10 @@ plant prototype-of-format profiler/export/chrome.c 'void df_put(struct df_writer
 	'export/chrome.c declares df_put, a function of format/'
 plant extern-in-test profiler/format/datafile_test.c 'extern int record_run(const struct record_opts *opts, char **written);' \
 	'format/datafile_test.c declares record_run'
-# The allow-table as the design has it: sampler/ takes only the snapshot struct of unwind/,
-# export/ only analysis/ and base/.
+# The allow-table as the design has it: sampler/ takes of unwind/ only the snapshot struct, the
+# off-CPU states and the BPF walker's rows; export/ only analysis/ and base/.
 plant sampler-includes-python profiler/sampler/sampler.c '#include "unwind/python.h"' \
-	'(of unwind/, only unwind/unwind.h)'
+	'sampler/sampler.c includes "unwind/python.h"'
 plant export-includes-format profiler/export/chrome.c '#include "format/merge.h"' \
 	'export/chrome.c includes "format/merge.h"'
 

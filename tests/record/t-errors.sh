@@ -22,6 +22,7 @@ one_line "unknown option" 125 "unknown option '--frobnicate'" $C record --frobni
 one_line "invalid rate (text)" 125 "invalid rate '-F abc'" $C record -F abc -- true
 one_line "invalid rate (zero)" 125 "invalid rate '-F 0'" $C record -F 0 -- true
 one_line "invalid rate (too high)" 125 "invalid rate" $C record -F 100000000 -- true
+one_line "invalid rate (over ptrace mode's cap, perf_event_max_sample_rate not read)" 125 "from 1 to 100000 (ptrace mode's cap)" $C record --mode ptrace -F 100001 -- true
 one_line "invalid stack size" 125 "invalid stack size '70000'" $C record --stack-size 70000 -- true
 one_line "invalid stack size (dwarf,)" 125 "invalid stack size in '-g dwarf,abc'" $C record -g dwarf,abc -- true
 one_line "invalid call graph" 125 "invalid call-graph mode 'lbr'" $C record -g lbr -- true
@@ -33,7 +34,7 @@ one_line "command and pid" 125 "not both" $C record -p 1 -- true
 one_line "output not writable" 125 "cannot create $T/no/such/dir/x.data" $C record -o "$T/no/such/dir/x.data" -- true
 one_line "unknown command" 125 "unknown command 'recrod'" $C recrod
 
-one_line "invalid mode" 125 "invalid --mode 'bpf'" $C record --mode bpf -- true
+one_line "invalid mode" 125 "invalid --mode 'bogus'" $C record --mode bogus -- true
 
 # perf_event_open refused: a seccomp filter makes it fail with EACCES. --mode perf: one line.
 one_line "perf_event_open refused (--mode perf)" 125 "perf_event_paranoid" "$TPROG/deny-perf" $C record --mode perf -o "$T/d.data" -- touch ran-anyway
@@ -42,7 +43,7 @@ one_line "perf_event_open refused (--mode perf)" 125 "perf_event_paranoid" "$TPR
 "$TPROG/deny-perf" $C record -o "$T/fallback.data" -- "$TPROG/accuracy" >out.txt 2>err.txt
 rc=$?
 if [ $rc = 0 ] && [ "$(grep -c "perf_event_open is refused (.*): sampling with ptrace instead" err.txt)" = 1 ] &&
-	! grep -v "^csampler: \(own CPU\|ptrace: \|[0-9]* samples\)" err.txt | grep -v "perf_event_open is refused" | grep -q .; then
+	! grep -v "^csampler: \(own CPU\|sampled with \|ptrace: \|[0-9]* samples\)" err.txt | grep -v "perf_event_open is refused" | grep -q .; then
 	pass "errors: perf_event_open refused (auto): one line, then ptrace records the command"
 else
 	fail "errors: perf_event_open refused (auto): rc $rc, stderr: $(head -c 600 err.txt)"

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# The BPF backend (record --mode bpf): stacks walked in the kernel. First the end-to-end tests of
+# `record` again with --mode bpf (a wrapper in $T, as t-ptrace.sh does; lines prefixed "bpf: "):
+# threads and children followed (t-family), attach (t-attach), exit status (t-exit-status),
+# signals (t-signals), faults (t-faults), the known-split accuracy with >= 99% complete stacks
+# (t-accuracy), JIT code (t-jit) and Python frames (t-python); t-idle runs --idle with bpf
+# itself. Then what is its own: complete stacks of a program without frame pointers, the same records as perf mode and no more bytes per sample, `info` naming the backend and why,
+# record -a, --cgroup, and the refusal as an unprivileged user (one line, and auto still
+# records with perf events). Where BPF is refused here, each part says SKIPPED with the reason.
+source "$CSAMPLER_ROOT/tests/lib.sh"
+C=$CSAMPLER
+
+# --- the refusal path first: it needs no BPF, only root to switch to nobody
+if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ]; then
+	nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+	mkdir -m 777 "$T/nobody"
+	nobody "$C" record --mode bpf -o "$T/nobody/r.data" -- true >out.txt 2>err.txt
+	rc=$?
+	if [ "$rc" = 125 ] && [ "$(grep -c . err.txt)" = 1 ] && grep -q "CAP_BPF" err.txt; then
+		pass "bpf: refused as nobody in one line: $(cat err.txt)"
+	else
+		fail "bpf: refusal as nobody: rc $rc, $(head -c 400 err.txt)"
+	fi
+	# auto as nobody: bpf is not tried, perf events (or ptrace) record the command
+	nobody "$C" record -o "$T/nobody/auto.data" -- "$TPROG/rec-worker" 1 1 >out.txt 2>err.txt
+	rc=$?
+	if [ "$rc" = 0 ] && "$C" info -i "$T/nobody/auto.data" 2>&1 | grep -q "^sampler_choice.*auto"; then
+		pass "bpf: auto as nobody records with $("$C" info -i "$T/nobody/auto.data" | awk '$1 == "sampler" { print $2 }')"
+	else
+		fail "bpf: auto as nobody: rc $rc, $(head -c 400 err.txt)"
+	fi
+else
+	skip "bpf: refusal as an unprivileged user: needs root and setpriv"
+fi
+
+if ! "$C" record --mode bpf -o probe.data -- true >probe.out 2>probe.err; then
+	skip "bpf: the BPF backend is refused here: $(head -n 1 probe.err)"
+	finish
+fi
+grep -q "sampled with bpf (--mode bpf)" probe.err && pass "bpf: the end-of-record line names the backend" ||
+	fail "bpf: end-of-record line: $(head -c 400 probe.err)"
+
+cat >"$T/csampler" <<WRAP
+#!/bin/sh
+if [ "\$1" = record ]; then shift; exec "$C" record --mode bpf "\$@"; fi
+exec "$C" "\$@"
+WRAP
+chmod 755 "$T/csampler"
+
+for t in tests/record/t-family.sh tests/record/t-attach.sh tests/record/t-exit-status.sh \
+	tests/record/t-signals.sh tests/record/t-faults.sh tests/t-accuracy.sh tests/record/t-jit.sh \
+	tests/python/t-python.sh; do
+	# no stack copies to keep: the disk-full faults fill a smaller disk with samples alone
+	FILL_KB=96 FILL_BLOCKS=192 FILL_RAW= CSAMPLER_BIN=$T/csampler bash "$CSAMPLER_ROOT/$t" >"$T/sub.log" 2>&1
+	rc=$?
+	grep -E '^(PASS|FAIL|SKIPPED):' "$T/sub.log" | sed -E 's/^(PASS|FAIL|SKIPPED): /\1: bpf: /'
+	nfail=$(grep -c '^FAIL:' "$T/sub.log")
+	TEST_FAILS=$((TEST_FAILS + nfail))
+	if [ "$rc" != 0 ] && [ "$nfail" = 0 ]; then
+		fail "bpf: $t exited with status $rc: $(tail -n 3 "$T/sub.log" | tr '\n' ' ')"
+	fi
+done
+
+# --- complete stacks without frame pointers, side by side with perf mode on the same program
+for mode in bpf perf; do
+	"$C" record --mode $mode -o $mode.data -- "$TPROG/accuracy" >/dev/null 2>$mode.err ||
+		fail "bpf: record --mode $mode: $(head -c 300 $mode.err)"
+	"$C" report -i $mode.data --format json >$mode.json 2>/dev/null
+done
+complete=$(json_get bpf.json "j.unwind.complete_pct")
+if awk -v c="$complete" 'BEGIN { exit !(c >= 99) }'; then
+	pass "bpf: complete stacks $complete% (accuracy, -fomit-frame-pointer: unwind rows in the kernel)"
+else
+	fail "bpf: complete stacks $complete% < 99%: $(grep '^csampler: bpf:' bpf.err)"
+fi
+grep -q "unwind tables: [1-9][0-9]* of" bpf.err && pass "bpf: unwind tables loaded: $(grep -o 'unwind tables: [^;]*' bpf.err)" ||
+	fail "bpf: no unwind tables loaded: $(grep '^csampler: bpf:' bpf.err)"
+# the same records: every reader works, and the same functions lead
+for f in work_alpha work_beta; do
+	b=$(json_get bpf.json "(j.functions||[]).some(x => x.name === '$f')")
+	[ "$b" = true ] && pass "bpf: report names $f" || fail "bpf: report lacks $f"
+done
+bpb() { grep -o '([0-9]* bytes/sample)' "$1" | tr -dc 0-9; }
+if [ -n "$(bpb bpf.err)" ] && [ "$(bpb bpf.err)" -le $(( $(bpb perf.err) + 2 )) ]; then
+	pass "bpf: $(bpb bpf.err) bytes per sample (perf mode: $(bpb perf.err))"
+else
+	fail "bpf: bytes per sample $(bpb bpf.err) against perf mode's $(bpb perf.err)"
+fi
+if "$C" info -i bpf.data | grep -q "^sampler  *bpf" && "$C" info -i bpf.data | grep -q "^callgraph  *bpf"; then
+	pass "bpf: info names the backend and the call graph"
+else
+	fail "bpf: info: $("$C" info -i bpf.data | head -c 400)"
+fi
+"$C" info -i perf.data | grep -q "^sampler_choice.*bpf not tried by auto" 2>/dev/null
+"$C" record -o auto.data -- true >/dev/null 2>&1
+if "$C" info -i auto.data | grep -q "^sampler_choice  *auto; bpf not tried by auto: "; then
+	pass "bpf: auto says why bpf was not used: $("$C" info -i auto.data | grep '^sampler_choice')"
+else
+	fail "bpf: auto's choice: $("$C" info -i auto.data | grep sampler)"
+fi
+
+# --- record -a: every process; a worker started beside it is in the file
+"$TPROG/rec-worker" 1 3 >/dev/null & wpid=$!
+"$C" record -a --duration 1 -o all.data >/dev/null 2>all.err
+rc=$?
+wait $wpid 2>/dev/null
+"$C" report -i all.data --format json >all.json 2>/dev/null
+nproc_seen=$(grep -o '[0-9]* processes' all.err | tr -dc 0-9)
+if [ "$rc" = 0 ] && [ "$(json_get all.json "(j.functions||[]).some(x => x.name === 'worker_burn')")" = true ] &&
+	[ "${nproc_seen:-0}" -ge 2 ]; then
+	pass "bpf: record -a: $nproc_seen processes, the worker among them"
+else
+	fail "bpf: record -a: rc $rc, $(tail -n 4 all.err | tr '\n' ' ')"
+fi
+one_line_rc() { "$@" >o.txt 2>e.txt; echo "$? $(grep -c . e.txt)"; }
+[ "$(one_line_rc "$C" record --mode bpf --keep-raw -o x.data -- true)" = "125 1" ] && pass "bpf: --keep-raw: one line ($(cat e.txt))" ||
+	fail "bpf: --keep-raw: $(cat e.txt)"
+[ "$(one_line_rc "$C" record -a --mode perf -o x.data)" = "125 1" ] && pass "bpf: -a with --mode perf: one line ($(cat e.txt))" ||
+	fail "bpf: -a with --mode perf: $(cat e.txt)"
+[ "$(one_line_rc "$C" record -a -o x.data -- true)" = "125 1" ] && pass "bpf: -a with a command: one line" ||
+	fail "bpf: -a with a command: $(cat e.txt)"
+[ "$(one_line_rc "$C" record --cgroup /nonexistent --duration 1 -o x.data)" = "125 1" ] && pass "bpf: --cgroup of no directory: one line ($(cat e.txt))" ||
+	fail "bpf: --cgroup /nonexistent: $(cat e.txt)"
+
+# --- --cgroup: only the processes of one cgroup (v2) and below
+CG2=$(awk '{ for (i = 7; i < NF; i++) if ($i == "-") { if ($(i + 1) == "cgroup2" && $4 == "/") print $5; break } }' /proc/self/mountinfo | head -n 1)
+CG=$CG2/csampler-test-$$
+if [ -n "$CG2" ] && mkdir "$CG" 2>/dev/null; then
+	"$TPROG/rec-worker" 1 4 >/dev/null & inpid=$!
+	echo $inpid >"$CG/cgroup.procs"
+	"$TPROG/accuracy" >/dev/null & outpid=$!
+	"$C" record --cgroup "$CG" --duration 1 -o cg.data >/dev/null 2>cg.err
+	rc=$?
+	kill $outpid 2>/dev/null; wait $outpid $inpid 2>/dev/null
+	"$C" report -i cg.data --format json >cg.json 2>/dev/null
+	inside=$(json_get cg.json "(j.functions||[]).some(x => x.name === 'worker_burn')")
+	outside=$(json_get cg.json "(j.functions||[]).some(x => /^work_/.test(x.name))")
+	if [ "$rc" = 0 ] && [ "$inside" = true ] && [ "$outside" = false ]; then
+		pass "bpf: --cgroup: the cgroup's worker is sampled, a process outside it is not"
+	else
+		fail "bpf: --cgroup: rc $rc, inside $inside, outside $outside: $(tail -n 3 cg.err | tr '\n' ' ')"
+	fi
+	rmdir "$CG" 2>/dev/null
+else
+	skip "bpf: --cgroup: no writable cgroup v2 hierarchy (mounted at '${CG2:-nowhere}')"
+fi
+finish
