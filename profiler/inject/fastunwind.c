@@ -1294,31 +1294,30 @@ struct fu_stats fu_stats(void)
 
 static _Atomic uint64_t fu_nstacks;
 
-int __attribute__((noinline)) fu_backtrace(uintptr_t *pcs, int max)
+/* The caller's return addresses from libunwind: ra0 is the return address into the caller of
+ * the public entry (frames before it, at most two, are libunwind's and ours). */
+static int fu_libunwind(uintptr_t *pcs, int max, uintptr_t ra0)
 {
 	void *buf[256];
-	uintptr_t ra0 = (uintptr_t)__builtin_return_address(0);
-	int n = unw_backtrace(buf, max + 2 < 256 ? max + 2 : 256), i = 0, k = 0;
+	int n = unw_backtrace(buf, max + 3 < 256 ? max + 3 : 256), i = 0, k = 0;
 	atomic_fetch_add_explicit(&fu_nstacks, 1, memory_order_relaxed);
-	while (i < n && i < 2 && (uintptr_t)buf[i] != ra0)
+	while (i < n && i < 3 && (uintptr_t)buf[i] != ra0)
 		i++;
 	for (; i < n && k < max; i++)
 		pcs[k++] = (uintptr_t)buf[i];
 	return k;
 }
 
+int __attribute__((noinline)) fu_backtrace(uintptr_t *pcs, int max)
+{
+	return fu_libunwind(pcs, max, (uintptr_t)__builtin_return_address(0));
+}
+
+/* No memo here: the token is always 0 (the caller hashes the stack). */
 int __attribute__((noinline)) fu_backtrace_token(uintptr_t *pcs, int max, uint64_t *token)
 {
 	*token = 0;
-	void *buf[256];
-	uintptr_t ra0 = (uintptr_t)__builtin_return_address(0);
-	int n = unw_backtrace(buf, max + 2 < 256 ? max + 2 : 256), i = 0, k = 0;
-	atomic_fetch_add_explicit(&fu_nstacks, 1, memory_order_relaxed);
-	while (i < n && i < 2 && (uintptr_t)buf[i] != ra0)
-		i++;
-	for (; i < n && k < max; i++)
-		pcs[k++] = (uintptr_t)buf[i];
-	return k;
+	return fu_libunwind(pcs, max, (uintptr_t)__builtin_return_address(0));
 }
 
 struct fu_stats fu_stats(void)
