@@ -74,6 +74,9 @@
 #define PY_BLOCK_PAGES 4         /* pages read at once around a frame (frame data is contiguous) */
 #define PY_NBLOCKS 8             /* blocks kept for one sample */
 #define PY_BATCH 64              /* code objects checked in one process_vm_readv */
+#define PY_CAP_PAGES 2           /* pages py_capture copies at once around a frame: fewer
+				  * than the reader's blocks, as the thread waits (measured:
+				  * 8.9 KiB a stop on deep.py, 13.7 with 4) */
 #define PY_RECIPES 1024          /* threads py_capture knows how to copy (by tid) */
 #define PY_FROZEN_MAX 32         /* blocks of one sample's py_capture copy */
 
@@ -1906,7 +1909,7 @@ static const uint8_t *py_cap_find(const struct py_cap *c, uint64_t addr, size_t 
 }
 
 /* Copy [addr, addr + len) into a new record; with pages, the page(s) holding it and up to
- * PY_BLOCK_PAGES - 1 below (a data-stack chunk grows upward: the outer frames are there),
+ * PY_CAP_PAGES - 1 below (a data-stack chunk grows upward: the outer frames are there),
  * asked top first in one process_vm_readv, which stops at the first page not mapped. */
 static const uint8_t *py_cap_read(struct py_cap *c, uint64_t addr, size_t len, bool pages)
 {
@@ -1914,7 +1917,7 @@ static const uint8_t *py_cap_read(struct py_cap *c, uint64_t addr, size_t len, b
 
 	if (!addr || addr >= (1ull << 47) || len > PY_PAGE)
 		return NULL;
-	if (!pages || c->cap - c->used < 16 + PY_BLOCK_PAGES * PY_PAGE) {
+	if (!pages || c->cap - c->used < 16 + PY_CAP_PAGES * PY_PAGE) {
 		if (c->cap - c->used < 16 + ((len + 7) & ~7ull) || !py_read((uint32_t)c->pid, addr, rec + 16, len))
 			return NULL;
 		uint64_t l = len;
@@ -1925,12 +1928,12 @@ static const uint8_t *py_cap_read(struct py_cap *c, uint64_t addr, size_t len, b
 	}
 	uint64_t first = addr & ~(uint64_t)(PY_PAGE - 1);
 	int above = ((addr + len - 1) & ~(uint64_t)(PY_PAGE - 1)) != first;
-	uint64_t below = PY_BLOCK_PAGES - 1 - above;
+	uint64_t below = PY_CAP_PAGES - 1 - above;
 	if (first / PY_PAGE < below)
 		below = first / PY_PAGE;
 	uint64_t lo = first - below * PY_PAGE;
 	uint8_t *data = rec + 16;
-	struct iovec local[PY_BLOCK_PAGES], remote[PY_BLOCK_PAGES];
+	struct iovec local[PY_CAP_PAGES], remote[PY_CAP_PAGES];
 	int k = 0;
 	for (uint64_t pg = first; k < 1 + above; pg += PY_PAGE, k++) {
 		local[k] = (struct iovec){ data + (pg - lo), PY_PAGE };
@@ -1962,32 +1965,54 @@ static bool py_cap_u64(struct py_cap *c, uint64_t addr, uint64_t *v)
 	return true;
 }
 
+size_t py_capture_chain(uint32_t pid, uint64_t tstate, uint32_t off_ptr, uint32_t off_cur,
+			uint32_t off_prev, uint32_t frame_read, uint64_t sp, const uint8_t *stack,
+			size_t got, uint8_t *buf, size_t cap)
+{
+	struct py_cap c = { buf, cap, 0, (pid_t)pid, stack, sp, stack ? got : 0 };
+	uint64_t frame;
+
+	if (!tstate || frame_read > PY_MAX_OBJECT || off_prev + 8 > frame_read ||
+	    !py_cap_u64(&c, tstate + off_ptr, &frame))
+		return 0;
+	if (off_cur != UINT32_MAX && !py_cap_u64(&c, frame + off_cur, &frame))
+		return c.used;
+	/* The chain through each frame's previous, activations and generators included, as
+	 * py_walk_at follows it; bounded as it is. */
+	for (int depth = 0; depth < PY_MAX_FRAMES && frame && !(frame & 7); depth++) {
+		const uint8_t *fb = py_cap_find(&c, frame, frame_read);
+		if (!fb && !(fb = py_cap_read(&c, frame, frame_read, true)))
+			break;
+		memcpy(&frame, fb + off_prev, 8);
+	}
+	return c.used;
+}
+
+bool py_capture_get(const uint8_t *mem, size_t size, uint64_t addr, void *out, size_t len)
+{
+	struct py_stack s = { .mem = mem, .mem_size = size };
+	struct py_frozen fz;
+
+	py_frozen_set(&fz, &s);
+	fz.stack = NULL;
+	return py_frozen_get(&fz, addr, out, len);
+}
+
 size_t py_capture(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, uint64_t sp,
 		  const uint8_t *stack, size_t got, uint8_t *buf, size_t cap)
 {
 	struct py_state *st = ctx->python;
 	struct py_recipe r;
-	struct py_cap c = { buf, cap, 0, (pid_t)pid, stack, sp, stack ? got : 0 };
-	uint64_t frame;
 
 	if (!st)
 		return 0;
 	pthread_mutex_lock(&st->recipes_lock);
 	r = st->recipes[tid % PY_RECIPES];
 	pthread_mutex_unlock(&st->recipes_lock);
-	if (r.pid != pid || r.tid != tid || !r.tstate || !py_cap_u64(&c, r.tstate + r.off_ptr, &frame))
+	if (r.pid != pid || r.tid != tid)
 		return 0;
-	if (r.via_cframe && !py_cap_u64(&c, frame + r.off_cur, &frame))
-		return c.used;
-	/* The chain through each frame's previous, activations and generators included, as
-	 * py_walk_at follows it; bounded as it is. */
-	for (int depth = 0; depth < PY_MAX_FRAMES && frame && !(frame & 7); depth++) {
-		const uint8_t *fb = py_cap_find(&c, frame, r.frame_read);
-		if (!fb && !(fb = py_cap_read(&c, frame, r.frame_read, true)))
-			break;
-		memcpy(&frame, fb + r.off_prev, 8);
-	}
-	return c.used;
+	return py_capture_chain(pid, r.tstate, r.off_ptr, r.via_cframe ? r.off_cur : UINT32_MAX,
+				r.off_prev, r.frame_read, sp, stack, got, buf, cap);
 }
 
 void py_stats_get(struct unwind_ctx *ctx, struct py_stats *out)

@@ -80,7 +80,7 @@ struct py_stats {
  * another part of the program. */
 #define PY_MAX_AGE_NS 100000000ull
 
-/* The most py_capture writes: 4 blocks of 4 pages of frame data and the small reads. */
+/* The most py_capture writes: blocks of pages of frame data and the small reads. */
 #define PY_CAPTURE_MAX (4 * 4 * 4096 + 4096)
 
 /* While thread tid of pid is stopped (the ptrace sampler's stop, after its stack was copied:
@@ -92,6 +92,18 @@ struct py_stats {
  * to call from another thread than py_merge's. Returns the bytes written. */
 size_t py_capture(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, uint64_t sp,
 		  const uint8_t *stack, size_t got, uint8_t *buf, size_t cap);
+
+/* py_capture's walk, exposed for the unit tests: in process pid, the frame pointer at tstate +
+ * off_ptr (or, off_cur not UINT32_MAX, a pointer there to a struct whose + off_cur is the
+ * frame), each frame's previous at + off_prev, frame_read bytes of each copied. Returns the
+ * bytes written to buf. */
+size_t py_capture_chain(uint32_t pid, uint64_t tstate, uint32_t off_ptr, uint32_t off_cur,
+			uint32_t off_prev, uint32_t frame_read, uint64_t sp, const uint8_t *stack,
+			size_t got, uint8_t *buf, size_t cap);
+
+/* len bytes at addr as py_capture's copy mem (size bytes) holds them into out; false when it
+ * does not hold all of them. Exposed for the unit tests. */
+bool py_capture_get(const uint8_t *mem, size_t size, uint64_t addr, void *out, size_t len);
 
 /* The counters since py_enable (zero when disabled). */
 void py_stats_get(struct unwind_ctx *ctx, struct py_stats *out);
