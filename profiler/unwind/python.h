@@ -12,7 +12,8 @@
  * taken (~1 ms, more under load). The program may have moved on: python.c takes each
  * activation's frames from where the sample's stack copy says they were, checks them against
  * it, shows "[Python frames not read]" for those that no longer check, and says so in *result;
- * py_stats counts why. */
+ * py_stats counts why. Under ptrace, py_capture copies the chain while the thread is stopped
+ * and py_merge reads that copy (py_stack.mem): the frames are the sample's. */
 #ifndef CSAMPLER_PYTHON_H
 #define CSAMPLER_PYTHON_H
 
