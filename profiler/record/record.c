@@ -263,16 +263,25 @@ static void record_raw(struct record *r, const struct sampler_event *ev, uint32_
 
 /* Python frames in place of the interpreter's native activations (unwind/python.h). The
  * frame chain is read now, when the main thread gets to the sample, not when it was taken. */
+/* The sampler's stop_copy (ptrace, the tracer thread): py_capture of the unwinder. */
+static size_t record_py_capture(void *arg, uint32_t pid, uint32_t tid, uint64_t sp,
+				const uint8_t *stack, size_t got, uint8_t *buf, size_t cap)
+{
+	return py_capture(arg, pid, tid, sp, stack, got, buf, cap);
+}
+
 static int record_python(struct record *r, const struct sampler_event *ev, struct unwind_loc *locs,
 			 int n, uint32_t uflags, uint32_t *flags)
 {
 	const struct unwind_sample *s = &ev->sample.snap;
 	enum py_merge_result res;
 	struct py_stack stack = { s->stack, s->regs[UNWIND_REG_SP], s->stack_size,
-				  (uflags & UNWIND_COMPLETE) != 0, s->regs, UNWIND_NREGS };
+				  (uflags & UNWIND_COMPLETE) != 0, s->regs, UNWIND_NREGS,
+				  ev->sample.mem, ev->sample.mem_size, 0 };
 	bool have_stack = s->stack && s->stack_size && (s->regs_mask & (1ull << UNWIND_REG_SP));
 
 	uint64_t now = cs_monotonic_ns();
+	stack.age_ns = now > ev->time ? now - ev->time : 0;
 	n = py_merge(r->unwind, ev->pid, ev->tid, have_stack ? &stack : NULL, locs, n,
 		     RECORD_MAX_LOCS, &res);
 	if (res != PY_MERGE_NONE) {
@@ -962,18 +971,23 @@ static void record_print_python(struct record *r)
 	uint64_t lost = 0;
 	for (int i = 0; i < PY_LOST_N; i++)
 		lost += ps.lost[i];
-	cs_info("Python: %llu samples in Python code: %llu with every frame anchored in the stack copy, "
+	cs_info("Python: %llu samples in Python code (%llu with their frames copied at the stop, "
+		"%llu in a callback returning, %llu entering one): "
+		"%llu with every frame anchored in the stack copy, "
 		"%llu with frames not read (%llu of %llu activations: %llu popped before the read, "
-		"%llu unreadable, %llu thread not found, %llu unmatched, %llu unsupported); "
+		"%llu unreadable, %llu thread not found, %llu unmatched, %llu unsupported, "
+		"%llu read too late); "
 		"read %.1f ms after the sample (median; p90 %.1f, p99 %.1f); "
 		"%.1f reads/sample, %llu code objects checked, %llu read; %llu outer activations "
 		"checked against the copy, %llu samples found moved on",
-		(unsigned long long)ps.samples, (unsigned long long)ps.samples_exact,
-		(unsigned long long)r->py_unread, (unsigned long long)lost,
+		(unsigned long long)ps.samples, (unsigned long long)ps.captured,
+		(unsigned long long)ps.returning, (unsigned long long)ps.entering,
+		(unsigned long long)ps.samples_exact, (unsigned long long)r->py_unread, (unsigned long long)lost,
 		(unsigned long long)ps.acts, (unsigned long long)ps.lost[PY_LOST_POPPED],
 		(unsigned long long)ps.lost[PY_LOST_READ], (unsigned long long)ps.lost[PY_LOST_THREAD],
 		(unsigned long long)ps.lost[PY_LOST_COUNT],
-		(unsigned long long)ps.lost[PY_LOST_UNSUPPORTED], med, p90, p99,
+		(unsigned long long)ps.lost[PY_LOST_UNSUPPORTED],
+		(unsigned long long)ps.lost[PY_LOST_LATE], med, p90, p99,
 		(double)ps.reads / (double)ps.samples, (unsigned long long)ps.codes_checked,
 		(unsigned long long)ps.codes_read, (unsigned long long)ps.outer_checked,
 		(unsigned long long)ps.outer_moved);
@@ -1318,6 +1332,7 @@ int record_run(const struct record_opts *o, char **written)
 {
 	struct record r = { .o = o, .child_pidfd = -1, .sigpipe = { -1, -1 } };
 	int go_fd = -1, err_fd = -1, ret, status = CS_EXIT_ERROR;
+	struct sampler_opts sopts = o->sampler;
 
 	r.run_start_ns = cs_monotonic_ns();
 	r.target_pidfds = cs_calloc(o->npids + 1, sizeof(int));
@@ -1338,8 +1353,13 @@ int record_run(const struct record_opts *o, char **written)
 		cs_error(-ret, "cannot initialise the unwinder: %s", strerror(-ret));
 		goto out;
 	}
-	if (!o->no_python)
+	if (!o->no_python) {
 		py_enable(r.unwind);
+		/* ptrace: the Python frame chain copied while the thread is stopped */
+		sopts.stop_copy = record_py_capture;
+		sopts.stop_copy_arg = r.unwind;
+		sopts.stop_copy_cap = PY_CAPTURE_MAX;
+	}
 	/* A launch named after its pid (-o ...%p...) opens the file once the command is forked;
 	 * otherwise before anything starts, so that an unwritable path costs no launch. */
 	record_names_init(&r.names);
@@ -1369,7 +1389,7 @@ int record_run(const struct record_opts *o, char **written)
 			ret = df_writer_open(&r.w, r.output, o->compress);
 		}
 		if (!ret)
-			ret = sampler_open_launch(&r.sampler, &o->sampler, r.child);
+			ret = sampler_open_launch(&r.sampler, &sopts, r.child);
 		if (ret) {
 			kill(r.child, SIGKILL);
 			waitpid(r.child, NULL, 0);
@@ -1391,7 +1411,7 @@ int record_run(const struct record_opts *o, char **written)
 			}
 			r.ntargets_alive++;
 		}
-		ret = sampler_open_attach(&r.sampler, &o->sampler, o->pids, o->npids);
+		ret = sampler_open_attach(&r.sampler, &sopts, o->pids, o->npids);
 		if (ret)
 			goto out;
 		if (o->gpu_inject && o->gpu.dir) {
@@ -1404,7 +1424,7 @@ int record_run(const struct record_opts *o, char **written)
 				r.sampler = NULL;
 			}
 			record_gpu_attach(&r);
-			if (held && (ret = sampler_open_attach(&r.sampler, &o->sampler, o->pids, o->npids)))
+			if (held && (ret = sampler_open_attach(&r.sampler, &sopts, o->pids, o->npids)))
 				goto out;
 		}
 	}

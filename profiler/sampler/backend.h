@@ -101,6 +101,7 @@ bool sampler_proc_in_cgroup(pid_t pid, const char *path);
 struct sampler_pending {
 	struct sampler_event ev;
 	size_t off_a, off_b, off_c; /* stack bytes / path / comm; kernel ips; user ips */
+	size_t off_d;             /* a sample's stop_copy bytes */
 };
 
 struct sampler_events {

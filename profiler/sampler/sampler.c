@@ -294,7 +294,7 @@ struct sampler_pending *sampler_events_push(struct sampler_events *e, enum sampl
 	struct sampler_pending *p = &e->pend[e->npend++];
 	memset(p, 0, sizeof(*p));
 	p->ev.type = type;
-	p->off_a = p->off_b = p->off_c = SIZE_MAX;
+	p->off_a = p->off_b = p->off_c = p->off_d = SIZE_MAX;
 	return p;
 }
 
@@ -370,6 +370,9 @@ int sampler_batch_deliver(struct sampler_batch *b, sampler_fn fn, void *arg)
 				pe->off_b != SIZE_MAX ? (const uint64_t *)(b->arena.data + pe->off_b) : NULL;
 			ev->sample.snap.user_ips =
 				pe->off_c != SIZE_MAX ? (const uint64_t *)(b->arena.data + pe->off_c) : NULL;
+			ev->sample.mem = pe->off_d != SIZE_MAX ? (const uint8_t *)b->arena.data + pe->off_d : NULL;
+			if (!ev->sample.mem)
+				ev->sample.mem_size = 0;
 			if (!ev->sample.weight)
 				ev->sample.weight = 1;
 			break;

@@ -38,6 +38,14 @@ struct sampler_opts {
 	uint32_t mmap_pages;      /* ring buffer pages per CPU (power of two) */
 	bool all;                 /* record -a: every process (bpf only) */
 	const char *cgroup;       /* --cgroup PATH: the processes under one cgroup (bpf only) */
+	/* ptrace: called while a sampled thread is stopped, after its stack was copied (got
+	 * bytes from sp into stack): may copy more of its memory as it is at the stop into buf
+	 * (cap bytes), delivered with the sample (sample.mem); returns the bytes written. record
+	 * sets it to py_capture (the Python frame chain). NULL: nothing more is copied. */
+	size_t (*stop_copy)(void *arg, uint32_t pid, uint32_t tid, uint64_t sp,
+			    const uint8_t *stack, size_t got, uint8_t *buf, size_t cap);
+	void *stop_copy_arg;
+	size_t stop_copy_cap;     /* buf's size */
 };
 
 enum sampler_event_type {
@@ -69,6 +77,9 @@ struct sampler_event {
 			/* bpf: bit i of user_fp_mask says user_ips[i] was found by a
 			 * frame-pointer step in the kernel (PROFILE_FRAME_FOUND_FP) */
 			uint64_t user_fp_mask[2];
+			/* ptrace: what opts.stop_copy copied at the stop (NULL, 0: nothing) */
+			const uint8_t *mem;
+			uint64_t mem_size;
 		} sample;
 		struct {
 			uint64_t start, len, pgoff;

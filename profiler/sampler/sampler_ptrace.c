@@ -107,6 +107,8 @@ struct ptrace_sampler {
 	bool timer_made;
 	uint64_t period_ns, next_tick;
 	uint8_t *stack;           /* stack copy buffer, opts.stack_size bytes */
+	uint8_t *copy;            /* opts.stop_copy's buffer, opts.stop_copy_cap bytes */
+	uint64_t copies, copy_bytes; /* samples that carried stop_copy bytes, and how many */
 	uint64_t cpu_ticks_gone;  /* CPU time of threads that exited, clock ticks */
 	uint64_t run_ns_gone;     /* the same from schedstat, ns */
 	/* cost of the stops, for the end-of-run line */
@@ -425,6 +427,13 @@ static void pt_take_sample(struct ptrace_sampler *s, struct pt_thread *t, struct
 	bool fp = s->base.opts.callgraph == SAMPLER_CALLGRAPH_FP;
 	if (fp)
 		nips = pt_fp_chain(t->tid, &regs, s->stack, got, ips, 128);
+	/* More of the thread's memory as it is now, while it is stopped (record: the Python frame
+	 * chain, which the thread changes as soon as it runs again) */
+	size_t ncopy = 0;
+	if (!fp && s->copy)
+		ncopy = s->base.opts.stop_copy(s->base.opts.stop_copy_arg, (uint32_t)t->pid,
+					       (uint32_t)t->tid, regs.rsp, s->stack, got, s->copy,
+					       s->base.opts.stop_copy_cap);
 
 	pthread_mutex_lock(&s->lock);
 	if (s->events.arena.len > PT_MAX_PENDING_BYTES) {
@@ -454,6 +463,12 @@ static void pt_take_sample(struct ptrace_sampler *s, struct pt_thread *t, struct
 		ev->sample.snap.regs_mask = SAMPLER_REGS_MASK;
 		if (got)
 			pe->off_a = sampler_events_keep(&s->events, s->stack, got);
+		if (ncopy) {
+			pe->off_d = sampler_events_keep(&s->events, s->copy, ncopy);
+			ev->sample.mem_size = ncopy;
+			s->copies++;
+			s->copy_bytes += ncopy;
+		}
 		ev->sample.snap.stack_size = got;
 		ev->sample.stack_cap = s->base.opts.stack_size;
 	}
@@ -920,6 +935,8 @@ static int pt_open(struct sampler **out, const struct sampler_opts *opts, pid_t 
 		s->nattach = npids;
 	}
 	s->stack = cs_malloc(opts->stack_size ? opts->stack_size : 8);
+	if (opts->stop_copy && opts->stop_copy_cap)
+		s->copy = cs_malloc(opts->stop_copy_cap);
 	s->open_result = 1;
 	s->start_ns = cs_monotonic_ns();
 	pthread_mutex_init(&s->lock, NULL);
@@ -1075,6 +1092,9 @@ static void pt_describe(struct sampler *base, char *buf, size_t len)
 			 "ptrace: %llu stops, each held %.1f us on average (at most %.1f us) after %.1f us to stop",
 			 (unsigned long long)s->nstops, (double)s->stop_ns_total / n_stops / 1e3,
 			 (double)s->stop_ns_max / 1e3, (double)s->reach_ns_total / n_stops / 1e3);
+	if (s->copies && n > 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, "; %llu samples with their Python frames copied at the stop (%.1f KiB each)",
+			      (unsigned long long)s->copies, (double)s->copy_bytes / (double)s->copies / 1024);
 	if (s->syscalls_restarted && n > 0 && (size_t)n < len)
 		n += snprintf(buf + n, len - (size_t)n, "; %llu system calls a stop aborted with EINTR restarted",
 			      (unsigned long long)s->syscalls_restarted);
@@ -1106,6 +1126,7 @@ static void pt_close(struct sampler *base)
 	free(s->procs);
 	free(s->attach_pids);
 	free(s->stack);
+	free(s->copy);
 	sampler_events_free(&s->events);
 	if (s->wake_fd >= 0)
 		close(s->wake_fd);

@@ -50,6 +50,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +74,11 @@
 #define PY_BLOCK_PAGES 4         /* pages read at once around a frame (frame data is contiguous) */
 #define PY_NBLOCKS 8             /* blocks kept for one sample */
 #define PY_BATCH 64              /* code objects checked in one process_vm_readv */
+#define PY_CAP_PAGES 2           /* pages py_capture copies at once around a frame: fewer
+				  * than the reader's blocks, as the thread waits (measured:
+				  * 8.9 KiB a stop on deep.py, 13.7 with 4) */
+#define PY_RECIPES 1024          /* threads py_capture knows how to copy (by tid) */
+#define PY_FROZEN_MAX 32         /* blocks of one sample's py_capture copy */
 
 /* The versions whose layout is a row of this table; 3.13 is built from _Py_DebugOffsets
  * (py_layout_from_debug). Offsets from each version's headers (pycore_runtime.h,
@@ -290,8 +296,27 @@ struct py_code {                       /* a code object seen in a process */
 
 enum py_proc_state { PY_PROC_READY = 1, PY_PROC_FAILED, PY_PROC_UNSUPPORTED };
 
+/* One sample's memory as of the sample: its stack copy and what py_capture copied at the
+ * stop, read in place of the live memory (py_frozen_get). */
+struct py_frozen {
+	const struct py_stack *stack;
+	int n;
+	struct { uint64_t addr, len; const uint8_t *data; } b[PY_FROZEN_MAX];
+};
+
+/* What py_capture needs to copy one thread's frames, set by py_merge once it found the thread
+ * state: the frame pointer is at tstate + off_ptr (3.13), or the _PyCFrame pointer there and
+ * the frame at its + off_cur (3.11, 3.12); each frame's previous at + off_prev. */
+struct py_recipe {
+	uint32_t pid, tid;
+	uint64_t tstate;
+	uint32_t off_ptr, off_cur, off_prev, frame_read;
+	bool via_cframe;
+};
+
 struct py_proc {
 	uint32_t pid;
+	const struct py_frozen *frozen; /* the sample's, while py_merge reads one (or NULL) */
 	enum py_proc_state state;
 	const struct py_layout *layout; /* &own */
 	struct py_layout own;
@@ -338,6 +363,11 @@ struct py_state {
 	const struct py_stack *copy;   /* the sample's stack copy (may be NULL) */
 	struct py_stats stats;
 	uint8_t (*code_bufs)[PY_MAX_OBJECT]; /* PY_BATCH code object headers */
+	struct py_frozen frozen;       /* the sample's memory as of the sample */
+	/* py_capture's recipes, by tid % PY_RECIPES: written by py_merge, read by the sampler's
+	 * thread at each stop, under recipes_lock */
+	pthread_mutex_t recipes_lock;
+	struct py_recipe *recipes;
 };
 
 /* ------------------------------------------------------------------------------------------ */
@@ -429,9 +459,51 @@ static bool py_read(uint32_t pid, uint64_t addr, void *buf, size_t len)
 	return process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0) == (ssize_t)len;
 }
 
-/* py_read of process p, counted in the stats. */
+/* len bytes at addr as of the sample, from its stack copy or what py_capture copied at the
+ * stop; false when neither holds all of them. */
+static bool py_frozen_get(const struct py_frozen *fz, uint64_t addr, void *buf, size_t len)
+{
+	const struct py_stack *s = fz->stack;
+
+	if (s && s->data && addr >= s->addr && addr - s->addr < s->size &&
+	    s->size - (addr - s->addr) >= len) {
+		memcpy(buf, s->data + (addr - s->addr), len);
+		return true;
+	}
+	for (int i = 0; i < fz->n; i++)
+		if (addr >= fz->b[i].addr && addr - fz->b[i].addr < fz->b[i].len &&
+		    fz->b[i].len - (addr - fz->b[i].addr) >= len) {
+			memcpy(buf, fz->b[i].data + (addr - fz->b[i].addr), len);
+			return true;
+		}
+	return false;
+}
+
+/* Index the blocks of a sample's py_capture copy (py_stack.mem) into fz. */
+static void py_frozen_set(struct py_frozen *fz, const struct py_stack *s)
+{
+	fz->stack = s;
+	fz->n = 0;
+	for (uint64_t at = 0; s && s->mem && at + 16 <= s->mem_size && fz->n < PY_FROZEN_MAX;) {
+		uint64_t addr, len;
+		memcpy(&addr, s->mem + at, 8);
+		memcpy(&len, s->mem + at + 8, 8);
+		at += 16;
+		if (len > s->mem_size - at)
+			break;
+		fz->b[fz->n].addr = addr;
+		fz->b[fz->n].len = len;
+		fz->b[fz->n++].data = s->mem + at;
+		at += (len + 7) & ~7ull;
+	}
+}
+
+/* py_read of process p, counted in the stats; as of the sample where the sample's copies hold
+ * it. */
 static bool py_rd(struct py_proc *p, uint64_t addr, void *buf, size_t len)
 {
+	if (p->frozen && py_frozen_get(p->frozen, addr, buf, len))
+		return true;
 	p->stats->reads++;
 	p->stats->read_bytes += len;
 	return py_read(p->pid, addr, buf, len);
@@ -451,6 +523,9 @@ static bool py_frame_bytes(struct py_state *st, struct py_proc *p, uint64_t addr
 {
 	const struct py_stack *s = st->copy;
 
+	/* copied while the thread was stopped (ptrace): the frames as of the sample */
+	if (p->frozen && py_frozen_get(p->frozen, addr, buf, len))
+		return true;
 	/* 3.12+: an activation's shim frame is a local of its C stack frame, which the sample's
 	 * copy holds as it was at the time of the sample (the thread's C stack is reused as
 	 * soon as the activation returns) */
@@ -1310,6 +1385,36 @@ static uint64_t py_gen_caller(struct py_state *st, struct py_proc *p, uint64_t g
 	return 0;
 }
 
+/* 3.12+, with the frames copied at the stop: the innermost activation had no frame of its
+ * own at the time of the sample (its shim was current): it was returning, its frame unlinked
+ * before being cleared and popped (RETURN_VALUE; the frame keeps its code object until the
+ * next push there). That frame was pushed on the data stack after the frame the outer
+ * activation was running (outer), and still links to this activation's shim (shim, a C stack
+ * address no Python object holds): found in the copy above outer, it is shown as the
+ * function returning (its line the return). Returns whether it was found. */
+static bool py_returning_frame(struct py_state *st, struct py_proc *p, uint64_t outer,
+			       uint64_t shim, int *nf)
+{
+	const struct py_layout *L = p->layout;
+
+	if (*nf >= PY_MAX_FRAMES)
+		return false;
+	for (uint64_t x = outer + 8; x < outer + PY_PAGE; x += 8) {
+		uint8_t fb[PY_MAX_OBJECT];
+		if (!py_frozen_get(p->frozen, x, fb, L->frame_read))
+			return false; /* only as of the sample */
+		uint64_t code = py_u64(fb, L->frame_code);
+		if (py_u64(fb, L->frame_previous) != shim || !code || code & 7 ||
+		    code >= (1ull << 47) || fb[L->frame_owner] == L->owner_cstack)
+			continue;
+		st->raw[*nf] = (struct py_raw_frame){ code, py_u64(fb, L->frame_instr), fb[L->frame_owner] };
+		st->ids[*nf] = 0;
+		st->entry[(*nf)++] = 0;
+		return true;
+	}
+	return false;
+}
+
 /* An outer activation (blocked in the call that leads to the next inner one at the time of
  * the sample) keeps the instruction pointer of its innermost frame live across that call: in
  * a callee-saved register (then saved by a callee in the stack copy, or still in the sample's
@@ -1457,6 +1562,9 @@ static int py_runs_anchored(struct unwind_ctx *ctx, struct py_state *st, struct 
 		st->copy = s;
 		if (shims && k == 0 && ok && at != cf[0])
 			ok = false;
+		if (ok && k == 0 && nf == start[k] && nacts > 1 && L->owner_cstack && p->frozen &&
+		    prev && prev != PY_PREV_UNKNOWN && py_returning_frame(st, p, prev, at, &nf))
+			st->stats.returning++;
 		if (shims && k == 0 && !ok && nacts > 1) {
 			/* It returned since (a callback from C runs for microseconds). Its entry
 			 * frame was pushed on the data stack right after the frame the outer
@@ -1544,6 +1652,18 @@ static int py_runs_anchored(struct unwind_ctx *ctx, struct py_state *st, struct 
 	}
 	start[nacts] = nf;
 	bool named = py_name_frames(ctx, st, p, 0, nf);
+	if (p->frozen && nacts > 0 && start[1] - start[0] == 1 && st->ids[start[0]] == UINT32_MAX &&
+	    st->raw[start[0]].code) {
+		/* With the frames copied at the stop, an innermost activation whose one frame is
+		 * still being set up (before its RESUME: a callback from C being entered) runs
+		 * that function: shown at its first line rather than left native */
+		uint64_t code = st->raw[start[0]].code;
+		struct py_code *c = elfcache_hash_find(&p->codes, cs_hash_u64(code), py_code_eq, &code);
+		if (c && c->checked == st->stamp) {
+			st->ids[start[0]] = py_frame_id(st, c->name, c->file, c->first_line);
+			st->stats.entering++;
+		}
+	}
 	py_check_outer(st, p, s, locs, n, acts, nacts, start, marker, unread);
 	if (!named) {
 		/* an activation with a code object that could not be read: the marker */
@@ -1611,8 +1731,43 @@ static int py_put_runs(struct py_state *st, struct unwind_loc *locs, int n, int 
 	return out;
 }
 
+/* Tell py_capture how to copy thread tid's frames (its thread state ts) at the next stops. */
+static void py_recipe_set(struct py_state *st, const struct py_proc *p, uint32_t tid, uint64_t ts)
+{
+	const struct py_layout *L = p->layout;
+	struct py_recipe r;
+	memset(&r, 0, sizeof(r)); /* compared whole, padding included */
+	r.pid = p->pid, r.tid = tid, r.tstate = ts;
+	r.off_ptr = L->tstate_cframe ? L->tstate_cframe : L->tstate_current_frame;
+	r.off_cur = L->cframe_current_frame, r.via_cframe = L->tstate_cframe != 0;
+	r.off_prev = L->frame_previous, r.frame_read = L->frame_read;
+	struct py_recipe *slot = &st->recipes[tid % PY_RECIPES];
+
+	if (!memcmp(slot, &r, sizeof(r)))
+		return;
+	pthread_mutex_lock(&st->recipes_lock);
+	*slot = r;
+	pthread_mutex_unlock(&st->recipes_lock);
+}
+
+static int py_merge_sample(struct unwind_ctx *ctx, struct py_proc **pp, uint32_t pid,
+			   uint32_t tid, const struct py_stack *stack, struct unwind_loc *locs,
+			   int n, int max, enum py_merge_result *result);
+
 int py_merge(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, const struct py_stack *stack,
 	     struct unwind_loc *locs, int n, int max, enum py_merge_result *result)
+{
+	struct py_proc *p = NULL;
+
+	n = py_merge_sample(ctx, &p, pid, tid, stack, locs, n, max, result);
+	if (p)
+		p->frozen = NULL; /* the sample's copies are the caller's */
+	return n;
+}
+
+static int py_merge_sample(struct unwind_ctx *ctx, struct py_proc **pp, uint32_t pid,
+			   uint32_t tid, const struct py_stack *stack, struct unwind_loc *locs,
+			   int n, int max, enum py_merge_result *result)
 {
 	struct py_state *st = ctx->python;
 	int acts[PY_MAX_FRAMES], nacts;
@@ -1638,10 +1793,22 @@ int py_merge(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, const struct py
 			(uint64_t)nacts;
 		return n;
 	}
+	*pp = p;
+	if (stack && stack->mem && stack->mem_size) {
+		py_frozen_set(&st->frozen, stack);
+		p->frozen = &st->frozen;
+		st->stats.captured++;
+	}
 	uint64_t ts = py_thread_state(p, tid);
 	if (!ts) {
 		*result = PY_MERGE_UNREADABLE;
 		st->stats.lost[PY_LOST_THREAD] += (uint64_t)nacts;
+		return n;
+	}
+	py_recipe_set(st, p, tid, ts);
+	if (!p->frozen && stack && stack->age_ns > PY_MAX_AGE_NS) {
+		*result = PY_MERGE_UNREADABLE;
+		st->stats.lost[PY_LOST_LATE] += (uint64_t)nacts;
 		return n;
 	}
 	const struct py_layout *L = p->layout;
@@ -1709,6 +1876,143 @@ int py_merge(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, const struct py
 		st->stats.samples_exact++;
 	}
 	return n;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Copying the frames while the thread is stopped (ptrace) */
+
+/* py_capture's output: records of (u64 address, u64 length, the bytes, padded to 8), read
+ * back by py_frozen_set. */
+struct py_cap {
+	uint8_t *buf;
+	size_t cap, used;
+	pid_t pid;
+	const uint8_t *stack;   /* the sample's stack copy, from sp: not copied again */
+	uint64_t sp;
+	size_t got;
+};
+
+/* Where [addr, addr + len) is already held (the stack copy, a record), or NULL. */
+static const uint8_t *py_cap_find(const struct py_cap *c, uint64_t addr, size_t len)
+{
+	if (addr >= c->sp && addr - c->sp < c->got && c->got - (addr - c->sp) >= len)
+		return c->stack + (addr - c->sp);
+	for (size_t at = 0; at + 16 <= c->used;) {
+		uint64_t a, l;
+		memcpy(&a, c->buf + at, 8);
+		memcpy(&l, c->buf + at + 8, 8);
+		if (addr >= a && addr - a < l && l - (addr - a) >= len)
+			return c->buf + at + 16 + (addr - a);
+		at += 16 + ((l + 7) & ~7ull);
+	}
+	return NULL;
+}
+
+/* Copy [addr, addr + len) into a new record; with pages, the page(s) holding it and up to
+ * PY_CAP_PAGES - 1 below (a data-stack chunk grows upward: the outer frames are there),
+ * asked top first in one process_vm_readv, which stops at the first page not mapped. */
+static const uint8_t *py_cap_read(struct py_cap *c, uint64_t addr, size_t len, bool pages)
+{
+	uint8_t *rec = c->buf + c->used;
+
+	if (!addr || addr >= (1ull << 47) || len > PY_PAGE)
+		return NULL;
+	if (!pages || c->cap - c->used < 16 + PY_CAP_PAGES * PY_PAGE) {
+		if (c->cap - c->used < 16 + ((len + 7) & ~7ull) || !py_read((uint32_t)c->pid, addr, rec + 16, len))
+			return NULL;
+		uint64_t l = len;
+		memcpy(rec, &addr, 8);
+		memcpy(rec + 8, &l, 8);
+		c->used += 16 + ((len + 7) & ~7ull);
+		return rec + 16;
+	}
+	uint64_t first = addr & ~(uint64_t)(PY_PAGE - 1);
+	int above = ((addr + len - 1) & ~(uint64_t)(PY_PAGE - 1)) != first;
+	uint64_t below = PY_CAP_PAGES - 1 - above;
+	if (first / PY_PAGE < below)
+		below = first / PY_PAGE;
+	uint64_t lo = first - below * PY_PAGE;
+	uint8_t *data = rec + 16;
+	struct iovec local[PY_CAP_PAGES], remote[PY_CAP_PAGES];
+	int k = 0;
+	for (uint64_t pg = first; k < 1 + above; pg += PY_PAGE, k++) {
+		local[k] = (struct iovec){ data + (pg - lo), PY_PAGE };
+		remote[k] = (struct iovec){ (void *)(uintptr_t)pg, PY_PAGE };
+	}
+	for (uint64_t i = 1; i <= below; i++, k++) {
+		local[k] = (struct iovec){ data + (first - i * PY_PAGE - lo), PY_PAGE };
+		remote[k] = (struct iovec){ (void *)(uintptr_t)(first - i * PY_PAGE), PY_PAGE };
+	}
+	ssize_t got = process_vm_readv(c->pid, local, (unsigned long)k, remote, (unsigned long)k, 0);
+	int full = got > 0 ? (int)(got / PY_PAGE) : 0;
+	if (full < 1 + above)
+		return py_cap_read(c, addr, len, false); /* e.g. the next page is not mapped */
+	uint64_t a = first - (uint64_t)(full - 1 - above) * PY_PAGE, l = (uint64_t)full * PY_PAGE;
+	memmove(data, data + (a - lo), l);
+	memcpy(rec, &a, 8);
+	memcpy(rec + 8, &l, 8);
+	c->used += 16 + l;
+	return data + (addr - a);
+}
+
+static bool py_cap_u64(struct py_cap *c, uint64_t addr, uint64_t *v)
+{
+	const uint8_t *b = py_cap_find(c, addr, 8);
+
+	if (!b && !(b = py_cap_read(c, addr, 8, false)))
+		return false;
+	memcpy(v, b, 8);
+	return true;
+}
+
+size_t py_capture_chain(uint32_t pid, uint64_t tstate, uint32_t off_ptr, uint32_t off_cur,
+			uint32_t off_prev, uint32_t frame_read, uint64_t sp, const uint8_t *stack,
+			size_t got, uint8_t *buf, size_t cap)
+{
+	struct py_cap c = { buf, cap, 0, (pid_t)pid, stack, sp, stack ? got : 0 };
+	uint64_t frame;
+
+	if (!tstate || frame_read > PY_MAX_OBJECT || off_prev + 8 > frame_read ||
+	    !py_cap_u64(&c, tstate + off_ptr, &frame))
+		return 0;
+	if (off_cur != UINT32_MAX && !py_cap_u64(&c, frame + off_cur, &frame))
+		return c.used;
+	/* The chain through each frame's previous, activations and generators included, as
+	 * py_walk_at follows it; bounded as it is. */
+	for (int depth = 0; depth < PY_MAX_FRAMES && frame && !(frame & 7); depth++) {
+		const uint8_t *fb = py_cap_find(&c, frame, frame_read);
+		if (!fb && !(fb = py_cap_read(&c, frame, frame_read, true)))
+			break;
+		memcpy(&frame, fb + off_prev, 8);
+	}
+	return c.used;
+}
+
+bool py_capture_get(const uint8_t *mem, size_t size, uint64_t addr, void *out, size_t len)
+{
+	struct py_stack s = { .mem = mem, .mem_size = size };
+	struct py_frozen fz;
+
+	py_frozen_set(&fz, &s);
+	fz.stack = NULL;
+	return py_frozen_get(&fz, addr, out, len);
+}
+
+size_t py_capture(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, uint64_t sp,
+		  const uint8_t *stack, size_t got, uint8_t *buf, size_t cap)
+{
+	struct py_state *st = ctx->python;
+	struct py_recipe r;
+
+	if (!st)
+		return 0;
+	pthread_mutex_lock(&st->recipes_lock);
+	r = st->recipes[tid % PY_RECIPES];
+	pthread_mutex_unlock(&st->recipes_lock);
+	if (r.pid != pid || r.tid != tid)
+		return 0;
+	return py_capture_chain(pid, r.tstate, r.off_ptr, r.via_cframe ? r.off_cur : UINT32_MAX,
+				r.off_prev, r.frame_read, sp, stack, got, buf, cap);
 }
 
 void py_stats_get(struct unwind_ctx *ctx, struct py_stats *out)
@@ -1822,6 +2126,8 @@ static void py_release(struct unwind_ctx *ctx)
 	free(st->raw);
 	free(st->blocks);
 	free(st->code_bufs);
+	free(st->recipes);
+	pthread_mutex_destroy(&st->recipes_lock);
 	free(st->out);
 	free(st);
 	ctx->python = NULL;
@@ -1838,6 +2144,8 @@ void py_enable(struct unwind_ctx *ctx)
 	st->raw = cs_malloc(PY_MAX_FRAMES * sizeof(st->raw[0]));
 	st->blocks = cs_malloc(PY_NBLOCKS * sizeof(st->blocks[0]));
 	st->code_bufs = cs_malloc(PY_BATCH * sizeof(st->code_bufs[0]));
+	st->recipes = cs_calloc(PY_RECIPES, sizeof(st->recipes[0]));
+	pthread_mutex_init(&st->recipes_lock, NULL);
 	/* The merged stack holds at most the native locations plus every Python frame. */
 	st->out = cs_malloc(2 * (PY_MAX_FRAMES + 1024) * sizeof(st->out[0]));
 	st->version_override = -1;

@@ -12,7 +12,8 @@
  * taken (~1 ms, more under load). The program may have moved on: python.c takes each
  * activation's frames from where the sample's stack copy says they were, checks them against
  * it, shows "[Python frames not read]" for those that no longer check, and says so in *result;
- * py_stats counts why. */
+ * py_stats counts why. Under ptrace, py_capture copies the chain while the thread is stopped
+ * and py_merge reads that copy (py_stack.mem): the frames are the sample's. */
 #ifndef CSAMPLER_PYTHON_H
 #define CSAMPLER_PYTHON_H
 
@@ -39,6 +40,11 @@ struct py_stack {
 	bool complete;                  /* the native unwind reached the thread's entry point */
 	const uint64_t *regs;           /* the registers at the time of the sample (may be NULL) */
 	int nregs;
+	/* More of the thread's memory as of the sample (may be NULL): what py_capture copied
+	 * while the thread was stopped (ptrace), read in place of the live memory it covers. */
+	const uint8_t *mem;
+	uint64_t mem_size;
+	uint64_t age_ns;                /* how long after the sample it is merged (0: unknown) */
 };
 
 /* Why the frames of an interpreter activation were not read (py_stats.lost[]). */
@@ -48,6 +54,8 @@ enum py_lost {
 	PY_LOST_POPPED,         /* its frames were popped and reused between sample and read */
 	PY_LOST_COUNT,          /* no anchor in the stack copy and the chain had fewer runs */
 	PY_LOST_UNSUPPORTED,    /* a CPython version without a layout */
+	PY_LOST_LATE,           /* no copy of its frames, and merged more than PY_MAX_AGE_NS
+				 * after the sample: the chain is of another time by then */
 	PY_LOST_N,
 };
 
@@ -63,7 +71,40 @@ struct py_stats {
 				      * found running another code object than read */
 	uint64_t reads, read_bytes;  /* process_vm_readv calls and bytes */
 	uint64_t codes_checked, codes_read; /* code objects checked (batched), read whole */
+	uint64_t captured;           /* samples whose frames were copied at the stop (ptrace) */
+	uint64_t returning;          /* innermost activations shown as their returning frame */
+	uint64_t entering;           /* ... as their one frame, still being set up */
 };
+
+/* A sample merged later than this after it was taken, without a copy of its frames (the
+ * recorder fell behind: start-up, a loaded machine), is not read: the chain read then is of
+ * another part of the program. */
+#define PY_MAX_AGE_NS 100000000ull
+
+/* The most py_capture writes: blocks of pages of frame data and the small reads. */
+#define PY_CAPTURE_MAX (4 * 4 * 4096 + 4096)
+
+/* While thread tid of pid is stopped (the ptrace sampler's stop, after its stack was copied:
+ * stack, got bytes from sp), copy its Python frame chain as it is then into buf (cap bytes,
+ * at most PY_CAPTURE_MAX used): the thread state's pointer to the current frame, and blocks of
+ * pages around each frame not in the stack copy, walked through each frame's previous. A
+ * sample carrying it (py_stack.mem) reads its frames as of the sample, not as they are later.
+ * Only for threads py_merge has found the thread state of (nothing before: returns 0). Safe
+ * to call from another thread than py_merge's. Returns the bytes written. */
+size_t py_capture(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, uint64_t sp,
+		  const uint8_t *stack, size_t got, uint8_t *buf, size_t cap);
+
+/* py_capture's walk, exposed for the unit tests: in process pid, the frame pointer at tstate +
+ * off_ptr (or, off_cur not UINT32_MAX, a pointer there to a struct whose + off_cur is the
+ * frame), each frame's previous at + off_prev, frame_read bytes of each copied. Returns the
+ * bytes written to buf. */
+size_t py_capture_chain(uint32_t pid, uint64_t tstate, uint32_t off_ptr, uint32_t off_cur,
+			uint32_t off_prev, uint32_t frame_read, uint64_t sp, const uint8_t *stack,
+			size_t got, uint8_t *buf, size_t cap);
+
+/* len bytes at addr as py_capture's copy mem (size bytes) holds them into out; false when it
+ * does not hold all of them. Exposed for the unit tests. */
+bool py_capture_get(const uint8_t *mem, size_t size, uint64_t addr, void *out, size_t len);
 
 /* The counters since py_enable (zero when disabled). */
 void py_stats_get(struct unwind_ctx *ctx, struct py_stats *out);

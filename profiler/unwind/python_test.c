@@ -5,7 +5,9 @@
 #include "unwind/python.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char py_test_table_hex[] =
 	"8000d80809884189058041d80708883182758075d80c23d00c239d25a00199289c28d00c23d10c23d40c2388"
@@ -275,4 +277,78 @@ UNIT_TEST(python_shim_offset)
 	/* 3.11 and 3.12 anchor on their _PyCFrame instead */
 	UNIT_ASSERT_EQ_INT(py_layout_for(0x030c01f0, NULL, 0, &L), 0);
 	UNIT_ASSERT(py_shim_offset_find(&L, &s, locs, 7, acts, 3, none) == 0);
+}
+
+/* py_capture's walk (the ptrace stop): a chain of 60 frames of 96 bytes in one data-stack-like
+ * block of pages (3.11's and 3.12's way: the thread state points to a _PyCFrame whose
+ * current_frame is the innermost frame) under a generator's frame elsewhere, copied from this
+ * process; changed afterwards, the copy still holds every frame as it was; the 3.13 way (the
+ * thread state points to the frame); a chain that loops ends within bounds. */
+UNIT_TEST(python_capture_chain)
+{
+	enum { NF = 60, FSZ = 96, PREV = 8, READ = 64 };
+	uint8_t *chunk = aligned_alloc(4096, 8 * 4096), *gen = calloc(1, 256);
+	uint8_t *buf = malloc(PY_CAPTURE_MAX);
+	uint64_t ts[4] = { 0 }, cf[4] = { 0 };
+	uint32_t pid = (uint32_t)getpid();
+
+	UNIT_ASSERT(chunk && gen && buf);
+	memset(chunk, 0, 8 * 4096);
+	uint8_t *frame[NF + 1];
+	for (int i = 0; i < NF; i++) {
+		frame[i] = chunk + 4096 + 64 + (size_t)i * FSZ; /* outermost first, growing up */
+		uint64_t code = 0x1000 + 8ull * (uint64_t)i, prev = i ? (uint64_t)(uintptr_t)frame[i - 1] : 0;
+		memcpy(frame[i], &code, 8);
+		memcpy(frame[i] + PREV, &prev, 8);
+	}
+	frame[NF] = gen + 64; /* the innermost: a generator's, in its object */
+	uint64_t gcode = 0x9000, gprev = (uint64_t)(uintptr_t)frame[NF - 1];
+	memcpy(frame[NF], &gcode, 8);
+	memcpy(frame[NF] + PREV, &gprev, 8);
+	cf[2] = (uint64_t)(uintptr_t)frame[NF];
+	ts[1] = (uint64_t)(uintptr_t)cf;
+
+	size_t n = py_capture_chain(pid, (uint64_t)(uintptr_t)ts, 8, 16, PREV, READ, 0, NULL, 0,
+				    buf, PY_CAPTURE_MAX);
+	UNIT_ASSERT(n > 0 && n <= PY_CAPTURE_MAX);
+	for (int i = 0; i <= NF; i++) /* the program moves on: every frame changes */
+		memset(frame[i], 0xee, 16);
+	ts[1] = 0;
+	uint64_t v, f, code;
+	UNIT_ASSERT(py_capture_get(buf, n, (uint64_t)(uintptr_t)ts + 8, &v, 8));
+	UNIT_ASSERT(v == (uint64_t)(uintptr_t)cf);
+	UNIT_ASSERT(py_capture_get(buf, n, v + 16, &f, 8));
+	int depth = 0;
+	for (; f && depth <= NF + 1; depth++) {
+		UNIT_ASSERT(py_capture_get(buf, n, f, &code, 8));
+		UNIT_ASSERT(code == (depth ? 0x1000 + 8ull * (uint64_t)(NF - depth) : 0x9000));
+		UNIT_ASSERT(py_capture_get(buf, n, f + PREV, &f, 8));
+	}
+	UNIT_ASSERT_EQ_INT(depth, NF + 1);
+	/* what it did not copy is not made up */
+	UNIT_ASSERT(!py_capture_get(buf, n, (uint64_t)(uintptr_t)chunk + 5 * 4096, &v, 8));
+
+	/* 3.13: the thread state points to the innermost frame itself */
+	for (int i = 0; i < NF; i++) {
+		uint64_t c = 0x2000 + (uint64_t)i, prev = i ? (uint64_t)(uintptr_t)frame[i - 1] : 0;
+		memcpy(frame[i], &c, 8);
+		memcpy(frame[i] + PREV, &prev, 8);
+	}
+	ts[1] = (uint64_t)(uintptr_t)frame[NF - 1];
+	n = py_capture_chain(pid, (uint64_t)(uintptr_t)ts, 8, UINT32_MAX, PREV, READ, 0, NULL, 0, buf,
+			     PY_CAPTURE_MAX);
+	UNIT_ASSERT(py_capture_get(buf, n, (uint64_t)(uintptr_t)frame[0], &code, 8) && code == 0x2000);
+
+	/* a loop (memory reused while read by another walker): bounded, no hang */
+	uint64_t loop = (uint64_t)(uintptr_t)frame[NF - 1];
+	memcpy(frame[0] + PREV, &loop, 8);
+	n = py_capture_chain(pid, (uint64_t)(uintptr_t)ts, 8, UINT32_MAX, PREV, READ, 0, NULL, 0, buf,
+			     PY_CAPTURE_MAX);
+	UNIT_ASSERT(n > 0);
+	/* no thread state: nothing */
+	UNIT_ASSERT(py_capture_chain(pid, 0, 8, UINT32_MAX, PREV, READ, 0, NULL, 0, buf,
+				     PY_CAPTURE_MAX) == 0);
+	free(buf);
+	free(gen);
+	free(chunk);
 }

@@ -12,12 +12,15 @@
 #   - all of them (phases, and the samples left all native then) at most RUN% of the run;
 #   - the split within SPLIT points of the truth;
 #   - report counts every such sample in its unwind quality.
-# The goal is 1% and 2 points everywhere: 3.11 comes close (CB 2.5%, RUN 4%, SPLIT 2: 0.5-1%
-# on a quiet machine, up to 2.7% with the reads delayed by other load); in
-# 3.12 and 3.13 a callback from C returns microseconds after the sample, so before the read,
-# and a later call's frames are taken only when they link as the sampled one did (CB 12%,
-# RUN 8%, SPLIT 3); 3.13 reads its innermost activation as it is at the read, racing the
-# running thread (RUN 15%; SPLIT 4 under ptrace). README "Python frames" has the figures.
+# The goal is 1% and 2 points everywhere. Under ptrace the frames are copied while the thread
+# is stopped (py_capture), so read as of the sample: the goal holds for every version (CB 1.5%,
+# RUN 1%, SPLIT 2; measured 0.1-0.9% of the run; main's binary, reading later, lost 2-6% in
+# 3.12 and 3.13). In perf mode the frames are read after the sample: 3.11 comes close (CB
+# 3.5%, RUN 4%, SPLIT 2: 0.5-1% on a quiet machine, 2.5-2.7% with the reads delayed by other
+# load, main's binary alike); in 3.12 and 3.13 a callback from C returns microseconds after the sample, so before
+# the read, and a later call's frames are taken only when they link as the sampled one did
+# (CB 12%, RUN 8%, SPLIT 3); 3.13 reads its innermost activation as it is at the read, racing
+# the running thread (RUN 15%). README "Python frames" has the figures.
 source "$CSAMPLER_ROOT/tests/python/lib-python.sh"
 
 within() { awk -v a="$1" -v b="$2" -v p="$SPLIT" 'BEGIN { d = a - b; exit !(d <= p && d >= -p) }'; }
@@ -88,8 +91,8 @@ for v in debian-3.11 3.11 3.12 3.13; do
 	fi
 	ran=1
 	# limits: callbacks from C, whole run, split points (see the top)
-	lim="2.5 4 2" ptlim="2.5 4 2"
-	case $v in 3.12) lim="12 8 3" ptlim="12 8 3" ;; 3.13) lim="12 15 3" ptlim="12 15 4" ;; esac
+	lim="3.5 4 2" ptlim="1.5 1 2"
+	case $v in 3.12) lim="12 8 3" ;; 3.13) lim="12 15 3" ;; esac
 	check_deep "$v" perf "$PY" "" $lim
 	check_deep "$v" ptrace "$PY" "" $ptlim
 	check_deep "$v" perf "$PY" threads $lim

@@ -7,10 +7,11 @@
 # another Python function: the frames of each interpreter activation are the ones it ran at
 # the time of the sample); torch's own threads (OpenMP workers) carry no Python frames; the
 # Python split (one torch thread) matches a --mode ptrace run's within 6 points (the goal is
-# 2: measured 2.4 and 5.0 with two threads, Conv2d._conv_forward low in perf mode), with at
-# most 3% (ptrace) and 6% (perf) of the training samples without their Python frames (the
-# goal is 1%: measured 0.7-2.4% and 2.8-4.5%, module calls from C whose frames were popped and
-# reused before the read: mostly the convolutions').
+# 2: measured 0.8-3.7 with one thread, run to run, 2.4 and 5.0 with two threads,
+# Conv2d._conv_forward low in perf mode), with at most 1% (ptrace, whose frames are copied at
+# the stop: 0 measured, 0.7-2.4% when read after it) and 6% (perf) of the training samples
+# without their Python frames (the goal is 1%: measured 2.1-2.8% in perf mode, module calls
+# from C whose frames were popped and reused before the read: mostly the convolutions').
 source "$CSAMPLER_ROOT/tests/python/lib-python.sh"
 
 PY=${TORCH_PYTHON:-/usr/bin/python3}
@@ -94,7 +95,7 @@ if "$CSAMPLER" record -q -o perf1.data -- "$PY" "$SRC/torch_train.py" 4 1 >/dev/
 	awk -v w="${worst% *}" 'BEGIN { exit !(w <= 6) }' &&
 		pass "python-torch: Python split in perf mode within 6 points of ptrace's (worst ${worst#* }: ${worst% *})" ||
 		fail "python-torch: Python split differs from ptrace's by ${worst% *} points (${worst#* })"
-	for m in perf:6 pt:3; do
+	for m in perf:6 pt:1; do
 		read -r _ l t <<<"$(grep '^#lost' split.${m%:*})"
 		awk -v l="$l" -v t="$t" -v p="${m#*:}" 'BEGIN { exit !(t > 200 && 100 * l <= p * t) }' &&
 			pass "python-torch: ${m%:*}: Python frames not read in $l of $t training samples (<= ${m#*:}%)" ||
