@@ -129,6 +129,8 @@ static int bpf_on_sample(void *ctx, void *data, size_t size)
 		if (r->flags & CSB_USER_ERROR)
 			ev->sample.unwind_flags |= UNWIND_ERROR;
 	}
+	if (r->flags & (CSB_USER_NO_TABLE | CSB_USER_SLICE | CSB_USER_ERROR))
+		bpf_tables_hit(s->tables, r->pid, (const uint64_t *)r->user, r->nuser);
 	s->nsamples++;
 	s->ring_bytes += size;
 	if (s->debug && s->nsamples % 500 == 1)

@@ -1,17 +1,21 @@
 /* sampler_bpf_tables.c: the BPF backend's unwind tables in the kernel's maps. Each executable
- * file gets its rows (unwind/cfitable.h) once, into a slice of the rows array, when a sampled
- * process first maps it; every process mapping the same file (same device and inode) shares the
- * slice. Each process' entry of the procs map lists its file mappings (start, end, bias, slice),
- * kept in step with the MMAP2, exec, FORK and EXIT events of each batch before it is delivered;
- * files not built yet are built a few milliseconds at a time between drains (bpf_tables_work).
- * Samples taken before their file's rows are loaded (the first milliseconds after an exec or a
- * dlopen) are walked by frame pointers, and say so when that fails. */
+ * file gets its rows (unwind/cfitable.h) once, into a slice of the rows array, and only when a
+ * sample's walk stopped in it for want of rows (a machine maps hundreds of files that no sample
+ * is ever taken in); every process mapping the same file (same device and inode) shares the
+ * slice, and the rows come from the on-disk cache when an earlier run built them
+ * (cfitable_build_cached). Each process' entry of the procs map lists its file mappings (start,
+ * end, bias, slice), kept in step with the MMAP2, exec, FORK and EXIT events of each batch before
+ * it is delivered; mappings of files not built yet wait in the process' pending list. Files are
+ * built a few milliseconds at a time between drains (bpf_tables_work). Samples taken before
+ * their file's rows are loaded are walked by frame pointers, and where that is uncertain they
+ * carry a stack slice that user space unwinds (sampler_bpf.c). */
 #include "sampler/backend.h"
 #include "sampler/sampler_bpf_shared.h"
 
 #include "unwind/cfitable.h"
 
 #include "base/cs.h"
+#include "base/hash.h"
 
 #ifdef CSAMPLER_HAVE_BPF
 
@@ -26,35 +30,42 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* A file's rows: not built until a sample stops in one of its mappings for want of rows. */
 struct bpf_table_file {
 	dev_t dev;
 	ino_t ino;
+	char *path;                /* as the first mapping named it (in that process' root) */
+	bool built, wanted;
 	uint32_t first, count;     /* count 0: no table (no .eh_frame_hdr, or the rows are full) */
 	struct cfitable_segment *segs;
 	size_t nsegs;
 };
 
+/* A mapping of a file whose rows are not built yet: applied when they are. */
+struct bpf_pending_map {
+	uint64_t start, end, pgoff;
+	uint32_t file;
+};
+
 struct bpf_table_proc {
 	uint32_t pid;
 	struct csb_proc p;         /* as in the procs map */
-};
-
-/* A mapping whose file's rows are not built yet: applied by bpf_tables_work. */
-struct bpf_pending_map {
-	struct sampler_event ev;   /* SAMPLER_EV_MMAP; ev.mmap.path owned */
+	struct bpf_pending_map *pending;
+	size_t npending, cap_pending;
 };
 
 struct bpf_tables {
-	struct bpf_pending_map *pending;
-	size_t npending, cap_pending;
 	int rows_fd, procs_fd;
 	struct csb_row *rows;      /* the rows array, mapped (BPF_F_MMAPABLE) */
 	uint32_t nrows;            /* used */
 	struct bpf_table_file *files;
 	size_t nfiles, cap_files;
+	struct cs_map file_index;  /* (dev, ino) -> files[] */
 	struct bpf_table_proc *procs;
 	size_t nprocs, cap_procs;
-	uint64_t build_ns, unsupported, full;
+	size_t nwanted;            /* files wanted and not built */
+	uint64_t build_ns, unsupported, full, cached, hits;
+	bool debug;
 };
 
 int bpf_tables_new(struct bpf_tables **out, struct bpf_map *rows, struct bpf_map *procs)
@@ -62,6 +73,7 @@ int bpf_tables_new(struct bpf_tables **out, struct bpf_map *rows, struct bpf_map
 	struct bpf_tables *t = cs_calloc(1, sizeof(*t));
 	t->rows_fd = bpf_map__fd(rows);
 	t->procs_fd = bpf_map__fd(procs);
+	t->debug = getenv("CSAMPLER_BPF_DEBUG") != NULL;
 	t->rows = mmap(NULL, (size_t)CSB_MAX_ROWS * sizeof(struct csb_row), PROT_READ | PROT_WRITE,
 		       MAP_SHARED, t->rows_fd, 0);
 	if (t->rows == MAP_FAILED) {
@@ -78,49 +90,60 @@ void bpf_tables_free(struct bpf_tables *t)
 	if (!t)
 		return;
 	munmap(t->rows, (size_t)CSB_MAX_ROWS * sizeof(struct csb_row));
-	for (size_t i = 0; i < t->nfiles; i++)
+	for (size_t i = 0; i < t->nfiles; i++) {
 		free(t->files[i].segs);
+		free(t->files[i].path);
+	}
 	free(t->files);
+	cs_map_free(&t->file_index);
+	for (size_t i = 0; i < t->nprocs; i++)
+		free(t->procs[i].pending);
 	free(t->procs);
-	for (size_t i = 0; i < t->npending; i++)
-		free((char *)t->pending[i].ev.mmap.path);
-	free(t->pending);
 	free(t);
 }
 
-/* The file's rows, built and loaded at its first mapping (only when build; else NULL for a
- * file not built yet, *todo set). */
-static struct bpf_table_file *bpf_tables_file(struct bpf_tables *t, uint32_t pid, const char *path,
-					      bool build, bool *todo)
+/* The file a mapping names, found by device and inode (one stat per mapping), added unbuilt on
+ * first sight; NULL when it cannot be opened. */
+static struct bpf_table_file *bpf_tables_file(struct bpf_tables *t, uint32_t pid, const char *path)
 {
 	char full[4200];
 	struct stat st;
 	snprintf(full, sizeof(full), "/proc/%u/root%s", pid, path);
-	int fd = open(full, O_RDONLY | O_CLOEXEC);
-	*todo = false;
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		if (fd >= 0)
-			close(fd);
+	if (stat(full, &st) < 0)
 		return NULL;
-	}
-	for (size_t i = 0; i < t->nfiles; i++)
-		if (t->files[i].dev == st.st_dev && t->files[i].ino == st.st_ino) {
-			close(fd);
-			return &t->files[i];
-		}
-	if (!build) {
-		close(fd);
-		*todo = true;
-		return NULL;
-	}
+	uint32_t *slot = cs_map_slot(&t->file_index, st.st_dev, st.st_ino);
+	if (*slot != CS_MAP_NONE)
+		return &t->files[*slot];
+	*slot = (uint32_t)t->nfiles;
 	cs_grow(&t->files, &t->cap_files, t->nfiles + 1, sizeof(*t->files));
 	struct bpf_table_file *f = &t->files[t->nfiles++];
 	memset(f, 0, sizeof(*f));
 	f->dev = st.st_dev;
 	f->ino = st.st_ino;
+	f->path = cs_strdup(path);
+	return f;
+}
+
+/* Build (or read from the cache) the rows of f and copy them into the rows map; opened through
+ * the root of a process that maps it. */
+static void bpf_tables_build(struct bpf_tables *t, struct bpf_table_file *f, uint32_t pid)
+{
+	char full[4200];
+	struct stat st;
 	struct cfitable ct;
+	bool from_cache;
+	f->built = true;
+	snprintf(full, sizeof(full), "/proc/%u/root%s", pid, f->path);
+	int fd = open(full, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) < 0 || st.st_dev != f->dev || st.st_ino != f->ino) {
+		close(fd);  /* replaced since it was mapped: frame pointers */
+		return;
+	}
 	uint64_t t0 = cs_monotonic_ns();
-	if (cfitable_build(fd, &ct) == 0) {
+	if (cfitable_build_cached(fd, &ct, &from_cache) == 0) {
+		t->cached += from_cache;
 		f->segs = ct.segs;
 		f->nsegs = ct.nsegs;
 		ct.segs = NULL;
@@ -148,7 +171,6 @@ static struct bpf_table_file *bpf_tables_file(struct bpf_tables *t, uint32_t pid
 	}
 	t->build_ns += cs_monotonic_ns() - t0;
 	close(fd);
-	return f;
 }
 
 static struct bpf_table_proc *bpf_tables_proc(struct bpf_tables *t, uint32_t pid, bool create)
@@ -174,74 +196,147 @@ static void bpf_tables_drop(struct bpf_tables *t, uint32_t pid)
 {
 	for (size_t i = 0; i < t->nprocs; i++)
 		if (t->procs[i].pid == pid) {
-			bpf_map_delete_elem(t->procs_fd, &pid);
+			if (t->procs[i].p.nmaps)
+				bpf_map_delete_elem(t->procs_fd, &pid);
+			free(t->procs[i].pending);
 			t->procs[i] = t->procs[--t->nprocs];
 			return;
 		}
 }
 
-/* A new executable file mapping: replaces what it overlaps, kept sorted by start. Returns
- * false when the file's rows are not built and build is false (the caller keeps it pending). */
-static bool bpf_tables_mmap(struct bpf_tables *t, const struct sampler_event *ev, bool build)
+/* Remove what overlaps [start, end) from p's pending mappings. */
+static void bpf_tables_unpend(struct bpf_table_proc *p, uint64_t start, uint64_t end)
 {
-	const char *path = ev->mmap.path;
-	bool todo;
-	if (!(ev->mmap.prot & 4 /* PROT_EXEC */) || path[0] != '/')
-		return true;
-	struct bpf_table_file *f = bpf_tables_file(t, ev->pid, path, build, &todo);
-	if (todo)
-		return false;
+	size_t n = 0;
+	for (size_t i = 0; i < p->npending; i++)
+		if (p->pending[i].end <= start || p->pending[i].start >= end)
+			p->pending[n++] = p->pending[i];
+	p->npending = n;
+}
+
+/* A mapping of built file f into p's table entry: replaces what it overlaps, kept sorted by
+ * start. Returns whether the entry changed (the caller stores it). */
+static bool bpf_tables_apply(struct bpf_tables *t, struct bpf_table_proc *p,
+			     const struct bpf_table_file *f, uint64_t start, uint64_t end, uint64_t pgoff)
+{
 	uint64_t bias = 0;
-	struct cfitable segs = { .segs = f ? f->segs : NULL, .nsegs = f ? f->nsegs : 0 };
-	if (!f || !f->count || cfitable_bias(&segs, ev->mmap.start, ev->mmap.pgoff, &bias))
-		return true; /* the program walks it by frame pointers */
-	struct bpf_table_proc *p = bpf_tables_proc(t, ev->pid, true);
-	struct csb_map m = { ev->mmap.start, ev->mmap.start + ev->mmap.len, bias, f->first, f->count };
+	struct cfitable segs = { .segs = f->segs, .nsegs = f->nsegs };
+	if (!f->count || cfitable_bias(&segs, start, pgoff, &bias))
+		return false; /* the program walks it by frame pointers */
+	struct csb_map m = { start, end, bias, f->first, f->count };
 	uint32_t n = 0;
 	struct csb_map *maps = p->p.maps;
 	for (uint32_t i = 0; i < p->p.nmaps; i++)
 		if (maps[i].end <= m.start || maps[i].start >= m.end)
 			maps[n++] = maps[i];
 	if (n == CSB_MAX_MAPS)
-		return true;
+		return false;
 	uint32_t at = n;
 	while (at > 0 && maps[at - 1].start > m.start)
 		at--;
 	memmove(&maps[at + 1], &maps[at], (n - at) * sizeof(*maps));
 	maps[at] = m;
 	p->p.nmaps = n + 1;
-	bpf_tables_store(t, p);
-	if (getenv("CSAMPLER_BPF_DEBUG"))
+	if (t->debug)
 		fprintf(stderr, "csampler: bpf debug: pid %u maps %s %#llx-%#llx bias %#llx rows %u+%u\n",
-			ev->pid, path, (unsigned long long)m.start, (unsigned long long)m.end,
+			p->pid, f->path, (unsigned long long)m.start, (unsigned long long)m.end,
 			(unsigned long long)m.bias, m.first, m.count);
 	return true;
 }
 
-static void bpf_tables_drop_pending(struct bpf_tables *t, uint32_t pid)
+/* A new executable file mapping: applied now when its file's rows are built, else kept pending
+ * until a sample needs them. Either way it replaces what it overlaps. */
+static void bpf_tables_mmap(struct bpf_tables *t, const struct sampler_event *ev)
 {
-	size_t n = 0;
-	for (size_t i = 0; i < t->npending; i++) {
-		if (t->pending[i].ev.pid == pid)
-			free((char *)t->pending[i].ev.mmap.path);
-		else
-			t->pending[n++] = t->pending[i];
+	const char *path = ev->mmap.path;
+	if (!(ev->mmap.prot & 4 /* PROT_EXEC */) || path[0] != '/')
+		return;
+	struct bpf_table_file *f = bpf_tables_file(t, ev->pid, path);
+	uint64_t start = ev->mmap.start, end = ev->mmap.start + ev->mmap.len;
+	struct bpf_table_proc *p = bpf_tables_proc(t, ev->pid, f != NULL);
+	if (!p)
+		return;
+	bpf_tables_unpend(p, start, end);
+	if (f && f->built) {
+		if (bpf_tables_apply(t, p, f, start, end, ev->mmap.pgoff))
+			bpf_tables_store(t, p);
+		return;
 	}
-	t->npending = n;
+	/* an older mapping of [start, end) with rows no longer holds */
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < p->p.nmaps; i++)
+		if (p->p.maps[i].end <= start || p->p.maps[i].start >= end)
+			p->p.maps[n++] = p->p.maps[i];
+	if (n != p->p.nmaps) {
+		p->p.nmaps = n;
+		bpf_tables_store(t, p);
+	}
+	if (!f)
+		return;
+	cs_grow(&p->pending, &p->cap_pending, p->npending + 1, sizeof(*p->pending));
+	p->pending[p->npending++] = (struct bpf_pending_map){ start, end, ev->mmap.pgoff,
+							       (uint32_t)(f - t->files) };
+}
+
+void bpf_tables_hit(struct bpf_tables *t, uint32_t pid, const uint64_t *pcs, size_t n)
+{
+	struct bpf_table_proc *p = bpf_tables_proc(t, pid, false);
+	if (!p || !p->npending)
+		return;
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < p->npending; j++) {
+			struct bpf_table_file *f = &t->files[p->pending[j].file];
+			if (pcs[i] >= p->pending[j].start && pcs[i] < p->pending[j].end && !f->wanted) {
+				f->wanted = true;
+				t->nwanted++;
+				t->hits++;
+			}
+		}
+}
+
+/* Every pending mapping of file index fi, in every process, applied. */
+static void bpf_tables_apply_file(struct bpf_tables *t, uint32_t fi)
+{
+	for (size_t i = 0; i < t->nprocs; i++) {
+		struct bpf_table_proc *p = &t->procs[i];
+		bool changed = false;
+		size_t n = 0;
+		for (size_t j = 0; j < p->npending; j++) {
+			struct bpf_pending_map m = p->pending[j];
+			if (m.file == fi)
+				changed |= bpf_tables_apply(t, p, &t->files[fi], m.start, m.end, m.pgoff);
+			else
+				p->pending[n++] = m;
+		}
+		p->npending = n;
+		if (changed)
+			bpf_tables_store(t, p);
+	}
 }
 
 void bpf_tables_work(struct bpf_tables *t, uint64_t budget_ns)
 {
+	if (!t->nwanted)
+		return;
 	uint64_t until = cs_monotonic_ns() + budget_ns;
-	size_t n = 0;
-	for (size_t i = 0; i < t->npending; i++) {
-		struct bpf_pending_map *p = &t->pending[i];
-		if (bpf_tables_mmap(t, &p->ev, cs_monotonic_ns() < until))
-			free((char *)p->ev.mmap.path);
-		else
-			t->pending[n++] = *p;
+	for (uint32_t fi = 0; fi < t->nfiles && t->nwanted && cs_monotonic_ns() < until; fi++) {
+		struct bpf_table_file *f = &t->files[fi];
+		if (!f->wanted || f->built)
+			continue;
+		/* opened through the root of a process that maps it */
+		uint32_t pid = 0;
+		for (size_t i = 0; i < t->nprocs && !pid; i++)
+			for (size_t j = 0; j < t->procs[i].npending && !pid; j++)
+				if (t->procs[i].pending[j].file == fi)
+					pid = t->procs[i].pid;
+		t->nwanted--;
+		if (!pid) {
+			f->wanted = false; /* nobody maps it any more: built when mapped and hit again */
+			continue;
+		}
+		bpf_tables_build(t, f, pid);
+		bpf_tables_apply_file(t, fi);
 	}
-	t->npending = n;
 }
 
 void bpf_tables_event(struct bpf_tables *t, const struct sampler_event *ev)
@@ -249,35 +344,34 @@ void bpf_tables_event(struct bpf_tables *t, const struct sampler_event *ev)
 	struct bpf_table_proc *p;
 	switch (ev->type) {
 	case SAMPLER_EV_MMAP:
-		/* a file already built is applied now; a new one waits for bpf_tables_work, so
-		 * that building never holds up the draining of the rings */
-		if (!bpf_tables_mmap(t, ev, false)) {
-			cs_grow(&t->pending, &t->cap_pending, t->npending + 1, sizeof(*t->pending));
-			t->pending[t->npending].ev = *ev;
-			t->pending[t->npending++].ev.mmap.path = cs_strdup(ev->mmap.path);
-		}
+		bpf_tables_mmap(t, ev);
 		break;
 	case SAMPLER_EV_COMM:
-		if (ev->comm.exec)
-			bpf_tables_drop_pending(t, ev->pid);
 		if (ev->comm.exec && (p = bpf_tables_proc(t, ev->pid, false))) {
-			p->p.nmaps = 0; /* a new address space */
-			bpf_tables_store(t, p);
+			p->npending = 0; /* a new address space */
+			if (p->p.nmaps) {
+				p->p.nmaps = 0;
+				bpf_tables_store(t, p);
+			}
 		}
 		break;
 	case SAMPLER_EV_FORK:
 		if (ev->pid != ev->task.ppid && (p = bpf_tables_proc(t, ev->task.ppid, false))) {
-			struct csb_proc copy = p->p;
+			size_t at = (size_t)(p - t->procs);
 			struct bpf_table_proc *c = bpf_tables_proc(t, ev->pid, true);
-			c->p = copy;
-			bpf_tables_store(t, c);
+			p = &t->procs[at]; /* the array may have moved */
+			c->p = p->p;
+			c->npending = 0;
+			cs_grow(&c->pending, &c->cap_pending, p->npending + 1, sizeof(*c->pending));
+			memcpy(c->pending, p->pending, p->npending * sizeof(*p->pending));
+			c->npending = p->npending;
+			if (c->p.nmaps)
+				bpf_tables_store(t, c);
 		}
 		break;
 	case SAMPLER_EV_EXIT:
-		if (ev->pid == ev->tid) {
+		if (ev->pid == ev->tid)
 			bpf_tables_drop(t, ev->pid);
-			bpf_tables_drop_pending(t, ev->pid);
-		}
 		break;
 	default:
 		break;
@@ -286,13 +380,15 @@ void bpf_tables_event(struct bpf_tables *t, const struct sampler_event *ev)
 
 void bpf_tables_describe(struct bpf_tables *t, char *buf, size_t len)
 {
-	size_t with = 0;
-	for (size_t i = 0; i < t->nfiles; i++)
+	size_t with = 0, built = 0;
+	for (size_t i = 0; i < t->nfiles; i++) {
 		with += t->files[i].count != 0;
-	snprintf(buf, len, "unwind tables: %zu of %zu files, %u rows (%.1f MB), built in %.0f ms%s%s",
-		 with, t->nfiles, t->nrows, (double)t->nrows * sizeof(struct csb_row) / 1e6,
-		 (double)t->build_ns / 1e6, t->full ? ", some files did not fit" : "",
-		 t->npending ? ", some mappings still waiting" : "");
+		built += t->files[i].built;
+	}
+	snprintf(buf, len, "unwind tables: %zu of %zu files mapped (those samples stopped in; %llu from the cache), %u rows (%.1f MB), built in %.0f ms%s%s",
+		 with, t->nfiles, (unsigned long long)t->cached, t->nrows,
+		 (double)t->nrows * sizeof(struct csb_row) / 1e6, (double)t->build_ns / 1e6,
+		 t->full ? ", some files did not fit" : "", t->nwanted ? ", some files still waiting" : "");
 }
 
 #endif
