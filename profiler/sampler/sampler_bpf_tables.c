@@ -385,7 +385,7 @@ void bpf_tables_describe(struct bpf_tables *t, char *buf, size_t len)
 		with += t->files[i].count != 0;
 		built += t->files[i].built;
 	}
-	snprintf(buf, len, "unwind tables: %zu of %zu files mapped (those samples stopped in; %llu from the cache), %u rows (%.1f MB), built in %.0f ms%s%s",
+	snprintf(buf, len, "unwind tables: rows for %zu of %zu mapped files (those samples needed, %llu from the cache), %u rows (%.1f MB), built in %.0f ms%s%s",
 		 with, t->nfiles, (unsigned long long)t->cached, t->nrows,
 		 (double)t->nrows * sizeof(struct csb_row) / 1e6, (double)t->build_ns / 1e6,
 		 t->full ? ", some files did not fit" : "", t->nwanted ? ", some files still waiting" : "");
