@@ -339,8 +339,8 @@ static struct sampler_batch *bpf_collect(struct sampler *base)
 	s->events = NULL;
 	if (b)
 		sampler_batch_deliver(b, bpf_track, s);
-	/* a few milliseconds of table building per drain: the ring is drained in between */
-	bpf_tables_work(s->tables, 4000000);
+	/* rows wanted by this batch's samples go to the builder thread; those it built are loaded */
+	bpf_tables_work(s->tables);
 	return b;
 }
 

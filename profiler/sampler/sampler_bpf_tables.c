@@ -6,7 +6,7 @@
  * (cfitable_build_cached). Each process' entry of the procs map lists its file mappings (start,
  * end, bias, slice), kept in step with the MMAP2, exec, FORK and EXIT events of each batch before
  * it is delivered; mappings of files not built yet wait in the process' pending list. Files are
- * built a few milliseconds at a time between drains (bpf_tables_work). Samples taken before
+ * built by a builder thread, so that the rings are drained meanwhile (bpf_tables_work). Samples taken before
  * their file's rows are loaded are walked by frame pointers, and where that is uncertain they
  * carry a stack slice that user space unwinds (sampler_bpf.c). */
 #include "sampler/backend.h"
@@ -23,6 +23,8 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +37,7 @@ struct bpf_table_file {
 	dev_t dev;
 	ino_t ino;
 	char *path;                /* as the first mapping named it (in that process' root) */
-	bool built, wanted;
+	bool built, wanted, queued; /* queued: with the builder thread */
 	uint32_t first, count;     /* count 0: no table (no .eh_frame_hdr, or the rows are full) */
 	struct cfitable_segment *segs;
 	size_t nsegs;
@@ -54,7 +56,25 @@ struct bpf_table_proc {
 	size_t npending, cap_pending;
 };
 
+/* A file for the builder thread: opened by the main thread (through a process' root), built or
+ * read from the cache there, its rows copied into the map by the main thread. */
+struct bpf_build_job {
+	uint32_t file;
+	int fd, ret;
+	bool from_cache;
+	uint64_t ns;
+	struct cfitable ct;
+};
+
 struct bpf_tables {
+	/* the builder thread: libdw takes up to seconds on a large file, and the rings must be
+	 * drained meanwhile (a build on the draining thread lost samples under record -a) */
+	pthread_t builder;
+	bool builder_started, builder_stop;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct bpf_build_job *todo, *done;   /* under mu */
+	size_t ntodo, cap_todo, ndone, cap_done;
 	int rows_fd, procs_fd;
 	struct csb_row *rows;      /* the rows array, mapped (BPF_F_MMAPABLE) */
 	uint32_t nrows;            /* used */
@@ -74,6 +94,8 @@ int bpf_tables_new(struct bpf_tables **out, struct bpf_map *rows, struct bpf_map
 	t->rows_fd = bpf_map__fd(rows);
 	t->procs_fd = bpf_map__fd(procs);
 	t->debug = getenv("CSAMPLER_BPF_DEBUG") != NULL;
+	pthread_mutex_init(&t->mu, NULL);
+	pthread_cond_init(&t->cv, NULL);
 	t->rows = mmap(NULL, (size_t)CSB_MAX_ROWS * sizeof(struct csb_row), PROT_READ | PROT_WRITE,
 		       MAP_SHARED, t->rows_fd, 0);
 	if (t->rows == MAP_FAILED) {
@@ -89,6 +111,21 @@ void bpf_tables_free(struct bpf_tables *t)
 {
 	if (!t)
 		return;
+	if (t->builder_started) {
+		pthread_mutex_lock(&t->mu);
+		t->builder_stop = true;
+		pthread_cond_signal(&t->cv);
+		pthread_mutex_unlock(&t->mu);
+		pthread_join(t->builder, NULL);
+	}
+	for (size_t i = 0; i < t->ntodo; i++)
+		close(t->todo[i].fd);
+	for (size_t i = 0; i < t->ndone; i++)
+		cfitable_free(&t->done[i].ct);
+	free(t->todo);
+	free(t->done);
+	pthread_mutex_destroy(&t->mu);
+	pthread_cond_destroy(&t->cv);
 	munmap(t->rows, (size_t)CSB_MAX_ROWS * sizeof(struct csb_row));
 	for (size_t i = 0; i < t->nfiles; i++) {
 		free(t->files[i].segs);
@@ -124,53 +161,84 @@ static struct bpf_table_file *bpf_tables_file(struct bpf_tables *t, uint32_t pid
 	return f;
 }
 
-/* Build (or read from the cache) the rows of f and copy them into the rows map; opened through
- * the root of a process that maps it. */
-static void bpf_tables_build(struct bpf_tables *t, struct bpf_table_file *f, uint32_t pid)
+/* f opened for building through the root of process pid: the fd, or -1 (then f is done, with
+ * no rows: the program walks it by frame pointers). */
+static int bpf_tables_open(struct bpf_table_file *f, uint32_t pid)
 {
 	char full[4200];
 	struct stat st;
-	struct cfitable ct;
-	bool from_cache;
-	f->built = true;
 	snprintf(full, sizeof(full), "/proc/%u/root%s", pid, f->path);
 	int fd = open(full, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_dev != f->dev || st.st_ino != f->ino)) {
+		close(fd);  /* replaced since it was mapped */
+		fd = -1;
+	}
 	if (fd < 0)
+		f->built = true;
+	return fd;
+}
+
+/* A finished job's rows into the rows map (the main thread). */
+static void bpf_tables_load(struct bpf_tables *t, struct bpf_table_file *f, struct bpf_build_job *job)
+{
+	struct cfitable *ct = &job->ct;
+	f->built = true;
+	t->build_ns += job->ns;
+	if (job->ret)
 		return;
-	if (fstat(fd, &st) < 0 || st.st_dev != f->dev || st.st_ino != f->ino) {
-		close(fd);  /* replaced since it was mapped: frame pointers */
+	t->cached += job->from_cache;
+	f->segs = ct->segs;
+	f->nsegs = ct->nsegs;
+	ct->segs = NULL;
+	t->unsupported += ct->unsupported;
+	bool fits = ct->nrows <= CSB_MAX_ROWS - t->nrows;
+	for (size_t i = 0; fits && i < ct->nrows; i++)
+		fits = ct->rows[i].pc <= UINT32_MAX;
+	if (!fits) {
+		t->full++;
 		return;
 	}
+	f->first = t->nrows;
+	f->count = (uint32_t)ct->nrows;
+	for (size_t i = 0; i < ct->nrows; i++) {
+		const struct cfitable_row *r = &ct->rows[i];
+		t->rows[t->nrows++] = (struct csb_row){
+			.pc = (uint32_t)r->pc, .cfa_off = (int16_t)r->cfa_off,
+			.bp_off = (int16_t)r->bp_off, .cfa_reg = r->cfa_reg,
+			.flags = (uint8_t)((r->flags & CFITABLE_BP_SAVED ? CSB_ROW_BP_SAVED : 0) |
+					   (r->flags & CFITABLE_END ? CSB_ROW_END : 0) |
+					   (r->flags & CFITABLE_GAP ? CSB_ROW_GAP : 0)),
+		};
+	}
+}
+
+static void bpf_tables_run_job(struct bpf_build_job *job)
+{
 	uint64_t t0 = cs_monotonic_ns();
-	if (cfitable_build_cached(fd, &ct, &from_cache) == 0) {
-		t->cached += from_cache;
-		f->segs = ct.segs;
-		f->nsegs = ct.nsegs;
-		ct.segs = NULL;
-		t->unsupported += ct.unsupported;
-		bool fits = ct.nrows <= CSB_MAX_ROWS - t->nrows;
-		for (size_t i = 0; fits && i < ct.nrows; i++)
-			fits = ct.rows[i].pc <= UINT32_MAX;
-		if (fits) {
-			f->first = t->nrows;
-			f->count = (uint32_t)ct.nrows;
-			for (size_t i = 0; i < ct.nrows; i++) {
-				const struct cfitable_row *r = &ct.rows[i];
-				t->rows[t->nrows++] = (struct csb_row){
-					.pc = (uint32_t)r->pc, .cfa_off = (int16_t)r->cfa_off,
-					.bp_off = (int16_t)r->bp_off, .cfa_reg = r->cfa_reg,
-					.flags = (uint8_t)((r->flags & CFITABLE_BP_SAVED ? CSB_ROW_BP_SAVED : 0) |
-							   (r->flags & CFITABLE_END ? CSB_ROW_END : 0) |
-							   (r->flags & CFITABLE_GAP ? CSB_ROW_GAP : 0)),
-				};
-			}
-		} else {
-			t->full++;
-		}
-		cfitable_free(&ct);
+	job->ret = cfitable_build_cached(job->fd, &job->ct, &job->from_cache);
+	job->ns = cs_monotonic_ns() - t0;
+	close(job->fd);
+}
+
+static void *bpf_tables_builder(void *arg)
+{
+	struct bpf_tables *t = arg;
+	pthread_mutex_lock(&t->mu);
+	for (;;) {
+		while (!t->ntodo && !t->builder_stop)
+			pthread_cond_wait(&t->cv, &t->mu);
+		if (t->builder_stop)
+			break;
+		struct bpf_build_job job = t->todo[0];
+		memmove(t->todo, t->todo + 1, --t->ntodo * sizeof(*t->todo));
+		pthread_mutex_unlock(&t->mu);
+		bpf_tables_run_job(&job);
+		pthread_mutex_lock(&t->mu);
+		cs_grow(&t->done, &t->cap_done, t->ndone + 1, sizeof(*t->done));
+		t->done[t->ndone++] = job;
 	}
-	t->build_ns += cs_monotonic_ns() - t0;
-	close(fd);
+	pthread_mutex_unlock(&t->mu);
+	return NULL;
 }
 
 static struct bpf_table_proc *bpf_tables_proc(struct bpf_tables *t, uint32_t pid, bool create)
@@ -314,14 +382,15 @@ static void bpf_tables_apply_file(struct bpf_tables *t, uint32_t fi)
 	}
 }
 
-void bpf_tables_work(struct bpf_tables *t, uint64_t budget_ns)
+/* Hand the wanted files to the builder thread (started at the first; signals blocked there:
+ * they are the main thread's), and load what it finished. */
+void bpf_tables_work(struct bpf_tables *t)
 {
 	if (!t->nwanted)
 		return;
-	uint64_t until = cs_monotonic_ns() + budget_ns;
-	for (uint32_t fi = 0; fi < t->nfiles && t->nwanted && cs_monotonic_ns() < until; fi++) {
+	for (uint32_t fi = 0; fi < t->nfiles; fi++) {
 		struct bpf_table_file *f = &t->files[fi];
-		if (!f->wanted || f->built)
+		if (!f->wanted || f->built || f->queued)
 			continue;
 		/* opened through the root of a process that maps it */
 		uint32_t pid = 0;
@@ -329,14 +398,50 @@ void bpf_tables_work(struct bpf_tables *t, uint64_t budget_ns)
 			for (size_t j = 0; j < t->procs[i].npending && !pid; j++)
 				if (t->procs[i].pending[j].file == fi)
 					pid = t->procs[i].pid;
-		t->nwanted--;
-		if (!pid) {
-			f->wanted = false; /* nobody maps it any more: built when mapped and hit again */
+		int fd = pid ? bpf_tables_open(f, pid) : -1;
+		if (fd < 0) {
+			t->nwanted--;
+			f->wanted = pid != 0; /* none maps it now: built when mapped and hit again */
+			f->built = pid != 0;
 			continue;
 		}
-		bpf_tables_build(t, f, pid);
-		bpf_tables_apply_file(t, fi);
+		struct bpf_build_job job = { .file = fi, .fd = fd };
+		if (!t->builder_started) {
+			sigset_t all, old;
+			sigfillset(&all);
+			pthread_sigmask(SIG_SETMASK, &all, &old);
+			t->builder_started = pthread_create(&t->builder, NULL, bpf_tables_builder, t) == 0;
+			pthread_sigmask(SIG_SETMASK, &old, NULL);
+		}
+		f->queued = true;
+		if (!t->builder_started) {
+			bpf_tables_run_job(&job); /* no thread: built here */
+			pthread_mutex_lock(&t->mu);
+			cs_grow(&t->done, &t->cap_done, t->ndone + 1, sizeof(*t->done));
+			t->done[t->ndone++] = job;
+			pthread_mutex_unlock(&t->mu);
+			continue;
+		}
+		pthread_mutex_lock(&t->mu);
+		cs_grow(&t->todo, &t->cap_todo, t->ntodo + 1, sizeof(*t->todo));
+		t->todo[t->ntodo++] = job;
+		pthread_cond_signal(&t->cv);
+		pthread_mutex_unlock(&t->mu);
 	}
+	pthread_mutex_lock(&t->mu);
+	struct bpf_build_job *done = t->done;
+	size_t ndone = t->ndone;
+	t->done = NULL;
+	t->ndone = t->cap_done = 0;
+	pthread_mutex_unlock(&t->mu);
+	for (size_t i = 0; i < ndone; i++) {
+		struct bpf_table_file *f = &t->files[done[i].file];
+		bpf_tables_load(t, f, &done[i]);
+		cfitable_free(&done[i].ct);
+		t->nwanted--;
+		bpf_tables_apply_file(t, done[i].file);
+	}
+	free(done);
 }
 
 void bpf_tables_event(struct bpf_tables *t, const struct sampler_event *ev)
