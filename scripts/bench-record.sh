@@ -21,6 +21,8 @@ CSAMPLER=${CSAMPLER:-bin/csampler}
 PERF=${PERF:-perf}
 W=$(mktemp -d /tmp/csampler-bench.XXXXXX)
 trap 'rm -rf "$W"' EXIT
+# bpf mode's unwind-row cache: the bench's own, empty at the start (the first round builds rows)
+export XDG_CACHE_HOME="$W/cache"
 mkdir -p build/bench
 gcc -O2 -g -fomit-frame-pointer -pthread -o build/bench/deepwork scripts/bench/deepwork.c
 WORK="build/bench/deepwork $UNITS 2"
@@ -128,19 +130,34 @@ fi
 row "perf dwarf (8 KiB)" perf8k "$p8_samples" "$p8_lost" "$W/p8.data" "$(p_complete "$W/p8.data")" "$(p_cpu_us perf8k "$p8_samples")"
 row "perf dwarf,32768" perf32k "$p32_samples" "$p32_lost" "$W/p32.data" "$(p_complete "$W/p32.data")" "$(p_cpu_us perf32k "$p32_samples")"
 
-# record -a over 8 busy processes (bpf): lost samples, and csampler's whole cost (its own CPU and
-# the BPF program's run time, on every CPU) as a share of the machine's CPU time over the run.
+# 8 busy processes (deepwork, one thread each) recorded for ALL_SECONDS, ALL_ROUNDS times
+# interleaved: `--mode bpf -a` (every process of the machine) with an empty unwind-row cache, then
+# again with the cache that run filled (a second recording on the same machine), and perf mode attached to the 8 (`-p`, the closest it
+# comes: it cannot record every process). Each: samples, lost, csampler's whole cost (its own
+# CPU time, plus the BPF program's run time on every CPU in bpf mode) per sample and as a share
+# of the machine's CPU time over the run.
 if [ "$BPF" = 1 ]; then
 	pids=()
 	for i in 1 2 3 4 5 6 7 8; do build/bench/deepwork 100000 1 >/dev/null 2>&1 & pids+=($!); done
 	sleep 0.5
-	"$CSAMPLER" record -q -a -F "$RATE" --duration "${ALL_SECONDS:-5}" -o "$W/all.data" >/dev/null 2>"$W/all.err" || true
+	plist=$(IFS=,; echo "${pids[*]}")
+	for r in $(seq "${ALL_ROUNDS:-2}"); do
+		rm -rf "$W/cold"
+		XDG_CACHE_HOME="$W/cold" "$CSAMPLER" record -q -a -F "$RATE" --duration "${ALL_SECONDS:-5}" -o "$W/allc.data" >/dev/null 2>>"$W/all-cold.err" || true
+		XDG_CACHE_HOME="$W/cold" "$CSAMPLER" record -q -a -F "$RATE" --duration "${ALL_SECONDS:-5}" -o "$W/all.data" >/dev/null 2>>"$W/all-warm.err" || true
+		"$CSAMPLER" record -q -F "$RATE" -p "$plist" --duration "${ALL_SECONDS:-5}" -o "$W/allp.data" >/dev/null 2>>"$W/all-perf.err" || true
+	done
 	kill "${pids[@]}" 2>/dev/null || true
 	wait "${pids[@]}" 2>/dev/null || true
-	awk -v cpus="$(nproc)" '
-		/ samples, / { for (i = 1; i <= NF; i++) { if ($i == "samples,") s = $(i - 1); if ($i == "lost,") l = $(i - 1); if ($i == "s," && $(i + 2) ~ /KB|MB/) d = $(i - 1) } }
-		/^csampler: own CPU/ { cpu = $4 }
-		/program run time/ { for (i = 1; i <= NF; i++) if ($i == "time") { us = $(i + 1); runs = $(i + 6) } bpf = us * runs / 1e6 }
-		END { printf "record -a, 8 busy processes, %s s: %s samples, %s lost; csampler %.2f s CPU + BPF program %.2f s = %.2f%% of the machine'"'"'s %d CPUs\n",
-			d, s, l, cpu, bpf, d ? 100 * (cpu + bpf) / (d * cpus) : 0, cpus }' "$W/all.err"
+	printf '\n8 busy processes, %s s each, %s rounds interleaved (sums over the rounds):\n' "${ALL_SECONDS:-5}" "${ALL_ROUNDS:-2}"
+	printf '%-34s %8s %6s %13s %13s %11s %9s\n' recording samples lost "csampler CPU" "BPF program" "cpu/sample" "machine"
+	for k in cold:"bpf -a, empty row cache" warm:"bpf -a, row cache filled" perf:"perf mode, -p the 8 pids"; do
+		awk -v cpus="$(nproc)" -v name="${k#*:}" '
+			/ samples, / { for (i = 1; i <= NF; i++) { if ($i == "samples,") s += $(i - 1); if ($i == "lost,") l += $(i - 1); if ($i == "s," && $(i + 2) ~ /KB|MB/) d += $(i - 1) } }
+			/^csampler: own CPU/ { cpu += $4 }
+			/program run time/ { for (i = 1; i <= NF; i++) if ($i == "time") { us = $(i + 1); runs = $(i + 6) } bpf += us * runs / 1e6 }
+			END { printf "%-34s %8d %6d %11.3f s %11.3f s %8.1f us %8.2f%%\n", name, s, l, cpu, bpf,
+				s ? (cpu + bpf) * 1e6 / s : 0, d ? 100 * (cpu + bpf) / (d * cpus) : 0 }' "$W/all-${k%%:*}.err"
+	done
+	grep -h -o 'start-up [0-9]* ms of CPU[^;]*; unwind tables: [^;]*' "$W/all-cold.err" "$W/all-warm.err" | sed 's/^/  bpf: /'
 fi

@@ -79,8 +79,11 @@ struct bpf_tables;
 int bpf_tables_new(struct bpf_tables **out, struct bpf_map *rows, struct bpf_map *procs);
 /* Keep the maps in step with one event of a batch (mmap, exec, fork, exit), before delivery. */
 void bpf_tables_event(struct bpf_tables *t, const struct sampler_event *ev);
-/* Build the rows of files mapped since, for up to budget_ns, and apply their mappings. */
-void bpf_tables_work(struct bpf_tables *t, uint64_t budget_ns);
+/* A sample of pid whose walk lacked rows (pcs: its user frames): the files mapped at those
+ * pcs are wanted. */
+void bpf_tables_hit(struct bpf_tables *t, uint32_t pid, const uint64_t *pcs, size_t n);
+/* Hand wanted files to the builder thread; load the rows it built and apply their mappings. */
+void bpf_tables_work(struct bpf_tables *t);
 void bpf_tables_describe(struct bpf_tables *t, char *buf, size_t len);
 void bpf_tables_free(struct bpf_tables *t);
 /* Whether --mode bpf is refused before trying (not built in, no privilege), and why. */

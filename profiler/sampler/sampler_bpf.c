@@ -24,6 +24,7 @@
 #include <bpf/libbpf.h>
 #include <linux/perf_event.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -61,7 +62,17 @@ struct bpf_sampler {
 	uint64_t nslices;         /* samples sent with a stack slice (CSB_USER_SLICE) */
 	struct bpf_tables *tables;
 	bool debug;               /* CSAMPLER_BPF_DEBUG: libbpf's log and some samples */
+	uint64_t open_cpu_ns;     /* this process' CPU time in bpf_open (verifier, maps, events) */
 };
+
+static uint64_t bpf_self_cpu_ns(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ull +
+	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
+}
 
 static void bpf_close(struct sampler *base);
 
@@ -129,6 +140,8 @@ static int bpf_on_sample(void *ctx, void *data, size_t size)
 		if (r->flags & CSB_USER_ERROR)
 			ev->sample.unwind_flags |= UNWIND_ERROR;
 	}
+	if (r->flags & (CSB_USER_NO_TABLE | CSB_USER_SLICE | CSB_USER_ERROR))
+		bpf_tables_hit(s->tables, r->pid, (const uint64_t *)r->user, r->nuser);
 	s->nsamples++;
 	s->ring_bytes += size;
 	if (s->debug && s->nsamples % 500 == 1)
@@ -208,6 +221,7 @@ static int bpf_open(struct sampler **out, const struct sampler_opts *opts, pid_t
 	if (!bpf_permitted(why, sizeof(why)))
 		return -EPERM;
 	struct bpf_sampler *s = cs_calloc(1, sizeof(*s));
+	s->open_cpu_ns = bpf_self_cpu_ns();
 	s->base.ops = &sampler_bpf_ops;
 	s->base.opts = *opts;
 	s->debug = getenv("CSAMPLER_BPF_DEBUG") != NULL;
@@ -255,6 +269,7 @@ static int bpf_open(struct sampler **out, const struct sampler_opts *opts, pid_t
 		goto fail;
 	if ((ret = bpf_open_events(s)))
 		goto fail;
+	s->open_cpu_ns = bpf_self_cpu_ns() - s->open_cpu_ns;
 	*out = &s->base;
 	return 0;
 fail:
@@ -324,8 +339,8 @@ static struct sampler_batch *bpf_collect(struct sampler *base)
 	s->events = NULL;
 	if (b)
 		sampler_batch_deliver(b, bpf_track, s);
-	/* a few milliseconds of table building per drain: the ring is drained in between */
-	bpf_tables_work(s->tables, 4000000);
+	/* rows wanted by this batch's samples go to the builder thread; those it built are loaded */
+	bpf_tables_work(s->tables);
 	return b;
 }
 
@@ -356,11 +371,11 @@ static void bpf_describe(struct sampler *base, char *buf, size_t len)
 	char tables[256];
 	bpf_tables_describe(s->tables, tables, sizeof(tables));
 	uint64_t walked = bpf_stat_sum(s, CSB_STAT_SAMPLES), ns = bpf_stat_sum(s, CSB_STAT_NS);
-	int n = snprintf(buf, len, "bpf: %llu samples walked in the kernel (%.1f us each, %.0f ring bytes), %llu of them completed from a stack slice in user space, %llu lost; %s",
+	int n = snprintf(buf, len, "bpf: %llu samples walked in the kernel (%.1f us each, %.0f ring bytes), %llu of them completed from a stack slice in user space, %llu lost; start-up %.0f ms of CPU (verifier, maps, events); %s",
 			 (unsigned long long)s->nsamples, walked ? (double)ns / 1e3 / (double)walked : 0.0,
 			 s->nsamples ? (double)s->ring_bytes / (double)s->nsamples : 0.0,
 			 (unsigned long long)s->nslices,
-			 (unsigned long long)bpf_stat_sum(s, CSB_STAT_LOST), tables);
+			 (unsigned long long)bpf_stat_sum(s, CSB_STAT_LOST), (double)s->open_cpu_ns / 1e6, tables);
 	if (n < 0 || (size_t)n >= len)
 		return;
 	if (bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.csb_sample), &info, &ilen) == 0 &&

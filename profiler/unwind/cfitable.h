@@ -8,6 +8,7 @@
 #ifndef CSAMPLER_UNWIND_CFITABLE_H
 #define CSAMPLER_UNWIND_CFITABLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,6 +42,10 @@ struct cfitable {
 /* Build the table of the ELF file open at fd. Returns 0, or -ENOENT when the file has no
  * .eh_frame_hdr table (no CFI to index: the caller falls back to frame pointers), -errno. */
 int cfitable_build(int fd, struct cfitable *t);
+/* cfitable_build through the on-disk cache (cfitable_cache.c: $XDG_CACHE_HOME/csampler/cfi-v1,
+ * else ~/.cache/csampler/cfi-v1; CSAMPLER_CFI_CACHE=0 turns it off): the rows built by an
+ * earlier run for the same file (device, inode, size, mtime), else built and stored. */
+int cfitable_build_cached(int fd, struct cfitable *t, bool *from_cache);
 void cfitable_free(struct cfitable *t);
 
 /* The load bias of a mapping of the file at start, from file offset pgoff: addresses in it are

@@ -1,10 +1,12 @@
 /* cfitable_test.c: the flat unwind rows built from the unit runner's own .eh_frame, checked at
  * the entry of a function (CFA = rsp + 8), after a frame-pointer prologue (CFA = rbp + 16, rbp
- * saved at CFA - 16) and at _start (the outermost frame), through the load bias of its mapping. */
+ * saved at CFA - 16) and at _start (the outermost frame), through the load bias of its mapping;
+ * and the on-disk cache of rows (cfitable_cache.c). */
 #include "base/unit.h"
 #include "unwind/cfitable.h"
 
 #include <fcntl.h>
+#include <stdlib.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -89,4 +91,48 @@ UNIT_TEST(cfitable_not_elf)
 	UNIT_ASSERT(fd >= 0);
 	UNIT_ASSERT(cfitable_build(fd, &t) < 0);
 	close(fd);
+}
+
+/* The on-disk cache: a first build stores the rows, a second reads the same rows back, and a
+ * damaged entry (a flipped byte, a cut-off file) is ignored and built again. */
+UNIT_TEST(cfitable_cache)
+{
+	char dir[] = "/tmp/csampler-cfi-test.XXXXXX", cmd[256];
+	struct cfitable a, b, c;
+	bool hit;
+	UNIT_ASSERT(mkdtemp(dir) != NULL);
+	setenv("XDG_CACHE_HOME", dir, 1);
+	int fd = open("/proc/self/exe", O_RDONLY);
+	UNIT_ASSERT(fd >= 0);
+	UNIT_ASSERT(cfitable_build_cached(fd, &a, &hit) == 0 && !hit);
+	UNIT_ASSERT(cfitable_build_cached(fd, &b, &hit) == 0 && hit);
+	UNIT_ASSERT(a.nrows == b.nrows && a.nsegs == b.nsegs && a.unsupported == b.unsupported);
+	bool same = true;
+	for (size_t i = 0; i < a.nrows; i++)
+		same = same && a.rows[i].pc == b.rows[i].pc && a.rows[i].cfa_off == b.rows[i].cfa_off &&
+		       a.rows[i].flags == b.rows[i].flags && a.rows[i].bp_off == b.rows[i].bp_off;
+	UNIT_ASSERT(same && memcmp(a.segs, b.segs, a.nsegs * sizeof(*a.segs)) == 0);
+	/* a byte in the middle flipped: the checksum refuses it */
+	snprintf(cmd, sizeof(cmd), "f=$(ls %s/csampler/cfi-v1/*.rows) && printf '\\377' | dd of=$f bs=1 seek=200 conv=notrunc 2>/dev/null", dir);
+	UNIT_ASSERT(system(cmd) == 0);
+	UNIT_ASSERT(cfitable_build_cached(fd, &c, &hit) == 0 && !hit && c.nrows == a.nrows);
+	cfitable_free(&c);
+	/* rewritten whole by that build; now cut short */
+	UNIT_ASSERT(cfitable_build_cached(fd, &c, &hit) == 0 && hit);
+	cfitable_free(&c);
+	snprintf(cmd, sizeof(cmd), "f=$(ls %s/csampler/cfi-v1/*.rows) && truncate -s 100 $f", dir);
+	UNIT_ASSERT(system(cmd) == 0);
+	UNIT_ASSERT(cfitable_build_cached(fd, &c, &hit) == 0 && !hit && c.nrows == a.nrows);
+	cfitable_free(&c);
+	/* CSAMPLER_CFI_CACHE=0: not read */
+	setenv("CSAMPLER_CFI_CACHE", "0", 1);
+	UNIT_ASSERT(cfitable_build_cached(fd, &c, &hit) == 0 && !hit);
+	unsetenv("CSAMPLER_CFI_CACHE");
+	unsetenv("XDG_CACHE_HOME");
+	close(fd);
+	cfitable_free(&a);
+	cfitable_free(&b);
+	cfitable_free(&c);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	UNIT_ASSERT(system(cmd) == 0);
 }

@@ -9,6 +9,8 @@
 # records with perf events). Where BPF is refused here, each part says SKIPPED with the reason.
 source "$CSAMPLER_ROOT/tests/lib.sh"
 C=$CSAMPLER
+# the unwind-row cache of this run only (not ~/.cache/csampler)
+export XDG_CACHE_HOME="$T/cache"
 
 # --- the refusal path first: it needs no BPF, only root to switch to nobody
 if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ]; then
@@ -73,8 +75,20 @@ if awk -v c="$complete" 'BEGIN { exit !(c >= 99) }'; then
 else
 	fail "bpf: complete stacks $complete% < 99%: $(grep '^csampler: bpf:' bpf.err)"
 fi
-grep -q "unwind tables: [1-9][0-9]* of" bpf.err && pass "bpf: unwind tables loaded: $(grep -o 'unwind tables: [^;]*' bpf.err)" ||
+grep -q "unwind tables: rows for [1-9][0-9]* of" bpf.err && pass "bpf: unwind tables loaded: $(grep -o 'unwind tables: [^;]*' bpf.err)" ||
 	fail "bpf: no unwind tables loaded: $(grep '^csampler: bpf:' bpf.err)"
+# again: the rows come from the on-disk cache, and the stacks are as complete
+"$C" record --mode bpf -o bpf2.data -- "$TPROG/accuracy" >/dev/null 2>bpf2.err
+"$C" report -i bpf2.data --format json >bpf2.json 2>/dev/null
+complete2=$(json_get bpf2.json "j.unwind.complete_pct")
+if grep -q "from the cache" bpf2.err && ! grep -q ", 0 from the cache" bpf2.err &&
+	awk -v c="$complete2" 'BEGIN { exit !(c >= 99) }'; then
+	pass "bpf: second run reads its rows from the cache, $complete2% complete: $(grep -o 'unwind tables: [^;]*' bpf2.err)"
+else
+	fail "bpf: second run: $complete2% complete, $(grep -o 'unwind tables: [^;]*' bpf2.err)"
+fi
+ls "$XDG_CACHE_HOME"/csampler/cfi-v1/*.rows.* >/dev/null 2>&1 && fail "bpf: temporary files left in the row cache" ||
+	pass "bpf: no temporary files left in the row cache"
 # the same records: every reader works, and the same functions lead
 for f in work_alpha work_beta; do
 	b=$(json_get bpf.json "(j.functions||[]).some(x => x.name === '$f')")
@@ -111,6 +125,13 @@ if [ "$rc" = 0 ] && [ "$(json_get all.json "(j.functions||[]).some(x => x.name =
 	pass "bpf: record -a: $nproc_seen processes, the worker among them"
 else
 	fail "bpf: record -a: rc $rc, $(tail -n 4 all.err | tr '\n' ' ')"
+fi
+# rows only for the files samples needed, not for every file of every process
+read -r built mapped <<<"$(grep -o 'rows for [0-9]* of [0-9]* mapped' all.err | awk '{print $3, $5}')"
+if [ -n "$built" ] && [ "$built" -ge 1 ] && [ "$built" -lt "$mapped" ]; then
+	pass "bpf: record -a built rows for $built of $mapped mapped files"
+else
+	fail "bpf: record -a rows: $(grep -o 'unwind tables: [^;]*' all.err)"
 fi
 one_line_rc() { "$@" >o.txt 2>e.txt; echo "$? $(grep -c . e.txt)"; }
 [ "$(one_line_rc "$C" record --mode bpf --keep-raw -o x.data -- true)" = "125 1" ] && pass "bpf: --keep-raw: one line ($(cat e.txt))" ||
