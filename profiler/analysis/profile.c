@@ -928,6 +928,24 @@ void profile_free(struct profile *p)
 	free(p);
 }
 
+const uint32_t *profile_stack_frames(const struct profile *p, uint32_t stack, size_t *n)
+{
+	*n = 0;
+	if (stack >= p->nstacks)
+		return NULL;
+	const struct profile_stack *st = &p->stacks[stack];
+	if (st->first > p->nstack_frames || st->nframes > p->nstack_frames - st->first)
+		return NULL;
+	*n = st->nframes;
+	return p->stack_frames + st->first;
+}
+
+const struct profile_frame *profile_frame_at(const struct profile *p, uint32_t id)
+{
+	static const struct profile_frame missing = { .module = UINT32_MAX };
+	return id < p->nframes ? &p->frames[id] : &missing;
+}
+
 const char *profile_header(const struct profile *p, const char *key)
 {
 	for (size_t i = p->nheader; i-- > 0;)

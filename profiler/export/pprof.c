@@ -18,7 +18,7 @@
 #include "export/export.h"
 #include "base/cs.h"
 #include "base/hash.h"
-#include "analysis/fold.h"
+#include "analysis/fold_gpu.h"
 
 #include <errno.h>
 #include <inttypes.h>
