@@ -3,7 +3,6 @@
 #include "format/datafile.h"
 
 #include "base/cs.h"
-#include "base/hash.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -483,54 +482,4 @@ int df_read_mem(const void *buf, size_t len, const char *name, df_record_fn fn, 
 {
 	struct df_in in = { .fd = -1, .mem = buf, .len = len };
 	return df_read_in(&in, name, fn, arg);
-}
-
-/* ---- string interning for writers ---- */
-
-/* The strings written so far (base/hash.h), each with its id. */
-struct df_strtab {
-	struct cs_hash strings;   /* items: struct df_str, owned */
-	uint32_t count;
-};
-
-struct df_str {
-	uint32_t id;
-	char text[];
-};
-
-static bool df_str_eq(const void *item, const void *key)
-{
-	return strcmp(((const struct df_str *)item)->text, key) == 0;
-}
-
-struct df_strtab *df_strtab_new(void)
-{
-	return cs_calloc(1, sizeof(struct df_strtab));
-}
-
-void df_strtab_free(struct df_strtab *t)
-{
-	if (!t)
-		return;
-	for (size_t i = 0; i < t->strings.cap; i++)
-		free(t->strings.slots[i].item);
-	cs_hash_free(&t->strings);
-	free(t);
-}
-
-uint32_t df_strtab_id(struct df_strtab *t, struct df_writer *w, const char *s)
-{
-	if (!s || !*s)
-		return 0;
-	size_t n = strlen(s);
-	uint64_t h = cs_hash_bytes(s, n, 0);
-	struct df_str *e = cs_hash_find(&t->strings, h, df_str_eq, s);
-	if (e)
-		return e->id;
-	e = cs_malloc(sizeof(*e) + n + 1);
-	e->id = ++t->count;
-	memcpy(e->text, s, n + 1);
-	cs_hash_insert(&t->strings, h, e);
-	df_put2(w, DF_STRING, &e->id, 4, s, n + 1);
-	return e->id;
 }

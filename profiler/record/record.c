@@ -9,6 +9,7 @@
 #include "base/cs.h"
 #include "base/hash.h"
 #include "format/datafile.h"
+#include "format/records.h"
 #include "record/gpu_attach.h"
 #include "record/gpu_merge.h"
 #include "record/output.h"
@@ -162,13 +163,9 @@ static void record_write_modules(struct record *r)
 	size_t n = unwind_module_count(r->unwind);
 	for (; r->modules_written < n; r->modules_written++) {
 		const struct unwind_module *m = unwind_module_get(r->unwind, (uint32_t)r->modules_written);
-		struct cs_buf b = { 0 };
-		uint32_t hdr[2] = { (uint32_t)r->modules_written, m->flags };
-		cs_buf_put(&b, hdr, sizeof(hdr));
-		cs_buf_put(&b, m->path, strlen(m->path) + 1);
-		cs_buf_put(&b, m->build_id ? m->build_id : "", strlen(m->build_id ? m->build_id : "") + 1);
-		df_put(r->w, DF_MODULE, b.data, b.len);
-		cs_buf_free(&b);
+		df_put_module(r->w, &(struct df_module){ .id = (uint32_t)r->modules_written,
+							 .flags = m->flags, .path = m->path,
+							 .build_id = m->build_id });
 	}
 }
 
@@ -180,12 +177,7 @@ static uint32_t record_loc(struct record *r, uint32_t module, uint64_t offset, u
 	uint32_t id = *v = (uint32_t)r->nlocs;
 	cs_grow(&r->locs, &r->cap_locs, r->nlocs + 1, sizeof(*r->locs));
 	r->locs[r->nlocs++] = (struct loc_key){ offset, module, flags };
-	struct {
-		uint32_t id, module;
-		uint64_t offset;
-		uint32_t flags;
-	} __attribute__((packed)) rec = { id, module, offset, flags };
-	df_put(r->w, DF_LOC, &rec, sizeof(rec));
+	df_put_loc(r->w, &(struct df_loc){ id, module, offset, flags });
 	return id;
 }
 
@@ -230,8 +222,7 @@ static uint32_t record_stack(struct record *r, const uint32_t *ids, uint32_t n)
 	r->nstack_data += n;
 	r->nstacks++;
 	cs_hash_insert(&r->stack_ids, h, (void *)((uintptr_t)id + 1));
-	uint32_t hdr[2] = { id, n };
-	df_put2(r->w, DF_STACK, hdr, sizeof(hdr), ids, n * sizeof(uint32_t));
+	df_put_stack(r->w, id, ids, n);
 	if (r->o->live && r->o->live->stack)
 		r->o->live->stack(r->o->live->arg, id, ids, n);
 	return id;
@@ -240,25 +231,11 @@ static uint32_t record_stack(struct record *r, const uint32_t *ids, uint32_t n)
 static void record_raw(struct record *r, const struct sampler_event *ev, uint32_t flags)
 {
 	const struct unwind_sample *s = &ev->sample.snap;
-	struct cs_buf b = { 0 };
-	struct {
-		uint64_t time;
-		uint32_t pid, tid, cpu, flags;
-		uint64_t mask;
-	} hdr = { ev->time, ev->pid, ev->tid, ev->cpu, flags, s->regs_mask };
-	cs_buf_put(&b, &hdr, sizeof(hdr));
-	for (int i = 0; i < UNWIND_NREGS; i++)
-		if (s->regs_mask & (1ull << i))
-			cs_buf_put(&b, &s->regs[i], 8);
-	uint64_t nk = s->nkernel_ips, ss = s->stack_size;
-	cs_buf_put(&b, &nk, 8);
-	if (nk)
-		cs_buf_put(&b, s->kernel_ips, nk * 8);
-	cs_buf_put(&b, &ss, 8);
-	if (ss)
-		cs_buf_put(&b, s->stack, ss);
-	df_put(r->w, DF_RAW_SAMPLE, b.data, b.len);
-	cs_buf_free(&b);
+	df_put_raw_sample(r->w, &(struct df_raw_sample){
+		.time = ev->time, .pid = ev->pid, .tid = ev->tid, .cpu = ev->cpu, .flags = flags,
+		.regs_mask = s->regs_mask & ((1ull << UNWIND_NREGS) - 1), /* regs[] holds no more */
+		.regs = s->regs, .nkernel = s->nkernel_ips, .kernel_ips = s->kernel_ips,
+		.stack_size = s->stack_size, .stack = s->stack });
 }
 
 /* Python frames in place of the interpreter's native activations (unwind/python.h). The
@@ -371,12 +348,9 @@ static void record_sample(struct record *r, const struct sampler_event *ev)
 	 * thread has more stack than it holds) says nothing about why an unwind stopped. */
 	if (uflags & UNWIND_STACK_END)
 		flags |= PROFILE_SAMPLE_STACK_FULL, r->stack_full++;
-	struct {
-		uint64_t time;
-		uint32_t pid, tid, cpu, stack, flags, weight;
-	} rec = { ev->time, ev->pid, ev->tid, ev->cpu, stack, flags,
-		  ev->sample.weight ? ev->sample.weight : 1 };
-	df_put(r->w, DF_SAMPLE, &rec, sizeof(rec));
+	struct df_sample rec = { ev->time, ev->pid, ev->tid, ev->cpu, stack, flags,
+				 ev->sample.weight ? ev->sample.weight : 1 };
+	df_put_sample(r->w, &rec);
 	if (r->o->live && r->o->live->sample)
 		r->o->live->sample(r->o->live->arg, ev->pid, ev->tid, stack, rec.weight);
 	if (r->o->keep_raw && r->o->sampler.callgraph == SAMPLER_CALLGRAPH_DWARF)
@@ -439,7 +413,7 @@ static void record_gpu_launch(void *arg, uint32_t pid, uint32_t tid, uint64_t ti
 		.api = api[0] ? df_strtab_id(r->strs, r->w, api) : 0,
 		.cbid = cbid, .domain = domain, .flags = flags, .graph_node_id = graph_node_id,
 	};
-	df_put(r->w, DF_GPU_LAUNCH, &rec, sizeof(rec));
+	df_put_gpu_launch(r->w, &rec);
 }
 
 static void record_gpu_activity(void *arg, const struct df_gpu_activity *a, const char *name)
@@ -447,7 +421,7 @@ static void record_gpu_activity(void *arg, const struct df_gpu_activity *a, cons
 	struct record *r = arg;
 	struct df_gpu_activity rec = *a;
 	rec.name = name[0] ? df_strtab_id(r->strs, r->w, name) : 0;
-	df_put(r->w, DF_GPU_ACTIVITY, &rec, sizeof(rec));
+	df_put_gpu_activity(r->w, &rec);
 	if (r->o->live && r->o->live->gpu_activity)
 		r->o->live->gpu_activity(r->o->live->arg, a, name);
 }
@@ -455,8 +429,7 @@ static void record_gpu_activity(void *arg, const struct df_gpu_activity *a, cons
 static void record_gpu_note(void *arg, uint32_t pid, uint32_t severity, const char *text)
 {
 	struct record *r = arg;
-	uint32_t hdr[2] = { pid, severity };
-	df_put2(r->w, DF_GPU_NOTE, hdr, sizeof(hdr), text, strlen(text) + 1);
+	df_put_gpu_note(r->w, &(struct df_gpu_note){ pid, severity, text });
 	for (size_t i = 0; i < r->ngpu_notes; i++) {
 		if (!strcmp(r->gpu_notes[i].text, text)) {
 			r->gpu_notes[i].count++;
@@ -495,7 +468,7 @@ static void record_gpu_finish(struct record *r, uint64_t end_ns)
 		uint64_t merged = 0;
 		const struct df_gpu_info *info = gpu_merge_process(r->gpu, i, &merged);
 		if (record_gpu_info_worth(info, merged))
-			df_put(r->w, DF_GPU_INFO, info, sizeof(*info));
+			df_put_gpu_info(r->w, info);
 	}
 }
 
@@ -600,25 +573,16 @@ static int record_event(void *arg, const struct sampler_event *ev)
 		record_sample(r, ev);
 		break;
 	case SAMPLER_EV_MMAP: {
-		struct {
-			uint32_t pid, tid;
-			uint64_t time, start, len, pgoff;
-			uint32_t prot, flags;
-		} __attribute__((packed)) rec = { ev->pid, ev->tid, ev->time, ev->mmap.start,
-						  ev->mmap.len, ev->mmap.pgoff, ev->mmap.prot,
-						  ev->mmap.flags };
-		df_put2(r->w, DF_MMAP, &rec, sizeof(rec), ev->mmap.path, strlen(ev->mmap.path) + 1);
+		df_put_mmap(r->w, &(struct df_mmap){ ev->pid, ev->tid, ev->time, ev->mmap.start,
+						     ev->mmap.len, ev->mmap.pgoff, ev->mmap.prot,
+						     ev->mmap.flags, ev->mmap.path });
 		unwind_mmap(r->unwind, ev->pid, ev->mmap.start, ev->mmap.len, ev->mmap.pgoff,
 			    ev->mmap.prot, ev->mmap.path);
 		break;
 	}
 	case SAMPLER_EV_COMM: {
-		struct {
-			uint32_t pid, tid;
-			uint64_t time;
-			uint32_t flags;
-		} __attribute__((packed)) rec = { ev->pid, ev->tid, ev->time, ev->comm.exec };
-		df_put2(r->w, DF_COMM, &rec, sizeof(rec), ev->comm.comm, strlen(ev->comm.comm) + 1);
+		df_put_comm(r->w, &(struct df_comm){ ev->pid, ev->tid, ev->time, ev->comm.exec,
+						     ev->comm.comm });
 		if (ev->comm.exec) {
 			/* GPU launches of the old image, while its mappings are still known */
 			gpu_merge_poll(r->gpu, ev->pid, UINT64_MAX, false);
@@ -629,11 +593,9 @@ static int record_event(void *arg, const struct sampler_event *ev)
 	}
 	case SAMPLER_EV_FORK:
 	case SAMPLER_EV_EXIT: {
-		struct {
-			uint32_t pid, ppid, tid, ptid;
-			uint64_t time;
-		} rec = { ev->pid, ev->task.ppid, ev->tid, ev->task.ptid, ev->time };
-		df_put(r->w, ev->type == SAMPLER_EV_FORK ? DF_FORK : DF_EXIT, &rec, sizeof(rec));
+		df_put_task(r->w, ev->type == SAMPLER_EV_FORK ? DF_FORK : DF_EXIT,
+			    &(struct df_task){ ev->pid, ev->task.ppid, ev->tid, ev->task.ptid,
+					       ev->time });
 		if (ev->type == SAMPLER_EV_FORK && ev->pid != ev->task.ppid) {
 			unwind_fork(r->unwind, ev->task.ppid, ev->pid);
 			if (r->gpu)
@@ -648,8 +610,7 @@ static int record_event(void *arg, const struct sampler_event *ev)
 		break;
 	}
 	case SAMPLER_EV_LOST: {
-		uint64_t rec[2] = { ev->time, ev->lost.count };
-		df_put(r->w, DF_LOST, rec, sizeof(rec));
+		df_put_lost(r->w, &(struct df_lost){ ev->time, ev->lost.count });
 		r->lost += ev->lost.count;
 		break;
 	}
@@ -659,7 +620,7 @@ static int record_event(void *arg, const struct sampler_event *ev)
 
 static void record_header_kv(struct record *r, const char *k, const char *v)
 {
-	df_put2(r->w, DF_HEADER_KV, k, strlen(k) + 1, v, strlen(v) + 1);
+	df_put_header_kv(r->w, k, v);
 }
 
 static void record_write_header(struct record *r)
@@ -877,16 +838,13 @@ static void record_symbolize(struct record *r, bool at_end)
 		struct unwind_loc loc = { .module = k->module, .offset = k->offset };
 		int n = sym_resolve(r->unwind, loc, k->flags & DF_LOC_CALLER, frames, 64);
 		if (n > 0) {
-			uint32_t rec[2 + 4 * 64];
-			rec[0] = (uint32_t)i;
-			rec[1] = (uint32_t)n;
-			for (int f = 0; f < n; f++) {
-				rec[2 + 4 * f] = df_strtab_id(r->strs, r->w, frames[f].name);
-				rec[3 + 4 * f] = frames[f].file ? df_strtab_id(r->strs, r->w, frames[f].file) : 0;
-				rec[4 + 4 * f] = frames[f].line;
-				rec[5 + 4 * f] = frames[f].flags;
-			}
-			df_put(r->w, DF_SYMBOL, rec, (2 + 4 * (size_t)n) * 4);
+			struct df_symbol_frame rec[64];
+			for (int f = 0; f < n; f++)
+				rec[f] = (struct df_symbol_frame){
+					.name = df_strtab_id(r->strs, r->w, frames[f].name),
+					.file = frames[f].file ? df_strtab_id(r->strs, r->w, frames[f].file) : 0,
+					.line = frames[f].line, .flags = frames[f].flags };
+			df_put_symbol(r->w, (uint32_t)i, rec, (uint32_t)n);
 		}
 		if (r->o->live && r->o->live->symbol) {
 			const struct unwind_module *m = unwind_module_get(r->unwind, k->module);
@@ -1456,11 +1414,7 @@ int record_run(const struct record_opts *o, char **written)
 	if (!r.error) {
 		record_gpu_finish(&r, end_ns);
 		record_symbolize(&r, true);
-		struct {
-			uint64_t samples, lost, end_time;
-			uint32_t flags;
-		} __attribute__((packed)) end = { r.nsamples, r.lost, end_ns, 1 };
-		df_put(r.w, DF_END, &end, sizeof(end));
+		df_put_end(r.w, &(struct df_end){ r.nsamples, r.lost, end_ns, 1 });
 	}
 	ret = df_writer_close(r.w);
 	r.w = NULL;
