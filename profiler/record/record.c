@@ -1272,18 +1272,16 @@ static int record_install_signals(struct record *r)
 	return 0;
 }
 
-int record_run(const struct record_opts *o, char **written)
+/* Everything before the target runs: signals, descriptors, the unwinder, the output (unless
+ * it is named after the launched command's pid) and the GPU merge. 0, or -1 when it failed
+ * (printed). */
+static int record_prepare(struct record *r, bool open_late)
 {
-	struct record r = { .o = o, .child_pidfd = -1, .sigpipe = { -1, -1 } };
-	int go_fd = -1, err_fd = -1, ret, status = CS_EXIT_ERROR;
+	const struct record_opts *o = r->o;
+	int ret;
 
-	r.run_start_ns = cs_monotonic_ns();
-	r.target_pidfds = cs_calloc(o->npids + 1, sizeof(int));
-	for (size_t i = 0; i < o->npids; i++)
-		r.target_pidfds[i] = -1;
-
-	if (record_install_signals(&r))
-		goto out;
+	if (record_install_signals(r))
+		return -1;
 	/* Attach mode opens one event per thread and CPU: a big training job needs more than
 	 * the usual soft limit of 1024 descriptors. Raise it to the hard limit, as perf does. */
 	struct rlimit nofile;
@@ -1291,81 +1289,248 @@ int record_run(const struct record_opts *o, char **written)
 		nofile.rlim_cur = nofile.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &nofile);
 	}
-	ret = unwind_new(&r.unwind);
+	ret = unwind_new(&r->unwind);
 	if (ret) {
 		cs_error(-ret, "cannot initialise the unwinder: %s", strerror(-ret));
-		goto out;
+		return -1;
 	}
 	if (!o->no_python)
-		py_enable(r.unwind);
-	/* A launch named after its pid (-o ...%p...) opens the file once the command is forked;
-	 * otherwise before anything starts, so that an unwritable path costs no launch. */
-	record_names_init(&r.names);
-	bool open_late = o->argv && record_output_needs_pid(o->output);
+		py_enable(r->unwind);
+	record_names_init(&r->names);
 	if (!open_late) {
-		r.output = record_output_expand(o->output, o->npids ? o->pids[0] : getpid(), &r.names);
-		ret = df_writer_open(&r.w, r.output, o->compress);
-		if (ret)
-			goto out;
+		r->output = record_output_expand(o->output, o->npids ? o->pids[0] : getpid(),
+						 &r->names);
+		if (df_writer_open(&r->w, r->output, o->compress))
+			return -1;
 	}
-	r.strs = df_strtab_new();
+	r->strs = df_strtab_new();
 	if (o->gpu.dir) {
 		extern char **environ;
 		uint64_t gpu_from = o->argv ? 0 : cs_monotonic_ns();
 		if (o->argv)
-			r.child_env = gpu_setup_env(&o->gpu, environ);
-		r.gpu = gpu_merge_new(o->gpu.dir, o->argv != NULL, gpu_from, &record_gpu_sink, &r);
+			r->child_env = gpu_setup_env(&o->gpu, environ);
+		r->gpu = gpu_merge_new(o->gpu.dir, o->argv != NULL, gpu_from, &record_gpu_sink, r);
 		for (size_t i = 0; i < o->npids; i++)
-			gpu_merge_add_pid(r.gpu, (uint32_t)o->pids[i]);
+			gpu_merge_add_pid(r->gpu, (uint32_t)o->pids[i]);
 	}
+	return 0;
+}
 
-	if (o->argv) {
-		if (record_fork(&r, &go_fd, &err_fd))
-			goto out;
-		if (open_late) {
-			r.output = record_output_expand(o->output, r.child, &r.names);
-			ret = df_writer_open(&r.w, r.output, o->compress);
-		}
-		if (!ret)
-			ret = sampler_open_launch(&r.sampler, &o->sampler, r.child);
-		if (ret) {
-			kill(r.child, SIGKILL);
-			waitpid(r.child, NULL, 0);
-			r.child = 0;
-			goto out;
-		}
-		r.child_pidfd = pidfd_open_compat(r.child);
-	} else {
-		for (size_t i = 0; i < o->npids; i++) {
-			r.target_pidfds[i] = pidfd_open_compat(o->pids[i]);
-			if (r.target_pidfds[i] < 0 && errno != ESRCH && record_target_alive(o->pids[i])) {
-				r.target_pidfds[i] = RECORD_NO_PIDFD;
-			} else if (r.target_pidfds[i] < 0) {
-				if (errno == ESRCH || !record_target_alive(o->pids[i]))
-					cs_error(ESRCH, "no such process %d: check the PID with ps", (int)o->pids[i]);
-				else
-					cs_error(errno, "pidfd_open(%d): %s", (int)o->pids[i], strerror(errno));
-				goto out;
-			}
-			r.ntargets_alive++;
-		}
-		ret = sampler_open_attach(&r.sampler, &o->sampler, o->pids, o->npids);
-		if (ret)
-			goto out;
-		if (o->gpu_inject && o->gpu.dir) {
-			/* After the sampler opened: a process that exits during the attach ends an
-			 * ordinary recording. A ptrace sampler holds every thread, though: it lets
-			 * them go while the library is loaded, and takes them again. */
-			bool held = sampler_holds_threads(r.sampler);
-			if (held) {
-				sampler_close(r.sampler);
-				r.sampler = NULL;
-			}
-			record_gpu_attach(&r);
-			if (held && (ret = sampler_open_attach(&r.sampler, &o->sampler, o->pids, o->npids)))
-				goto out;
-		}
+/* Launch mode: fork the command (held until record_go), open a late output, and open the
+ * sampler on it. 0, or -1 (printed; the command is gone). */
+static int record_start_launch(struct record *r, bool open_late, int *go_fd, int *err_fd)
+{
+	const struct record_opts *o = r->o;
+	int ret = 0;
+
+	if (record_fork(r, go_fd, err_fd))
+		return -1;
+	if (open_late) {
+		r->output = record_output_expand(o->output, r->child, &r->names);
+		ret = df_writer_open(&r->w, r->output, o->compress);
 	}
+	if (!ret)
+		ret = sampler_open_launch(&r->sampler, &o->sampler, r->child);
+	if (ret) {
+		kill(r->child, SIGKILL);
+		waitpid(r->child, NULL, 0);
+		r->child = 0;
+		return -1;
+	}
+	r->child_pidfd = pidfd_open_compat(r->child);
+	return 0;
+}
+
+/* Attach mode: a pidfd per target, the sampler, and the GPU library when asked. 0, or -1
+ * (printed). */
+static int record_start_attach(struct record *r)
+{
+	const struct record_opts *o = r->o;
+
+	for (size_t i = 0; i < o->npids; i++) {
+		r->target_pidfds[i] = pidfd_open_compat(o->pids[i]);
+		if (r->target_pidfds[i] < 0 && errno != ESRCH && record_target_alive(o->pids[i])) {
+			r->target_pidfds[i] = RECORD_NO_PIDFD;
+		} else if (r->target_pidfds[i] < 0) {
+			if (errno == ESRCH || !record_target_alive(o->pids[i]))
+				cs_error(ESRCH, "no such process %d: check the PID with ps", (int)o->pids[i]);
+			else
+				cs_error(errno, "pidfd_open(%d): %s", (int)o->pids[i], strerror(errno));
+			return -1;
+		}
+		r->ntargets_alive++;
+	}
+	if (sampler_open_attach(&r->sampler, &o->sampler, o->pids, o->npids))
+		return -1;
+	if (o->gpu_inject && o->gpu.dir) {
+		/* After the sampler opened: a process that exits during the attach ends an
+		 * ordinary recording. A ptrace sampler holds every thread, though: it lets
+		 * them go while the library is loaded, and takes them again. */
+		bool held = sampler_holds_threads(r->sampler);
+		if (held) {
+			sampler_close(r->sampler);
+			r->sampler = NULL;
+		}
+		record_gpu_attach(r);
+		if (held && sampler_open_attach(&r->sampler, &o->sampler, o->pids, o->npids))
+			return -1;
+	}
+	return 0;
+}
+
+/* Launch mode: let the forked command exec. 0, or -1 with *status set when it could not
+ * (the output is removed: it would hold nothing). */
+static int record_go(struct record *r, int *go_fd, int err_fd, int *status)
+{
+	const struct record_opts *o = r->o;
+	int e = 0;
+	ssize_t got;
+
+	if (write(*go_fd, "g", 1) != 1) {
+		cs_error(errno, "cannot start the command: %s", strerror(errno));
+		return -1;
+	}
+	close(*go_fd);
+	*go_fd = -1;
+	do
+		got = read(err_fd, &e, sizeof(e));
+	while (got < 0 && errno == EINTR);
+	if (got != (ssize_t)sizeof(e))
+		return 0;
+	waitpid(r->child, NULL, 0);
+	r->child = 0;
+	if (e == ENOENT) {
+		cs_error(e, "%s: command not found", o->argv[0]);
+		*status = CS_EXIT_NOTFOUND;
+	} else {
+		cs_error(e, "cannot execute %s: %s", o->argv[0], strerror(e));
+		*status = CS_EXIT_NOEXEC;
+	}
+	df_writer_close(r->w);
+	r->w = NULL;
+	unlink(r->output);
+	return -1;
+}
+
+/* After the loop: the last GPU records, the names, DF_END, and the summary. */
+static void record_finish_file(struct record *r, char **written)
+{
+	uint64_t end_ns = cs_monotonic_ns();
+	int ret;
+
+	record_gpu_detach(r);   /* the sampler has let the threads go: the last records */
+	if (!r->error) {
+		record_gpu_finish(r, end_ns);
+		record_symbolize(r, true);
+		df_put_end(r->w, &(struct df_end){ r->nsamples, r->lost, end_ns, 1 });
+	}
+	ret = df_writer_close(r->w);
+	r->w = NULL;
+	if (ret && !r->error)
+		r->error = ret;
+	if (!r->error) {
+		if (!r->o->live) {
+			record_print_summary(r, end_ns);
+			record_gpu_summary(r);
+		}
+		if (written)
+			*written = cs_strdup(r->output);
+	}
+}
+
+/* csampler's exit status: the launched command's (waited for), or 0 in attach mode;
+ * CS_EXIT_ERROR when recording failed. */
+static int record_exit_status(struct record *r)
+{
+	int status = 0;
+
+	if (r->child > 0) {
+		if (!r->child_exited && r->error) {
+			/* csampler failed while the command runs (a full disk): sampling stops, the
+			 * command goes on unharmed, and csampler waits for it as its caller expects. */
+			sampler_close(r->sampler);
+			r->sampler = NULL;
+			record_wait_command(r);
+		} else if (!r->child_exited && !r->stop_signal) {
+			int st;
+			if (sampler_child_exit(r->sampler, r->child, &st) == 1 ||
+			    waitpid(r->child, &st, 0) == r->child)
+				record_child_done(r, st);
+		}
+		if (r->child_exited)
+			status = r->child_status;
+		else if (r->stop_signal)
+			status = 128 + r->stop_signal;
+		/* As a shell would say it: csampler's exit status carries it, but does not kill it. */
+		if (r->child_signal && r->child_signal != r->stop_signal && r->child_signal != SIGPIPE &&
+		    r->child_signal != SIGINT)
+			cs_info("the command was killed by signal SIG%s (%s)%s%s", sigabbrev_np(r->child_signal),
+				strsignal(r->child_signal), r->error ? "" : "; its samples up to then are in ",
+				r->error ? "" : r->output);
+	}
+	return r->error ? CS_EXIT_ERROR : status;
+}
+
+static void record_free(struct record *r)
+{
+	const struct record_opts *o = r->o;
+
+	df_writer_close(r->w);
+	df_strtab_free(r->strs);
+	/* the private directory of a launch goes; the per-user one of attach mode stays */
+	gpu_merge_free(r->gpu, o->argv != NULL);
+	record_gpu_attach_free(r);
+	gpu_setup_free_env(r->child_env);
+	for (size_t i = 0; i < r->ngpu_notes; i++)
+		free(r->gpu_notes[i].text);
+	free(r->gpu_notes);
+	sampler_close(r->sampler);
+	unwind_free(r->unwind);
+	free(r->py_delay_us);
+	if (r->child_pidfd >= 0)
+		close(r->child_pidfd);
+	for (size_t i = 0; i < o->npids; i++)
+		if (r->target_pidfds[i] >= 0)
+			close(r->target_pidfds[i]);
+	record_stop_reader(r);
+	for (size_t i = 0; i < r->q.count; i++) /* only after a failure: nothing to write them to */
+		sampler_batch_free(r->q.items[r->q.head + i].batch);
+	if (r->q.wake_fd > 0)
+		close(r->q.wake_fd), close(r->q.stop_fd);
+	free(r->q.items);
+	record_wake_fd = -1;
+	if (r->sigpipe[0] >= 0)
+		close(r->sigpipe[0]), close(r->sigpipe[1]);
+	free(r->target_pidfds);
+	free(r->locs);
+	cs_map_free(&r->loc_ids);
+	free(r->stack_data);
+	free(r->stack_pos);
+	free(r->stack_len);
+	cs_hash_free(&r->stack_ids);
+	cs_map_free(&r->tids);
+	cs_map_free(&r->pids);
+	free(r->output);
+}
+
+int record_run(const struct record_opts *o, char **written)
+{
+	struct record r = { .o = o, .child_pidfd = -1, .sigpipe = { -1, -1 } };
+	int go_fd = -1, err_fd = -1, status = CS_EXIT_ERROR;
+
+	r.run_start_ns = cs_monotonic_ns();
+	r.target_pidfds = cs_calloc(o->npids + 1, sizeof(int));
+	for (size_t i = 0; i < o->npids; i++)
+		r.target_pidfds[i] = -1;
+
+	/* A launch named after its pid (-o ...%p...) opens the file once the command is forked;
+	 * otherwise before anything starts, so that an unwritable path costs no launch. */
+	bool open_late = o->argv && record_output_needs_pid(o->output);
+	if (record_prepare(&r, open_late))
+		goto out;
+	if (o->argv ? record_start_launch(&r, open_late, &go_fd, &err_fd)
+		    : record_start_attach(&r))
+		goto out;
 	/* Debug files missing locally are looked up by build id on the servers of DEBUGINFOD_URLS
 	 * by libdw itself: dwfl_standard_find_debuginfo, the symbolizer's callback, goes on to
 	 * elfutils' libdebuginfod (which libdw loads when present) with its cache
@@ -1379,83 +1544,11 @@ int record_run(const struct record_opts *o, char **written)
 		cs_info("%s", sampler_kernel_note(r.sampler));
 	r.start_ns = r.last_flush_ns = r.last_symbolize_ns = cs_monotonic_ns();
 	record_write_header(&r);
-
-	if (o->argv) {
-		int e = 0;
-		ssize_t got;
-		if (write(go_fd, "g", 1) != 1) {
-			cs_error(errno, "cannot start the command: %s", strerror(errno));
-			goto out;
-		}
-		close(go_fd);
-		go_fd = -1;
-		do
-			got = read(err_fd, &e, sizeof(e));
-		while (got < 0 && errno == EINTR);
-		if (got == (ssize_t)sizeof(e)) {
-			waitpid(r.child, NULL, 0);
-			r.child = 0;
-			if (e == ENOENT) {
-				cs_error(e, "%s: command not found", o->argv[0]);
-				status = CS_EXIT_NOTFOUND;
-			} else {
-				cs_error(e, "cannot execute %s: %s", o->argv[0], strerror(e));
-				status = CS_EXIT_NOEXEC;
-			}
-			df_writer_close(r.w);
-			r.w = NULL;
-			unlink(r.output);
-			goto out;
-		}
-	}
+	if (o->argv && record_go(&r, &go_fd, err_fd, &status))
+		goto out;
 	record_loop(&r);
-	uint64_t end_ns = cs_monotonic_ns();
-	record_gpu_detach(&r);   /* the sampler has let the threads go: the last records */
-	if (!r.error) {
-		record_gpu_finish(&r, end_ns);
-		record_symbolize(&r, true);
-		df_put_end(r.w, &(struct df_end){ r.nsamples, r.lost, end_ns, 1 });
-	}
-	ret = df_writer_close(r.w);
-	r.w = NULL;
-	if (ret && !r.error)
-		r.error = ret;
-	if (!r.error) {
-		if (!o->live) {
-			record_print_summary(&r, end_ns);
-			record_gpu_summary(&r);
-		}
-		if (written)
-			*written = cs_strdup(r.output);
-	}
-	if (r.child > 0) {
-		if (!r.child_exited && r.error) {
-			/* csampler failed while the command runs (a full disk): sampling stops, the
-			 * command goes on unharmed, and csampler waits for it as its caller expects. */
-			sampler_close(r.sampler);
-			r.sampler = NULL;
-			record_wait_command(&r);
-		} else if (!r.child_exited && !r.stop_signal) {
-			int st;
-			if (sampler_child_exit(r.sampler, r.child, &st) == 1 ||
-			    waitpid(r.child, &st, 0) == r.child)
-				record_child_done(&r, st);
-		}
-		if (r.child_exited)
-			status = r.child_status;
-		else if (r.stop_signal)
-			status = 128 + r.stop_signal;
-		/* As a shell would say it: csampler's exit status carries it, but does not kill it. */
-		if (r.child_signal && r.child_signal != r.stop_signal && r.child_signal != SIGPIPE &&
-		    r.child_signal != SIGINT)
-			cs_info("the command was killed by signal SIG%s (%s)%s%s", sigabbrev_np(r.child_signal),
-				strsignal(r.child_signal), r.error ? "" : "; its samples up to then are in ",
-				r.error ? "" : r.output);
-	} else {
-		status = 0;
-	}
-	if (r.error)
-		status = CS_EXIT_ERROR;
+	record_finish_file(&r, written);
+	status = record_exit_status(&r);
 out:
 	record_status_clear(&r.status);
 	if (go_fd >= 0)
@@ -1466,41 +1559,6 @@ out:
 		/* csampler failed while the command runs: leave it running, unprofiled */
 		cs_info("the command (PID %d) keeps running without profiling", (int)r.child);
 	}
-	df_writer_close(r.w);
-	df_strtab_free(r.strs);
-	/* the private directory of a launch goes; the per-user one of attach mode stays */
-	gpu_merge_free(r.gpu, o->argv != NULL);
-	record_gpu_attach_free(&r);
-	gpu_setup_free_env(r.child_env);
-	for (size_t i = 0; i < r.ngpu_notes; i++)
-		free(r.gpu_notes[i].text);
-	free(r.gpu_notes);
-	sampler_close(r.sampler);
-	unwind_free(r.unwind);
-	free(r.py_delay_us);
-	if (r.child_pidfd >= 0)
-		close(r.child_pidfd);
-	for (size_t i = 0; i < o->npids; i++)
-		if (r.target_pidfds[i] >= 0)
-			close(r.target_pidfds[i]);
-	record_stop_reader(&r);
-	for (size_t i = 0; i < r.q.count; i++) /* only after a failure: nothing to write them to */
-		sampler_batch_free(r.q.items[r.q.head + i].batch);
-	if (r.q.wake_fd > 0)
-		close(r.q.wake_fd), close(r.q.stop_fd);
-	free(r.q.items);
-	record_wake_fd = -1;
-	if (r.sigpipe[0] >= 0)
-		close(r.sigpipe[0]), close(r.sigpipe[1]);
-	free(r.target_pidfds);
-	free(r.locs);
-	cs_map_free(&r.loc_ids);
-	free(r.stack_data);
-	free(r.stack_pos);
-	free(r.stack_len);
-	cs_hash_free(&r.stack_ids);
-	cs_map_free(&r.tids);
-	cs_map_free(&r.pids);
-	free(r.output);
+	record_free(&r);
 	return status;
 }
