@@ -753,24 +753,11 @@ static void load_gpu_finish(struct load *l)
  * and 64 frames per location; real profiles stay orders of magnitude below this. */
 #define PROFILE_MAX_STACK_FRAMES (1u << 28)
 
-static int load_finish(struct load *l)
+/* Every location gets its frames: its symbol chain, or a made-up "file+0xOFF" name. */
+static void load_frames(struct load *l)
 {
 	struct profile *p = l->p;
 
-	load_hash_build(l);
-	for (size_t i = 0; i < p->nmodules; i++) {
-		p->modules[i].path = load_intern(l, l->module_names[2 * i]);
-		p->modules[i].build_id = load_intern(l, l->module_names[2 * i + 1]);
-		l->module_names[2 * i] = l->module_names[2 * i + 1] = NULL;
-	}
-	/* comm names: intern, then sort by (tid, arrival order) */
-	for (size_t i = 0; i < l->ncomms; i++) {
-		l->comms[i].str = load_intern(l, l->comms[i].name);
-		l->comms[i].name = NULL;
-	}
-	cs_qsort(l->comms, l->ncomms, sizeof(*l->comms), cmp_comm);
-
-	/* frames: every location gets its chain (symbols) or a made-up "file+0xOFF" name */
 	for (size_t i = 0; i < l->nlocs; i++) {
 		struct load_loc *loc = &l->locs[i];
 		const struct profile_module *m = &p->modules[loc->module];
@@ -797,9 +784,16 @@ static int load_finish(struct load *l)
 			loc->frame_n = 1;
 		}
 	}
-	/* stacks: expand locations into frames, leaf first; first count them, to refuse a
-	 * file that expands beyond PROFILE_MAX_STACK_FRAMES before allocating */
+}
+
+/* Stacks: locations expanded into frames, leaf first; first counted, to refuse a file that
+ * expands beyond PROFILE_MAX_STACK_FRAMES before allocating. */
+static int load_expand_stacks(struct load *l)
+{
+	struct profile *p = l->p;
 	uint64_t total = 0;
+	size_t cap = 0;
+
 	for (size_t i = 0; i < l->nstack_locs; i++)
 		total += l->locs[l->stack_locs[i]].frame_n;
 	if (total > PROFILE_MAX_STACK_FRAMES)
@@ -807,7 +801,6 @@ static int load_finish(struct load *l)
 				"(csampler loads at most %u); check where the file came from",
 				l->path, p->nstacks, (unsigned long long)total,
 				PROFILE_MAX_STACK_FRAMES);
-	size_t cap = 0;
 	for (size_t s = 0; s < p->nstacks; s++) {
 		struct profile_stack *st = &p->stacks[s];
 		uint32_t first = (uint32_t)p->nstack_frames, n = 0;
@@ -822,16 +815,21 @@ static int load_finish(struct load *l)
 		st->first = first;
 		st->nframes = n;
 	}
-	cs_qsort(p->samples, p->nsamples_records, sizeof(*p->samples), cmp_sample_time);
+	return 0;
+}
 
-	/* threads and processes */
+/* Threads (by pid, tid) and processes, with their samples, names and parents. The samples
+ * are sorted by time already. */
+static void load_tasks(struct load *l)
+{
+	struct profile *p = l->p;
 	struct tid_key *keys = cs_malloc((p->nsamples_records + l->ncomms + 1) * sizeof(*keys));
-	size_t nkeys = 0;
+	size_t nkeys = 0, tcap = 0, pcap = 0;
+
 	for (size_t i = 0; i < p->nsamples_records; i++)
 		keys[nkeys++] = (struct tid_key){ p->samples[i].pid, p->samples[i].tid,
 						  p->samples[i].weight };
 	cs_qsort(keys, nkeys, sizeof(*keys), cmp_tid);
-	size_t tcap = 0, pcap = 0;
 	for (size_t i = 0; i < nkeys;) {
 		size_t j = i;
 		uint64_t n = 0;
@@ -859,9 +857,16 @@ static int load_finish(struct load *l)
 		i = j;
 	}
 	free(keys);
+}
 
+/* The recording's span: the header's start (else the first sample) to DF_END's time (else
+ * the last sample). */
+static void load_span(struct load *l)
+{
+	struct profile *p = l->p;
 	const char *start = profile_header(p, "start_monotonic_ns");
 	uint64_t v;
+
 	if (start && cs_parse_u64(start, &v) == 0)
 		p->start_ns = v;
 	else if (p->nsamples_records)
@@ -871,6 +876,32 @@ static int load_finish(struct load *l)
 		p->end_ns = p->samples[p->nsamples_records - 1].time;
 	if (p->end_ns < p->start_ns)
 		p->end_ns = p->start_ns;
+}
+
+static int load_finish(struct load *l)
+{
+	struct profile *p = l->p;
+	int err;
+
+	load_hash_build(l);
+	for (size_t i = 0; i < p->nmodules; i++) {
+		p->modules[i].path = load_intern(l, l->module_names[2 * i]);
+		p->modules[i].build_id = load_intern(l, l->module_names[2 * i + 1]);
+		l->module_names[2 * i] = l->module_names[2 * i + 1] = NULL;
+	}
+	/* comm names: intern, then sort by (tid, arrival order) */
+	for (size_t i = 0; i < l->ncomms; i++) {
+		l->comms[i].str = load_intern(l, l->comms[i].name);
+		l->comms[i].name = NULL;
+	}
+	cs_qsort(l->comms, l->ncomms, sizeof(*l->comms), cmp_comm);
+	load_frames(l);
+	err = load_expand_stacks(l);
+	if (err)
+		return err;
+	cs_qsort(p->samples, p->nsamples_records, sizeof(*p->samples), cmp_sample_time);
+	load_tasks(l);
+	load_span(l);
 	p->finalized = l->symbolized;
 	load_labels(l);
 	load_gpu_finish(l);
