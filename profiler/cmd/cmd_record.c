@@ -191,6 +191,50 @@ void record_default_sampler(struct sampler_opts *s)
 enum { OPT_STACK = 256, OPT_DURATION, OPT_KEEP_RAW, OPT_NO_PYTHON, OPT_NO_COMPRESS, OPT_GPU,
        OPT_MODE, OPT_IDLE, OPT_NO_DEBUGINFOD, OPT_GPU_LATENCY, OPT_CGROUP };
 
+/* -g fp, dwarf or dwarf,SIZE. RECORD_OPT_NEXT, or the exit status (printed). */
+static int record_callgraph_option(struct record_opts *o, const char *arg)
+{
+	if (!strcmp(arg, "fp")) {
+		o->sampler.callgraph = SAMPLER_CALLGRAPH_FP;
+	} else if (!strcmp(arg, "dwarf")) {
+		o->sampler.callgraph = SAMPLER_CALLGRAPH_DWARF;
+	} else if (!strncmp(arg, "dwarf,", 6)) {
+		o->sampler.callgraph = SAMPLER_CALLGRAPH_DWARF;
+		if (parse_stack_size(arg + 6, &o->sampler.stack_size))
+			return record_bad("invalid stack size in '-g %s': give bytes from 8 to 65528", arg);
+	} else {
+		return record_bad("invalid call-graph mode '%s': use dwarf, dwarf,SIZE or fp", arg);
+	}
+	return RECORD_OPT_NEXT;
+}
+
+/* --gpu auto|on|off and --mode auto|perf|ptrace|bpf (c says which). RECORD_OPT_NEXT, or the
+ * exit status (printed). */
+static int record_mode_option(int c, struct record_opts *o, const char *arg)
+{
+	static const char *const gpu_modes[] = { [GPU_MODE_AUTO] = "auto", [GPU_MODE_ON] = "on",
+						 [GPU_MODE_OFF] = "off" };
+	static const char *const modes[] = { [SAMPLER_MODE_AUTO] = "auto",
+					     [SAMPLER_MODE_PERF] = "perf",
+					     [SAMPLER_MODE_PTRACE] = "ptrace",
+					     [SAMPLER_MODE_BPF] = "bpf" };
+	bool gpu = c == OPT_GPU;
+	const char *const *names = gpu ? gpu_modes : modes;
+	size_t n = gpu ? sizeof(gpu_modes) / sizeof(*gpu_modes) : sizeof(modes) / sizeof(*modes);
+
+	for (size_t i = 0; i < n; i++) {
+		if (names[i] && !strcmp(arg, names[i])) {
+			if (gpu)
+				o->gpu_mode = (enum gpu_mode)i;
+			else
+				o->sampler.mode = (enum sampler_mode)i;
+			return RECORD_OPT_NEXT;
+		}
+	}
+	return gpu ? record_bad("invalid --gpu '%s': use auto, on or off", arg)
+		   : record_bad("invalid --mode '%s': use auto, perf, ptrace or bpf", arg);
+}
+
 /* One option of record (c, with optarg) into *o. RECORD_OPT_NEXT, or the exit status to
  * return now (after --help, or a bad value: printed). */
 static int record_option(int c, struct record_opts *o, const char **rate_arg, char **argv)
@@ -217,18 +261,7 @@ static int record_option(int c, struct record_opts *o, const char **rate_arg, ch
 		o->sampler.cgroup = optarg;
 		return RECORD_OPT_NEXT;
 	case 'g':
-		if (!strcmp(optarg, "fp")) {
-			o->sampler.callgraph = SAMPLER_CALLGRAPH_FP;
-		} else if (!strcmp(optarg, "dwarf")) {
-			o->sampler.callgraph = SAMPLER_CALLGRAPH_DWARF;
-		} else if (!strncmp(optarg, "dwarf,", 6)) {
-			o->sampler.callgraph = SAMPLER_CALLGRAPH_DWARF;
-			if (parse_stack_size(optarg + 6, &o->sampler.stack_size))
-				return record_bad("invalid stack size in '-g %s': give bytes from 8 to 65528", optarg);
-		} else {
-			return record_bad("invalid call-graph mode '%s': use dwarf, dwarf,SIZE or fp", optarg);
-		}
-		return RECORD_OPT_NEXT;
+		return record_callgraph_option(o, optarg);
 	case OPT_STACK:
 		if (parse_stack_size(optarg, &o->sampler.stack_size))
 			return record_bad("invalid stack size '%s': give bytes from 8 to 65528", optarg);
@@ -268,27 +301,8 @@ static int record_option(int c, struct record_opts *o, const char **rate_arg, ch
 		setenv("CSAMPLER_GPU_LATENCY", "1", 1);
 		return RECORD_OPT_NEXT;
 	case OPT_GPU:
-		if (!strcmp(optarg, "auto"))
-			o->gpu_mode = GPU_MODE_AUTO;
-		else if (!strcmp(optarg, "on"))
-			o->gpu_mode = GPU_MODE_ON;
-		else if (!strcmp(optarg, "off"))
-			o->gpu_mode = GPU_MODE_OFF;
-		else
-			return record_bad("invalid --gpu '%s': use auto, on or off", optarg);
-		return RECORD_OPT_NEXT;
 	case OPT_MODE:
-		if (!strcmp(optarg, "auto"))
-			o->sampler.mode = SAMPLER_MODE_AUTO;
-		else if (!strcmp(optarg, "perf"))
-			o->sampler.mode = SAMPLER_MODE_PERF;
-		else if (!strcmp(optarg, "ptrace"))
-			o->sampler.mode = SAMPLER_MODE_PTRACE;
-		else if (!strcmp(optarg, "bpf"))
-			o->sampler.mode = SAMPLER_MODE_BPF;
-		else
-			return record_bad("invalid --mode '%s': use auto, perf, ptrace or bpf", optarg);
-		return RECORD_OPT_NEXT;
+		return record_mode_option(c, o, optarg);
 	case OPT_IDLE:
 		o->sampler.idle = true;
 		return RECORD_OPT_NEXT;
