@@ -1114,6 +1114,87 @@ static void record_status_tick(struct record *r, uint64_t now)
 	record_status_update(&r->status, now, &c, false);
 }
 
+/* Where record_poll_fds put the signal pipe, the command's pidfd (-1: none) and the first
+ * target's pidfd. */
+struct record_poll_at {
+	int sig, child, targets;
+};
+
+/* What the loop waits on: the reader's wake-up, the signal pipe, the command, the live
+ * consumer, the attached targets. Returns the number of fds. */
+static int record_poll_fds(struct record *r, struct pollfd *fds, struct record_poll_at *at)
+{
+	int n = 0;
+
+	fds[n++] = (struct pollfd){ .fd = r->q.wake_fd, .events = POLLIN };
+	at->sig = n;
+	fds[n++] = (struct pollfd){ .fd = r->sigpipe[0], .events = POLLIN };
+	at->child = -1;
+	if (r->child_pidfd >= 0 && !r->child_exited) {
+		at->child = n;
+		fds[n++] = (struct pollfd){ .fd = r->child_pidfd, .events = POLLIN };
+	}
+	if (r->o->live && r->o->live->wake_fd >= 0)
+		fds[n++] = (struct pollfd){ .fd = r->o->live->wake_fd, .events = POLLIN };
+	at->targets = n;
+	for (size_t i = 0; i < r->o->npids; i++)
+		if (r->target_pidfds[i] >= 0)
+			fds[n++] = (struct pollfd){ .fd = r->target_pidfds[i], .events = POLLIN };
+	return n;
+}
+
+/* The loop's timed work: GPU records and names every 250 ms, a flush every second, the
+ * status line, and the live consumer's tick. */
+static void record_periodic(struct record *r, uint64_t now, bool stopping)
+{
+	if (now - r->last_symbolize_ns > 250000000ull) {
+		/* A launch waits until the sampler's events of its time are handled (a
+		 * library mapped just before it): events_seen_ns, not a guess from the
+		 * clock, which a reader thread starved on a loaded machine outran (its
+		 * launches then fell in no known mapping). */
+		gpu_merge_poll(r->gpu, 0, r->events_seen_ns, false);
+		record_symbolize(r, false);
+		r->last_symbolize_ns = now;
+	}
+	if (now - r->last_flush_ns > 1000000000ull) {
+		df_flush(r->w); /* a killed csampler leaves at most ~1 s unwritten */
+		r->last_flush_ns = now;
+	}
+	if (record_winch) {
+		record_winch = 0;
+		record_status_resized(&r->status);
+	}
+	record_status_tick(r, now);
+	if (r->o->live && r->o->live->tick && r->o->live->tick(r->o->live->arg, now) &&
+	    !record_signal_pending && !stopping) {
+		/* the consumer is done (top's q): as a SIGINT sent to csampler alone */
+		record_signal_pending = SIGINT;
+		record_signal_from_user = 1;
+	}
+}
+
+/* Attach mode: the targets that exited since the last poll (their pidfds from tfds on, in
+ * the order of record_poll_fds) are no longer waited for. */
+static void record_targets_gone(struct record *r, const struct pollfd *tfds)
+{
+	for (size_t i = 0, k = 0; i < r->o->npids; i++) {
+		if (r->target_pidfds[i] == RECORD_NO_PIDFD) {
+			if (!record_target_alive(r->o->pids[i])) {
+				r->target_pidfds[i] = -1;
+				r->ntargets_alive--;
+			}
+			continue;
+		}
+		if (r->target_pidfds[i] < 0)
+			continue;
+		if (tfds[k++].revents & POLLIN) {
+			close(r->target_pidfds[i]);
+			r->target_pidfds[i] = -1;
+			r->ntargets_alive--;
+		}
+	}
+}
+
 static int record_loop(struct record *r)
 {
 	struct pollfd fds[1100];
@@ -1131,25 +1212,8 @@ static int record_loop(struct record *r)
 	if (r->o->live)
 		r->status.on = false;   /* the consumer owns the terminal */
 	for (;;) {
-		int n = 0;
-		fds[n++] = (struct pollfd){ .fd = r->q.wake_fd, .events = POLLIN };
-		int sig_idx = n;
-		fds[n++] = (struct pollfd){ .fd = r->sigpipe[0], .events = POLLIN };
-		int child_idx = -1;
-		if (r->child_pidfd >= 0 && !r->child_exited) {
-			child_idx = n;
-			fds[n++] = (struct pollfd){ .fd = r->child_pidfd, .events = POLLIN };
-		}
-		int live_idx = -1;
-		if (r->o->live && r->o->live->wake_fd >= 0) {
-			live_idx = n;
-			fds[n++] = (struct pollfd){ .fd = r->o->live->wake_fd, .events = POLLIN };
-		}
-		int targets_idx = n;
-		for (size_t i = 0; i < r->o->npids; i++)
-			if (r->target_pidfds[i] >= 0)
-				fds[n++] = (struct pollfd){ .fd = r->target_pidfds[i], .events = POLLIN };
-
+		struct record_poll_at at;
+		int n = record_poll_fds(r, fds, &at);
 		int pr = poll(fds, (nfds_t)n, 100);
 		if (pr < 0 && errno != EINTR) {
 			r->error = cs_error(errno, "poll: %s", strerror(errno));
@@ -1162,36 +1226,12 @@ static int record_loop(struct record *r)
 		}
 		record_consume(r);
 		uint64_t now = cs_monotonic_ns();
-		if (now - r->last_symbolize_ns > 250000000ull) {
-			/* A launch waits until the sampler's events of its time are handled (a
-			 * library mapped just before it): events_seen_ns, not a guess from the
-			 * clock, which a reader thread starved on a loaded machine outran (its
-			 * launches then fell in no known mapping). */
-			gpu_merge_poll(r->gpu, 0, r->events_seen_ns, false);
-			record_symbolize(r, false);
-			r->last_symbolize_ns = now;
-		}
-		if (now - r->last_flush_ns > 1000000000ull) {
-			df_flush(r->w); /* a killed csampler leaves at most ~1 s unwritten */
-			r->last_flush_ns = now;
-		}
-		if (record_winch) {
-			record_winch = 0;
-			record_status_resized(&r->status);
-		}
-		record_status_tick(r, now);
-		(void)live_idx;
-		if (r->o->live && r->o->live->tick && r->o->live->tick(r->o->live->arg, now) &&
-		    !record_signal_pending && !stopping) {
-			/* the consumer is done (top's q): as a SIGINT sent to csampler alone */
-			record_signal_pending = SIGINT;
-			record_signal_from_user = 1;
-		}
+		record_periodic(r, now, stopping);
 		if (df_writer_error(r->w)) {
 			r->error = df_writer_error(r->w);
 			break;
 		}
-		if (pr > 0 && (fds[sig_idx].revents & POLLIN)) {
+		if (pr > 0 && (fds[at.sig].revents & POLLIN)) {
 			char buf[16];
 			ssize_t got = read(r->sigpipe[0], buf, sizeof(buf));
 			(void)got;
@@ -1208,7 +1248,7 @@ static int record_loop(struct record *r)
 			if (!r->child || r->child_exited)
 				break;
 		}
-		if (child_idx >= 0 && (fds[child_idx].revents & POLLIN))
+		if (at.child >= 0 && (fds[at.child].revents & POLLIN))
 			record_reap_child(r);
 		if (r->child > 0) {
 			record_reap_child(r);
@@ -1218,22 +1258,7 @@ static int record_loop(struct record *r)
 			if (stopping && now - stop_at > 3000000000ull)
 				break;
 		}
-		for (size_t i = 0, k = targets_idx; i < r->o->npids; i++) {
-			if (r->target_pidfds[i] == RECORD_NO_PIDFD) {
-				if (!record_target_alive(r->o->pids[i])) {
-					r->target_pidfds[i] = -1;
-					r->ntargets_alive--;
-				}
-				continue;
-			}
-			if (r->target_pidfds[i] < 0)
-				continue;
-			if (fds[k++].revents & POLLIN) {
-				close(r->target_pidfds[i]);
-				r->target_pidfds[i] = -1;
-				r->ntargets_alive--;
-			}
-		}
+		record_targets_gone(r, fds + at.targets);
 		/* -a and --cgroup end at the deadline or a signal only */
 		if (!r->child && r->ntargets_alive == 0 && !r->o->sampler.all && !r->o->sampler.cgroup)
 			break;
