@@ -5,7 +5,7 @@
 #include "analysis/compare.h"
 #include "analysis/steps.h"
 #include "analysis/report.h"
-#include "analysis/fold.h"
+#include "analysis/fold_frame.h"
 #include "base/cs.h"
 #include "base/json.h"
 

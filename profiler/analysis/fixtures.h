@@ -18,7 +18,7 @@
  * The tests add the samples. */
 void fx_app(struct pbuild *b, const char *rec_leaf, uint32_t s[5]);
 
-/* stacks_write_folded's text for p with o (NULL: the defaults); the caller frees it. */
+/* fold_write_folded's text for p with o (NULL: the defaults); the caller frees it. */
 char *fx_folded(const struct profile *p, const struct fold_opts *o);
 
 /* Fail the test, printing both, when got is not want. */

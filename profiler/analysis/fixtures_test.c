@@ -1,5 +1,6 @@
 /* fixtures_test.c: the readers' shared unit-test fixtures (fixtures.h). */
 #include "analysis/fixtures.h"
+#include "analysis/fold.h"
 #include "analysis/stacks.h"
 #include "base/unit.h"
 
@@ -32,7 +33,7 @@ char *fx_folded(const struct profile *p, const struct fold_opts *o)
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
 	UNIT_ASSERT(f);
-	UNIT_ASSERT(stacks_write_folded(f, p, o) == 0);
+	UNIT_ASSERT(fold_write_folded(f, p, o) == 0);
 	fclose(f);
 	return text;
 }

@@ -1,78 +1,32 @@
 /* fold.h: a stream of weighted call stacks, root first: the common input of `folded`, `flame`
- * and `diff`, whether it comes from a data file (stacks.c) or from folded text
- * (flamegraph/ parser). Folded text is "root;...;leaf COUNT" with the frame annotations
+ * and `diff`, whether it comes from a data file (fold.c over stacks.c and fold_gpu.c) or from
+ * folded text (flamegraph/ parser). Folded text is "root;...;leaf COUNT" with the frame annotations
  * "_[k]" kernel, "_[i]" inlined, "_[j]" JIT, as perf's stackcollapse and inferno write them. */
 #ifndef CSAMPLER_FOLD_H
 #define CSAMPLER_FOLD_H
 
-#include <stddef.h>
-#include <stdint.h>
+#include <stdio.h>
 
-#include "analysis/profile.h"
+#include "analysis/fold_frame.h"
 
-struct fold_frame {
-	const char *name;    /* never NULL; without any "_[k]"-style suffix */
-	const char *module;  /* basename of the ELF file, or NULL when unknown */
-	const char *file;    /* source file, or NULL */
-	uint32_t line;       /* 0 when unknown */
-	uint32_t flags;      /* PROFILE_FRAME_* */
-};
-
-/* Called once per stack with frames[0] the root. count is the number of samples (or the
- * weight) for CPU stacks, nanoseconds for GPU and FOLD_BOTH stacks. calls is the number of GPU
- * activities merged into the stack (0 for CPU stacks). Return 0 to go on, or a negative errno
- * to stop the walk with that value. */
-typedef int (*fold_fn)(void *arg, const struct fold_frame *frames, size_t nframes,
-		       uint64_t count, uint64_t calls);
-
-/* What the stacks weigh. */
-enum fold_source {
-	FOLD_CPU = 0,        /* CPU samples, counted in samples */
-	FOLD_GPU = 1,        /* GPU activities under their launch stacks, in ns (fold_gpu.c) */
-	FOLD_BOTH = 2,       /* a "CPU" root (samples times the sampling period) and a "GPU"
-			      * root, both in ns */
-	FOLD_GPU_IDLE = 3,   /* only the CPU samples that fell in GPU idle time (gpu_idle.h),
-			      * counted in samples; calls carries the idle ns they explain */
-};
-
-struct fold_opts {
-	int per_thread;      /* root frame "comm-tid" instead of the process name */
-	int time_order;      /* one call per sample in time order, no merging (flamechart) */
-	int64_t pid, tid;    /* filters; -1 = all */
-	const char *comm;    /* filter on thread name; NULL = all */
-	int source;          /* enum fold_source */
-};
-#define FOLD_OPTS_DEFAULT { .per_thread = 0, .time_order = 0, .pid = -1, .tid = -1, .comm = NULL, \
-			    .source = FOLD_CPU }
-
-/* Walk a loaded profile's samples as merged stacks (or, with time_order, sample by sample).
- * The root frame is the process name (comm of the process), or "comm-tid" with per_thread.
- * opts->source FOLD_GPU or FOLD_BOTH hands over to fold_profile_gpu(). */
+/* Walk a loaded profile's stacks as opts->source says (NULL opts: FOLD_OPTS_DEFAULT), merged
+ * (or, with time_order, one by one). The root frame is the process name (comm of the
+ * process), or "comm-tid" with per_thread.
+ *   FOLD_CPU, FOLD_GPU_IDLE: the CPU samples (stacks_fold, stacks.h);
+ *   FOLD_GPU: each kernel, copy, memset and sync weighs its duration in ns and sits on the CPU
+ *     stack of the API call that launched it, below the process (or thread) root and the NVTX
+ *     ranges open on the launching thread at that moment ("[nvtx] NAME", outermost first),
+ *     with a leaf "[gpu] KERNEL", "[memcpy HtoD]" (DtoH, DtoD, ...), "[memset]" or "[sync]";
+ *     activities without a launch stack go under "[no launch stack]" (fold_gpu.h);
+ *   FOLD_BOTH: first the CPU samples under a "CPU" root, each weighing fold_cpu_period_ns(),
+ *     then the GPU under a "GPU" root.
+ * Returns 0, the callback's error, -EINVAL for a bad filter, or -ENODATA for FOLD_BOTH when
+ * the sampling rate is unknown. */
 int fold_profile(const struct profile *p, const struct fold_opts *opts, fold_fn fn, void *arg);
 
-/* fold_gpu.c: the GPU view. Each kernel, copy, memset and sync weighs its duration in ns and
- * sits on the CPU stack of the API call that launched it, below the process (or thread) root
- * and the NVTX ranges open on the launching thread at that moment ("[nvtx] NAME", outermost
- * first), with a leaf "[gpu] KERNEL", "[memcpy HtoD]" (DtoH, DtoD, ...), "[memset]" or
- * "[sync]". Activities without a launch stack go under "[no launch stack]". FOLD_BOTH first
- * walks the CPU samples under a "CPU" root, each weighing fold_cpu_period_ns(), then the GPU
- * under a "GPU" root. Returns 0, the callback's error, -EINVAL for a bad filter, or -ENODATA
- * for FOLD_BOTH when the sampling rate is unknown. */
-int fold_profile_gpu(const struct profile *p, const struct fold_opts *opts, fold_fn fn,
-		     void *arg);
-
-/* The name of a CUPTI copy kind (a memcpy activity's detail): "HtoD", "DtoH", ..., "?". */
-const char *fold_gpu_copy_kind(uint32_t kind);
-
-/* The time one CPU sample of weight 1 stands for: 1e9 / rate_hz ns (the header's sampling
- * frequency) rounded to the nanosecond, or 0 when the file does not say. */
-uint64_t fold_cpu_period_ns(const struct profile *p);
-
-/* The fold_frame of profile frame id fid (name, module basename, file, line, flags). */
-void fold_frame_of(const struct profile *p, uint32_t fid, struct fold_frame *out);
-
-/* Append one frame to b in folded-text form, with its annotation suffix. */
-struct cs_buf;
-void fold_format_frame(struct cs_buf *b, const struct fold_frame *f);
+/* Write p's stacks that pass opts as folded text ("root;...;leaf COUNT\n"): lines sorted
+ * bytewise, identical lines merged. Returns 0, -EINVAL for a bad filter, -ENODATA as
+ * fold_profile, or -EIO when writing to f failed (none is printed). */
+int fold_write_folded(FILE *f, const struct profile *p, const struct fold_opts *opts);
 
 #endif

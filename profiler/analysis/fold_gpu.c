@@ -1,12 +1,13 @@
 /* fold_gpu.c: the GPU view of a profile for `folded`, `flame` and `diff` with --gpu or --both
  * (fold.h): every kernel, copy, memset and sync weighs its duration in nanoseconds and sits on
  * the CPU call path of the API call that launched it (profile_gpu_activity.launch), under the
- * NVTX ranges that were open on the launching thread when the call was made.
+ * NVTX ranges that were open on the launching thread when the call was made. fold.c
+ * dispatches here for FOLD_GPU and for FOLD_BOTH's GPU half.
  *
  * Cost: one pass over the activities with a few integer hash lookups and a binary search in
  * the NVTX ranges each, then one callback per distinct (root, ranges, launch stack, leaf); the
  * names of leaves and ranges are built and compared once per distinct string id. */
-#include "analysis/fold.h"
+#include "analysis/fold_gpu.h"
 
 #include "base/cs.h"
 #include "base/hash.h"
@@ -278,25 +279,13 @@ static uint32_t fold_gpu_chain(struct fold_gpu *g, uint32_t pid, uint32_t tid, u
 	return chain;
 }
 
-static const uint32_t *fold_gpu_stack_frames(const struct profile *p, uint32_t stack, size_t *n)
-{
-	*n = 0;
-	if (stack >= p->nstacks)
-		return NULL;
-	const struct profile_stack *st = &p->stacks[stack];
-	if (st->first > p->nstack_frames || st->nframes > p->nstack_frames - st->first)
-		return NULL;
-	*n = st->nframes;
-	return p->stack_frames + st->first;
-}
-
 /* Hand one stack to the callback: [prefix;] root; ranges; launch stack (or "[no launch
  * stack]"); leaf. */
 static int fold_gpu_emit(struct fold_gpu *g, uint32_t root, uint32_t stack, uint32_t chain,
 			 uint32_t leaf, uint64_t ns, uint64_t calls, fold_fn fn, void *arg)
 {
 	size_t nstack = 0, nchain = 0, k = 0;
-	const uint32_t *fr = stack == FOLD_GPU_NONE ? NULL : fold_gpu_stack_frames(g->p, stack, &nstack);
+	const uint32_t *fr = stack == FOLD_GPU_NONE ? NULL : profile_stack_frames(g->p, stack, &nstack);
 	for (uint32_t c = chain; c != FOLD_GPU_NONE; c = g->chain_parent[c])
 		nchain++;
 	cs_grow(&g->frames, &g->frames_cap, 4 + nchain + nstack, sizeof(*g->frames));
@@ -337,7 +326,7 @@ static int fold_gpu_walk(struct fold_gpu *g, fold_fn fn, void *arg)
 		uint32_t stack = FOLD_GPU_NONE, chain = FOLD_GPU_NONE;
 		if (l) {
 			size_t n;
-			if (fold_gpu_stack_frames(p, l->stack, &n) && n)
+			if (profile_stack_frames(p, l->stack, &n) && n)
 				stack = l->stack;
 			chain = g->nranges ? fold_gpu_chain(g, l->pid, l->tid, l->time) : FOLD_GPU_NONE;
 		}
@@ -383,55 +372,14 @@ static void fold_gpu_free(struct fold_gpu *g)
 	free(g->frames);
 }
 
-/* FOLD_BOTH's CPU half: the samples under a "CPU" root, weighing the sampling period. */
-struct fold_gpu_cpu {
-	fold_fn fn;
-	void *arg;
-	uint64_t period_ns;
-	struct fold_frame *frames;
-	size_t cap;
-};
-
-static int fold_gpu_cpu_stack(void *arg, const struct fold_frame *frames, size_t nframes,
-			      uint64_t count, uint64_t calls)
+int fold_gpu_stacks(const struct profile *p, const struct fold_opts *opts, const char *prefix,
+		    fold_fn fn, void *arg)
 {
-	struct fold_gpu_cpu *c = arg;
-	cs_grow(&c->frames, &c->cap, nframes + 1, sizeof(*c->frames));
-	c->frames[0] = (struct fold_frame){ .name = "CPU" };
-	memcpy(c->frames + 1, frames, nframes * sizeof(*frames));
-	return c->fn(c->arg, c->frames, nframes + 1, count * c->period_ns, calls);
-}
-
-uint64_t fold_cpu_period_ns(const struct profile *p)
-{
-	const char *rate = profile_header(p, "rate_hz");
-	double hz;
-	if (!rate || cs_parse_double(rate, &hz) || !(hz > 0) || hz > 1e9)
-		return 0;
-	return (uint64_t)(1e9 / hz + 0.5);
-}
-
-int fold_profile_gpu(const struct profile *p, const struct fold_opts *opts, fold_fn fn,
-		     void *arg)
-{
-	struct fold_gpu g = { .p = p, .opts = opts };
-	int err;
+	struct fold_gpu g = { .p = p, .opts = opts, .prefix = prefix };
 
 	if (opts->pid > UINT32_MAX || opts->tid > UINT32_MAX)
 		return -EINVAL;
-	if (opts->source == FOLD_BOTH) {
-		struct fold_opts cpu_opts = *opts;
-		struct fold_gpu_cpu c = { .fn = fn, .arg = arg, .period_ns = fold_cpu_period_ns(p) };
-		if (!c.period_ns)
-			return -ENODATA;
-		cpu_opts.source = FOLD_CPU;
-		err = fold_profile(p, &cpu_opts, fold_gpu_cpu_stack, &c);
-		free(c.frames);
-		if (err < 0)
-			return err;
-		g.prefix = "GPU";
-	}
-	err = fold_gpu_walk(&g, fn, arg);
+	int err = fold_gpu_walk(&g, fn, arg);
 	fold_gpu_free(&g);
 	return err;
 }

@@ -6,6 +6,7 @@
 #include "base/hash.h"
 #include "base/search.h"
 #include "format/datafile.h"
+#include "format/records.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -67,255 +68,292 @@ static int load_corrupt(struct load *l, const char *what)
 	return cs_error(EINVAL, "%s: corrupt %s record", l->path, what);
 }
 
-/* Checks that payload has at least n bytes. */
-#define NEED(n, what)                                           \
-	do {                                                    \
-		if (len < (n))                                  \
-			return load_corrupt(l, what);           \
-	} while (0)
-
-/* A NUL-terminated string inside [p, p+len), or NULL. */
-static const char *rdstr(const uint8_t *p, size_t len)
+static int load_header_kv(struct load *l, const uint8_t *d, size_t len)
 {
-	return memchr(p, 0, len) ? (const char *)p : NULL;
+	struct profile *p = l->p;
+	struct df_header_kv kv;
+	if (df_decode_header_kv(d, len, &kv))
+		return load_corrupt(l, "header");
+	cs_grow(&p->header, &l->cap_header, p->nheader + 1, sizeof(*p->header));
+	p->header[p->nheader++] = (struct profile_kv){ cs_strdup(kv.key), cs_strdup(kv.value) };
+	return 0;
+}
+
+static int load_string(struct load *l, const uint8_t *d, size_t len)
+{
+	struct profile *p = l->p;
+	struct df_string str;
+	if (df_decode_string(d, len, &str) || str.id != p->nstrings)
+		return load_corrupt(l, "string");
+	cs_grow(&p->strings, &l->cap_strings, p->nstrings + 1, sizeof(char *));
+	p->strings[p->nstrings++] = cs_strdup(str.text);
+	return 0;
+}
+
+static int load_comm(struct load *l, const uint8_t *d, size_t len)
+{
+	struct df_comm c;
+	if (df_decode_comm(d, len, &c))
+		return load_corrupt(l, "comm");
+	cs_grow(&l->comms, &l->cap_comms, l->ncomms + 1, sizeof(*l->comms));
+	l->comms[l->ncomms] = (struct load_comm){ .pid = c.pid, .tid = c.tid, .seq = l->ncomms,
+						   .name = cs_strdup(c.name) };
+	l->ncomms++;
+	return 0;
+}
+
+/* DF_FORK (a new process: pid == tid != ppid) and DF_EXIT. */
+static int load_task(struct load *l, uint16_t type, const uint8_t *d, size_t len)
+{
+	struct df_task t;
+	if (df_decode_task(d, len, &t))
+		return load_corrupt(l, type == DF_FORK ? "fork" : "exit");
+	if (type == DF_FORK && t.pid == t.tid && t.pid != t.ppid) {
+		cs_grow(&l->forks, &l->cap_forks, l->nforks + 1, sizeof(*l->forks));
+		l->forks[l->nforks++] = (struct load_fork){ t.pid, t.ppid };
+	}
+	return 0;
+}
+
+static int load_module(struct load *l, const uint8_t *d, size_t len)
+{
+	struct profile *p = l->p;
+	struct df_module m;
+	if (df_decode_module(d, len, &m) || m.id > p->nmodules)
+		return load_corrupt(l, "module");
+	if (m.id == p->nmodules) {
+		cs_grow(&p->modules, &l->cap_modules, p->nmodules + 1, sizeof(*p->modules));
+		cs_grow(&l->module_names, &l->cap_module_names, 2 * (p->nmodules + 1),
+			sizeof(char *));
+		l->module_names[2 * m.id] = l->module_names[2 * m.id + 1] = NULL;
+		p->nmodules++;
+	}
+	/* The names are interned after reading, outside the file's string ids. */
+	free(l->module_names[2 * m.id]);
+	free(l->module_names[2 * m.id + 1]);
+	l->module_names[2 * m.id] = cs_strdup(m.path);
+	l->module_names[2 * m.id + 1] = cs_strdup(m.build_id);
+	p->modules[m.id].flags = m.flags;
+	return 0;
+}
+
+static int load_loc(struct load *l, const uint8_t *d, size_t len)
+{
+	struct df_loc loc;
+	if (df_decode_loc(d, len, &loc) || loc.id != l->nlocs || loc.module >= l->p->nmodules)
+		return load_corrupt(l, "location");
+	cs_grow(&l->locs, &l->cap_locs, l->nlocs + 1, sizeof(*l->locs));
+	l->locs[l->nlocs++] = (struct load_loc){ .module = loc.module, .offset = loc.offset,
+						 .flags = loc.flags };
+	return 0;
+}
+
+static int load_stack(struct load *l, const uint8_t *d, size_t len)
+{
+	struct profile *p = l->p;
+	struct df_stack st;
+	if (df_decode_stack(d, len, &st) || st.id != p->nstacks)
+		return load_corrupt(l, "stack");
+	cs_grow(&l->stack_locs, &l->cap_stack_locs, l->nstack_locs + st.n, sizeof(uint32_t));
+	for (uint32_t i = 0; i < st.n; i++) {
+		uint32_t loc = df_stack_loc(&st, i);
+		if (loc >= l->nlocs)
+			return load_corrupt(l, "stack");
+		l->stack_locs[l->nstack_locs + i] = loc;
+	}
+	cs_grow(&p->stacks, &l->cap_stacks, p->nstacks + 1, sizeof(*p->stacks));
+	p->stacks[p->nstacks++] = (struct profile_stack){ (uint32_t)l->nstack_locs, st.n };
+	l->nstack_locs += st.n;
+	return 0;
+}
+
+static int load_sample(struct load *l, const uint8_t *d, size_t len)
+{
+	struct profile *p = l->p;
+	struct df_sample r;
+	if (df_decode_sample(d, len, &r) || r.stack >= p->nstacks)
+		return load_corrupt(l, "sample");
+	struct profile_sample s = { .time = r.time, .pid = r.pid, .tid = r.tid, .cpu = r.cpu,
+				    .stack = r.stack, .flags = r.flags, .weight = r.weight };
+	cs_grow(&p->samples, &l->cap_samples, p->nsamples_records + 1, sizeof(s));
+	p->samples[p->nsamples_records++] = s;
+	p->nsamples += s.weight;
+	return 0;
+}
+
+static int load_symbol(struct load *l, const uint8_t *d, size_t len)
+{
+	struct profile *p = l->p;
+	struct df_symbol sym;
+	if (df_decode_symbol(d, len, &sym) || sym.loc >= l->nlocs)
+		return load_corrupt(l, "symbol");
+	cs_grow(&l->syms, &l->cap_syms, l->nsyms + sym.n, sizeof(*l->syms));
+	for (uint32_t i = 0; i < sym.n; i++) {
+		struct df_symbol_frame f = df_symbol_at(&sym, i);
+		if (f.name >= p->nstrings || f.file >= p->nstrings)
+			return load_corrupt(l, "symbol");
+		l->syms[l->nsyms + i] = (struct load_sym){ f.name, f.file, f.line, f.flags };
+	}
+	l->locs[sym.loc].sym_first = (uint32_t)l->nsyms;
+	l->locs[sym.loc].sym_n = sym.n;
+	l->nsyms += sym.n;
+	return 0;
+}
+
+/* The GPU records are optional: one that does not fit is skipped, the CPU profile loads. */
+static int load_gpu_launch(struct load *l, const uint8_t *d, size_t len)
+{
+	struct profile *p = l->p;
+	struct df_gpu_launch g;
+	if (df_decode_gpu_launch(d, len, &g))
+		return load_corrupt(l, "GPU launch");
+	if (g.stack >= p->nstacks || g.api >= p->nstrings) {
+		l->gpu_bad++;
+		return 0;
+	}
+	cs_grow(&p->gpu_launches, &l->cap_gpu_launches, p->ngpu_launches + 1,
+		sizeof(*p->gpu_launches));
+	p->gpu_launches[p->ngpu_launches++] = (struct profile_gpu_launch){
+		.time = g.time, .pid = g.pid, .tid = g.tid, .correlation = g.correlation,
+		.stack = g.stack, .api = g.api, .cbid = g.cbid, .domain = g.domain,
+		.flags = g.flags, .graph_node_id = g.graph_node_id };
+	return 0;
+}
+
+static int load_gpu_activity(struct load *l, const uint8_t *d, size_t len)
+{
+	struct profile *p = l->p;
+	struct df_gpu_activity g;
+	if (df_decode_gpu_activity(d, len, &g))
+		return load_corrupt(l, "GPU activity");
+	if (g.kind == 0 || g.kind >= PROFILE_GPU_NKINDS)
+		return 0; /* a kind of a newer csampler */
+	if (g.name >= p->nstrings) {
+		l->gpu_bad++;
+		return 0;
+	}
+	cs_grow(&p->gpu_activities, &l->cap_gpu_activities, p->ngpu_activities + 1,
+		sizeof(*p->gpu_activities));
+	struct profile_gpu_activity *a = &p->gpu_activities[p->ngpu_activities++];
+	*a = (struct profile_gpu_activity){
+		.kind = g.kind, .pid = g.pid, .tid = g.tid, .correlation = g.correlation,
+		.start = g.start, .end = g.end, .queued = g.queued, .submitted = g.submitted,
+		.bytes = g.bytes, .graph_node_id = g.graph_node_id, .device = g.device,
+		.context = g.context, .stream = g.stream, .name = g.name, .flags = g.flags,
+		.detail = g.detail, .detail2 = g.detail2, .graph_id = g.graph_id,
+		.launch = PROFILE_GPU_NO_LAUNCH, .node_launch = PROFILE_GPU_NO_LAUNCH };
+	memcpy(a->grid, g.grid, sizeof(a->grid));
+	memcpy(a->block, g.block, sizeof(a->block));
+	return 0;
+}
+
+static int load_gpu_info(struct load *l, const uint8_t *d, size_t len)
+{
+	struct profile *p = l->p;
+	struct df_gpu_info g;
+	if (df_decode_gpu_info(d, len, &g))
+		return load_corrupt(l, "GPU info");
+	cs_grow(&p->gpu_processes, &l->cap_gpu_processes, p->ngpu_processes + 1,
+		sizeof(*p->gpu_processes));
+	p->gpu_processes[p->ngpu_processes++] = (struct profile_gpu_process){
+		.pid = g.pid, .cupti_version = g.cupti_version, .status = g.status,
+		.cupti_error = g.cupti_error, .clock_offset_ns = g.clock_offset_ns,
+		.launches = g.launches, .launches_dropped = g.launches_dropped,
+		.activities = g.activities, .dropped = g.dropped,
+		.lost_timestamps = g.lost_timestamps, .buffers = g.buffers,
+		.flush_timeouts = g.flush_timeouts, .write_errors = g.write_errors,
+		.capture_ns = g.capture_ns, .flags = g.flags, .bad_records = g.bad_records };
+	return 0;
+}
+
+static int load_gpu_note(struct load *l, const uint8_t *d, size_t len)
+{
+	struct profile *p = l->p;
+	struct df_gpu_note n;
+	if (df_decode_gpu_note(d, len, &n))
+		return load_corrupt(l, "GPU note");
+	cs_grow(&p->gpu_notes, &l->cap_gpu_notes, p->ngpu_notes + 1, sizeof(*p->gpu_notes));
+	cs_grow(&l->gpu_note_texts, &l->cap_note_texts, l->nnote_texts + 1, sizeof(char *));
+	l->gpu_note_texts[l->nnote_texts++] = cs_strdup(n.text);
+	p->gpu_notes[p->ngpu_notes++] = (struct profile_gpu_note){ n.pid, n.severity, 0 };
+	return 0;
+}
+
+static int load_task_label(struct load *l, const uint8_t *d, size_t len)
+{
+	struct profile *p = l->p;
+	struct df_task_label t;
+	if (df_decode_task_label(d, len, &t) || t.host >= p->nstrings)
+		return load_corrupt(l, "task label");
+	cs_grow(&p->labels, &l->cap_labels, p->nlabels + 1, sizeof(*p->labels));
+	p->labels[p->nlabels++] = (struct profile_label){
+		.id = t.id, .orig_id = t.orig_id, .rank = t.rank < 0 ? -1 : t.rank,
+		.input = t.input, .host = t.host, .flags = t.flags };
+	return 0;
 }
 
 static int load_record(void *arg, uint16_t type, const uint8_t *d, size_t len)
 {
 	struct load *l = arg;
-	struct profile *p = l->p;
+	union {
+		struct df_mmap mmap;
+		struct df_lost lost;
+		struct df_end end;
+	} r;
 
 	switch (type) {
-	case DF_HEADER_KV: {
-		const char *k = rdstr(d, len);
-		if (!k)
-			return load_corrupt(l, "header");
-		size_t kl = strlen(k) + 1;
-		const char *v = rdstr(d + kl, len - kl);
-		if (!v)
-			return load_corrupt(l, "header");
-		cs_grow(&p->header, &l->cap_header, p->nheader + 1, sizeof(*p->header));
-		p->header[p->nheader++] = (struct profile_kv){ cs_strdup(k), cs_strdup(v) };
-		break;
-	}
-	case DF_STRING: {
-		NEED(5, "string");
-		uint32_t id = cs_rd32(d);
-		const char *s = rdstr(d + 4, len - 4);
-		if (!s || id != p->nstrings)
-			return load_corrupt(l, "string");
-		cs_grow(&p->strings, &l->cap_strings, p->nstrings + 1, sizeof(char *));
-		p->strings[p->nstrings++] = cs_strdup(s);
-		break;
-	}
-	case DF_COMM: {
-		NEED(21, "comm");
-		const char *name = rdstr(d + 20, len - 20);
-		if (!name)
-			return load_corrupt(l, "comm");
-		cs_grow(&l->comms, &l->cap_comms, l->ncomms + 1, sizeof(*l->comms));
-		l->comms[l->ncomms] = (struct load_comm){ .pid = cs_rd32(d), .tid = cs_rd32(d + 4),
-							   .seq = l->ncomms, .name = cs_strdup(name) };
-		l->ncomms++;
-		break;
-	}
+	case DF_HEADER_KV:
+		return load_header_kv(l, d, len);
+	case DF_STRING:
+		return load_string(l, d, len);
+	case DF_COMM:
+		return load_comm(l, d, len);
 	case DF_MMAP:
-		NEED(49, "mmap");
-		if (!rdstr(d + 48, len - 48))
-			return load_corrupt(l, "mmap");
-		break;
+		return df_decode_mmap(d, len, &r.mmap) ? load_corrupt(l, "mmap") : 0;
 	case DF_FORK:
-		NEED(24, "fork");
-		if (cs_rd32(d) == cs_rd32(d + 8) && cs_rd32(d) != cs_rd32(d + 4)) {
-			cs_grow(&l->forks, &l->cap_forks, l->nforks + 1, sizeof(*l->forks));
-			l->forks[l->nforks++] = (struct load_fork){ cs_rd32(d), cs_rd32(d + 4) };
-		}
-		break;
 	case DF_EXIT:
-		NEED(24, "exit");
-		break;
+		return load_task(l, type, d, len);
 	case DF_LOST:
-		NEED(16, "lost");
-		p->lost += cs_rd64(d + 8);
-		break;
-	case DF_MODULE: {
-		NEED(10, "module");
-		uint32_t id = cs_rd32(d), flags = cs_rd32(d + 4);
-		const char *path = rdstr(d + 8, len - 8);
-		if (!path || id > p->nmodules)
-			return load_corrupt(l, "module");
-		size_t pl = strlen(path) + 1;
-		const char *bid = rdstr(d + 8 + pl, len - 8 - pl);
-		if (!bid)
-			return load_corrupt(l, "module");
-		if (id == p->nmodules) {
-			cs_grow(&p->modules, &l->cap_modules, p->nmodules + 1, sizeof(*p->modules));
-			cs_grow(&l->module_names, &l->cap_module_names, 2 * (p->nmodules + 1),
-				sizeof(char *));
-			l->module_names[2 * id] = l->module_names[2 * id + 1] = NULL;
-			p->nmodules++;
-		}
-		/* The names are interned after reading, outside the file's string ids. */
-		free(l->module_names[2 * id]);
-		free(l->module_names[2 * id + 1]);
-		l->module_names[2 * id] = cs_strdup(path);
-		l->module_names[2 * id + 1] = cs_strdup(bid);
-		p->modules[id].flags = flags;
-		break;
-	}
-	case DF_LOC: {
-		NEED(20, "location");
-		uint32_t id = cs_rd32(d), module = cs_rd32(d + 4);
-		if (id != l->nlocs || module >= p->nmodules)
-			return load_corrupt(l, "location");
-		cs_grow(&l->locs, &l->cap_locs, l->nlocs + 1, sizeof(*l->locs));
-		l->locs[l->nlocs++] = (struct load_loc){ .module = module, .offset = cs_rd64(d + 8),
-							 .flags = cs_rd32(d + 16) };
-		break;
-	}
-	case DF_STACK: {
-		NEED(8, "stack");
-		uint32_t id = cs_rd32(d), n = cs_rd32(d + 4);
-		if (id != p->nstacks || n > (len - 8) / 4 || len != 8 + (size_t)n * 4)
-			return load_corrupt(l, "stack");
-		cs_grow(&l->stack_locs, &l->cap_stack_locs, l->nstack_locs + n, sizeof(uint32_t));
-		for (uint32_t i = 0; i < n; i++) {
-			uint32_t loc = cs_rd32(d + 8 + 4 * i);
-			if (loc >= l->nlocs)
-				return load_corrupt(l, "stack");
-			l->stack_locs[l->nstack_locs + i] = loc;
-		}
-		cs_grow(&p->stacks, &l->cap_stacks, p->nstacks + 1, sizeof(*p->stacks));
-		p->stacks[p->nstacks++] = (struct profile_stack){ (uint32_t)l->nstack_locs, n };
-		l->nstack_locs += n;
-		break;
-	}
-	case DF_SAMPLE: {
-		NEED(32, "sample");
-		struct profile_sample s = { .time = cs_rd64(d), .pid = cs_rd32(d + 8), .tid = cs_rd32(d + 12),
-					    .cpu = cs_rd32(d + 16), .stack = cs_rd32(d + 20),
-					    .flags = cs_rd32(d + 24), .weight = cs_rd32(d + 28) };
-		if (s.stack >= p->nstacks)
-			return load_corrupt(l, "sample");
-		cs_grow(&p->samples, &l->cap_samples, p->nsamples_records + 1, sizeof(s));
-		p->samples[p->nsamples_records++] = s;
-		p->nsamples += s.weight;
-		break;
-	}
-	case DF_SYMBOL: {
-		NEED(8, "symbol");
-		uint32_t loc = cs_rd32(d), n = cs_rd32(d + 4);
-		if (loc >= l->nlocs || n == 0 || n > (len - 8) / 16 || len != 8 + (size_t)n * 16)
-			return load_corrupt(l, "symbol");
-		cs_grow(&l->syms, &l->cap_syms, l->nsyms + n, sizeof(*l->syms));
-		for (uint32_t i = 0; i < n; i++) {
-			const uint8_t *f = d + 8 + 16 * i;
-			struct load_sym s = { cs_rd32(f), cs_rd32(f + 4), cs_rd32(f + 8), cs_rd32(f + 12) };
-			if (s.name >= p->nstrings || s.file >= p->nstrings)
-				return load_corrupt(l, "symbol");
-			l->syms[l->nsyms + i] = s;
-		}
-		l->locs[loc].sym_first = (uint32_t)l->nsyms;
-		l->locs[loc].sym_n = n;
-		l->nsyms += n;
-		break;
-	}
-	case DF_GPU_LAUNCH: {
-		struct df_gpu_launch g;
-		NEED(sizeof(g), "GPU launch");
-		memcpy(&g, d, sizeof(g));
-		/* optional records: one that does not fit is skipped, the CPU profile loads */
-		if (g.stack >= p->nstacks || g.api >= p->nstrings) {
-			l->gpu_bad++;
-			break;
-		}
-		cs_grow(&p->gpu_launches, &l->cap_gpu_launches, p->ngpu_launches + 1,
-			sizeof(*p->gpu_launches));
-		p->gpu_launches[p->ngpu_launches++] = (struct profile_gpu_launch){
-			.time = g.time, .pid = g.pid, .tid = g.tid, .correlation = g.correlation,
-			.stack = g.stack, .api = g.api, .cbid = g.cbid, .domain = g.domain,
-			.flags = g.flags, .graph_node_id = g.graph_node_id };
-		break;
-	}
-	case DF_GPU_ACTIVITY: {
-		struct df_gpu_activity g;
-		NEED(sizeof(g), "GPU activity");
-		memcpy(&g, d, sizeof(g));
-		if (g.kind == 0 || g.kind >= PROFILE_GPU_NKINDS)
-			break; /* a kind of a newer csampler */
-		if (g.name >= p->nstrings) {
-			l->gpu_bad++;
-			break;
-		}
-		cs_grow(&p->gpu_activities, &l->cap_gpu_activities, p->ngpu_activities + 1,
-			sizeof(*p->gpu_activities));
-		struct profile_gpu_activity *a = &p->gpu_activities[p->ngpu_activities++];
-		*a = (struct profile_gpu_activity){
-			.kind = g.kind, .pid = g.pid, .tid = g.tid, .correlation = g.correlation,
-			.start = g.start, .end = g.end, .queued = g.queued, .submitted = g.submitted,
-			.bytes = g.bytes, .graph_node_id = g.graph_node_id, .device = g.device,
-			.context = g.context, .stream = g.stream, .name = g.name, .flags = g.flags,
-			.detail = g.detail, .detail2 = g.detail2, .graph_id = g.graph_id,
-			.launch = PROFILE_GPU_NO_LAUNCH, .node_launch = PROFILE_GPU_NO_LAUNCH };
-		memcpy(a->grid, g.grid, sizeof(a->grid));
-		memcpy(a->block, g.block, sizeof(a->block));
-		break;
-	}
-	case DF_GPU_INFO: {
-		struct df_gpu_info g;
-		NEED(sizeof(g), "GPU info");
-		memcpy(&g, d, sizeof(g));
-		cs_grow(&p->gpu_processes, &l->cap_gpu_processes, p->ngpu_processes + 1,
-			sizeof(*p->gpu_processes));
-		p->gpu_processes[p->ngpu_processes++] = (struct profile_gpu_process){
-			.pid = g.pid, .cupti_version = g.cupti_version, .status = g.status,
-			.cupti_error = g.cupti_error, .clock_offset_ns = g.clock_offset_ns,
-			.launches = g.launches, .launches_dropped = g.launches_dropped,
-			.activities = g.activities, .dropped = g.dropped,
-			.lost_timestamps = g.lost_timestamps, .buffers = g.buffers,
-			.flush_timeouts = g.flush_timeouts, .write_errors = g.write_errors,
-			.capture_ns = g.capture_ns, .flags = g.flags, .bad_records = g.bad_records };
-		break;
-	}
-	case DF_GPU_NOTE: {
-		NEED(9, "GPU note");
-		const char *text = rdstr(d + 8, len - 8);
-		if (!text)
-			return load_corrupt(l, "GPU note");
-		cs_grow(&p->gpu_notes, &l->cap_gpu_notes, p->ngpu_notes + 1, sizeof(*p->gpu_notes));
-		cs_grow(&l->gpu_note_texts, &l->cap_note_texts, l->nnote_texts + 1, sizeof(char *));
-		l->gpu_note_texts[l->nnote_texts++] = cs_strdup(text);
-		p->gpu_notes[p->ngpu_notes++] = (struct profile_gpu_note){ cs_rd32(d), cs_rd32(d + 4), 0 };
-		break;
-	}
-	case DF_TASK_LABEL: {
-		struct df_task_label t;
-		NEED(sizeof(t), "task label");
-		memcpy(&t, d, sizeof(t));
-		if (t.host >= p->nstrings)
-			return load_corrupt(l, "task label");
-		cs_grow(&p->labels, &l->cap_labels, p->nlabels + 1, sizeof(*p->labels));
-		p->labels[p->nlabels++] = (struct profile_label){
-			.id = t.id, .orig_id = t.orig_id, .rank = t.rank < 0 ? -1 : t.rank,
-			.input = t.input, .host = t.host, .flags = t.flags };
-		break;
-	}
+		if (df_decode_lost(d, len, &r.lost))
+			return load_corrupt(l, "lost");
+		l->p->lost += r.lost.count;
+		return 0;
+	case DF_MODULE:
+		return load_module(l, d, len);
+	case DF_LOC:
+		return load_loc(l, d, len);
+	case DF_STACK:
+		return load_stack(l, d, len);
+	case DF_SAMPLE:
+		return load_sample(l, d, len);
+	case DF_SYMBOL:
+		return load_symbol(l, d, len);
+	case DF_GPU_LAUNCH:
+		return load_gpu_launch(l, d, len);
+	case DF_GPU_ACTIVITY:
+		return load_gpu_activity(l, d, len);
+	case DF_GPU_INFO:
+		return load_gpu_info(l, d, len);
+	case DF_GPU_NOTE:
+		return load_gpu_note(l, d, len);
+	case DF_TASK_LABEL:
+		return load_task_label(l, d, len);
 	case DF_END:
-		NEED(28, "end");
-		l->end_time = cs_rd64(d + 16);
-		l->symbolized = cs_rd32(d + 24) & 1;
-		break;
+		if (df_decode_end(d, len, &r.end))
+			return load_corrupt(l, "end");
+		l->end_time = r.end.end_time;
+		l->symbolized = r.end.flags & 1;
+		return 0;
 	case DF_RAW_SAMPLE:
-		p->nraw_samples++; /* counted so info can say the file holds stack memory */
-		break;
+		l->p->nraw_samples++; /* counted so info can say the file holds stack memory */
+		return 0;
 	default:
 		if (type < 128)
 			return cs_error(EPROTONOSUPPORT,
 					"%s: unknown record type %u: written by a newer csampler?",
 					l->path, type);
-		break; /* optional record: skip */
+		return 0; /* optional record: skip */
 	}
-	return 0;
 }
 
 /* ---- string lookup for names the loader makes up ---- */
@@ -715,24 +753,11 @@ static void load_gpu_finish(struct load *l)
  * and 64 frames per location; real profiles stay orders of magnitude below this. */
 #define PROFILE_MAX_STACK_FRAMES (1u << 28)
 
-static int load_finish(struct load *l)
+/* Every location gets its frames: its symbol chain, or a made-up "file+0xOFF" name. */
+static void load_frames(struct load *l)
 {
 	struct profile *p = l->p;
 
-	load_hash_build(l);
-	for (size_t i = 0; i < p->nmodules; i++) {
-		p->modules[i].path = load_intern(l, l->module_names[2 * i]);
-		p->modules[i].build_id = load_intern(l, l->module_names[2 * i + 1]);
-		l->module_names[2 * i] = l->module_names[2 * i + 1] = NULL;
-	}
-	/* comm names: intern, then sort by (tid, arrival order) */
-	for (size_t i = 0; i < l->ncomms; i++) {
-		l->comms[i].str = load_intern(l, l->comms[i].name);
-		l->comms[i].name = NULL;
-	}
-	cs_qsort(l->comms, l->ncomms, sizeof(*l->comms), cmp_comm);
-
-	/* frames: every location gets its chain (symbols) or a made-up "file+0xOFF" name */
 	for (size_t i = 0; i < l->nlocs; i++) {
 		struct load_loc *loc = &l->locs[i];
 		const struct profile_module *m = &p->modules[loc->module];
@@ -759,9 +784,16 @@ static int load_finish(struct load *l)
 			loc->frame_n = 1;
 		}
 	}
-	/* stacks: expand locations into frames, leaf first; first count them, to refuse a
-	 * file that expands beyond PROFILE_MAX_STACK_FRAMES before allocating */
+}
+
+/* Stacks: locations expanded into frames, leaf first; first counted, to refuse a file that
+ * expands beyond PROFILE_MAX_STACK_FRAMES before allocating. */
+static int load_expand_stacks(struct load *l)
+{
+	struct profile *p = l->p;
 	uint64_t total = 0;
+	size_t cap = 0;
+
 	for (size_t i = 0; i < l->nstack_locs; i++)
 		total += l->locs[l->stack_locs[i]].frame_n;
 	if (total > PROFILE_MAX_STACK_FRAMES)
@@ -769,7 +801,6 @@ static int load_finish(struct load *l)
 				"(csampler loads at most %u); check where the file came from",
 				l->path, p->nstacks, (unsigned long long)total,
 				PROFILE_MAX_STACK_FRAMES);
-	size_t cap = 0;
 	for (size_t s = 0; s < p->nstacks; s++) {
 		struct profile_stack *st = &p->stacks[s];
 		uint32_t first = (uint32_t)p->nstack_frames, n = 0;
@@ -784,16 +815,21 @@ static int load_finish(struct load *l)
 		st->first = first;
 		st->nframes = n;
 	}
-	cs_qsort(p->samples, p->nsamples_records, sizeof(*p->samples), cmp_sample_time);
+	return 0;
+}
 
-	/* threads and processes */
+/* Threads (by pid, tid) and processes, with their samples, names and parents. The samples
+ * are sorted by time already. */
+static void load_tasks(struct load *l)
+{
+	struct profile *p = l->p;
 	struct tid_key *keys = cs_malloc((p->nsamples_records + l->ncomms + 1) * sizeof(*keys));
-	size_t nkeys = 0;
+	size_t nkeys = 0, tcap = 0, pcap = 0;
+
 	for (size_t i = 0; i < p->nsamples_records; i++)
 		keys[nkeys++] = (struct tid_key){ p->samples[i].pid, p->samples[i].tid,
 						  p->samples[i].weight };
 	cs_qsort(keys, nkeys, sizeof(*keys), cmp_tid);
-	size_t tcap = 0, pcap = 0;
 	for (size_t i = 0; i < nkeys;) {
 		size_t j = i;
 		uint64_t n = 0;
@@ -821,9 +857,16 @@ static int load_finish(struct load *l)
 		i = j;
 	}
 	free(keys);
+}
 
+/* The recording's span: the header's start (else the first sample) to DF_END's time (else
+ * the last sample). */
+static void load_span(struct load *l)
+{
+	struct profile *p = l->p;
 	const char *start = profile_header(p, "start_monotonic_ns");
 	uint64_t v;
+
 	if (start && cs_parse_u64(start, &v) == 0)
 		p->start_ns = v;
 	else if (p->nsamples_records)
@@ -833,6 +876,32 @@ static int load_finish(struct load *l)
 		p->end_ns = p->samples[p->nsamples_records - 1].time;
 	if (p->end_ns < p->start_ns)
 		p->end_ns = p->start_ns;
+}
+
+static int load_finish(struct load *l)
+{
+	struct profile *p = l->p;
+	int err;
+
+	load_hash_build(l);
+	for (size_t i = 0; i < p->nmodules; i++) {
+		p->modules[i].path = load_intern(l, l->module_names[2 * i]);
+		p->modules[i].build_id = load_intern(l, l->module_names[2 * i + 1]);
+		l->module_names[2 * i] = l->module_names[2 * i + 1] = NULL;
+	}
+	/* comm names: intern, then sort by (tid, arrival order) */
+	for (size_t i = 0; i < l->ncomms; i++) {
+		l->comms[i].str = load_intern(l, l->comms[i].name);
+		l->comms[i].name = NULL;
+	}
+	cs_qsort(l->comms, l->ncomms, sizeof(*l->comms), cmp_comm);
+	load_frames(l);
+	err = load_expand_stacks(l);
+	if (err)
+		return err;
+	cs_qsort(p->samples, p->nsamples_records, sizeof(*p->samples), cmp_sample_time);
+	load_tasks(l);
+	load_span(l);
 	p->finalized = l->symbolized;
 	load_labels(l);
 	load_gpu_finish(l);
@@ -926,6 +995,24 @@ void profile_free(struct profile *p)
 	free(p->filtered.steps);
 	free(p->filtered.step_windows);
 	free(p);
+}
+
+const uint32_t *profile_stack_frames(const struct profile *p, uint32_t stack, size_t *n)
+{
+	*n = 0;
+	if (stack >= p->nstacks)
+		return NULL;
+	const struct profile_stack *st = &p->stacks[stack];
+	if (st->first > p->nstack_frames || st->nframes > p->nstack_frames - st->first)
+		return NULL;
+	*n = st->nframes;
+	return p->stack_frames + st->first;
+}
+
+const struct profile_frame *profile_frame_at(const struct profile *p, uint32_t id)
+{
+	static const struct profile_frame missing = { .module = UINT32_MAX };
+	return id < p->nframes ? &p->frames[id] : &missing;
 }
 
 const char *profile_header(const struct profile *p, const char *key)

@@ -236,6 +236,11 @@ int32_t profile_rank_of(const struct profile *p, uint32_t pid);
 /* The task label of id (pid or tid) in a merged file, or NULL. */
 const struct profile_label *profile_label_of(const struct profile *p, uint32_t id);
 
+/* Stack id's frames (leaf first), or NULL with *n = 0 for a bad or empty stack id. */
+const uint32_t *profile_stack_frames(const struct profile *p, uint32_t stack, size_t *n);
+/* Frame id, or a frame with no name, module (UINT32_MAX) or flags when id is out of range. */
+const struct profile_frame *profile_frame_at(const struct profile *p, uint32_t id);
+
 /* The header value for key, or NULL. */
 const char *profile_header(const struct profile *p, const char *key);
 

@@ -2,7 +2,7 @@
  * come from steps.c and gpu_idle.c; this file only chooses rows and formats them. */
 #include "analysis/report_steps.h"
 
-#include "analysis/fold.h"
+#include "analysis/fold_frame.h"
 #include "analysis/gpu_idle.h"
 #include "analysis/steps.h"
 #include "base/cs.h"

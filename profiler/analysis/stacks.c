@@ -1,6 +1,6 @@
 /* stacks.c: walks a loaded profile (profile.h) and aggregates its samples: the engine under
- * `report` (stacks_aggregate), the record-time summary, and the folded-stack stream that
- * `folded`, `flame` and `diff` read (fold_profile, fold.h).
+ * `report` (stacks_aggregate), the record-time summary, and the folded CPU stacks that
+ * `folded`, `flame` and `diff` read through fold_profile (stacks_fold, fold.h).
  *
  * Cost model: one pass over the samples doing an integer hash lookup (thread) and array
  * additions per sample, then one pass over the distinct stacks that were hit. Names are
@@ -9,7 +9,7 @@
 
 #include "base/cs.h"
 #include "base/hash.h"
-#include "analysis/fold.h"
+#include "analysis/fold_frame.h"
 #include "analysis/gpu_idle.h"
 
 #include <errno.h>
@@ -197,25 +197,6 @@ static struct stacks_trow *stacks_sample_trow(struct stacks_ctx *c, const struct
 	return &c->trows[r];
 }
 
-/* The stack's frames (leaf first), or NULL with *n = 0 for a bad or empty stack id. */
-static const uint32_t *stacks_frames(const struct profile *p, uint32_t stack, size_t *n)
-{
-	*n = 0;
-	if (stack >= p->nstacks)
-		return NULL;
-	const struct profile_stack *st = &p->stacks[stack];
-	if (st->first > p->nstack_frames || st->nframes > p->nstack_frames - st->first)
-		return NULL;
-	*n = st->nframes;
-	return p->stack_frames + st->first;
-}
-
-static const struct profile_frame *stacks_frame(const struct profile *p, uint32_t id)
-{
-	static const struct profile_frame missing = { .module = STACKS_NONE };
-	return id < p->nframes ? &p->frames[id] : &missing;
-}
-
 bool stacks_root_is_complete(const char *root, bool main_thread)
 {
 	/* glibc's entry points under every name its symbol tables give them (the .dynsym alias,
@@ -246,12 +227,12 @@ static uint8_t stacks_root_class(struct stacks_ctx *c, uint32_t stack)
 	if (c->root_class[stack])
 		return c->root_class[stack];
 	size_t n;
-	const uint32_t *fr = stacks_frames(c->p, stack, &n);
+	const uint32_t *fr = profile_stack_frames(c->p, stack, &n);
 	uint8_t cls = STACKS_ROOT_KNOWN;
 	if (!n) {
 		cls |= STACKS_ROOT_EMPTY;
 	} else {
-		const char *root = stacks_str(c, stacks_frame(c->p, fr[n - 1])->name);
+		const char *root = stacks_str(c, profile_frame_at(c->p, fr[n - 1])->name);
 		if (stacks_root_is_complete(root, true))
 			cls |= STACKS_ROOT_MAIN;
 		if (stacks_root_is_complete(root, false))
@@ -329,7 +310,7 @@ static void stacks_frame_ids(struct stacks_agg *g, uint32_t fid, uint32_t *func,
 		*line = g->frame_line[fid];
 		return;
 	}
-	const struct profile_frame *f = stacks_frame(p, fid);
+	const struct profile_frame *f = profile_frame_at(p, fid);
 	uint32_t lib = stacks_lib_of(g, f->module);
 	uint32_t name = stacks_canon_str(&g->c, f->name);
 	/* A Python function is its name in its file: every module's code is "<module>", and
@@ -366,7 +347,7 @@ static void stacks_frame_ids(struct stacks_agg *g, uint32_t fid, uint32_t *func,
 static void stacks_add_stack(struct stacks_agg *g, uint32_t stack, uint64_t w, uint64_t incomplete)
 {
 	size_t n;
-	const uint32_t *fr = stacks_frames(g->c.p, stack, &n);
+	const uint32_t *fr = profile_stack_frames(g->c.p, stack, &n);
 	uint32_t stamp = stack + 1;
 	bool python_seen = false;
 
@@ -383,7 +364,7 @@ static void stacks_add_stack(struct stacks_agg *g, uint32_t stack, uint64_t w, u
 		}
 		/* Frames are leaf first: the first Python one is the innermost, whose self the
 		 * native frames below it (the interpreter, a C extension) count toward. */
-		if (!python_seen && (stacks_frame(g->c.p, fr[i])->flags & PROFILE_FRAME_PYTHON)) {
+		if (!python_seen && (profile_frame_at(g->c.p, fr[i])->flags & PROFILE_FRAME_PYTHON)) {
 			python_seen = true;
 			fa->pyself += w;
 			la->pyself += w;
@@ -541,10 +522,10 @@ void stacks_python_view(const struct profile *p, struct profile *view)
 	view->nstack_frames = 0;
 	for (size_t st = 0; st < p->nstacks; st++) {
 		size_t n;
-		const uint32_t *fr = stacks_frames(p, (uint32_t)st, &n);
+		const uint32_t *fr = profile_stack_frames(p, (uint32_t)st, &n);
 		view->stacks[st].first = (uint32_t)view->nstack_frames;
 		for (size_t i = 0; fr && i < n; i++)
-			if (stacks_frame(p, fr[i])->flags & (PROFILE_FRAME_PYTHON | PROFILE_FRAME_OFFCPU))
+			if (profile_frame_at(p, fr[i])->flags & (PROFILE_FRAME_PYTHON | PROFILE_FRAME_OFFCPU))
 				view->stack_frames[view->nstack_frames++] = fr[i];
 		view->stacks[st].nframes = (uint32_t)(view->nstack_frames - view->stacks[st].first);
 	}
@@ -709,9 +690,9 @@ static void stacks_count_frames(const struct profile *p, const uint64_t *stack_w
 		if (!stack_w[st])
 			continue;
 		size_t n;
-		const uint32_t *fr = stacks_frames(p, (uint32_t)st, &n);
+		const uint32_t *fr = profile_stack_frames(p, (uint32_t)st, &n);
 		for (size_t i = 0; fr && i < n; i++) {
-			uint32_t fl = stacks_frame(p, fr[i])->flags;
+			uint32_t fl = profile_frame_at(p, fr[i])->flags;
 			if (fl & (PROFILE_FRAME_KERNEL | PROFILE_FRAME_INLINED | PROFILE_FRAME_PYTHON |
 				  PROFILE_FRAME_OFFCPU))
 				continue; /* not unwound: the kernel's, inline chains, the interpreter's,
@@ -843,7 +824,7 @@ out:
 	stacks_report_free(&r);
 }
 
-/* ---- folded stacks (fold.h) ---- */
+/* ---- folded CPU stacks (stacks_fold, under fold.h's fold_profile) ---- */
 
 struct stacks_fold_entry {
 	uint32_t root;      /* trow (per thread) or prow index */
@@ -886,26 +867,12 @@ static const char *stacks_fold_root(struct stacks_fold *fo, uint32_t root)
 	return fo->root_names[root];
 }
 
-void fold_frame_of(const struct profile *p, uint32_t fid, struct fold_frame *out)
-{
-	const struct profile_frame *f = stacks_frame(p, fid);
-	const char *module = f->module < p->nmodules ? profile_str(p, p->modules[f->module].path)
-						     : "";
-	out->name = profile_str(p, f->name);
-	if (!*out->name)
-		out->name = *module ? cs_basename(module) : "[missing frame]";
-	out->module = *module ? cs_basename(module) : NULL;
-	out->file = f->file ? profile_str(p, f->file) : NULL;
-	out->line = f->line;
-	out->flags = f->flags;
-}
-
 /* Hand one stack, root first, to the callback. */
 static int stacks_fold_emit(struct stacks_fold *fo, uint32_t root, uint32_t stack, uint64_t count,
 			    uint64_t calls, fold_fn fn, void *arg)
 {
 	size_t n = 0;
-	const uint32_t *fr = stack == STACKS_NONE ? NULL : stacks_frames(fo->c.p, stack, &n);
+	const uint32_t *fr = stack == STACKS_NONE ? NULL : profile_stack_frames(fo->c.p, stack, &n);
 
 	cs_grow(&fo->frames, &fo->frames_cap, n + 1, sizeof(*fo->frames));
 	fo->frames[0] = (struct fold_frame){ .name = stacks_fold_root(fo, root) };
@@ -927,8 +894,8 @@ static int stacks_fold_cmp(const void *x, const void *y, void *arg)
 	if (r)
 		return r;
 	size_t na = 0, nb = 0;
-	const uint32_t *fa = a->stack == STACKS_NONE ? NULL : stacks_frames(p, a->stack, &na);
-	const uint32_t *fb = b->stack == STACKS_NONE ? NULL : stacks_frames(p, b->stack, &nb);
+	const uint32_t *fa = a->stack == STACKS_NONE ? NULL : profile_stack_frames(p, a->stack, &na);
+	const uint32_t *fb = b->stack == STACKS_NONE ? NULL : profile_stack_frames(p, b->stack, &nb);
 	for (size_t i = 0; i < na && i < nb; i++) {
 		uint32_t ia = fa[na - 1 - i], ib = fb[nb - 1 - i];
 		if (ia == ib)
@@ -955,7 +922,7 @@ static int stacks_fold_cmp(const void *x, const void *y, void *arg)
 	return (a->stack > b->stack) - (a->stack < b->stack);
 }
 
-int fold_profile(const struct profile *p, const struct fold_opts *opts, fold_fn fn, void *arg)
+int stacks_fold(const struct profile *p, const struct fold_opts *opts, fold_fn fn, void *arg)
 {
 	static const struct fold_opts defaults = FOLD_OPTS_DEFAULT;
 	struct stacks_fold fo;
@@ -966,8 +933,6 @@ int fold_profile(const struct profile *p, const struct fold_opts *opts, fold_fn 
 
 	double *idle_ns = NULL;   /* FOLD_GPU_IDLE: per sample, the idle ns it explains; < 0: none */
 
-	if (opts && opts->source != FOLD_CPU && opts->source != FOLD_GPU_IDLE)
-		return fold_profile_gpu(p, opts, fn, arg);
 	if (opts && opts->source == FOLD_GPU_IDLE) {
 		struct gpu_idle g;
 		gpu_idle_analyze(p, opts->pid, &g);
@@ -1034,107 +999,6 @@ out:
 	free(idle_ns);
 	cs_map_free(&emap);
 	stacks_ctx_free(&fo.c);
-	return err;
-}
-
-/* ';' separates frames and a newline ends the record: neither may appear in a name. */
-static void fold_put_escaped(struct cs_buf *b, const char *s)
-{
-	while (*s) {
-		size_t run = strcspn(s, ";\n\r");
-		cs_buf_put(b, s, run);
-		s += run;
-		if (!*s)
-			break;
-		cs_buf_put(b, *s == ';' ? ":" : "?", 1);
-		s++;
-	}
-}
-
-void fold_format_frame(struct cs_buf *b, const struct fold_frame *f)
-{
-	fold_put_escaped(b, f->name);
-	/* A Python frame as py-spy writes it: "function (file.py:line)". */
-	if (f->flags & PROFILE_FRAME_PYTHON) {
-		if (f->file) {
-			cs_buf_put(b, " (", 2);
-			fold_put_escaped(b, f->file);
-			cs_buf_printf(b, ":%u)", f->line);
-		}
-		return;
-	}
-	if (f->flags & PROFILE_FRAME_KERNEL)
-		cs_buf_put(b, "_[k]", 4);
-	else if (f->flags & PROFILE_FRAME_JIT)
-		cs_buf_put(b, "_[j]", 4);
-	else if (f->flags & PROFILE_FRAME_INLINED)
-		cs_buf_put(b, "_[i]", 4);
-}
-
-/* ---- folded text and option helpers ---- */
-
-struct stacks_folded_line {
-	size_t key;         /* offset of the NUL-terminated "root;...;leaf" in the text buffer */
-	uint64_t count;
-};
-
-struct stacks_folded {
-	struct cs_buf text;
-	struct stacks_folded_line *lines;
-	size_t nlines, cap;
-};
-
-static int stacks_folded_collect(void *arg, const struct fold_frame *frames, size_t nframes,
-				 uint64_t count, uint64_t calls)
-{
-	struct stacks_folded *sf = arg;
-
-	cs_grow(&sf->lines, &sf->cap, sf->nlines + 1, sizeof(*sf->lines));
-	sf->lines[sf->nlines++] = (struct stacks_folded_line){ .key = sf->text.len,
-							       .count = count };
-	for (size_t i = 0; i < nframes; i++) {
-		if (i)
-			cs_buf_put(&sf->text, ";", 1);
-		fold_format_frame(&sf->text, &frames[i]);
-	}
-	cs_buf_put(&sf->text, "", 1); /* keep the NUL inside the buffer as the separator */
-	return 0;
-}
-
-static int stacks_folded_cmp(const void *x, const void *y, void *arg)
-{
-	const char *text = arg;
-	const struct stacks_folded_line *a = x, *b = y;
-	return strcmp(text + a->key, text + b->key);
-}
-
-int stacks_write_folded(FILE *f, const struct profile *p, const struct fold_opts *opts)
-{
-	struct stacks_folded sf = { 0 };
-	struct fold_opts merged = opts ? *opts : (struct fold_opts)FOLD_OPTS_DEFAULT;
-	int err;
-
-	merged.time_order = 0;
-	err = fold_profile(p, &merged, stacks_folded_collect, &sf);
-	if (err < 0)
-		goto out;
-	/* Frames that differ only in file:line print alike: sort the text and merge equal lines. */
-	cs_qsort_r(sf.lines, sf.nlines, sizeof(*sf.lines), stacks_folded_cmp, sf.text.data);
-	for (size_t i = 0; i < sf.nlines;) {
-		const char *key = sf.text.data + sf.lines[i].key;
-		uint64_t count = 0;
-		size_t j = i;
-		for (; j < sf.nlines && !strcmp(key, sf.text.data + sf.lines[j].key); j++)
-			count += sf.lines[j].count;
-		if (count)
-			fprintf(f, "%s %" PRIu64 "\n", key, count);
-		i = j;
-	}
-	if (ferror(f))
-		err = -EIO;
-out:
-	cs_buf_free(&sf.text);
-	free(sf.lines);
 	return err;
 }
 

@@ -1,8 +1,8 @@
 /* stacks.h: aggregation of a loaded profile's samples, the engine under `report` (and the
  * record-time summary): self and total samples per function, per process, per thread and per
  * library, the hottest source line of each function, and the quality of the unwinding (share of
- * complete stacks, libraries lacking CFI or symbols, a suggested --stack-size). stacks.c also
- * implements fold_profile() and fold_format_frame() from fold.h.
+ * complete stacks, libraries lacking CFI or symbols, a suggested --stack-size); and the CPU
+ * fold under fold_profile() (fold.h).
  *
  * Everything is computed over ids (frames, stacks, modules, threads) with arrays and integer
  * hash tables: the cost is one hash lookup per sample plus one pass per distinct stack, with no
@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "analysis/fold_frame.h"
 #include "analysis/profile.h"
 
 /* Which samples count. A thread matches comm when its own name or its process' name is comm. */
@@ -156,11 +157,10 @@ bool stacks_root_is_complete(const char *root, bool main_thread);
  * Returns 0, or -EINVAL after printing one line saying what is wrong. */
 int stacks_parse_id(const char *opt, const char *value, int64_t *out);
 
-/* Write p's samples that pass opts as folded text ("root;...;leaf COUNT\n"): lines sorted
- * bytewise, identical lines merged. Returns 0, -EINVAL for a bad filter, or -EIO when
- * writing to f failed (neither is printed). */
-struct fold_opts;
-int stacks_write_folded(FILE *f, const struct profile *p, const struct fold_opts *opts);
+/* The CPU fold: p's samples that pass opts (NULL: FOLD_OPTS_DEFAULT), FOLD_CPU or
+ * FOLD_GPU_IDLE, as fold_profile (fold.h) describes them. Returns 0, the callback's error, or
+ * -EINVAL for a bad filter. */
+int stacks_fold(const struct profile *p, const struct fold_opts *opts, fold_fn fn, void *arg);
 
 /* The record-time summary: the top functions by self samples, a few lines on f. Called by
  * `record` at the end when stderr is a terminal. */

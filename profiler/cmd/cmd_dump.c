@@ -62,6 +62,33 @@ static int dump_parse_pids(const char *s, pid_t **pids, size_t *n)
 	return ret ? ret : *n ? 0 : -EINVAL;
 }
 
+/* Dump the processes o names: those that could not be read, one line each on stderr; the
+ * others on stdout. 0, or CS_EXIT_ERROR when none could be read. */
+static int dump_and_print(const struct dump_opts *o, bool json, bool summary_only)
+{
+	struct dump_result res, *r = &res;
+	size_t nread = 0;
+
+	if (dump_run(o, r))
+		return CS_EXIT_ERROR;
+
+	for (size_t i = 0; i < r->nprocs; i++) {
+		if (!r->procs[i].error)
+			nread++;
+		else
+			fprintf(stderr, "csampler: %s\n", r->procs[i].error_text);
+	}
+	if (nread) {
+		if (json)
+			dump_print_json(stdout, r);
+		else
+			dump_print_text(stdout, r, summary_only);
+	}
+	fflush(stdout);
+	dump_result_free(r);
+	return nread ? 0 : CS_EXIT_ERROR;
+}
+
 int cmd_dump(int argc, char **argv)
 {
 	struct dump_opts o = { .stack_size = DUMP_DEFAULT_STACK, .stop_timeout_ns = 1000000000ull,
@@ -156,25 +183,7 @@ int cmd_dump(int argc, char **argv)
 	o.pids = pids;
 	o.npids = npids;
 
-	struct dump_result r;
-	ret = dump_run(&o, &r);
+	ret = dump_and_print(&o, json, summary_only);
 	free(pids);
-	if (ret)
-		return CS_EXIT_ERROR;
-	size_t nread = 0;
-	for (size_t i = 0; i < r.nprocs; i++) {
-		if (!r.procs[i].error)
-			nread++;
-		else
-			fprintf(stderr, "csampler: %s\n", r.procs[i].error_text);
-	}
-	if (nread) {
-		if (json)
-			dump_print_json(stdout, &r);
-		else
-			dump_print_text(stdout, &r, summary_only);
-	}
-	fflush(stdout);
-	dump_result_free(&r);
-	return nread ? 0 : CS_EXIT_ERROR;
+	return ret;
 }

@@ -134,7 +134,7 @@ int cmd_folded(int argc, char **argv)
 	}
 	if (python_only)
 		stacks_python_view(p, &view);
-	err = stacks_write_folded(stdout, python_only ? &view : p, &o);
+	err = fold_write_folded(stdout, python_only ? &view : p, &o);
 	if (err == -EIO || (!err && fflush(stdout) == EOF)) {
 		cs_error(EIO, "folded: writing to standard output: %s", strerror(errno ? errno : EIO));
 		goto out;

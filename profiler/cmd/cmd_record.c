@@ -184,10 +184,219 @@ void record_default_sampler(struct sampler_opts *s)
 	}
 }
 
+/* A getopt_long option handler's "go on to the next option". */
+#define RECORD_OPT_NEXT (-1)
+
+/* The long options without a short letter. */
+enum { OPT_STACK = 256, OPT_DURATION, OPT_KEEP_RAW, OPT_NO_PYTHON, OPT_NO_COMPRESS, OPT_GPU,
+       OPT_MODE, OPT_IDLE, OPT_NO_DEBUGINFOD, OPT_GPU_LATENCY, OPT_CGROUP };
+
+/* -g fp, dwarf or dwarf,SIZE. RECORD_OPT_NEXT, or the exit status (printed). */
+static int record_callgraph_option(struct record_opts *o, const char *arg)
+{
+	if (!strcmp(arg, "fp")) {
+		o->sampler.callgraph = SAMPLER_CALLGRAPH_FP;
+	} else if (!strcmp(arg, "dwarf")) {
+		o->sampler.callgraph = SAMPLER_CALLGRAPH_DWARF;
+	} else if (!strncmp(arg, "dwarf,", 6)) {
+		o->sampler.callgraph = SAMPLER_CALLGRAPH_DWARF;
+		if (parse_stack_size(arg + 6, &o->sampler.stack_size))
+			return record_bad("invalid stack size in '-g %s': give bytes from 8 to 65528", arg);
+	} else {
+		return record_bad("invalid call-graph mode '%s': use dwarf, dwarf,SIZE or fp", arg);
+	}
+	return RECORD_OPT_NEXT;
+}
+
+/* --gpu auto|on|off and --mode auto|perf|ptrace|bpf (c says which). RECORD_OPT_NEXT, or the
+ * exit status (printed). */
+static int record_mode_option(int c, struct record_opts *o, const char *arg)
+{
+	static const char *const gpu_modes[] = { [GPU_MODE_AUTO] = "auto", [GPU_MODE_ON] = "on",
+						 [GPU_MODE_OFF] = "off" };
+	static const char *const modes[] = { [SAMPLER_MODE_AUTO] = "auto",
+					     [SAMPLER_MODE_PERF] = "perf",
+					     [SAMPLER_MODE_PTRACE] = "ptrace",
+					     [SAMPLER_MODE_BPF] = "bpf" };
+	bool gpu = c == OPT_GPU;
+	const char *const *names = gpu ? gpu_modes : modes;
+	size_t n = gpu ? sizeof(gpu_modes) / sizeof(*gpu_modes) : sizeof(modes) / sizeof(*modes);
+
+	for (size_t i = 0; i < n; i++) {
+		if (names[i] && !strcmp(arg, names[i])) {
+			if (gpu)
+				o->gpu_mode = (enum gpu_mode)i;
+			else
+				o->sampler.mode = (enum sampler_mode)i;
+			return RECORD_OPT_NEXT;
+		}
+	}
+	return gpu ? record_bad("invalid --gpu '%s': use auto, on or off", arg)
+		   : record_bad("invalid --mode '%s': use auto, perf, ptrace or bpf", arg);
+}
+
+/* One option of record (c, with optarg) into *o. RECORD_OPT_NEXT, or the exit status to
+ * return now (after --help, or a bad value: printed). */
+static int record_option(int c, struct record_opts *o, const char **rate_arg, char **argv)
+{
+	uint64_t v;
+
+	switch (c) {
+	case 'o':
+		if (!*optarg)
+			return record_bad("empty output path: give -o FILE");
+		if (record_output_check(optarg) < 0)
+			return CS_EXIT_ERROR;
+		o->output = optarg;
+		return RECORD_OPT_NEXT;
+	case 'F':
+		*rate_arg = optarg; /* checked against the backend's cap once --mode is known */
+		return RECORD_OPT_NEXT;
+	case 'a':
+		o->sampler.all = true;
+		return RECORD_OPT_NEXT;
+	case OPT_CGROUP:
+		if (!*optarg)
+			return record_bad("empty cgroup path: give --cgroup /sys/fs/cgroup/...");
+		o->sampler.cgroup = optarg;
+		return RECORD_OPT_NEXT;
+	case 'g':
+		return record_callgraph_option(o, optarg);
+	case OPT_STACK:
+		if (parse_stack_size(optarg, &o->sampler.stack_size))
+			return record_bad("invalid stack size '%s': give bytes from 8 to 65528", optarg);
+		return RECORD_OPT_NEXT;
+	case 'm':
+		if (cs_parse_u64(optarg, &v) || v == 0 || (v & (v - 1)) || v > (1u << 20))
+			return record_bad("invalid ring buffer size '-m %s': give a power of two number of pages, e.g. 256", optarg);
+		o->sampler.mmap_pages = (uint32_t)v;
+		return RECORD_OPT_NEXT;
+	case 'p':
+		if ((c = parse_pids(optarg, o)) == -E2BIG)
+			return record_bad("too many PIDs: -p takes at most %d", RECORD_MAX_PIDS);
+		if (c)
+			return record_bad("invalid PID list '%s': give -p PID[,PID...]", optarg);
+		return RECORD_OPT_NEXT;
+	case OPT_DURATION: {
+		double d;
+		if (cs_parse_double(optarg, &d) || d <= 0 || d > 1e7)
+			return record_bad("invalid duration '%s': give seconds, e.g. --duration 10", optarg);
+		o->duration_s = d;
+		return RECORD_OPT_NEXT;
+	}
+	case OPT_KEEP_RAW:
+		o->keep_raw = true;
+		return RECORD_OPT_NEXT;
+	case OPT_NO_COMPRESS:
+		o->compress = false;
+		return RECORD_OPT_NEXT;
+	case OPT_NO_PYTHON:
+		o->no_python = true;
+		return RECORD_OPT_NEXT;
+	case OPT_NO_DEBUGINFOD:
+		o->no_debuginfod = true;
+		return RECORD_OPT_NEXT;
+	case OPT_GPU_LATENCY:
+		/* the injected library reads it from the command's environment */
+		setenv("CSAMPLER_GPU_LATENCY", "1", 1);
+		return RECORD_OPT_NEXT;
+	case OPT_GPU:
+	case OPT_MODE:
+		return record_mode_option(c, o, optarg);
+	case OPT_IDLE:
+		o->sampler.idle = true;
+		return RECORD_OPT_NEXT;
+	case 'q':
+		cs_quiet = 1;
+		return RECORD_OPT_NEXT;
+	case 'h':
+		fputs(record_usage, stdout);
+		return 0;
+	default:
+		if (optopt && optopt < 256)
+			fprintf(stderr, "csampler: record: unknown option '-%c' or missing value; see 'csampler record --help'\n", optopt);
+		else
+			fprintf(stderr, "csampler: record: unknown option '%s' or missing value; see 'csampler record --help'\n",
+				argv[optind - 1]);
+		return CS_EXIT_ERROR;
+	}
+	return RECORD_OPT_NEXT;
+}
+
+/* The checks that need every option: targets, the mode against -a/--cgroup, --keep-raw and
+ * -g, the rate against the backend's cap. RECORD_OPT_NEXT, or the exit status to return
+ * (printed; o->pids freed). */
+static int record_check_opts(struct record_opts *o, const char *rate_arg)
+{
+	uint64_t v;
+
+	if (o->sampler.all || o->sampler.cgroup) {
+		const char *what = o->sampler.all ? "-a" : "--cgroup";
+		bool bad = (o->sampler.all && o->sampler.cgroup) || o->argv || o->npids;
+		free(o->pids);
+		o->pids = NULL;
+		if (bad)
+			return record_bad("%s records by itself: give no command, -p or other target with it", what);
+		if (o->sampler.mode == SAMPLER_MODE_AUTO)
+			o->sampler.mode = SAMPLER_MODE_BPF; /* the only backend that samples system-wide */
+		if (o->sampler.mode != SAMPLER_MODE_BPF)
+			return record_bad("%s needs --mode bpf (perf and ptrace modes sample given processes only)", what);
+		if (o->sampler.idle)
+			return record_bad("--idle samples the threads of given processes: not with %s", what);
+	}
+	if (o->keep_raw && o->sampler.mode == SAMPLER_MODE_BPF) {
+		free(o->pids);
+		return record_bad("--keep-raw keeps stack copies, and bpf mode takes none (the kernel walks the stacks): use --mode perf to keep them");
+	}
+	if (o->sampler.callgraph == SAMPLER_CALLGRAPH_FP && o->sampler.mode == SAMPLER_MODE_BPF) {
+		free(o->pids);
+		return record_bad("-g fp chooses perf mode's user stacks; bpf mode walks them itself (unwind rows, else frame pointers): leave -g out");
+	}
+	if (rate_arg) {
+		uint64_t max_rate = sampler_max_rate(o->sampler.mode);
+		if (cs_parse_u64(rate_arg, &v) || v == 0 || v > max_rate) {
+			fprintf(stderr,
+				"csampler: invalid rate '-F %s': give a frequency in Hz from 1 to %llu (%s)\n",
+				rate_arg, (unsigned long long)max_rate,
+				o->sampler.mode == SAMPLER_MODE_PTRACE ? "ptrace mode's cap"
+								       : "kernel.perf_event_max_sample_rate");
+			free(o->pids);
+			return CS_EXIT_ERROR;
+		}
+		o->sampler.freq_hz = v;
+	}
+	if (o->argv && o->npids) {
+		free(o->pids);
+		return record_bad("give either a command or -p PID, not both");
+	}
+	if (!o->argv && !o->npids && !o->sampler.all && !o->sampler.cgroup)
+		return record_bad("nothing to record: give a command after -- or attach with -p PID");
+	if (!o->sampler.mmap_pages)
+		record_default_sampler(&o->sampler);
+	for (size_t i = 0; i < o->npids; i++) {
+		if (kill(o->pids[i], 0) < 0 && errno == ESRCH) {
+			fprintf(stderr, "csampler: no such process %d: check the PID with ps\n", (int)o->pids[i]);
+			free(o->pids);
+			return CS_EXIT_ERROR;
+		}
+	}
+	return RECORD_OPT_NEXT;
+}
+
+/* The top-5 summary on a terminal: read back from the finished file, here rather than in the
+ * recording engine, so the writer never depends on the reader. */
+static void record_summary_of(const char *written)
+{
+	struct profile *p;
+
+	if (written && isatty(2) && !cs_quiet && profile_load(written, &p) == 0) {
+		stacks_print_summary(p, stderr, 5);
+		profile_free(p);
+	}
+}
+
 int cmd_record(int argc, char **argv)
 {
-	enum { OPT_STACK = 256, OPT_DURATION, OPT_KEEP_RAW, OPT_NO_PYTHON, OPT_NO_COMPRESS, OPT_GPU,
-	       OPT_MODE, OPT_IDLE, OPT_NO_DEBUGINFOD, OPT_GPU_LATENCY, OPT_CGROUP };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "freq", required_argument, NULL, 'F' },
@@ -219,175 +428,18 @@ int cmd_record(int argc, char **argv)
 		.argv_all = argv,
 	};
 	int c, status;
-	uint64_t v;
 	const char *rate_arg = NULL;
 
 	opterr = 0;
 	optind = 1;
 	/* '+': stop at the first non-option, which starts the command (as perf record does) */
-	while ((c = getopt_long(argc, argv, "+o:F:g:m:p:aqh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			if (!*optarg)
-				return record_bad("empty output path: give -o FILE");
-			if (record_output_check(optarg) < 0)
-				return CS_EXIT_ERROR;
-			o.output = optarg;
-			break;
-		case 'F':
-			rate_arg = optarg; /* checked against the backend's cap once --mode is known */
-			break;
-		case 'a':
-			o.sampler.all = true;
-			break;
-		case OPT_CGROUP:
-			if (!*optarg)
-				return record_bad("empty cgroup path: give --cgroup /sys/fs/cgroup/...");
-			o.sampler.cgroup = optarg;
-			break;
-		case 'g':
-			if (!strcmp(optarg, "fp")) {
-				o.sampler.callgraph = SAMPLER_CALLGRAPH_FP;
-			} else if (!strcmp(optarg, "dwarf")) {
-				o.sampler.callgraph = SAMPLER_CALLGRAPH_DWARF;
-			} else if (!strncmp(optarg, "dwarf,", 6)) {
-				o.sampler.callgraph = SAMPLER_CALLGRAPH_DWARF;
-				if (parse_stack_size(optarg + 6, &o.sampler.stack_size))
-					return record_bad("invalid stack size in '-g %s': give bytes from 8 to 65528", optarg);
-			} else {
-				return record_bad("invalid call-graph mode '%s': use dwarf, dwarf,SIZE or fp", optarg);
-			}
-			break;
-		case OPT_STACK:
-			if (parse_stack_size(optarg, &o.sampler.stack_size))
-				return record_bad("invalid stack size '%s': give bytes from 8 to 65528", optarg);
-			break;
-		case 'm':
-			if (cs_parse_u64(optarg, &v) || v == 0 || (v & (v - 1)) || v > (1u << 20))
-				return record_bad("invalid ring buffer size '-m %s': give a power of two number of pages, e.g. 256", optarg);
-			o.sampler.mmap_pages = (uint32_t)v;
-			break;
-		case 'p':
-			if ((c = parse_pids(optarg, &o)) == -E2BIG)
-				return record_bad("too many PIDs: -p takes at most %d", RECORD_MAX_PIDS);
-			if (c)
-				return record_bad("invalid PID list '%s': give -p PID[,PID...]", optarg);
-			break;
-		case OPT_DURATION: {
-			double d;
-			if (cs_parse_double(optarg, &d) || d <= 0 || d > 1e7)
-				return record_bad("invalid duration '%s': give seconds, e.g. --duration 10", optarg);
-			o.duration_s = d;
-			break;
-		}
-		case OPT_KEEP_RAW:
-			o.keep_raw = true;
-			break;
-		case OPT_NO_COMPRESS:
-			o.compress = false;
-			break;
-		case OPT_NO_PYTHON:
-			o.no_python = true;
-			break;
-		case OPT_NO_DEBUGINFOD:
-			o.no_debuginfod = true;
-			break;
-		case OPT_GPU_LATENCY:
-			/* the injected library reads it from the command's environment */
-			setenv("CSAMPLER_GPU_LATENCY", "1", 1);
-			break;
-		case OPT_GPU:
-			if (!strcmp(optarg, "auto"))
-				o.gpu_mode = GPU_MODE_AUTO;
-			else if (!strcmp(optarg, "on"))
-				o.gpu_mode = GPU_MODE_ON;
-			else if (!strcmp(optarg, "off"))
-				o.gpu_mode = GPU_MODE_OFF;
-			else
-				return record_bad("invalid --gpu '%s': use auto, on or off", optarg);
-			break;
-		case OPT_MODE:
-			if (!strcmp(optarg, "auto"))
-				o.sampler.mode = SAMPLER_MODE_AUTO;
-			else if (!strcmp(optarg, "perf"))
-				o.sampler.mode = SAMPLER_MODE_PERF;
-			else if (!strcmp(optarg, "ptrace"))
-				o.sampler.mode = SAMPLER_MODE_PTRACE;
-			else if (!strcmp(optarg, "bpf"))
-				o.sampler.mode = SAMPLER_MODE_BPF;
-			else
-				return record_bad("invalid --mode '%s': use auto, perf, ptrace or bpf", optarg);
-			break;
-		case OPT_IDLE:
-			o.sampler.idle = true;
-			break;
-		case 'q':
-			cs_quiet = 1;
-			break;
-		case 'h':
-			fputs(record_usage, stdout);
-			return 0;
-		default:
-			if (optopt && optopt < 256)
-				fprintf(stderr, "csampler: record: unknown option '-%c' or missing value; see 'csampler record --help'\n", optopt);
-			else
-				fprintf(stderr, "csampler: record: unknown option '%s' or missing value; see 'csampler record --help'\n",
-					argv[optind - 1]);
-			return CS_EXIT_ERROR;
-		}
-	}
+	while ((c = getopt_long(argc, argv, "+o:F:g:m:p:aqh", longopts, NULL)) != -1)
+		if ((status = record_option(c, &o, &rate_arg, argv)) != RECORD_OPT_NEXT)
+			return status;
 	if (optind < argc)
 		o.argv = argv + optind;
-	if (o.sampler.all || o.sampler.cgroup) {
-		const char *what = o.sampler.all ? "-a" : "--cgroup";
-		bool bad = (o.sampler.all && o.sampler.cgroup) || o.argv || o.npids;
-		free(o.pids);
-		o.pids = NULL;
-		if (bad)
-			return record_bad("%s records by itself: give no command, -p or other target with it", what);
-		if (o.sampler.mode == SAMPLER_MODE_AUTO)
-			o.sampler.mode = SAMPLER_MODE_BPF; /* the only backend that samples system-wide */
-		if (o.sampler.mode != SAMPLER_MODE_BPF)
-			return record_bad("%s needs --mode bpf (perf and ptrace modes sample given processes only)", what);
-		if (o.sampler.idle)
-			return record_bad("--idle samples the threads of given processes: not with %s", what);
-	}
-	if (o.keep_raw && o.sampler.mode == SAMPLER_MODE_BPF) {
-		free(o.pids);
-		return record_bad("--keep-raw keeps stack copies, and bpf mode takes none (the kernel walks the stacks): use --mode perf to keep them");
-	}
-	if (o.sampler.callgraph == SAMPLER_CALLGRAPH_FP && o.sampler.mode == SAMPLER_MODE_BPF) {
-		free(o.pids);
-		return record_bad("-g fp chooses perf mode's user stacks; bpf mode walks them itself (unwind rows, else frame pointers): leave -g out");
-	}
-	if (rate_arg) {
-		uint64_t max_rate = sampler_max_rate(o.sampler.mode);
-		if (cs_parse_u64(rate_arg, &v) || v == 0 || v > max_rate) {
-			fprintf(stderr,
-				"csampler: invalid rate '-F %s': give a frequency in Hz from 1 to %llu (%s)\n",
-				rate_arg, (unsigned long long)max_rate,
-				o.sampler.mode == SAMPLER_MODE_PTRACE ? "ptrace mode's cap"
-								       : "kernel.perf_event_max_sample_rate");
-			free(o.pids);
-			return CS_EXIT_ERROR;
-		}
-		o.sampler.freq_hz = v;
-	}
-	if (o.argv && o.npids) {
-		free(o.pids);
-		return record_bad("give either a command or -p PID, not both");
-	}
-	if (!o.argv && !o.npids && !o.sampler.all && !o.sampler.cgroup)
-		return record_bad("nothing to record: give a command after -- or attach with -p PID");
-	if (!o.sampler.mmap_pages)
-		record_default_sampler(&o.sampler);
-	for (size_t i = 0; i < o.npids; i++) {
-		if (kill(o.pids[i], 0) < 0 && errno == ESRCH) {
-			fprintf(stderr, "csampler: no such process %d: check the PID with ps\n", (int)o.pids[i]);
-			free(o.pids);
-			return CS_EXIT_ERROR;
-		}
-	}
+	if ((status = record_check_opts(&o, rate_arg)) != RECORD_OPT_NEXT)
+		return status;
 	char why[512] = "";
 	if (record_gpu_prepare(&o, why, sizeof(why))) {
 		free(o.pids);
@@ -399,15 +451,7 @@ int cmd_record(int argc, char **argv)
 	status = record_run(&o, &written);
 	if (o.argv && o.gpu.dir)
 		rmdir(o.gpu.dir); /* normally gone already (record_run removes what it read) */
-	/* The top-5 summary on a terminal: read back from the finished file, here rather than in
-	 * the recording engine, so the writer never depends on the reader. */
-	if (written && isatty(2) && !cs_quiet) {
-		struct profile *p;
-		if (profile_load(written, &p) == 0) {
-			stacks_print_summary(p, stderr, 5);
-			profile_free(p);
-		}
-	}
+	record_summary_of(written);
 	free(written);
 	free(o.pids);
 	gpu_setup_free(&o.gpu);

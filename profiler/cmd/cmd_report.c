@@ -64,11 +64,31 @@ static bool report_is_steps_range(const char *s)
 	return s[n] == '-' && strspn(s + n + 1, "0123456789") == strlen(s + n + 1);
 }
 
+/* The long options without a short letter. */
+enum { OPT_SORT = 256, OPT_LIMIT, OPT_FORMAT, OPT_STDIO, OPT_PYTHON_ONLY, OPT_COMPARE,
+       OPT_STEPS, OPT_RANKS };
+
+/* --sort self|total and --format text|json (c says which). 0, or -EINVAL (printed). */
+static int report_word_option(int c, const char *arg, struct report_opts *o)
+{
+	if (c == OPT_SORT && !strcmp(arg, "self"))
+		o->sort = STACKS_SORT_SELF;
+	else if (c == OPT_SORT && !strcmp(arg, "total"))
+		o->sort = STACKS_SORT_TOTAL;
+	else if (c == OPT_SORT)
+		return cs_error(EINVAL, "report: --sort takes 'self' or 'total', not '%s'", arg);
+	else if (!strcmp(arg, "text"))
+		o->format = REPORT_TEXT;
+	else if (!strcmp(arg, "json"))
+		o->format = REPORT_JSON;
+	else
+		return cs_error(EINVAL, "report: --format takes 'text' or 'json', not '%s'", arg);
+	return 0;
+}
+
 static int report_parse_args(int argc, char **argv, struct report_opts *o,
 			     struct profile_filter *filter, int *table)
 {
-	enum { OPT_SORT = 256, OPT_LIMIT, OPT_FORMAT, OPT_STDIO, OPT_PYTHON_ONLY, OPT_COMPARE,
-	       OPT_STEPS, OPT_RANKS };
 	static const struct option longopts[] = {
 		/* before the filters' --steps A-B: getopt_long takes the first exact match */
 		{ "steps", optional_argument, NULL, OPT_STEPS },
@@ -97,28 +117,16 @@ static int report_parse_args(int argc, char **argv, struct report_opts *o,
 			input_given = true;
 			break;
 		case OPT_SORT:
-			if (!strcmp(optarg, "self"))
-				o->sort = STACKS_SORT_SELF;
-			else if (!strcmp(optarg, "total"))
-				o->sort = STACKS_SORT_TOTAL;
-			else
-				return cs_error(EINVAL, "report: --sort takes 'self' or 'total', not "
-						"'%s'", optarg);
+		case OPT_FORMAT:
+			err = report_word_option(c, optarg, o);
+			if (err < 0)
+				return err;
 			break;
 		case OPT_LIMIT:
 			if (cs_parse_u64(optarg, &v) < 0 || v > SIZE_MAX)
 				return cs_error(EINVAL, "report: --limit takes a number of rows (0 for "
 						"all), not '%s'", optarg);
 			o->limit = (size_t)v;
-			break;
-		case OPT_FORMAT:
-			if (!strcmp(optarg, "text"))
-				o->format = REPORT_TEXT;
-			else if (!strcmp(optarg, "json"))
-				o->format = REPORT_JSON;
-			else
-				return cs_error(EINVAL, "report: --format takes 'text' or 'json', not "
-						"'%s'", optarg);
 			break;
 		case OPT_STDIO: /* perf users' habit; csampler's report is text already */
 			o->format = REPORT_TEXT;

@@ -368,9 +368,145 @@ static int top_parse_pids(const char *s, pid_t **pids, size_t *n)
 	return ret ? ret : *n ? 0 : -EINVAL;
 }
 
+/* A getopt_long option handler's "go on to the next option". */
+#define TOP_OPT_NEXT (-1)
+
+/* The long options without a short letter. */
+enum { OPT_LOG = 256, OPT_DELAY, OPT_GPU, OPT_NOPY, OPT_MODE };
+
+/* One option of top (c, with optarg) into *o, *t and *log. TOP_OPT_NEXT, or the exit status
+ * to return now (after --help, or a bad value: printed). */
+static int top_option(int c, struct record_opts *o, struct top *t, const char **log, char **argv)
+{
+	uint64_t v;
+	double d;
+
+	switch (c) {
+	case 'p':
+		if (top_parse_pids(optarg, &o->pids, &o->npids)) {
+			free(o->pids);
+			return top_bad("invalid PID list '%s': give -p PID[,PID...] (at most %d)", optarg, TOP_MAX_PIDS);
+		}
+		return TOP_OPT_NEXT;
+	case 'o':
+		if (!*optarg)
+			return top_bad("empty output path: give -o FILE");
+		o->output = optarg;
+		t->output = optarg;
+		return TOP_OPT_NEXT;
+	case OPT_LOG:
+		if (!*optarg)
+			return top_bad("empty log path: give --log FILE");
+		*log = optarg;
+		return TOP_OPT_NEXT;
+	case 'F':
+		if (cs_parse_u64(optarg, &v) || v == 0 || v > 100000)
+			return top_bad("invalid rate '-F %s': give a frequency in Hz from 1 to 100000", optarg);
+		o->sampler.freq_hz = v;
+		return TOP_OPT_NEXT;
+	case OPT_DELAY:
+		if (cs_parse_double(optarg, &d) || d < 0.1 || d > 3600)
+			return top_bad("invalid --delay '%s': give seconds from 0.1 to 3600", optarg);
+		t->delay_ns = (uint64_t)(d * 1e9);
+		return TOP_OPT_NEXT;
+	case OPT_GPU:
+		if (!strcmp(optarg, "auto"))
+			o->gpu_mode = GPU_MODE_AUTO;
+		else if (!strcmp(optarg, "on"))
+			o->gpu_mode = GPU_MODE_ON;
+		else if (!strcmp(optarg, "off"))
+			o->gpu_mode = GPU_MODE_OFF;
+		else
+			return top_bad("invalid --gpu '%s': use auto, on or off", optarg);
+		return TOP_OPT_NEXT;
+	case OPT_NOPY:
+		o->no_python = true;
+		return TOP_OPT_NEXT;
+	case OPT_MODE:
+		if (!strcmp(optarg, "auto"))
+			o->sampler.mode = SAMPLER_MODE_AUTO;
+		else if (!strcmp(optarg, "perf"))
+			o->sampler.mode = SAMPLER_MODE_PERF;
+		else if (!strcmp(optarg, "ptrace"))
+			o->sampler.mode = SAMPLER_MODE_PTRACE;
+		else
+			return top_bad("invalid --mode '%s': use auto, perf or ptrace", optarg);
+		return TOP_OPT_NEXT;
+	case 'h':
+		fputs(top_usage, stdout);
+		free(o->pids);
+		return 0;
+	default:
+		free(o->pids);
+		if (optopt && optopt < 256)
+			return top_bad("top: unknown option '-%c' or missing value; see 'csampler top --help'", optopt);
+		return top_bad("top: unknown option '%s' or missing value; see 'csampler top --help'", argv[optind - 1]);
+	}
+	return TOP_OPT_NEXT;
+}
+
+/* The checks that need every option: one kind of target, a terminal, live processes.
+ * TOP_OPT_NEXT, or the exit status (printed; o->pids freed). */
+static int top_check_opts(struct record_opts *o)
+{
+	if (o->argv && o->npids) {
+		free(o->pids);
+		return top_bad("give either a command or -p PID, not both");
+	}
+	if (!o->argv && !o->npids)
+		return top_bad("nothing to watch: give a command after -- or attach with -p PID");
+	if (!isatty(0) || !isatty(1)) {
+		free(o->pids);
+		return top_bad("top needs a terminal on its input and output; to profile into a file, use csampler record");
+	}
+	for (size_t i = 0; i < o->npids; i++)
+		if (kill(o->pids[i], 0) < 0 && errno == ESRCH) {
+			int pid = (int)o->pids[i];
+			free(o->pids);
+			return top_bad("no such process %d: check the PID with ps", pid);
+		}
+	return TOP_OPT_NEXT;
+}
+
+/* What the screen's header names: the command line, or "PID a,b". */
+static char *top_target_name(const struct record_opts *o)
+{
+	char *target;
+
+	if (o->argv) {
+		struct cs_buf b = { 0 };
+		for (int i = 0; o->argv[i]; i++)
+			cs_buf_printf(&b, "%s%s", i ? " " : "", o->argv[i]);
+		cs_buf_put(&b, "", 1);
+		target = b.data;
+	} else {
+		struct cs_buf b = { 0 };
+		for (size_t i = 0; i < o->npids; i++)
+			cs_buf_printf(&b, "%s%d", i ? "," : "PID ", (int)o->pids[i]);
+		cs_buf_put(&b, "", 1);
+		target = b.data;
+	}
+	return target;
+}
+
+/* The line left on stderr when top ends. */
+static void top_print_end(const struct top *t, const struct record_opts *o, const char *log,
+			  int status)
+{
+	uint64_t secs = (cs_monotonic_ns() - t->start_ns) / 1000000000ull;
+	if (status != CS_EXIT_ERROR || live_samples(t->live)) {
+		fprintf(stderr, "csampler top: %llu samples in %llu s", (unsigned long long)live_samples(t->live),
+			(unsigned long long)secs);
+		if (t->output)
+			fprintf(stderr, "; the data file is %s", t->output);
+		if (o->argv)
+			fprintf(stderr, "; the command's output is in %s", log);
+		fprintf(stderr, "\n");
+	}
+}
+
 int cmd_top(int argc, char **argv)
 {
-	enum { OPT_LOG = 256, OPT_DELAY, OPT_GPU, OPT_NOPY, OPT_MODE };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
@@ -388,91 +524,17 @@ int cmd_top(int argc, char **argv)
 	const char *log = "csampler-top.log";
 	char *tmp_output = NULL, *target = NULL;
 	int c, status = CS_EXIT_ERROR;
-	uint64_t v;
-	double d;
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+p:o:F:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			if (top_parse_pids(optarg, &o.pids, &o.npids)) {
-				free(o.pids);
-				return top_bad("invalid PID list '%s': give -p PID[,PID...] (at most %d)", optarg, TOP_MAX_PIDS);
-			}
-			break;
-		case 'o':
-			if (!*optarg)
-				return top_bad("empty output path: give -o FILE");
-			o.output = optarg;
-			t.output = optarg;
-			break;
-		case OPT_LOG:
-			if (!*optarg)
-				return top_bad("empty log path: give --log FILE");
-			log = optarg;
-			break;
-		case 'F':
-			if (cs_parse_u64(optarg, &v) || v == 0 || v > 100000)
-				return top_bad("invalid rate '-F %s': give a frequency in Hz from 1 to 100000", optarg);
-			o.sampler.freq_hz = v;
-			break;
-		case OPT_DELAY:
-			if (cs_parse_double(optarg, &d) || d < 0.1 || d > 3600)
-				return top_bad("invalid --delay '%s': give seconds from 0.1 to 3600", optarg);
-			t.delay_ns = (uint64_t)(d * 1e9);
-			break;
-		case OPT_GPU:
-			if (!strcmp(optarg, "auto"))
-				o.gpu_mode = GPU_MODE_AUTO;
-			else if (!strcmp(optarg, "on"))
-				o.gpu_mode = GPU_MODE_ON;
-			else if (!strcmp(optarg, "off"))
-				o.gpu_mode = GPU_MODE_OFF;
-			else
-				return top_bad("invalid --gpu '%s': use auto, on or off", optarg);
-			break;
-		case OPT_NOPY:
-			o.no_python = true;
-			break;
-		case OPT_MODE:
-			if (!strcmp(optarg, "auto"))
-				o.sampler.mode = SAMPLER_MODE_AUTO;
-			else if (!strcmp(optarg, "perf"))
-				o.sampler.mode = SAMPLER_MODE_PERF;
-			else if (!strcmp(optarg, "ptrace"))
-				o.sampler.mode = SAMPLER_MODE_PTRACE;
-			else
-				return top_bad("invalid --mode '%s': use auto, perf or ptrace", optarg);
-			break;
-		case 'h':
-			fputs(top_usage, stdout);
-			free(o.pids);
-			return 0;
-		default:
-			free(o.pids);
-			if (optopt && optopt < 256)
-				return top_bad("top: unknown option '-%c' or missing value; see 'csampler top --help'", optopt);
-			return top_bad("top: unknown option '%s' or missing value; see 'csampler top --help'", argv[optind - 1]);
-		}
-	}
+	while ((c = getopt_long(argc, argv, "+p:o:F:h", longopts, NULL)) != -1)
+		if ((status = top_option(c, &o, &t, &log, argv)) != TOP_OPT_NEXT)
+			return status;
 	if (optind < argc)
 		o.argv = argv + optind;
-	if (o.argv && o.npids) {
-		free(o.pids);
-		return top_bad("give either a command or -p PID, not both");
-	}
-	if (!o.argv && !o.npids)
-		return top_bad("nothing to watch: give a command after -- or attach with -p PID");
-	if (!isatty(0) || !isatty(1)) {
-		free(o.pids);
-		return top_bad("top needs a terminal on its input and output; to profile into a file, use csampler record");
-	}
-	for (size_t i = 0; i < o.npids; i++)
-		if (kill(o.pids[i], 0) < 0 && errno == ESRCH) {
-			free(o.pids);
-			return top_bad("no such process %d: check the PID with ps", (int)o.pids[i]);
-		}
+	if ((status = top_check_opts(&o)) != TOP_OPT_NEXT)
+		return status;
+	status = CS_EXIT_ERROR;
 	record_default_sampler(&o.sampler);
 	o.sampler.callgraph = SAMPLER_CALLGRAPH_DWARF;
 	if (!o.output) {
@@ -480,20 +542,9 @@ int cmd_top(int argc, char **argv)
 		tmp_output = cs_asprintf("%s/csampler-top-%d.data", dir && *dir ? dir : "/tmp", (int)getpid());
 		o.output = tmp_output;
 	}
-	if (o.argv) {
+	if (o.argv)
 		o.child_log = log;
-		struct cs_buf b = { 0 };
-		for (int i = 0; o.argv[i]; i++)
-			cs_buf_printf(&b, "%s%s", i ? " " : "", o.argv[i]);
-		cs_buf_put(&b, "", 1);
-		target = b.data;
-	} else {
-		struct cs_buf b = { 0 };
-		for (size_t i = 0; i < o.npids; i++)
-			cs_buf_printf(&b, "%s%d", i ? "," : "PID ", (int)o.pids[i]);
-		cs_buf_put(&b, "", 1);
-		target = b.data;
-	}
+	target = top_target_name(&o);
 	t.target = target;
 	char why[512] = "";
 	if (record_gpu_prepare(&o, why, sizeof(why)))
@@ -514,16 +565,7 @@ int cmd_top(int argc, char **argv)
 	top_draw(&t, t.start_ns);
 	status = record_run(&o, NULL);
 	top_term_leave(&t);
-	uint64_t secs = (cs_monotonic_ns() - t.start_ns) / 1000000000ull;
-	if (status != CS_EXIT_ERROR || live_samples(t.live)) {
-		fprintf(stderr, "csampler top: %llu samples in %llu s", (unsigned long long)live_samples(t.live),
-			(unsigned long long)secs);
-		if (t.output)
-			fprintf(stderr, "; the data file is %s", t.output);
-		if (o.argv)
-			fprintf(stderr, "; the command's output is in %s", log);
-		fprintf(stderr, "\n");
-	}
+	top_print_end(&t, &o, log, status);
 	/* q ends a launched command as a SIGINT would: not an error of top's */
 	if (t.quit && status != CS_EXIT_ERROR)
 		status = 0;

@@ -18,7 +18,7 @@
 #include "export/export.h"
 #include "base/cs.h"
 #include "base/hash.h"
-#include "analysis/fold.h"
+#include "analysis/fold_gpu.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -421,44 +421,65 @@ static size_t pprof_main_module(const struct profile *p)
 	return 0;
 }
 
-int export_pprof_write(FILE *f, const struct profile *p)
-{
-	struct pprof_ctx c = { .p = p };
-	uint64_t period_ns = export_period_ns(p);
-	uint32_t max_frames = 1;
-	bool gpu = p->ngpu_activities > 0, offcpu = false;
-	for (size_t i = 0; i < p->nsamples_records && !offcpu; i++)
-		offcpu = p->samples[i].flags & PROFILE_SAMPLE_OFFCPU;
-	int err;
+/* The string ids of the value types and label keys, after the profile's own strings. */
+struct pprof_keys {
+	uint32_t samples, count, cpu, nanoseconds, gpu, offcpu, pid, tid, thread, rank;
+	bool has_gpu, has_offcpu;
+};
 
-	/* Value types and label keys, after the profile's own strings (index 0 is ""). */
-	uint32_t s_samples = pprof_extra(&c, "samples", false), s_count = pprof_extra(&c, "count", false),
-		 s_cpu = pprof_extra(&c, "cpu", false),
-		 s_nanoseconds = pprof_extra(&c, "nanoseconds", false),
-		 s_gpu = pprof_extra(&c, "gpu", false), s_offcpu = pprof_extra(&c, "offcpu", false),
-		 s_pid = pprof_extra(&c, "pid", false),
-		 s_tid = pprof_extra(&c, "tid", false),
-		 s_thread = pprof_extra(&c, "thread_name", false), s_rank = 0;
-	pprof_value_type(&c, PROFILE_SAMPLE_TYPE, s_samples, s_count);
-	pprof_value_type(&c, PROFILE_SAMPLE_TYPE, s_cpu, s_nanoseconds);
-	if (offcpu)
-		pprof_value_type(&c, PROFILE_SAMPLE_TYPE, s_offcpu, s_nanoseconds);
-	if (gpu)
-		pprof_value_type(&c, PROFILE_SAMPLE_TYPE, s_gpu, s_nanoseconds);
-	/* The rank of each process of a multi-process run (RANK, LOCAL_RANK,
-	 * OMPI_COMM_WORLD_RANK; per process in a merged file), when the recording kept it. A
-	 * string label: pprof's decoder drops a numeric label whose value is 0, rank 0's. */
+static void pprof_sample_types(struct pprof_ctx *c, struct pprof_keys *k)
+{
+	const struct profile *p = c->p;
+
+	k->has_gpu = p->ngpu_activities > 0;
+	k->has_offcpu = false;
+	for (size_t i = 0; i < p->nsamples_records && !k->has_offcpu; i++)
+		k->has_offcpu = p->samples[i].flags & PROFILE_SAMPLE_OFFCPU;
+	k->samples = pprof_extra(c, "samples", false);
+	k->count = pprof_extra(c, "count", false);
+	k->cpu = pprof_extra(c, "cpu", false);
+	k->nanoseconds = pprof_extra(c, "nanoseconds", false);
+	k->gpu = pprof_extra(c, "gpu", false);
+	k->offcpu = pprof_extra(c, "offcpu", false);
+	k->pid = pprof_extra(c, "pid", false);
+	k->tid = pprof_extra(c, "tid", false);
+	k->thread = pprof_extra(c, "thread_name", false);
+	k->rank = 0;
+	pprof_value_type(c, PROFILE_SAMPLE_TYPE, k->samples, k->count);
+	pprof_value_type(c, PROFILE_SAMPLE_TYPE, k->cpu, k->nanoseconds);
+	if (k->has_offcpu)
+		pprof_value_type(c, PROFILE_SAMPLE_TYPE, k->offcpu, k->nanoseconds);
+	if (k->has_gpu)
+		pprof_value_type(c, PROFILE_SAMPLE_TYPE, k->gpu, k->nanoseconds);
+}
+
+/* The rank of each process of a multi-process run (RANK, LOCAL_RANK, OMPI_COMM_WORLD_RANK;
+ * per process in a merged file), when the recording kept it, as a string id by process index
+ * (0: none). A string label: pprof's decoder drops a numeric label whose value is 0, rank 0's. */
+static uint32_t *pprof_rank_strings(struct pprof_ctx *c, struct pprof_keys *k)
+{
+	const struct profile *p = c->p;
 	uint32_t *rank_strs = cs_calloc(p->nprocesses + 1, sizeof(*rank_strs));
+
 	for (size_t i = 0; i < p->nprocesses; i++) {
 		int32_t rank = profile_rank_of(p, p->processes[i].pid);
 		if (rank < 0)
 			continue;
-		if (!s_rank)
-			s_rank = pprof_extra(&c, "rank", false);
+		if (!k->rank)
+			k->rank = pprof_extra(c, "rank", false);
 		char *text = cs_malloc(16);
 		snprintf(text, 16, "%d", (int)rank);
-		rank_strs[i] = pprof_extra(&c, text, true);
+		rank_strs[i] = pprof_extra(c, text, true);
 	}
+	return rank_strs;
+}
+
+/* One Sample message per row: its locations, values and labels. */
+static void pprof_write_samples(struct pprof_ctx *c, const struct pprof_keys *k,
+				const uint32_t *rank_strs, uint64_t period_ns)
+{
+	const struct profile *p = c->p;
+	uint32_t max_frames = 1;
 
 	/* Thread names by (pid, tid). */
 	struct profile_thread *threads = cs_calloc(p->nthreads + 1, sizeof(*threads));
@@ -467,35 +488,35 @@ int export_pprof_write(FILE *f, const struct profile *p)
 	qsort(threads, p->nthreads, sizeof(*threads), pprof_thread_cmp);
 
 	struct pprof_row *rows;
-	size_t nrows = pprof_rows(&c, &rows);
+	size_t nrows = pprof_rows(c, &rows);
 	for (size_t s = 0; s < p->nstacks; s++)
 		if (p->stacks[s].nframes > max_frames)
 			max_frames = p->stacks[s].nframes;
-	c.stack_locations = cs_calloc(max_frames + 1, sizeof(*c.stack_locations));
+	c->stack_locations = cs_calloc(max_frames + 1, sizeof(*c->stack_locations));
 	struct cs_buf sample = { 0 }, packed = { 0 }, label = { 0 };
 	for (size_t r = 0; r < nrows; r++) {
 		const struct pprof_row *row = &rows[r];
 		uint32_t n = 0;
 		if (row->leaf) {
 			uint32_t run[2] = { UINT32_MAX, row->leaf };
-			c.stack_locations[n++] = pprof_location(&c, run, 2);
+			c->stack_locations[n++] = pprof_location(c, run, 2);
 		}
 		if (row->stack < p->nstacks)
-			n = pprof_stack(&c, &p->stacks[row->stack], n);
+			n = pprof_stack(c, &p->stacks[row->stack], n);
 		for (uint32_t i = 0; i < n; i++)
-			pb_varint(&packed, c.stack_locations[i]);
+			pb_varint(&packed, c->stack_locations[i]);
 		pb_bytes(&sample, SAMPLE_LOCATION_ID, packed.data, packed.len);
 		packed.len = 0;
 		pb_varint(&packed, row->count + row->offcpu);
 		pb_varint(&packed, row->count * period_ns);
-		if (offcpu)
+		if (k->has_offcpu)
 			pb_varint(&packed, row->offcpu * period_ns);
-		if (gpu)
+		if (k->has_gpu)
 			pb_varint(&packed, row->gpu_ns);
 		pb_bytes(&sample, SAMPLE_VALUE, packed.data, packed.len);
 		packed.len = 0;
-		pprof_label(&sample, &label, s_pid, 0, row->pid);
-		pprof_label(&sample, &label, s_tid, 0, row->tid);
+		pprof_label(&sample, &label, k->pid, 0, row->pid);
+		pprof_label(&sample, &label, k->tid, 0, row->tid);
 		struct profile_thread key = { .pid = row->pid, .tid = row->tid };
 		const struct profile_thread *t = bsearch(&key, threads, p->nthreads, sizeof(*threads),
 							 pprof_thread_cmp);
@@ -504,45 +525,81 @@ int export_pprof_write(FILE *f, const struct profile *p)
 			if (p->processes[i].pid == row->pid)
 				comm = p->processes[i].comm;
 		if (comm && comm < p->nstrings)
-			pprof_label(&sample, &label, s_thread, comm, 0);
-		const struct profile_process *proc = s_rank ? profile_process_of(p, (uint32_t)row->pid) : NULL;
+			pprof_label(&sample, &label, k->thread, comm, 0);
+		const struct profile_process *proc = k->rank ? profile_process_of(p, (uint32_t)row->pid) : NULL;
 		if (proc && rank_strs[proc - p->processes])
-			pprof_label(&sample, &label, s_rank, rank_strs[proc - p->processes], 0);
-		pb_bytes(&c.out, PROFILE_SAMPLE, sample.data, sample.len);
+			pprof_label(&sample, &label, k->rank, rank_strs[proc - p->processes], 0);
+		pb_bytes(&c->out, PROFILE_SAMPLE, sample.data, sample.len);
 		sample.len = 0;
 	}
 	cs_buf_free(&sample);
 	cs_buf_free(&packed);
 	cs_buf_free(&label);
-	free(rank_strs);
 	free(rows);
 	free(threads);
+}
+
+/* The mappings, the string table, the times and the period. */
+static void pprof_write_tail(struct pprof_ctx *c, const struct pprof_keys *k, uint64_t period_ns)
+{
+	const struct profile *p = c->p;
 
 	/* pprof names the profile after its first mapping: the target's executable first. */
 	size_t main_module = pprof_main_module(p);
 	for (size_t i = 0; i < p->nmodules; i++) {
 		size_t m = i == 0 ? main_module : i <= main_module ? i - 1 : i;
-		pb_uint(&c.sub, MAPPING_ID, m + 1);
-		pb_uint(&c.sub, MAPPING_FILENAME, p->modules[m].path);
-		pb_uint(&c.sub, MAPPING_BUILD_ID, p->modules[m].build_id);
-		pb_uint(&c.sub, MAPPING_HAS_FUNCTIONS, 1);
-		pb_message(&c.out, PROFILE_MAPPING, &c.sub);
+		pb_uint(&c->sub, MAPPING_ID, m + 1);
+		pb_uint(&c->sub, MAPPING_FILENAME, p->modules[m].path);
+		pb_uint(&c->sub, MAPPING_BUILD_ID, p->modules[m].build_id);
+		pb_uint(&c->sub, MAPPING_HAS_FUNCTIONS, 1);
+		pb_message(&c->out, PROFILE_MAPPING, &c->sub);
 	}
 	for (size_t i = 0; i < p->nstrings; i++)
-		pb_bytes(&c.out, PROFILE_STRING_TABLE, p->strings[i], strlen(p->strings[i]));
-	for (size_t i = 0; i < c.nextra; i++)
-		pb_bytes(&c.out, PROFILE_STRING_TABLE, c.extra[i], strlen(c.extra[i]));
+		pb_bytes(&c->out, PROFILE_STRING_TABLE, p->strings[i], strlen(p->strings[i]));
+	for (size_t i = 0; i < c->nextra; i++)
+		pb_bytes(&c->out, PROFILE_STRING_TABLE, c->extra[i], strlen(c->extra[i]));
 
 	const char *realtime = profile_header(p, "start_realtime_ns");
 	uint64_t time_nanos = 0;
 	if (realtime && !cs_parse_u64(realtime, &time_nanos))
-		pb_uint(&c.out, PROFILE_TIME_NANOS, time_nanos);
+		pb_uint(&c->out, PROFILE_TIME_NANOS, time_nanos);
 	if (p->end_ns > p->start_ns)
-		pb_uint(&c.out, PROFILE_DURATION_NANOS, p->end_ns - p->start_ns);
-	pprof_value_type(&c, PROFILE_PERIOD_TYPE, s_cpu, s_nanoseconds);
-	pb_uint(&c.out, PROFILE_PERIOD, period_ns);
-	pb_uint(&c.out, PROFILE_DEFAULT_SAMPLE_TYPE, s_cpu); /* pprof's default: the last type */
+		pb_uint(&c->out, PROFILE_DURATION_NANOS, p->end_ns - p->start_ns);
+	pprof_value_type(c, PROFILE_PERIOD_TYPE, k->cpu, k->nanoseconds);
+	pb_uint(&c->out, PROFILE_PERIOD, period_ns);
+	pb_uint(&c->out, PROFILE_DEFAULT_SAMPLE_TYPE, k->cpu); /* pprof's default: the last type */
+}
 
+static void pprof_ctx_free(struct pprof_ctx *c)
+{
+	free(c->stack_locations);
+	free(c->keys);
+	struct pprof_table *tables[] = { &c->locations, &c->functions, &c->rows };
+	for (size_t i = 0; i < 3; i++) {
+		cs_hash_free(&tables[i]->ids);
+		free(tables[i]->runs);
+	}
+	for (size_t i = 0; i < c->nowned; i++)
+		free(c->owned[i]);
+	free(c->owned);
+	free(c->extra);
+	cs_buf_free(&c->out);
+	cs_buf_free(&c->sub);
+	cs_buf_free(&c->line);
+}
+
+int export_pprof_write(FILE *f, const struct profile *p)
+{
+	struct pprof_ctx c = { .p = p };
+	struct pprof_keys k;
+	uint64_t period_ns = export_period_ns(p);
+	int err;
+
+	pprof_sample_types(&c, &k);
+	uint32_t *rank_strs = pprof_rank_strings(&c, &k);
+	pprof_write_samples(&c, &k, rank_strs, period_ns);
+	free(rank_strs);
+	pprof_write_tail(&c, &k, period_ns);
 	if (c.out.len > UINT32_MAX)
 		err = cs_error(EFBIG, "export: the pprof message is over 4 GiB; export a shorter "
 			       "recording");
@@ -550,19 +607,6 @@ int export_pprof_write(FILE *f, const struct profile *p)
 		err = pprof_gzip(f, c.out.data, c.out.len);
 	if (!err && ferror(f))
 		err = -EIO;
-	free(c.stack_locations);
-	free(c.keys);
-	struct pprof_table *tables[] = { &c.locations, &c.functions, &c.rows };
-	for (size_t i = 0; i < 3; i++) {
-		cs_hash_free(&tables[i]->ids);
-		free(tables[i]->runs);
-	}
-	for (size_t i = 0; i < c.nowned; i++)
-		free(c.owned[i]);
-	free(c.owned);
-	free(c.extra);
-	cs_buf_free(&c.out);
-	cs_buf_free(&c.sub);
-	cs_buf_free(&c.line);
+	pprof_ctx_free(&c);
 	return err;
 }

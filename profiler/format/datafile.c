@@ -3,7 +3,6 @@
 #include "format/datafile.h"
 
 #include "base/cs.h"
-#include "base/hash.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -330,49 +329,84 @@ static int df_seek(struct df_in *in, uint64_t off)
 	return 0;
 }
 
-static int df_read_in(struct df_in *in, const char *path, df_record_fn fn, void *arg)
+/* The file header: magic, versions, size; leaves in at the first chunk. 0, or -errno after
+ * printing one line. */
+static int df_read_file_header(struct df_in *in, const char *path, uint64_t *offset)
 {
 	uint8_t hdr[DF_HEADER_SIZE];
-	uint8_t ch[DF_CHUNK_HEADER_SIZE];
-	uint8_t *stored = NULL, *raw = NULL;
 	size_t got;
-	uint64_t offset;
-	int ret = 0;
-	bool seen_end = false;
+	int ret = df_read_full(in, hdr, sizeof(hdr), &got);
 
-	ret = df_read_full(in, hdr, sizeof(hdr), &got);
-	if (ret) {
-		ret = cs_error(-ret, "read %s: %s", path, strerror(-ret));
-		goto out;
-	}
-	if (got < 8 || memcmp(hdr, DF_MAGIC, 8)) {
-		ret = cs_error(EINVAL, "%s: not a csampler data file (bad magic)", path);
-		goto out;
-	}
-	if (got < sizeof(hdr)) {
-		ret = cs_error(EINVAL, "%s: truncated inside the file header: nothing to recover", path);
-		goto out;
-	}
+	if (ret)
+		return cs_error(-ret, "read %s: %s", path, strerror(-ret));
+	if (got < 8 || memcmp(hdr, DF_MAGIC, 8))
+		return cs_error(EINVAL, "%s: not a csampler data file (bad magic)", path);
+	if (got < sizeof(hdr))
+		return cs_error(EINVAL, "%s: truncated inside the file header: nothing to recover",
+				path);
 	uint32_t version, min_reader, header_size;
 	memcpy(&version, hdr + 8, 4);
 	memcpy(&min_reader, hdr + 12, 4);
 	memcpy(&header_size, hdr + 24, 4);
-	if (min_reader > DF_VERSION) {
-		ret = cs_error(EPROTONOSUPPORT,
-			       "%s: format version %u needs a newer csampler (this one reads up to %u)",
-			       path, version, DF_VERSION);
-		goto out;
-	}
-	if (header_size < DF_HEADER_SIZE || header_size > 4096) {
-		ret = cs_error(EINVAL, "%s: corrupt file header (header size %u)", path, header_size);
-		goto out;
-	}
+	if (min_reader > DF_VERSION)
+		return cs_error(EPROTONOSUPPORT,
+				"%s: format version %u needs a newer csampler (this one reads up to %u)",
+				path, version, DF_VERSION);
+	if (header_size < DF_HEADER_SIZE || header_size > 4096)
+		return cs_error(EINVAL, "%s: corrupt file header (header size %u)", path, header_size);
 	ret = df_seek(in, header_size);
-	if (ret) {
-		ret = cs_error(-ret, "lseek %s: %s", path, strerror(-ret));
-		goto out;
+	if (ret)
+		return cs_error(-ret, "lseek %s: %s", path, strerror(-ret));
+	*offset = header_size;
+	return 0;
+}
+
+/* The nrec records of one chunk, recs[0..len), handed to fn in order. 0, fn's error, or
+ * -errno after printing one line. */
+static int df_read_records(const char *path, uint64_t offset, const uint8_t *recs, size_t len,
+			   uint32_t nrec, bool *seen_end, df_record_fn fn, void *arg)
+{
+	size_t pos = 0;
+	int ret;
+
+	for (uint32_t i = 0; i < nrec; i++) {
+		uint16_t type;
+		uint32_t size;
+		if (len - pos < 8)
+			return cs_error(EINVAL, "%s: corrupt chunk at offset %llu (record %u overruns)",
+					path, (unsigned long long)offset, i);
+		memcpy(&type, recs + pos, 2);
+		memcpy(&size, recs + pos + 4, 4);
+		if (size < 8 || size > len - pos)
+			return cs_error(EINVAL, "%s: corrupt record size %u at offset %llu+%zu", path,
+					size, (unsigned long long)offset, pos);
+		if (*seen_end)
+			return cs_error(EINVAL, "%s: records after the end record", path);
+		if (type == DF_END)
+			*seen_end = true;
+		ret = fn(arg, type, recs + pos + 8, size - 8);
+		if (ret)
+			return ret;
+		pos += size;
 	}
-	offset = header_size;
+	if (pos != len)
+		return cs_error(EINVAL, "%s: corrupt chunk at offset %llu (%zu stray bytes)", path,
+				(unsigned long long)offset, len - pos);
+	return 0;
+}
+
+static int df_read_in(struct df_in *in, const char *path, df_record_fn fn, void *arg)
+{
+	uint8_t ch[DF_CHUNK_HEADER_SIZE];
+	uint8_t *stored = NULL, *raw = NULL;
+	size_t got;
+	uint64_t offset = 0;
+	int ret = 0;
+	bool seen_end = false;
+
+	ret = df_read_file_header(in, path, &offset);
+	if (ret)
+		goto out;
 	for (;;) {
 		uint32_t magic, flags, stored_len, raw_len, crc, nrec;
 		ret = df_read_full(in, ch, sizeof(ch), &got);
@@ -427,38 +461,9 @@ static int df_read_in(struct df_in *in, const char *path, df_record_fn fn, void 
 			}
 			recs = raw;
 		}
-		size_t pos = 0;
-		for (uint32_t i = 0; i < nrec; i++) {
-			uint16_t type;
-			uint32_t size;
-			if (raw_len - pos < 8) {
-				ret = cs_error(EINVAL, "%s: corrupt chunk at offset %llu (record %u overruns)",
-					       path, (unsigned long long)offset, i);
-				goto out;
-			}
-			memcpy(&type, recs + pos, 2);
-			memcpy(&size, recs + pos + 4, 4);
-			if (size < 8 || size > raw_len - pos) {
-				ret = cs_error(EINVAL, "%s: corrupt record size %u at offset %llu+%zu", path,
-					       size, (unsigned long long)offset, pos);
-				goto out;
-			}
-			if (seen_end) {
-				ret = cs_error(EINVAL, "%s: records after the end record", path);
-				goto out;
-			}
-			if (type == DF_END)
-				seen_end = true;
-			ret = fn(arg, type, recs + pos + 8, size - 8);
-			if (ret)
-				goto out;
-			pos += size;
-		}
-		if (pos != raw_len) {
-			ret = cs_error(EINVAL, "%s: corrupt chunk at offset %llu (%zu stray bytes)", path,
-				       (unsigned long long)offset, raw_len - pos);
+		ret = df_read_records(path, offset, recs, raw_len, nrec, &seen_end, fn, arg);
+		if (ret)
 			goto out;
-		}
 		offset += sizeof(ch) + stored_len;
 	}
 	ret = seen_end ? 0 : 1;
@@ -483,54 +488,4 @@ int df_read_mem(const void *buf, size_t len, const char *name, df_record_fn fn, 
 {
 	struct df_in in = { .fd = -1, .mem = buf, .len = len };
 	return df_read_in(&in, name, fn, arg);
-}
-
-/* ---- string interning for writers ---- */
-
-/* The strings written so far (base/hash.h), each with its id. */
-struct df_strtab {
-	struct cs_hash strings;   /* items: struct df_str, owned */
-	uint32_t count;
-};
-
-struct df_str {
-	uint32_t id;
-	char text[];
-};
-
-static bool df_str_eq(const void *item, const void *key)
-{
-	return strcmp(((const struct df_str *)item)->text, key) == 0;
-}
-
-struct df_strtab *df_strtab_new(void)
-{
-	return cs_calloc(1, sizeof(struct df_strtab));
-}
-
-void df_strtab_free(struct df_strtab *t)
-{
-	if (!t)
-		return;
-	for (size_t i = 0; i < t->strings.cap; i++)
-		free(t->strings.slots[i].item);
-	cs_hash_free(&t->strings);
-	free(t);
-}
-
-uint32_t df_strtab_id(struct df_strtab *t, struct df_writer *w, const char *s)
-{
-	if (!s || !*s)
-		return 0;
-	size_t n = strlen(s);
-	uint64_t h = cs_hash_bytes(s, n, 0);
-	struct df_str *e = cs_hash_find(&t->strings, h, df_str_eq, s);
-	if (e)
-		return e->id;
-	e = cs_malloc(sizeof(*e) + n + 1);
-	e->id = ++t->count;
-	memcpy(e->text, s, n + 1);
-	cs_hash_insert(&t->strings, h, e);
-	df_put2(w, DF_STRING, &e->id, 4, s, n + 1);
-	return e->id;
 }

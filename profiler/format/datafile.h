@@ -261,11 +261,4 @@ int df_read(const char *path, df_record_fn fn, void *arg);
 /* The same over a whole file already in memory, buf[0..len); name is used in messages. */
 int df_read_mem(const void *buf, size_t len, const char *name, df_record_fn fn, void *arg);
 
-/* Growable string interning for writers: same string, same id (ids from 1). */
-struct df_strtab;
-struct df_strtab *df_strtab_new(void);
-void df_strtab_free(struct df_strtab *t);
-/* Returns the id of s, writing a DF_STRING record to w the first time s is seen. */
-uint32_t df_strtab_id(struct df_strtab *t, struct df_writer *w, const char *s);
-
 #endif

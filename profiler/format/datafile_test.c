@@ -3,6 +3,7 @@
  * modules, locations, stacks and symbols. */
 #include "base/cs.h"
 #include "format/datafile.h"
+#include "format/records.h"
 #include "analysis/profile.h"
 #include "base/unit.h"
 

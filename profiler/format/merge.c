@@ -8,6 +8,7 @@
 #include "base/hash.h"
 #include "base/search.h"
 #include "format/datafile.h"
+#include "format/records.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -76,186 +77,215 @@ struct merge {
 	uint64_t skipped_types[256]; /* optional records of unknown types, by type - 128 */
 };
 
-static void wr32(uint8_t *p, uint32_t v)
-{
-	memcpy(p, &v, 4);
-}
-
-static void wr64(uint8_t *p, uint64_t v)
-{
-	memcpy(p, &v, 8);
-}
-
-static const char *rdstr(const uint8_t *p, size_t len)
-{
-	return memchr(p, 0, len) ? (const char *)p : NULL;
-}
-
 static int merge_corrupt(const struct merge_input *in, const char *what)
 {
 	return cs_error(EINVAL, "merge: %s: corrupt %s record; only complete, valid data files "
 			"can be merged", in->path, what);
 }
 
-#define NEED(n, what)                                    \
-	do {                                             \
-		if (len < (n))                           \
-			return merge_corrupt(in, what);  \
-	} while (0)
-
 /* ---- pass 1: check an input and learn its tasks ---- */
+
+/* The records that name tasks: each id seen, as a process or a thread id. */
+static int merge_scan_tasks(struct merge_input *in, uint16_t type, const uint8_t *d, size_t len)
+{
+	union {
+		struct df_comm comm;
+		struct df_mmap mmap;
+		struct df_task task;
+		struct df_sample sample;
+		struct df_raw_sample raw;
+	} r;
+	uint32_t pid, tid;
+
+	switch (type) {
+	case DF_COMM:
+		if (df_decode_comm(d, len, &r.comm))
+			return merge_corrupt(in, "comm");
+		pid = r.comm.pid, tid = r.comm.tid;
+		break;
+	case DF_MMAP:
+		if (df_decode_mmap(d, len, &r.mmap))
+			return merge_corrupt(in, "mmap");
+		pid = r.mmap.pid, tid = r.mmap.tid;
+		break;
+	case DF_FORK:
+	case DF_EXIT:
+		if (df_decode_task(d, len, &r.task))
+			return merge_corrupt(in, "fork");
+		merge_set_add(&in->tasks, r.task.pid, true);
+		merge_set_add(&in->tasks, r.task.ppid, true);
+		merge_set_add(&in->tasks, r.task.tid, false);
+		merge_set_add(&in->tasks, r.task.ptid, false);
+		return 0;
+	case DF_SAMPLE:
+		if (df_decode_sample(d, len, &r.sample) || r.sample.stack >= in->nstacks)
+			return merge_corrupt(in, "sample");
+		pid = r.sample.pid, tid = r.sample.tid;
+		break;
+	default: /* DF_RAW_SAMPLE */
+		if (df_decode_raw_sample_task(d, len, &r.raw))
+			return merge_corrupt(in, "raw sample");
+		pid = r.raw.pid, tid = r.raw.tid;
+		break;
+	}
+	merge_set_add(&in->tasks, pid, true);
+	merge_set_add(&in->tasks, tid, false);
+	return 0;
+}
+
+/* The records that define ids (strings, modules, locations, stacks) or use them (symbols):
+ * numbered from 0 (strings from 1) in order, each use in range. */
+static int merge_scan_ids(struct merge_input *in, uint16_t type, const uint8_t *d, size_t len)
+{
+	union {
+		struct df_string str;
+		struct df_module module;
+		struct df_loc loc;
+		struct df_stack stack;
+		struct df_symbol sym;
+	} r;
+
+	switch (type) {
+	case DF_STRING:
+		if (df_decode_string(d, len, &r.str) || r.str.id != in->nstrings)
+			return merge_corrupt(in, "string");
+		in->nstrings++;
+		return 0;
+	case DF_MODULE:
+		if (df_decode_module(d, len, &r.module) || r.module.id > in->nmodules)
+			return merge_corrupt(in, "module");
+		in->nmodules += r.module.id == in->nmodules;
+		return 0;
+	case DF_LOC:
+		if (df_decode_loc(d, len, &r.loc) || r.loc.id != in->nlocs ||
+		    r.loc.module >= in->nmodules)
+			return merge_corrupt(in, "location");
+		in->nlocs++;
+		return 0;
+	case DF_STACK:
+		if (df_decode_stack(d, len, &r.stack) || r.stack.id != in->nstacks)
+			return merge_corrupt(in, "stack");
+		for (uint32_t i = 0; i < r.stack.n; i++)
+			if (df_stack_loc(&r.stack, i) >= in->nlocs)
+				return merge_corrupt(in, "stack");
+		in->nstacks++;
+		return 0;
+	default: /* DF_SYMBOL */
+		if (df_decode_symbol(d, len, &r.sym) || r.sym.loc >= in->nlocs)
+			return merge_corrupt(in, "symbol");
+		for (uint32_t i = 0; i < r.sym.n; i++) {
+			struct df_symbol_frame f = df_symbol_at(&r.sym, i);
+			if (f.name >= in->nstrings || f.file >= in->nstrings)
+				return merge_corrupt(in, "symbol");
+		}
+		return 0;
+	}
+}
+
+/* The GPU records and task labels. A GPU record whose stack or string is missing is left out
+ * (counted in bad_gpu), as profile_load() skips it. */
+static int merge_scan_gpu(struct merge_input *in, uint16_t type, const uint8_t *d, size_t len)
+{
+	union {
+		struct df_gpu_launch launch;
+		struct df_gpu_activity act;
+		struct df_gpu_info info;
+		struct df_gpu_note note;
+		struct df_task_label label;
+	} r;
+
+	switch (type) {
+	case DF_GPU_LAUNCH:
+		if (df_decode_gpu_launch(d, len, &r.launch))
+			return merge_corrupt(in, "GPU launch");
+		if (r.launch.stack >= in->nstacks || r.launch.api >= in->nstrings) {
+			in->bad_gpu++;
+			return 0;
+		}
+		merge_set_add(&in->tasks, r.launch.pid, true);
+		merge_set_add(&in->tasks, r.launch.tid, false);
+		return 0;
+	case DF_GPU_ACTIVITY:
+		if (df_decode_gpu_activity(d, len, &r.act))
+			return merge_corrupt(in, "GPU activity");
+		if (r.act.name >= in->nstrings) {
+			in->bad_gpu++;
+			return 0;
+		}
+		merge_set_add(&in->tasks, r.act.pid, true);
+		merge_set_add(&in->tasks, r.act.tid, false);
+		return 0;
+	case DF_GPU_INFO:
+		if (df_decode_gpu_info(d, len, &r.info))
+			return merge_corrupt(in, "GPU info");
+		merge_set_add(&in->tasks, r.info.pid, true);
+		return 0;
+	case DF_GPU_NOTE:
+		if (df_decode_gpu_note(d, len, &r.note))
+			return merge_corrupt(in, "GPU note");
+		merge_set_add(&in->tasks, r.note.pid, true);
+		return 0;
+	default: /* DF_TASK_LABEL */
+		if (df_decode_task_label(d, len, &r.label) || r.label.host >= in->nstrings)
+			return merge_corrupt(in, "task label");
+		merge_set_add(&in->tasks, r.label.id, r.label.flags & DF_TASK_LABEL_PROCESS);
+		merge_set_add(&in->labelled, r.label.id, false);
+		return 0;
+	}
+}
 
 static int merge_scan(void *arg, uint16_t type, const uint8_t *d, size_t len)
 {
 	struct merge_input *in = arg;
+	union {
+		struct df_header_kv kv;
+		struct df_lost lost;
+		struct df_end end;
+	} r;
 
 	switch (type) {
-	case DF_HEADER_KV: {
-		const char *k = rdstr(d, len), *v;
-		if (!k || !(v = rdstr(d + strlen(k) + 1, len - strlen(k) - 1)))
+	case DF_HEADER_KV:
+		if (df_decode_header_kv(d, len, &r.kv))
 			return merge_corrupt(in, "header");
 		cs_grow(&in->header, &in->cap_header, in->nheader + 1, sizeof(*in->header));
-		in->header[in->nheader++] = (struct merge_kv){ cs_strdup(k), cs_strdup(v) };
-		break;
-	}
-	case DF_STRING:
-		NEED(5, "string");
-		if (cs_rd32(d) != in->nstrings || !rdstr(d + 4, len - 4))
-			return merge_corrupt(in, "string");
-		in->nstrings++;
-		break;
+		in->header[in->nheader++] = (struct merge_kv){ cs_strdup(r.kv.key),
+							       cs_strdup(r.kv.value) };
+		return 0;
+	case DF_LOST:
+		return df_decode_lost(d, len, &r.lost) ? merge_corrupt(in, "lost") : 0;
+	case DF_END:
+		if (df_decode_end(d, len, &r.end))
+			return merge_corrupt(in, "end");
+		in->samples = r.end.samples;
+		in->lost = r.end.lost;
+		in->end_time = r.end.end_time;
+		in->end_flags = r.end.flags;
+		return 0;
 	case DF_COMM:
-		NEED(21, "comm");
-		if (!rdstr(d + 20, len - 20))
-			return merge_corrupt(in, "comm");
-		merge_set_add(&in->tasks, cs_rd32(d), true);
-		merge_set_add(&in->tasks, cs_rd32(d + 4), false);
-		break;
 	case DF_MMAP:
-		NEED(49, "mmap");
-		if (!rdstr(d + 48, len - 48))
-			return merge_corrupt(in, "mmap");
-		merge_set_add(&in->tasks, cs_rd32(d), true);
-		merge_set_add(&in->tasks, cs_rd32(d + 4), false);
-		break;
 	case DF_FORK:
 	case DF_EXIT:
-		NEED(24, "fork");
-		merge_set_add(&in->tasks, cs_rd32(d), true);
-		merge_set_add(&in->tasks, cs_rd32(d + 4), true);
-		merge_set_add(&in->tasks, cs_rd32(d + 8), false);
-		merge_set_add(&in->tasks, cs_rd32(d + 12), false);
-		break;
-	case DF_LOST:
-		NEED(16, "lost");
-		break;
-	case DF_MODULE: {
-		NEED(10, "module");
-		uint32_t id = cs_rd32(d);
-		const char *path = rdstr(d + 8, len - 8);
-		if (!path || id > in->nmodules ||
-		    !rdstr(d + 8 + strlen(path) + 1, len - 8 - strlen(path) - 1))
-			return merge_corrupt(in, "module");
-		in->nmodules += id == in->nmodules;
-		break;
-	}
-	case DF_LOC:
-		NEED(20, "location");
-		if (cs_rd32(d) != in->nlocs || cs_rd32(d + 4) >= in->nmodules)
-			return merge_corrupt(in, "location");
-		in->nlocs++;
-		break;
-	case DF_STACK: {
-		NEED(8, "stack");
-		uint32_t n = cs_rd32(d + 4);
-		if (cs_rd32(d) != in->nstacks || n > (len - 8) / 4 || len != 8 + (size_t)n * 4)
-			return merge_corrupt(in, "stack");
-		for (uint32_t i = 0; i < n; i++)
-			if (cs_rd32(d + 8 + 4 * i) >= in->nlocs)
-				return merge_corrupt(in, "stack");
-		in->nstacks++;
-		break;
-	}
 	case DF_SAMPLE:
-		NEED(32, "sample");
-		if (cs_rd32(d + 20) >= in->nstacks)
-			return merge_corrupt(in, "sample");
-		merge_set_add(&in->tasks, cs_rd32(d + 8), true);
-		merge_set_add(&in->tasks, cs_rd32(d + 12), false);
-		break;
-	case DF_SYMBOL: {
-		NEED(8, "symbol");
-		uint32_t n = cs_rd32(d + 4);
-		if (cs_rd32(d) >= in->nlocs || n == 0 || n > (len - 8) / 16 || len != 8 + (size_t)n * 16)
-			return merge_corrupt(in, "symbol");
-		for (uint32_t i = 0; i < n; i++)
-			if (cs_rd32(d + 8 + 16 * i) >= in->nstrings || cs_rd32(d + 12 + 16 * i) >= in->nstrings)
-				return merge_corrupt(in, "symbol");
-		break;
-	}
-	case DF_END:
-		NEED(28, "end");
-		in->samples = cs_rd64(d);
-		in->lost = cs_rd64(d + 8);
-		in->end_time = cs_rd64(d + 16);
-		in->end_flags = cs_rd32(d + 24);
-		break;
 	case DF_RAW_SAMPLE:
-		NEED(16, "raw sample");
-		merge_set_add(&in->tasks, cs_rd32(d + 8), true);
-		merge_set_add(&in->tasks, cs_rd32(d + 12), false);
-		break;
-	case DF_GPU_LAUNCH: {
-		struct df_gpu_launch g;
-		NEED(sizeof(g), "GPU launch");
-		memcpy(&g, d, sizeof(g));
-		if (g.stack >= in->nstacks || g.api >= in->nstrings) {
-			in->bad_gpu++; /* skipped, as profile_load() skips it */
-			break;
-		}
-		merge_set_add(&in->tasks, g.pid, true);
-		merge_set_add(&in->tasks, g.tid, false);
-		break;
-	}
-	case DF_GPU_ACTIVITY: {
-		struct df_gpu_activity g;
-		NEED(sizeof(g), "GPU activity");
-		memcpy(&g, d, sizeof(g));
-		if (g.name >= in->nstrings) {
-			in->bad_gpu++;
-			break;
-		}
-		merge_set_add(&in->tasks, g.pid, true);
-		merge_set_add(&in->tasks, g.tid, false);
-		break;
-	}
+		return merge_scan_tasks(in, type, d, len);
+	case DF_STRING:
+	case DF_MODULE:
+	case DF_LOC:
+	case DF_STACK:
+	case DF_SYMBOL:
+		return merge_scan_ids(in, type, d, len);
+	case DF_GPU_LAUNCH:
+	case DF_GPU_ACTIVITY:
 	case DF_GPU_INFO:
-		NEED(sizeof(struct df_gpu_info), "GPU info");
-		merge_set_add(&in->tasks, cs_rd32(d), true);
-		break;
 	case DF_GPU_NOTE:
-		NEED(9, "GPU note");
-		if (!rdstr(d + 8, len - 8))
-			return merge_corrupt(in, "GPU note");
-		merge_set_add(&in->tasks, cs_rd32(d), true);
-		break;
-	case DF_TASK_LABEL: {
-		struct df_task_label t;
-		NEED(sizeof(t), "task label");
-		memcpy(&t, d, sizeof(t));
-		if (t.host >= in->nstrings)
-			return merge_corrupt(in, "task label");
-		merge_set_add(&in->tasks, t.id, t.flags & DF_TASK_LABEL_PROCESS);
-		merge_set_add(&in->labelled, t.id, false);
-		break;
-	}
+	case DF_TASK_LABEL:
+		return merge_scan_gpu(in, type, d, len);
 	default:
 		if (type < 128)
 			return cs_error(EPROTONOSUPPORT, "merge: %s: unknown record type %u: written by "
 					"a newer csampler?", in->path, type);
-		break;
+		return 0;
 	}
-	return 0;
 }
 
 static const char *merge_header(const struct merge_input *in, const char *key)
@@ -376,50 +406,81 @@ static uint32_t merge_str(struct merge *m, struct merge_input *in, uint32_t id)
 	return in->str_map[id];
 }
 
-static void merge_put_task_id(const struct merge_input *in, uint8_t *p)
+/* The records of tasks: ids renumbered, times moved, over a copy b of the payload (its tail,
+ * if any, kept). Pass 1 checked every record. */
+static void merge_copy_tasks(struct merge_input *in, uint16_t type, const uint8_t *d,
+			     size_t len, uint8_t *b)
 {
-	wr32(p, merge_task_id(in, cs_rd32(p)));
-}
+	union {
+		struct df_comm comm;
+		struct df_mmap mmap;
+		struct df_task task;
+		struct df_lost lost;
+		struct df_raw_sample raw;
+		struct df_gpu_info info;
+		struct df_gpu_note note;
+	} r;
 
-static void merge_put_time(const struct merge_input *in, uint8_t *p)
-{
-	wr64(p, merge_time(in, cs_rd64(p)));
-}
-
-static int merge_copy(void *arg, uint16_t type, const uint8_t *d, size_t len)
-{
-	struct merge *m = arg;
-	struct merge_input *in = &m->in[m->cur];
-	uint8_t *b = cs_malloc(len + 1);
-
-	memcpy(b, d, len);
 	switch (type) {
-	case DF_HEADER_KV:
-	case DF_END:
-		break;   /* written once for the whole output */
-	case DF_STRING:
-		cs_grow(&in->strings, &in->cap_strings, in->nstrings2 + 1, sizeof(char *));
-		in->strings[in->nstrings2] = cs_strdup((const char *)d + 4);
-		in->nstrings2++;
-		break;
 	case DF_COMM:
+		df_decode_comm(d, len, &r.comm);
+		r.comm.pid = merge_task_id(in, r.comm.pid);
+		r.comm.tid = merge_task_id(in, r.comm.tid);
+		r.comm.time = merge_time(in, r.comm.time);
+		df_encode_comm(b, &r.comm);
+		break;
 	case DF_MMAP:
-		merge_put_task_id(in, b);
-		merge_put_task_id(in, b + 4);
-		merge_put_time(in, b + 8);
-		df_put(m->w, type, b, len);
+		df_decode_mmap(d, len, &r.mmap);
+		r.mmap.pid = merge_task_id(in, r.mmap.pid);
+		r.mmap.tid = merge_task_id(in, r.mmap.tid);
+		r.mmap.time = merge_time(in, r.mmap.time);
+		df_encode_mmap(b, &r.mmap);
 		break;
 	case DF_FORK:
 	case DF_EXIT:
-		for (int i = 0; i < 4; i++)
-			merge_put_task_id(in, b + 4 * i);
-		merge_put_time(in, b + 16);
-		df_put(m->w, type, b, len);
+		df_decode_task(d, len, &r.task);
+		r.task = (struct df_task){
+			.pid = merge_task_id(in, r.task.pid), .ppid = merge_task_id(in, r.task.ppid),
+			.tid = merge_task_id(in, r.task.tid), .ptid = merge_task_id(in, r.task.ptid),
+			.time = merge_time(in, r.task.time) };
+		df_encode_task(b, &r.task);
 		break;
 	case DF_LOST:
-		merge_put_time(in, b);
-		df_put(m->w, type, b, len);
+		df_decode_lost(d, len, &r.lost);
+		r.lost.time = merge_time(in, r.lost.time);
+		df_encode_lost(b, &r.lost);
 		break;
+	case DF_RAW_SAMPLE:
+		df_decode_raw_sample_task(d, len, &r.raw);
+		r.raw.time = merge_time(in, r.raw.time);
+		r.raw.pid = merge_task_id(in, r.raw.pid);
+		r.raw.tid = merge_task_id(in, r.raw.tid);
+		df_encode_raw_sample_task(b, &r.raw);
+		break;
+	case DF_GPU_INFO:
+		df_decode_gpu_info(d, len, &r.info);
+		df_encode_gpu_info_pid(b, merge_task_id(in, r.info.pid));
+		break;
+	case DF_GPU_NOTE:
+		df_decode_gpu_note(d, len, &r.note);
+		df_encode_gpu_note_pid(b, merge_task_id(in, r.note.pid));
+		break;
+	}
+}
+
+/* The records of ids: modules, locations, stacks and samples numbered after the earlier
+ * inputs', strings through the output's table. */
+static void merge_copy_ids(struct merge *m, struct merge_input *in, uint16_t type,
+			   const uint8_t *d, size_t len, uint8_t *b)
+{
+	union {
+		struct df_loc loc;
+		struct df_stack stack;
+		struct df_sample sample;
+		struct df_symbol sym;
+	} r;
+
+	switch (type) {
 	case DF_MODULE: {
 		uint32_t id = cs_rd32(d);
 		if (id == in->nmodules2) {
@@ -427,94 +488,141 @@ static int merge_copy(void *arg, uint16_t type, const uint8_t *d, size_t len)
 			in->module_map[id] = m->out_modules++;
 			in->nmodules2++;
 		}
-		wr32(b, in->module_map[id]);
+		df_encode_module_id(b, in->module_map[id]);
 		df_put(m->w, type, b, len);
 		break;
 	}
 	case DF_LOC:
-		wr32(b, in->loc_base + cs_rd32(d));
-		wr32(b + 4, in->module_map[cs_rd32(d + 4)]);
+		df_decode_loc(d, len, &r.loc);
+		r.loc.id += in->loc_base;
+		r.loc.module = in->module_map[r.loc.module];
+		df_encode_loc(b, &r.loc);
 		m->out_locs++;
 		df_put(m->w, type, b, len);
 		break;
 	case DF_STACK: {
-		uint32_t n = cs_rd32(d + 4);
-		wr32(b, in->stack_base + cs_rd32(d));
-		for (uint32_t i = 0; i < n; i++)
-			wr32(b + 8 + 4 * i, in->loc_base + cs_rd32(d + 8 + 4 * i));
+		df_decode_stack(d, len, &r.stack);
+		uint32_t *locs = cs_malloc(((size_t)r.stack.n + 1) * sizeof(uint32_t));
+		for (uint32_t i = 0; i < r.stack.n; i++)
+			locs[i] = in->loc_base + df_stack_loc(&r.stack, i);
+		df_put_stack(m->w, in->stack_base + r.stack.id, locs, r.stack.n);
+		free(locs);
 		m->out_stacks++;
 		in->nstacks2++;
-		df_put(m->w, type, b, len);
 		break;
 	}
 	case DF_SAMPLE:
-		merge_put_time(in, b);
-		merge_put_task_id(in, b + 8);
-		merge_put_task_id(in, b + 12);
-		wr32(b + 20, in->stack_base + cs_rd32(d + 20));
+		df_decode_sample(d, len, &r.sample);
+		r.sample.time = merge_time(in, r.sample.time);
+		r.sample.pid = merge_task_id(in, r.sample.pid);
+		r.sample.tid = merge_task_id(in, r.sample.tid);
+		r.sample.stack += in->stack_base;
+		df_encode_sample(b, &r.sample);
 		df_put(m->w, type, b, len);
 		break;
 	case DF_SYMBOL: {
-		uint32_t n = cs_rd32(d + 4);
-		wr32(b, in->loc_base + cs_rd32(d));
-		for (uint32_t i = 0; i < n; i++) {
-			wr32(b + 8 + 16 * i, merge_str(m, in, cs_rd32(d + 8 + 16 * i)));
-			wr32(b + 12 + 16 * i, merge_str(m, in, cs_rd32(d + 12 + 16 * i)));
+		df_decode_symbol(d, len, &r.sym);
+		struct df_symbol_frame *f = cs_malloc(r.sym.n * sizeof(*f));
+		for (uint32_t i = 0; i < r.sym.n; i++) {
+			f[i] = df_symbol_at(&r.sym, i);
+			f[i].name = merge_str(m, in, f[i].name);
+			f[i].file = merge_str(m, in, f[i].file);
 		}
-		df_put(m->w, type, b, len);
+		df_put_symbol(m->w, in->loc_base + r.sym.loc, f, r.sym.n);
+		free(f);
 		break;
 	}
+	}
+}
+
+/* The GPU records and task labels: tasks, times, stacks and strings renumbered. A record
+ * longer than its struct keeps its tail. */
+static void merge_copy_gpu(struct merge *m, struct merge_input *in, uint16_t type,
+			   const uint8_t *d, size_t len, uint8_t *b)
+{
+	union {
+		struct df_gpu_launch launch;
+		struct df_gpu_activity act;
+		struct df_task_label label;
+	} r;
+
+	switch (type) {
+	case DF_GPU_LAUNCH:
+		df_decode_gpu_launch(d, len, &r.launch);
+		if (r.launch.stack >= in->nstacks2 || r.launch.api >= in->nstrings2)
+			return;   /* left out in pass 1's count too */
+		r.launch.time = merge_time(in, r.launch.time);
+		r.launch.pid = merge_task_id(in, r.launch.pid);
+		r.launch.tid = merge_task_id(in, r.launch.tid);
+		r.launch.stack += in->stack_base;
+		r.launch.api = merge_str(m, in, r.launch.api);
+		memcpy(b, &r.launch, sizeof(r.launch));
+		break;
+	case DF_GPU_ACTIVITY:
+		df_decode_gpu_activity(d, len, &r.act);
+		if (r.act.name >= in->nstrings2)
+			return;
+		r.act.pid = merge_task_id(in, r.act.pid);
+		r.act.tid = merge_task_id(in, r.act.tid);
+		r.act.start = merge_time(in, r.act.start);
+		r.act.end = merge_time(in, r.act.end);
+		r.act.queued = merge_time(in, r.act.queued);
+		r.act.submitted = merge_time(in, r.act.submitted);
+		r.act.name = merge_str(m, in, r.act.name);
+		memcpy(b, &r.act, sizeof(r.act));
+		break;
+	default: /* DF_TASK_LABEL: an input that was merged: its labels stay, renumbered */
+		df_decode_task_label(d, len, &r.label);
+		r.label.id = merge_task_id(in, r.label.id);
+		r.label.host = merge_str(m, in, r.label.host);
+		r.label.input = (uint32_t)in->index;
+		memcpy(b, &r.label, sizeof(r.label));
+		break;
+	}
+	df_put(m->w, type, b, len);
+}
+
+static int merge_copy(void *arg, uint16_t type, const uint8_t *d, size_t len)
+{
+	struct merge *m = arg;
+	struct merge_input *in = &m->in[m->cur];
+	uint8_t *b = cs_malloc(len + 1);
+	struct df_string str;
+
+	memcpy(b, d, len);
+	switch (type) {
+	case DF_HEADER_KV:
+	case DF_END:
+		break;   /* written once for the whole output */
+	case DF_STRING:
+		df_decode_string(d, len, &str);
+		cs_grow(&in->strings, &in->cap_strings, in->nstrings2 + 1, sizeof(char *));
+		in->strings[in->nstrings2] = cs_strdup(str.text);
+		in->nstrings2++;
+		break;
+	case DF_COMM:
+	case DF_MMAP:
+	case DF_FORK:
+	case DF_EXIT:
+	case DF_LOST:
 	case DF_RAW_SAMPLE:
-		merge_put_time(in, b);
-		merge_put_task_id(in, b + 8);
-		merge_put_task_id(in, b + 12);
-		df_put(m->w, type, b, len);
-		break;
-	case DF_GPU_LAUNCH: {
-		struct df_gpu_launch g;
-		memcpy(&g, d, sizeof(g));
-		if (g.stack >= in->nstacks2 || g.api >= in->nstrings2)
-			break;   /* left out in pass 1's count too */
-		g.time = merge_time(in, g.time);
-		g.pid = merge_task_id(in, g.pid);
-		g.tid = merge_task_id(in, g.tid);
-		g.stack += in->stack_base;
-		g.api = merge_str(m, in, g.api);
-		memcpy(b, &g, sizeof(g));
-		df_put(m->w, type, b, len);
-		break;
-	}
-	case DF_GPU_ACTIVITY: {
-		struct df_gpu_activity g;
-		memcpy(&g, d, sizeof(g));
-		if (g.name >= in->nstrings2)
-			break;
-		g.pid = merge_task_id(in, g.pid);
-		g.tid = merge_task_id(in, g.tid);
-		g.start = merge_time(in, g.start);
-		g.end = merge_time(in, g.end);
-		g.queued = merge_time(in, g.queued);
-		g.submitted = merge_time(in, g.submitted);
-		g.name = merge_str(m, in, g.name);
-		memcpy(b, &g, sizeof(g));
-		df_put(m->w, type, b, len);
-		break;
-	}
 	case DF_GPU_INFO:
 	case DF_GPU_NOTE:
-		merge_put_task_id(in, b);
+		merge_copy_tasks(in, type, d, len, b);
 		df_put(m->w, type, b, len);
 		break;
-	case DF_TASK_LABEL: {    /* an input that was merged: its labels stay, renumbered */
-		struct df_task_label t;
-		memcpy(&t, d, sizeof(t));
-		t.id = merge_task_id(in, t.id);
-		t.host = merge_str(m, in, t.host);
-		t.input = (uint32_t)in->index;
-		memcpy(b, &t, sizeof(t));
-		df_put(m->w, type, b, len);
+	case DF_MODULE:
+	case DF_LOC:
+	case DF_STACK:
+	case DF_SAMPLE:
+	case DF_SYMBOL:
+		merge_copy_ids(m, in, type, d, len, b);
 		break;
-	}
+	case DF_GPU_LAUNCH:
+	case DF_GPU_ACTIVITY:
+	case DF_TASK_LABEL:
+		merge_copy_gpu(m, in, type, d, len, b);
+		break;
 	default:
 		m->skipped_types[type - 128 < 256 ? type - 128 : 255]++;
 		break;
@@ -525,7 +633,7 @@ static int merge_copy(void *arg, uint16_t type, const uint8_t *d, size_t len)
 
 static void merge_kv(struct merge *m, const char *k, const char *v)
 {
-	df_put2(m->w, DF_HEADER_KV, k, strlen(k) + 1, v, strlen(v) + 1);
+	df_put_header_kv(m->w, k, v);
 }
 
 /* The output's header: the first input's keys, with the merged run's start, hosts and
@@ -594,7 +702,7 @@ static void merge_write_labels(struct merge *m, struct merge_input *in)
 			.id = t->new_id, .orig_id = t->id, .rank = (int32_t)in->rank,
 			.input = (uint32_t)in->index, .host = host,
 			.flags = t->is_pid ? DF_TASK_LABEL_PROCESS : 0 };
-		df_put(m->w, DF_TASK_LABEL, &l, sizeof(l));
+		df_put_task_label(m->w, &l);
 	}
 }
 
@@ -677,11 +785,7 @@ int df_merge(const char *output, const char *const *inputs, size_t ninputs, bool
 		flags &= in->end_flags;
 	}
 	if (!ret) {
-		struct {
-			uint64_t samples, lost, end_time;
-			uint32_t flags;
-		} __attribute__((packed)) rec = { samples, lost, end, flags & 1 };
-		df_put(m.w, DF_END, &rec, sizeof(rec));
+		df_put_end(m.w, &(struct df_end){ samples, lost, end, flags & 1 });
 	}
 	int cret = df_writer_close(m.w);
 	m.w = NULL;

@@ -440,6 +440,78 @@ static int dump_tid_cmp(const void *a, const void *b)
 	return (x->tid > y->tid) - (x->tid < y->tid);
 }
 
+/* The processes of cgroup path (as /proc/PID/cgroup shows it, or under /sys/fs/cgroup). 0, or
+ * -errno after printing one line. */
+static int dump_cgroup_pids(struct dump_ctx *c, size_t *cap, const char *path)
+{
+	/* the cgroup v2 root: /sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid system; a
+	 * path under /sys/fs/cgroup (v1 controllers too) is taken as it is */
+	const char *root = access("/sys/fs/cgroup/cgroup.procs", F_OK) &&
+				   !access("/sys/fs/cgroup/unified/cgroup.procs", F_OK)
+			   ? "/sys/fs/cgroup/unified" : "/sys/fs/cgroup";
+	char *dir = !strncmp(path, "/sys/fs/cgroup", 14) ? cs_strdup(path)
+		    : cs_asprintf("%s%s%s", root, path[0] == '/' ? "" : "/", path);
+	int ret = dump_add_cgroup(c, cap, dir, 0);
+	if (ret)
+		cs_error(-ret, "cannot read %s/cgroup.procs: %s; give a cgroup v2 path as /proc/PID/cgroup shows it (e.g. /system.slice/job.scope) or under /sys/fs/cgroup",
+			 dir, strerror(-ret));
+	free(dir);
+	return ret;
+}
+
+/* Snapshot every process, by up to DUMP_MAX_READERS threads. */
+static void dump_read_all(struct dump_ctx *c)
+{
+	size_t nreaders = c->npids < DUMP_MAX_READERS ? c->npids : DUMP_MAX_READERS;
+	pthread_t *th = cs_calloc(nreaders, sizeof(*th));
+	size_t started = 0;
+
+	c->raw = cs_calloc(c->npids, sizeof(*c->raw));
+	for (; started < nreaders; started++)
+		if (pthread_create(&th[started], NULL, dump_reader, c))
+			break;
+	if (!started)
+		dump_reader(c);       /* no thread to be had: read them one after the other */
+	for (size_t i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	free(th);
+}
+
+/* One process' result from its snapshot: its threads' stacks, unwound, and its GPU state. */
+static void dump_process_of(struct unwind_ctx *u, const struct dump_opts *o,
+			    struct dump_raw *raw, uint64_t now, struct dump_process *p)
+{
+	p->pid = raw->pid;
+	p->ppid = dump_ppid(raw->pid);
+	p->rank = dump_rank(raw->pid);
+	memcpy(p->comm, raw->snap.comm, sizeof(p->comm));
+	p->error = raw->snap.error;
+	p->stopped_ns = raw->snap.stopped_ns;
+	if (p->error) {
+		char why[512];
+		sampler_snapshot_explain(p->error, p->pid, why, sizeof(why));
+		p->error_text = cs_strdup(why);
+	}
+	p->threads = cs_calloc(raw->snap.nthreads ? raw->snap.nthreads : 1, sizeof(*p->threads));
+	for (size_t k = 0; k < raw->snap.nthreads && !p->error; k++) {
+		const struct sampler_thread_snap *t = &raw->snap.threads[k];
+		struct dump_thread *d = &p->threads[p->nthreads++];
+		*d = (struct dump_thread){ .tid = t->tid, .state = t->state,
+					   .syscall = t->syscall, .error = t->error };
+		memcpy(d->comm, t->comm, sizeof(d->comm));
+		if (!t->error)
+			dump_thread_stack(u, o, t, &d->stack);
+	}
+	cs_qsort(p->threads, p->nthreads, sizeof(*p->threads), dump_tid_cmp);
+	p->gpu = raw->gpu;
+	p->gpu_note = raw->gpu_note;
+	raw->gpu_note = NULL;
+	if (raw->table && !p->error)
+		dump_gpu_kernels(u, o, raw, now, p);
+	unwind_exit(u, (uint32_t)raw->pid);
+	py_forget(u, (uint32_t)raw->pid);
+}
+
 int dump_run(const struct dump_opts *o, struct dump_result *out)
 {
 	struct dump_ctx c = { .o = o };
@@ -450,22 +522,8 @@ int dump_run(const struct dump_opts *o, struct dump_result *out)
 	memset(out, 0, sizeof(*out));
 	for (size_t i = 0; i < o->npids; i++)
 		dump_add_pid(&c, &cap, o->pids[i]);
-	if (o->cgroup) {
-		/* the cgroup v2 root: /sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid
-		 * system; a path under /sys/fs/cgroup (v1 controllers too) is taken as it is */
-		const char *root = access("/sys/fs/cgroup/cgroup.procs", F_OK) &&
-					   !access("/sys/fs/cgroup/unified/cgroup.procs", F_OK)
-				   ? "/sys/fs/cgroup/unified" : "/sys/fs/cgroup";
-		char *dir = !strncmp(o->cgroup, "/sys/fs/cgroup", 14) ? cs_strdup(o->cgroup)
-			    : cs_asprintf("%s%s%s", root, o->cgroup[0] == '/' ? "" : "/", o->cgroup);
-		ret = dump_add_cgroup(&c, &cap, dir, 0);
-		if (ret)
-			cs_error(-ret, "cannot read %s/cgroup.procs: %s; give a cgroup v2 path as /proc/PID/cgroup shows it (e.g. /system.slice/job.scope) or under /sys/fs/cgroup",
-				 dir, strerror(-ret));
-		free(dir);
-		if (ret)
-			goto out;
-	}
+	if (o->cgroup && (ret = dump_cgroup_pids(&c, &cap, o->cgroup)))
+		goto out;
 	if (o->children)
 		dump_add_children(&c, &cap);
 	if (!c.npids) {
@@ -473,18 +531,7 @@ int dump_run(const struct dump_opts *o, struct dump_result *out)
 		goto out;
 	}
 	cs_qsort(c.pids, c.npids, sizeof(pid_t), dump_pid_cmp);
-	c.raw = cs_calloc(c.npids, sizeof(*c.raw));
-	size_t nreaders = c.npids < DUMP_MAX_READERS ? c.npids : DUMP_MAX_READERS;
-	pthread_t *th = cs_calloc(nreaders, sizeof(*th));
-	size_t started = 0;
-	for (; started < nreaders; started++)
-		if (pthread_create(&th[started], NULL, dump_reader, &c))
-			break;
-	if (!started)
-		dump_reader(&c);       /* no thread to be had: read them one after the other */
-	for (size_t i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
-	free(th);
+	dump_read_all(&c);
 	uint64_t now = cs_monotonic_ns();
 	out->read_ns = now - t0;
 
@@ -498,39 +545,8 @@ int dump_run(const struct dump_opts *o, struct dump_result *out)
 		py_enable(u);
 	out->procs = cs_calloc(c.npids, sizeof(*out->procs));
 	out->nprocs = c.npids;
-	for (size_t i = 0; i < c.npids; i++) {
-		struct dump_raw *raw = &c.raw[i];
-		struct dump_process *p = &out->procs[i];
-		p->pid = raw->pid;
-		p->ppid = dump_ppid(raw->pid);
-		p->rank = dump_rank(raw->pid);
-		memcpy(p->comm, raw->snap.comm, sizeof(p->comm));
-		p->error = raw->snap.error;
-		p->stopped_ns = raw->snap.stopped_ns;
-		if (p->error) {
-			char why[512];
-			sampler_snapshot_explain(p->error, p->pid, why, sizeof(why));
-			p->error_text = cs_strdup(why);
-		}
-		p->threads = cs_calloc(raw->snap.nthreads ? raw->snap.nthreads : 1, sizeof(*p->threads));
-		for (size_t k = 0; k < raw->snap.nthreads && !p->error; k++) {
-			const struct sampler_thread_snap *t = &raw->snap.threads[k];
-			struct dump_thread *d = &p->threads[p->nthreads++];
-			*d = (struct dump_thread){ .tid = t->tid, .state = t->state,
-						   .syscall = t->syscall, .error = t->error };
-			memcpy(d->comm, t->comm, sizeof(d->comm));
-			if (!t->error)
-				dump_thread_stack(u, o, t, &d->stack);
-		}
-		cs_qsort(p->threads, p->nthreads, sizeof(*p->threads), dump_tid_cmp);
-		p->gpu = raw->gpu;
-		p->gpu_note = raw->gpu_note;
-		raw->gpu_note = NULL;
-		if (raw->table && !p->error)
-			dump_gpu_kernels(u, o, raw, now, p);
-		unwind_exit(u, (uint32_t)raw->pid);
-		py_forget(u, (uint32_t)raw->pid);
-	}
+	for (size_t i = 0; i < c.npids; i++)
+		dump_process_of(u, o, &c.raw[i], now, &out->procs[i]);
 	unwind_free(u);
 	out->total_ns = cs_monotonic_ns() - t0;
 out:

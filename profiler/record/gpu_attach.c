@@ -672,6 +672,65 @@ static int ga_dlopen(struct ga_thread *t, uint64_t dlopen_at, uint64_t dlerror_a
 	return -ENOENT;
 }
 
+/* The library must be the one this csampler speaks to; *lst is its stat. 0, or -1 with why
+ * said. */
+static int ga_check_library(const char *lib, struct stat *lst, char *why, size_t whylen)
+{
+	char version[128];
+	int ret = ga_file_version(lib, version, sizeof(version));
+
+	if (ret) {
+		ga_why(why, whylen, "%s exports no %s (%s): not a csampler GPU library of this "
+		       "version", lib, GPU_ATTACH_SYM_VERSION, strerror(-ret));
+		return -1;
+	}
+	if (strcmp(version, GPU_ATTACH_VERSION)) {
+		ga_why(why, whylen, "%s is \"%s\", this csampler needs \"%s\": use the library of "
+		       "the same build (CSAMPLER_GPU_LIB)", lib, version, GPU_ATTACH_VERSION);
+		return -1;
+	}
+	if (stat(lib, lst) < 0) {
+		ga_why(why, whylen, "%s: %s", lib, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Call csampler_gpu_attach(config, msg, msglen) at attach_at on the borrowed thread t, and
+ * say what the library answered. */
+static enum gpu_attach_outcome ga_call_attach(struct gpu_attach *a, struct ga_thread *t,
+					      uint64_t attach_at, const char *config, char *why,
+					      size_t whylen)
+{
+	/* config and msg in one block on the stack */
+	size_t clen = strlen(config) + 1;
+	size_t blen = clen + GPU_ATTACH_MSG_MAX;
+	char *block = cs_calloc(1, blen);
+	memcpy(block, config, clen);
+	uint64_t args[3] = { 0, clen, GPU_ATTACH_MSG_MAX }, at = 0, result = 0;
+	int ret = ga_call(t, attach_at, args, 3, 3, block, blen, &at, &result,
+			  GPU_ATTACH_SYM_ATTACH, why, whylen);
+	free(block);
+	if (ret)
+		return GPU_ATTACH_REFUSED;
+	char msg[GPU_ATTACH_MSG_MAX] = "";
+	ga_read_string(t->pid, at + clen, msg, sizeof(msg));
+	switch ((int)result) {
+	case GPU_ATTACH_OK:
+		a->attached = true;
+		return GPU_ATTACH_DONE;
+	case GPU_ATTACH_CUPTI:
+		ga_why(why, whylen, "%s", msg);
+		return GPU_ATTACH_NOTED;
+	case GPU_ATTACH_ACTIVE:
+		ga_why(why, whylen, "%s", msg);
+		return GPU_ATTACH_SHARED;
+	default:
+		ga_why(why, whylen, "%s", msg[0] ? msg : "the library refused the attach");
+		return GPU_ATTACH_REFUSED;
+	}
+}
+
 enum gpu_attach_outcome gpu_attach_start(struct gpu_attach *a, pid_t pid, const char *lib,
 					 const char *cupti_lib, const char *config, char *why,
 					 size_t whylen)
@@ -681,25 +740,11 @@ enum gpu_attach_outcome gpu_attach_start(struct gpu_attach *a, pid_t pid, const 
 	struct ga_maps m = { 0 };
 	struct ga_thread *t = NULL;
 	char *libc_path = NULL;
-	char version[128];
 	struct stat lst;
 
-	/* The library must be the one this csampler speaks to. */
-	int ret = ga_file_version(lib, version, sizeof(version));
-	if (ret) {
-		ga_why(why, whylen, "%s exports no %s (%s): not a csampler GPU library of this "
-		       "version", lib, GPU_ATTACH_SYM_VERSION, strerror(-ret));
+	if (ga_check_library(lib, &lst, why, whylen))
 		return out;
-	}
-	if (strcmp(version, GPU_ATTACH_VERSION)) {
-		ga_why(why, whylen, "%s is \"%s\", this csampler needs \"%s\": use the library of "
-		       "the same build (CSAMPLER_GPU_LIB)", lib, version, GPU_ATTACH_VERSION);
-		return out;
-	}
-	if (stat(lib, &lst) < 0) {
-		ga_why(why, whylen, "%s: %s", lib, strerror(errno));
-		return out;
-	}
+	int ret;
 
 	/* What the process has mapped says whether it can be done at all. */
 	ret = ga_maps_read(pid, &m);
@@ -766,36 +811,7 @@ enum gpu_attach_outcome gpu_attach_start(struct gpu_attach *a, pid_t pid, const 
 		       "process' mappings", lib);
 		goto out;
 	}
-	/* csampler_gpu_attach(config, msg, msglen): both in one block on the stack */
-	size_t clen = strlen(config) + 1;
-	size_t blen = clen + GPU_ATTACH_MSG_MAX;
-	char *block = cs_calloc(1, blen);
-	memcpy(block, config, clen);
-	uint64_t args[3] = { 0, clen, GPU_ATTACH_MSG_MAX }, at = 0, result = 0;
-	ret = ga_call(t, attach_at, args, 3, 3, block, blen, &at, &result, GPU_ATTACH_SYM_ATTACH,
-		      why, whylen);
-	free(block);
-	if (ret)
-		goto out;
-	char msg[GPU_ATTACH_MSG_MAX] = "";
-	ga_read_string(pid, at + clen, msg, sizeof(msg));
-	switch ((int)result) {
-	case GPU_ATTACH_OK:
-		a->attached = true;
-		out = GPU_ATTACH_DONE;
-		break;
-	case GPU_ATTACH_CUPTI:
-		ga_why(why, whylen, "%s", msg);
-		out = GPU_ATTACH_NOTED;
-		break;
-	case GPU_ATTACH_ACTIVE:
-		ga_why(why, whylen, "%s", msg);
-		out = GPU_ATTACH_SHARED;
-		break;
-	default:
-		ga_why(why, whylen, "%s", msg[0] ? msg : "the library refused the attach");
-		break;
-	}
+	out = ga_call_attach(a, t, attach_at, config, why, whylen);
 out:
 	if (t) {
 		ga_release(t);

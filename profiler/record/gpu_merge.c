@@ -259,30 +259,125 @@ static void gpu_kernel_name(const char *raw, void (*fn)(struct gpu_stream *, str
 }
 
 /* One complete record of size bytes at d (header included). */
+static void gpu_info_record(struct gpu_stream *s, const uint8_t *p, size_t n)
+{
+	struct gpu_info gi;
+	if (n < sizeof(gi))
+		return gpu_bad(s);
+	memcpy(&gi, p, sizeof(gi));
+	s->info.cupti_version = gi.cupti_version;
+	s->info.status = gi.status;
+	s->info.cupti_error = gi.cupti_error;
+	s->info.clock_before_ns = gi.clock_before_ns;
+	s->info.cupti_ns = gi.cupti_ns;
+	s->info.clock_after_ns = gi.clock_after_ns;
+	s->info.clock_offset_ns = gi.clock_offset_ns;
+	s->info.flags |= DF_GPU_INFO_HAVE_INFO;
+}
+
+static void gpu_kernel_record(struct gpu_stream *s, const uint8_t *p, size_t n)
+{
+	char name[GPU_NAME_MAX + 1];
+	struct df_gpu_activity a = { .kind = DF_GPU_KERNEL };
+	struct gpu_kernel k;
+
+	if (n < sizeof(k))
+		return gpu_bad(s);
+	memcpy(&k, p, sizeof(k));
+	if (k.name_len > n - sizeof(k))
+		return gpu_bad(s);
+	gpu_copy_str(name, sizeof(name), p + sizeof(k), k.name_len);
+	a.start = k.start, a.end = k.end, a.queued = k.queued, a.submitted = k.submitted;
+	a.correlation = k.correlation;
+	a.device = k.device, a.context = k.context, a.stream = k.stream;
+	memcpy(a.grid, k.grid, sizeof(a.grid));
+	memcpy(a.block, k.block, sizeof(a.block));
+	a.graph_id = k.graph_id, a.graph_node_id = k.graph_node_id;
+	a.detail = k.registers, a.detail2 = k.shared_bytes;
+	gpu_kernel_name(name, gpu_emit, s, &a);
+}
+
+/* The activities without a name: copies, memsets and synchronisations. */
+static void gpu_unnamed_record(struct gpu_stream *s, uint16_t type, const uint8_t *p, size_t n)
+{
+	struct df_gpu_activity a = { 0 };
+	union {
+		struct gpu_memcpy c;
+		struct gpu_memset m;
+		struct gpu_sync y;
+	} r;
+	size_t need = type == GPU_REC_MEMCPY ? sizeof(r.c)
+		      : type == GPU_REC_MEMSET ? sizeof(r.m) : sizeof(r.y);
+
+	if (n < need)
+		return gpu_bad(s);
+	memcpy(&r, p, need);
+	if (type == GPU_REC_MEMCPY) {
+		a.kind = DF_GPU_MEMCPY;
+		a.start = r.c.start, a.end = r.c.end, a.bytes = r.c.bytes;
+		a.correlation = r.c.correlation;
+		a.device = r.c.device, a.context = r.c.context, a.stream = r.c.stream;
+		a.detail = r.c.copy_kind, a.detail2 = r.c.src_kind | (uint32_t)r.c.dst_kind << 8;
+		a.flags = r.c.async ? DF_GPU_ACT_ASYNC : 0;
+		a.graph_node_id = r.c.graph_node_id;
+	} else if (type == GPU_REC_MEMSET) {
+		a.kind = DF_GPU_MEMSET;
+		a.start = r.m.start, a.end = r.m.end, a.bytes = r.m.bytes;
+		a.correlation = r.m.correlation;
+		a.device = r.m.device, a.context = r.m.context, a.stream = r.m.stream;
+		a.detail = r.m.value, a.graph_node_id = r.m.graph_node_id;
+	} else {
+		a.kind = DF_GPU_SYNC;
+		a.start = r.y.start, a.end = r.y.end, a.correlation = r.y.correlation;
+		a.context = r.y.context, a.stream = r.y.stream;
+		a.detail = r.y.type, a.detail2 = r.y.event;
+	}
+	gpu_emit(s, &a, "");
+}
+
+static void gpu_marker_record(struct gpu_stream *s, const uint8_t *p, size_t n)
+{
+	char name[GPU_NAME_MAX + 1];
+	struct df_gpu_activity a = { .kind = DF_GPU_MARKER };
+	struct gpu_marker m;
+
+	if (n < sizeof(m))
+		return gpu_bad(s);
+	memcpy(&m, p, sizeof(m));
+	if (m.name_len > n - sizeof(m))
+		return gpu_bad(s);
+	gpu_copy_str(name, sizeof(name), p + sizeof(m), m.name_len);
+	a.start = m.start, a.end = m.end, a.tid = m.tid;
+	a.detail = m.id, a.detail2 = m.domain;
+	a.flags = m.end ? 0 : DF_GPU_ACT_INSTANT;
+	gpu_emit(s, &a, name);
+}
+
+static void gpu_note_record(struct gpu_stream *s, const uint8_t *p, size_t n)
+{
+	char text[GPU_NAME_MAX + 1];
+	struct gpu_note t;
+
+	if (n < sizeof(t))
+		return gpu_bad(s);
+	memcpy(&t, p, sizeof(t));
+	if (t.len > n - sizeof(t))
+		return gpu_bad(s);
+	gpu_copy_str(text, sizeof(text), p + sizeof(t), t.len);
+	if (text[0] && s->sink->note)
+		s->sink->note(s->arg, s->pid, t.severity ? 1 : 0, text);
+}
+
 static void gpu_record(struct gpu_stream *s, uint16_t type, uint16_t rflags, const uint8_t *d,
 		       uint32_t size)
 {
 	const uint8_t *p = d + sizeof(struct gpu_rec);
 	size_t n = size - sizeof(struct gpu_rec);
-	char name[GPU_NAME_MAX + 1];
-	struct df_gpu_activity a = { 0 };
 
 	switch (type) {
-	case GPU_REC_INFO: {
-		struct gpu_info gi;
-		if (n < sizeof(gi))
-			return gpu_bad(s);
-		memcpy(&gi, p, sizeof(gi));
-		s->info.cupti_version = gi.cupti_version;
-		s->info.status = gi.status;
-		s->info.cupti_error = gi.cupti_error;
-		s->info.clock_before_ns = gi.clock_before_ns;
-		s->info.cupti_ns = gi.cupti_ns;
-		s->info.clock_after_ns = gi.clock_after_ns;
-		s->info.clock_offset_ns = gi.clock_offset_ns;
-		s->info.flags |= DF_GPU_INFO_HAVE_INFO;
+	case GPU_REC_INFO:
+		gpu_info_record(s, p, n);
 		break;
-	}
 	case GPU_REC_THREAD: {
 		struct gpu_thread th;
 		if (n < sizeof(th))
@@ -301,78 +396,17 @@ static void gpu_record(struct gpu_stream *s, uint16_t type, uint16_t rflags, con
 	case GPU_REC_GRAPH_NODE:
 		gpu_call_record(s, type, p, n);
 		break;
-	case GPU_REC_KERNEL: {
-		struct gpu_kernel k;
-		if (n < sizeof(k))
-			return gpu_bad(s);
-		memcpy(&k, p, sizeof(k));
-		if (k.name_len > n - sizeof(k))
-			return gpu_bad(s);
-		gpu_copy_str(name, sizeof(name), p + sizeof(k), k.name_len);
-		a.kind = DF_GPU_KERNEL;
-		a.start = k.start, a.end = k.end, a.queued = k.queued, a.submitted = k.submitted;
-		a.correlation = k.correlation;
-		a.device = k.device, a.context = k.context, a.stream = k.stream;
-		memcpy(a.grid, k.grid, sizeof(a.grid));
-		memcpy(a.block, k.block, sizeof(a.block));
-		a.graph_id = k.graph_id, a.graph_node_id = k.graph_node_id;
-		a.detail = k.registers, a.detail2 = k.shared_bytes;
-		gpu_kernel_name(name, gpu_emit, s, &a);
+	case GPU_REC_KERNEL:
+		gpu_kernel_record(s, p, n);
 		break;
-	}
-	case GPU_REC_MEMCPY: {
-		struct gpu_memcpy c;
-		if (n < sizeof(c))
-			return gpu_bad(s);
-		memcpy(&c, p, sizeof(c));
-		a.kind = DF_GPU_MEMCPY;
-		a.start = c.start, a.end = c.end, a.bytes = c.bytes, a.correlation = c.correlation;
-		a.device = c.device, a.context = c.context, a.stream = c.stream;
-		a.detail = c.copy_kind, a.detail2 = c.src_kind | (uint32_t)c.dst_kind << 8;
-		a.flags = c.async ? DF_GPU_ACT_ASYNC : 0;
-		a.graph_node_id = c.graph_node_id;
-		gpu_emit(s, &a, "");
+	case GPU_REC_MEMCPY:
+	case GPU_REC_MEMSET:
+	case GPU_REC_SYNC:
+		gpu_unnamed_record(s, type, p, n);
 		break;
-	}
-	case GPU_REC_MEMSET: {
-		struct gpu_memset m;
-		if (n < sizeof(m))
-			return gpu_bad(s);
-		memcpy(&m, p, sizeof(m));
-		a.kind = DF_GPU_MEMSET;
-		a.start = m.start, a.end = m.end, a.bytes = m.bytes, a.correlation = m.correlation;
-		a.device = m.device, a.context = m.context, a.stream = m.stream;
-		a.detail = m.value, a.graph_node_id = m.graph_node_id;
-		gpu_emit(s, &a, "");
+	case GPU_REC_MARKER:
+		gpu_marker_record(s, p, n);
 		break;
-	}
-	case GPU_REC_SYNC: {
-		struct gpu_sync y;
-		if (n < sizeof(y))
-			return gpu_bad(s);
-		memcpy(&y, p, sizeof(y));
-		a.kind = DF_GPU_SYNC;
-		a.start = y.start, a.end = y.end, a.correlation = y.correlation;
-		a.context = y.context, a.stream = y.stream;
-		a.detail = y.type, a.detail2 = y.event;
-		gpu_emit(s, &a, "");
-		break;
-	}
-	case GPU_REC_MARKER: {
-		struct gpu_marker m;
-		if (n < sizeof(m))
-			return gpu_bad(s);
-		memcpy(&m, p, sizeof(m));
-		if (m.name_len > n - sizeof(m))
-			return gpu_bad(s);
-		gpu_copy_str(name, sizeof(name), p + sizeof(m), m.name_len);
-		a.kind = DF_GPU_MARKER;
-		a.start = m.start, a.end = m.end, a.tid = m.tid;
-		a.detail = m.id, a.detail2 = m.domain;
-		a.flags = m.end ? 0 : DF_GPU_ACT_INSTANT;
-		gpu_emit(s, &a, name);
-		break;
-	}
 	case GPU_REC_STATS:
 		if (n < sizeof(s->last))
 			return gpu_bad(s);
@@ -380,18 +414,9 @@ static void gpu_record(struct gpu_stream *s, uint16_t type, uint16_t rflags, con
 		s->info.flags |= DF_GPU_INFO_HAVE_STATS;
 		gpu_update_stats(s);
 		break;
-	case GPU_REC_NOTE: {
-		struct gpu_note t;
-		if (n < sizeof(t))
-			return gpu_bad(s);
-		memcpy(&t, p, sizeof(t));
-		if (t.len > n - sizeof(t))
-			return gpu_bad(s);
-		gpu_copy_str(name, sizeof(name), p + sizeof(t), t.len);
-		if (name[0] && s->sink->note)
-			s->sink->note(s->arg, s->pid, t.severity ? 1 : 0, name);
+	case GPU_REC_NOTE:
+		gpu_note_record(s, p, n);
 		break;
-	}
 	default:
 		break; /* a newer library's record: skipped by size */
 	}

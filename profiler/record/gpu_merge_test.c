@@ -3,6 +3,7 @@
  * bit-flipped input (never a crash, never an out-of-range record), and the launch join. */
 #include "base/cs.h"
 #include "format/datafile.h"
+#include "format/records.h"
 #include "record/gpu_merge.h"
 #include "inject/protocol.h"
 #include "analysis/profile.h"

@@ -9,6 +9,7 @@
 #include "base/cs.h"
 #include "base/hash.h"
 #include "format/datafile.h"
+#include "format/records.h"
 #include "record/gpu_attach.h"
 #include "record/gpu_merge.h"
 #include "record/output.h"
@@ -64,6 +65,7 @@ struct loc_key {
 
 struct record {
 	const struct record_opts *o;
+	struct sampler_opts sopts;  /* o->sampler, with the ptrace stop's Python copy hook */
 	char *output;               /* the data file: o->output with its patterns expanded */
 	struct record_names names;  /* rank, host and start time for the patterns and header */
 	struct df_writer *w;
@@ -162,13 +164,9 @@ static void record_write_modules(struct record *r)
 	size_t n = unwind_module_count(r->unwind);
 	for (; r->modules_written < n; r->modules_written++) {
 		const struct unwind_module *m = unwind_module_get(r->unwind, (uint32_t)r->modules_written);
-		struct cs_buf b = { 0 };
-		uint32_t hdr[2] = { (uint32_t)r->modules_written, m->flags };
-		cs_buf_put(&b, hdr, sizeof(hdr));
-		cs_buf_put(&b, m->path, strlen(m->path) + 1);
-		cs_buf_put(&b, m->build_id ? m->build_id : "", strlen(m->build_id ? m->build_id : "") + 1);
-		df_put(r->w, DF_MODULE, b.data, b.len);
-		cs_buf_free(&b);
+		df_put_module(r->w, &(struct df_module){ .id = (uint32_t)r->modules_written,
+							 .flags = m->flags, .path = m->path,
+							 .build_id = m->build_id });
 	}
 }
 
@@ -180,12 +178,7 @@ static uint32_t record_loc(struct record *r, uint32_t module, uint64_t offset, u
 	uint32_t id = *v = (uint32_t)r->nlocs;
 	cs_grow(&r->locs, &r->cap_locs, r->nlocs + 1, sizeof(*r->locs));
 	r->locs[r->nlocs++] = (struct loc_key){ offset, module, flags };
-	struct {
-		uint32_t id, module;
-		uint64_t offset;
-		uint32_t flags;
-	} __attribute__((packed)) rec = { id, module, offset, flags };
-	df_put(r->w, DF_LOC, &rec, sizeof(rec));
+	df_put_loc(r->w, &(struct df_loc){ id, module, offset, flags });
 	return id;
 }
 
@@ -230,8 +223,7 @@ static uint32_t record_stack(struct record *r, const uint32_t *ids, uint32_t n)
 	r->nstack_data += n;
 	r->nstacks++;
 	cs_hash_insert(&r->stack_ids, h, (void *)((uintptr_t)id + 1));
-	uint32_t hdr[2] = { id, n };
-	df_put2(r->w, DF_STACK, hdr, sizeof(hdr), ids, n * sizeof(uint32_t));
+	df_put_stack(r->w, id, ids, n);
 	if (r->o->live && r->o->live->stack)
 		r->o->live->stack(r->o->live->arg, id, ids, n);
 	return id;
@@ -240,25 +232,11 @@ static uint32_t record_stack(struct record *r, const uint32_t *ids, uint32_t n)
 static void record_raw(struct record *r, const struct sampler_event *ev, uint32_t flags)
 {
 	const struct unwind_sample *s = &ev->sample.snap;
-	struct cs_buf b = { 0 };
-	struct {
-		uint64_t time;
-		uint32_t pid, tid, cpu, flags;
-		uint64_t mask;
-	} hdr = { ev->time, ev->pid, ev->tid, ev->cpu, flags, s->regs_mask };
-	cs_buf_put(&b, &hdr, sizeof(hdr));
-	for (int i = 0; i < UNWIND_NREGS; i++)
-		if (s->regs_mask & (1ull << i))
-			cs_buf_put(&b, &s->regs[i], 8);
-	uint64_t nk = s->nkernel_ips, ss = s->stack_size;
-	cs_buf_put(&b, &nk, 8);
-	if (nk)
-		cs_buf_put(&b, s->kernel_ips, nk * 8);
-	cs_buf_put(&b, &ss, 8);
-	if (ss)
-		cs_buf_put(&b, s->stack, ss);
-	df_put(r->w, DF_RAW_SAMPLE, b.data, b.len);
-	cs_buf_free(&b);
+	df_put_raw_sample(r->w, &(struct df_raw_sample){
+		.time = ev->time, .pid = ev->pid, .tid = ev->tid, .cpu = ev->cpu, .flags = flags,
+		.regs_mask = s->regs_mask & ((1ull << UNWIND_NREGS) - 1), /* regs[] holds no more */
+		.regs = s->regs, .nkernel = s->nkernel_ips, .kernel_ips = s->kernel_ips,
+		.stack_size = s->stack_size, .stack = s->stack });
 }
 
 /* Python frames in place of the interpreter's native activations (unwind/python.h). The
@@ -380,12 +358,9 @@ static void record_sample(struct record *r, const struct sampler_event *ev)
 	 * thread has more stack than it holds) says nothing about why an unwind stopped. */
 	if (uflags & UNWIND_STACK_END)
 		flags |= PROFILE_SAMPLE_STACK_FULL, r->stack_full++;
-	struct {
-		uint64_t time;
-		uint32_t pid, tid, cpu, stack, flags, weight;
-	} rec = { ev->time, ev->pid, ev->tid, ev->cpu, stack, flags,
-		  ev->sample.weight ? ev->sample.weight : 1 };
-	df_put(r->w, DF_SAMPLE, &rec, sizeof(rec));
+	struct df_sample rec = { ev->time, ev->pid, ev->tid, ev->cpu, stack, flags,
+				 ev->sample.weight ? ev->sample.weight : 1 };
+	df_put_sample(r->w, &rec);
 	if (r->o->live && r->o->live->sample)
 		r->o->live->sample(r->o->live->arg, ev->pid, ev->tid, stack, rec.weight);
 	if (r->o->keep_raw && r->o->sampler.callgraph == SAMPLER_CALLGRAPH_DWARF)
@@ -448,7 +423,7 @@ static void record_gpu_launch(void *arg, uint32_t pid, uint32_t tid, uint64_t ti
 		.api = api[0] ? df_strtab_id(r->strs, r->w, api) : 0,
 		.cbid = cbid, .domain = domain, .flags = flags, .graph_node_id = graph_node_id,
 	};
-	df_put(r->w, DF_GPU_LAUNCH, &rec, sizeof(rec));
+	df_put_gpu_launch(r->w, &rec);
 }
 
 static void record_gpu_activity(void *arg, const struct df_gpu_activity *a, const char *name)
@@ -456,7 +431,7 @@ static void record_gpu_activity(void *arg, const struct df_gpu_activity *a, cons
 	struct record *r = arg;
 	struct df_gpu_activity rec = *a;
 	rec.name = name[0] ? df_strtab_id(r->strs, r->w, name) : 0;
-	df_put(r->w, DF_GPU_ACTIVITY, &rec, sizeof(rec));
+	df_put_gpu_activity(r->w, &rec);
 	if (r->o->live && r->o->live->gpu_activity)
 		r->o->live->gpu_activity(r->o->live->arg, a, name);
 }
@@ -464,8 +439,7 @@ static void record_gpu_activity(void *arg, const struct df_gpu_activity *a, cons
 static void record_gpu_note(void *arg, uint32_t pid, uint32_t severity, const char *text)
 {
 	struct record *r = arg;
-	uint32_t hdr[2] = { pid, severity };
-	df_put2(r->w, DF_GPU_NOTE, hdr, sizeof(hdr), text, strlen(text) + 1);
+	df_put_gpu_note(r->w, &(struct df_gpu_note){ pid, severity, text });
 	for (size_t i = 0; i < r->ngpu_notes; i++) {
 		if (!strcmp(r->gpu_notes[i].text, text)) {
 			r->gpu_notes[i].count++;
@@ -504,7 +478,7 @@ static void record_gpu_finish(struct record *r, uint64_t end_ns)
 		uint64_t merged = 0;
 		const struct df_gpu_info *info = gpu_merge_process(r->gpu, i, &merged);
 		if (record_gpu_info_worth(info, merged))
-			df_put(r->w, DF_GPU_INFO, info, sizeof(*info));
+			df_put_gpu_info(r->w, info);
 	}
 }
 
@@ -609,25 +583,16 @@ static int record_event(void *arg, const struct sampler_event *ev)
 		record_sample(r, ev);
 		break;
 	case SAMPLER_EV_MMAP: {
-		struct {
-			uint32_t pid, tid;
-			uint64_t time, start, len, pgoff;
-			uint32_t prot, flags;
-		} __attribute__((packed)) rec = { ev->pid, ev->tid, ev->time, ev->mmap.start,
-						  ev->mmap.len, ev->mmap.pgoff, ev->mmap.prot,
-						  ev->mmap.flags };
-		df_put2(r->w, DF_MMAP, &rec, sizeof(rec), ev->mmap.path, strlen(ev->mmap.path) + 1);
+		df_put_mmap(r->w, &(struct df_mmap){ ev->pid, ev->tid, ev->time, ev->mmap.start,
+						     ev->mmap.len, ev->mmap.pgoff, ev->mmap.prot,
+						     ev->mmap.flags, ev->mmap.path });
 		unwind_mmap(r->unwind, ev->pid, ev->mmap.start, ev->mmap.len, ev->mmap.pgoff,
 			    ev->mmap.prot, ev->mmap.path);
 		break;
 	}
 	case SAMPLER_EV_COMM: {
-		struct {
-			uint32_t pid, tid;
-			uint64_t time;
-			uint32_t flags;
-		} __attribute__((packed)) rec = { ev->pid, ev->tid, ev->time, ev->comm.exec };
-		df_put2(r->w, DF_COMM, &rec, sizeof(rec), ev->comm.comm, strlen(ev->comm.comm) + 1);
+		df_put_comm(r->w, &(struct df_comm){ ev->pid, ev->tid, ev->time, ev->comm.exec,
+						     ev->comm.comm });
 		if (ev->comm.exec) {
 			/* GPU launches of the old image, while its mappings are still known */
 			gpu_merge_poll(r->gpu, ev->pid, UINT64_MAX, false);
@@ -638,11 +603,9 @@ static int record_event(void *arg, const struct sampler_event *ev)
 	}
 	case SAMPLER_EV_FORK:
 	case SAMPLER_EV_EXIT: {
-		struct {
-			uint32_t pid, ppid, tid, ptid;
-			uint64_t time;
-		} rec = { ev->pid, ev->task.ppid, ev->tid, ev->task.ptid, ev->time };
-		df_put(r->w, ev->type == SAMPLER_EV_FORK ? DF_FORK : DF_EXIT, &rec, sizeof(rec));
+		df_put_task(r->w, ev->type == SAMPLER_EV_FORK ? DF_FORK : DF_EXIT,
+			    &(struct df_task){ ev->pid, ev->task.ppid, ev->tid, ev->task.ptid,
+					       ev->time });
 		if (ev->type == SAMPLER_EV_FORK && ev->pid != ev->task.ppid) {
 			unwind_fork(r->unwind, ev->task.ppid, ev->pid);
 			if (r->gpu)
@@ -657,8 +620,7 @@ static int record_event(void *arg, const struct sampler_event *ev)
 		break;
 	}
 	case SAMPLER_EV_LOST: {
-		uint64_t rec[2] = { ev->time, ev->lost.count };
-		df_put(r->w, DF_LOST, rec, sizeof(rec));
+		df_put_lost(r->w, &(struct df_lost){ ev->time, ev->lost.count });
 		r->lost += ev->lost.count;
 		break;
 	}
@@ -668,7 +630,7 @@ static int record_event(void *arg, const struct sampler_event *ev)
 
 static void record_header_kv(struct record *r, const char *k, const char *v)
 {
-	df_put2(r->w, DF_HEADER_KV, k, strlen(k) + 1, v, strlen(v) + 1);
+	df_put_header_kv(r->w, k, v);
 }
 
 static void record_write_header(struct record *r)
@@ -886,16 +848,13 @@ static void record_symbolize(struct record *r, bool at_end)
 		struct unwind_loc loc = { .module = k->module, .offset = k->offset };
 		int n = sym_resolve(r->unwind, loc, k->flags & DF_LOC_CALLER, frames, 64);
 		if (n > 0) {
-			uint32_t rec[2 + 4 * 64];
-			rec[0] = (uint32_t)i;
-			rec[1] = (uint32_t)n;
-			for (int f = 0; f < n; f++) {
-				rec[2 + 4 * f] = df_strtab_id(r->strs, r->w, frames[f].name);
-				rec[3 + 4 * f] = frames[f].file ? df_strtab_id(r->strs, r->w, frames[f].file) : 0;
-				rec[4 + 4 * f] = frames[f].line;
-				rec[5 + 4 * f] = frames[f].flags;
-			}
-			df_put(r->w, DF_SYMBOL, rec, (2 + 4 * (size_t)n) * 4);
+			struct df_symbol_frame rec[64];
+			for (int f = 0; f < n; f++)
+				rec[f] = (struct df_symbol_frame){
+					.name = df_strtab_id(r->strs, r->w, frames[f].name),
+					.file = frames[f].file ? df_strtab_id(r->strs, r->w, frames[f].file) : 0,
+					.line = frames[f].line, .flags = frames[f].flags };
+			df_put_symbol(r->w, (uint32_t)i, rec, (uint32_t)n);
 		}
 		if (r->o->live && r->o->live->symbol) {
 			const struct unwind_module *m = unwind_module_get(r->unwind, k->module);
@@ -1170,6 +1129,87 @@ static void record_status_tick(struct record *r, uint64_t now)
 	record_status_update(&r->status, now, &c, false);
 }
 
+/* Where record_poll_fds put the signal pipe, the command's pidfd (-1: none) and the first
+ * target's pidfd. */
+struct record_poll_at {
+	int sig, child, targets;
+};
+
+/* What the loop waits on: the reader's wake-up, the signal pipe, the command, the live
+ * consumer, the attached targets. Returns the number of fds. */
+static int record_poll_fds(struct record *r, struct pollfd *fds, struct record_poll_at *at)
+{
+	int n = 0;
+
+	fds[n++] = (struct pollfd){ .fd = r->q.wake_fd, .events = POLLIN };
+	at->sig = n;
+	fds[n++] = (struct pollfd){ .fd = r->sigpipe[0], .events = POLLIN };
+	at->child = -1;
+	if (r->child_pidfd >= 0 && !r->child_exited) {
+		at->child = n;
+		fds[n++] = (struct pollfd){ .fd = r->child_pidfd, .events = POLLIN };
+	}
+	if (r->o->live && r->o->live->wake_fd >= 0)
+		fds[n++] = (struct pollfd){ .fd = r->o->live->wake_fd, .events = POLLIN };
+	at->targets = n;
+	for (size_t i = 0; i < r->o->npids; i++)
+		if (r->target_pidfds[i] >= 0)
+			fds[n++] = (struct pollfd){ .fd = r->target_pidfds[i], .events = POLLIN };
+	return n;
+}
+
+/* The loop's timed work: GPU records and names every 250 ms, a flush every second, the
+ * status line, and the live consumer's tick. */
+static void record_periodic(struct record *r, uint64_t now, bool stopping)
+{
+	if (now - r->last_symbolize_ns > 250000000ull) {
+		/* A launch waits until the sampler's events of its time are handled (a
+		 * library mapped just before it): events_seen_ns, not a guess from the
+		 * clock, which a reader thread starved on a loaded machine outran (its
+		 * launches then fell in no known mapping). */
+		gpu_merge_poll(r->gpu, 0, r->events_seen_ns, false);
+		record_symbolize(r, false);
+		r->last_symbolize_ns = now;
+	}
+	if (now - r->last_flush_ns > 1000000000ull) {
+		df_flush(r->w); /* a killed csampler leaves at most ~1 s unwritten */
+		r->last_flush_ns = now;
+	}
+	if (record_winch) {
+		record_winch = 0;
+		record_status_resized(&r->status);
+	}
+	record_status_tick(r, now);
+	if (r->o->live && r->o->live->tick && r->o->live->tick(r->o->live->arg, now) &&
+	    !record_signal_pending && !stopping) {
+		/* the consumer is done (top's q): as a SIGINT sent to csampler alone */
+		record_signal_pending = SIGINT;
+		record_signal_from_user = 1;
+	}
+}
+
+/* Attach mode: the targets that exited since the last poll (their pidfds from tfds on, in
+ * the order of record_poll_fds) are no longer waited for. */
+static void record_targets_gone(struct record *r, const struct pollfd *tfds)
+{
+	for (size_t i = 0, k = 0; i < r->o->npids; i++) {
+		if (r->target_pidfds[i] == RECORD_NO_PIDFD) {
+			if (!record_target_alive(r->o->pids[i])) {
+				r->target_pidfds[i] = -1;
+				r->ntargets_alive--;
+			}
+			continue;
+		}
+		if (r->target_pidfds[i] < 0)
+			continue;
+		if (tfds[k++].revents & POLLIN) {
+			close(r->target_pidfds[i]);
+			r->target_pidfds[i] = -1;
+			r->ntargets_alive--;
+		}
+	}
+}
+
 static int record_loop(struct record *r)
 {
 	struct pollfd fds[1100];
@@ -1187,25 +1227,8 @@ static int record_loop(struct record *r)
 	if (r->o->live)
 		r->status.on = false;   /* the consumer owns the terminal */
 	for (;;) {
-		int n = 0;
-		fds[n++] = (struct pollfd){ .fd = r->q.wake_fd, .events = POLLIN };
-		int sig_idx = n;
-		fds[n++] = (struct pollfd){ .fd = r->sigpipe[0], .events = POLLIN };
-		int child_idx = -1;
-		if (r->child_pidfd >= 0 && !r->child_exited) {
-			child_idx = n;
-			fds[n++] = (struct pollfd){ .fd = r->child_pidfd, .events = POLLIN };
-		}
-		int live_idx = -1;
-		if (r->o->live && r->o->live->wake_fd >= 0) {
-			live_idx = n;
-			fds[n++] = (struct pollfd){ .fd = r->o->live->wake_fd, .events = POLLIN };
-		}
-		int targets_idx = n;
-		for (size_t i = 0; i < r->o->npids; i++)
-			if (r->target_pidfds[i] >= 0)
-				fds[n++] = (struct pollfd){ .fd = r->target_pidfds[i], .events = POLLIN };
-
+		struct record_poll_at at;
+		int n = record_poll_fds(r, fds, &at);
 		int pr = poll(fds, (nfds_t)n, 100);
 		if (pr < 0 && errno != EINTR) {
 			r->error = cs_error(errno, "poll: %s", strerror(errno));
@@ -1218,36 +1241,12 @@ static int record_loop(struct record *r)
 		}
 		record_consume(r);
 		uint64_t now = cs_monotonic_ns();
-		if (now - r->last_symbolize_ns > 250000000ull) {
-			/* A launch waits until the sampler's events of its time are handled (a
-			 * library mapped just before it): events_seen_ns, not a guess from the
-			 * clock, which a reader thread starved on a loaded machine outran (its
-			 * launches then fell in no known mapping). */
-			gpu_merge_poll(r->gpu, 0, r->events_seen_ns, false);
-			record_symbolize(r, false);
-			r->last_symbolize_ns = now;
-		}
-		if (now - r->last_flush_ns > 1000000000ull) {
-			df_flush(r->w); /* a killed csampler leaves at most ~1 s unwritten */
-			r->last_flush_ns = now;
-		}
-		if (record_winch) {
-			record_winch = 0;
-			record_status_resized(&r->status);
-		}
-		record_status_tick(r, now);
-		(void)live_idx;
-		if (r->o->live && r->o->live->tick && r->o->live->tick(r->o->live->arg, now) &&
-		    !record_signal_pending && !stopping) {
-			/* the consumer is done (top's q): as a SIGINT sent to csampler alone */
-			record_signal_pending = SIGINT;
-			record_signal_from_user = 1;
-		}
+		record_periodic(r, now, stopping);
 		if (df_writer_error(r->w)) {
 			r->error = df_writer_error(r->w);
 			break;
 		}
-		if (pr > 0 && (fds[sig_idx].revents & POLLIN)) {
+		if (pr > 0 && (fds[at.sig].revents & POLLIN)) {
 			char buf[16];
 			ssize_t got = read(r->sigpipe[0], buf, sizeof(buf));
 			(void)got;
@@ -1264,7 +1263,7 @@ static int record_loop(struct record *r)
 			if (!r->child || r->child_exited)
 				break;
 		}
-		if (child_idx >= 0 && (fds[child_idx].revents & POLLIN))
+		if (at.child >= 0 && (fds[at.child].revents & POLLIN))
 			record_reap_child(r);
 		if (r->child > 0) {
 			record_reap_child(r);
@@ -1274,22 +1273,7 @@ static int record_loop(struct record *r)
 			if (stopping && now - stop_at > 3000000000ull)
 				break;
 		}
-		for (size_t i = 0, k = targets_idx; i < r->o->npids; i++) {
-			if (r->target_pidfds[i] == RECORD_NO_PIDFD) {
-				if (!record_target_alive(r->o->pids[i])) {
-					r->target_pidfds[i] = -1;
-					r->ntargets_alive--;
-				}
-				continue;
-			}
-			if (r->target_pidfds[i] < 0)
-				continue;
-			if (fds[k++].revents & POLLIN) {
-				close(r->target_pidfds[i]);
-				r->target_pidfds[i] = -1;
-				r->ntargets_alive--;
-			}
-		}
+		record_targets_gone(r, fds + at.targets);
 		/* -a and --cgroup end at the deadline or a signal only */
 		if (!r->child && r->ntargets_alive == 0 && !r->o->sampler.all && !r->o->sampler.cgroup)
 			break;
@@ -1328,19 +1312,16 @@ static int record_install_signals(struct record *r)
 	return 0;
 }
 
-int record_run(const struct record_opts *o, char **written)
+/* Everything before the target runs: signals, descriptors, the unwinder, the output (unless
+ * it is named after the launched command's pid) and the GPU merge. 0, or -1 when it failed
+ * (printed). */
+static int record_prepare(struct record *r, bool open_late)
 {
-	struct record r = { .o = o, .child_pidfd = -1, .sigpipe = { -1, -1 } };
-	int go_fd = -1, err_fd = -1, ret, status = CS_EXIT_ERROR;
-	struct sampler_opts sopts = o->sampler;
+	const struct record_opts *o = r->o;
+	int ret;
 
-	r.run_start_ns = cs_monotonic_ns();
-	r.target_pidfds = cs_calloc(o->npids + 1, sizeof(int));
-	for (size_t i = 0; i < o->npids; i++)
-		r.target_pidfds[i] = -1;
-
-	if (record_install_signals(&r))
-		goto out;
+	if (record_install_signals(r))
+		return -1;
 	/* Attach mode opens one event per thread and CPU: a big training job needs more than
 	 * the usual soft limit of 1024 descriptors. Raise it to the hard limit, as perf does. */
 	struct rlimit nofile;
@@ -1348,86 +1329,254 @@ int record_run(const struct record_opts *o, char **written)
 		nofile.rlim_cur = nofile.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &nofile);
 	}
-	ret = unwind_new(&r.unwind);
+	ret = unwind_new(&r->unwind);
 	if (ret) {
 		cs_error(-ret, "cannot initialise the unwinder: %s", strerror(-ret));
-		goto out;
+		return -1;
 	}
+	r->sopts = o->sampler;
 	if (!o->no_python) {
-		py_enable(r.unwind);
+		py_enable(r->unwind);
 		/* ptrace: the Python frame chain copied while the thread is stopped */
-		sopts.stop_copy = record_py_capture;
-		sopts.stop_copy_arg = r.unwind;
-		sopts.stop_copy_cap = PY_CAPTURE_MAX;
+		r->sopts.stop_copy = record_py_capture;
+		r->sopts.stop_copy_arg = r->unwind;
+		r->sopts.stop_copy_cap = PY_CAPTURE_MAX;
 	}
-	/* A launch named after its pid (-o ...%p...) opens the file once the command is forked;
-	 * otherwise before anything starts, so that an unwritable path costs no launch. */
-	record_names_init(&r.names);
-	bool open_late = o->argv && record_output_needs_pid(o->output);
+	record_names_init(&r->names);
 	if (!open_late) {
-		r.output = record_output_expand(o->output, o->npids ? o->pids[0] : getpid(), &r.names);
-		ret = df_writer_open(&r.w, r.output, o->compress);
-		if (ret)
-			goto out;
+		r->output = record_output_expand(o->output, o->npids ? o->pids[0] : getpid(),
+						 &r->names);
+		if (df_writer_open(&r->w, r->output, o->compress))
+			return -1;
 	}
-	r.strs = df_strtab_new();
+	r->strs = df_strtab_new();
 	if (o->gpu.dir) {
 		extern char **environ;
 		uint64_t gpu_from = o->argv ? 0 : cs_monotonic_ns();
 		if (o->argv)
-			r.child_env = gpu_setup_env(&o->gpu, environ);
-		r.gpu = gpu_merge_new(o->gpu.dir, o->argv != NULL, gpu_from, &record_gpu_sink, &r);
+			r->child_env = gpu_setup_env(&o->gpu, environ);
+		r->gpu = gpu_merge_new(o->gpu.dir, o->argv != NULL, gpu_from, &record_gpu_sink, r);
 		for (size_t i = 0; i < o->npids; i++)
-			gpu_merge_add_pid(r.gpu, (uint32_t)o->pids[i]);
+			gpu_merge_add_pid(r->gpu, (uint32_t)o->pids[i]);
 	}
+	return 0;
+}
 
-	if (o->argv) {
-		if (record_fork(&r, &go_fd, &err_fd))
-			goto out;
-		if (open_late) {
-			r.output = record_output_expand(o->output, r.child, &r.names);
-			ret = df_writer_open(&r.w, r.output, o->compress);
-		}
-		if (!ret)
-			ret = sampler_open_launch(&r.sampler, &sopts, r.child);
-		if (ret) {
-			kill(r.child, SIGKILL);
-			waitpid(r.child, NULL, 0);
-			r.child = 0;
-			goto out;
-		}
-		r.child_pidfd = pidfd_open_compat(r.child);
-	} else {
-		for (size_t i = 0; i < o->npids; i++) {
-			r.target_pidfds[i] = pidfd_open_compat(o->pids[i]);
-			if (r.target_pidfds[i] < 0 && errno != ESRCH && record_target_alive(o->pids[i])) {
-				r.target_pidfds[i] = RECORD_NO_PIDFD;
-			} else if (r.target_pidfds[i] < 0) {
-				if (errno == ESRCH || !record_target_alive(o->pids[i]))
-					cs_error(ESRCH, "no such process %d: check the PID with ps", (int)o->pids[i]);
-				else
-					cs_error(errno, "pidfd_open(%d): %s", (int)o->pids[i], strerror(errno));
-				goto out;
-			}
-			r.ntargets_alive++;
-		}
-		ret = sampler_open_attach(&r.sampler, &sopts, o->pids, o->npids);
-		if (ret)
-			goto out;
-		if (o->gpu_inject && o->gpu.dir) {
-			/* After the sampler opened: a process that exits during the attach ends an
-			 * ordinary recording. A ptrace sampler holds every thread, though: it lets
-			 * them go while the library is loaded, and takes them again. */
-			bool held = sampler_holds_threads(r.sampler);
-			if (held) {
-				sampler_close(r.sampler);
-				r.sampler = NULL;
-			}
-			record_gpu_attach(&r);
-			if (held && (ret = sampler_open_attach(&r.sampler, &sopts, o->pids, o->npids)))
-				goto out;
-		}
+/* Launch mode: fork the command (held until record_go), open a late output, and open the
+ * sampler on it. 0, or -1 (printed; the command is gone). */
+static int record_start_launch(struct record *r, bool open_late, int *go_fd, int *err_fd)
+{
+	const struct record_opts *o = r->o;
+	int ret = 0;
+
+	if (record_fork(r, go_fd, err_fd))
+		return -1;
+	if (open_late) {
+		r->output = record_output_expand(o->output, r->child, &r->names);
+		ret = df_writer_open(&r->w, r->output, o->compress);
 	}
+	if (!ret)
+		ret = sampler_open_launch(&r->sampler, &r->sopts, r->child);
+	if (ret) {
+		kill(r->child, SIGKILL);
+		waitpid(r->child, NULL, 0);
+		r->child = 0;
+		return -1;
+	}
+	r->child_pidfd = pidfd_open_compat(r->child);
+	return 0;
+}
+
+/* Attach mode: a pidfd per target, the sampler, and the GPU library when asked. 0, or -1
+ * (printed). */
+static int record_start_attach(struct record *r)
+{
+	const struct record_opts *o = r->o;
+
+	for (size_t i = 0; i < o->npids; i++) {
+		r->target_pidfds[i] = pidfd_open_compat(o->pids[i]);
+		if (r->target_pidfds[i] < 0 && errno != ESRCH && record_target_alive(o->pids[i])) {
+			r->target_pidfds[i] = RECORD_NO_PIDFD;
+		} else if (r->target_pidfds[i] < 0) {
+			if (errno == ESRCH || !record_target_alive(o->pids[i]))
+				cs_error(ESRCH, "no such process %d: check the PID with ps", (int)o->pids[i]);
+			else
+				cs_error(errno, "pidfd_open(%d): %s", (int)o->pids[i], strerror(errno));
+			return -1;
+		}
+		r->ntargets_alive++;
+	}
+	if (sampler_open_attach(&r->sampler, &r->sopts, o->pids, o->npids))
+		return -1;
+	if (o->gpu_inject && o->gpu.dir) {
+		/* After the sampler opened: a process that exits during the attach ends an
+		 * ordinary recording. A ptrace sampler holds every thread, though: it lets
+		 * them go while the library is loaded, and takes them again. */
+		bool held = sampler_holds_threads(r->sampler);
+		if (held) {
+			sampler_close(r->sampler);
+			r->sampler = NULL;
+		}
+		record_gpu_attach(r);
+		if (held && sampler_open_attach(&r->sampler, &r->sopts, o->pids, o->npids))
+			return -1;
+	}
+	return 0;
+}
+
+/* Launch mode: let the forked command exec. 0, or -1 with *status set when it could not
+ * (the output is removed: it would hold nothing). */
+static int record_go(struct record *r, int *go_fd, int err_fd, int *status)
+{
+	const struct record_opts *o = r->o;
+	int e = 0;
+	ssize_t got;
+
+	if (write(*go_fd, "g", 1) != 1) {
+		cs_error(errno, "cannot start the command: %s", strerror(errno));
+		return -1;
+	}
+	close(*go_fd);
+	*go_fd = -1;
+	do
+		got = read(err_fd, &e, sizeof(e));
+	while (got < 0 && errno == EINTR);
+	if (got != (ssize_t)sizeof(e))
+		return 0;
+	waitpid(r->child, NULL, 0);
+	r->child = 0;
+	if (e == ENOENT) {
+		cs_error(e, "%s: command not found", o->argv[0]);
+		*status = CS_EXIT_NOTFOUND;
+	} else {
+		cs_error(e, "cannot execute %s: %s", o->argv[0], strerror(e));
+		*status = CS_EXIT_NOEXEC;
+	}
+	df_writer_close(r->w);
+	r->w = NULL;
+	unlink(r->output);
+	return -1;
+}
+
+/* After the loop: the last GPU records, the names, DF_END, and the summary. */
+static void record_finish_file(struct record *r, char **written)
+{
+	uint64_t end_ns = cs_monotonic_ns();
+	int ret;
+
+	record_gpu_detach(r);   /* the sampler has let the threads go: the last records */
+	if (!r->error) {
+		record_gpu_finish(r, end_ns);
+		record_symbolize(r, true);
+		df_put_end(r->w, &(struct df_end){ r->nsamples, r->lost, end_ns, 1 });
+	}
+	ret = df_writer_close(r->w);
+	r->w = NULL;
+	if (ret && !r->error)
+		r->error = ret;
+	if (!r->error) {
+		if (!r->o->live) {
+			record_print_summary(r, end_ns);
+			record_gpu_summary(r);
+		}
+		if (written)
+			*written = cs_strdup(r->output);
+	}
+}
+
+/* csampler's exit status: the launched command's (waited for), or 0 in attach mode;
+ * CS_EXIT_ERROR when recording failed. */
+static int record_exit_status(struct record *r)
+{
+	int status = 0;
+
+	if (r->child > 0) {
+		if (!r->child_exited && r->error) {
+			/* csampler failed while the command runs (a full disk): sampling stops, the
+			 * command goes on unharmed, and csampler waits for it as its caller expects. */
+			sampler_close(r->sampler);
+			r->sampler = NULL;
+			record_wait_command(r);
+		} else if (!r->child_exited && !r->stop_signal) {
+			int st;
+			if (sampler_child_exit(r->sampler, r->child, &st) == 1 ||
+			    waitpid(r->child, &st, 0) == r->child)
+				record_child_done(r, st);
+		}
+		if (r->child_exited)
+			status = r->child_status;
+		else if (r->stop_signal)
+			status = 128 + r->stop_signal;
+		/* As a shell would say it: csampler's exit status carries it, but does not kill it. */
+		if (r->child_signal && r->child_signal != r->stop_signal && r->child_signal != SIGPIPE &&
+		    r->child_signal != SIGINT)
+			cs_info("the command was killed by signal SIG%s (%s)%s%s", sigabbrev_np(r->child_signal),
+				strsignal(r->child_signal), r->error ? "" : "; its samples up to then are in ",
+				r->error ? "" : r->output);
+	}
+	return r->error ? CS_EXIT_ERROR : status;
+}
+
+static void record_free(struct record *r)
+{
+	const struct record_opts *o = r->o;
+
+	df_writer_close(r->w);
+	df_strtab_free(r->strs);
+	/* the private directory of a launch goes; the per-user one of attach mode stays */
+	gpu_merge_free(r->gpu, o->argv != NULL);
+	record_gpu_attach_free(r);
+	gpu_setup_free_env(r->child_env);
+	for (size_t i = 0; i < r->ngpu_notes; i++)
+		free(r->gpu_notes[i].text);
+	free(r->gpu_notes);
+	sampler_close(r->sampler);
+	unwind_free(r->unwind);
+	free(r->py_delay_us);
+	if (r->child_pidfd >= 0)
+		close(r->child_pidfd);
+	for (size_t i = 0; i < o->npids; i++)
+		if (r->target_pidfds[i] >= 0)
+			close(r->target_pidfds[i]);
+	record_stop_reader(r);
+	for (size_t i = 0; i < r->q.count; i++) /* only after a failure: nothing to write them to */
+		sampler_batch_free(r->q.items[r->q.head + i].batch);
+	if (r->q.wake_fd > 0)
+		close(r->q.wake_fd), close(r->q.stop_fd);
+	free(r->q.items);
+	record_wake_fd = -1;
+	if (r->sigpipe[0] >= 0)
+		close(r->sigpipe[0]), close(r->sigpipe[1]);
+	free(r->target_pidfds);
+	free(r->locs);
+	cs_map_free(&r->loc_ids);
+	free(r->stack_data);
+	free(r->stack_pos);
+	free(r->stack_len);
+	cs_hash_free(&r->stack_ids);
+	cs_map_free(&r->tids);
+	cs_map_free(&r->pids);
+	free(r->output);
+}
+
+int record_run(const struct record_opts *o, char **written)
+{
+	struct record r = { .o = o, .child_pidfd = -1, .sigpipe = { -1, -1 } };
+	int go_fd = -1, err_fd = -1, status = CS_EXIT_ERROR;
+
+	r.run_start_ns = cs_monotonic_ns();
+	r.target_pidfds = cs_calloc(o->npids + 1, sizeof(int));
+	for (size_t i = 0; i < o->npids; i++)
+		r.target_pidfds[i] = -1;
+
+	/* A launch named after its pid (-o ...%p...) opens the file once the command is forked;
+	 * otherwise before anything starts, so that an unwritable path costs no launch. */
+	bool open_late = o->argv && record_output_needs_pid(o->output);
+	if (record_prepare(&r, open_late))
+		goto out;
+	if (o->argv ? record_start_launch(&r, open_late, &go_fd, &err_fd)
+		    : record_start_attach(&r))
+		goto out;
 	/* Debug files missing locally are looked up by build id on the servers of DEBUGINFOD_URLS
 	 * by libdw itself: dwfl_standard_find_debuginfo, the symbolizer's callback, goes on to
 	 * elfutils' libdebuginfod (which libdw loads when present) with its cache
@@ -1441,87 +1590,11 @@ int record_run(const struct record_opts *o, char **written)
 		cs_info("%s", sampler_kernel_note(r.sampler));
 	r.start_ns = r.last_flush_ns = r.last_symbolize_ns = cs_monotonic_ns();
 	record_write_header(&r);
-
-	if (o->argv) {
-		int e = 0;
-		ssize_t got;
-		if (write(go_fd, "g", 1) != 1) {
-			cs_error(errno, "cannot start the command: %s", strerror(errno));
-			goto out;
-		}
-		close(go_fd);
-		go_fd = -1;
-		do
-			got = read(err_fd, &e, sizeof(e));
-		while (got < 0 && errno == EINTR);
-		if (got == (ssize_t)sizeof(e)) {
-			waitpid(r.child, NULL, 0);
-			r.child = 0;
-			if (e == ENOENT) {
-				cs_error(e, "%s: command not found", o->argv[0]);
-				status = CS_EXIT_NOTFOUND;
-			} else {
-				cs_error(e, "cannot execute %s: %s", o->argv[0], strerror(e));
-				status = CS_EXIT_NOEXEC;
-			}
-			df_writer_close(r.w);
-			r.w = NULL;
-			unlink(r.output);
-			goto out;
-		}
-	}
+	if (o->argv && record_go(&r, &go_fd, err_fd, &status))
+		goto out;
 	record_loop(&r);
-	uint64_t end_ns = cs_monotonic_ns();
-	record_gpu_detach(&r);   /* the sampler has let the threads go: the last records */
-	if (!r.error) {
-		record_gpu_finish(&r, end_ns);
-		record_symbolize(&r, true);
-		struct {
-			uint64_t samples, lost, end_time;
-			uint32_t flags;
-		} __attribute__((packed)) end = { r.nsamples, r.lost, end_ns, 1 };
-		df_put(r.w, DF_END, &end, sizeof(end));
-	}
-	ret = df_writer_close(r.w);
-	r.w = NULL;
-	if (ret && !r.error)
-		r.error = ret;
-	if (!r.error) {
-		if (!o->live) {
-			record_print_summary(&r, end_ns);
-			record_gpu_summary(&r);
-		}
-		if (written)
-			*written = cs_strdup(r.output);
-	}
-	if (r.child > 0) {
-		if (!r.child_exited && r.error) {
-			/* csampler failed while the command runs (a full disk): sampling stops, the
-			 * command goes on unharmed, and csampler waits for it as its caller expects. */
-			sampler_close(r.sampler);
-			r.sampler = NULL;
-			record_wait_command(&r);
-		} else if (!r.child_exited && !r.stop_signal) {
-			int st;
-			if (sampler_child_exit(r.sampler, r.child, &st) == 1 ||
-			    waitpid(r.child, &st, 0) == r.child)
-				record_child_done(&r, st);
-		}
-		if (r.child_exited)
-			status = r.child_status;
-		else if (r.stop_signal)
-			status = 128 + r.stop_signal;
-		/* As a shell would say it: csampler's exit status carries it, but does not kill it. */
-		if (r.child_signal && r.child_signal != r.stop_signal && r.child_signal != SIGPIPE &&
-		    r.child_signal != SIGINT)
-			cs_info("the command was killed by signal SIG%s (%s)%s%s", sigabbrev_np(r.child_signal),
-				strsignal(r.child_signal), r.error ? "" : "; its samples up to then are in ",
-				r.error ? "" : r.output);
-	} else {
-		status = 0;
-	}
-	if (r.error)
-		status = CS_EXIT_ERROR;
+	record_finish_file(&r, written);
+	status = record_exit_status(&r);
 out:
 	record_status_clear(&r.status);
 	if (go_fd >= 0)
@@ -1532,41 +1605,6 @@ out:
 		/* csampler failed while the command runs: leave it running, unprofiled */
 		cs_info("the command (PID %d) keeps running without profiling", (int)r.child);
 	}
-	df_writer_close(r.w);
-	df_strtab_free(r.strs);
-	/* the private directory of a launch goes; the per-user one of attach mode stays */
-	gpu_merge_free(r.gpu, o->argv != NULL);
-	record_gpu_attach_free(&r);
-	gpu_setup_free_env(r.child_env);
-	for (size_t i = 0; i < r.ngpu_notes; i++)
-		free(r.gpu_notes[i].text);
-	free(r.gpu_notes);
-	sampler_close(r.sampler);
-	unwind_free(r.unwind);
-	free(r.py_delay_us);
-	if (r.child_pidfd >= 0)
-		close(r.child_pidfd);
-	for (size_t i = 0; i < o->npids; i++)
-		if (r.target_pidfds[i] >= 0)
-			close(r.target_pidfds[i]);
-	record_stop_reader(&r);
-	for (size_t i = 0; i < r.q.count; i++) /* only after a failure: nothing to write them to */
-		sampler_batch_free(r.q.items[r.q.head + i].batch);
-	if (r.q.wake_fd > 0)
-		close(r.q.wake_fd), close(r.q.stop_fd);
-	free(r.q.items);
-	record_wake_fd = -1;
-	if (r.sigpipe[0] >= 0)
-		close(r.sigpipe[0]), close(r.sigpipe[1]);
-	free(r.target_pidfds);
-	free(r.locs);
-	cs_map_free(&r.loc_ids);
-	free(r.stack_data);
-	free(r.stack_pos);
-	free(r.stack_len);
-	cs_hash_free(&r.stack_ids);
-	cs_map_free(&r.tids);
-	cs_map_free(&r.pids);
-	free(r.output);
+	record_free(&r);
 	return status;
 }

@@ -86,6 +86,98 @@ static void snap_read(struct sampler_thread_snap *t, pid_t pid, uint32_t stack_s
 	sampler_ptrace_restart_syscall(pid, t->tid, &regs);
 }
 
+/* Seize and interrupt every thread of out. Returns how many were seized; *ret = -EPERM when
+ * the process is out of reach. */
+static int snap_seize_all(struct sampler_process_snap *out, struct snap_hold *hold, int *ret)
+{
+	int seized = 0;
+
+	for (int i = 0; i < (int)out->nthreads; i++) {
+		struct sampler_thread_snap *t = &out->threads[i];
+		if (ptrace(PTRACE_SEIZE, t->tid, NULL, NULL) < 0) {
+			t->error = -errno;
+			if (errno == EPERM || errno == EACCES) {
+				*ret = -EPERM;   /* the whole process is out of reach */
+				break;
+			}
+			continue;               /* ESRCH: exited meanwhile */
+		}
+		hold[i].seized = true;
+		seized++;
+		if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) < 0)
+			t->error = -errno;
+	}
+	return seized;
+}
+
+/* Wait, until timeout_ns has passed, for the seized threads' stops: a stop is a group or
+ * interrupt stop (PTRACE_EVENT_STOP), or a signal arriving now (kept for the detach); an exit
+ * ends the thread's part. */
+static void snap_collect_stops(struct sampler_process_snap *out, struct snap_hold *hold,
+			       int seized, uint64_t timeout_ns)
+{
+	uint64_t give_up = cs_monotonic_ns() + timeout_ns;
+	for (int pending = seized; pending > 0;) {
+		int progressed = 0;
+		for (int i = 0; i < (int)out->nthreads; i++) {
+			struct sampler_thread_snap *t = &out->threads[i];
+			if (!hold[i].seized || hold[i].stopped || t->error == -ESRCH)
+				continue;
+			int st;
+			pid_t w = waitpid(t->tid, &st, __WALL | WNOHANG);
+			if (w == 0)
+				continue;
+			progressed = 1;
+			pending--;
+			if (w < 0 || WIFEXITED(st) || WIFSIGNALED(st)) {
+				t->error = -ESRCH;
+				hold[i].seized = false;
+				continue;
+			}
+			hold[i].stopped = true;
+			if ((st >> 16) != PTRACE_EVENT_STOP)
+				hold[i].resume_signal = WSTOPSIG(st);
+		}
+		if (pending > 0 && !progressed) {
+			if (cs_monotonic_ns() >= give_up)
+				break;
+			struct timespec ts = { 0, 50000 };
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
+/* Let go: a stopped thread where it stopped (with the signal it got meanwhile); one that
+ * never stopped is detached when the kernel lets this thread trace it no more (it is detached
+ * by PTRACE_DETACH once it stops, or at this thread's exit). */
+static void snap_let_go(struct sampler_process_snap *out, struct snap_hold *hold)
+{
+	for (int i = 0; i < (int)out->nthreads; i++) {
+		if (!hold[i].seized)
+			continue;
+		if (hold[i].stopped) {
+			ptrace(PTRACE_DETACH, out->threads[i].tid, NULL,
+			       (void *)(long)hold[i].resume_signal);
+			continue;
+		}
+		/* not stopped yet: wait a little more for the stop the interrupt asked for */
+		int st;
+		uint64_t until = cs_monotonic_ns() + 200000000ull;
+		for (;;) {
+			pid_t w = waitpid(out->threads[i].tid, &st, __WALL | WNOHANG);
+			if (w == out->threads[i].tid && WIFSTOPPED(st)) {
+				int sig = (st >> 16) != PTRACE_EVENT_STOP ? WSTOPSIG(st) : 0;
+				ptrace(PTRACE_DETACH, out->threads[i].tid, NULL, (void *)(long)sig);
+				break;
+			}
+			if (w != 0 || cs_monotonic_ns() >= until)
+				break;
+			struct timespec ts = { 0, 100000 };
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
 int sampler_snapshot_process(pid_t pid, uint32_t stack_size, uint64_t timeout_ns,
 			     sampler_snapshot_fn while_stopped, void *arg,
 			     struct sampler_process_snap *out)
@@ -122,53 +214,9 @@ int sampler_snapshot_process(pid_t pid, uint32_t stack_size, uint64_t timeout_ns
 		goto done;
 	}
 	uint64_t t0 = cs_monotonic_ns();
-	int seized = 0;
-	for (int i = 0; i < n; i++) {
-		struct sampler_thread_snap *t = &out->threads[i];
-		if (ptrace(PTRACE_SEIZE, t->tid, NULL, NULL) < 0) {
-			t->error = -errno;
-			if (errno == EPERM || errno == EACCES) {
-				ret = -EPERM;   /* the whole process is out of reach */
-				break;
-			}
-			continue;               /* ESRCH: exited meanwhile */
-		}
-		hold[i].seized = true;
-		seized++;
-		if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) < 0)
-			t->error = -errno;
-	}
-	/* collect the stops: a stop is a group or interrupt stop (PTRACE_EVENT_STOP), or a signal
-	 * arriving now (kept for the detach); an exit ends the thread's part */
-	uint64_t give_up = cs_monotonic_ns() + timeout_ns;
-	for (int pending = seized; pending > 0 && !ret;) {
-		int progressed = 0;
-		for (int i = 0; i < n; i++) {
-			struct sampler_thread_snap *t = &out->threads[i];
-			if (!hold[i].seized || hold[i].stopped || t->error == -ESRCH)
-				continue;
-			int st;
-			pid_t w = waitpid(t->tid, &st, __WALL | WNOHANG);
-			if (w == 0)
-				continue;
-			progressed = 1;
-			pending--;
-			if (w < 0 || WIFEXITED(st) || WIFSIGNALED(st)) {
-				t->error = -ESRCH;
-				hold[i].seized = false;
-				continue;
-			}
-			hold[i].stopped = true;
-			if ((st >> 16) != PTRACE_EVENT_STOP)
-				hold[i].resume_signal = WSTOPSIG(st);
-		}
-		if (pending > 0 && !progressed) {
-			if (cs_monotonic_ns() >= give_up)
-				break;
-			struct timespec ts = { 0, 50000 };
-			nanosleep(&ts, NULL);
-		}
-	}
+	int seized = snap_seize_all(out, hold, &ret);
+	if (!ret)
+		snap_collect_stops(out, hold, seized, timeout_ns);
 	if (!ret) {
 		for (int i = 0; i < n; i++) {
 			if (hold[i].stopped) {
@@ -181,33 +229,7 @@ int sampler_snapshot_process(pid_t pid, uint32_t stack_size, uint64_t timeout_ns
 		if (while_stopped)
 			while_stopped(arg, pid);
 	}
-	/* let go: a stopped thread where it stopped (with the signal it got meanwhile); one that
-	 * never stopped is detached when the kernel lets this thread trace it no more (it is
-	 * detached by PTRACE_DETACH once it stops, or at this thread's exit) */
-	for (int i = 0; i < n; i++) {
-		if (!hold[i].seized)
-			continue;
-		if (hold[i].stopped) {
-			ptrace(PTRACE_DETACH, out->threads[i].tid, NULL,
-			       (void *)(long)hold[i].resume_signal);
-			continue;
-		}
-		/* not stopped yet: wait a little more for the stop the interrupt asked for */
-		int st;
-		uint64_t until = cs_monotonic_ns() + 200000000ull;
-		for (;;) {
-			pid_t w = waitpid(out->threads[i].tid, &st, __WALL | WNOHANG);
-			if (w == out->threads[i].tid && WIFSTOPPED(st)) {
-				int sig = (st >> 16) != PTRACE_EVENT_STOP ? WSTOPSIG(st) : 0;
-				ptrace(PTRACE_DETACH, out->threads[i].tid, NULL, (void *)(long)sig);
-				break;
-			}
-			if (w != 0 || cs_monotonic_ns() >= until)
-				break;
-			struct timespec ts = { 0, 100000 };
-			nanosleep(&ts, NULL);
-		}
-	}
+	snap_let_go(out, hold);
 	out->stopped_ns = cs_monotonic_ns() - t0;
 	if (!ret) {
 		int read = 0;

@@ -56,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	struct fold_opts fo = FOLD_OPTS_DEFAULT;
 	fo.per_thread = 1;
-	stacks_write_folded(fuzz_sink, p, &fo);
+	fold_write_folded(fuzz_sink, p, &fo);
 	uint64_t sum = 0;
 	fo.time_order = 1;
 	fold_profile(p, &fo, fuzz_count_fold, &sum);

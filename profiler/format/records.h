@@ -1,0 +1,180 @@
+/* records.h: the one codec of the data file's records (the payload layouts that datafile.h's
+ * enum df_record_type lists and man/csampler-data.5 documents). The recorder writes with the
+ * df_put_* functions, the loader (analysis/profile.c) and merge (merge.c) read with the
+ * df_decode_* ones, so each layout is written down once.
+ *
+ * A decoder checks what the record alone can tell (its length, the NUL of each string, a count
+ * against the length) and returns 0 or -EINVAL; what needs the rest of the file (an id in
+ * range) is the caller's to check. Strings and arrays point into the payload, which must
+ * outlive the decoded struct. A record longer than its fixed fields decodes: its tail is
+ * ignored, and df_encode_* writes the fixed fields over a copy of the payload, so that merge
+ * keeps a tail it does not know. The GPU and task-label payloads are datafile.h's packed
+ * structs themselves. */
+#ifndef CSAMPLER_RECORDS_H
+#define CSAMPLER_RECORDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format/datafile.h"
+
+struct df_header_kv {   /* DF_HEADER_KV */
+	const char *key, *value;
+};
+
+struct df_string {      /* DF_STRING */
+	uint32_t id;
+	const char *text;
+};
+
+struct df_comm {        /* DF_COMM */
+	uint32_t pid, tid;
+	uint64_t time;
+	uint32_t flags;         /* 1: the name was set by exec */
+	const char *name;
+};
+#define DF_COMM_FIXED 20
+
+struct df_mmap {        /* DF_MMAP */
+	uint32_t pid, tid;
+	uint64_t time, start, len, pgoff;
+	uint32_t prot, flags;
+	const char *path;
+};
+#define DF_MMAP_FIXED 48
+
+struct df_task {        /* DF_FORK and DF_EXIT */
+	uint32_t pid, ppid, tid, ptid;
+	uint64_t time;
+};
+#define DF_TASK_SIZE 24
+
+struct df_lost {        /* DF_LOST */
+	uint64_t time, count;
+};
+#define DF_LOST_SIZE 16
+
+struct df_module {      /* DF_MODULE */
+	uint32_t id, flags;     /* PROFILE_MODULE_* */
+	const char *path, *build_id; /* build_id: hex, "" when unknown */
+};
+
+struct df_loc {         /* DF_LOC */
+	uint32_t id, module;
+	uint64_t offset;
+	uint32_t flags;         /* DF_LOC_* */
+};
+#define DF_LOC_SIZE 20
+
+struct df_stack {       /* DF_STACK: n location ids, leaf first (df_stack_loc) */
+	uint32_t id, n;
+	const uint8_t *locs;
+};
+
+struct df_sample {      /* DF_SAMPLE */
+	uint64_t time;
+	uint32_t pid, tid, cpu, stack, flags, weight;
+};
+#define DF_SAMPLE_SIZE 32
+
+struct df_symbol_frame {
+	uint32_t name, file, line, flags; /* string ids; PROFILE_FRAME_* */
+};
+
+struct df_symbol {      /* DF_SYMBOL: n >= 1 frames of loc, innermost first (df_symbol_at) */
+	uint32_t loc, n;
+	const uint8_t *frames;
+};
+
+struct df_end {         /* DF_END */
+	uint64_t samples, lost, end_time;
+	uint32_t flags;         /* 1: symbolized */
+};
+#define DF_END_SIZE 28
+
+/* DF_RAW_SAMPLE (--keep-raw): the fixed fields, then regs[popcount(regs_mask)], nkernel,
+ * kernel_ips[nkernel], stack_size, stack bytes. Decoding gives the time and the task alone
+ * (what the readers use), from a record of at least DF_RAW_SAMPLE_TASK bytes. */
+struct df_raw_sample {
+	uint64_t time;
+	uint32_t pid, tid, cpu, flags;
+	uint64_t regs_mask;
+	const uint64_t *regs;   /* by register number: regs[i] for each bit i of regs_mask */
+	uint64_t nkernel;
+	const uint64_t *kernel_ips;
+	uint64_t stack_size;
+	const void *stack;
+};
+#define DF_RAW_SAMPLE_TASK 16
+
+struct df_gpu_note {    /* DF_GPU_NOTE */
+	uint32_t pid, severity; /* 0 info, 1 warning */
+	const char *text;
+};
+
+/* ---- decoding: 0, or -EINVAL when the record is malformed ---- */
+int df_decode_header_kv(const uint8_t *d, size_t len, struct df_header_kv *out);
+int df_decode_string(const uint8_t *d, size_t len, struct df_string *out);
+int df_decode_comm(const uint8_t *d, size_t len, struct df_comm *out);
+int df_decode_mmap(const uint8_t *d, size_t len, struct df_mmap *out);
+int df_decode_task(const uint8_t *d, size_t len, struct df_task *out);
+int df_decode_lost(const uint8_t *d, size_t len, struct df_lost *out);
+int df_decode_module(const uint8_t *d, size_t len, struct df_module *out);
+int df_decode_loc(const uint8_t *d, size_t len, struct df_loc *out);
+int df_decode_stack(const uint8_t *d, size_t len, struct df_stack *out);
+int df_decode_sample(const uint8_t *d, size_t len, struct df_sample *out);
+int df_decode_symbol(const uint8_t *d, size_t len, struct df_symbol *out);
+int df_decode_end(const uint8_t *d, size_t len, struct df_end *out);
+/* Only time, pid and tid are set (see struct df_raw_sample). */
+int df_decode_raw_sample_task(const uint8_t *d, size_t len, struct df_raw_sample *out);
+int df_decode_gpu_launch(const uint8_t *d, size_t len, struct df_gpu_launch *out);
+int df_decode_gpu_activity(const uint8_t *d, size_t len, struct df_gpu_activity *out);
+int df_decode_gpu_info(const uint8_t *d, size_t len, struct df_gpu_info *out);
+int df_decode_gpu_note(const uint8_t *d, size_t len, struct df_gpu_note *out);
+int df_decode_task_label(const uint8_t *d, size_t len, struct df_task_label *out);
+
+/* Location i (< s->n) of a decoded stack; frame i (< s->n) of a decoded symbol. */
+uint32_t df_stack_loc(const struct df_stack *s, uint32_t i);
+struct df_symbol_frame df_symbol_at(const struct df_symbol *s, uint32_t i);
+
+/* ---- encoding the fixed fields over a payload (merge rewrites ids in a copy) ---- */
+void df_encode_comm(uint8_t *b, const struct df_comm *c);        /* DF_COMM_FIXED bytes */
+void df_encode_mmap(uint8_t *b, const struct df_mmap *m);        /* DF_MMAP_FIXED */
+void df_encode_task(uint8_t *b, const struct df_task *t);        /* DF_TASK_SIZE */
+void df_encode_lost(uint8_t *b, const struct df_lost *l);        /* DF_LOST_SIZE */
+void df_encode_module_id(uint8_t *b, uint32_t id);               /* the first 4 bytes */
+void df_encode_loc(uint8_t *b, const struct df_loc *l);          /* DF_LOC_SIZE */
+void df_encode_sample(uint8_t *b, const struct df_sample *s);    /* DF_SAMPLE_SIZE */
+void df_encode_raw_sample_task(uint8_t *b, const struct df_raw_sample *r); /* RAW_SAMPLE_TASK */
+void df_encode_gpu_note_pid(uint8_t *b, uint32_t pid);           /* the first 4 bytes */
+void df_encode_gpu_info_pid(uint8_t *b, uint32_t pid);           /* the first 4 bytes */
+
+/* ---- writing whole records ---- */
+void df_put_header_kv(struct df_writer *w, const char *key, const char *value);
+void df_put_string(struct df_writer *w, uint32_t id, const char *text);
+void df_put_comm(struct df_writer *w, const struct df_comm *c);
+void df_put_mmap(struct df_writer *w, const struct df_mmap *m);
+void df_put_task(struct df_writer *w, uint16_t type, const struct df_task *t); /* FORK, EXIT */
+void df_put_lost(struct df_writer *w, const struct df_lost *l);
+void df_put_module(struct df_writer *w, const struct df_module *m);
+void df_put_loc(struct df_writer *w, const struct df_loc *l);
+void df_put_stack(struct df_writer *w, uint32_t id, const uint32_t *locs, uint32_t n);
+void df_put_sample(struct df_writer *w, const struct df_sample *s);
+void df_put_symbol(struct df_writer *w, uint32_t loc, const struct df_symbol_frame *frames,
+		   uint32_t n);
+void df_put_end(struct df_writer *w, const struct df_end *e);
+void df_put_raw_sample(struct df_writer *w, const struct df_raw_sample *r);
+void df_put_gpu_launch(struct df_writer *w, const struct df_gpu_launch *g);
+void df_put_gpu_activity(struct df_writer *w, const struct df_gpu_activity *g);
+void df_put_gpu_info(struct df_writer *w, const struct df_gpu_info *g);
+void df_put_gpu_note(struct df_writer *w, const struct df_gpu_note *n);
+void df_put_task_label(struct df_writer *w, const struct df_task_label *t);
+
+/* Growable string interning for writers: same string, same id (ids from 1). */
+struct df_strtab;
+struct df_strtab *df_strtab_new(void);
+void df_strtab_free(struct df_strtab *t);
+/* Returns the id of s, writing a DF_STRING record to w the first time s is seen. */
+uint32_t df_strtab_id(struct df_strtab *t, struct df_writer *w, const char *s);
+
+#endif
