@@ -11,7 +11,7 @@ PROFILER_FORMAT   := datafile records merge
 PROFILER_SAMPLER  := sampler sampler_perf sampler_ptrace sampler_bpf sampler_bpf_tables proc idle snapshot
 PROFILER_UNWIND   := elfcache unwind symbols python jit offcpu cfitable cfitable_cache
 PROFILER_RECORD   := record gpu_merge gpu_setup gpu_attach output status dump dump_out live
-PROFILER_ANALYSIS := profile filter stacks fold_frame fold fold_gpu report report_text report_json gpu gpu_idle compare steps report_steps
+PROFILER_ANALYSIS := profile filter stacks fold_frame fold fold_gpu report report_common report_text report_json gpu gpu_idle compare steps report_steps
 PROFILER_EXPORT   := export chrome speedscope pprof
 PROFILER_SRCS := profiler/main.c \
 	$(PROFILER_CMD:%=profiler/cmd/%.c) $(PROFILER_BASE:%=profiler/base/%.c) \
