@@ -1716,47 +1716,36 @@ static int inj_launch_config(int *subscribe, int *latency)
 	       !strcmp(f, "both") ? INJ_FLOOR_BOTH : INJ_FLOOR_NONE;
 }
 
-static int inj_start(void)
+/* The record file gpu-PID.bin in dir and its header. -1 when there is nowhere to write (the
+ * recorder reports the missing file). */
+static int inj_open_output(const char *dir)
 {
-	const char *dir = inj_var("CSAMPLER_GPU_DIR");
-	if (!dir || !*dir)
-		return 1;   /* nobody asked for GPU records: stay out of the way */
-	inj.max_frames = (int)inj_env_long("CSAMPLER_GPU_STACK", 64, 0, GPU_MAX_FRAMES);
-	/* the unwinder's stack memo (fastunwind.c), on unless CSAMPLER_GPU_STACK_MEMO=0
-	 * (scripts/bench-gpu-launch.sh compares): the stacks are the same either way */
-	fu_set_stack_memo(inj_env_long("CSAMPLER_GPU_STACK_MEMO", 1, 0, 1) != 0);
-	inj.flush_ms = (unsigned)inj_env_long("CSAMPLER_GPU_FLUSH_MS", 3000, 1, 600000);
-	if (inj.max_frames > 0)
-		inj_py_init();
-
 	char path[PATH_MAX];
 	if (snprintf(path, sizeof(path), "%s/gpu-%d.bin", dir, (int)getpid()) >= (int)sizeof(path))
-		return 1;
+		return -1;
 	inj.fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (inj.fd < 0)
-		return 1;   /* nowhere to say anything: the recorder reports the missing file */
+		return -1;
 	struct gpu_file_header fh = { .version = GPU_PROTOCOL_VERSION, .pid = (uint32_t)getpid(),
 				      .ppid = (uint32_t)getppid(), .header_size = sizeof(fh),
 				      .start_ns = inj_now() };
 	memcpy(fh.magic, GPU_FILE_MAGIC, sizeof(fh.magic));
 	inj_write(&fh, sizeof(fh));
+	return 0;
+}
 
-	cuptiGetVersion(&inj.cupti_version);
-	int subscribe, latency;
-	inj.floor = inj_launch_config(&subscribe, &latency);
-	inj_clock_init();
-
-	/* 1. The clock, first and once (a re-attach keeps it: re-registering corrupts kernel
-	 * timestamps). */
+/* Steps 1 and 2 of inj_start: the clock callback (first and once: a re-attach keeps it, as
+ * re-registering corrupts kernel timestamps) and the one subscriber slot. -1 when capture is
+ * off (said and written). */
+static int inj_subscribe(void)
+{
 	CUptiResult r = CUPTI_SUCCESS;
 	if (!inj.clock_set) {
 		r = cuptiActivityRegisterTimestampCallback(inj_timestamp);
 		if (r != CUPTI_SUCCESS)
-			return inj_give_up("cuptiActivityRegisterTimestampCallback", r);
+			return inj_give_up("cuptiActivityRegisterTimestampCallback", r), -1;
 		inj.clock_set = 1;
 	}
-
-	/* 2. The one subscriber slot. */
 	char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN * 2] = "";
 	CUpti_SubscriberParams sp = { .structSize = CUpti_SubscriberParams_STRUCT_SIZE,
 				      .subscriberName = "csampler",
@@ -1770,18 +1759,23 @@ static int inj_start(void)
 			 "GPU capture off, CPU profile only", other[0] ? other : "another tool");
 		inj_write_info(GPU_STATUS_OTHER_SUBSCRIBER, r);
 		inj_set_state(INJ_INERT);
-		return 1;
+		return -1;
 	}
 	if (r != CUPTI_SUCCESS) {
 		inj.subscriber = NULL;
-		return inj_give_up("cuptiSubscribe_v2", r);
+		return inj_give_up("cuptiSubscribe_v2", r), -1;
 	}
+	return 0;
+}
 
-	/* Everything the callbacks touch exists before the first one can fire (once: a re-attach
-	 * finds it in place). */
+/* Everything the callbacks touch, made before the first one can fire (once: a re-attach finds
+ * it in place): the thread key and slots, the buffer pool, the flush condition, the module
+ * ranges, a warmed unwinder, and dump's in-flight table. -1 when capture is off. */
+static int inj_setup_once(void)
+{
 	if (!inj.setup_done) {
 		if (pthread_key_create(&inj.thread_key, inj_thread_exit))
-			return inj_give_up("pthread_key_create", CUPTI_ERROR_OUT_OF_MEMORY);
+			return inj_give_up("pthread_key_create", CUPTI_ERROR_OUT_OF_MEMORY), -1;
 		void *slots = mmap(NULL, sizeof(struct inj_thread) * INJ_THREAD_SLOTS,
 				   PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
 				   -1, 0);
@@ -1809,12 +1803,6 @@ static int inj_start(void)
 		}
 		inj.setup_done = 1;
 	}
-	/* The writer thread: every write(2) after this one happens there (or at exit). */
-	int werr = inj_writer_start();
-	if (werr)
-		inj_note(1, "no writer thread (pthread_create: %s): GPU records are written at exit "
-			 "only, and a thread's records beyond %u KiB are lost", strerror(werr),
-			 INJ_RING >> 10);
 	if (!csampler_gpu_inflight.magic[0]) {
 		struct gpu_inflight_table *ft = &csampler_gpu_inflight;
 		ft->version = GPU_PROTOCOL_VERSION;
@@ -1824,34 +1812,44 @@ static int inj_start(void)
 				 __ATOMIC_RELAXED);
 		memcpy(ft->magic, GPU_INFLIGHT_MAGIC, sizeof(ft->magic));
 	}
-	inj_set_state(INJ_ACTIVE);
+	return 0;
+}
 
-	/* 3. API and resource callbacks (none for the "activity only" floor). */
+/* Step 3: API and resource callbacks (none for the "activity only" floor). -1 when capture is
+ * off. */
+static int inj_enable_callbacks(int subscribe)
+{
+	CUptiResult r;
 	int callbacks = inj.floor != INJ_FLOOR_ACTIVITY;
 	for (size_t i = 0; i < sizeof(inj_runtime_cbids) / sizeof(inj_runtime_cbids[0]) &&
 			   callbacks && (subscribe & INJ_SUB_RUNTIME); i++)
 		if ((r = cuptiEnableCallback(1, inj.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
 					     inj_runtime_cbids[i])) != CUPTI_SUCCESS)
-			return inj_give_up("cuptiEnableCallback(runtime)", r);
+			return inj_give_up("cuptiEnableCallback(runtime)", r), -1;
 	for (size_t i = 0; i < sizeof(inj_driver_cbids) / sizeof(inj_driver_cbids[0]) &&
 			   callbacks && (subscribe & INJ_SUB_DRIVER); i++)
 		if ((r = cuptiEnableCallback(1, inj.subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
 					     inj_driver_cbids[i])) != CUPTI_SUCCESS)
-			return inj_give_up("cuptiEnableCallback(driver)", r);
+			return inj_give_up("cuptiEnableCallback(driver)", r), -1;
 	if (callbacks &&
 	    ((r = cuptiEnableCallback(1, inj.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
 				      CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED)) != CUPTI_SUCCESS ||
 	     (r = cuptiEnableCallback(1, inj.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
 				      CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED)) != CUPTI_SUCCESS))
-		return inj_give_up("cuptiEnableCallback(resource)", r);
+		return inj_give_up("cuptiEnableCallback(resource)", r), -1;
+	return 0;
+}
 
-	/* 4. Activity. Not RUNTIME/DRIVER: those kinds make CUPTI time and record every API call
-	 * of the program (cudaGetLastError, cudaEventRecord ... as well as launches), the larger
-	 * part of the in-target cost; the spans of the calls captured above are timed in inj_api
-	 * instead. */
+/* Step 4: activity. Not RUNTIME/DRIVER: those kinds make CUPTI time and record every API call
+ * of the program (cudaGetLastError, cudaEventRecord ... as well as launches), the larger part
+ * of the in-target cost; the spans of the calls captured above are timed in inj_api instead.
+ * -1 when capture is off. */
+static int inj_enable_activity(int latency)
+{
+	CUptiResult r;
 	if ((r = cuptiActivityRegisterCallbacks(inj_buffer_requested, inj_buffer_completed)) !=
 	    CUPTI_SUCCESS)
-		return inj_give_up("cuptiActivityRegisterCallbacks", r);
+		return inj_give_up("cuptiActivityRegisterCallbacks", r), -1;
 	static const struct { CUpti_ActivityKind kind; const char *name, *key; int needed; }
 	kinds[] = {
 		{ CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL", "kernel", 1 },
@@ -1870,7 +1868,7 @@ static int inj_start(void)
 		if (kinds[i].needed) {
 			char call[64];
 			snprintf(call, sizeof(call), "cuptiActivityEnable(%s)", kinds[i].name);
-			return inj_give_up(call, r);
+			return inj_give_up(call, r), -1;
 		}
 		inj_note(0, "cuptiActivityEnable(%s) failed: %s; those records are missing",
 			 kinds[i].name, inj_result_name(r));
@@ -1878,6 +1876,40 @@ static int inj_start(void)
 	if (latency && (r = cuptiActivityEnableLatencyTimestamps(1)) != CUPTI_SUCCESS)
 		inj_note(0, "cuptiActivityEnableLatencyTimestamps failed: %s; no launch-queue "
 			 "latency", inj_result_name(r));
+
+	return 0;
+}
+
+static int inj_start(void)
+{
+	const char *dir = inj_var("CSAMPLER_GPU_DIR");
+	if (!dir || !*dir)
+		return 1;   /* nobody asked for GPU records: stay out of the way */
+	inj.max_frames = (int)inj_env_long("CSAMPLER_GPU_STACK", 64, 0, GPU_MAX_FRAMES);
+	/* the unwinder's stack memo (fastunwind.c), on unless CSAMPLER_GPU_STACK_MEMO=0
+	 * (scripts/bench-gpu-launch.sh compares): the stacks are the same either way */
+	fu_set_stack_memo(inj_env_long("CSAMPLER_GPU_STACK_MEMO", 1, 0, 1) != 0);
+	inj.flush_ms = (unsigned)inj_env_long("CSAMPLER_GPU_FLUSH_MS", 3000, 1, 600000);
+	if (inj.max_frames > 0)
+		inj_py_init();
+	if (inj_open_output(dir))
+		return 1;   /* nowhere to say anything: the recorder reports the missing file */
+
+	cuptiGetVersion(&inj.cupti_version);
+	int subscribe, latency;
+	inj.floor = inj_launch_config(&subscribe, &latency);
+	inj_clock_init();
+	if (inj_subscribe() || inj_setup_once())
+		return 1;
+	/* The writer thread: every write(2) after this one happens there (or at exit). */
+	int werr = inj_writer_start();
+	if (werr)
+		inj_note(1, "no writer thread (pthread_create: %s): GPU records are written at exit "
+			 "only, and a thread's records beyond %u KiB are lost", strerror(werr),
+			 INJ_RING >> 10);
+	inj_set_state(INJ_ACTIVE);
+	if (inj_enable_callbacks(subscribe) || inj_enable_activity(latency))
+		return 1;
 
 	inj_write_info(GPU_STATUS_OK, CUPTI_SUCCESS);
 	if (!inj.hooks_set) {

@@ -6,7 +6,7 @@
 
 #include "base/cs.h"
 #include "format/datafile.h"
-#include "unwind/elfcache.h"
+#include "base/hash.h"
 #include "unwind/symbols.h"
 
 #include <string.h>
@@ -35,18 +35,18 @@ struct live_kern {
 struct live {
 	struct live_func *funcs;
 	size_t nfuncs, cap_funcs;
-	struct elfcache_hash funcs_by_key;
+	struct cs_hash funcs_by_key;
 	struct live_loc *locs;
 	size_t nlocs, cap_locs;
 	uint32_t **stacks;           /* by id: [n, loc ids...] */
 	size_t nstacks, cap_stacks;
 	struct live_count **counts;
 	size_t ncounts, cap_counts;
-	struct elfcache_hash counts_by_key;
+	struct cs_hash counts_by_key;
 	uint64_t samples, stamp;
 	struct live_kern *kernels;
 	size_t nkernels, cap_kernels;
-	struct elfcache_hash kernels_by_name;
+	struct cs_hash kernels_by_name;
 	uint64_t gpu_kernels, gpu_ns;
 };
 
@@ -91,9 +91,9 @@ void live_free(struct live *l)
 		free(l->counts[i]);
 	for (size_t i = 0; i < l->nkernels; i++)
 		free(l->kernels[i].name);
-	elfcache_hash_free(&l->funcs_by_key);
-	elfcache_hash_free(&l->counts_by_key);
-	elfcache_hash_free(&l->kernels_by_name);
+	cs_hash_free(&l->funcs_by_key);
+	cs_hash_free(&l->counts_by_key);
+	cs_hash_free(&l->kernels_by_name);
 	free(l->funcs);
 	free(l->locs);
 	free(l->stacks);
@@ -106,18 +106,18 @@ static uint32_t live_func_id(struct live *l, const char *name, const char *where
 {
 	struct live_func_key k = { name, where, python };
 	uint64_t h = cs_hash_bytes(name, strlen(name), python) ^ cs_hash_bytes(where, strlen(where), 7);
-	struct live_func *f = elfcache_hash_find(&l->funcs_by_key, h, live_func_eq, &k);
+	struct live_func *f = cs_hash_find(&l->funcs_by_key, h, live_func_eq, &k);
 	if (f)
 		return (uint32_t)(f - l->funcs);
 	/* funcs moves as it grows and the table keeps pointers: rebuilt after a move */
 	struct live_func *old = l->funcs;
 	cs_grow(&l->funcs, &l->cap_funcs, l->nfuncs + 1, sizeof(*l->funcs));
 	if (old != l->funcs && l->nfuncs) {
-		elfcache_hash_free(&l->funcs_by_key);
+		cs_hash_free(&l->funcs_by_key);
 		memset(&l->funcs_by_key, 0, sizeof(l->funcs_by_key));
 		for (size_t i = 0; i < l->nfuncs; i++) {
 			struct live_func *g = &l->funcs[i];
-			elfcache_hash_insert(&l->funcs_by_key,
+			cs_hash_insert(&l->funcs_by_key,
 					     cs_hash_bytes(g->name, strlen(g->name), g->python) ^
 						     cs_hash_bytes(g->where, strlen(g->where), 7),
 					     g);
@@ -125,7 +125,7 @@ static uint32_t live_func_id(struct live *l, const char *name, const char *where
 	}
 	f = &l->funcs[l->nfuncs++];
 	*f = (struct live_func){ .name = cs_strdup(name), .where = cs_strdup(where), .python = python };
-	elfcache_hash_insert(&l->funcs_by_key, h, f);
+	cs_hash_insert(&l->funcs_by_key, h, f);
 	return (uint32_t)(l->nfuncs - 1);
 }
 
@@ -169,13 +169,13 @@ void live_sample(struct live *l, uint32_t pid, uint32_t tid, uint32_t stack, uin
 	(void)pid;
 	uint64_t key = (uint64_t)tid << 32 | stack;
 	uint64_t h = cs_hash_u64(key);
-	struct live_count *c = elfcache_hash_find(&l->counts_by_key, h, live_count_eq, &key);
+	struct live_count *c = cs_hash_find(&l->counts_by_key, h, live_count_eq, &key);
 	if (!c) {
 		c = cs_calloc(1, sizeof(*c));
 		c->key = key;
 		cs_grow(&l->counts, &l->cap_counts, l->ncounts + 1, sizeof(*l->counts));
 		l->counts[l->ncounts++] = c;
-		elfcache_hash_insert(&l->counts_by_key, h, c);
+		cs_hash_insert(&l->counts_by_key, h, c);
 	}
 	c->count += weight;
 	l->samples += weight;
@@ -187,22 +187,22 @@ void live_gpu_activity(struct live *l, const struct df_gpu_activity *a, const ch
 		return;
 	const char *n = name && *name ? name : "[unnamed kernel]";
 	uint64_t h = cs_hash_bytes(n, strlen(n), 0);
-	struct live_kern *k = elfcache_hash_find(&l->kernels_by_name, h, live_kern_eq, n);
+	struct live_kern *k = cs_hash_find(&l->kernels_by_name, h, live_kern_eq, n);
 	if (!k) {
 		struct live_kern *old = l->kernels;
 		cs_grow(&l->kernels, &l->cap_kernels, l->nkernels + 1, sizeof(*l->kernels));
 		if (old != l->kernels) {
-			elfcache_hash_free(&l->kernels_by_name);
+			cs_hash_free(&l->kernels_by_name);
 			memset(&l->kernels_by_name, 0, sizeof(l->kernels_by_name));
 			for (size_t i = 0; i < l->nkernels; i++)
-				elfcache_hash_insert(&l->kernels_by_name,
+				cs_hash_insert(&l->kernels_by_name,
 						     cs_hash_bytes(l->kernels[i].name,
 								   strlen(l->kernels[i].name), 0),
 						     &l->kernels[i]);
 		}
 		k = &l->kernels[l->nkernels++];
 		*k = (struct live_kern){ .name = cs_strdup(n) };
-		elfcache_hash_insert(&l->kernels_by_name, h, k);
+		cs_hash_insert(&l->kernels_by_name, h, k);
 	}
 	uint64_t d = a->end > a->start ? a->end - a->start : 0;
 	k->count++;

@@ -21,15 +21,6 @@
 #include "base/hash.h"
 #include "unwind/unwind.h"
 
-/* The context's tables are base/hash.h's cs_hash. These names stay for the unwind modules that
- * still use them (python.c) until they say cs_hash themselves. */
-#define elfcache_hash cs_hash
-#define elfcache_hash_eq cs_hash_eq
-#define elfcache_hash_find cs_hash_find
-#define elfcache_hash_insert cs_hash_insert
-#define elfcache_hash_remove cs_hash_remove
-#define elfcache_hash_free cs_hash_free
-
 struct elf_load {            /* one PT_LOAD program header */
 	uint64_t offset, vaddr, filesz, memsz, align;
 	uint32_t flags;          /* PF_* */

@@ -323,7 +323,7 @@ struct py_proc {
 	uint64_t runtime, code_type, unicode_type; /* addresses in the target */
 	uint64_t none;                 /* Py_None in the target, 0 when unknown */
 	struct { uint32_t tid; uint64_t tstate; } tcache[PY_TCACHE];
-	struct elfcache_hash codes;    /* address -> struct py_code */
+	struct cs_hash codes;    /* address -> struct py_code */
 	struct py_stats *stats;        /* the context's */
 };
 
@@ -342,10 +342,10 @@ struct py_raw_frame {
 struct py_state {
 	struct py_module_info *mods;
 	size_t nmods;
-	struct elfcache_hash procs;
+	struct cs_hash procs;
 	struct py_frame_rec *frames;   /* by id */
 	size_t nframes, cap_frames;
-	struct elfcache_hash frame_ids;/* (name, file, line) -> id + 1 */
+	struct cs_hash frame_ids;/* (name, file, line) -> id + 1 */
 	uint32_t module;               /* "[python]" */
 	uint32_t warned_version;       /* last unsupported version warned about */
 	uint32_t marker_id;            /* "[Python frames not read]" + 1, 0 until needed */
@@ -682,12 +682,12 @@ static struct py_code *py_code_from(struct unwind_ctx *ctx, struct py_proc *p, u
 
 	if (py_u64(buf, L->ob_type) != p->code_type)
 		return NULL;
-	struct py_code *c = elfcache_hash_find(&p->codes, cs_hash_u64(addr), py_code_eq, &addr);
+	struct py_code *c = cs_hash_find(&p->codes, cs_hash_u64(addr), py_code_eq, &addr);
 	if (c && py_code_same(p, c, buf))
 		return c;
 	if (c) {
 		/* Freed and reused for another code object. */
-		elfcache_hash_remove(&p->codes, cs_hash_u64(addr), py_code_eq, &addr);
+		cs_hash_remove(&p->codes, cs_hash_u64(addr), py_code_eq, &addr);
 		py_code_free(c);
 	}
 	uint64_t qualname = py_u64(buf, L->code_qualname), filename = py_u64(buf, L->code_filename);
@@ -719,7 +719,7 @@ static struct py_code *py_code_from(struct unwind_ctx *ctx, struct py_proc *p, u
 			c->table = NULL;
 		}
 	}
-	elfcache_hash_insert(&p->codes, cs_hash_u64(addr), c);
+	cs_hash_insert(&p->codes, cs_hash_u64(addr), c);
 	return c;
 }
 
@@ -753,7 +753,7 @@ static void py_codes_check(struct unwind_ctx *ctx, struct py_state *st, struct p
 			struct py_code *c;
 			if (!a || a & 7 || a >= (1ull << 47))
 				continue;
-			c = elfcache_hash_find(&p->codes, cs_hash_u64(a), py_code_eq, &a);
+			c = cs_hash_find(&p->codes, cs_hash_u64(a), py_code_eq, &a);
 			if (c && c->checked == st->stamp)
 				continue;
 			bool dup = false;
@@ -810,13 +810,13 @@ static uint32_t py_frame_id(struct py_state *st, const char *name, const char *f
 {
 	struct py_frame_key key = { st, name, file, line };
 	uint64_t h = py_frame_hash(name, file, line);
-	uintptr_t idx = (uintptr_t)elfcache_hash_find(&st->frame_ids, h, py_frame_eq, &key);
+	uintptr_t idx = (uintptr_t)cs_hash_find(&st->frame_ids, h, py_frame_eq, &key);
 
 	if (idx)
 		return (uint32_t)idx - 1;
 	cs_grow(&st->frames, &st->cap_frames, st->nframes + 1, sizeof(st->frames[0]));
 	st->frames[st->nframes++] = (struct py_frame_rec){ name, file, line };
-	elfcache_hash_insert(&st->frame_ids, h, (void *)(uintptr_t)st->nframes);
+	cs_hash_insert(&st->frame_ids, h, (void *)(uintptr_t)st->nframes);
 	return (uint32_t)st->nframes - 1;
 }
 
@@ -893,7 +893,7 @@ static void py_proc_free(struct py_proc *p)
 {
 	for (size_t i = 0; i < p->codes.cap; i++)
 		py_code_free(p->codes.slots[i].item);
-	elfcache_hash_free(&p->codes);
+	cs_hash_free(&p->codes);
 	free(p);
 }
 
@@ -927,14 +927,14 @@ static bool py_module_bias(struct unwind_module_priv *m, uint32_t pid, uint64_t 
 static struct py_proc *py_proc_get(struct unwind_ctx *ctx, struct py_state *st, uint32_t pid,
 				   uint32_t module, const struct py_module_info *mi)
 {
-	struct py_proc *p = elfcache_hash_find(&st->procs, cs_hash_u64(pid), py_proc_eq, &pid);
+	struct py_proc *p = cs_hash_find(&st->procs, cs_hash_u64(pid), py_proc_eq, &pid);
 
 	if (p)
 		return p;
 	p = cs_calloc(1, sizeof(*p));
 	p->pid = pid;
 	p->stats = &st->stats;
-	elfcache_hash_insert(&st->procs, cs_hash_u64(pid), p);
+	cs_hash_insert(&st->procs, cs_hash_u64(pid), p);
 	uint32_t version = st->version_override >= 0 ? (uint32_t)st->version_override : mi->version;
 	uint64_t bias;
 	if (!py_module_bias(ctx->modules[module], pid, &bias)) {
@@ -987,7 +987,7 @@ void py_forget(struct unwind_ctx *ctx, uint32_t pid)
 	struct py_state *st = ctx->python;
 	struct py_proc *p;
 
-	if (st && (p = elfcache_hash_remove(&st->procs, cs_hash_u64(pid), py_proc_eq, &pid)))
+	if (st && (p = cs_hash_remove(&st->procs, cs_hash_u64(pid), py_proc_eq, &pid)))
 		py_proc_free(p);
 }
 
@@ -1130,7 +1130,7 @@ static bool py_name_frames(struct unwind_ctx *ctx, struct py_state *st, struct p
 		const struct py_raw_frame *f = &st->raw[i];
 		if (!f->code)
 			continue;
-		struct py_code *c = elfcache_hash_find(&p->codes, cs_hash_u64(f->code), py_code_eq,
+		struct py_code *c = cs_hash_find(&p->codes, cs_hash_u64(f->code), py_code_eq,
 						       &f->code);
 		if (!c || c->checked != st->stamp) {
 			st->ids[i] = PY_ID_UNREAD;
@@ -1442,7 +1442,7 @@ static void py_check_outer(struct py_state *st, struct py_proc *p, const struct 
 		    st->ids[f] == PY_ID_UNREAD)
 			continue;
 		uint64_t code = st->raw[f].code;
-		struct py_code *c = elfcache_hash_find(&p->codes, cs_hash_u64(code), py_code_eq, &code);
+		struct py_code *c = cs_hash_find(&p->codes, cs_hash_u64(code), py_code_eq, &code);
 		uint64_t lo = k ? locs[acts[k - 1]].sp : s->addr, hi = py_act_cfa(locs, n, acts[k]);
 		if (!c || !c->ncode || !hi || lo < s->addr || hi <= lo)
 			continue;
@@ -1658,7 +1658,7 @@ static int py_runs_anchored(struct unwind_ctx *ctx, struct py_state *st, struct 
 		 * still being set up (before its RESUME: a callback from C being entered) runs
 		 * that function: shown at its first line rather than left native */
 		uint64_t code = st->raw[start[0]].code;
-		struct py_code *c = elfcache_hash_find(&p->codes, cs_hash_u64(code), py_code_eq, &code);
+		struct py_code *c = cs_hash_find(&p->codes, cs_hash_u64(code), py_code_eq, &code);
 		if (c && c->checked == st->stamp) {
 			st->ids[start[0]] = py_frame_id(st, c->name, c->file, c->first_line);
 			st->stats.entering++;
@@ -2117,8 +2117,8 @@ static void py_release(struct unwind_ctx *ctx)
 	for (size_t i = 0; i < st->procs.cap; i++)
 		if (st->procs.slots[i].item)
 			py_proc_free(st->procs.slots[i].item);
-	elfcache_hash_free(&st->procs);
-	elfcache_hash_free(&st->frame_ids);
+	cs_hash_free(&st->procs);
+	cs_hash_free(&st->frame_ids);
 	free(st->frames);
 	free(st->mods);
 	free(st->ids);

@@ -96,7 +96,10 @@ for v in debian-3.11 3.11 3.12 3.13; do
 	check_deep "$v" perf "$PY" "" $lim
 	check_deep "$v" ptrace "$PY" "" $ptlim
 	check_deep "$v" perf "$PY" threads $lim
-	check_deep "$v" ptrace "$PY" threads $ptlim
+	# Four threads on two CPUs under ptrace: which thread holds the GIL when the tracer stops
+	# them all moves the split by up to ~2.5 points on a loaded machine (a CI run read
+	# 24.4/24.2/24.2/27.2 on 3.12), with nothing lost or misplaced: 3 points there.
+	check_deep "$v" ptrace "$PY" threads ${ptlim% *} 3
 done
 [ "$ran" = 1 ] || skip "python-deep: no CPython 3.11-3.13 with ctypes here"
 finish
