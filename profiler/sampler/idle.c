@@ -96,12 +96,17 @@ void sampler_idle_flush(struct sampler_idle_thread *th, struct sampler_idle_sink
 	pthread_mutex_unlock(sink->lock);
 }
 
-/* Deliver the pending sample with the periods it is owed from a gap before the poller came. */
-static void sampler_idle_flush_late(struct sampler_idle_thread *th, struct sampler_idle_sink *sink,
-				    uint32_t gap_before)
+/* the first half of a tick's gap, the state seen last's expected share where the thread moved */
+static uint32_t sampler_idle_gap_before(uint32_t periods)
+{
+	return periods > 1 ? (periods - 1) / 2 : 0;
+}
+
+void sampler_idle_flush_late(struct sampler_idle_thread *th, struct sampler_idle_sink *sink,
+			     uint32_t periods)
 {
 	if (th->weight)
-		th->weight += gap_before;
+		th->weight += sampler_idle_gap_before(periods);
 	sampler_idle_flush(th, sink);
 }
 
@@ -122,11 +127,9 @@ void sampler_idle_sample(struct sampler_idle_thread *th, struct sampler_idle_sin
 {
 	long nr, nr2;
 	uint64_t sp, pc, sp2, pc2;
-	/* the gap's first half, for the state seen last where the thread moved since */
-	uint32_t gap_before = periods > 1 ? (periods - 1) / 2 : 0;
 	int ret = sampler_proc_syscall_fd(th->syscall_fd, &nr, &sp, &pc);
 	if (ret) {
-		sampler_idle_flush_late(th, sink, gap_before); /* running (sampled on the CPU), or gone */
+		sampler_idle_flush_late(th, sink, periods); /* running (sampled on the CPU), or gone */
 		th->armed = false;
 		return;
 	}
@@ -142,7 +145,7 @@ void sampler_idle_sample(struct sampler_idle_thread *th, struct sampler_idle_sin
 			sampler_idle_flush(th, sink); /* the copy stays armed for the next piece */
 		return;
 	}
-	sampler_idle_flush_late(th, sink, gap_before);
+	sampler_idle_flush_late(th, sink, periods);
 	th->armed = false;
 	char state = sampler_proc_thread_state(th->pid, th->tid, NULL);
 	if (!state || state == 'R' || state == 'Z' || state == 'X')
@@ -159,7 +162,7 @@ void sampler_idle_sample(struct sampler_idle_thread *th, struct sampler_idle_sin
 	sink->taken++;
 	sink->copies++;
 	th->armed = true;
-	th->weight = periods - gap_before;
+	th->weight = periods - sampler_idle_gap_before(periods);
 	th->state = state;
 	th->raw_nr = nr;
 	th->nr = sampler_idle_call(th, nr, sp, pc);
