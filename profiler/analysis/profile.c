@@ -964,10 +964,8 @@ int profile_load_mem(const void *buf, size_t len, const char *name, struct profi
 	return profile_load_from(name, buf ? buf : "", len, out);
 }
 
-void profile_free(struct profile *p)
+void profile_release(struct profile *p)
 {
-	if (!p)
-		return;
 	for (size_t i = 0; i < p->nheader; i++) {
 		free((char *)p->header[i].key);
 		free((char *)p->header[i].value);
@@ -994,6 +992,13 @@ void profile_free(struct profile *p)
 	free(p->filtered.step);
 	free(p->filtered.steps);
 	free(p->filtered.step_windows);
+}
+
+void profile_free(struct profile *p)
+{
+	if (!p)
+		return;
+	profile_release(p);
 	free(p);
 }
 
