@@ -293,13 +293,13 @@ struct rs_rank {
 static int cmp_rank(const void *x, const void *y)
 {
 	const struct rs_rank *a = x, *b = y;
-	return a->rank < b->rank ? -1 : a->rank > b->rank;
+	return CS_CMP(a->rank, b->rank);
 }
 
 static int cmp_double(const void *x, const void *y)
 {
 	double a = *(const double *)x, b = *(const double *)y;
-	return a < b ? -1 : a > b;
+	return CS_CMP(a, b);
 }
 
 /* Nearest-rank median (the lower one of an even count). */
@@ -332,9 +332,7 @@ struct rs_ranks {
 static int cmp_fn_excess(const void *x, const void *y)
 {
 	const struct rs_fn *a = x, *b = y;
-	if (a->excess_ns != b->excess_ns)
-		return a->excess_ns > b->excess_ns ? -1 : 1;
-	return a->name < b->name ? -1 : a->name > b->name;
+	return CS_CMP(b->excess_ns, a->excess_ns) ?: CS_CMP(a->name, b->name);
 }
 
 static size_t rs_rank_index(const struct rs_rank *r, size_t n, int32_t rank)
@@ -404,9 +402,7 @@ struct rs_triple {
 static int cmp_triple(const void *x, const void *y)
 {
 	const struct rs_triple *a = x, *b = y;
-	if (a->rank != b->rank)
-		return a->rank < b->rank ? -1 : 1;
-	return a->stack < b->stack ? -1 : a->stack > b->stack;
+	return CS_CMP(a->rank, b->rank) ?: CS_CMP(a->stack, b->stack);
 }
 
 static size_t rs_excess(const struct profile *p, const struct rs_rank *rk, size_t nr, size_t s,
