@@ -130,6 +130,53 @@ void json_raw(struct json_writer *w, const char *key, const char *json)
 	fputs(json, w->f);
 }
 
+void json_fields(struct json_writer *w, const void *row, const struct json_field *fields,
+		 size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct json_field *f = &fields[i];
+		const void *v = (const char *)row + f->offset;
+		switch (f->kind) {
+		case JSON_KIND_U32:
+			json_u64(w, f->key, *(const uint32_t *)v);
+			break;
+		case JSON_KIND_U64:
+			json_u64(w, f->key, *(const uint64_t *)v);
+			break;
+		case JSON_KIND_I32:
+			json_i64(w, f->key, *(const int32_t *)v);
+			break;
+		case JSON_KIND_I64:
+			json_i64(w, f->key, *(const int64_t *)v);
+			break;
+		case JSON_KIND_BOOL:
+			json_bool(w, f->key, *(const bool *)v);
+			break;
+		case JSON_KIND_STR:
+			json_str(w, f->key, *(const char *const *)v);
+			break;
+		case JSON_KIND_DOUBLE:
+			json_double(w, f->key, *(const double *)v, (int)f->arg);
+			break;
+		case JSON_KIND_FLAG:
+			json_bool(w, f->key, *(const uint32_t *)v & f->arg);
+			break;
+		}
+	}
+}
+
+void json_rows(struct json_writer *w, const char *key, unsigned layout, const void *rows,
+	       size_t n, size_t size, const struct json_field *fields, size_t nfields)
+{
+	json_array(w, key, layout);
+	for (size_t i = 0; i < n; i++) {
+		json_object(w, NULL, JSON_INLINE);
+		json_fields(w, (const char *)rows + i * size, fields, nfields);
+		json_end(w);
+	}
+	json_end(w);
+}
+
 size_t json_utf8_len(const unsigned char *s)
 {
 	uint32_t cp;
