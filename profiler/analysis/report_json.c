@@ -23,13 +23,12 @@ static const struct json_field report_json_library_counts[] = {
 	JSON_FIELD_FLAG(struct stacks_library, flags, "no_debuginfo", PROFILE_MODULE_NO_DEBUGINFO),
 };
 
-static void report_json_library(struct json_writer *w, const struct stacks_library *l)
+static void report_json_library(struct json_writer *w, const void *row, const void *arg)
 {
-	json_object(w, NULL, JSON_INLINE);
+	const struct stacks_library *l = row;
 	json_str(w, "path", l->path);
 	json_str(w, "name", report_library_name(l->path));
 	JSON_FIELDS(w, l, report_json_library_counts);
-	json_end(w);
 }
 
 static void report_json_line(struct json_writer *w, uint32_t line)
@@ -61,24 +60,30 @@ static void report_json_shares(struct json_writer *w, uint64_t self, uint64_t to
 	json_double(w, "total_pct", report_pct(total, samples), 2);
 }
 
-static void report_json_functions(struct json_writer *w, const struct stacks_report *r,
-				  const struct report_opts *o)
+/* A row of the function table; arg: the report. */
+static void report_json_function(struct json_writer *w, const void *row, const void *arg)
 {
-	size_t rows = report_rows(r->nfunctions, o);
+	const struct stacks_function *fn = row;
+	const struct stacks_report *r = arg;
+	JSON_FIELDS(w, fn, report_json_function_names);
+	report_json_shares(w, fn->self, fn->total, r->samples);
+	JSON_FIELDS(w, fn, report_json_function_kinds);
+	report_json_line(w, fn->hot_line);
+	json_u64(w, "line_samples", fn->hot_samples);
+}
 
-	json_array(w, "functions", REPORT_JSON_TABLE);
-	for (size_t i = 0; i < rows; i++) {
-		const struct stacks_function *fn = &r->functions[i];
-		json_object(w, NULL, JSON_INLINE);
-		JSON_FIELDS(w, fn, report_json_function_names);
-		report_json_shares(w, fn->self, fn->total, r->samples);
-		JSON_FIELDS(w, fn, report_json_function_kinds);
-		report_json_line(w, fn->hot_line);
-		json_u64(w, "line_samples", fn->hot_samples);
-		json_end(w);
-	}
-	json_end(w);
-	json_break(w);
+/* A row of the Python function table; arg: the report. */
+static void report_json_python_function(struct json_writer *w, const void *row, const void *arg)
+{
+	const struct stacks_function *fn = row;
+	const struct stacks_report *r = arg;
+	json_str(w, "name", fn->name);
+	json_str(w, "file", fn->hot_file);
+	report_json_line(w, fn->hot_line);
+	json_u64(w, "self", fn->python_self);
+	json_u64(w, "total", fn->total);
+	report_json_shares(w, fn->python_self, fn->total, r->samples);
+	json_u64(w, "line_samples", fn->hot_samples);
 }
 
 /* "python": the Python function table (see report_text_python), null without Python frames. */
@@ -92,23 +97,10 @@ static void report_json_python(struct json_writer *w, const struct stacks_report
 	}
 	struct stacks_function *fns;
 	size_t n = stacks_python_functions(r, o->sort, &fns);
-	size_t rows = report_rows(n, o);
 	json_object(w, "python", JSON_INLINE);
 	json_u64(w, "samples", r->python_samples);
-	json_array(w, "functions", REPORT_JSON_TABLE);
-	for (size_t i = 0; i < rows; i++) {
-		const struct stacks_function *fn = &fns[i];
-		json_object(w, NULL, JSON_INLINE);
-		json_str(w, "name", fn->name);
-		json_str(w, "file", fn->hot_file);
-		report_json_line(w, fn->hot_line);
-		json_u64(w, "self", fn->python_self);
-		json_u64(w, "total", fn->total);
-		report_json_shares(w, fn->python_self, fn->total, r->samples);
-		json_u64(w, "line_samples", fn->hot_samples);
-		json_end(w);
-	}
-	json_end(w);
+	JSON_ROWS_EACH(w, "functions", REPORT_JSON_TABLE, fns, report_rows(n, o),
+		       report_json_python_function, r);
 	json_end(w);
 	json_break(w);
 	free(fns);
@@ -119,36 +111,34 @@ static const struct json_field report_json_thread_fields[] = {
 	JSON_FIELD(struct stacks_thread, comm), JSON_FIELD(struct stacks_thread, samples),
 };
 
+/* A row of the process table; arg: the profile. */
+static void report_json_process(struct json_writer *w, const void *row, const void *arg)
+{
+	const struct stacks_process *pr = row;
+	const struct profile *p = arg;
+	const struct profile_process *pp = profile_process_of(p, pr->pid);
+	json_u64(w, "pid", pr->pid);
+	json_str(w, "comm", pr->comm);
+	json_u64(w, "samples", pr->samples);
+	if (pp && pp->rank >= 0) /* the recording's rank (merged files: per process) */
+		json_i64(w, "rank", pp->rank);
+	else
+		json_null(w, "rank");
+	json_str(w, "host", pp && pp->host ? profile_str(p, pp->host) : NULL);
+	json_u64(w, "orig_pid", pp ? pp->orig_pid : pr->pid);
+}
+
 static void report_json_breakdowns(struct json_writer *w, const struct profile *p,
 				   const struct stacks_report *r)
 {
-	json_array(w, "processes", REPORT_JSON_TABLE);
-	for (size_t i = 0; i < r->nprocesses; i++) {
-		const struct stacks_process *pr = &r->processes[i];
-		const struct profile_process *pp = profile_process_of(p, pr->pid);
-		json_object(w, NULL, JSON_INLINE);
-		json_u64(w, "pid", pr->pid);
-		json_str(w, "comm", pr->comm);
-		json_u64(w, "samples", pr->samples);
-		if (pp && pp->rank >= 0) /* the recording's rank (merged files: per process) */
-			json_i64(w, "rank", pp->rank);
-		else
-			json_null(w, "rank");
-		json_str(w, "host", pp && pp->host ? profile_str(p, pp->host) : NULL);
-		json_u64(w, "orig_pid", pp ? pp->orig_pid : pr->pid);
-		json_end(w);
-	}
-	json_end(w);
+	JSON_ROWS_EACH(w, "processes", REPORT_JSON_TABLE, r->processes, r->nprocesses,
+		       report_json_process, p);
 	json_break(w);
-
 	JSON_ROWS_OF(w, "threads", REPORT_JSON_TABLE, r->threads, r->nthreads,
 		     report_json_thread_fields);
 	json_break(w);
-
-	json_array(w, "libraries", REPORT_JSON_TABLE);
-	for (size_t i = 0; i < r->nlibraries; i++)
-		report_json_library(w, &r->libraries[i]);
-	json_end(w);
+	JSON_ROWS_EACH(w, "libraries", REPORT_JSON_TABLE, r->libraries, r->nlibraries,
+		       report_json_library, NULL);
 	json_break(w);
 }
 
@@ -210,10 +200,7 @@ static void report_json_unwind(struct json_writer *w, const struct stacks_report
 		json_null(w, "frames");
 	}
 	json_break(w);
-	json_array(w, "lacking", JSON_ROWS);
-	for (size_t i = 0; i < u->nlacking; i++)
-		report_json_library(w, &u->lacking[i]);
-	json_end(w);
+	JSON_ROWS_EACH(w, "lacking", JSON_ROWS, u->lacking, u->nlacking, report_json_library, NULL);
 	json_break(w);
 	JSON_ROWS_OF(w, "stops", JSON_ROWS, u->stops, u->nstops, report_json_stop_fields);
 	json_end(w);
@@ -243,23 +230,17 @@ static const struct json_field report_json_util_times[] = {
 	JSON_FIELD_DOUBLE(struct gpu_util, percent, 4),
 };
 
-static void report_json_utils(struct json_writer *w, const char *key, const struct gpu_util *u,
-			      size_t n)
+/* A row of the device or stream utilisation table (a device's row has no stream). */
+static void report_json_util(struct json_writer *w, const void *row, const void *arg)
 {
-	json_array(w, key, REPORT_JSON_TABLE);
-	for (size_t i = 0; i < n; i++, u++) {
-		json_object(w, NULL, JSON_INLINE);
-		json_u64(w, "pid", u->pid);
-		json_u64(w, "device", u->device);
-		if (u->stream != GPU_ALL_STREAMS) {
-			json_u64(w, "context", u->context);
-			json_u64(w, "stream", u->stream);
-		}
-		JSON_FIELDS(w, u, report_json_util_times);
-		json_end(w);
+	const struct gpu_util *u = row;
+	json_u64(w, "pid", u->pid);
+	json_u64(w, "device", u->device);
+	if (u->stream != GPU_ALL_STREAMS) {
+		json_u64(w, "context", u->context);
+		json_u64(w, "stream", u->stream);
 	}
-	json_end(w);
-	json_break(w);
+	JSON_FIELDS(w, u, report_json_util_times);
 }
 
 static const struct json_field report_json_idle_totals[] = {
@@ -274,11 +255,24 @@ static const struct json_field report_json_idle_stack_shares[] = {
 	JSON_FIELD_DOUBLE(struct gpu_idle_stack, percent, 4),
 };
 
+/* A row of the idle stacks; arg: the profile. */
+static void report_json_idle_stack(struct json_writer *w, const void *row, const void *arg)
+{
+	const struct gpu_idle_stack *st = row;
+	const struct profile *p = arg;
+	char py[256];
+	json_u64(w, "pid", st->pid);
+	json_str(w, "class", gpu_idle_class_name(st->cls));
+	JSON_FIELDS(w, st, report_json_idle_stack_shares);
+	json_str(w, "leaf", gpu_idle_leaf(p, st->stack, py, sizeof(py)));
+	json_str(w, "python", py);
+	report_json_path(w, "stack", p, st->stack);
+}
+
 static void report_json_gpu_idle(struct json_writer *w, const struct profile *p,
 				 const struct gpu_analysis *g, const struct report_opts *o)
 {
 	const struct gpu_idle *d = &g->idle;
-	char py[256];
 	json_object(w, "idle", JSON_INLINE);
 	JSON_FIELDS(w, d, report_json_idle_totals);
 	json_object(w, "classes", JSON_INLINE);
@@ -290,20 +284,8 @@ static void report_json_gpu_idle(struct json_writer *w, const struct profile *p,
 	}
 	json_end(w);
 	json_break(w);
-	json_array(w, "stacks", JSON_ROWS);
-	size_t rows = report_rows(d->nstacks, o);
-	for (size_t i = 0; i < rows; i++) {
-		const struct gpu_idle_stack *st = &d->stacks[i];
-		json_object(w, NULL, JSON_INLINE);
-		json_u64(w, "pid", st->pid);
-		json_str(w, "class", gpu_idle_class_name(st->cls));
-		JSON_FIELDS(w, st, report_json_idle_stack_shares);
-		json_str(w, "leaf", gpu_idle_leaf(p, st->stack, py, sizeof(py)));
-		json_str(w, "python", py);
-		report_json_path(w, "stack", p, st->stack);
-		json_end(w);
-	}
-	json_end(w);
+	JSON_ROWS_EACH(w, "stacks", JSON_ROWS, d->stacks, report_rows(d->nstacks, o),
+		       report_json_idle_stack, p);
 	json_end(w);
 }
 
@@ -321,6 +303,13 @@ static const struct json_field report_json_copy_fields[] = {
 	JSON_FIELD_DOUBLE(struct gpu_copy_stat, gb_per_s, 6),
 };
 
+static void report_json_copy(struct json_writer *w, const void *row, const void *arg)
+{
+	const struct gpu_copy_stat *c = row;
+	json_str(w, "kind", profile_gpu_kind_name(c->kind));
+	JSON_FIELDS(w, c, report_json_copy_fields);
+}
+
 static void report_json_gpu_tables(struct json_writer *w, const struct gpu_analysis *g,
 				   const struct report_opts *o)
 {
@@ -328,18 +317,15 @@ static void report_json_gpu_tables(struct json_writer *w, const struct gpu_analy
 	JSON_ROWS_OF(w, "kernels", REPORT_JSON_TABLE, g->kernels_by_time, rows,
 		     report_json_kernel_fields);
 	json_break(w);
-	json_array(w, "copies", REPORT_JSON_TABLE);
-	for (size_t i = 0; i < g->ncopies; i++) {
-		const struct gpu_copy_stat *c = &g->copies[i];
-		json_object(w, NULL, JSON_INLINE);
-		json_str(w, "kind", profile_gpu_kind_name(c->kind));
-		JSON_FIELDS(w, c, report_json_copy_fields);
-		json_end(w);
-	}
-	json_end(w);
+	JSON_ROWS_EACH(w, "copies", REPORT_JSON_TABLE, g->copies, g->ncopies, report_json_copy,
+		       NULL);
 	json_break(w);
-	report_json_utils(w, "devices", g->devices, g->ndevices);
-	report_json_utils(w, "streams", g->streams, g->nstreams);
+	JSON_ROWS_EACH(w, "devices", REPORT_JSON_TABLE, g->devices, g->ndevices, report_json_util,
+		       NULL);
+	json_break(w);
+	JSON_ROWS_EACH(w, "streams", REPORT_JSON_TABLE, g->streams, g->nstreams, report_json_util,
+		       NULL);
+	json_break(w);
 }
 
 static const struct json_field report_json_sync_thread_fields[] = {
@@ -381,6 +367,14 @@ static const struct json_field report_json_waiter_fields[] = {
 	JSON_FIELD(struct gpu_waiter, from_queued),
 };
 
+/* A row of the longest launch-queue waits; arg: the profile. */
+static void report_json_waiter(struct json_writer *w, const void *row, const void *arg)
+{
+	const struct gpu_waiter *wt = row;
+	JSON_FIELDS(w, wt, report_json_waiter_fields);
+	report_json_path(w, "stack", arg, wt->stack);
+}
+
 static void report_json_gpu_latency(struct json_writer *w, const struct profile *p,
 				    const struct gpu_analysis *g)
 {
@@ -389,15 +383,7 @@ static void report_json_gpu_latency(struct json_writer *w, const struct profile 
 	JSON_FIELDS(w, L, report_json_latency_totals);
 	json_u64(w, "avg_ns", L->count ? L->total_ns / L->count : 0);
 	JSON_FIELDS(w, L, report_json_latency_spread);
-	json_array(w, "longest", JSON_ROWS);
-	for (size_t i = 0; i < L->ntop; i++) {
-		const struct gpu_waiter *wt = &L->top[i];
-		json_object(w, NULL, JSON_INLINE);
-		JSON_FIELDS(w, wt, report_json_waiter_fields);
-		report_json_path(w, "stack", p, wt->stack);
-		json_end(w);
-	}
-	json_end(w);
+	JSON_ROWS_EACH(w, "longest", JSON_ROWS, L->top, L->ntop, report_json_waiter, p);
 	json_end(w);
 	json_break(w);
 }
@@ -413,19 +399,19 @@ static const struct json_field report_json_range_fields[] = {
 	JSON_FIELD(struct gpu_range, max_ns), JSON_FIELD(struct gpu_range, marks),
 };
 
+/* A row of the launch sites; arg: the profile. */
+static void report_json_site(struct json_writer *w, const void *row, const void *arg)
+{
+	const struct gpu_site *s = row;
+	JSON_FIELDS(w, s, report_json_site_fields);
+	report_json_path(w, "stack", arg, s->stack);
+}
+
 static void report_json_gpu_sites(struct json_writer *w, const struct profile *p,
 				  const struct gpu_analysis *g, const struct report_opts *o)
 {
-	size_t rows = report_rows(g->nsites, o);
-	json_array(w, "launch_sites", JSON_ROWS);
-	for (size_t i = 0; i < rows; i++) {
-		const struct gpu_site *s = &g->sites[i];
-		json_object(w, NULL, JSON_INLINE);
-		JSON_FIELDS(w, s, report_json_site_fields);
-		report_json_path(w, "stack", p, s->stack);
-		json_end(w);
-	}
-	json_end(w);
+	JSON_ROWS_EACH(w, "launch_sites", JSON_ROWS, g->sites, report_rows(g->nsites, o),
+		       report_json_site, p);
 	json_break(w);
 
 	JSON_ROWS_OF(w, "nvtx", JSON_ROWS, g->ranges, g->nranges, report_json_range_fields);
@@ -461,28 +447,21 @@ static const struct json_field report_json_verdict_fields[] = {
 	JSON_FIELD(struct gpu_verdict, idle_ns),
 };
 
-static void report_json_gpu_verdicts(struct json_writer *w, const struct profile *p,
-				     const struct gpu_analysis *g)
+/* A row of the verdicts, one a process; arg: the profile. */
+static void report_json_verdict(struct json_writer *w, const void *row, const void *arg)
 {
-	json_array(w, "verdicts", JSON_ROWS);
-	for (size_t i = 0; i < g->nverdicts; i++) {
-		const struct gpu_verdict *v = &g->verdicts[i];
-		json_object(w, NULL, JSON_INLINE);
-		json_u64(w, "pid", v->pid);
-		json_str(w, "comm", v->comm);
-		json_str(w, "bound", gpu_bound_name(v->bound));
-		JSON_FIELDS(w, v, report_json_verdict_fields);
-		report_json_gpu_cause(w, p, v);
-		json_object(w, "thresholds", JSON_INLINE);
-		json_double(w, "util_pct", GPU_BOUND_UTIL_PCT, 1);
-		json_double(w, "sync_pct", GPU_BOUND_SYNC_PCT, 1);
-		json_i64(w, "idle_min_samples", GPU_IDLE_MIN_SAMPLES);
-		json_double(w, "cause_pct", GPU_IDLE_CAUSE_PCT, 1);
-		json_end(w);
-		json_end(w);
-	}
+	const struct gpu_verdict *v = row;
+	json_u64(w, "pid", v->pid);
+	json_str(w, "comm", v->comm);
+	json_str(w, "bound", gpu_bound_name(v->bound));
+	JSON_FIELDS(w, v, report_json_verdict_fields);
+	report_json_gpu_cause(w, arg, v);
+	json_object(w, "thresholds", JSON_INLINE);
+	json_double(w, "util_pct", GPU_BOUND_UTIL_PCT, 1);
+	json_double(w, "sync_pct", GPU_BOUND_SYNC_PCT, 1);
+	json_i64(w, "idle_min_samples", GPU_IDLE_MIN_SAMPLES);
+	json_double(w, "cause_pct", GPU_IDLE_CAUSE_PCT, 1);
 	json_end(w);
-	json_break(w);
 }
 
 static void report_json_gpu(struct json_writer *w, const struct profile *p,
@@ -497,7 +476,8 @@ static void report_json_gpu(struct json_writer *w, const struct profile *p,
 	report_json_gpu_sync(w, g);
 	report_json_gpu_latency(w, p, g);
 	report_json_gpu_sites(w, p, g, o);
-	report_json_gpu_verdicts(w, p, g);
+	JSON_ROWS_EACH(w, "verdicts", JSON_ROWS, g->verdicts, g->nverdicts, report_json_verdict, p);
+	json_break(w);
 	report_json_gpu_idle(w, p, g, o);
 	json_end(w);
 	json_break(w);
@@ -556,7 +536,9 @@ void report_write_json(FILE *f, const struct profile *p, const struct stacks_rep
 	json_str(w, "sort", o->sort == STACKS_SORT_TOTAL ? "total" : "self");
 	json_bool(w, "python_only", o->python_only);
 	report_json_filter(w, p, o);
-	report_json_functions(w, r, o);
+	JSON_ROWS_EACH(w, "functions", REPORT_JSON_TABLE, r->functions,
+		       report_rows(r->nfunctions, o), report_json_function, r);
+	json_break(w);
 	report_json_python(w, r, o);
 	report_json_breakdowns(w, p, r);
 	if (o->gpu && o->gpu->present)

@@ -99,10 +99,16 @@ void json_fields(struct json_writer *w, const void *row, const struct json_field
 		 size_t n);
 #define JSON_FIELDS(w, row, table) json_fields(w, row, table, sizeof(table) / sizeof((table)[0]))
 
-/* An array under key of one inline object a row, each with the members fields describes:
- * rows[0..n), each size bytes. */
+/* Arrays of rows: under key, one inline object a row of rows[0..n) (each size bytes). With
+ * json_rows_each, fn writes each row's members (arg passed along); with json_rows, the members
+ * are those fields describes. */
+typedef void json_row_fn(struct json_writer *w, const void *row, const void *arg);
+void json_rows_each(struct json_writer *w, const char *key, unsigned layout, const void *rows,
+		    size_t n, size_t size, json_row_fn *fn, const void *arg);
 void json_rows(struct json_writer *w, const char *key, unsigned layout, const void *rows,
 	       size_t n, size_t size, const struct json_field *fields, size_t nfields);
+#define JSON_ROWS_EACH(w, key, layout, rows, n, fn, arg)                                    \
+	json_rows_each(w, key, layout, rows, n, sizeof(*(rows)), fn, arg)
 #define JSON_ROWS_OF(w, key, layout, rows, n, table)                                        \
 	json_rows(w, key, layout, rows, n, sizeof(*(rows)), table,                          \
 		  sizeof(table) / sizeof((table)[0]))
