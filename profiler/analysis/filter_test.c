@@ -137,8 +137,6 @@ UNIT_TEST(filter_apply_ranks_and_gpu)
 	UNIT_ASSERT_EQ_INT(p->gpu_activities[0].launch, 0);
 	UNIT_ASSERT_EQ_INT(p->gpu_launches[0].correlation, 1);
 	UNIT_ASSERT(!strcmp(p->filtered.text, "rank 1, time 0%-80%"));
-	free(p->gpu_launches);
-	free(p->gpu_activities);
 	pb_free(&b);
 }
 

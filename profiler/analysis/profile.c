@@ -404,19 +404,13 @@ static uint32_t load_intern(struct load *l, char *s)
 static int cmp_comm(const void *a, const void *b)
 {
 	const struct load_comm *x = a, *y = b;
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
+	return CS_CMP(x->tid, y->tid) ?: CS_CMP(x->seq, y->seq);
 }
 
 static int cmp_sample_time(const void *a, const void *b)
 {
 	const struct profile_sample *x = a, *y = b;
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	return 0;
+	return CS_CMP(x->time, y->time) ?: CS_CMP(x->tid, y->tid);
 }
 
 struct tid_key {
@@ -427,9 +421,7 @@ struct tid_key {
 static int cmp_tid(const void *a, const void *b)
 {
 	const struct tid_key *x = a, *y = b;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	return x->tid < y->tid ? -1 : x->tid > y->tid;
+	return CS_CMP(x->pid, y->pid) ?: CS_CMP(x->tid, y->tid);
 }
 
 static uint32_t load_comm_of(const struct load *l, uint32_t tid)
@@ -495,21 +487,15 @@ int32_t profile_rank_of(const struct profile *p, uint32_t pid)
 static int cmp_gpu_launch(const void *a, const void *b)
 {
 	const struct profile_gpu_launch *x = a, *y = b;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->correlation != y->correlation)
-		return x->correlation < y->correlation ? -1 : 1;
-	return x->time < y->time ? -1 : x->time > y->time;
+	return CS_CMP(x->pid, y->pid) ?: CS_CMP(x->correlation, y->correlation) ?:
+	       CS_CMP(x->time, y->time);
 }
 
 static int cmp_gpu_activity(const void *a, const void *b)
 {
 	const struct profile_gpu_activity *x = a, *y = b;
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	return x->correlation < y->correlation ? -1 : x->correlation > y->correlation;
+	return CS_CMP(x->start, y->start) ?: CS_CMP(x->pid, y->pid) ?:
+	       CS_CMP(x->correlation, y->correlation);
 }
 
 struct gpu_node_key {
@@ -520,11 +506,7 @@ struct gpu_node_key {
 static int cmp_gpu_node(const void *a, const void *b)
 {
 	const struct gpu_node_key *x = a, *y = b;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->node != y->node)
-		return x->node < y->node ? -1 : 1;
-	return x->launch < y->launch ? -1 : x->launch > y->launch;
+	return CS_CMP(x->pid, y->pid) ?: CS_CMP(x->node, y->node) ?: CS_CMP(x->launch, y->launch);
 }
 
 static size_t gpu_launch_lower(const struct profile *p, uint32_t pid, uint32_t correlation)
@@ -964,10 +946,8 @@ int profile_load_mem(const void *buf, size_t len, const char *name, struct profi
 	return profile_load_from(name, buf ? buf : "", len, out);
 }
 
-void profile_free(struct profile *p)
+void profile_release(struct profile *p)
 {
-	if (!p)
-		return;
 	for (size_t i = 0; i < p->nheader; i++) {
 		free((char *)p->header[i].key);
 		free((char *)p->header[i].value);
@@ -994,6 +974,13 @@ void profile_free(struct profile *p)
 	free(p->filtered.step);
 	free(p->filtered.steps);
 	free(p->filtered.step_windows);
+}
+
+void profile_free(struct profile *p)
+{
+	if (!p)
+		return;
+	profile_release(p);
 	free(p);
 }
 

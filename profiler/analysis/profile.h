@@ -222,6 +222,8 @@ int profile_load(const char *path, struct profile **out);
 /* The same over a data file already in memory, buf[0..len); name is used in messages. */
 int profile_load_mem(const void *buf, size_t len, const char *name, struct profile **out);
 void profile_free(struct profile *p);
+/* Free what p owns, not p itself (a profile inside another struct: the tests' builder). */
+void profile_release(struct profile *p);
 
 /* The first launch of (pid, correlation), or NULL. */
 const struct profile_gpu_launch *profile_gpu_launch_of(const struct profile *p, uint32_t pid,

@@ -235,42 +235,28 @@ static bool chrome_span_thread(const struct profile *p, const struct profile_gpu
 static int cmp_slice_thread(const void *x, const void *y)
 {
 	const struct chrome_slice *a = x, *b = y;
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
-	if (a->tid != b->tid)
-		return a->tid < b->tid ? -1 : 1;
-	if (a->start != b->start)
-		return a->start < b->start ? -1 : 1;
-	if (a->end != b->end)
-		return a->end > b->end ? -1 : 1;
-	if (a->kind != b->kind)
-		return a->kind < b->kind ? -1 : 1;
-	return a->ref < b->ref ? -1 : a->ref > b->ref;
+	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->tid, b->tid) ?: CS_CMP(a->start, b->start) ?:
+	       CS_CMP(b->end, a->end) ?: CS_CMP(a->kind, b->kind) ?: CS_CMP(a->ref, b->ref);
 }
 
 /* Order of emission on a track: by start, the enclosing (longer, outer) slice first. */
 static int cmp_slice_time(const void *x, const void *y)
 {
 	const struct chrome_slice *a = x, *b = y;
-	if (a->start != b->start)
-		return a->start < b->start ? -1 : 1;
-	if (a->end != b->end)
-		return a->end > b->end ? -1 : 1;
-	if (a->kind != b->kind)
-		return a->kind < b->kind ? -1 : 1;
-	return a->depth < b->depth ? -1 : a->depth > b->depth;
+	return CS_CMP(a->start, b->start) ?: CS_CMP(b->end, a->end) ?: CS_CMP(a->kind, b->kind) ?:
+	       CS_CMP(a->depth, b->depth);
 }
 
 static int cmp_u32(const void *x, const void *y)
 {
 	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-	return a < b ? -1 : a > b;
+	return CS_CMP(a, b);
 }
 
 static int cmp_u64(const void *x, const void *y)
 {
 	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-	return a < b ? -1 : a > b;
+	return CS_CMP(a, b);
 }
 
 /* Sample indexes ordered by (pid, tid, time). */
@@ -279,13 +265,8 @@ static int cmp_sample_thread(const void *x, const void *y)
 {
 	const struct profile_sample *a = &chrome_sort_profile->samples[*(const uint32_t *)x],
 				    *b = &chrome_sort_profile->samples[*(const uint32_t *)y];
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
-	if (a->tid != b->tid)
-		return a->tid < b->tid ? -1 : 1;
-	if (a->time != b->time)
-		return a->time < b->time ? -1 : 1;
-	return *(const uint32_t *)x < *(const uint32_t *)y ? -1 : 1;
+	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->tid, b->tid) ?: CS_CMP(a->time, b->time) ?:
+	       CS_CMP(*(const uint32_t *)x, *(const uint32_t *)y);
 }
 
 static void chrome_add_slice(struct chrome_ctx *c, struct chrome_slice s)
@@ -550,9 +531,7 @@ static uint32_t chrome_gpu_pid(struct chrome_ctx *c, uint32_t pid, uint32_t devi
 static int cmp_gpu(const void *x, const void *y)
 {
 	const struct chrome_gpu *a = x, *b = y;
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
-	return a->device < b->device ? -1 : a->device > b->device;
+	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->device, b->device);
 }
 
 /* The launch that made activity a (its graph node's, for a graph kernel without one). */
@@ -725,13 +704,8 @@ static int cmp_launch_thread(const void *x, const void *y)
 {
 	const struct profile_gpu_launch *a = &chrome_sort_launches->gpu_launches[*(const uint32_t *)x],
 				       *b = &chrome_sort_launches->gpu_launches[*(const uint32_t *)y];
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
-	if (a->tid != b->tid)
-		return a->tid < b->tid ? -1 : 1;
-	if (a->time != b->time)
-		return a->time < b->time ? -1 : 1;
-	return *(const uint32_t *)x < *(const uint32_t *)y ? -1 : 1;
+	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->tid, b->tid) ?: CS_CMP(a->time, b->time) ?:
+	       CS_CMP(*(const uint32_t *)x, *(const uint32_t *)y);
 }
 
 static void chrome_flow_starts(struct chrome_ctx *c)
