@@ -11,7 +11,7 @@
 #include "format/datafile.h"
 #include "format/records.h"
 #include "record/gpu_attach.h"
-#include "record/gpu_merge.h"
+#include "record/gpu_channel.h"
 #include "record/output.h"
 #include "record/status.h"
 #include "unwind/python.h"
@@ -112,8 +112,8 @@ struct record {
 	uint64_t run_start_ns;      /* csampler's own start, for its CPU share of the wall time */
 	int stop_signal;
 	int error;                  /* csampler's own failure: exit 125 */
-	/* GPU capture: the library's files, merged as they grow */
-	struct gpu_merge *gpu;
+	/* GPU capture: the library's files, read as they grow */
+	struct gpu_channel *gpu;
 	char **child_env;           /* launch mode with --gpu: the command's environment */
 	struct gpu_attach *attach;  /* attach mode, --gpu on: one per PID (opts.gpu_inject) */
 	size_t nloaded;             /* processes the library was loaded into */
@@ -370,7 +370,7 @@ static void record_sample(struct record *r, const struct sampler_event *ev)
 	*cs_map_slot(&r->pids, ev->pid, 0) = 0;
 }
 
-/* ---- GPU records (gpu_merge.h) ---- */
+/* ---- GPU records (gpu_channel.h) ---- */
 
 /* A launch's return addresses go through the unwinder's view of the process' mappings and the
  * same location and stack interning as sampled stacks, so they are symbolized with them. Every
@@ -459,10 +459,11 @@ static const struct gpu_sink record_gpu_sink = {
 };
 
 /* Whether a process' GPU status is worth a record: something was captured or went wrong. */
-static bool record_gpu_info_worth(const struct df_gpu_info *i, uint64_t merged)
+static bool record_gpu_info_worth(const struct df_gpu_info *i, uint64_t delivered)
 {
-	return merged || i->status || i->launches || i->activities || i->dropped || i->launches_dropped ||
-	       i->lost_timestamps || i->flush_timeouts || i->write_errors || i->bad_records ||
+	return delivered || i->status || i->launches || i->activities || i->dropped ||
+	       i->launches_dropped || i->lost_timestamps || i->flush_timeouts || i->write_errors ||
+	       i->bad_records ||
 	       (i->flags & (DF_GPU_INFO_CUT | DF_GPU_INFO_CORRUPT));
 }
 
@@ -472,21 +473,21 @@ static void record_gpu_finish(struct record *r, uint64_t end_ns)
 	if (!r->gpu)
 		return;
 	if (!r->o->argv)
-		gpu_merge_set_max_time(r->gpu, end_ns); /* attached programs go on */
-	gpu_merge_poll(r->gpu, 0, UINT64_MAX, true);
-	for (size_t i = 0; i < gpu_merge_nprocesses(r->gpu); i++) {
-		uint64_t merged = 0;
-		const struct df_gpu_info *info = gpu_merge_process(r->gpu, i, &merged);
-		if (record_gpu_info_worth(info, merged))
+		gpu_channel_set_max_time(r->gpu, end_ns); /* attached programs go on */
+	gpu_channel_poll(r->gpu, 0, UINT64_MAX, true);
+	for (size_t i = 0; i < gpu_channel_nprocesses(r->gpu); i++) {
+		uint64_t delivered = 0;
+		const struct df_gpu_info *info = gpu_channel_process(r->gpu, i, &delivered);
+		if (record_gpu_info_worth(info, delivered))
 			df_put_gpu_info(r->w, info);
 	}
 }
 
 static void record_gpu_summary(struct record *r)
 {
-	uint64_t launches = gpu_merge_launches(r->gpu), acts = gpu_merge_activities(r->gpu);
+	uint64_t launches = gpu_channel_launches(r->gpu), acts = gpu_channel_activities(r->gpu);
 	uint64_t dropped = 0, lost = 0, ldrop = 0;
-	size_t nproc = gpu_merge_nprocesses(r->gpu);
+	size_t nproc = gpu_channel_nprocesses(r->gpu);
 
 	if (!r->gpu)
 		return;
@@ -499,7 +500,7 @@ static void record_gpu_summary(struct record *r)
 			say("GPU: %s", n->text);
 	}
 	for (size_t i = 0; i < nproc; i++) {
-		const struct df_gpu_info *info = gpu_merge_process(r->gpu, i, NULL);
+		const struct df_gpu_info *info = gpu_channel_process(r->gpu, i, NULL);
 		dropped += info->dropped;
 		lost += info->lost_timestamps;
 		ldrop += info->launches_dropped;
@@ -595,7 +596,7 @@ static int record_event(void *arg, const struct sampler_event *ev)
 						     ev->comm.comm });
 		if (ev->comm.exec) {
 			/* GPU launches of the old image, while its mappings are still known */
-			gpu_merge_poll(r->gpu, ev->pid, UINT64_MAX, false);
+			gpu_channel_poll(r->gpu, ev->pid, UINT64_MAX, false);
 			unwind_exec(r->unwind, ev->pid);
 			py_forget(r->unwind, ev->pid);
 		}
@@ -609,11 +610,11 @@ static int record_event(void *arg, const struct sampler_event *ev)
 		if (ev->type == SAMPLER_EV_FORK && ev->pid != ev->task.ppid) {
 			unwind_fork(r->unwind, ev->task.ppid, ev->pid);
 			if (r->gpu)
-				gpu_merge_add_pid(r->gpu, ev->pid);
+				gpu_channel_add_pid(r->gpu, ev->pid);
 		} else if (ev->type == SAMPLER_EV_EXIT && ev->pid == ev->tid) {
 			/* the library wrote its last records before the process exited: take
 			 * them before the process' mappings are forgotten */
-			gpu_merge_poll(r->gpu, ev->pid, UINT64_MAX, false);
+			gpu_channel_poll(r->gpu, ev->pid, UINT64_MAX, false);
 			unwind_exit(r->unwind, ev->pid);
 			py_forget(r->unwind, ev->pid);
 		}
@@ -1120,9 +1121,9 @@ static void record_status_tick(struct record *r, uint64_t now)
 		.processes = r->pids.n, .file_bytes = df_bytes_written(r->w), .gpu = r->gpu != NULL,
 	};
 	if (r->gpu) {
-		c.gpu_records = gpu_merge_launches(r->gpu) + gpu_merge_activities(r->gpu);
-		for (size_t i = 0; i < gpu_merge_nprocesses(r->gpu); i++) {
-			const struct df_gpu_info *info = gpu_merge_process(r->gpu, i, NULL);
+		c.gpu_records = gpu_channel_launches(r->gpu) + gpu_channel_activities(r->gpu);
+		for (size_t i = 0; i < gpu_channel_nprocesses(r->gpu); i++) {
+			const struct df_gpu_info *info = gpu_channel_process(r->gpu, i, NULL);
 			c.gpu_dropped += info->dropped + info->launches_dropped;
 		}
 	}
@@ -1167,7 +1168,7 @@ static void record_periodic(struct record *r, uint64_t now, bool stopping)
 		 * library mapped just before it): events_seen_ns, not a guess from the
 		 * clock, which a reader thread starved on a loaded machine outran (its
 		 * launches then fell in no known mapping). */
-		gpu_merge_poll(r->gpu, 0, r->events_seen_ns, false);
+		gpu_channel_poll(r->gpu, 0, r->events_seen_ns, false);
 		record_symbolize(r, false);
 		r->last_symbolize_ns = now;
 	}
@@ -1313,7 +1314,7 @@ static int record_install_signals(struct record *r)
 }
 
 /* Everything before the target runs: signals, descriptors, the unwinder, the output (unless
- * it is named after the launched command's pid) and the GPU merge. 0, or -1 when it failed
+ * it is named after the launched command's pid) and the GPU channel. 0, or -1 when it failed
  * (printed). */
 static int record_prepare(struct record *r, bool open_late)
 {
@@ -1355,9 +1356,9 @@ static int record_prepare(struct record *r, bool open_late)
 		uint64_t gpu_from = o->argv ? 0 : cs_monotonic_ns();
 		if (o->argv)
 			r->child_env = gpu_setup_env(&o->gpu, environ);
-		r->gpu = gpu_merge_new(o->gpu.dir, o->argv != NULL, gpu_from, &record_gpu_sink, r);
+		r->gpu = gpu_channel_new(o->gpu.dir, o->argv != NULL, gpu_from, &record_gpu_sink, r);
 		for (size_t i = 0; i < o->npids; i++)
-			gpu_merge_add_pid(r->gpu, (uint32_t)o->pids[i]);
+			gpu_channel_add_pid(r->gpu, (uint32_t)o->pids[i]);
 	}
 	return 0;
 }
@@ -1524,7 +1525,7 @@ static void record_free(struct record *r)
 	df_writer_close(r->w);
 	df_strtab_free(r->strs);
 	/* the private directory of a launch goes; the per-user one of attach mode stays */
-	gpu_merge_free(r->gpu, o->argv != NULL);
+	gpu_channel_free(r->gpu, o->argv != NULL);
 	record_gpu_attach_free(r);
 	gpu_setup_free_env(r->child_env);
 	for (size_t i = 0; i < r->ngpu_notes; i++)

@@ -1,10 +1,10 @@
-/* gpu_merge_test.c: unit tests of the GPU file reader (gpu_merge.c) and of the GPU records of
+/* gpu_channel_test.c: unit tests of the GPU file reader (gpu_channel.c) and of the GPU records of
  * the data file through profile_load (profile.c): exact decoding, every cut point, random and
  * bit-flipped input (never a crash, never an out-of-range record), and the launch join. */
 #include "base/cs.h"
 #include "format/datafile.h"
 #include "format/records.h"
-#include "record/gpu_merge.h"
+#include "record/gpu_channel.h"
 #include "inject/protocol.h"
 #include "analysis/profile.h"
 #include "base/unit.h"
@@ -143,13 +143,13 @@ static void quiet_end(int saved)
 	close(saved);
 }
 
-UNIT_TEST(gpu_merge_decodes_exactly)
+UNIT_TEST(gpu_channel_decodes_exactly)
 {
 	struct cs_buf b = { 0 };
 	struct collect c = { 0 };
 	struct df_gpu_info info;
 	build_file(&b);
-	gpu_merge_buffer(b.data, b.len, 42, &c_sink, &c, &info);
+	gpu_channel_buffer(b.data, b.len, 42, &c_sink, &c, &info);
 	UNIT_ASSERT_EQ_INT(c.launches, 3);
 	UNIT_ASSERT_EQ_INT(c.last_corr, 9);
 	UNIT_ASSERT_EQ_INT(c.pcs_sum, 3 * (0x401000 + 0x402000 + 0x403000));
@@ -174,7 +174,7 @@ UNIT_TEST(gpu_merge_decodes_exactly)
 }
 
 /* A file cut anywhere gives the complete records before the cut, and says it was cut. */
-UNIT_TEST(gpu_merge_every_cut)
+UNIT_TEST(gpu_channel_every_cut)
 {
 	struct cs_buf b = { 0 };
 	build_file(&b);
@@ -183,7 +183,7 @@ UNIT_TEST(gpu_merge_every_cut)
 	for (size_t n = 0; n <= b.len; n++) {
 		struct collect c = { 0 };
 		struct df_gpu_info info;
-		gpu_merge_buffer(b.data, n, 42, &c_sink, &c, &info);
+		gpu_channel_buffer(b.data, n, 42, &c_sink, &c, &info);
 		size_t got = c.launches + c.activities + c.notes;
 		UNIT_ASSERT(got >= prev);
 		prev = got;
@@ -199,7 +199,7 @@ UNIT_TEST(gpu_merge_every_cut)
 
 /* Random bytes after a valid header, and every single bit flipped: no crash, and what comes
  * out stays within the limits the sink asserts. */
-UNIT_TEST(gpu_merge_fuzz)
+UNIT_TEST(gpu_channel_fuzz)
 {
 	struct cs_buf b = { 0 };
 	build_file(&b);
@@ -207,7 +207,7 @@ UNIT_TEST(gpu_merge_fuzz)
 	for (size_t bit = 0; bit < b.len * 8; bit++) {
 		struct collect c = { 0 };
 		b.data[bit / 8] ^= (char)(1 << (bit % 8));
-		gpu_merge_buffer(b.data, b.len, 42, &c_sink, &c, NULL);
+		gpu_channel_buffer(b.data, b.len, 42, &c_sink, &c, NULL);
 		b.data[bit / 8] ^= (char)(1 << (bit % 8));
 	}
 	srand(7);
@@ -219,14 +219,14 @@ UNIT_TEST(gpu_merge_fuzz)
 		size_t n = hdr + (size_t)(rand() % 4096);
 		for (size_t i = hdr; i < n; i++)
 			r[i] = (char)(rand() % 4 ? rand() : (rand() % 16)); /* small values: plausible sizes */
-		gpu_merge_buffer(r, n, 42, &c_sink, &c, NULL);
+		gpu_channel_buffer(r, n, 42, &c_sink, &c, NULL);
 	}
 	quiet_end(saved);
 	free(r);
 	cs_buf_free(&b);
 }
 
-UNIT_TEST(gpu_merge_framing_errors)
+UNIT_TEST(gpu_channel_framing_errors)
 {
 	struct cs_buf b = { 0 };
 	struct collect c = { 0 };
@@ -237,7 +237,7 @@ UNIT_TEST(gpu_merge_framing_errors)
 	cs_buf_put(&b, &bad, sizeof(bad));
 	cs_buf_put(&b, "xxxxxxxxxxxxxxxx", 16);
 	int saved = quiet_begin();
-	gpu_merge_buffer(b.data, b.len, 42, &c_sink, &c, &info);
+	gpu_channel_buffer(b.data, b.len, 42, &c_sink, &c, &info);
 	UNIT_ASSERT(info.flags & DF_GPU_INFO_CORRUPT);
 	UNIT_ASSERT_EQ_INT(c.launches, 3);
 	/* a record whose name does not fit in its size: skipped, counted, reading goes on */
@@ -247,13 +247,13 @@ UNIT_TEST(gpu_merge_framing_errors)
 	struct gpu_sync y = { .start = 10, .end = 20 };
 	buf_rec(&b, GPU_REC_SYNC, &y, sizeof(y), NULL, 0);
 	memset(&c, 0, sizeof(c));
-	gpu_merge_buffer(b.data, b.len, 42, &c_sink, &c, &info);
+	gpu_channel_buffer(b.data, b.len, 42, &c_sink, &c, &info);
 	UNIT_ASSERT_EQ_INT(info.bad_records, 1);
 	UNIT_ASSERT_EQ_INT(c.kinds[DF_GPU_SYNC], 1);
 	UNIT_ASSERT(!(info.flags & DF_GPU_INFO_CORRUPT));
 	/* a foreign file */
 	memset(&c, 0, sizeof(c));
-	gpu_merge_buffer("CSAMPLERxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 40, 42, &c_sink, &c, &info);
+	gpu_channel_buffer("CSAMPLERxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 40, 42, &c_sink, &c, &info);
 	UNIT_ASSERT(info.flags & DF_GPU_INFO_CORRUPT);
 	UNIT_ASSERT_EQ_INT(c.launches + c.activities, 0);
 	quiet_end(saved);
@@ -262,7 +262,7 @@ UNIT_TEST(gpu_merge_framing_errors)
 
 /* Protocol 3's references: a call naming a stack never written is skipped and counted; a file
  * of another protocol version stops with one line, nothing read. */
-UNIT_TEST(gpu_merge_stack_refs_and_version)
+UNIT_TEST(gpu_channel_stack_refs_and_version)
 {
 	struct cs_buf b = { 0 };
 	struct collect c = { 0 };
@@ -273,14 +273,14 @@ UNIT_TEST(gpu_merge_stack_refs_and_version)
 	buf_rec(&b, GPU_REC_CALL, &call, sizeof(call), NULL, 0);
 	call.stack = 0;   /* no stack: a launch without frames */
 	buf_rec(&b, GPU_REC_CALL, &call, sizeof(call), NULL, 0);
-	gpu_merge_buffer(b.data, b.len, 42, &c_sink, &c, &info);
+	gpu_channel_buffer(b.data, b.len, 42, &c_sink, &c, &info);
 	UNIT_ASSERT_EQ_INT(info.bad_records, 1);
 	UNIT_ASSERT_EQ_INT(c.launches, 4);
 	UNIT_ASSERT_EQ_INT(c.last_corr, 99);
 	((struct gpu_file_header *)b.data)->version = 2;
 	memset(&c, 0, sizeof(c));
 	int saved = quiet_begin();
-	gpu_merge_buffer(b.data, b.len, 42, &c_sink, &c, &info);
+	gpu_channel_buffer(b.data, b.len, 42, &c_sink, &c, &info);
 	quiet_end(saved);
 	UNIT_ASSERT(info.flags & DF_GPU_INFO_CORRUPT);
 	UNIT_ASSERT_EQ_INT(c.launches + c.activities, 0);
@@ -288,14 +288,14 @@ UNIT_TEST(gpu_merge_stack_refs_and_version)
 }
 
 /* A second header in the same file (the process exec'd): counters of both images add up. */
-UNIT_TEST(gpu_merge_second_image)
+UNIT_TEST(gpu_channel_second_image)
 {
 	struct cs_buf b = { 0 };
 	struct collect c = { 0 };
 	struct df_gpu_info info;
 	build_file(&b);
 	build_file(&b);
-	gpu_merge_buffer(b.data, b.len, 42, &c_sink, &c, &info);
+	gpu_channel_buffer(b.data, b.len, 42, &c_sink, &c, &info);
 	UNIT_ASSERT_EQ_INT(c.launches, 6);
 	UNIT_ASSERT_EQ_INT(info.dropped, 8);
 	UNIT_ASSERT_EQ_INT(info.bad_records, 0);
