@@ -6,6 +6,8 @@
 #include "analysis/gpu.h"
 
 #include "base/cs.h"
+#include "base/gpu_vendor.h"
+#include "base/hash.h"
 #include "base/search.h"
 
 #include <errno.h>
@@ -44,24 +46,17 @@ struct gpu_ctx {
 	uint64_t *sync_corr; size_t nsync_corr, sync_corr_cap; /* (pid << 32 | corr) of syncs */
 	struct { uint32_t pid; const char *name; uint64_t ns; } *blamed;
 	size_t nblamed, blamed_cap;
+	struct cs_map copy_labels;  /* (vendor, copy kind) -> index of its label in out->owned */
 };
 
-static const char *const gpu_directions[] = {
-	[0] = "unknown", [1] = "HtoD", [2] = "DtoH", [3] = "HtoA", [4] = "AtoH", [5] = "AtoA",
-	[6] = "AtoD", [7] = "DtoA", [8] = "DtoD", [9] = "HtoH", [10] = "PtoP",
-};
-static const char *const gpu_copy_labels[] = {
-	[0] = "[memcpy]", [1] = "[memcpy HtoD]", [2] = "[memcpy DtoH]", [3] = "[memcpy HtoA]",
-	[4] = "[memcpy AtoH]", [5] = "[memcpy AtoA]", [6] = "[memcpy AtoD]",
-	[7] = "[memcpy DtoA]", [8] = "[memcpy DtoD]", [9] = "[memcpy HtoH]",
-	[10] = "[memcpy PtoP]",
-};
-#define GPU_NDIRECTIONS (sizeof(gpu_directions) / sizeof(gpu_directions[0]))
-
-const char *gpu_copy_direction(uint32_t copy_kind, char *buf, size_t len)
+const char *gpu_copy_direction(const struct gpu_vendor *v, uint32_t copy_kind, char *buf,
+			       size_t len)
 {
-	if (copy_kind < GPU_NDIRECTIONS)
-		return gpu_directions[copy_kind];
+	const char *name = gpu_vendor_copy_kind(v, copy_kind);
+	if (name)
+		return name;
+	if (!copy_kind)
+		return "unknown";
 	snprintf(buf, len, "kind %u", copy_kind);
 	return buf;
 }
@@ -138,7 +133,7 @@ static struct gpu_proc *gpu_proc_of(struct gpu_ctx *c, uint32_t pid)
 static bool gpu_is_sync_api(const struct profile *p, const struct profile_gpu_activity *a)
 {
 	const struct profile_gpu_launch *l = gpu_launch(p, a);
-	return l && strstr(profile_str(p, l->api), "Synchronize") != NULL;
+	return l && strstr(profile_str(p, l->api), profile_gpu_vendor(p, a->pid)->sync_api_word);
 }
 
 static int cmp_u64(const void *x, const void *y)
@@ -172,6 +167,21 @@ static const char *gpu_own(struct gpu_analysis *a, char *s)
 	a->owned = cs_realloc(a->owned, (a->nowned + 1) * sizeof(char *));
 	a->owned[a->nowned++] = s;
 	return s;
+}
+
+/* "[memcpy HtoD]": a copy's label in the tables, by its vendor's name for the copy kind
+ * ("[memcpy]" when it has none); one string per vendor and kind, kept with the analysis. */
+static const char *gpu_copy_label(struct gpu_ctx *c, const struct gpu_vendor *v, uint32_t kind)
+{
+	const char *name = gpu_vendor_copy_kind(v, kind);
+	if (!name)
+		return "[memcpy]";
+	uint32_t *slot = cs_map_slot(&c->copy_labels, v->id, kind);
+	if (*slot == CS_MAP_NONE) {
+		*slot = (uint32_t)c->out->nowned;
+		gpu_own(c->out, cs_asprintf("[memcpy %s]", name));
+	}
+	return c->out->owned[*slot];
 }
 
 static void gpu_kernel_table(struct gpu_ctx *c)
@@ -246,7 +256,8 @@ static void gpu_copy_table(struct gpu_ctx *c)
 			cs_grow(&o->copies, &cap, o->ncopies + 1, sizeof(*o->copies));
 			char buf[24];
 			const char *dir = it->kind == PROFILE_GPU_MEMSET ? "memset" :
-					  gpu_copy_direction(ck, buf, sizeof(buf));
+					  gpu_copy_direction(profile_gpu_vendor(c->p, it->pid), ck,
+							     buf, sizeof(buf));
 			if (dir == buf)
 				dir = gpu_own(o, cs_strdup(buf));
 			o->copies[o->ncopies++] = (struct gpu_copy_stat){ .kind = it->kind,
@@ -950,7 +961,7 @@ static void gpu_collect(struct gpu_ctx *c)
 		case PROFILE_GPU_MEMSET: {
 			const char *label = a->kind == PROFILE_GPU_MEMSET ? "[memset]" :
 				a->kind == PROFILE_GPU_MEMCPY ?
-				gpu_copy_labels[a->detail < GPU_NDIRECTIONS ? a->detail : 0] :
+				gpu_copy_label(c, profile_gpu_vendor(p, a->pid), a->detail) :
 				*profile_str(p, a->name) ? profile_str(p, a->name) : "(unnamed)";
 			cs_grow(&c->items, &c->items_cap, c->nitems + 1, sizeof(*c->items));
 			c->items[c->nitems++] = (struct gpu_item){ .pid = a->pid, .device = a->device,
@@ -964,14 +975,17 @@ static void gpu_collect(struct gpu_ctx *c)
 			}
 			break;
 		}
-		case PROFILE_GPU_SYNC:
-			if (a->detail == 2) /* stream waits for an event: the GPU waits, not the CPU */
+		case PROFILE_GPU_SYNC: {
+			const struct gpu_vendor *v = profile_gpu_vendor(p, a->pid);
+			if (a->detail == v->sync_device_wait) /* the GPU waits, not the CPU */
 				break;
 			cs_grow(&c->waits, &c->waits_cap, c->nwaits + 1, sizeof(*c->waits));
 			c->waits[c->nwaits++] = (struct gpu_wait){ .pid = a->pid, .tid = gpu_tid(p, a),
 				.context = a->context, .stream = a->stream, .start = a->start,
-				.end = a->end, .scope = a->detail == 3 ? 2 : 1, .blame = true };
+				.end = a->end, .scope = a->detail == v->sync_stream ? 2 : 1,
+				.blame = true };
 			break;
+		}
 		case PROFILE_GPU_API: {
 			if (!gpu_is_sync_api(p, a))
 				break;
@@ -1022,6 +1036,7 @@ int gpu_analyze(const struct profile *p, const struct stacks_filter *filter,
 	free(c.lat);
 	free(c.sync_corr);
 	free(c.blamed);
+	cs_map_free(&c.copy_labels);
 	return 0;
 }
 

@@ -8,6 +8,7 @@
 #include "analysis/gpu_idle.h"
 
 #include "base/cs.h"
+#include "base/gpu_vendor.h"
 #include "base/search.h"
 
 #include <errno.h>
@@ -121,9 +122,10 @@ static void idle_collect(struct idle_ctx *c)
 			break;
 		case PROFILE_GPU_SYNC:
 		case PROFILE_GPU_API: {
+			const struct gpu_vendor *v = profile_gpu_vendor(p, a->pid);
 			bool sync = a->kind == PROFILE_GPU_SYNC ||
-				    (l && strstr(profile_str(p, l->api), "Synchronize"));
-			if (a->kind == PROFILE_GPU_SYNC && a->detail == 2)
+				    (l && strstr(profile_str(p, l->api), v->sync_api_word));
+			if (a->kind == PROFILE_GPU_SYNC && a->detail == v->sync_device_wait)
 				break;  /* the GPU waits for an event, not the CPU */
 			cs_grow(&c->spans, &c->spans_cap, c->nspans + 1, sizeof(*c->spans));
 			c->spans[c->nspans++] = (struct idle_span){ .pid = a->pid,

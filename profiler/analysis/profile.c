@@ -262,7 +262,8 @@ static int load_gpu_info(struct load *l, const uint8_t *d, size_t len)
 		.activities = g.activities, .dropped = g.dropped,
 		.lost_timestamps = g.lost_timestamps, .buffers = g.buffers,
 		.flush_timeouts = g.flush_timeouts, .write_errors = g.write_errors,
-		.capture_ns = g.capture_ns, .flags = g.flags, .bad_records = g.bad_records };
+		.capture_ns = g.capture_ns, .flags = g.flags, .bad_records = g.bad_records,
+		.vendor = g.vendor };
 	return 0;
 }
 
@@ -548,6 +549,14 @@ const char *profile_gpu_kind_name(uint32_t kind)
 	static const char *const names[PROFILE_GPU_NKINDS] = { "?", "kernel", "memcpy", "memset",
 							       "sync", "nvtx", "api" };
 	return kind < PROFILE_GPU_NKINDS ? names[kind] : "?";
+}
+
+const struct gpu_vendor *profile_gpu_vendor(const struct profile *p, uint32_t pid)
+{
+	for (size_t i = 0; i < p->ngpu_processes; i++)
+		if (p->gpu_processes[i].pid == pid)
+			return gpu_vendor_get(p->gpu_processes[i].vendor);
+	return gpu_vendor_get(GPU_VENDOR_UNKNOWN);
 }
 
 /* Is frame f the CUDA runtime's, the driver's, CUPTI's or nvcc's launch code rather than the

@@ -34,6 +34,7 @@
 #include "export/export.h"
 #include "analysis/gpu_idle.h"
 #include "base/cs.h"
+#include "base/gpu_vendor.h"
 #include "base/search.h"
 #include "base/json.h"
 
@@ -177,32 +178,18 @@ static char *chrome_thread_name(const struct profile *p, uint32_t pid, uint32_t 
 	return cs_asprintf("thread %" PRIu32, tid);
 }
 
-static const char *chrome_memcpy_name(uint32_t copy_kind)
+/* A copy's name as Nsight Systems writes it ("Memcpy HtoD"), by its vendor's copy kinds. */
+static void chrome_memcpy_name(const struct profile *p, const struct profile_gpu_activity *a,
+			       char *buf, size_t len)
 {
-	switch (copy_kind) {
-	case 1: return "Memcpy HtoD";
-	case 2: return "Memcpy DtoH";
-	case 3: return "Memcpy HtoA";
-	case 4: return "Memcpy AtoH";
-	case 5: return "Memcpy AtoA";
-	case 6: return "Memcpy AtoD";
-	case 7: return "Memcpy DtoA";
-	case 8: return "Memcpy DtoD";
-	case 9: return "Memcpy HtoH";
-	case 10: return "Memcpy PtoP";
-	default: return "Memcpy";
-	}
+	const char *kind = gpu_vendor_copy_kind(profile_gpu_vendor(p, a->pid), a->detail);
+	snprintf(buf, len, kind ? "Memcpy %s" : "Memcpy", kind);
 }
 
-static const char *chrome_sync_name(uint32_t type)
+static const char *chrome_sync_name(const struct profile *p, const struct profile_gpu_activity *a)
 {
-	switch (type) {   /* CUpti_ActivitySynchronizationType */
-	case 1: return "Event Synchronize";
-	case 2: return "Stream Wait Event";
-	case 3: return "Stream Synchronize";
-	case 4: return "Context Synchronize";
-	default: return "Synchronize";
-	}
+	const char *name = gpu_vendor_sync_type(profile_gpu_vendor(p, a->pid), a->detail);
+	return name ? name : "Synchronize";
 }
 
 /* The API span's name: the launch record's API function, else "CUDA API cbid N". */
@@ -210,7 +197,17 @@ static char *chrome_api_name(const struct profile *p, const struct profile_gpu_a
 {
 	if (a->launch != PROFILE_GPU_NO_LAUNCH && *profile_str(p, p->gpu_launches[a->launch].api))
 		return cs_strdup(profile_str(p, p->gpu_launches[a->launch].api));
-	return cs_asprintf("CUDA API cbid %" PRIu32, a->detail);
+	return cs_asprintf("%s API cbid %" PRIu32, profile_gpu_vendor(p, a->pid)->name, a->detail);
+}
+
+/* A span's category: the vendor's, then the API domain ("cuda_runtime", "cuda_driver") or
+ * what it is ("cuda_sync"). */
+static void chrome_category(const struct profile *p, const struct profile_gpu_activity *a,
+			    char *buf, size_t len)
+{
+	const struct gpu_vendor *v = profile_gpu_vendor(p, a->pid);
+	const char *what = a->kind == PROFILE_GPU_SYNC ? "sync" : gpu_vendor_domain(v, a->detail2);
+	snprintf(buf, len, "%s_%s", v->category, what ? what : gpu_vendor_domain(v, 1));
 }
 
 /* ---- CPU threads -------------------------------------------------------------------------- */
@@ -365,7 +362,7 @@ static void chrome_slice_fields(struct chrome_ctx *c, const struct chrome_slice 
 	const struct profile_gpu_activity *a = s->kind == SL_FRAME ? NULL :
 					       &p->gpu_activities[s->ref];
 	struct json_writer *w = &c->w;
-	char *api;
+	char *api, cat[64];
 
 	switch (s->kind) {
 	case SL_FRAME: {
@@ -392,7 +389,8 @@ static void chrome_slice_fields(struct chrome_ctx *c, const struct chrome_slice 
 		break;
 	case SL_API:
 		api = chrome_api_name(p, a);
-		json_str(w, "cat", a->detail2 == 2 ? "cuda_driver" : "cuda_runtime");
+		chrome_category(p, a, cat, sizeof(cat));
+		json_str(w, "cat", cat);
 		json_str(w, "name", api);
 		free(api);
 		if (end) {
@@ -403,8 +401,9 @@ static void chrome_slice_fields(struct chrome_ctx *c, const struct chrome_slice 
 		}
 		break;
 	case SL_SYNC:
-		json_str(w, "cat", "cuda_sync");
-		json_str(w, "name", chrome_sync_name(a->detail));
+		chrome_category(p, a, cat, sizeof(cat));
+		json_str(w, "cat", cat);
+		json_str(w, "name", chrome_sync_name(p, a));
 		if (end) {
 			json_object(w, "args", JSON_INLINE);
 			json_u64(w, "correlation", a->correlation);
@@ -645,8 +644,11 @@ static void chrome_write_gpu(struct chrome_ctx *c)
 				chrome_us(c, "queued us", (int64_t)(a->start - a->queued));
 		} else {
 			bool copy = a->kind == PROFILE_GPU_MEMCPY;
+			char name[64] = "Memset";
+			if (copy)
+				chrome_memcpy_name(c->p, a, name, sizeof(name));
 			json_str(w, "cat", copy ? "gpu_memcpy" : "gpu_memset");
-			json_str(w, "name", copy ? chrome_memcpy_name(a->detail) : "Memset");
+			json_str(w, "name", name);
 			json_object(w, "args", JSON_INLINE);
 			json_u64(w, "bytes", a->bytes);
 			if (a->end > a->start)

@@ -183,9 +183,14 @@ int df_decode_gpu_activity(const uint8_t *d, size_t len, struct df_gpu_activity 
 	DF_DECODE_PACKED(d, len, out);
 }
 
+/* A record written before the vendor field is shorter: vendor 0, CUDA's. */
 int df_decode_gpu_info(const uint8_t *d, size_t len, struct df_gpu_info *out)
 {
-	DF_DECODE_PACKED(d, len, out);
+	if (len < DF_GPU_INFO_V1_SIZE)
+		return -EINVAL;
+	*out = (struct df_gpu_info){ 0 };
+	memcpy(out, d, len < sizeof(*out) ? len : sizeof(*out));
+	return 0;
 }
 
 int df_decode_task_label(const uint8_t *d, size_t len, struct df_task_label *out)

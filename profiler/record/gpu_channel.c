@@ -8,6 +8,7 @@
 #include "record/gpu_channel.h"
 
 #include "base/cs.h"
+#include "base/gpu_vendor.h"
 #include "inject/protocol.h"
 
 #include <dirent.h>
@@ -516,6 +517,7 @@ static void gpu_stream_init(struct gpu_stream *s, const char *name, uint32_t pid
 	s->sink = sink;
 	s->arg = arg;
 	s->info.pid = pid;
+	s->info.vendor = GPU_VENDOR_CUDA;   /* the files of the CUPTI library (inject/cupti.c) */
 }
 
 static void gpu_stream_end(struct gpu_stream *s)
