@@ -250,6 +250,10 @@ struct df_writer;
  * is refused. On any failure the previous file keeps its name. Returns 0 or -errno after
  * printing one line. */
 int df_writer_open(struct df_writer **out, const char *path, bool compress);
+/* The same, the header saying version (merge: the oldest of its inputs', whose records it
+ * copies as they are). */
+int df_writer_open_version(struct df_writer **out, const char *path, bool compress,
+			   uint32_t version);
 /* Append one record. Never fails by itself: a write error is kept (see df_writer_error) and
  * later records are dropped. */
 void df_put(struct df_writer *w, uint16_t type, const void *payload, size_t len);
@@ -272,5 +276,10 @@ typedef int (*df_record_fn)(void *arg, uint16_t type, const uint8_t *payload, si
 int df_read(const char *path, df_record_fn fn, void *arg);
 /* The same over a whole file already in memory, buf[0..len); name is used in messages. */
 int df_read_mem(const void *buf, size_t len, const char *name, df_record_fn fn, void *arg);
+/* Both, setting *version to the format version of the file's header before the first record
+ * (a file whose header could not be read leaves it as it was). */
+int df_read_version(const char *path, df_record_fn fn, void *arg, uint32_t *version);
+int df_read_mem_version(const void *buf, size_t len, const char *name, df_record_fn fn,
+			void *arg, uint32_t *version);
 
 #endif

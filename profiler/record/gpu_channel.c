@@ -218,9 +218,14 @@ static void gpu_call_record(struct gpu_stream *s, uint16_t type, const uint8_t *
 				   s->names[domain][cbid] : "";
 		const struct gpu_py_frame *py = e ? (const void *)(e->pcs + e->nframes) : NULL;
 		s->launches++;
+		struct gpu_channel_launch l = {
+			.rec = { .time = time, .pid = s->pid, .tid = s->tid, .correlation = corr,
+				 .cbid = cbid, .domain = domain, .flags = flags,
+				 .graph_node_id = node },
+			.vendor = s->info.vendor, .api = name, .pcs = pcs, .npcs = np, .py = py,
+			.npy = e ? e->npy : 0, .py_flags = e ? e->py_flags : 0 };
 		if (s->sink->launch)
-			s->sink->launch(s->arg, s->pid, s->tid, time, corr, cbid, domain, flags, node,
-					pcs, np, name, py, e ? e->npy : 0, e ? e->py_flags : 0);
+			s->sink->launch(s->arg, &l);
 	}
 	if (type == GPU_REC_CALL) {
 		struct df_gpu_activity a = { .kind = DF_GPU_API, .start = time, .end = end,

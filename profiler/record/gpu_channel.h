@@ -14,14 +14,23 @@
 #include "format/datafile.h"
 #include "inject/protocol.h"
 
+/* One API call with its stack, as the channel hands it on: the data file's launch record
+ * (rec: everything but stack and api, the recorder's string and stack ids), the API's name,
+ * the return addresses (in process rec.pid, leaf first), and the launching thread's Python
+ * frames (innermost first, protocol.h) with their gpu_py_flags. */
+struct gpu_channel_launch {
+	struct df_gpu_launch rec;  /* flags: DF_GPU_LAUNCH_* of the library */
+	uint32_t vendor;           /* enum gpu_vendor_id of the library that wrote it */
+	const char *api;           /* "" when unnamed */
+	const uint64_t *pcs;
+	size_t npcs;
+	const struct gpu_py_frame *py;
+	size_t npy;
+	uint32_t py_flags;
+};
+
 struct gpu_sink {
-	/* An API call with its stack: pcs are return addresses in process pid, leaf first.
-	 * flags: DF_GPU_LAUNCH_* of the library; api: "" when unnamed. py[npy]: the launching
-	 * thread's Python frames, innermost first (protocol.h), py_flags its gpu_py_flags. */
-	void (*launch)(void *arg, uint32_t pid, uint32_t tid, uint64_t time, uint32_t correlation,
-		       uint32_t cbid, uint32_t domain, uint32_t flags, uint64_t graph_node_id,
-		       const uint64_t *pcs, size_t npcs, const char *api,
-		       const struct gpu_py_frame *py, size_t npy, uint32_t py_flags);
+	void (*launch)(void *arg, const struct gpu_channel_launch *l);
 	/* An activity; a->name is unset: name is the (demangled) name, or "". */
 	void (*activity)(void *arg, const struct df_gpu_activity *a, const char *name);
 	/* A line the library left for the user (severity 0 info, 1 warning). */

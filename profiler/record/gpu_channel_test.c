@@ -2,6 +2,7 @@
  * the data file through profile_load (profile.c): exact decoding, every cut point, random and
  * bit-flipped input (never a crash, never an out-of-range record), and the launch join. */
 #include "base/cs.h"
+#include "base/gpu_vendor.h"
 #include "format/datafile.h"
 #include "format/records.h"
 #include "record/gpu_channel.h"
@@ -23,25 +24,23 @@ struct collect {
 	uint32_t kinds[8];
 };
 
-static void c_launch(void *arg, uint32_t pid, uint32_t tid, uint64_t time, uint32_t correlation,
-		     uint32_t cbid, uint32_t domain, uint32_t flags, uint64_t graph_node_id,
-		     const uint64_t *pcs, size_t npcs, const char *api,
-		     const struct gpu_py_frame *py, size_t npy, uint32_t py_flags)
+static void c_launch(void *arg, const struct gpu_channel_launch *l)
 {
 	struct collect *c = arg;
-	UNIT_ASSERT(npy <= GPU_MAX_PY_FRAMES);
-	c->npy += npy;
-	for (size_t i = 0; i < npy; i++)
-		c->py_sum += py[i].code + py[i].unit + py[i].flags + py_flags;
-	UNIT_ASSERT(npcs <= GPU_MAX_FRAMES);
-	UNIT_ASSERT(strlen(api) <= GPU_NAME_MAX);
+	UNIT_ASSERT(l->npy <= GPU_MAX_PY_FRAMES);
+	UNIT_ASSERT(l->rec.pid == 42 && l->vendor == GPU_VENDOR_CUDA);
+	c->npy += l->npy;
+	for (size_t i = 0; i < l->npy; i++)
+		c->py_sum += l->py[i].code + l->py[i].unit + l->py[i].flags + l->py_flags;
+	UNIT_ASSERT(l->npcs <= GPU_MAX_FRAMES);
+	UNIT_ASSERT(strlen(l->api) <= GPU_NAME_MAX);
 	c->launches++;
-	c->last_corr = correlation;
-	for (size_t i = 0; i < npcs; i++)
-		c->pcs_sum += pcs[i];
-	if (npcs > c->nframes_max)
-		c->nframes_max = (uint32_t)npcs;
-	snprintf(c->api, sizeof(c->api), "%s", api);
+	c->last_corr = l->rec.correlation;
+	for (size_t i = 0; i < l->npcs; i++)
+		c->pcs_sum += l->pcs[i];
+	if (l->npcs > c->nframes_max)
+		c->nframes_max = (uint32_t)l->npcs;
+	snprintf(c->api, sizeof(c->api), "%s", l->api);
 }
 
 static void c_activity(void *arg, const struct df_gpu_activity *a, const char *name)
@@ -443,17 +442,23 @@ UNIT_TEST(gpu_profile_bad_ids_skipped)
 	free(path);
 }
 
-/* A launch stack starts in the CUDA runtime (a shared libcudart, or the static one's
- * cudaLaunchKernel and libcudart_static_* internals) and nvcc's stub and host wrapper: the
- * loaded launch stack starts at the program's call site; a frame named like a kernel without a
- * stub below it stays unless that kernel was launched there; a stack of runtime frames only is
- * kept whole. */
-UNIT_TEST(gpu_launch_stack_starts_at_the_call_site)
+static const uint32_t trim_stacks[][9] = {   /* n, then loc ids leaf first */
+	{ 8, 0, 1, 2, 3, 4, 5, 6, 7 },
+	{ 3, 5, 6, 7 },                 /* the wrapper's name without a stub: stays */
+	{ 2, 1, 2 },                    /* only runtime frames: kept whole */
+	{ 5, 2, 8, 5, 6, 7 },           /* the stub's demangled name */
+	{ 4, 2, 5, 6, 7 },              /* the wrapper without a stub, its kernel known */
+};
+static const uint32_t trim_launch_stack[] = { 0, 1, 2, 0, 3, 4 };
+
+/* A data file of format version `version` whose launch stacks start in the CUDA runtime (a
+ * shared libcudart, or the static one's cudaLaunchKernel and libcudart_static_* internals)
+ * and nvcc's stub and host wrapper, as a recorder before version 2 wrote them. */
+static void write_untrimmed(const char *path, uint32_t version)
 {
-	char *path = cs_asprintf("%s/trim.data", unit_tmpdir());
 	struct df_writer *w;
 	struct df_strtab *t = df_strtab_new();
-	UNIT_ASSERT(df_writer_open(&w, path, true) == 0);
+	UNIT_ASSERT(df_writer_open_version(&w, path, true, version) == 0);
 	struct {
 		uint32_t id, flags;
 		char path[12], bid[1];
@@ -487,21 +492,13 @@ UNIT_TEST(gpu_launch_stack_starts_at_the_call_site)
 			df_put(w, DF_SYMBOL, sym, sizeof(sym));
 		}
 	}
-	static const uint32_t stacks[][9] = {   /* n, then loc ids leaf first */
-		{ 8, 0, 1, 2, 3, 4, 5, 6, 7 },
-		{ 3, 5, 6, 7 },                 /* the wrapper's name without a stub: stays */
-		{ 2, 1, 2 },                    /* only runtime frames: kept whole */
-		{ 5, 2, 8, 5, 6, 7 },           /* the stub's demangled name */
-		{ 4, 2, 5, 6, 7 },              /* the wrapper without a stub, its kernel known */
-	};
 	for (uint32_t s = 0; s < 5; s++) {
-		uint32_t hdr[2] = { s, stacks[s][0] };
-		df_put2(w, DF_STACK, hdr, sizeof(hdr), &stacks[s][1], 4 * stacks[s][0]);
+		uint32_t hdr[2] = { s, trim_stacks[s][0] };
+		df_put2(w, DF_STACK, hdr, sizeof(hdr), &trim_stacks[s][1], 4 * trim_stacks[s][0]);
 	}
-	static const uint32_t launch_stack[] = { 0, 1, 2, 0, 3, 4 };
 	for (uint32_t k = 0; k < 6; k++) {
 		struct df_gpu_launch l = { .time = 100 + k, .pid = 10, .tid = 10, .correlation = k + 1,
-					   .stack = launch_stack[k],
+					   .stack = trim_launch_stack[k],
 					   .api = df_strtab_id(t, w, "cudaLaunchKernel"),
 					   .cbid = 211, .domain = 1 };
 		df_put(w, DF_GPU_LAUNCH, &l, sizeof(l));
@@ -518,9 +515,19 @@ UNIT_TEST(gpu_launch_stack_starts_at_the_call_site)
 	df_put(w, DF_END, &e, sizeof(e));
 	UNIT_ASSERT(df_writer_close(w) == 0);
 	df_strtab_free(t);
+}
 
+/* A file of version 1: the loaded launch stack starts at the program's call site (the reader
+ * trims by name, as it did before the recorder did); a frame named like a kernel without a
+ * stub below it stays unless that kernel was launched there; a stack of runtime frames only
+ * is kept whole. */
+UNIT_TEST(gpu_launch_stack_of_version_1_starts_at_the_call_site)
+{
+	char *path = cs_asprintf("%s/trim.data", unit_tmpdir());
+	write_untrimmed(path, 1);
 	struct profile *p;
 	UNIT_ASSERT(profile_load(path, &p) == 0);
+	UNIT_ASSERT_EQ_INT(p->format_version, 1);
 	UNIT_ASSERT_EQ_INT(p->ngpu_launches, 6);
 	static const char *const want[] = { "blur_image;main", "blur_kernel(float*, int);blur_image;main",
 					    "libcudart_static_0123abcd;cudaLaunchKernel",
@@ -539,6 +546,26 @@ UNIT_TEST(gpu_launch_stack_starts_at_the_call_site)
 	}
 	/* launches 1 and 4 share the recorded stack: one trimmed stack for both */
 	UNIT_ASSERT_EQ_INT(p->gpu_launches[0].stack, p->gpu_launches[3].stack);
+	profile_free(p);
+	free(path);
+}
+
+/* From version 2 the recorder trims launch stacks (record.c): the reader keeps them as the
+ * file has them, whatever the frames are named; only a leaf named as the kernel launched there
+ * (the join, not a name list) goes. */
+UNIT_TEST(gpu_launch_stack_of_version_2_is_kept)
+{
+	char *path = cs_asprintf("%s/kept.data", unit_tmpdir());
+	write_untrimmed(path, 2);
+	struct profile *p;
+	UNIT_ASSERT(profile_load(path, &p) == 0);
+	UNIT_ASSERT_EQ_INT(p->format_version, 2);
+	UNIT_ASSERT_EQ_INT(p->ngpu_launches, 6);
+	for (size_t i = 0; i < p->ngpu_launches; i++) {
+		const struct profile_gpu_launch *l = &p->gpu_launches[i];
+		UNIT_ASSERT_EQ_INT(p->stacks[l->stack].nframes,
+				   trim_stacks[trim_launch_stack[l->correlation - 1]][0]);
+	}
 	profile_free(p);
 	free(path);
 }

@@ -7,6 +7,7 @@
 #include "record/record.h"
 
 #include "base/cs.h"
+#include "base/gpu_vendor.h"
 #include "base/hash.h"
 #include "format/datafile.h"
 #include "format/records.h"
@@ -84,6 +85,7 @@ struct record {
 	uint32_t *stack_len;
 	size_t nstacks, cap_stacks;
 	struct cs_hash stack_ids;   /* hash of the loc sequence -> id + 1, as a pointer */
+	struct cs_map gpu_trimmed;  /* (recorded launch stack, vendor) -> the stack kept */
 	/* counts */
 	uint64_t nsamples, lost, stack_full, unwind_errors;
 	uint64_t offcpu_samples;    /* --idle: weight of the off-CPU samples */
@@ -372,13 +374,87 @@ static void record_sample(struct record *r, const struct sampler_event *ev)
 
 /* ---- GPU records (gpu_channel.h) ---- */
 
+/* How many leaf locations of a launch stack are the vendor's launch path (its runtime,
+ * driver, tracer, the compiler's launch stub and the host wrapper above it): each location
+ * named as record_symbolize will name it, leaf first, until the first frame of the program.
+ * *skip_inner: the innermost inline frames of the next location that are on the path too (the
+ * runtime's inline launch template in the program's function). 0 when the whole stack is the
+ * path (kept whole: nothing else to show). */
+static int record_gpu_trim(struct record *r, const struct gpu_vendor *v,
+			   const struct unwind_loc *locs, int n, uint32_t *skip_inner)
+{
+	struct sym_frame frames[64];
+	struct gpu_trim t;
+	gpu_trim_init(&t, v);
+	*skip_inner = 0;
+	for (int i = 0; i < n; i++) {
+		const struct unwind_module *m = unwind_module_get(r->unwind, locs[i].module);
+		if (!m || (m->flags & PROFILE_MODULE_PYTHON))
+			return i;
+		if (gpu_trim_module(v, m->path))
+			continue;
+		int nf = sym_resolve(r->unwind, locs[i], true, frames, 64), k = 0;
+		while (k < nf && gpu_trim_frame(&t, m->path, frames[k].name))
+			k++;
+		if (nf <= 0 || k < nf) {
+			*skip_inner = (uint32_t)k;
+			return i;
+		}
+	}
+	return 0;
+}
+
+/* The launch stack as the data file keeps it (format version 2): the recorded one without
+ * its leaf launch path (record_gpu_trim). Trimmed once per recorded stack. */
+static uint32_t record_gpu_stack(struct record *r, const struct gpu_vendor *v,
+				 const struct unwind_loc *locs, const uint32_t *ids, int n)
+{
+	uint32_t raw = record_stack(r, ids, (uint32_t)n);
+	uint32_t *done = cs_map_slot(&r->gpu_trimmed, raw, v->id);
+	if (*done != CS_MAP_NONE)
+		return *done;
+	uint32_t skip_inner, trimmed = raw;
+	int drop = record_gpu_trim(r, v, locs, n, &skip_inner);
+	if (skip_inner > DF_LOC_SKIP_MASK >> DF_LOC_SKIP_SHIFT)
+		skip_inner = 0;   /* more inline frames than the bits hold: the location stays whole */
+	if (drop || skip_inner) {
+		uint32_t cut[RECORD_MAX_LOCS];
+		memcpy(cut, ids + drop, (size_t)(n - drop) * sizeof(*cut));
+		if (skip_inner)
+			cut[0] = record_loc(r, locs[drop].module, locs[drop].offset,
+					    DF_LOC_CALLER | skip_inner << DF_LOC_SKIP_SHIFT);
+		trimmed = record_stack(r, cut, (uint32_t)(n - drop));
+	}
+	*cs_map_slot(&r->gpu_trimmed, raw, v->id) = trimmed;
+	return trimmed;
+}
+
+/* The launching thread's Python frames, read by the library at the launch: named here from
+ * the process' code objects, in place of the interpreter activations. */
+static int record_gpu_python(struct record *r, const struct gpu_channel_launch *l,
+			     struct unwind_loc *locs, int n)
+{
+	struct py_ext_frame f[GPU_MAX_PY_FRAMES];
+	enum py_merge_result res;
+	for (size_t i = 0; i < l->npy; i++)
+		f[i] = (struct py_ext_frame){ l->py[i].code, l->py[i].unit,
+					      (l->py[i].flags & GPU_PYF_ENTRY) != 0,
+					      (l->py[i].flags & GPU_PYF_GENERATOR) != 0 };
+	bool cut = (l->rec.flags & DF_GPU_LAUNCH_STACK_TRUNCATED) ||
+		   (l->py_flags & (GPU_PY_TRUNCATED | GPU_PY_BROKEN));
+	n = py_merge_frames(r->unwind, l->rec.pid, f, (int)l->npy, cut, locs, n, RECORD_MAX_LOCS,
+			    &res);
+	if (res == PY_MERGE_OK || res == PY_MERGE_CHANGED)
+		r->gpu_py_merged++;
+	else if (res != PY_MERGE_NONE)
+		r->gpu_py_unread++;
+	return n;
+}
+
 /* A launch's return addresses go through the unwinder's view of the process' mappings and the
  * same location and stack interning as sampled stacks, so they are symbolized with them. Every
  * frame is a return address (the library's pcs[0] too): all are looked up as callers. */
-static void record_gpu_launch(void *arg, uint32_t pid, uint32_t tid, uint64_t time,
-			      uint32_t correlation, uint32_t cbid, uint32_t domain, uint32_t flags,
-			      uint64_t graph_node_id, const uint64_t *pcs, size_t npcs, const char *api,
-			      const struct gpu_py_frame *py, size_t npy, uint32_t py_flags)
+static void record_gpu_launch(void *arg, const struct gpu_channel_launch *l)
 {
 	struct record *r = arg;
 	struct unwind_loc locs[RECORD_MAX_LOCS];
@@ -386,43 +462,26 @@ static void record_gpu_launch(void *arg, uint32_t pid, uint32_t tid, uint64_t ti
 	uint32_t uflags = 0;
 	int n = 0;
 
-	if (npcs) {
-		struct unwind_sample s = { .pid = pid, .tid = tid, .user_ips = pcs, .nuser_ips = npcs };
+	if (l->npcs) {
+		struct unwind_sample s = { .pid = l->rec.pid, .tid = l->rec.tid,
+					   .user_ips = l->pcs, .nuser_ips = l->npcs };
 		n = unwind_sample(r->unwind, &s, locs, RECORD_MAX_LOCS, &uflags);
 		if (n < 0)
 			n = 0;
 	}
-	if (npy && n && !r->o->no_python) {
-		/* The launching thread's Python frames, read by the library at the launch: named
-		 * here from the process' code objects, in place of the interpreter activations. */
-		struct py_ext_frame f[GPU_MAX_PY_FRAMES];
-		enum py_merge_result res;
-		for (size_t i = 0; i < npy; i++)
-			f[i] = (struct py_ext_frame){ py[i].code, py[i].unit,
-						      (py[i].flags & GPU_PYF_ENTRY) != 0,
-						      (py[i].flags & GPU_PYF_GENERATOR) != 0 };
-		bool cut = (flags & DF_GPU_LAUNCH_STACK_TRUNCATED) ||
-			   (py_flags & (GPU_PY_TRUNCATED | GPU_PY_BROKEN));
-		n = py_merge_frames(r->unwind, pid, f, (int)npy, cut, locs, n, RECORD_MAX_LOCS, &res);
-		if (res == PY_MERGE_OK || res == PY_MERGE_CHANGED)
-			r->gpu_py_merged++;
-		else if (res != PY_MERGE_NONE)
-			r->gpu_py_unread++;
-	}
+	if (l->npy && n && !r->o->no_python)
+		n = record_gpu_python(r, l, locs, n);
 	record_write_modules(r);
 	for (int i = 0; i < n; i++) {
 		const struct unwind_module *m = unwind_module_get(r->unwind, locs[i].module);
 		bool python = m && (m->flags & PROFILE_MODULE_PYTHON);
 		ids[i] = record_loc(r, locs[i].module, locs[i].offset, python ? 0 : DF_LOC_CALLER);
 	}
+	struct df_gpu_launch rec = l->rec;
 	if (uflags & UNWIND_NO_MAP)
-		flags |= DF_GPU_LAUNCH_NO_MAP;
-	struct df_gpu_launch rec = {
-		.time = time, .pid = pid, .tid = tid, .correlation = correlation,
-		.stack = record_stack(r, ids, (uint32_t)n),
-		.api = api[0] ? df_strtab_id(r->strs, r->w, api) : 0,
-		.cbid = cbid, .domain = domain, .flags = flags, .graph_node_id = graph_node_id,
-	};
+		rec.flags |= DF_GPU_LAUNCH_NO_MAP;
+	rec.stack = record_gpu_stack(r, gpu_vendor_get(l->vendor), locs, ids, n);
+	rec.api = l->api[0] ? df_strtab_id(r->strs, r->w, l->api) : 0;
 	df_put_gpu_launch(r->w, &rec);
 }
 
@@ -840,14 +899,18 @@ static void record_wait_command(struct record *r)
  * only the last new locations are left for the end) and once more at the end with progress. */
 static void record_symbolize(struct record *r, bool at_end)
 {
-	struct sym_frame frames[64];
+	struct sym_frame all[64];
 	bool tty = at_end && isatty(2) && !cs_quiet && !r->o->live;
 	size_t first = r->nsymbolized;
 
 	for (size_t i = first; i < r->nlocs; i++) {
 		const struct loc_key *k = &r->locs[i];
 		struct unwind_loc loc = { .module = k->module, .offset = k->offset };
-		int n = sym_resolve(r->unwind, loc, k->flags & DF_LOC_CALLER, frames, 64);
+		int n = sym_resolve(r->unwind, loc, k->flags & DF_LOC_CALLER, all, 64);
+		/* a trimmed launch stack's location: its innermost inline frames left out */
+		int skip = (int)((k->flags & DF_LOC_SKIP_MASK) >> DF_LOC_SKIP_SHIFT);
+		const struct sym_frame *frames = all + (skip < n ? skip : 0);
+		n -= skip < n ? skip : 0;
 		if (n > 0) {
 			struct df_symbol_frame rec[64];
 			for (int f = 0; f < n; f++)
@@ -1551,6 +1614,7 @@ static void record_free(struct record *r)
 	free(r->target_pidfds);
 	free(r->locs);
 	cs_map_free(&r->loc_ids);
+	cs_map_free(&r->gpu_trimmed);
 	free(r->stack_data);
 	free(r->stack_pos);
 	free(r->stack_len);

@@ -52,6 +52,17 @@ grep -q 'GPU: 2 activity records dropped' ok.err && grep -q 'GPU: 1 activity rec
 ls -d "$T"/csampler-gpu.* >/dev/null 2>&1 && fail "gpu: the private directory was left behind: $(ls -d "$T"/csampler-gpu.*)" ||
 	pass "gpu: private directory removed"
 
+# --- the launch path (the runtime's API, nvcc's stub and host wrapper, an API inlined into the
+# launching function) trimmed by the recorder: the file (format version 2) keeps the call site
+rec runtime runtime || fail "gpu: record runtime: $(tail -n 3 runtime.err)"
+"$CSAMPLER" info -i runtime.data --gpu-records >runtime.rec
+blur=$(grep -c '^launch cudaLaunchKernel .* stack=.*;main;play_runtime;launch_blur$' runtime.rec)
+inl=$(grep -c '^launch cudaLaunchCooperativeKernel .* stack=.*;main;play_runtime;launch_inline$' runtime.rec)
+ver=$("$CSAMPLER" info -i runtime.data | sed -n 's/^format version: //p')
+[ "$blur" = 5 ] && [ "$inl" = 5 ] && [ "$ver" = 2 ] &&
+	pass "gpu: the recorder trims the launch path: stacks end at the call site (format version 2)" ||
+	fail "gpu: runtime: $blur/5 launch_blur, $inl/5 launch_inline, version '$ver': $(grep -m2 '^launch' runtime.rec)"
+
 # --- two processes
 rec fork fork || fail "gpu: record fork"
 "$CSAMPLER" info -i fork.data --format json >fork.json
