@@ -200,12 +200,9 @@ static uint32_t fold_gpu_leaf(struct fold_gpu *g, const struct profile_gpu_activ
 static int fold_gpu_range_cmp(const void *x, const void *y)
 {
 	const struct fold_gpu_range *a = x, *b = y;
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
-	if (a->tid != b->tid)
-		return a->tid < b->tid ? -1 : 1;
-	if (a->start != b->start)
-		return a->start < b->start ? -1 : 1;
+	CS_CMP(a->pid, b->pid);
+	CS_CMP(a->tid, b->tid);
+	CS_CMP(a->start, b->start);
 	return (a->end < b->end) - (a->end > b->end); /* the longer (outer) one first */
 }
 

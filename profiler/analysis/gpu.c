@@ -142,7 +142,6 @@ static int cmp_u64(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-#define GPU_CMP(a, b) do { if ((a) != (b)) return (a) < (b) ? -1 : 1; } while (0)
 
 /* ---- the kernel table ---- */
 
@@ -151,14 +150,14 @@ struct gpu_kdur { uint32_t name; uint64_t ns; };
 static int cmp_kdur(const void *x, const void *y)
 {
 	const struct gpu_kdur *a = x, *b = y;
-	GPU_CMP(a->name, b->name);
+	CS_CMP(a->name, b->name);
 	return 0;
 }
 
 static int cmp_kernel_stat(const void *x, const void *y)
 {
 	const struct gpu_kernel_stat *a = x, *b = y;
-	GPU_CMP(b->total_ns, a->total_ns);
+	CS_CMP(b->total_ns, a->total_ns);
 	return strcmp(a->name, b->name);
 }
 
@@ -234,9 +233,9 @@ static void gpu_kernel_table(struct gpu_ctx *c)
 static int cmp_copy(const void *x, const void *y)
 {
 	const struct gpu_copy_stat *a = x, *b = y;
-	GPU_CMP(b->total_ns, a->total_ns);
-	GPU_CMP(a->kind, b->kind);
-	GPU_CMP(a->copy_kind, b->copy_kind);
+	CS_CMP(b->total_ns, a->total_ns);
+	CS_CMP(a->kind, b->kind);
+	CS_CMP(a->copy_kind, b->copy_kind);
 	return 0;
 }
 
@@ -289,29 +288,29 @@ static void gpu_copy_table(struct gpu_ctx *c)
 static int cmp_item_stream(const void *x, const void *y)
 {
 	const struct gpu_item *a = x, *b = y;
-	GPU_CMP(a->pid, b->pid);
-	GPU_CMP(a->device, b->device);
-	GPU_CMP(a->context, b->context);
-	GPU_CMP(a->stream, b->stream);
-	GPU_CMP(a->start, b->start);
+	CS_CMP(a->pid, b->pid);
+	CS_CMP(a->device, b->device);
+	CS_CMP(a->context, b->context);
+	CS_CMP(a->stream, b->stream);
+	CS_CMP(a->start, b->start);
 	return 0;
 }
 
 static int cmp_item_device(const void *x, const void *y)
 {
 	const struct gpu_item *a = x, *b = y;
-	GPU_CMP(a->pid, b->pid);
-	GPU_CMP(a->device, b->device);
-	GPU_CMP(a->start, b->start);
+	CS_CMP(a->pid, b->pid);
+	CS_CMP(a->device, b->device);
+	CS_CMP(a->start, b->start);
 	return 0;
 }
 
 static int cmp_item_end(const void *x, const void *y)
 {
 	const struct gpu_item *a = x, *b = y;
-	GPU_CMP(a->pid, b->pid);
-	GPU_CMP(a->end, b->end);
-	GPU_CMP(a->start, b->start);
+	CS_CMP(a->pid, b->pid);
+	CS_CMP(a->end, b->end);
+	CS_CMP(a->start, b->start);
 	return 0;
 }
 
@@ -356,25 +355,25 @@ static void gpu_util_rows(struct gpu_ctx *c, bool per_stream, struct gpu_util **
 static int cmp_wait_thread(const void *x, const void *y)
 {
 	const struct gpu_wait *a = x, *b = y;
-	GPU_CMP(a->pid, b->pid);
-	GPU_CMP(a->tid, b->tid);
-	GPU_CMP(a->start, b->start);
+	CS_CMP(a->pid, b->pid);
+	CS_CMP(a->tid, b->tid);
+	CS_CMP(a->start, b->start);
 	return 0;
 }
 
 static int cmp_sync_thread(const void *x, const void *y)
 {
 	const struct gpu_sync_thread *a = x, *b = y;
-	GPU_CMP(b->blocked_ns, a->blocked_ns);
-	GPU_CMP(a->pid, b->pid);
-	GPU_CMP(a->tid, b->tid);
+	CS_CMP(b->blocked_ns, a->blocked_ns);
+	CS_CMP(a->pid, b->pid);
+	CS_CMP(a->tid, b->tid);
 	return 0;
 }
 
 static int cmp_blame(const void *x, const void *y)
 {
 	const struct gpu_blame *a = x, *b = y;
-	GPU_CMP(b->wait_ns, a->wait_ns);
+	CS_CMP(b->wait_ns, a->wait_ns);
 	if (!a->name || !b->name)
 		return a->name ? -1 : b->name ? 1 : 0;
 	return strcmp(a->name, b->name);
@@ -462,17 +461,17 @@ static void gpu_sync(struct gpu_ctx *c)
 static int cmp_waiter(const void *x, const void *y)
 {
 	const struct gpu_waiter *a = x, *b = y;
-	GPU_CMP(b->latency_ns, a->latency_ns);
-	GPU_CMP(a->start, b->start);
-	GPU_CMP(a->pid, b->pid);
+	CS_CMP(b->latency_ns, a->latency_ns);
+	CS_CMP(a->start, b->start);
+	CS_CMP(a->pid, b->pid);
 	return 0;
 }
 
 static int cmp_waiter_pid(const void *x, const void *y)
 {
 	const struct gpu_waiter *a = x, *b = y;
-	GPU_CMP(a->pid, b->pid);
-	GPU_CMP(a->latency_ns, b->latency_ns);
+	CS_CMP(a->pid, b->pid);
+	CS_CMP(a->latency_ns, b->latency_ns);
 	return 0;
 }
 
@@ -481,7 +480,7 @@ struct gpu_api_end { uint64_t key, end; };   /* key: pid << 32 | correlation */
 static int cmp_api_end(const void *x, const void *y)
 {
 	const struct gpu_api_end *a = x, *b = y;
-	GPU_CMP(a->key, b->key);
+	CS_CMP(a->key, b->key);
 	return 0;
 }
 
@@ -566,17 +565,17 @@ struct gpu_sdur { uint32_t pid, stack; uint64_t ns; };
 static int cmp_sdur(const void *x, const void *y)
 {
 	const struct gpu_sdur *a = x, *b = y;
-	GPU_CMP(a->pid, b->pid);
-	GPU_CMP(a->stack, b->stack);
+	CS_CMP(a->pid, b->pid);
+	CS_CMP(a->stack, b->stack);
 	return 0;
 }
 
 static int cmp_site(const void *x, const void *y)
 {
 	const struct gpu_site *a = x, *b = y;
-	GPU_CMP(b->gpu_ns, a->gpu_ns);
-	GPU_CMP(a->pid, b->pid);
-	GPU_CMP(a->stack, b->stack);
+	CS_CMP(b->gpu_ns, a->gpu_ns);
+	CS_CMP(a->pid, b->pid);
+	CS_CMP(a->stack, b->stack);
 	return 0;
 }
 
@@ -618,8 +617,8 @@ static void gpu_sites(struct gpu_ctx *c)
 static int cmp_range(const void *x, const void *y)
 {
 	const struct gpu_range *a = x, *b = y;
-	GPU_CMP(b->total_ns, a->total_ns);
-	GPU_CMP(b->marks, a->marks);
+	CS_CMP(b->total_ns, a->total_ns);
+	CS_CMP(b->marks, a->marks);
 	return strcmp(a->name, b->name);
 }
 
@@ -697,7 +696,7 @@ static bool gpu_system_frame(const struct profile *p, const struct profile_frame
 static int cmp_fn_tally(const void *x, const void *y)
 {
 	const struct gpu_fn_tally *a = x, *b = y;
-	GPU_CMP(a->name, b->name);
+	CS_CMP(a->name, b->name);
 	return 0;
 }
 
@@ -924,7 +923,7 @@ static void gpu_verdicts(struct gpu_ctx *c)
 static int cmp_proc(const void *x, const void *y)
 {
 	const struct gpu_proc *a = x, *b = y;
-	GPU_CMP(a->pid, b->pid);
+	CS_CMP(a->pid, b->pid);
 	return 0;
 }
 

@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define IDLE_CMP(a, b) do { if ((a) != (b)) return (a) < (b) ? -1 : 1; } while (0)
 /* Nested API spans of one call (runtime over driver) and a few levels of nesting: how far back
  * a lookup goes among a thread's spans that start before a sample. */
 #define IDLE_SPAN_LOOKBACK 16
@@ -142,27 +141,27 @@ static void idle_collect(struct idle_ctx *c)
 static int cmp_item(const void *x, const void *y)
 {
 	const struct idle_item *a = x, *b = y;
-	IDLE_CMP(a->pid, b->pid);
-	IDLE_CMP(a->device, b->device);
-	IDLE_CMP(a->start, b->start);
+	CS_CMP(a->pid, b->pid);
+	CS_CMP(a->device, b->device);
+	CS_CMP(a->start, b->start);
 	return 0;
 }
 
 static int cmp_span(const void *x, const void *y)
 {
 	const struct idle_span *a = x, *b = y;
-	IDLE_CMP(a->tid, b->tid);
-	IDLE_CMP(a->pid, b->pid);
-	IDLE_CMP(a->start, b->start);
+	CS_CMP(a->tid, b->tid);
+	CS_CMP(a->pid, b->pid);
+	CS_CMP(a->start, b->start);
 	return 0;
 }
 
 static int cmp_interval(const void *x, const void *y)
 {
 	const struct gpu_idle_interval *a = x, *b = y;
-	IDLE_CMP(a->start, b->start);
-	IDLE_CMP(a->pid, b->pid);
-	IDLE_CMP(a->device, b->device);
+	CS_CMP(a->start, b->start);
+	CS_CMP(a->pid, b->pid);
+	CS_CMP(a->device, b->device);
 	return 0;
 }
 
@@ -240,7 +239,7 @@ struct idle_tally {       /* one stack's weight within an interval or a time ran
 static int cmp_tally(const void *x, const void *y)
 {
 	const struct idle_tally *a = x, *b = y;
-	IDLE_CMP(a->stack, b->stack);
+	CS_CMP(a->stack, b->stack);
 	return 0;
 }
 
@@ -308,17 +307,17 @@ static int cmp_sample_key(const void *x, const void *y, void *arg)
 	const struct profile *p = arg;
 	const struct gpu_idle_sample *a = x, *b = y;
 	const struct profile_sample *sa = &p->samples[a->sample], *sb = &p->samples[b->sample];
-	IDLE_CMP(sa->pid, sb->pid);
-	IDLE_CMP(sa->stack, sb->stack);
-	IDLE_CMP(a->cls, b->cls);
+	CS_CMP(sa->pid, sb->pid);
+	CS_CMP(sa->stack, sb->stack);
+	CS_CMP(a->cls, b->cls);
 	return 0;
 }
 
 static int cmp_sample_time(const void *x, const void *y)
 {
 	const struct gpu_idle_sample *a = x, *b = y;
-	IDLE_CMP(a->sample, b->sample);
-	IDLE_CMP(a->interval, b->interval);
+	CS_CMP(a->sample, b->sample);
+	CS_CMP(a->interval, b->interval);
 	return 0;
 }
 
@@ -327,9 +326,9 @@ static int cmp_stack_ns(const void *x, const void *y)
 	const struct gpu_idle_stack *a = x, *b = y;
 	if (a->idle_ns != b->idle_ns)
 		return a->idle_ns > b->idle_ns ? -1 : 1;
-	IDLE_CMP(a->samples, b->samples);
-	IDLE_CMP(a->pid, b->pid);
-	IDLE_CMP(a->stack, b->stack);
+	CS_CMP(a->samples, b->samples);
+	CS_CMP(a->pid, b->pid);
+	CS_CMP(a->stack, b->stack);
 	return 0;
 }
 
@@ -339,17 +338,17 @@ static int cmp_stack_names(const void *x, const void *y, void *arg)
 {
 	const struct profile *p = arg;
 	const struct gpu_idle_stack *a = x, *b = y;
-	IDLE_CMP(a->pid, b->pid);
-	IDLE_CMP(a->cls, b->cls);
+	CS_CMP(a->pid, b->pid);
+	CS_CMP(a->cls, b->cls);
 	if (a->stack == b->stack)
 		return 0;
 	const struct profile_stack *sa = &p->stacks[a->stack], *sb = &p->stacks[b->stack];
-	IDLE_CMP(sa->nframes, sb->nframes);
+	CS_CMP(sa->nframes, sb->nframes);
 	for (uint32_t k = 0; k < sa->nframes; k++) {
 		uint32_t fa = p->stack_frames[sa->first + k], fb = p->stack_frames[sb->first + k];
 		uint32_t na = fa < p->nframes ? p->frames[fa].name : 0;
 		uint32_t nb = fb < p->nframes ? p->frames[fb].name : 0;
-		IDLE_CMP(na, nb);
+		CS_CMP(na, nb);
 	}
 	return 0;
 }

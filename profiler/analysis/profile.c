@@ -496,20 +496,16 @@ int32_t profile_rank_of(const struct profile *p, uint32_t pid)
 static int cmp_gpu_launch(const void *a, const void *b)
 {
 	const struct profile_gpu_launch *x = a, *y = b;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->correlation != y->correlation)
-		return x->correlation < y->correlation ? -1 : 1;
+	CS_CMP(x->pid, y->pid);
+	CS_CMP(x->correlation, y->correlation);
 	return x->time < y->time ? -1 : x->time > y->time;
 }
 
 static int cmp_gpu_activity(const void *a, const void *b)
 {
 	const struct profile_gpu_activity *x = a, *y = b;
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
+	CS_CMP(x->start, y->start);
+	CS_CMP(x->pid, y->pid);
 	return x->correlation < y->correlation ? -1 : x->correlation > y->correlation;
 }
 
@@ -521,10 +517,8 @@ struct gpu_node_key {
 static int cmp_gpu_node(const void *a, const void *b)
 {
 	const struct gpu_node_key *x = a, *y = b;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->node != y->node)
-		return x->node < y->node ? -1 : 1;
+	CS_CMP(x->pid, y->pid);
+	CS_CMP(x->node, y->node);
 	return x->launch < y->launch ? -1 : x->launch > y->launch;
 }
 

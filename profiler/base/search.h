@@ -17,6 +17,11 @@
 #include <stdint.h>
 #include <string.h>
 
+/* In a qsort comparator, one key of a lexicographic order: returns the order of a and b when
+ * they differ (ascending; swap them for descending), goes on to the next key when they are
+ * equal. */
+#define CS_CMP(a, b) do { if ((a) != (b)) return (a) < (b) ? -1 : 1; } while (0)
+
 /* One key of a lexicographic comparison: an unsigned field of width bytes at offset. */
 struct cs_key {
 	size_t offset, width;

@@ -232,16 +232,11 @@ static bool chrome_span_thread(const struct profile *p, const struct profile_gpu
 static int cmp_slice_thread(const void *x, const void *y)
 {
 	const struct chrome_slice *a = x, *b = y;
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
-	if (a->tid != b->tid)
-		return a->tid < b->tid ? -1 : 1;
-	if (a->start != b->start)
-		return a->start < b->start ? -1 : 1;
-	if (a->end != b->end)
-		return a->end > b->end ? -1 : 1;
-	if (a->kind != b->kind)
-		return a->kind < b->kind ? -1 : 1;
+	CS_CMP(a->pid, b->pid);
+	CS_CMP(a->tid, b->tid);
+	CS_CMP(a->start, b->start);
+	CS_CMP(b->end, a->end);      /* the longer (outer) one first */
+	CS_CMP(a->kind, b->kind);
 	return a->ref < b->ref ? -1 : a->ref > b->ref;
 }
 
@@ -249,12 +244,9 @@ static int cmp_slice_thread(const void *x, const void *y)
 static int cmp_slice_time(const void *x, const void *y)
 {
 	const struct chrome_slice *a = x, *b = y;
-	if (a->start != b->start)
-		return a->start < b->start ? -1 : 1;
-	if (a->end != b->end)
-		return a->end > b->end ? -1 : 1;
-	if (a->kind != b->kind)
-		return a->kind < b->kind ? -1 : 1;
+	CS_CMP(a->start, b->start);
+	CS_CMP(b->end, a->end);
+	CS_CMP(a->kind, b->kind);
 	return a->depth < b->depth ? -1 : a->depth > b->depth;
 }
 
@@ -270,19 +262,21 @@ static int cmp_u64(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-/* Sample indexes ordered by (pid, tid, time). */
-static const struct profile *chrome_sort_profile;
-static int cmp_sample_thread(const void *x, const void *y)
+/* Indexes of samples or launches ordered by (pid, tid, time), then index (qsort_r's arg: the
+ * profile). */
+#define CHROME_CMP_THREAD_TIME(a, b, x, y)                                     \
+	do {                                                                   \
+		CS_CMP((a)->pid, (b)->pid);                                    \
+		CS_CMP((a)->tid, (b)->tid);                                    \
+		CS_CMP((a)->time, (b)->time);                                  \
+		return *(const uint32_t *)(x) < *(const uint32_t *)(y) ? -1 : 1; \
+	} while (0)
+
+static int cmp_sample_thread(const void *x, const void *y, void *arg)
 {
-	const struct profile_sample *a = &chrome_sort_profile->samples[*(const uint32_t *)x],
-				    *b = &chrome_sort_profile->samples[*(const uint32_t *)y];
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
-	if (a->tid != b->tid)
-		return a->tid < b->tid ? -1 : 1;
-	if (a->time != b->time)
-		return a->time < b->time ? -1 : 1;
-	return *(const uint32_t *)x < *(const uint32_t *)y ? -1 : 1;
+	const struct profile *p = arg;
+	CHROME_CMP_THREAD_TIME(&p->samples[*(const uint32_t *)x], &p->samples[*(const uint32_t *)y],
+			       x, y);
 }
 
 static void chrome_add_slice(struct chrome_ctx *c, struct chrome_slice s)
@@ -507,8 +501,7 @@ static void chrome_write_threads(struct chrome_ctx *c)
 	uint32_t *idx = cs_calloc(p->nsamples_records + 1, sizeof(*idx));
 	for (size_t i = 0; i < p->nsamples_records; i++)
 		idx[i] = (uint32_t)i;
-	chrome_sort_profile = p;
-	cs_qsort(idx, p->nsamples_records, sizeof(*idx), cmp_sample_thread);
+	cs_qsort_r(idx, p->nsamples_records, sizeof(*idx), cmp_sample_thread, (void *)p);
 
 	/* Walk both lists thread by thread, in (pid, tid) order. */
 	size_t si = 0, ai = 0;
@@ -549,8 +542,7 @@ static uint32_t chrome_gpu_pid(struct chrome_ctx *c, uint32_t pid, uint32_t devi
 static int cmp_gpu(const void *x, const void *y)
 {
 	const struct chrome_gpu *a = x, *b = y;
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
+	CS_CMP(a->pid, b->pid);
 	return a->device < b->device ? -1 : a->device > b->device;
 }
 
@@ -722,18 +714,11 @@ static void chrome_write_idle(struct chrome_ctx *c)
  * arrow leaves the launch's API span at its start. A launch without a span of its own (the
  * driver call that a runtime call makes, which CUPTI's API records leave out) leaves the span
  * of the call it is nested in: the last launch before it on its thread that has a span. */
-static const struct profile *chrome_sort_launches;
-static int cmp_launch_thread(const void *x, const void *y)
+static int cmp_launch_thread(const void *x, const void *y, void *arg)
 {
-	const struct profile_gpu_launch *a = &chrome_sort_launches->gpu_launches[*(const uint32_t *)x],
-				       *b = &chrome_sort_launches->gpu_launches[*(const uint32_t *)y];
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
-	if (a->tid != b->tid)
-		return a->tid < b->tid ? -1 : 1;
-	if (a->time != b->time)
-		return a->time < b->time ? -1 : 1;
-	return *(const uint32_t *)x < *(const uint32_t *)y ? -1 : 1;
+	const struct profile *p = arg;
+	CHROME_CMP_THREAD_TIME(&p->gpu_launches[*(const uint32_t *)x],
+			       &p->gpu_launches[*(const uint32_t *)y], x, y);
 }
 
 static void chrome_flow_starts(struct chrome_ctx *c)
@@ -751,8 +736,7 @@ static void chrome_flow_starts(struct chrome_ctx *c)
 	}
 	for (size_t i = 0; i < p->ngpu_launches; i++)
 		order[i] = (uint32_t)i;
-	chrome_sort_launches = p;
-	cs_qsort(order, p->ngpu_launches, sizeof(*order), cmp_launch_thread);
+	cs_qsort_r(order, p->ngpu_launches, sizeof(*order), cmp_launch_thread, (void *)p);
 	c->flow_start = cs_calloc(p->ngpu_launches + 1, sizeof(*c->flow_start));
 	uint64_t outer = 0;
 	for (size_t k = 0; k < p->ngpu_launches; k++) {
