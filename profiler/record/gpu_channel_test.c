@@ -309,9 +309,10 @@ static void put_stack(struct df_writer *w, uint32_t id, uint32_t loc)
 	df_put2(w, DF_STACK, hdr, sizeof(hdr), &loc, 4);
 }
 
-UNIT_TEST(gpu_profile_roundtrip)
+/* Two processes' launches under two stacks, their kernels, a graph kernel, a kind from the
+ * future, a longer record, a process' info and a note. */
+static void write_roundtrip(const char *path)
 {
-	char *path = cs_asprintf("%s/gpu.data", unit_tmpdir());
 	struct df_writer *w;
 	struct df_strtab *t = df_strtab_new();
 	UNIT_ASSERT(df_writer_open(&w, path, true) == 0);
@@ -362,7 +363,7 @@ UNIT_TEST(gpu_profile_roundtrip)
 	df_put(w, DF_GPU_ACTIVITY, &longer, sizeof(longer));
 	struct df_gpu_info info = { .pid = 10, .cupti_version = 130001, .clock_offset_ns = -80,
 				    .dropped = 3, .flags = DF_GPU_INFO_HAVE_INFO };
-	df_put(w, DF_GPU_INFO, &info, sizeof(info));
+	df_put(w, DF_GPU_INFO, &info, DF_GPU_INFO_V1_SIZE); /* before the vendor field: CUDA's */
 	uint32_t nh[2] = { 11, 1 };
 	df_put2(w, DF_GPU_NOTE, nh, sizeof(nh), "held by Nsight", 15);
 	struct {
@@ -372,7 +373,12 @@ UNIT_TEST(gpu_profile_roundtrip)
 	df_put(w, DF_END, &e, sizeof(e));
 	UNIT_ASSERT(df_writer_close(w) == 0);
 	df_strtab_free(t);
+}
 
+UNIT_TEST(gpu_profile_roundtrip)
+{
+	char *path = cs_asprintf("%s/gpu.data", unit_tmpdir());
+	write_roundtrip(path);
 	struct profile *p;
 	UNIT_ASSERT(profile_load(path, &p) == 0);
 	UNIT_ASSERT_EQ_INT(p->ngpu_launches, 8);
@@ -406,6 +412,9 @@ UNIT_TEST(gpu_profile_roundtrip)
 	UNIT_ASSERT_EQ_INT(p->ngpu_processes, 1);
 	UNIT_ASSERT_EQ_INT(p->gpu_processes[0].clock_offset_ns, -80);
 	UNIT_ASSERT_EQ_INT(p->gpu_processes[0].dropped, 3);
+	UNIT_ASSERT_EQ_INT(p->gpu_processes[0].vendor, GPU_VENDOR_UNKNOWN);
+	UNIT_ASSERT(profile_gpu_vendor(p, 10)->id == GPU_VENDOR_CUDA &&
+		    profile_gpu_vendor(p, 11)->id == GPU_VENDOR_CUDA);
 	UNIT_ASSERT_EQ_INT(p->ngpu_notes, 1);
 	UNIT_ASSERT(!strcmp(profile_str(p, p->gpu_notes[0].text), "held by Nsight"));
 	profile_free(p);

@@ -41,8 +41,8 @@ launches=$(grep -c '^launch ' ok.rec)
 [ "$launches" = 33 ] && [ "$(json_get ok.json j.gpu.launches)" = 33 ] && pass "gpu: 33 launches" || fail "gpu: launches $launches"
 [ "$(json_get ok.json j.gpu.kinds.kernel.count)" = 30 ] && [ "$(json_get ok.json j.gpu.kinds.kernel.total_ns)" = 2200000 ] &&
 	pass "gpu: info json: 30 kernels, 2.2 ms" || fail "gpu: info json kernels: $(json_get ok.json 'JSON.stringify(j.gpu.kinds.kernel)')"
-got=$(json_get ok.json '[j.gpu.processes.length, j.gpu.processes[0].cupti_version, j.gpu.processes[0].clock_offset_ns, j.gpu.processes[0].dropped, j.gpu.processes[0].lost_timestamps, j.gpu.processes[0].status].join(" ")')
-[ "$got" = "1 130001 -123 2 1 ok" ] && pass "gpu: CUPTI version, clock offset, drops, lost timestamps in info" || fail "gpu: process info '$got'"
+got=$(json_get ok.json '[j.gpu.processes.length, j.gpu.processes[0].vendor, j.gpu.processes[0].cupti_version, j.gpu.processes[0].clock_offset_ns, j.gpu.processes[0].dropped, j.gpu.processes[0].lost_timestamps, j.gpu.processes[0].status].join(" ")')
+[ "$got" = "1 CUDA 130001 -123 2 1 ok" ] && pass "gpu: vendor, CUPTI version, clock offset, drops, lost timestamps in info" || fail "gpu: process info '$got'"
 "$CSAMPLER" info -i ok.data >ok.txt
 grep -q 'kernel *30 records *2.200 ms' ok.txt && grep -q 'CUPTI 130001, ok, clock offset -123 ns, dropped 2' ok.txt &&
 	pass "gpu: info text" || fail "gpu: info text: $(grep -A8 '^gpu launches' ok.txt)"
