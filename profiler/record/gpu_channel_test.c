@@ -4,6 +4,7 @@
 #include "base/cs.h"
 #include "base/gpu_vendor.h"
 #include "format/datafile.h"
+#include "format/merge.h"
 #include "format/records.h"
 #include "record/gpu_channel.h"
 #include "inject/protocol.h"
@@ -577,4 +578,39 @@ UNIT_TEST(gpu_launch_stack_of_version_2_is_kept)
 	}
 	profile_free(p);
 	free(path);
+}
+
+/* merge copies records as they are: its output says the oldest input's version, so that a
+ * version 1 input's launch stacks are still trimmed when the merged file is read. */
+UNIT_TEST(gpu_merge_keeps_the_oldest_version)
+{
+	char *v1 = cs_asprintf("%s/m1.data", unit_tmpdir());
+	char *v2 = cs_asprintf("%s/m2.data", unit_tmpdir());
+	char *out = cs_asprintf("%s/m.data", unit_tmpdir());
+	write_untrimmed(v1, 1);
+	write_untrimmed(v2, 2);
+	for (int mixed = 0; mixed < 2; mixed++) {
+		const char *inputs[] = { v2, mixed ? v1 : v2 };
+		int saved = quiet_begin();
+		int rc = df_merge(out, inputs, 2, false, "test");
+		quiet_end(saved);
+		UNIT_ASSERT(rc == 0);
+		struct profile *p;
+		UNIT_ASSERT(profile_load(out, &p) == 0);
+		UNIT_ASSERT_EQ_INT(p->format_version, mixed ? 1 : 2);
+		UNIT_ASSERT_EQ_INT(p->ngpu_launches, 12);
+		size_t cut = 0;   /* launches whose stack lost its runtime frames */
+		for (size_t i = 0; i < p->ngpu_launches; i++) {
+			const struct profile_gpu_launch *l = &p->gpu_launches[i];
+			cut += p->stacks[l->stack].nframes <
+			       trim_stacks[trim_launch_stack[l->correlation - 1]][0];
+		}
+		/* read as version 1: launches 1, 4, 5 (runtime and stub frames) and 6 (the runtime
+		 * frame, then the wrapper joined to its kernel) of each input; as version 2: none */
+		UNIT_ASSERT_EQ_INT(cut, mixed ? 8 : 0);
+		profile_free(p);
+	}
+	free(v1);
+	free(v2);
+	free(out);
 }
