@@ -3,6 +3,7 @@
  * JSON; --gpu-records lists every GPU record with its launch stack (for tests and debugging). */
 #include "cmd/cmds.h"
 #include "base/cs.h"
+#include "base/gpu_vendor.h"
 #include "base/json.h"
 #include "analysis/profile.h"
 
@@ -119,6 +120,7 @@ static void info_gpu_json(struct json_writer *w, const struct profile *p)
 		const struct profile_gpu_process *g = &p->gpu_processes[i];
 		json_object(w, NULL, JSON_INLINE);
 		json_u64(w, "pid", g->pid);
+		json_str(w, "vendor", gpu_vendor_get(g->vendor)->name);
 		json_u64(w, "cupti_version", g->cupti_version);
 		json_str(w, "status", info_gpu_status(g->status));
 		json_i64(w, "cupti_error", g->cupti_error);

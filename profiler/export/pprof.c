@@ -353,7 +353,7 @@ static size_t pprof_rows(struct pprof_ctx *c, struct pprof_row **out)
 			leaf = &copy_leaf[a->detail < 16 ? a->detail : 0];
 			if (!*leaf)
 				*leaf = pprof_extra(c, cs_asprintf("[memcpy %s]",
-						    fold_gpu_copy_kind(a->detail)), true);
+						    fold_gpu_copy_kind(p, a)), true);
 			break;
 		case PROFILE_GPU_MEMSET:
 			leaf = &memset_leaf;

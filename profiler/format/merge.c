@@ -41,6 +41,7 @@ struct merge_task {
 struct merge_input {
 	const char *path;
 	size_t index;
+	uint32_t version;   /* its format version (the output's is the oldest of them) */
 	/* pass 1 */
 	struct merge_kv *header;
 	size_t nheader, cap_header;
@@ -747,7 +748,7 @@ int df_merge(const char *output, const char *const *inputs, size_t ninputs, bool
 				       output);
 			break;
 		}
-		ret = df_read(in->path, merge_scan, in);
+		ret = df_read_version(in->path, merge_scan, in, &in->version);
 		if (ret == 1)
 			ret = cs_error(EINVAL, "merge: %s is truncated (its recording did not end): "
 				       "only complete data files can be merged; 'csampler info %s' shows "
@@ -761,7 +762,12 @@ int df_merge(const char *output, const char *const *inputs, size_t ninputs, bool
 	if (ret)
 		goto out;
 
-	ret = df_writer_open(&m.w, output, compress);
+	/* The records are copied as they are: a version 1 input's launch stacks are not trimmed
+	 * yet (datafile.h), so the output says the oldest version, and its readers trim. */
+	uint32_t version = DF_VERSION;
+	for (size_t k = 0; k < m.nin; k++)
+		version = m.in[k].version < version ? m.in[k].version : version;
+	ret = df_writer_open_version(&m.w, output, compress, version);
 	if (ret)
 		goto out;
 	m.strs = df_strtab_new();

@@ -129,8 +129,14 @@ DF_FIXED_DECODER(sample, DF_SAMPLE_SIZE)
 DF_FIXED_DECODER(end, DF_END_SIZE)
 DF_FIXED_DECODER(gpu_launch, sizeof(struct df_gpu_launch))
 DF_FIXED_DECODER(gpu_activity, sizeof(struct df_gpu_activity))
-DF_FIXED_DECODER(gpu_info, sizeof(struct df_gpu_info))
 DF_FIXED_DECODER(task_label, sizeof(struct df_task_label))
+
+/* A record written before the vendor field is shorter: vendor 0, CUDA's. */
+int df_decode_gpu_info(const uint8_t *d, size_t len, struct df_gpu_info *out)
+{
+	return df_get_fixed(d, len, len < sizeof(*out) ? DF_GPU_INFO_V1_SIZE : sizeof(*out), 0, out,
+			    sizeof(*out));
+}
 
 int df_decode_raw_sample_task(const uint8_t *d, size_t len, struct df_raw_sample *out)
 {
