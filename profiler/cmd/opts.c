@@ -375,8 +375,8 @@ int opts_pids_call(const char *cmd, const struct opts_option *row, const char *v
 	return err;
 }
 
-int opts_word(const char *option, const char *const *words, size_t nwords, const char *value,
-	      int *out)
+int opts_word(const char *cmd, const char *option, const char *const *words, size_t nwords,
+	      const char *value, int *out)
 {
 	struct cs_buf list = { 0 };
 	size_t shown = 0, named = 0;
@@ -397,7 +397,19 @@ int opts_word(const char *option, const char *const *words, size_t nwords, const
 			      words[i]);
 	}
 	cs_buf_put(&list, "", 1);
-	err = cs_error(EINVAL, "invalid --%s '%s': use %s", option, value, list.data);
+	err = cs_error(EINVAL, "%s%sinvalid --%s '%s': use %s", cmd, *cmd ? ": " : "", option, value,
+		       list.data);
 	cs_buf_free(&list);
+	return err;
+}
+
+int opts_json_call(const char *cmd, const struct opts_option *row, const char *value,
+		   void *target)
+{
+	static const char *const formats[] = { "text", "json" };
+	int which;
+	int err = opts_word(cmd, row->long_name, formats, 2, value, &which);
+	if (!err)
+		*(bool *)target = which == 1;
 	return err;
 }

@@ -108,8 +108,12 @@ int opts_pids_call(const char *cmd, const struct opts_option *row, const char *v
 		   void *target);
 
 /* A word out of a list (--gpu auto|on|off): *out becomes value's index in words (NULL entries
- * are skipped). Returns 0, or -EINVAL after "invalid --OPTION 'VALUE': use a, b or c". */
-int opts_word(const char *option, const char *const *words, size_t nwords, const char *value,
-	      int *out);
+ * are skipped). Returns 0, or -EINVAL after "CMD: invalid --OPTION 'VALUE': use a, b or c". */
+int opts_word(const char *cmd, const char *option, const char *const *words, size_t nwords,
+	      const char *value, int *out);
+
+/* A call row for "--format text|json": value is a bool *, true for json. */
+int opts_json_call(const char *cmd, const struct opts_option *row, const char *value,
+		   void *target);
 
 #endif
