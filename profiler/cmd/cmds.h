@@ -28,5 +28,15 @@ struct record_opts;
 struct sampler_opts;
 int record_gpu_prepare(struct record_opts *o, char *why, size_t whylen);
 void record_default_sampler(struct sampler_opts *s);
+/* A command or -p PIDs, not both, not neither (nothing: "nothing to record"), and every PID
+ * alive. 0, or -errno after one line. */
+int record_check_targets(const struct record_opts *o, const char *nothing);
+/* Call rows (cmd/opts.h) of --gpu auto|on|off (value: enum gpu_mode *) and --mode
+ * auto|perf|ptrace|bpf (value: enum sampler_mode *; a row number of 1 leaves bpf out). */
+struct opts_option;
+int record_gpu_mode_call(const char *cmd, const struct opts_option *row, const char *value,
+			 void *target);
+int record_sampler_mode_call(const char *cmd, const struct opts_option *row, const char *value,
+			     void *target);
 
 #endif
