@@ -310,15 +310,35 @@ static int opts_column(const struct opts_option *t)
 	return widest;
 }
 
-static void opts_rows(FILE *f, const struct opts_option *t, int column)
+/* Whether a row before row (in the whole table top) has its long name. */
+static bool opts_hidden(const struct opts_option *top, const struct opts_option *row)
+{
+	struct opts_hit hits[2];
+	return row->long_name &&
+	       opts_match(top, NULL, row->long_name, strlen(row->long_name), 0, true, hits) &&
+	       hits[0].row != row;
+}
+
+/* " (default: X)" of a row with OPTS_DEFAULT_*, else "". */
+static void opts_default(const struct opts_option *row, char *buf, size_t len)
+{
+	buf[0] = 0;
+	if ((row->flags & OPTS_DEFAULT_STRING) && *(const char *const *)row->value)
+		snprintf(buf, len, " (default: %s)", *(const char *const *)row->value);
+	else if (row->flags & OPTS_DEFAULT_DOUBLE)
+		snprintf(buf, len, " (default: %g)", *(const double *)row->value);
+}
+
+static void opts_rows(FILE *f, const struct opts_option *top, const struct opts_option *t,
+		      int column)
 {
 	for (; t->kind != OPTS_END; t++) {
-		char left[128];
+		char left[128], def[128];
 		if (t->kind == OPTS_INCLUDE) {
-			opts_rows(f, t->table, column);
+			opts_rows(f, top, t->table, column);
 			continue;
 		}
-		if (!t->help)
+		if (!t->help || opts_hidden(top, t))
 			continue;
 		opts_left(t, left, sizeof(left));
 		if ((int)strlen(left) > column)
@@ -330,7 +350,8 @@ static void opts_rows(FILE *f, const struct opts_option *t, int column)
 			if (*h == '\n')
 				fprintf(f, "  %-*s ", column, "");
 		}
-		fputc('\n', f);
+		opts_default(t, def, sizeof(def));
+		fprintf(f, "%s\n", def);
 	}
 }
 
@@ -342,7 +363,7 @@ void opts_usage(const struct opts_command *c, FILE *f)
 	if (c->about)
 		fprintf(f, "\n%s", c->about);
 	fputc('\n', f);
-	opts_rows(f, c->options, column);
+	opts_rows(f, c->options, c->options, column);
 	if (c->footer)
 		fprintf(f, "\n%s", c->footer);
 	fprintf(f, "\nThe manual: man %s\n", c->man);

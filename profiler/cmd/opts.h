@@ -29,6 +29,9 @@ enum opts_kind {
 /* Flags of a row. */
 #define OPTS_OPTIONAL_VALUE 1u /* the value may be left out: "--steps" or "--steps=3-4", and
 				* the next argument when the row's takes_next accepts it */
+#define OPTS_DEFAULT_STRING 2u /* --help adds "(default: X)", X the const char * at value
+				* when not NULL: the help cannot drift from the default */
+#define OPTS_DEFAULT_DOUBLE 4u /* the same for the double at value */
 
 struct opts_option;
 
@@ -47,7 +50,7 @@ struct opts_option {
 	const char *help;           /* --help's text; '\n' starts an aligned line */
 	opts_call_fn call;          /* OPTS_CALL */
 	int number;                 /* OPTS_INT's value; a call row's own use (which option) */
-	unsigned flags;             /* OPTS_OPTIONAL_VALUE */
+	unsigned flags;             /* OPTS_OPTIONAL_VALUE, OPTS_DEFAULT_* */
 	bool (*takes_next)(const char *arg); /* OPTS_OPTIONAL_VALUE: whether a separate next
 					      * argument is the value */
 	const struct opts_option *table; /* OPTS_INCLUDE */
@@ -92,7 +95,8 @@ int opts_parse(const struct opts_command *c, int argc, char **argv, int *first);
  * CS_EXIT_ERROR. */
 int opts_exit_status(int err);
 
-/* --help: usage, about, the options in table order, the footer and the man page. */
+/* --help: usage, about, the options in table order (a row that an earlier one of the same
+ * long name hides is left out: it cannot be reached), the footer and the man page. */
 void opts_usage(const struct opts_command *c, FILE *f);
 
 /* "csampler: CMD: unexpected argument 'ARG'; see 'csampler CMD --help'". Returns -EINVAL. */
