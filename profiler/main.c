@@ -48,7 +48,7 @@ int main(int argc, char **argv)
 {
 	struct cs_buf commands = { 0 };
 	const struct opts_option options[] = {
-		OPTS_INT_ROW('q', "quiet", &cs_quiet, 1, "print only errors and warnings"),
+		OPTS_INT_ROW('q', "quiet", &cs_quiet, 1, "print no summary or progress on standard error"),
 		OPTS_CALL_ROW(0, "version", NULL, NULL, csampler_version_option,
 			      "print csampler's version"),
 		OPTS_HELP_ROW,
