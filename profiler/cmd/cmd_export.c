@@ -69,14 +69,10 @@ static int export_parse_args(int argc, char **argv, struct export_args *a)
 	int first, err = opts_parse(&cmd, argc, argv, &first);
 
 	cs_buf_free(&format_help);
+	if (!err)
+		err = opts_input(&cmd, argc, argv, first, input, &a->input);
 	if (err)
 		return err;
-	if (input)
-		a->input = input;
-	else if (first < argc)
-		a->input = argv[first++];
-	if (first < argc)
-		return opts_unexpected(&cmd, argv[first]);
 	if (a->output && !*a->output)
 		return cs_error(EINVAL, "export: -o needs a file name");
 	return 0;

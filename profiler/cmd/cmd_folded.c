@@ -53,15 +53,9 @@ static int folded_parse_args(int argc, char **argv, const char **input, struct f
 	};
 	int first, err = opts_parse(&cmd, argc, argv, &first);
 
-	if (err)
-		return err;
 	o->source = source;
 	o->per_thread = per_thread;
-	if (input_opt)
-		*input = input_opt;
-	else if (first < argc)
-		*input = argv[first++];
-	return first < argc ? opts_unexpected(&cmd, argv[first]) : 0;
+	return err ? err : opts_input(&cmd, argc, argv, first, input_opt, input);
 }
 
 int cmd_folded(int argc, char **argv)

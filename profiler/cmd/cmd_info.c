@@ -307,14 +307,10 @@ int cmd_info(int argc, char **argv)
 	struct profile *p;
 	int first, err = opts_parse(&cmd, argc, argv, &first);
 
+	if (!err)
+		err = opts_input(&cmd, argc, argv, first, input, &path);
 	if (err)
 		return opts_exit_status(err);
-	if (input)
-		path = input;
-	else if (first < argc)
-		path = argv[first++];
-	if (first < argc)
-		return opts_exit_status(opts_unexpected(&cmd, argv[first]));
 	if (profile_load(path, &p))
 		return CS_EXIT_ERROR;
 	if (gpu_records)

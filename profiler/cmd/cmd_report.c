@@ -133,14 +133,7 @@ static int report_parse_args(int argc, char **argv, struct report_args *a)
 	};
 	int first, err = opts_parse(&cmd, argc, argv, &first);
 
-	if (err)
-		return err;
-	/* One operand is taken as the input file, as `csampler report my.data`. */
-	if (a->input)
-		a->o->input = a->input;
-	else if (first < argc)
-		a->o->input = argv[first++];
-	return first < argc ? opts_unexpected(&cmd, argv[first]) : 0;
+	return err ? err : opts_input(&cmd, argc, argv, first, a->input, &a->o->input);
 }
 
 int cmd_report(int argc, char **argv)

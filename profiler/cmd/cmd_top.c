@@ -148,12 +148,17 @@ static void top_thread_name(uint32_t tid, char *buf, size_t len)
 		snprintf(buf, len, "(exited)");
 }
 
+/* How many table rows fit from *row to last, under a header line. */
+static size_t top_rows_left(const int *row, int last)
+{
+	size_t want = last - *row - 1 > 0 ? (size_t)(last - *row - 1) : 0;
+	return want > TOP_MAX_ROWS ? TOP_MAX_ROWS : want;
+}
+
 static void top_draw_functions(struct top *t, int *row, int last)
 {
 	uint64_t total = live_samples(t->live);
-	size_t want = last - *row - 1 > 0 ? (size_t)(last - *row - 1) : 0;
-	if (want > TOP_MAX_ROWS)
-		want = TOP_MAX_ROWS;
+	size_t want = top_rows_left(row, last);
 	size_t n = live_functions(t->live, 0, t->sort, t->fns, want);
 	top_line(t, row, "1", "  %%Self  %%Total     Self    Total  Function (module, or file for Python)");
 	for (size_t i = 0; i < n; i++) {
@@ -170,9 +175,7 @@ static void top_draw_functions(struct top *t, int *row, int last)
 static void top_draw_threads(struct top *t, int *row, int last)
 {
 	uint64_t total = live_samples(t->live);
-	size_t want = last - *row - 1 > 0 ? (size_t)(last - *row - 1) : 0;
-	if (want > TOP_MAX_ROWS)
-		want = TOP_MAX_ROWS;
+	size_t want = top_rows_left(row, last);
 	size_t n = live_threads(t->live, t->ths, want);
 	top_line(t, row, "1", "     TID  Name             Samples      %%  Top function (self)");
 	for (size_t i = 0; i < n; i++) {
@@ -191,9 +194,7 @@ static void top_draw_kernels(struct top *t, int *row, int last)
 {
 	uint64_t total_ns = 0;
 	live_gpu_kernels(t->live, &total_ns);
-	size_t want = last - *row - 1 > 0 ? (size_t)(last - *row - 1) : 0;
-	if (want > TOP_MAX_ROWS)
-		want = TOP_MAX_ROWS;
+	size_t want = top_rows_left(row, last);
 	size_t n = live_kernels(t->live, t->ks, want);
 	top_line(t, row, "1", "   %%GPU   GPU ms    Count   Avg us  Kernel");
 	for (size_t i = 0; i < n; i++) {

@@ -434,3 +434,13 @@ int opts_json_call(const char *cmd, const struct opts_option *row, const char *v
 		*(bool *)target = which == 1;
 	return err;
 }
+
+int opts_input(const struct opts_command *c, int argc, char **argv, int first, const char *given,
+	       const char **input)
+{
+	if (given)
+		*input = given;
+	else if (first < argc)
+		*input = argv[first++];
+	return first < argc ? opts_unexpected(c, argv[first]) : 0;
+}

@@ -102,6 +102,12 @@ void opts_usage(const struct opts_command *c, FILE *f);
 /* "csampler: CMD: unexpected argument 'ARG'; see 'csampler CMD --help'". Returns -EINVAL. */
 int opts_unexpected(const struct opts_command *c, const char *arg);
 
+/* A reader's data file: given (-i FILE) when not NULL, else the one operand argv[first] when
+ * there is one (`csampler report my.data`); *input is left alone without either. Returns 0,
+ * or -EINVAL after "unexpected argument" for any other operand. */
+int opts_input(const struct opts_command *c, int argc, char **argv, int first, const char *given,
+	       const char **input);
+
 /* A call row for "-p PID[,PID...]" (record, top, dump): value is a struct opts_pids. */
 struct opts_pids {
 	pid_t *pids;                /* cs_realloc'd; the caller frees */

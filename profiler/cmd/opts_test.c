@@ -8,10 +8,8 @@
 #include "base/unit.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* What the test table fills. */
 struct opts_t {
@@ -60,21 +58,9 @@ static int opts_t_parse(char **argv, unsigned flags, struct opts_t *t, int *firs
 	int argc = 0;
 	while (argv[argc])
 		argc++;
-	char path[512];
-	snprintf(path, sizeof(path), "%s/opts-stderr", unit_tmpdir());
-	fflush(stderr);
-	int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	UNIT_ASSERT(saved >= 0 && fd >= 0 && dup2(fd, 2) == 2);
-	close(fd);
+	unit_stderr_begin();
 	int ret = opts_parse(&cmd, argc, argv, first);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	FILE *f = fopen(path, "r");
-	UNIT_ASSERT(f);
-	size_t n = fread(err, 1, errlen - 1, f);
-	err[n] = 0;
-	fclose(f);
+	unit_stderr_end(err, errlen);
 	return ret;
 }
 
