@@ -121,7 +121,7 @@ void record_default_sampler(struct sampler_opts *s)
 }
 
 /* Which of record's valued options a call row is. */
-enum record_option { RECORD_OPT_OUTPUT, RECORD_OPT_CALLGRAPH, RECORD_OPT_STACK, RECORD_OPT_PAGES,
+enum record_option { RECORD_OPT_CALLGRAPH, RECORD_OPT_STACK, RECORD_OPT_PAGES,
 		     RECORD_OPT_DURATION, RECORD_OPT_CGROUP };
 
 /* -g fp, dwarf or dwarf,SIZE. 0, or -EINVAL (printed). */
@@ -141,7 +141,7 @@ static int record_callgraph_option(struct record_opts *o, const char *arg)
 	return 0;
 }
 
-/* -o, -g, --stack-size, -m, --duration and --cgroup into a struct record_opts. 0, or -EINVAL
+/* -g, --stack-size, -m, --duration and --cgroup into a struct record_opts. 0, or -EINVAL
  * (printed). */
 static int record_value_option(const char *cmd, const struct opts_option *row, const char *arg,
 			       void *target)
@@ -151,11 +151,6 @@ static int record_value_option(const char *cmd, const struct opts_option *row, c
 	double d;
 
 	switch (row->number) {
-	case RECORD_OPT_OUTPUT:
-		if (!*arg)
-			return cs_error(EINVAL, "empty output path: give -o FILE");
-		o->output = arg;
-		return record_output_check(arg) < 0 ? -EINVAL : 0;
 	case RECORD_OPT_CALLGRAPH:
 		return record_callgraph_option(o, arg);
 	case RECORD_OPT_STACK:
@@ -178,6 +173,15 @@ static int record_value_option(const char *cmd, const struct opts_option *row, c
 		o->sampler.cgroup = arg;
 		return 0;
 	}
+}
+
+int record_output_call(const char *cmd, const struct opts_option *row, const char *value,
+		       void *target)
+{
+	if (!*value)
+		return cs_error(EINVAL, "empty output path: give -o FILE");
+	*(const char **)target = value;
+	return record_output_check(value) < 0 ? -EINVAL : 0;
 }
 
 int record_gpu_mode_call(const char *cmd, const struct opts_option *row, const char *value,
@@ -214,10 +218,10 @@ static int record_parse_args(int argc, char **argv, struct record_opts *o, const
 	struct opts_pids pids = { .max = RECORD_MAX_PIDS };
 	bool no_compress = false, gpu_latency = false;
 	const struct opts_option options[] = {
-		RECORD_ROW('o', "output", RECORD_OPT_OUTPUT, "FILE",
-			   "data file (default ./csampler.data; an old one becomes FILE.old);\n"
-			   "%p pid, %r rank ($RANK, $LOCAL_RANK, $OMPI_COMM_WORLD_RANK,\n"
-			   "else 'norank'), %h host, %t start time, %% a '%'"),
+		OPTS_CALL_ROW('o', "output", &o->output, "FILE", record_output_call,
+			      "data file (default ./csampler.data; an old one becomes FILE.old);\n"
+			      "%p pid, %r rank ($RANK, $LOCAL_RANK, $OMPI_COMM_WORLD_RANK,\n"
+			      "else 'norank'), %h host, %t start time, %% a '%'"),
 		OPTS_STRING_ROW('F', "freq", rate_arg, "HZ",
 				"samples per second per CPU-busy thread (default 999)"),
 		RECORD_ROW('g', "call-graph", RECORD_OPT_CALLGRAPH, "MODE", "dwarf (default), dwarf,SIZE or fp"),

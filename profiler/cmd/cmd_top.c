@@ -325,7 +325,7 @@ static bool top_tick(void *arg, uint64_t now)
 }
 
 /* Which of top's valued options a call row is. */
-enum top_option { TOP_OPT_OUTPUT, TOP_OPT_LOG, TOP_OPT_FREQ, TOP_OPT_DELAY };
+enum top_option { TOP_OPT_LOG, TOP_OPT_FREQ, TOP_OPT_DELAY };
 
 /* What top's options fill. */
 struct top_args {
@@ -334,7 +334,7 @@ struct top_args {
 	const char *log;
 };
 
-/* -o FILE, --log FILE, -F HZ and --delay SEC. 0, or -EINVAL (printed). */
+/* --log FILE, -F HZ and --delay SEC. 0, or -EINVAL (printed). */
 static int top_value_option(const char *cmd, const struct opts_option *row, const char *arg,
 			    void *target)
 {
@@ -343,12 +343,6 @@ static int top_value_option(const char *cmd, const struct opts_option *row, cons
 	double d;
 
 	switch (row->number) {
-	case TOP_OPT_OUTPUT:
-		if (!*arg)
-			return cs_error(EINVAL, "empty output path: give -o FILE");
-		a->o->output = arg;
-		a->t->output = arg;
-		return 0;
 	case TOP_OPT_LOG:
 		if (!*arg)
 			return cs_error(EINVAL, "empty log path: give --log FILE");
@@ -380,8 +374,8 @@ static int top_parse_args(int argc, char **argv, struct top_args *a)
 	const struct opts_option options[] = {
 		OPTS_CALL_ROW('p', "pid", &pids, "PID[,PID]", opts_pids_call,
 			      "attach to running processes"),
-		TOP_ROW('o', "output", TOP_OPT_OUTPUT, "FILE",
-			"also keep the data file (default: a temporary file, removed)"),
+		OPTS_CALL_ROW('o', "output", &a->o->output, "FILE", record_output_call,
+			      "also keep the data file (default: a temporary file, removed)"),
 		TOP_ROW(0, "log", TOP_OPT_LOG, "FILE",
 			"launch mode: the command's output (default csampler-top.log)"),
 		TOP_ROW('F', "freq", TOP_OPT_FREQ, "HZ", "samples per second (default 999)"),
@@ -413,6 +407,7 @@ static int top_parse_args(int argc, char **argv, struct top_args *a)
 	a->o->npids = pids.n;
 	if (err)
 		return err;
+	a->t->output = a->o->output;
 	if (first < argc)
 		a->o->argv = argv + first;
 	err = record_check_targets(a->o, "nothing to watch");

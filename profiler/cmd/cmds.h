@@ -31,9 +31,12 @@ void record_default_sampler(struct sampler_opts *s);
 /* A command or -p PIDs, not both, not neither (nothing: "nothing to record"), and every PID
  * alive. 0, or -errno after one line. */
 int record_check_targets(const struct record_opts *o, const char *nothing);
-/* Call rows (cmd/opts.h) of --gpu auto|on|off (value: enum gpu_mode *) and --mode
+/* Call rows (cmd/opts.h) of -o FILE (value: const char **; a pattern of record/output.h),
+ * --gpu auto|on|off (value: enum gpu_mode *) and --mode
  * auto|perf|ptrace|bpf (value: enum sampler_mode *; a row number of 1 leaves bpf out). */
 struct opts_option;
+int record_output_call(const char *cmd, const struct opts_option *row, const char *value,
+		       void *target);
 int record_gpu_mode_call(const char *cmd, const struct opts_option *row, const char *value,
 			 void *target);
 int record_sampler_mode_call(const char *cmd, const struct opts_option *row, const char *value,
