@@ -202,13 +202,16 @@ static int opts_short(struct opts_state *s, const char *arg)
 	return 0;
 }
 
-/* One-dash long options (flame): a known long name first, else short options. */
+/* With OPTS_ONE_DASH_LONG, whether "-name" is read as a long option: a long name (exact, or a
+ * prefix when its first letter is no short option: "-oFILE" stays -o FILE). */
 static bool opts_is_one_dash_long(const struct opts_state *s, const char *arg)
 {
 	struct opts_hit hits[2];
 	size_t len = strcspn(arg + 1, "=");
-	return (s->c->flags & OPTS_ONE_DASH_LONG) && len > 1 &&
-	       opts_match(s->c->options, NULL, arg + 1, len, 0, true, hits);
+	if (!(s->c->flags & OPTS_ONE_DASH_LONG) || len < 2)
+		return false;
+	return opts_match(s->c->options, NULL, arg + 1, len, 0, true, hits) ||
+	       !opts_match(s->c->options, NULL, NULL, 0, arg[1], true, hits);
 }
 
 /* getopt's order: the options, then "--" when given (at dashdash, or 0), then the operands in

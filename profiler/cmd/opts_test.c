@@ -104,6 +104,15 @@ UNIT_TEST(opts_forms)
 	char *a5[] = { "t", "--", "-prog", NULL };
 	UNIT_ASSERT_EQ_INT(opts_t_parse(a5, OPTS_STOP_AT_OPERAND, &t, &first, err, sizeof(err)), 0);
 	UNIT_ASSERT_EQ_INT(first, 2);
+
+	/* flamegraph.pl's forms: "-name" is long unless its letter is a short option's value */
+	t = (struct opts_t)OPTS_T_INIT;
+	char *a6[] = { "t", "-all", "-gpu-i", "-oFILE", "-comm=w", NULL };
+	UNIT_ASSERT_EQ_INT(opts_t_parse(a6, OPTS_ONE_DASH_LONG, &t, &first, err, sizeof(err)), 0);
+	UNIT_ASSERT(t.all && t.source == 3 && !strcmp(t.output, "FILE") && !strcmp(t.filter.comm, "w"));
+	char *a7[] = { "t", "-bogus", NULL };
+	UNIT_ASSERT_EQ_INT(opts_t_parse(a7, OPTS_ONE_DASH_LONG, &t, &first, err, sizeof(err)), -EINVAL);
+	UNIT_ASSERT(!strcmp(err, "csampler: t: unknown option '-bogus'; see 'csampler t --help'\n"));
 }
 
 UNIT_TEST(opts_messages)
