@@ -103,7 +103,8 @@ static int opts_find_long(const struct opts_command *c, const char *name, size_t
 		return 0;
 	}
 	size_t n = opts_match(c->options, NULL, name, len, 0, false, hits);
-	if (n == 1 || (n > 1 && hits[0].row == hits[1].row)) {
+	/* two rows of one name (diff's --rank over the filters'): the first is the option */
+	if (n == 1 || (n == 2 && !strcmp(hits[0].row->long_name, hits[1].row->long_name))) {
 		*hit = hits[0];
 		return 0;
 	}

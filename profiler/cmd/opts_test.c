@@ -13,7 +13,7 @@
 
 /* What the test table fills. */
 struct opts_t {
-	const char *output, *steps;
+	const char *output, *steps, *rank;
 	bool all, quiet, steps_given;
 	int source;
 	struct opts_pids pids;
@@ -49,6 +49,8 @@ static int opts_t_parse(char **argv, unsigned flags, struct opts_t *t, int *firs
 		{ .kind = OPTS_CALL, .long_name = "steps", .value = t, .arg = "A-B",
 		  .call = opts_t_steps, .flags = OPTS_OPTIONAL_VALUE, .takes_next = opts_t_is_number,
 		  .help = "the step table, or a filter" },
+		/* over the filters' --rank, as diff's --rank A,B */
+		OPTS_STRING_ROW(0, "rank", &t->rank, "N|A,B", "ranks"),
 		OPTS_INCLUDE_ROW(opts_filter_options, &t->filter),
 		OPTS_HELP_ROW,
 		OPTS_END_ROW,
@@ -78,15 +80,16 @@ UNIT_TEST(opts_forms)
 				 "number such as 1234)\n"));
 	t = (struct opts_t)OPTS_T_INIT;
 	char *a2[] = { "t", "in1", "--out=x", "-aq", "--gpu-i", "-p1,2", "in2", "--comm", "w",
-		       "--steps", "4", "--", "-in3", NULL };
+		       "--steps", "4", "--ran", "0,1", "--", "-in3", NULL };
 	UNIT_ASSERT_EQ_INT(opts_t_parse(a2, 0, &t, &first, err, sizeof(err)), 0);
 	UNIT_ASSERT(!strcmp(t.output, "x") && t.all && t.quiet && t.source == 3);
 	UNIT_ASSERT(t.pids.n == 2 && t.pids.pids[0] == 1 && t.pids.pids[1] == 2);
 	UNIT_ASSERT(!strcmp(t.filter.comm, "w") && t.steps_given && !strcmp(t.steps, "4"));
+	UNIT_ASSERT(!strcmp(t.rank, "0,1") && t.filter.rank == -1); /* the first row of a name */
 	/* getopt's order: options, "--", then the operands as they came */
-	UNIT_ASSERT_EQ_INT(first, 10);
-	UNIT_ASSERT(!strcmp(a2[8], "4") && !strcmp(a2[9], "--") && !strcmp(a2[10], "in1") &&
-		    !strcmp(a2[11], "in2") && !strcmp(a2[12], "-in3") && !a2[13]);
+	UNIT_ASSERT_EQ_INT(first, 12);
+	UNIT_ASSERT(!strcmp(a2[10], "0,1") && !strcmp(a2[11], "--") && !strcmp(a2[12], "in1") &&
+		    !strcmp(a2[13], "in2") && !strcmp(a2[14], "-in3") && !a2[15]);
 	free(t.pids.pids);
 
 	/* --steps takes the next argument only when it looks like its value */
