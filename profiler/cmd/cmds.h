@@ -1,5 +1,6 @@
-/* cmds.h: the entry points of the subcommands, one per profiler/cmd_<name>.c.
- * Each takes argv with argv[0] = the subcommand name and returns the process exit status. */
+/* cmds.h: the entry points of the subcommands, one per profiler/cmd/cmd_<name>.c (flame and diff
+ * share cmd_flame.c). Each takes argv with argv[0] = the subcommand name and returns the process
+ * exit status; each parses its options with one table of cmd/opts.h. */
 #ifndef CSAMPLER_CMDS_H
 #define CSAMPLER_CMDS_H
 
