@@ -818,6 +818,42 @@ static void bad(const char *fmt, ...)
 	}
 }
 
+/* ---- protocol 2's records: what the checks read a protocol 3 file as ----
+ * (the recorder reads protocol 3 only: inject/protocol.h keeps these records' type numbers,
+ * not their layouts) */
+enum gpu_launch_flags {
+	GPU_LAUNCH_STACK_TRUNCATED = 1 << 0, /* more than the frame limit */
+	GPU_LAUNCH_GRAPH_NODE = 1 << 1,      /* graph_node_id is set: a node captured here */
+};
+
+/* Protocol 2's launch record (GPU_REC_LAUNCH), the checks' view of a call (below): one API
+ * call (runtime or driver) at ENTER. A runtime call and the driver call inside it share
+ * one correlation id: the library records the outermost only. */
+struct gpu_launch {
+	uint64_t time;             /* at ENTER */
+	uint32_t tid;
+	uint32_t correlation;      /* CUPTI correlationId */
+	uint32_t cbid;             /* CUPTI callback id within domain */
+	uint16_t domain;           /* enum gpu_api_domain */
+	uint16_t nframes;          /* pcs[] that follow: return addresses, leaf (the caller of the
+				    * CUDA API) first; pcs[0] is a return address too */
+	uint64_t graph_node_id;    /* GPU_LAUNCH_GRAPH_NODE: the node created here */
+	uint32_t flags;            /* enum gpu_launch_flags */
+	uint32_t api_name_len;     /* 0, or bytes of the API name after pcs[] (NUL included) */
+	uint32_t npy;              /* struct gpu_py_frame after the name (padded to 8) */
+	uint32_t py_flags;         /* enum gpu_py_flags */
+	/* u64 pcs[nframes]; char api_name[api_name_len]; padding to 8;
+	 * struct gpu_py_frame py[npy] */
+};
+
+/* Protocol 2's API span (GPU_REC_API), the checks' view of a call's span. */
+struct gpu_api {
+	uint64_t start, end;
+	uint32_t correlation, cbid;
+	uint32_t domain;           /* enum gpu_api_domain */
+	uint32_t tid;
+};
+
 /* A decoded file. Protocol 3's calls are turned back into protocol 2's view for the checks:
  * one struct gpu_launch (stack and API name after it, as protocol 2 laid them out) and one
  * GPU_REC_API span per GPU_REC_CALL, a launch with GPU_LAUNCH_GRAPH_NODE per GPU_REC_GRAPH_NODE;
