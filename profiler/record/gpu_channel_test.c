@@ -527,6 +527,29 @@ static void write_untrimmed(const char *path, uint32_t version)
 	df_strtab_free(t);
 }
 
+/* write_untrimmed as version, loaded: its 6 launches. */
+static struct profile *load_untrimmed(const char *path, uint32_t version)
+{
+	write_untrimmed(path, version);
+	struct profile *p;
+	UNIT_ASSERT(profile_load(path, &p) == 0);
+	UNIT_ASSERT_EQ_INT(p->format_version, version);
+	UNIT_ASSERT_EQ_INT(p->ngpu_launches, 6);
+	return p;
+}
+
+/* How many launches of p (write_untrimmed's, by correlation) have fewer frames than recorded. */
+static size_t count_trimmed(const struct profile *p)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < p->ngpu_launches; i++) {
+		const struct profile_gpu_launch *l = &p->gpu_launches[i];
+		n += p->stacks[l->stack].nframes <
+		     trim_stacks[trim_launch_stack[l->correlation - 1]][0];
+	}
+	return n;
+}
+
 /* A file of version 1: the loaded launch stack starts at the program's call site (the reader
  * trims by name, as it did before the recorder did); a frame named like a kernel without a
  * stub below it stays unless that kernel was launched there; a stack of runtime frames only
@@ -534,11 +557,7 @@ static void write_untrimmed(const char *path, uint32_t version)
 UNIT_TEST(gpu_launch_stack_of_version_1_starts_at_the_call_site)
 {
 	char *path = cs_asprintf("%s/trim.data", unit_tmpdir());
-	write_untrimmed(path, 1);
-	struct profile *p;
-	UNIT_ASSERT(profile_load(path, &p) == 0);
-	UNIT_ASSERT_EQ_INT(p->format_version, 1);
-	UNIT_ASSERT_EQ_INT(p->ngpu_launches, 6);
+	struct profile *p = load_untrimmed(path, 1);
 	static const char *const want[] = { "blur_image;main", "blur_kernel(float*, int);blur_image;main",
 					    "libcudart_static_0123abcd;cudaLaunchKernel",
 					    "blur_image;main", "blur_image;main", "blur_image;main" };
@@ -561,21 +580,13 @@ UNIT_TEST(gpu_launch_stack_of_version_1_starts_at_the_call_site)
 }
 
 /* From version 2 the recorder trims launch stacks (record.c): the reader keeps them as the
- * file has them, whatever the frames are named; only a leaf named as the kernel launched there
- * (the join, not a name list) goes. */
+ * file has them, whatever the frames are named. (It still drops a leaf named as the kernel
+ * launched there, a join, not a name list: no leaf here is.) */
 UNIT_TEST(gpu_launch_stack_of_version_2_is_kept)
 {
 	char *path = cs_asprintf("%s/kept.data", unit_tmpdir());
-	write_untrimmed(path, 2);
-	struct profile *p;
-	UNIT_ASSERT(profile_load(path, &p) == 0);
-	UNIT_ASSERT_EQ_INT(p->format_version, 2);
-	UNIT_ASSERT_EQ_INT(p->ngpu_launches, 6);
-	for (size_t i = 0; i < p->ngpu_launches; i++) {
-		const struct profile_gpu_launch *l = &p->gpu_launches[i];
-		UNIT_ASSERT_EQ_INT(p->stacks[l->stack].nframes,
-				   trim_stacks[trim_launch_stack[l->correlation - 1]][0]);
-	}
+	struct profile *p = load_untrimmed(path, 2);
+	UNIT_ASSERT_EQ_INT(count_trimmed(p), 0);
 	profile_free(p);
 	free(path);
 }
@@ -599,15 +610,9 @@ UNIT_TEST(gpu_merge_keeps_the_oldest_version)
 		UNIT_ASSERT(profile_load(out, &p) == 0);
 		UNIT_ASSERT_EQ_INT(p->format_version, mixed ? 1 : 2);
 		UNIT_ASSERT_EQ_INT(p->ngpu_launches, 12);
-		size_t cut = 0;   /* launches whose stack lost its runtime frames */
-		for (size_t i = 0; i < p->ngpu_launches; i++) {
-			const struct profile_gpu_launch *l = &p->gpu_launches[i];
-			cut += p->stacks[l->stack].nframes <
-			       trim_stacks[trim_launch_stack[l->correlation - 1]][0];
-		}
 		/* read as version 1: launches 1, 4, 5 (runtime and stub frames) and 6 (the runtime
 		 * frame, then the wrapper joined to its kernel) of each input; as version 2: none */
-		UNIT_ASSERT_EQ_INT(cut, mixed ? 8 : 0);
+		UNIT_ASSERT_EQ_INT(count_trimmed(p), mixed ? 8 : 0);
 		profile_free(p);
 	}
 	free(v1);
