@@ -241,8 +241,12 @@ struct main_choice {
 static const struct main_choice main_backends[] = {
 	{ "auto", SPLAT_BACKEND_AUTO }, { "cpu", SPLAT_BACKEND_CPU }, { "cuda", SPLAT_BACKEND_CUDA }, { NULL, 0 },
 };
-static const struct main_choice main_data_sources[] = { { "memory", DATA_MEMORY }, { "disk", DATA_DISK }, { NULL, 0 } };
-static const struct main_choice main_loaders[] = { { "inline", DATA_INLINE }, { "prefetch", DATA_PREFETCH }, { NULL, 0 } };
+static const struct main_choice main_data_sources[] = {
+	{ "memory", DATA_MEMORY }, { "disk", DATA_DISK }, { NULL, 0 },
+};
+static const struct main_choice main_loaders[] = {
+	{ "inline", DATA_INLINE }, { "prefetch", DATA_PREFETCH }, { NULL, 0 },
+};
 
 /* The value of word in choices (ended by a NULL word); -EINVAL for a word not there. */
 static int main_choose(const struct main_choice *choices, const char *word, int *value)
