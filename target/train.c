@@ -202,33 +202,35 @@ static int train_reset_opacity(struct trainer *tr)
 	return tr->ops->set_params(tr->ctx, &tr->host, tr->moment_source);
 }
 
+/* The directory of option flag (--save-images, --data-dir): made if missing, and writable. */
+static int train_check_dir(const char *flag, const char *dir)
+{
+	struct stat st;
+
+	if (stat(dir, &st) != 0 && mkdir(dir, 0755) != 0)
+		return splat_error(errno, "%s %s: mkdir: %s", flag, dir, strerror(errno));
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		return splat_error(ENOTDIR, "%s %s: not a directory", flag, dir);
+	if (access(dir, W_OK) != 0)
+		return splat_error(errno, "%s %s: not writable: %s", flag, dir, strerror(errno));
+	return 0;
+}
+
 /* Refuse an unwritable output before spending minutes training. */
 static int train_check_outputs(const struct train_options *o)
 {
 	struct stat st;
+	int err;
 
-	if (o->save_images_dir) {
-		if (stat(o->save_images_dir, &st) != 0 && mkdir(o->save_images_dir, 0755) != 0)
-			return splat_error(errno, "--save-images %s: mkdir: %s", o->save_images_dir, strerror(errno));
-		if (stat(o->save_images_dir, &st) != 0 || !S_ISDIR(st.st_mode))
-			return splat_error(ENOTDIR, "--save-images %s: not a directory", o->save_images_dir);
-		if (access(o->save_images_dir, W_OK) != 0)
-			return splat_error(errno, "--save-images %s: not writable: %s", o->save_images_dir,
-					   strerror(errno));
-	}
-	if (o->data == DATA_DISK && o->data_dir) {
-		if (stat(o->data_dir, &st) != 0 && mkdir(o->data_dir, 0755) != 0)
-			return splat_error(errno, "--data-dir %s: mkdir: %s", o->data_dir, strerror(errno));
-		if (stat(o->data_dir, &st) != 0 || !S_ISDIR(st.st_mode))
-			return splat_error(ENOTDIR, "--data-dir %s: not a directory", o->data_dir);
-		if (access(o->data_dir, W_OK) != 0)
-			return splat_error(errno, "--data-dir %s: not writable: %s", o->data_dir, strerror(errno));
-	}
+	if (o->save_images_dir && (err = train_check_dir("--save-images", o->save_images_dir)))
+		return err;
+	if (o->data == DATA_DISK && o->data_dir && (err = train_check_dir("--data-dir", o->data_dir)))
+		return err;
 	if (o->save_path) {
 		char *copy = strdup(o->save_path);
 		const char *dir = copy ? dirname(copy) : ".";
 		int bad = stat(o->save_path, &st) == 0 && S_ISDIR(st.st_mode);
-		int err = 0;
+		err = 0;
 		if (bad)
 			err = splat_error(EISDIR, "--save %s: is a directory; give a file name such as out.ply",
 					  o->save_path);
