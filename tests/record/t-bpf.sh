@@ -53,7 +53,7 @@ for t in tests/record/t-family.sh tests/record/t-attach.sh tests/record/t-exit-s
 	tests/record/t-signals.sh tests/record/t-faults.sh tests/t-accuracy.sh tests/record/t-jit.sh \
 	tests/python/t-python.sh; do
 	# no stack copies to keep: the disk-full faults fill a smaller disk with samples alone
-	FILL_KB=96 FILL_BLOCKS=192 FILL_RAW= CSAMPLER_BIN=$T/csampler bash "$CSAMPLER_ROOT/$t" >"$T/sub.log" 2>&1
+	FILL_KB=96 FILL_BLOCKS=192 FILL_RAW= FILL_SECONDS=12 CSAMPLER_BIN=$T/csampler bash "$CSAMPLER_ROOT/$t" >"$T/sub.log" 2>&1
 	rc=$?
 	grep -E '^(PASS|FAIL|SKIPPED):' "$T/sub.log" | sed -E 's/^(PASS|FAIL|SKIPPED): /\1: bpf: /'
 	nfail=$(grep -c '^FAIL:' "$T/sub.log")

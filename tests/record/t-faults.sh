@@ -62,7 +62,7 @@ disk_full() {
 	local name=$1 file=$2 pat=$3; shift 3
 	rm -f done.txt
 	local start=$(date +%s.%N)
-	"$@" "$CSAMPLER" record -o "$file" $FILL_RAW --no-compress -- "$W" 2 5 "done:$T/done.txt" >/dev/null 2>err.txt
+	"$@" "$CSAMPLER" record -o "$file" $FILL_RAW --no-compress -- "$W" 2 $FILL_SECONDS "done:$T/done.txt" >/dev/null 2>err.txt
 	local rc=$? el=$(echo "$(date +%s.%N) - $start" | bc)
 	if [ "$rc" = 125 ] && [ "$(grep -c . err.txt)" = 1 ] && grep -q -- "$pat" err.txt; then
 		pass "fault $name: exit 125 with one line: $(cat err.txt)"
@@ -75,9 +75,13 @@ disk_full() {
 }
 # --keep-raw's stack copies fill 4 MiB within the 5 s; a backend that copies no stacks (bpf, run
 # by t-bpf.sh) fills a smaller disk with its samples alone: FILL_KB=96 FILL_BLOCKS=192 FILL_RAW=
+# FILL_SECONDS=12. About 40 bytes a sample uncompressed: the first second's chunk (up to 80 KB)
+# must fit, and the whole run must not; in 5 s a loaded CI machine gave the two threads only
+# 1,512 samples (70 KB), so that backend's run is longer.
 FILL_KB=${FILL_KB:-4096}
 FILL_BLOCKS=${FILL_BLOCKS:-4096}
 FILL_RAW=${FILL_RAW---keep-raw}
+FILL_SECONDS=${FILL_SECONDS:-5}
 mkdir small
 if mount -t tmpfs -o size=${FILL_KB}k tmpfs small 2>mount.err; then
 	disk_full "disk full" small/full.data 'write small/full.data: No space left on device; free some space or record with -o on another filesystem'
