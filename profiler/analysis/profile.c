@@ -436,7 +436,7 @@ static uint32_t load_comm_of(const struct load *l, uint32_t tid)
 static int cmp_label(const void *a, const void *b)
 {
 	const struct profile_label *x = a, *y = b;
-	return (x->id > y->id) - (x->id < y->id);
+	return CS_CMP(x->id, y->id);
 }
 
 /* Labels sorted by id (merge writes one per id; of duplicates one is kept), the header's rank

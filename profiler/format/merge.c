@@ -299,13 +299,13 @@ static const char *merge_header(const struct merge_input *in, const char *key)
 static int merge_task_cmp(const void *a, const void *b)
 {
 	const struct merge_task *x = a, *y = b;
-	return (x->id > y->id) - (x->id < y->id);
+	return CS_CMP(x->id, y->id);
 }
 
 static int merge_u32_cmp(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return (x > y) - (x < y);
+	return CS_CMP(x, y);
 }
 
 /* Header values, clocks, and each input's task ids in the output. */

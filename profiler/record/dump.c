@@ -431,13 +431,13 @@ static void dump_gpu_kernels(struct unwind_ctx *u, const struct dump_opts *o, st
 static int dump_pid_cmp(const void *a, const void *b)
 {
 	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
-	return (x > y) - (x < y);
+	return CS_CMP(x, y);
 }
 
 static int dump_tid_cmp(const void *a, const void *b)
 {
 	const struct dump_thread *x = a, *y = b;
-	return (x->tid > y->tid) - (x->tid < y->tid);
+	return CS_CMP(x->tid, y->tid);
 }
 
 /* The processes of cgroup path (as /proc/PID/cgroup shows it, or under /sys/fs/cgroup). 0, or

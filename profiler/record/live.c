@@ -260,21 +260,13 @@ static void live_sum(struct live *l, uint32_t tid)
 static int live_fn_cmp_self(const void *a, const void *b)
 {
 	const struct live_fn *x = a, *y = b;
-	if (x->self != y->self)
-		return x->self < y->self ? 1 : -1;
-	if (x->total != y->total)
-		return x->total < y->total ? 1 : -1;
-	return strcmp(x->name, y->name);
+	return CS_CMP(y->self, x->self) ?: CS_CMP(y->total, x->total) ?: strcmp(x->name, y->name);
 }
 
 static int live_fn_cmp_total(const void *a, const void *b)
 {
 	const struct live_fn *x = a, *y = b;
-	if (x->total != y->total)
-		return x->total < y->total ? 1 : -1;
-	if (x->self != y->self)
-		return x->self < y->self ? 1 : -1;
-	return strcmp(x->name, y->name);
+	return CS_CMP(y->total, x->total) ?: CS_CMP(y->self, x->self) ?: strcmp(x->name, y->name);
 }
 
 size_t live_functions(struct live *l, uint32_t tid, enum live_sort sort, struct live_fn *out,
@@ -300,9 +292,7 @@ size_t live_functions(struct live *l, uint32_t tid, enum live_sort sort, struct 
 static int live_thread_cmp(const void *a, const void *b)
 {
 	const struct live_thread *x = a, *y = b;
-	if (x->samples != y->samples)
-		return x->samples < y->samples ? 1 : -1;
-	return (x->tid > y->tid) - (x->tid < y->tid);
+	return CS_CMP(y->samples, x->samples) ?: CS_CMP(x->tid, y->tid);
 }
 
 size_t live_threads(struct live *l, struct live_thread *out, size_t max)
@@ -339,9 +329,7 @@ size_t live_threads(struct live *l, struct live_thread *out, size_t max)
 static int live_kernel_cmp(const void *a, const void *b)
 {
 	const struct live_kernel *x = a, *y = b;
-	if (x->total_ns != y->total_ns)
-		return x->total_ns < y->total_ns ? 1 : -1;
-	return strcmp(x->name, y->name);
+	return CS_CMP(y->total_ns, x->total_ns) ?: strcmp(x->name, y->name);
 }
 
 size_t live_kernels(struct live *l, struct live_kernel *out, size_t max)
