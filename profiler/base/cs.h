@@ -103,6 +103,9 @@ char *cs_demangle(const char *name);
 /* Read a small file (a /proc or /sys entry) into buf, NUL-terminated. Returns the length or
  * -errno. */
 ssize_t cs_read_small_file(const char *path, char *buf, size_t size);
+/* The number of the line "key:" of /proc/PID/status ("Tgid", "PPid", ...), 0 when the file
+ * cannot be read or has no such line. */
+long cs_proc_status_number(int pid, const char *key);
 /* The number a small file starts with, or dflt when it cannot be read. */
 long cs_read_long_file(const char *path, long dflt);
 

@@ -59,15 +59,7 @@ struct dump_ctx {
 
 static pid_t dump_ppid(pid_t pid)
 {
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (cs_read_small_file(path, buf, sizeof(buf)) <= 0)
-		return 0;
-	const char *p = strrchr(buf, ')');
-	int ppid = 0;
-	if (!p || sscanf(p + 2, "%*c %d", &ppid) != 1)
-		return 0;
-	return (pid_t)ppid;
+	return (pid_t)cs_proc_status_number(pid, "PPid");
 }
 
 static void dump_add_pid(struct dump_ctx *c, size_t *cap, pid_t pid)

@@ -555,12 +555,7 @@ static void pt_tick(struct ptrace_sampler *s, uint64_t now, uint32_t wall_period
 
 static pid_t pt_tgid_of(pid_t tid)
 {
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
-	if (cs_read_small_file(path, buf, sizeof(buf)) <= 0)
-		return 0;
-	const char *p = strstr(buf, "\nTgid:");
-	return p ? (pid_t)atoi(p + 6) : 0;
+	return (pid_t)cs_proc_status_number(tid, "Tgid");
 }
 
 static void pt_new_task(struct ptrace_sampler *s, struct pt_thread *parent, int event)
