@@ -73,6 +73,9 @@ __attribute__((format(printf, 1, 2))) char *cs_asprintf(const char *fmt, ...);
 
 /* Grow *arr (of *cap elements of size elem) to hold at least need elements. */
 void cs_grow(void *arr, size_t *cap, size_t need, size_t elem);
+/* Append to the growable array arr of n elements (cap allocated): grows it, counts the new
+ * element and gives its address, as in *CS_PUSH(p->stacks, p->nstacks, cap) = st. */
+#define CS_PUSH(arr, n, cap) (cs_grow(&(arr), &(cap), (n) + 1, sizeof(*(arr))), &(arr)[(n)++])
 
 /* A growable byte buffer. */
 struct cs_buf {

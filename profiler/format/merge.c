@@ -247,9 +247,8 @@ static int merge_scan(void *arg, uint16_t type, const uint8_t *d, size_t len)
 	case DF_HEADER_KV:
 		if (df_decode_header_kv(d, len, &r.kv))
 			return merge_corrupt(in, "header");
-		cs_grow(&in->header, &in->cap_header, in->nheader + 1, sizeof(*in->header));
-		in->header[in->nheader++] = (struct merge_kv){ cs_strdup(r.kv.key),
-							       cs_strdup(r.kv.value) };
+		*CS_PUSH(in->header, in->nheader, in->cap_header) =
+			(struct merge_kv){ cs_strdup(r.kv.key), cs_strdup(r.kv.value) };
 		return 0;
 	case DF_LOST:
 		return df_decode_lost(d, len, &r.lost) ? merge_corrupt(in, "lost") : 0;

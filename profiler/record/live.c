@@ -173,8 +173,7 @@ void live_sample(struct live *l, uint32_t pid, uint32_t tid, uint32_t stack, uin
 	if (!c) {
 		c = cs_calloc(1, sizeof(*c));
 		c->key = key;
-		cs_grow(&l->counts, &l->cap_counts, l->ncounts + 1, sizeof(*l->counts));
-		l->counts[l->ncounts++] = c;
+		*CS_PUSH(l->counts, l->ncounts, l->cap_counts) = c;
 		cs_hash_insert(&l->counts_by_key, h, c);
 	}
 	c->count += weight;
@@ -305,8 +304,7 @@ size_t live_threads(struct live *l, struct live_thread *out, size_t max)
 		while (k < n && all[k].tid != tid)
 			k++;
 		if (k == n) {
-			cs_grow(&all, &cap, n + 1, sizeof(*all));
-			all[n++] = (struct live_thread){ .tid = tid };
+			*CS_PUSH(all, n, cap) = (struct live_thread){ .tid = tid };
 		}
 		all[k].samples += l->counts[i]->count;
 	}

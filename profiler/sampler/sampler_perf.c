@@ -234,8 +234,7 @@ static int sampler_open_one(struct perf_sampler *s, pid_t pid, int cpu_index, bo
 		}
 		return -err;
 	}
-	cs_grow(&s->fds, &s->cap_fds, s->nfds + 1, sizeof(int));
-	s->fds[s->nfds++] = fd;
+	*CS_PUSH(s->fds, s->nfds, s->cap_fds) = fd;
 	if (r->fd < 0) {
 		size_t len = (size_t)(s->base.opts.mmap_pages + 1) * (size_t)getpagesize();
 		void *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -286,8 +285,7 @@ static void perf_idle_add_pid(struct perf_idle *idle, pid_t pid)
 	for (size_t i = 0; i < idle->npids; i++)
 		if (idle->pids[i] == pid)
 			return;
-	cs_grow(&idle->pids, &idle->cap_pids, idle->npids + 1, sizeof(pid_t));
-	idle->pids[idle->npids++] = pid;
+	*CS_PUSH(idle->pids, idle->npids, idle->cap_pids) = pid;
 }
 
 /* Children of one thread ("/proc/PID/task/TID/children": space-separated pids). */
@@ -504,8 +502,7 @@ static void perf_idle_note_fork(struct perf_sampler *s, pid_t pid)
 {
 	struct perf_idle *idle = s->idle;
 	pthread_mutex_lock(&idle->lock);
-	cs_grow(&idle->new_pids, &idle->cap_new_pids, idle->nnew_pids + 1, sizeof(pid_t));
-	idle->new_pids[idle->nnew_pids++] = pid;
+	*CS_PUSH(idle->new_pids, idle->nnew_pids, idle->cap_new_pids) = pid;
 	pthread_mutex_unlock(&idle->lock);
 }
 
@@ -934,8 +931,7 @@ static int perf_open_cpu_wide(struct perf_sampler *s, const char *cgroup)
 		pid_t pid = (pid_t)atoi(de->d_name);
 		if (pid == getpid() || (cgroup && !sampler_proc_in_cgroup(pid, cgroup)))
 			continue;
-		cs_grow(&s->synth_pids, &s->cap_synth, s->nsynth + 1, sizeof(pid_t));
-		s->synth_pids[s->nsynth++] = pid;
+		*CS_PUSH(s->synth_pids, s->nsynth, s->cap_synth) = pid;
 	}
 	if (d)
 		closedir(d);

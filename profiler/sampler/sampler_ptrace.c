@@ -308,8 +308,7 @@ static bool pt_map_is_new(void *arg, uint64_t start, uint64_t end, uint64_t pgof
 {
 	struct pt_maps_read *rd = arg;
 	struct pt_map m = { start, end, pgoff, pt_hash(path) };
-	cs_grow(&rd->now, &rd->cap, rd->n + 1, sizeof(*rd->now));
-	rd->now[rd->n++] = m;
+	*CS_PUSH(rd->now, rd->n, rd->cap) = m;
 	for (size_t i = 0; i < rd->p->nmaps; i++)
 		if (!memcmp(&rd->p->maps[i], &m, sizeof(m)))
 			return false;

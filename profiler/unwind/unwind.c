@@ -209,8 +209,7 @@ static uint32_t unwind_module_id(struct unwind_ctx *ctx, enum unwind_module_kind
 		m->pub.flags = PROFILE_MODULE_OFFCPU;
 		break;
 	}
-	cs_grow(&ctx->modules, &ctx->cap_modules, ctx->nmodules + 1, sizeof(ctx->modules[0]));
-	ctx->modules[ctx->nmodules++] = m;
+	*CS_PUSH(ctx->modules, ctx->nmodules, ctx->cap_modules) = m;
 	cs_hash_insert(&ctx->modules_by_key, hash, m);
 	return m->id;
 }
