@@ -45,6 +45,14 @@ static void free_gpu(struct pbuild *b)
 	b->p.gpu_launches = NULL;
 }
 
+/* A profile sampled at 1 kHz (1 ms a sample) with process pid "train". */
+static void init_train(struct pbuild *b, uint32_t pid)
+{
+	pb_init(b);
+	pb_header(b, "rate_hz", "1000");
+	pb_process(b, pid, 1, "train");
+}
+
 /* pid 7, main thread 7, 1 ms apart from T0: setup x2, then steps:
  *   t=2..6   load x2, compute x3         step 1 [2, 7)
  *   t=7..9   load x1, compute x2         step 2 [7, 10)
@@ -53,9 +61,7 @@ static void free_gpu(struct pbuild *b)
  * and a GPU kernel ending at 20 ms: the last step ends there. */
 static void build_fn(struct pbuild *b)
 {
-	pb_init(b);
-	pb_header(b, "rate_hz", "1000");
-	pb_process(b, 7, 1, "train");
+	init_train(b, 7);
 	pb_thread(b, 7, 7, "train");
 	pb_thread(b, 7, 8, "worker");
 	uint32_t setup = pb_stack(b, "_start;main;setup");
@@ -269,9 +275,7 @@ UNIT_TEST(steps_filter_window)
 UNIT_TEST(steps_bench_1000_steps)
 {
 	struct pbuild b;
-	pb_init(&b);
-	pb_header(&b, "rate_hz", "1000");
-	pb_process(&b, 7, 1, "train");
+	init_train(&b, 7);
 	for (uint32_t t = 0; t < 4; t++)
 		pb_thread(&b, 7, 7 + t, "train");
 	uint32_t st[4] = { pb_stack(&b, "_start;main;load_batch"), pb_stack(&b, "_start;main;compute"),
@@ -313,9 +317,7 @@ UNIT_TEST(steps_bench_1000_steps)
 UNIT_TEST(steps_ranks_straggler)
 {
 	struct pbuild b;
-	pb_init(&b);
-	pb_header(&b, "rate_hz", "1000");
-	pb_process(&b, 10, 1, "train");
+	init_train(&b, 10);
 	pb_process(&b, 20, 1, "train");
 	pb_thread(&b, 10, 10, "train");
 	pb_thread(&b, 20, 20, "train");
