@@ -37,14 +37,6 @@ static void launch(struct pbuild *b, uint32_t pid, uint32_t tid, uint64_t time, 
 	p->ngpu_launches++;
 }
 
-static void free_gpu(struct pbuild *b)
-{
-	free(b->p.gpu_activities);
-	free(b->p.gpu_launches);
-	b->p.gpu_activities = NULL;
-	b->p.gpu_launches = NULL;
-}
-
 /* A profile sampled at 1 kHz (1 ms a sample) with process pid "train". */
 static void init_train(struct pbuild *b, uint32_t pid)
 {
@@ -114,7 +106,6 @@ UNIT_TEST(steps_function_delimited)
 	steps_free(&s);
 	UNIT_ASSERT(steps_detect(&b.p, NULL, &s) == 0 && s.source == STEPS_NONE);
 	steps_free(&s);
-	free_gpu(&b);
 	pb_free(&b);
 }
 
@@ -151,7 +142,6 @@ UNIT_TEST(steps_nvtx)
 	UNIT_ASSERT(steps_detect(&b.p, "fwd", &s) == 0);
 	UNIT_ASSERT(s.source == STEPS_NVTX && !strcmp(s.name, "fwd") && s.nsteps == 1);
 	steps_free(&s);
-	free_gpu(&b);
 	pb_free(&b);
 }
 
@@ -228,7 +218,6 @@ UNIT_TEST(steps_measure_figures)
 	UNIT_ASSERT(steps_measure(&b.p, &s, NULL, MS, 4, &t) == 0 && t[0].rows[0].step == 4);
 	steps_tables_free(t, s.nprocs);
 	steps_free(&s);
-	free_gpu(&b);
 	pb_free(&b);
 }
 
@@ -254,7 +243,6 @@ UNIT_TEST(steps_filter_window)
 	UNIT_ASSERT(t[0].rows[0].step == 2 && t[0].rows[0].wall_ns == 3 * MS);
 	steps_tables_free(t, s.nprocs);
 	steps_free(&s);
-	free_gpu(&b);
 	pb_free(&b);
 
 	/* out of range, and no steps at all: refused */
@@ -266,7 +254,6 @@ UNIT_TEST(steps_filter_window)
 	f.step = NULL;
 	UNIT_ASSERT(profile_filter_set(&f, "test", "steps", "1") == 0);
 	UNIT_ASSERT(profile_filter_apply(&b.p, &f, "test") == -EINVAL);
-	free_gpu(&b);
 	pb_free(&b);
 }
 
@@ -307,7 +294,6 @@ UNIT_TEST(steps_bench_1000_steps)
 	UNIT_ASSERT(sec < 2.0);
 	steps_tables_free(t, s.nprocs);
 	steps_free(&s);
-	free_gpu(&b);
 	pb_free(&b);
 }
 
@@ -384,6 +370,5 @@ UNIT_TEST(steps_ranks_straggler)
 	free(buf);
 	b.p.labels = NULL;
 	b.p.nlabels = 0;
-	free_gpu(&b);
 	pb_free(&b);
 }
