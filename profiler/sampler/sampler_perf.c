@@ -769,6 +769,24 @@ static void sampler_parse_sample(struct perf_sampler *s, const uint8_t *rec, siz
 	}
 }
 
+/* A pending event of type from a record whose sample_id_all trailer gives its task and time. */
+static struct sampler_pending *perf_push_event(struct perf_sampler *s, enum sampler_event_type type,
+					       const uint8_t *rec, size_t size)
+{
+	struct sampler_pending *pe = sampler_events_push(&s->events, SAMPLER_EV_SAMPLE);
+	pe->ev.type = type;
+	sampler_trailer(rec, size, &pe->ev);
+	return pe;
+}
+
+/* A record's string (at most maxlen bytes) kept NUL-terminated in the arena, at pe->off_a. */
+static void perf_keep_string(struct perf_sampler *s, struct sampler_pending *pe,
+			     const uint8_t *str, size_t maxlen)
+{
+	pe->off_a = sampler_events_keep(&s->events, str, strnlen((const char *)str, maxlen));
+	cs_buf_put(&s->events.arena, "", 1);
+}
+
 static void sampler_parse(struct perf_sampler *s, const uint8_t *rec, size_t size, int cpu)
 {
 	const struct perf_event_header *h = (const void *)rec;
@@ -780,18 +798,14 @@ static void sampler_parse(struct perf_sampler *s, const uint8_t *rec, size_t siz
 	case PERF_RECORD_MMAP2: {
 		if (size < 8 + 64 + 24)
 			return;
-		pe = sampler_events_push(&s->events, SAMPLER_EV_SAMPLE);
-		pe->ev.type = SAMPLER_EV_MMAP;
-		sampler_trailer(rec, size, &pe->ev);
+		pe = perf_push_event(s, SAMPLER_EV_MMAP, rec, size);
 		const uint8_t *p = rec + 8;
 		pe->ev.mmap.start = cs_rd64(p + 8);
 		pe->ev.mmap.len = cs_rd64(p + 16);
 		pe->ev.mmap.pgoff = cs_rd64(p + 24);
 		pe->ev.mmap.prot = cs_rd32(p + 56);
 		pe->ev.mmap.flags = cs_rd32(p + 60);
-		size_t maxlen = size - 8 - 64 - 24;
-		pe->off_a = sampler_events_keep(&s->events, p + 64, strnlen((const char *)p + 64, maxlen));
-		cs_buf_put(&s->events.arena, "", 1);
+		perf_keep_string(s, pe, p + 64, size - 8 - 64 - 24);
 		pe->ev.pid = cs_rd32(p);
 		pe->ev.tid = cs_rd32(p + 4);
 		return;
@@ -799,15 +813,11 @@ static void sampler_parse(struct perf_sampler *s, const uint8_t *rec, size_t siz
 	case PERF_RECORD_COMM: {
 		if (size < 8 + 8 + 24)
 			return;
-		pe = sampler_events_push(&s->events, SAMPLER_EV_SAMPLE);
-		pe->ev.type = SAMPLER_EV_COMM;
-		sampler_trailer(rec, size, &pe->ev);
+		pe = perf_push_event(s, SAMPLER_EV_COMM, rec, size);
 		pe->ev.pid = cs_rd32(rec + 8);
 		pe->ev.tid = cs_rd32(rec + 12);
 		pe->ev.comm.exec = !!(h->misc & PERF_RECORD_MISC_COMM_EXEC);
-		size_t maxlen = size - 16 - 24;
-		pe->off_a = sampler_events_keep(&s->events, rec + 16, strnlen((const char *)rec + 16, maxlen));
-		cs_buf_put(&s->events.arena, "", 1);
+		perf_keep_string(s, pe, rec + 16, size - 16 - 24);
 		return;
 	}
 	case PERF_RECORD_FORK:
@@ -825,22 +835,15 @@ static void sampler_parse(struct perf_sampler *s, const uint8_t *rec, size_t siz
 		if (s->idle && h->type == PERF_RECORD_FORK && pe->ev.pid != pe->ev.task.ppid)
 			perf_idle_note_fork(s, (pid_t)pe->ev.pid);
 		return;
-	case PERF_RECORD_LOST:
-		if (size < 8 + 16)
+	case PERF_RECORD_LOST:          /* id, then the count */
+	case PERF_RECORD_LOST_SAMPLES: { /* the count */
+		size_t at = h->type == PERF_RECORD_LOST ? 16 : 8;
+		if (size < at + 8)
 			return;
-		pe = sampler_events_push(&s->events, SAMPLER_EV_SAMPLE);
-		pe->ev.type = SAMPLER_EV_LOST;
-		sampler_trailer(rec, size, &pe->ev);
-		pe->ev.lost.count = cs_rd64(rec + 16);
+		pe = perf_push_event(s, SAMPLER_EV_LOST, rec, size);
+		pe->ev.lost.count = cs_rd64(rec + at);
 		return;
-	case PERF_RECORD_LOST_SAMPLES:
-		if (size < 8 + 8)
-			return;
-		pe = sampler_events_push(&s->events, SAMPLER_EV_SAMPLE);
-		pe->ev.type = SAMPLER_EV_LOST;
-		sampler_trailer(rec, size, &pe->ev);
-		pe->ev.lost.count = cs_rd64(rec + 8);
-		return;
+	}
 	default:
 		return; /* throttling and other records carry nothing csampler keeps */
 	}
