@@ -23,5 +23,7 @@ char *fx_folded(const struct profile *p, const struct fold_opts *o);
 
 /* Fail the test, printing both, when got is not want. */
 void fx_expect_text(const char *got, const char *want);
+/* Fail the test unless p folds (with o, NULL: the defaults) to want. */
+void fx_expect_folded(const struct profile *p, const struct fold_opts *o, const char *want);
 
 #endif

@@ -45,3 +45,10 @@ void fx_expect_text(const char *got, const char *want)
 		UNIT_ASSERT(!"text differs from the golden text");
 	}
 }
+
+void fx_expect_folded(const struct profile *p, const struct fold_opts *o, const char *want)
+{
+	char *text = fx_folded(p, o);
+	fx_expect_text(text, want);
+	free(text);
+}

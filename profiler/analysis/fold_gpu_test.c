@@ -92,8 +92,7 @@ UNIT_TEST(fold_gpu_leaves_and_ranges)
 	fx_build(&fx);
 	struct fold_opts o = FOLD_OPTS_DEFAULT;
 	o.source = FOLD_GPU;
-	char *text = fx_folded(&fx.b.p, &o);
-	fx_expect_text(text,
+	fx_expect_folded(&fx.b.p, &o,
 		   "app;[no launch stack];[gpu] orphan 11\n"
 		   "app;[nvtx] other;main;step;launch_a;[gpu] void k<int&>(int&) 13\n"
 		   "app;[nvtx] outer;[nvtx] inner;main;step;copy;[memcpy DtoH] 5\n"
@@ -101,20 +100,15 @@ UNIT_TEST(fold_gpu_leaves_and_ranges)
 		   "app;[nvtx] outer;main;step;launch_a;[gpu] void k<int&>(int&) 10\n"
 		   "app;main;step;launch_a;[memset] 7\n"
 		   "app;main;step;launch_a;[sync] 3\n");
-	free(text);
 
 	o.per_thread = 1;
 	o.tid = 2;
-	text = fx_folded(&fx.b.p, &o);
-	fx_expect_text(text, "worker-2;[nvtx] other;main;step;launch_a;[gpu] void k<int&>(int&) 13\n");
-	free(text);
+	fx_expect_folded(&fx.b.p, &o, "worker-2;[nvtx] other;main;step;launch_a;[gpu] void k<int&>(int&) 13\n");
 
 	o.per_thread = 0;
 	o.tid = -1;
 	o.comm = "worker";
-	text = fx_folded(&fx.b.p, &o);
-	fx_expect_text(text, "app;[nvtx] other;main;step;launch_a;[gpu] void k<int&>(int&) 13\n");
-	free(text);
+	fx_expect_folded(&fx.b.p, &o, "app;[nvtx] other;main;step;launch_a;[gpu] void k<int&>(int&) 13\n");
 	fx_free(&fx);
 }
 

@@ -74,8 +74,8 @@ static int load_header_kv(struct load *l, const uint8_t *d, size_t len)
 	struct df_header_kv kv;
 	if (df_decode_header_kv(d, len, &kv))
 		return load_corrupt(l, "header");
-	cs_grow(&p->header, &l->cap_header, p->nheader + 1, sizeof(*p->header));
-	p->header[p->nheader++] = (struct profile_kv){ cs_strdup(kv.key), cs_strdup(kv.value) };
+	*CS_PUSH(p->header, p->nheader, l->cap_header) =
+		(struct profile_kv){ cs_strdup(kv.key), cs_strdup(kv.value) };
 	return 0;
 }
 
@@ -85,8 +85,7 @@ static int load_string(struct load *l, const uint8_t *d, size_t len)
 	struct df_string str;
 	if (df_decode_string(d, len, &str) || str.id != p->nstrings)
 		return load_corrupt(l, "string");
-	cs_grow(&p->strings, &l->cap_strings, p->nstrings + 1, sizeof(char *));
-	p->strings[p->nstrings++] = cs_strdup(str.text);
+	*CS_PUSH(p->strings, p->nstrings, l->cap_strings) = cs_strdup(str.text);
 	return 0;
 }
 
@@ -109,8 +108,7 @@ static int load_task(struct load *l, uint16_t type, const uint8_t *d, size_t len
 	if (df_decode_task(d, len, &t))
 		return load_corrupt(l, type == DF_FORK ? "fork" : "exit");
 	if (type == DF_FORK && t.pid == t.tid && t.pid != t.ppid) {
-		cs_grow(&l->forks, &l->cap_forks, l->nforks + 1, sizeof(*l->forks));
-		l->forks[l->nforks++] = (struct load_fork){ t.pid, t.ppid };
+		*CS_PUSH(l->forks, l->nforks, l->cap_forks) = (struct load_fork){ t.pid, t.ppid };
 	}
 	return 0;
 }
@@ -142,9 +140,8 @@ static int load_loc(struct load *l, const uint8_t *d, size_t len)
 	struct df_loc loc;
 	if (df_decode_loc(d, len, &loc) || loc.id != l->nlocs || loc.module >= l->p->nmodules)
 		return load_corrupt(l, "location");
-	cs_grow(&l->locs, &l->cap_locs, l->nlocs + 1, sizeof(*l->locs));
-	l->locs[l->nlocs++] = (struct load_loc){ .module = loc.module, .offset = loc.offset,
-						 .flags = loc.flags };
+	*CS_PUSH(l->locs, l->nlocs, l->cap_locs) = (struct load_loc){
+		.module = loc.module, .offset = loc.offset, .flags = loc.flags };
 	return 0;
 }
 
@@ -161,8 +158,8 @@ static int load_stack(struct load *l, const uint8_t *d, size_t len)
 			return load_corrupt(l, "stack");
 		l->stack_locs[l->nstack_locs + i] = loc;
 	}
-	cs_grow(&p->stacks, &l->cap_stacks, p->nstacks + 1, sizeof(*p->stacks));
-	p->stacks[p->nstacks++] = (struct profile_stack){ (uint32_t)l->nstack_locs, st.n };
+	*CS_PUSH(p->stacks, p->nstacks, l->cap_stacks) =
+		(struct profile_stack){ (uint32_t)l->nstack_locs, st.n };
 	l->nstack_locs += st.n;
 	return 0;
 }
@@ -175,8 +172,7 @@ static int load_sample(struct load *l, const uint8_t *d, size_t len)
 		return load_corrupt(l, "sample");
 	struct profile_sample s = { .time = r.time, .pid = r.pid, .tid = r.tid, .cpu = r.cpu,
 				    .stack = r.stack, .flags = r.flags, .weight = r.weight };
-	cs_grow(&p->samples, &l->cap_samples, p->nsamples_records + 1, sizeof(s));
-	p->samples[p->nsamples_records++] = s;
+	*CS_PUSH(p->samples, p->nsamples_records, l->cap_samples) = s;
 	p->nsamples += s.weight;
 	return 0;
 }
@@ -211,9 +207,9 @@ static int load_gpu_launch(struct load *l, const uint8_t *d, size_t len)
 		l->gpu_bad++;
 		return 0;
 	}
-	cs_grow(&p->gpu_launches, &l->cap_gpu_launches, p->ngpu_launches + 1,
-		sizeof(*p->gpu_launches));
-	p->gpu_launches[p->ngpu_launches++] = (struct profile_gpu_launch){
+	struct profile_gpu_launch *out =
+		CS_PUSH(p->gpu_launches, p->ngpu_launches, l->cap_gpu_launches);
+	*out = (struct profile_gpu_launch){
 		.time = g.time, .pid = g.pid, .tid = g.tid, .correlation = g.correlation,
 		.stack = g.stack, .api = g.api, .cbid = g.cbid, .domain = g.domain,
 		.flags = g.flags, .graph_node_id = g.graph_node_id };
@@ -253,9 +249,9 @@ static int load_gpu_info(struct load *l, const uint8_t *d, size_t len)
 	struct df_gpu_info g;
 	if (df_decode_gpu_info(d, len, &g))
 		return load_corrupt(l, "GPU info");
-	cs_grow(&p->gpu_processes, &l->cap_gpu_processes, p->ngpu_processes + 1,
-		sizeof(*p->gpu_processes));
-	p->gpu_processes[p->ngpu_processes++] = (struct profile_gpu_process){
+	struct profile_gpu_process *out =
+		CS_PUSH(p->gpu_processes, p->ngpu_processes, l->cap_gpu_processes);
+	*out = (struct profile_gpu_process){
 		.pid = g.pid, .cupti_version = g.cupti_version, .status = g.status,
 		.cupti_error = g.cupti_error, .clock_offset_ns = g.clock_offset_ns,
 		.launches = g.launches, .launches_dropped = g.launches_dropped,
@@ -274,8 +270,7 @@ static int load_gpu_note(struct load *l, const uint8_t *d, size_t len)
 	if (df_decode_gpu_note(d, len, &n))
 		return load_corrupt(l, "GPU note");
 	cs_grow(&p->gpu_notes, &l->cap_gpu_notes, p->ngpu_notes + 1, sizeof(*p->gpu_notes));
-	cs_grow(&l->gpu_note_texts, &l->cap_note_texts, l->nnote_texts + 1, sizeof(char *));
-	l->gpu_note_texts[l->nnote_texts++] = cs_strdup(n.text);
+	*CS_PUSH(l->gpu_note_texts, l->nnote_texts, l->cap_note_texts) = cs_strdup(n.text);
 	p->gpu_notes[p->ngpu_notes++] = (struct profile_gpu_note){ n.pid, n.severity, 0 };
 	return 0;
 }
@@ -286,8 +281,7 @@ static int load_task_label(struct load *l, const uint8_t *d, size_t len)
 	struct df_task_label t;
 	if (df_decode_task_label(d, len, &t) || t.host >= p->nstrings)
 		return load_corrupt(l, "task label");
-	cs_grow(&p->labels, &l->cap_labels, p->nlabels + 1, sizeof(*p->labels));
-	p->labels[p->nlabels++] = (struct profile_label){
+	*CS_PUSH(p->labels, p->nlabels, l->cap_labels) = (struct profile_label){
 		.id = t.id, .orig_id = t.orig_id, .rank = t.rank < 0 ? -1 : t.rank,
 		.input = t.input, .host = t.host, .flags = t.flags };
 	return 0;
@@ -437,7 +431,7 @@ static uint32_t load_comm_of(const struct load *l, uint32_t tid)
 static int cmp_label(const void *a, const void *b)
 {
 	const struct profile_label *x = a, *y = b;
-	return (x->id > y->id) - (x->id < y->id);
+	return CS_CMP(x->id, y->id);
 }
 
 /* Labels sorted by id (merge writes one per id; of duplicates one is kept), the header's rank
@@ -769,8 +763,7 @@ static void load_tasks(struct load *l)
 		uint64_t n = 0;
 		while (j < nkeys && keys[j].pid == keys[i].pid && keys[j].tid == keys[i].tid)
 			n += keys[j++].samples;
-		cs_grow(&p->threads, &tcap, p->nthreads + 1, sizeof(*p->threads));
-		p->threads[p->nthreads++] = (struct profile_thread){
+		*CS_PUSH(p->threads, p->nthreads, tcap) = (struct profile_thread){
 			keys[i].pid, keys[i].tid, load_comm_of(l, keys[i].tid), n };
 		i = j;
 	}
@@ -785,9 +778,8 @@ static void load_tasks(struct load *l)
 		for (size_t f = 0; f < l->nforks; f++)
 			if (l->forks[f].pid == pid)
 				ppid = l->forks[f].ppid;
-		cs_grow(&p->processes, &pcap, p->nprocesses + 1, sizeof(*p->processes));
-		p->processes[p->nprocesses++] = (struct profile_process){ pid, ppid, comm, n, -1, 0,
-									   pid };
+		*CS_PUSH(p->processes, p->nprocesses, pcap) =
+			(struct profile_process){ pid, ppid, comm, n, -1, 0, pid };
 		i = j;
 	}
 	free(keys);

@@ -485,8 +485,7 @@ static size_t rs_excess(const struct profile *p, const struct rs_rank *rk, size_
 		double med = rs_median(vals, nr);
 		if (!(mine > med))
 			continue;
-		cs_grow(&fns, &cap, nfns + 1, sizeof(*fns));
-		fns[nfns++] = (struct rs_fn){ names[d], mine, med, mine - med };
+		*CS_PUSH(fns, nfns, cap) = (struct rs_fn){ names[d], mine, med, mine - med };
 	}
 	if (nfns)
 		cs_qsort(fns, nfns, sizeof(*fns), cmp_fn_excess);
@@ -587,10 +586,9 @@ static bool rs_ranks_gather(const struct profile *p, struct rs_ranks *R)
 			continue;
 		size_t k = rs_rank_index(R->rk, R->nr, rank);
 		if (k == R->nr) {
-			cs_grow(&R->rk, &R->cap, R->nr + 1, sizeof(*R->rk));
-			R->rk[R->nr++] = (struct rs_rank){ .rank = rank, .pid = pr->pid,
-							   .first = UINT64_MAX,
-							   .idle_stack = GPU_IDLE_NO_STACK };
+			*CS_PUSH(R->rk, R->nr, R->cap) = (struct rs_rank){
+				.rank = rank, .pid = pr->pid, .first = UINT64_MAX,
+				.idle_stack = GPU_IDLE_NO_STACK };
 		} else if (pr->samples > profile_process_of(p, R->rk[k].pid)->samples) {
 			R->rk[k].pid = pr->pid;
 		}

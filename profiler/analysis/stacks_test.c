@@ -400,32 +400,26 @@ UNIT_TEST(stacks_folded_merged)
 {
 	struct pbuild b;
 	build_app(&b);
-	char *text = fx_folded(&b.p, NULL);
 	/* The two work_a stacks differ only in the line: one folded line. */
-	fx_expect_text(text,
+	fx_expect_folded(&b.p, NULL,
 		    "app;_start;__libc_start_main;main;compute;work_a 60\n"
 		    "app;_start;__libc_start_main;main;rec;rec;rec;leaf_c 10\n"
 		    "app;clone3;start_thread;worker_main;work_b_[i] 30\n"
 		    "app;libfoo.so+0x1234;foo_leaf 5\n");
-	free(text);
 
 	struct fold_opts o = FOLD_OPTS_DEFAULT;
 	o.per_thread = 1;
-	text = fx_folded(&b.p, &o);
-	fx_expect_text(text,
+	fx_expect_folded(&b.p, &o,
 		    "app-100;_start;__libc_start_main;main;compute;work_a 60\n"
 		    "app-100;_start;__libc_start_main;main;rec;rec;rec;leaf_c 10\n"
 		    "worker-101;clone3;start_thread;worker_main;work_b_[i] 30\n"
 		    "worker-101;libfoo.so+0x1234;foo_leaf 5\n");
-	free(text);
 
 	o.tid = 101;
 	o.per_thread = 0;
-	text = fx_folded(&b.p, &o);
-	fx_expect_text(text,
+	fx_expect_folded(&b.p, &o,
 		    "app;clone3;start_thread;worker_main;work_b_[i] 30\n"
 		    "app;libfoo.so+0x1234;foo_leaf 5\n");
-	free(text);
 	pb_free(&b);
 }
 
@@ -449,31 +443,25 @@ UNIT_TEST(stacks_folded_annotations)
 	pb_samples(&b, 5, 5, odd, 1, 0);
 	pb_samples(&b, 5, 5, pb_stack(&b, ""), 2, 0);
 
-	char *text = fx_folded(&b.p, NULL);
-	fx_expect_text(text,
+	fx_expect_folded(&b.p, NULL,
 		    "java 2\n"
 		    "java;_start;main;a;x:y?z 1\n"
 		    "java;_start;main;read;entry_SYSCALL_64_[k];ksys_read_[k] 3\n"
 		    "java;_start;main;std::vector<int>::push_back_[i] 4\n"
 		    "java;clone3;start_thread;Interpreter_[j];LFoo::bar_[j] 2\n");
-	free(text);
 
 	struct fold_opts o = FOLD_OPTS_DEFAULT;
 	o.per_thread = 1;
-	text = fx_folded(&b.p, &o);
-	fx_expect_text(text,
+	fx_expect_folded(&b.p, &o,
 		    "C2 Compiler-6;clone3;start_thread;Interpreter_[j];LFoo::bar_[j] 2\n"
 		    "java-5 2\n"
 		    "java-5;_start;main;a;x:y?z 1\n"
 		    "java-5;_start;main;read;entry_SYSCALL_64_[k];ksys_read_[k] 3\n"
 		    "java-9;_start;main;std::vector<int>::push_back_[i] 4\n");
-	free(text);
 
 	o.per_thread = 0;
 	o.comm = "C2 Compiler";
-	text = fx_folded(&b.p, &o);
-	fx_expect_text(text, "java;clone3;start_thread;Interpreter_[j];LFoo::bar_[j] 2\n");
-	free(text);
+	fx_expect_folded(&b.p, &o, "java;clone3;start_thread;Interpreter_[j];LFoo::bar_[j] 2\n");
 	pb_free(&b);
 }
 

@@ -37,12 +37,12 @@ static void launch(struct pbuild *b, uint32_t pid, uint32_t tid, uint64_t time, 
 	p->ngpu_launches++;
 }
 
-static void free_gpu(struct pbuild *b)
+/* A profile sampled at 1 kHz (1 ms a sample) with process pid "train". */
+static void init_train(struct pbuild *b, uint32_t pid)
 {
-	free(b->p.gpu_activities);
-	free(b->p.gpu_launches);
-	b->p.gpu_activities = NULL;
-	b->p.gpu_launches = NULL;
+	pb_init(b);
+	pb_header(b, "rate_hz", "1000");
+	pb_process(b, pid, 1, "train");
 }
 
 /* pid 7, main thread 7, 1 ms apart from T0: setup x2, then steps:
@@ -53,9 +53,7 @@ static void free_gpu(struct pbuild *b)
  * and a GPU kernel ending at 20 ms: the last step ends there. */
 static void build_fn(struct pbuild *b)
 {
-	pb_init(b);
-	pb_header(b, "rate_hz", "1000");
-	pb_process(b, 7, 1, "train");
+	init_train(b, 7);
 	pb_thread(b, 7, 7, "train");
 	pb_thread(b, 7, 8, "worker");
 	uint32_t setup = pb_stack(b, "_start;main;setup");
@@ -108,7 +106,6 @@ UNIT_TEST(steps_function_delimited)
 	steps_free(&s);
 	UNIT_ASSERT(steps_detect(&b.p, NULL, &s) == 0 && s.source == STEPS_NONE);
 	steps_free(&s);
-	free_gpu(&b);
 	pb_free(&b);
 }
 
@@ -145,7 +142,6 @@ UNIT_TEST(steps_nvtx)
 	UNIT_ASSERT(steps_detect(&b.p, "fwd", &s) == 0);
 	UNIT_ASSERT(s.source == STEPS_NVTX && !strcmp(s.name, "fwd") && s.nsteps == 1);
 	steps_free(&s);
-	free_gpu(&b);
 	pb_free(&b);
 }
 
@@ -220,7 +216,6 @@ UNIT_TEST(steps_measure_figures)
 	UNIT_ASSERT(steps_measure(&b.p, &s, NULL, MS, 4, &t) == 0 && t[0].rows[0].step == 4);
 	steps_tables_free(t, s.nprocs);
 	steps_free(&s);
-	free_gpu(&b);
 	pb_free(&b);
 }
 
@@ -246,7 +241,6 @@ UNIT_TEST(steps_filter_window)
 	UNIT_ASSERT(t[0].rows[0].step == 2 && t[0].rows[0].wall_ns == 3 * MS);
 	steps_tables_free(t, s.nprocs);
 	steps_free(&s);
-	free_gpu(&b);
 	pb_free(&b);
 
 	/* out of range, and no steps at all: refused */
@@ -258,7 +252,6 @@ UNIT_TEST(steps_filter_window)
 	f.step = NULL;
 	UNIT_ASSERT(profile_filter_parse_steps(&f, "test", "1") == 0);
 	UNIT_ASSERT(profile_filter_apply(&b.p, &f, "test") == -EINVAL);
-	free_gpu(&b);
 	pb_free(&b);
 }
 
@@ -267,9 +260,7 @@ UNIT_TEST(steps_filter_window)
 UNIT_TEST(steps_bench_1000_steps)
 {
 	struct pbuild b;
-	pb_init(&b);
-	pb_header(&b, "rate_hz", "1000");
-	pb_process(&b, 7, 1, "train");
+	init_train(&b, 7);
 	for (uint32_t t = 0; t < 4; t++)
 		pb_thread(&b, 7, 7 + t, "train");
 	uint32_t st[4] = { pb_stack(&b, "_start;main;load_batch"), pb_stack(&b, "_start;main;compute"),
@@ -301,7 +292,6 @@ UNIT_TEST(steps_bench_1000_steps)
 	UNIT_ASSERT(sec < 2.0);
 	steps_tables_free(t, s.nprocs);
 	steps_free(&s);
-	free_gpu(&b);
 	pb_free(&b);
 }
 
@@ -311,9 +301,7 @@ UNIT_TEST(steps_bench_1000_steps)
 UNIT_TEST(steps_ranks_straggler)
 {
 	struct pbuild b;
-	pb_init(&b);
-	pb_header(&b, "rate_hz", "1000");
-	pb_process(&b, 10, 1, "train");
+	init_train(&b, 10);
 	pb_process(&b, 20, 1, "train");
 	pb_thread(&b, 10, 10, "train");
 	pb_thread(&b, 20, 20, "train");
@@ -380,6 +368,5 @@ UNIT_TEST(steps_ranks_straggler)
 	free(buf);
 	b.p.labels = NULL;
 	b.p.nlabels = 0;
-	free_gpu(&b);
 	pb_free(&b);
 }

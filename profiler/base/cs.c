@@ -245,6 +245,17 @@ ssize_t cs_read_small_file(const char *path, char *buf, size_t size)
 	return n;
 }
 
+long cs_proc_status_number(int pid, const char *key)
+{
+	char path[64], buf[1024], line[64];
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	snprintf(line, sizeof(line), "\n%s:", key);
+	if (cs_read_small_file(path, buf, sizeof(buf)) <= 0)
+		return 0;
+	const char *p = strstr(buf, line);
+	return p ? atol(p + strlen(line)) : 0;
+}
+
 long cs_read_long_file(const char *path, long dflt)
 {
 	char buf[64];

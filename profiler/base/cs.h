@@ -73,6 +73,9 @@ __attribute__((format(printf, 1, 2))) char *cs_asprintf(const char *fmt, ...);
 
 /* Grow *arr (of *cap elements of size elem) to hold at least need elements. */
 void cs_grow(void *arr, size_t *cap, size_t need, size_t elem);
+/* Append to the growable array arr of n elements (cap allocated): grows it, counts the new
+ * element and gives its address, as in *CS_PUSH(p->stacks, p->nstacks, cap) = st. */
+#define CS_PUSH(arr, n, cap) (cs_grow(&(arr), &(cap), (n) + 1, sizeof(*(arr))), &(arr)[(n)++])
 
 /* A growable byte buffer. */
 struct cs_buf {
@@ -103,6 +106,9 @@ char *cs_demangle(const char *name);
 /* Read a small file (a /proc or /sys entry) into buf, NUL-terminated. Returns the length or
  * -errno. */
 ssize_t cs_read_small_file(const char *path, char *buf, size_t size);
+/* The number of the line "key:" of /proc/PID/status ("Tgid", "PPid", ...), 0 when the file
+ * cannot be read or has no such line. */
+long cs_proc_status_number(int pid, const char *key);
 /* The number a small file starts with, or dflt when it cannot be read. */
 long cs_read_long_file(const char *path, long dflt);
 

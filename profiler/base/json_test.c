@@ -20,6 +20,16 @@ static char *json_test_run(void (*write)(struct json_writer *w))
 	return text;
 }
 
+/* The writer writes want exactly (both printed when not). */
+static void json_test_expect(void (*write)(struct json_writer *w), const char *want)
+{
+	char *got = json_test_run(write);
+	if (strcmp(got, want))
+		fprintf(stderr, "got:  %s\nwant: %s\n", got, want);
+	UNIT_ASSERT(!strcmp(got, want));
+	free(got);
+}
+
 static char *json_test_escape(const char *s)
 {
 	struct cs_buf b = { 0 };
@@ -81,11 +91,10 @@ static void json_test_inline(struct json_writer *w)
 
 UNIT_TEST(json_writer_commas)
 {
-	char *t = json_test_run(json_test_inline);
-	UNIT_ASSERT(!strcmp(t, "{\"name\":\"x\\\"y\",\"none\":null,\"n\":18446744073709551615,"
-			       "\"i\":-3,\"d\":0.333,\"nan\":null,\"g\":2500,\"b\":true,\"z\":null,\"r\":1.500,"
-			       "\"empty\":[],\"a\":[1,{}]}"));
-	free(t);
+	json_test_expect(json_test_inline,
+			 "{\"name\":\"x\\\"y\",\"none\":null,\"n\":18446744073709551615,"
+			 "\"i\":-3,\"d\":0.333,\"nan\":null,\"g\":2500,\"b\":true,\"z\":null,"
+			 "\"r\":1.500,\"empty\":[],\"a\":[1,{}]}");
 }
 
 static void json_test_layouts(struct json_writer *w)
@@ -112,10 +121,9 @@ static void json_test_layouts(struct json_writer *w)
 
 UNIT_TEST(json_writer_layouts)
 {
-	char *t = json_test_run(json_test_layouts);
-	UNIT_ASSERT(!strcmp(t, "{\"a\":1,\n\"rows\":[\n  1,\n  2],\"none\":[],"
-			       "\"closed\":[\n  3\n],\"closed_empty\":[],\"open_empty\":[\n]\n}"));
-	free(t);
+	json_test_expect(json_test_layouts,
+			 "{\"a\":1,\n\"rows\":[\n  1,\n  2],\"none\":[],\"closed\":[\n  3\n],"
+			 "\"closed_empty\":[],\"open_empty\":[\n]\n}");
 }
 
 /* json_fields and json_rows: each kind its C type picks, a flag, a double's decimals, a
@@ -157,16 +165,12 @@ static void json_test_table(struct json_writer *w)
 
 UNIT_TEST(json_writer_field_tables)
 {
-	char *t = json_test_run(json_test_table);
 	const char *first = "\"name\":\"a\\\"b\",\"small\":4000000000,\"large\":18446744073709551615,"
 			    "\"neg\":-5,\"neg64\":-9223372036854775808,\"yes\":true,\"share\":0.33,"
 			    "\"second\":true,\"third\":false";
 	const char *second = "\"name\":null,\"small\":0,\"large\":0,\"neg\":0,\"neg64\":0,"
 			     "\"yes\":false,\"share\":0.00,\"second\":false,\"third\":true";
 	char *want = cs_asprintf("{%s,\"rows\":[{%s},{%s}],\"none\":[\n]}", first, first, second);
-	if (strcmp(t, want))
-		fprintf(stderr, "got:  %s\nwant: %s\n", t, want);
-	UNIT_ASSERT(!strcmp(t, want));
+	json_test_expect(json_test_table, want);
 	free(want);
-	free(t);
 }

@@ -271,8 +271,7 @@ static int cmp_sample_thread(const void *x, const void *y, void *arg)
 
 static void chrome_add_slice(struct chrome_ctx *c, struct chrome_slice s)
 {
-	cs_grow(&c->slices, &c->cap_slices, c->nslices + 1, sizeof(*c->slices));
-	c->slices[c->nslices++] = s;
+	*CS_PUSH(c->slices, c->nslices, c->cap_slices) = s;
 }
 
 /* The frames of a stack, root first, are stack_frames[first + n - 1 - d] for d = 0 .. n-1. */
@@ -480,8 +479,7 @@ static void chrome_write_threads(struct chrome_ctx *c)
 		const struct profile_gpu_activity *a = &p->gpu_activities[i];
 		if (!chrome_span_thread(p, a, &tid))
 			continue;
-		cs_grow(&spans, &cap, nspans + 1, sizeof(*spans));
-		spans[nspans++] = (struct chrome_slice){ .start = a->start,
+		*CS_PUSH(spans, nspans, cap) = (struct chrome_slice){ .start = a->start,
 			.end = a->end ? a->end : a->start, .ref = (uint32_t)i, .pid = a->pid, .tid = tid,
 			.kind = a->kind == PROFILE_GPU_MARKER ? SL_NVTX :
 				a->kind == PROFILE_GPU_API ? SL_API : SL_SYNC };
@@ -564,8 +562,8 @@ static void chrome_write_gpu(struct chrome_ctx *c)
 		if (!chrome_is_gpu_work(a))
 			continue;
 		if (!chrome_gpu_pid(c, a->pid, a->device)) {
-			cs_grow(&c->gpus, &cap_gpus, c->ngpus + 1, sizeof(*c->gpus));
-			c->gpus[c->ngpus++] = (struct chrome_gpu){ a->pid, a->device };
+			*CS_PUSH(c->gpus, c->ngpus, cap_gpus) =
+				(struct chrome_gpu){ a->pid, a->device };
 			cs_qsort(c->gpus, c->ngpus, sizeof(*c->gpus), cmp_gpu);
 		}
 	}
@@ -573,9 +571,8 @@ static void chrome_write_gpu(struct chrome_ctx *c)
 		const struct profile_gpu_activity *a = &p->gpu_activities[i];
 		if (!chrome_is_gpu_work(a))
 			continue;
-		cs_grow(&tracks, &cap_tracks, ntracks + 1, sizeof(*tracks));
-		tracks[ntracks++] = (uint64_t)(chrome_gpu_pid(c, a->pid, a->device) -
-					       CHROME_GPU_PID_BASE) << 32 | a->stream;
+		uint64_t gpu = chrome_gpu_pid(c, a->pid, a->device) - CHROME_GPU_PID_BASE;
+		*CS_PUSH(tracks, ntracks, cap_tracks) = gpu << 32 | a->stream;
 	}
 	cs_qsort(tracks, ntracks, sizeof(*tracks), cmp_u64);
 	for (size_t i = 0; i < c->ngpus; i++) {

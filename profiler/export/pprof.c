@@ -127,8 +127,7 @@ static uint32_t pprof_extra(struct pprof_ctx *c, const char *s, bool own)
 	cs_grow(&c->extra, &c->extra_cap, c->nextra + 1, sizeof(*c->extra));
 	c->extra[c->nextra] = s;
 	if (own) {
-		cs_grow(&c->owned, &c->owned_cap, c->nowned + 1, sizeof(*c->owned));
-		c->owned[c->nowned++] = (char *)s;
+		*CS_PUSH(c->owned, c->nowned, c->owned_cap) = (char *)s;
 	}
 	return (uint32_t)(c->p->nstrings + c->nextra++);
 }

@@ -120,6 +120,20 @@ static size_t pt_samples(const unsigned char *msg, size_t len, struct pt_sample 
 	return nsamples;
 }
 
+/* One sample of "main" on (pid, tid) exports as one pprof sample with these labels; b is
+ * freed. */
+static void pt_expect_one_sample(struct pbuild *b, uint32_t pid, uint32_t tid, const char *labels)
+{
+	struct pt_sample s[8];
+	unsigned char *msg;
+	pb_samples(b, pid, tid, pb_stack(b, "main"), 1, 0);
+	size_t len = pprof_test_export(&b->p, &msg);
+	UNIT_ASSERT_EQ_INT(pt_samples(msg, len, s, 8), 1);
+	UNIT_ASSERT(!strcmp(s[0].labels, labels));
+	free(msg);
+	pb_free(b);
+}
+
 UNIT_TEST(pprof_labels_per_thread_and_rank)
 {
 	struct pbuild b;
@@ -148,19 +162,7 @@ UNIT_TEST(pprof_labels_per_thread_and_rank)
 	pb_init(&b);
 	pb_header(&b, "rank", "norank");
 	pb_process(&b, 5, 1, "w");
-	st = pb_stack(&b, "main");
-	pb_samples(&b, 5, 5, st, 1, 0);
-	len = pprof_test_export(&b.p, &msg);
-	UNIT_ASSERT_EQ_INT(pt_samples(msg, len, s, 8), 1);
-	UNIT_ASSERT(!strcmp(s[0].labels, "pid=5 tid=5 thread_name=w "));
-	free(msg);
-	pb_free(&b);
+	pt_expect_one_sample(&b, 5, 5, "pid=5 tid=5 thread_name=w ");
 	pb_init(&b);
-	st = pb_stack(&b, "main");
-	pb_samples(&b, 5, 6, st, 1, 0);
-	len = pprof_test_export(&b.p, &msg);
-	UNIT_ASSERT_EQ_INT(pt_samples(msg, len, s, 8), 1);
-	UNIT_ASSERT(!strcmp(s[0].labels, "pid=5 tid=6 "));
-	free(msg);
-	pb_free(&b);
+	pt_expect_one_sample(&b, 5, 6, "pid=5 tid=6 ");
 }

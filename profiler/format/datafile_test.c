@@ -123,6 +123,31 @@ static const char *frame_name(const struct profile *p, uint32_t stack, uint32_t 
 	return profile_str(p, p->frames[p->stack_frames[s->first + k]].name);
 }
 
+/* stderr to /dev/null while the code under test warns, and back: the saved descriptor. */
+static int test_quiet(void)
+{
+	int saved = dup(2), devnull = open("/dev/null", O_WRONLY);
+	UNIT_ASSERT(saved >= 0 && devnull >= 0);
+	dup2(devnull, 2);
+	close(devnull);
+	return saved;
+}
+
+static void test_loud(int saved)
+{
+	dup2(saved, 2);
+	close(saved);
+}
+
+/* The loader refuses path (its message not shown). */
+static void expect_load_refused(const char *path)
+{
+	struct profile *p;
+	int saved = test_quiet();
+	UNIT_ASSERT(profile_load(path, &p) < 0);
+	test_loud(saved);
+}
+
 UNIT_TEST(datafile_roundtrip_model)
 {
 	char *path = test_path("a.data");
@@ -197,8 +222,7 @@ UNIT_TEST(datafile_every_cut)
 	UNIT_ASSERT(read(fd, data, (size_t)st.st_size) == st.st_size);
 	close(fd);
 	uint64_t last = 0;
-	int stderr_fd = dup(2), devnull = open("/dev/null", O_WRONLY);
-	dup2(devnull, 2); /* the loader warns on every truncated prefix */
+	int saved = test_quiet(); /* the loader warns on every truncated prefix */
 	for (off_t n = 0, next; n <= st.st_size; n = next) {
 		next = n + (n < 200 ? 1 : 97);
 		if (n < st.st_size && next > st.st_size)
@@ -224,7 +248,7 @@ UNIT_TEST(datafile_every_cut)
 		profile_free(p);
 		profile_free(pm);
 	}
-	dup2(stderr_fd, 2);
+	test_loud(saved);
 	UNIT_ASSERT_EQ_INT(last, 2001);
 	free(data);
 	free(path);
@@ -250,8 +274,7 @@ UNIT_TEST(datafile_corrupt_and_foreign)
 	c ^= 0x5a;
 	UNIT_ASSERT(pwrite(fd, &c, 1, DF_HEADER_SIZE + 200) == 1);
 	close(fd);
-	int stderr_fd = dup(2), devnull = open("/dev/null", O_WRONLY);
-	dup2(devnull, 2);
+	int saved = test_quiet();
 	n = 0;
 	UNIT_ASSERT(df_read(path, count_records, &n) < 0);
 	/* a foreign file */
@@ -260,7 +283,7 @@ UNIT_TEST(datafile_corrupt_and_foreign)
 	close(fd);
 	UNIT_ASSERT(df_read(path, count_records, &n) < 0);
 	UNIT_ASSERT(!profile_is_datafile(path));
-	dup2(stderr_fd, 2);
+	test_loud(saved);
 	free(path);
 }
 
@@ -269,24 +292,19 @@ UNIT_TEST(datafile_versions_and_unknown_types)
 	char *path = test_path("v.data");
 	struct df_writer *w;
 	struct profile *p;
-	int stderr_fd = dup(2), devnull = open("/dev/null", O_WRONLY);
 
 	/* an unknown mandatory record type (< 128) is refused */
 	UNIT_ASSERT(df_writer_open(&w, path, false) == 0);
 	df_put(w, 99, "x", 2);
 	UNIT_ASSERT(df_writer_close(w) == 0);
-	dup2(devnull, 2);
-	UNIT_ASSERT(profile_load(path, &p) < 0);
-	dup2(stderr_fd, 2);
+	expect_load_refused(path);
 	/* a file that needs a newer reader is refused */
 	write_profile(path, 10, false, true);
 	int fd = open(path, O_RDWR);
 	uint32_t v = DF_VERSION + 1;
 	UNIT_ASSERT(pwrite(fd, &v, 4, 12) == 4);
 	close(fd);
-	dup2(devnull, 2);
-	UNIT_ASSERT(profile_load(path, &p) < 0);
-	dup2(stderr_fd, 2);
+	expect_load_refused(path);
 	/* an existing file is kept as .old */
 	write_profile(path, 10, false, true);
 	write_profile(path, 20, false, true);
@@ -302,17 +320,13 @@ UNIT_TEST(datafile_bad_ids)
 {
 	char *path = test_path("ids.data");
 	struct df_writer *w;
-	struct profile *p;
-	int stderr_fd = dup(2), devnull = open("/dev/null", O_WRONLY);
 	UNIT_ASSERT(df_writer_open(&w, path, false) == 0);
 	put_module(w, 0, 0, "/bin/x");
 	put_loc(w, 0, 0, 16);
 	uint32_t hdr[2] = { 0, 1 };
 	df_put2(w, DF_STACK, hdr, sizeof(hdr), (uint32_t[]){ 7 }, 4);
 	UNIT_ASSERT(df_writer_close(w) == 0);
-	dup2(devnull, 2);
-	UNIT_ASSERT(profile_load(path, &p) < 0);
-	dup2(stderr_fd, 2);
+	expect_load_refused(path);
 	free(path);
 }
 
@@ -333,17 +347,16 @@ UNIT_TEST(datafile_open_hostile_paths)
 	char *dir = test_path("dir.data");
 	struct df_writer *w;
 	struct stat st;
-	int stderr_fd = dup(2), devnull = open("/dev/null", O_WRONLY);
 
 	int fd = open(victim, O_WRONLY | O_CREAT, 0644);
 	UNIT_ASSERT(fd >= 0 && write(fd, "victim", 6) == 6);
 	close(fd);
 	UNIT_ASSERT(symlink(victim, link) == 0 && symlink(made, dangling) == 0 && mkdir(dir, 0755) == 0);
-	dup2(devnull, 2);
+	int saved = test_quiet();
 	UNIT_ASSERT(df_writer_open(&w, link, false) < 0);
 	UNIT_ASSERT(df_writer_open(&w, dangling, false) < 0);
 	UNIT_ASSERT(df_writer_open(&w, dir, false) < 0);
-	dup2(stderr_fd, 2);
+	test_loud(saved);
 	UNIT_ASSERT(file_is(victim, "victim"));
 	UNIT_ASSERT(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
 	UNIT_ASSERT(access(made, F_OK) < 0);
@@ -359,8 +372,6 @@ UNIT_TEST(datafile_open_hostile_paths)
 	umask(mask);
 	UNIT_ASSERT(lstat(old, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == DF_HEADER_SIZE);
 	UNIT_ASSERT(file_is(victim, "victim"));
-	close(devnull);
-	close(stderr_fd);
 	free(victim), free(link), free(dangling), free(made), free(path), free(old), free(dir);
 }
 

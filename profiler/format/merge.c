@@ -248,9 +248,8 @@ static int merge_scan(void *arg, uint16_t type, const uint8_t *d, size_t len)
 	case DF_HEADER_KV:
 		if (df_decode_header_kv(d, len, &r.kv))
 			return merge_corrupt(in, "header");
-		cs_grow(&in->header, &in->cap_header, in->nheader + 1, sizeof(*in->header));
-		in->header[in->nheader++] = (struct merge_kv){ cs_strdup(r.kv.key),
-							       cs_strdup(r.kv.value) };
+		*CS_PUSH(in->header, in->nheader, in->cap_header) =
+			(struct merge_kv){ cs_strdup(r.kv.key), cs_strdup(r.kv.value) };
 		return 0;
 	case DF_LOST:
 		return df_decode_lost(d, len, &r.lost) ? merge_corrupt(in, "lost") : 0;
@@ -300,13 +299,13 @@ static const char *merge_header(const struct merge_input *in, const char *key)
 static int merge_task_cmp(const void *a, const void *b)
 {
 	const struct merge_task *x = a, *y = b;
-	return (x->id > y->id) - (x->id < y->id);
+	return CS_CMP(x->id, y->id);
 }
 
 static int merge_u32_cmp(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return (x > y) - (x < y);
+	return CS_CMP(x, y);
 }
 
 /* Header values, clocks, and each input's task ids in the output. */
@@ -397,6 +396,15 @@ static uint64_t merge_time(const struct merge_input *in, uint64_t t)
 	return v > 0 ? (uint64_t)v : 1;
 }
 
+/* A record's task renumbered and its time moved. */
+static void merge_task_time(const struct merge_input *in, uint32_t *pid, uint32_t *tid,
+			    uint64_t *time)
+{
+	*pid = merge_task_id(in, *pid);
+	*tid = merge_task_id(in, *tid);
+	*time = merge_time(in, *time);
+}
+
 /* The output id of the input's string id (written to the output the first time). */
 static uint32_t merge_str(struct merge *m, struct merge_input *in, uint32_t id)
 {
@@ -425,16 +433,12 @@ static void merge_copy_tasks(struct merge_input *in, uint16_t type, const uint8_
 	switch (type) {
 	case DF_COMM:
 		df_decode_comm(d, len, &r.comm);
-		r.comm.pid = merge_task_id(in, r.comm.pid);
-		r.comm.tid = merge_task_id(in, r.comm.tid);
-		r.comm.time = merge_time(in, r.comm.time);
+		merge_task_time(in, &r.comm.pid, &r.comm.tid, &r.comm.time);
 		df_encode_fixed(b, &r.comm, DF_COMM_FIXED);
 		break;
 	case DF_MMAP:
 		df_decode_mmap(d, len, &r.mmap);
-		r.mmap.pid = merge_task_id(in, r.mmap.pid);
-		r.mmap.tid = merge_task_id(in, r.mmap.tid);
-		r.mmap.time = merge_time(in, r.mmap.time);
+		merge_task_time(in, &r.mmap.pid, &r.mmap.tid, &r.mmap.time);
 		df_encode_fixed(b, &r.mmap, DF_MMAP_FIXED);
 		break;
 	case DF_FORK:
@@ -453,9 +457,7 @@ static void merge_copy_tasks(struct merge_input *in, uint16_t type, const uint8_
 		break;
 	case DF_RAW_SAMPLE:
 		df_decode_raw_sample_task(d, len, &r.raw);
-		r.raw.time = merge_time(in, r.raw.time);
-		r.raw.pid = merge_task_id(in, r.raw.pid);
-		r.raw.tid = merge_task_id(in, r.raw.tid);
+		merge_task_time(in, &r.raw.pid, &r.raw.tid, &r.raw.time);
 		df_encode_fixed(b, &r.raw, DF_RAW_SAMPLE_TASK);
 		break;
 	case DF_GPU_INFO:
@@ -518,9 +520,7 @@ static void merge_copy_ids(struct merge *m, struct merge_input *in, uint16_t typ
 	}
 	case DF_SAMPLE:
 		df_decode_sample(d, len, &r.sample);
-		r.sample.time = merge_time(in, r.sample.time);
-		r.sample.pid = merge_task_id(in, r.sample.pid);
-		r.sample.tid = merge_task_id(in, r.sample.tid);
+		merge_task_time(in, &r.sample.pid, &r.sample.tid, &r.sample.time);
 		r.sample.stack += in->stack_base;
 		df_encode_fixed(b, &r.sample, DF_SAMPLE_SIZE);
 		df_put(m->w, type, b, len);

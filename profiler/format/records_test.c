@@ -64,17 +64,31 @@ static void rt_write(const char *path)
 	UNIT_ASSERT(df_writer_close(w) == 0);
 }
 
+/* Any record, decoded. */
+union rt_record {
+	struct df_comm comm;
+	struct df_mmap mmap;
+	struct df_task task;
+	struct df_lost lost;
+	struct df_loc loc;
+	struct df_sample sample;
+	struct df_end end;
+	struct df_header_kv kv;
+	struct df_string str;
+	struct df_module module;
+	struct df_stack stack;
+	struct df_symbol sym;
+	struct df_raw_sample raw;
+	struct df_gpu_note note;
+	struct df_gpu_launch launch;
+	struct df_gpu_activity act;
+	struct df_gpu_info info;
+	struct df_task_label label;
+};
+
 static void rt_check_fixed(uint16_t type, const uint8_t *d, size_t len)
 {
-	union {
-		struct df_comm comm;
-		struct df_mmap mmap;
-		struct df_task task;
-		struct df_lost lost;
-		struct df_loc loc;
-		struct df_sample sample;
-		struct df_end end;
-	} r;
+	union rt_record r;
 
 	switch (type) {
 	case DF_COMM:
@@ -125,15 +139,7 @@ static void rt_check_fixed(uint16_t type, const uint8_t *d, size_t len)
 
 static void rt_check_variable(uint16_t type, const uint8_t *d, size_t len)
 {
-	union {
-		struct df_header_kv kv;
-		struct df_string str;
-		struct df_module module;
-		struct df_stack stack;
-		struct df_symbol sym;
-		struct df_raw_sample raw;
-		struct df_gpu_note note;
-	} r;
+	union rt_record r;
 
 	switch (type) {
 	case DF_HEADER_KV:
@@ -187,12 +193,7 @@ static void rt_check_variable(uint16_t type, const uint8_t *d, size_t len)
 
 static void rt_check_gpu(uint16_t type, const uint8_t *d, size_t len)
 {
-	union {
-		struct df_gpu_launch launch;
-		struct df_gpu_activity act;
-		struct df_gpu_info info;
-		struct df_task_label label;
-	} r, want;
+	union rt_record r, want;
 
 	switch (type) {
 	case DF_GPU_LAUNCH:

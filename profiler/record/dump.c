@@ -59,15 +59,7 @@ struct dump_ctx {
 
 static pid_t dump_ppid(pid_t pid)
 {
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (cs_read_small_file(path, buf, sizeof(buf)) <= 0)
-		return 0;
-	const char *p = strrchr(buf, ')');
-	int ppid = 0;
-	if (!p || sscanf(p + 2, "%*c %d", &ppid) != 1)
-		return 0;
-	return (pid_t)ppid;
+	return (pid_t)cs_proc_status_number(pid, "PPid");
 }
 
 static void dump_add_pid(struct dump_ctx *c, size_t *cap, pid_t pid)
@@ -431,13 +423,13 @@ static void dump_gpu_kernels(struct unwind_ctx *u, const struct dump_opts *o, st
 static int dump_pid_cmp(const void *a, const void *b)
 {
 	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
-	return (x > y) - (x < y);
+	return CS_CMP(x, y);
 }
 
 static int dump_tid_cmp(const void *a, const void *b)
 {
 	const struct dump_thread *x = a, *y = b;
-	return (x->tid > y->tid) - (x->tid < y->tid);
+	return CS_CMP(x->tid, y->tid);
 }
 
 /* The processes of cgroup path (as /proc/PID/cgroup shows it, or under /sys/fs/cgroup). 0, or

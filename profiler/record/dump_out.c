@@ -122,11 +122,8 @@ static char *dump_key(const struct dump_thread *t)
 static int dump_group_cmp(const void *a, const void *b)
 {
 	const struct dump_group *x = a, *y = b;
-	if (x->npids != y->npids)
-		return x->npids < y->npids ? 1 : -1;
-	if (x->nthreads != y->nthreads)
-		return x->nthreads < y->nthreads ? 1 : -1;
-	return strcmp(x->key, y->key);
+	return CS_CMP(y->npids, x->npids) ?: CS_CMP(y->nthreads, x->nthreads) ?:
+	       strcmp(x->key, y->key);
 }
 
 void dump_summarize(const struct dump_result *r, struct dump_summary *s)

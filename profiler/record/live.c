@@ -173,8 +173,7 @@ void live_sample(struct live *l, uint32_t pid, uint32_t tid, uint32_t stack, uin
 	if (!c) {
 		c = cs_calloc(1, sizeof(*c));
 		c->key = key;
-		cs_grow(&l->counts, &l->cap_counts, l->ncounts + 1, sizeof(*l->counts));
-		l->counts[l->ncounts++] = c;
+		*CS_PUSH(l->counts, l->ncounts, l->cap_counts) = c;
 		cs_hash_insert(&l->counts_by_key, h, c);
 	}
 	c->count += weight;
@@ -260,21 +259,13 @@ static void live_sum(struct live *l, uint32_t tid)
 static int live_fn_cmp_self(const void *a, const void *b)
 {
 	const struct live_fn *x = a, *y = b;
-	if (x->self != y->self)
-		return x->self < y->self ? 1 : -1;
-	if (x->total != y->total)
-		return x->total < y->total ? 1 : -1;
-	return strcmp(x->name, y->name);
+	return CS_CMP(y->self, x->self) ?: CS_CMP(y->total, x->total) ?: strcmp(x->name, y->name);
 }
 
 static int live_fn_cmp_total(const void *a, const void *b)
 {
 	const struct live_fn *x = a, *y = b;
-	if (x->total != y->total)
-		return x->total < y->total ? 1 : -1;
-	if (x->self != y->self)
-		return x->self < y->self ? 1 : -1;
-	return strcmp(x->name, y->name);
+	return CS_CMP(y->total, x->total) ?: CS_CMP(y->self, x->self) ?: strcmp(x->name, y->name);
 }
 
 size_t live_functions(struct live *l, uint32_t tid, enum live_sort sort, struct live_fn *out,
@@ -300,9 +291,7 @@ size_t live_functions(struct live *l, uint32_t tid, enum live_sort sort, struct 
 static int live_thread_cmp(const void *a, const void *b)
 {
 	const struct live_thread *x = a, *y = b;
-	if (x->samples != y->samples)
-		return x->samples < y->samples ? 1 : -1;
-	return (x->tid > y->tid) - (x->tid < y->tid);
+	return CS_CMP(y->samples, x->samples) ?: CS_CMP(x->tid, y->tid);
 }
 
 size_t live_threads(struct live *l, struct live_thread *out, size_t max)
@@ -315,8 +304,7 @@ size_t live_threads(struct live *l, struct live_thread *out, size_t max)
 		while (k < n && all[k].tid != tid)
 			k++;
 		if (k == n) {
-			cs_grow(&all, &cap, n + 1, sizeof(*all));
-			all[n++] = (struct live_thread){ .tid = tid };
+			*CS_PUSH(all, n, cap) = (struct live_thread){ .tid = tid };
 		}
 		all[k].samples += l->counts[i]->count;
 	}
@@ -339,9 +327,7 @@ size_t live_threads(struct live *l, struct live_thread *out, size_t max)
 static int live_kernel_cmp(const void *a, const void *b)
 {
 	const struct live_kernel *x = a, *y = b;
-	if (x->total_ns != y->total_ns)
-		return x->total_ns < y->total_ns ? 1 : -1;
-	return strcmp(x->name, y->name);
+	return CS_CMP(y->total_ns, x->total_ns) ?: strcmp(x->name, y->name);
 }
 
 size_t live_kernels(struct live *l, struct live_kernel *out, size_t max)

@@ -178,8 +178,7 @@ static uint32_t record_loc(struct record *r, uint32_t module, uint64_t offset, u
 	if (*v != CS_MAP_NONE)
 		return *v;
 	uint32_t id = *v = (uint32_t)r->nlocs;
-	cs_grow(&r->locs, &r->cap_locs, r->nlocs + 1, sizeof(*r->locs));
-	r->locs[r->nlocs++] = (struct loc_key){ offset, module, flags };
+	*CS_PUSH(r->locs, r->nlocs, r->cap_locs) = (struct loc_key){ offset, module, flags };
 	df_put_loc(r->w, &(struct df_loc){ id, module, offset, flags });
 	return id;
 }
@@ -507,8 +506,8 @@ static void record_gpu_note(void *arg, uint32_t pid, uint32_t severity, const ch
 	}
 	if (r->ngpu_notes >= 32)
 		return; /* the file keeps them all; the terminal gets the first few kinds */
-	cs_grow(&r->gpu_notes, &r->cap_gpu_notes, r->ngpu_notes + 1, sizeof(*r->gpu_notes));
-	r->gpu_notes[r->ngpu_notes++] = (struct record_gpu_note){ cs_strdup(text), severity, 1 };
+	*CS_PUSH(r->gpu_notes, r->ngpu_notes, r->cap_gpu_notes) =
+		(struct record_gpu_note){ cs_strdup(text), severity, 1 };
 }
 
 static const struct gpu_sink record_gpu_sink = {

@@ -234,8 +234,7 @@ static int sampler_open_one(struct perf_sampler *s, pid_t pid, int cpu_index, bo
 		}
 		return -err;
 	}
-	cs_grow(&s->fds, &s->cap_fds, s->nfds + 1, sizeof(int));
-	s->fds[s->nfds++] = fd;
+	*CS_PUSH(s->fds, s->nfds, s->cap_fds) = fd;
 	if (r->fd < 0) {
 		size_t len = (size_t)(s->base.opts.mmap_pages + 1) * (size_t)getpagesize();
 		void *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -286,8 +285,7 @@ static void perf_idle_add_pid(struct perf_idle *idle, pid_t pid)
 	for (size_t i = 0; i < idle->npids; i++)
 		if (idle->pids[i] == pid)
 			return;
-	cs_grow(&idle->pids, &idle->cap_pids, idle->npids + 1, sizeof(pid_t));
-	idle->pids[idle->npids++] = pid;
+	*CS_PUSH(idle->pids, idle->npids, idle->cap_pids) = pid;
 }
 
 /* Children of one thread ("/proc/PID/task/TID/children": space-separated pids). */
@@ -504,8 +502,7 @@ static void perf_idle_note_fork(struct perf_sampler *s, pid_t pid)
 {
 	struct perf_idle *idle = s->idle;
 	pthread_mutex_lock(&idle->lock);
-	cs_grow(&idle->new_pids, &idle->cap_new_pids, idle->nnew_pids + 1, sizeof(pid_t));
-	idle->new_pids[idle->nnew_pids++] = pid;
+	*CS_PUSH(idle->new_pids, idle->nnew_pids, idle->cap_new_pids) = pid;
 	pthread_mutex_unlock(&idle->lock);
 }
 
@@ -772,6 +769,24 @@ static void sampler_parse_sample(struct perf_sampler *s, const uint8_t *rec, siz
 	}
 }
 
+/* A pending event of type from a record whose sample_id_all trailer gives its task and time. */
+static struct sampler_pending *perf_push_event(struct perf_sampler *s, enum sampler_event_type type,
+					       const uint8_t *rec, size_t size)
+{
+	struct sampler_pending *pe = sampler_events_push(&s->events, SAMPLER_EV_SAMPLE);
+	pe->ev.type = type;
+	sampler_trailer(rec, size, &pe->ev);
+	return pe;
+}
+
+/* A record's string (at most maxlen bytes) kept NUL-terminated in the arena, at pe->off_a. */
+static void perf_keep_string(struct perf_sampler *s, struct sampler_pending *pe,
+			     const uint8_t *str, size_t maxlen)
+{
+	pe->off_a = sampler_events_keep(&s->events, str, strnlen((const char *)str, maxlen));
+	cs_buf_put(&s->events.arena, "", 1);
+}
+
 static void sampler_parse(struct perf_sampler *s, const uint8_t *rec, size_t size, int cpu)
 {
 	const struct perf_event_header *h = (const void *)rec;
@@ -783,18 +798,14 @@ static void sampler_parse(struct perf_sampler *s, const uint8_t *rec, size_t siz
 	case PERF_RECORD_MMAP2: {
 		if (size < 8 + 64 + 24)
 			return;
-		pe = sampler_events_push(&s->events, SAMPLER_EV_SAMPLE);
-		pe->ev.type = SAMPLER_EV_MMAP;
-		sampler_trailer(rec, size, &pe->ev);
+		pe = perf_push_event(s, SAMPLER_EV_MMAP, rec, size);
 		const uint8_t *p = rec + 8;
 		pe->ev.mmap.start = cs_rd64(p + 8);
 		pe->ev.mmap.len = cs_rd64(p + 16);
 		pe->ev.mmap.pgoff = cs_rd64(p + 24);
 		pe->ev.mmap.prot = cs_rd32(p + 56);
 		pe->ev.mmap.flags = cs_rd32(p + 60);
-		size_t maxlen = size - 8 - 64 - 24;
-		pe->off_a = sampler_events_keep(&s->events, p + 64, strnlen((const char *)p + 64, maxlen));
-		cs_buf_put(&s->events.arena, "", 1);
+		perf_keep_string(s, pe, p + 64, size - 8 - 64 - 24);
 		pe->ev.pid = cs_rd32(p);
 		pe->ev.tid = cs_rd32(p + 4);
 		return;
@@ -802,15 +813,11 @@ static void sampler_parse(struct perf_sampler *s, const uint8_t *rec, size_t siz
 	case PERF_RECORD_COMM: {
 		if (size < 8 + 8 + 24)
 			return;
-		pe = sampler_events_push(&s->events, SAMPLER_EV_SAMPLE);
-		pe->ev.type = SAMPLER_EV_COMM;
-		sampler_trailer(rec, size, &pe->ev);
+		pe = perf_push_event(s, SAMPLER_EV_COMM, rec, size);
 		pe->ev.pid = cs_rd32(rec + 8);
 		pe->ev.tid = cs_rd32(rec + 12);
 		pe->ev.comm.exec = !!(h->misc & PERF_RECORD_MISC_COMM_EXEC);
-		size_t maxlen = size - 16 - 24;
-		pe->off_a = sampler_events_keep(&s->events, rec + 16, strnlen((const char *)rec + 16, maxlen));
-		cs_buf_put(&s->events.arena, "", 1);
+		perf_keep_string(s, pe, rec + 16, size - 16 - 24);
 		return;
 	}
 	case PERF_RECORD_FORK:
@@ -828,22 +835,15 @@ static void sampler_parse(struct perf_sampler *s, const uint8_t *rec, size_t siz
 		if (s->idle && h->type == PERF_RECORD_FORK && pe->ev.pid != pe->ev.task.ppid)
 			perf_idle_note_fork(s, (pid_t)pe->ev.pid);
 		return;
-	case PERF_RECORD_LOST:
-		if (size < 8 + 16)
+	case PERF_RECORD_LOST:          /* id, then the count */
+	case PERF_RECORD_LOST_SAMPLES: { /* the count */
+		size_t at = h->type == PERF_RECORD_LOST ? 16 : 8;
+		if (size < at + 8)
 			return;
-		pe = sampler_events_push(&s->events, SAMPLER_EV_SAMPLE);
-		pe->ev.type = SAMPLER_EV_LOST;
-		sampler_trailer(rec, size, &pe->ev);
-		pe->ev.lost.count = cs_rd64(rec + 16);
+		pe = perf_push_event(s, SAMPLER_EV_LOST, rec, size);
+		pe->ev.lost.count = cs_rd64(rec + at);
 		return;
-	case PERF_RECORD_LOST_SAMPLES:
-		if (size < 8 + 8)
-			return;
-		pe = sampler_events_push(&s->events, SAMPLER_EV_SAMPLE);
-		pe->ev.type = SAMPLER_EV_LOST;
-		sampler_trailer(rec, size, &pe->ev);
-		pe->ev.lost.count = cs_rd64(rec + 8);
-		return;
+	}
 	default:
 		return; /* throttling and other records carry nothing csampler keeps */
 	}
@@ -934,8 +934,7 @@ static int perf_open_cpu_wide(struct perf_sampler *s, const char *cgroup)
 		pid_t pid = (pid_t)atoi(de->d_name);
 		if (pid == getpid() || (cgroup && !sampler_proc_in_cgroup(pid, cgroup)))
 			continue;
-		cs_grow(&s->synth_pids, &s->cap_synth, s->nsynth + 1, sizeof(pid_t));
-		s->synth_pids[s->nsynth++] = pid;
+		*CS_PUSH(s->synth_pids, s->nsynth, s->cap_synth) = pid;
 	}
 	if (d)
 		closedir(d);

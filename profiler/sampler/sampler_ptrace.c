@@ -308,8 +308,7 @@ static bool pt_map_is_new(void *arg, uint64_t start, uint64_t end, uint64_t pgof
 {
 	struct pt_maps_read *rd = arg;
 	struct pt_map m = { start, end, pgoff, pt_hash(path) };
-	cs_grow(&rd->now, &rd->cap, rd->n + 1, sizeof(*rd->now));
-	rd->now[rd->n++] = m;
+	*CS_PUSH(rd->now, rd->n, rd->cap) = m;
 	for (size_t i = 0; i < rd->p->nmaps; i++)
 		if (!memcmp(&rd->p->maps[i], &m, sizeof(m)))
 			return false;
@@ -556,12 +555,7 @@ static void pt_tick(struct ptrace_sampler *s, uint64_t now, uint32_t wall_period
 
 static pid_t pt_tgid_of(pid_t tid)
 {
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
-	if (cs_read_small_file(path, buf, sizeof(buf)) <= 0)
-		return 0;
-	const char *p = strstr(buf, "\nTgid:");
-	return p ? (pid_t)atoi(p + 6) : 0;
+	return (pid_t)cs_proc_status_number(tid, "Tgid");
 }
 
 static void pt_new_task(struct ptrace_sampler *s, struct pt_thread *parent, int event)

@@ -122,8 +122,7 @@ static void sym_load_kallsyms(struct unwind_ctx *ctx)
 			continue;
 		name[strcspn(name, " \t")] = 0;
 		any_nonzero |= addr != 0;
-		cs_grow(&ctx->kallsyms, &cap, ctx->nkallsyms + 1, sizeof(ctx->kallsyms[0]));
-		ctx->kallsyms[ctx->nkallsyms++] = (struct kallsym){ addr, name };
+		*CS_PUSH(ctx->kallsyms, ctx->nkallsyms, cap) = (struct kallsym){ addr, name };
 	}
 	if (!any_nonzero) {
 		cs_warn("/proc/kallsyms shows no addresses (kernel.kptr_restrict); kernel frames "
@@ -192,8 +191,8 @@ static void sym_load_jit_map(struct unwind_ctx *ctx, struct unwind_module_priv *
 		p[strcspn(p, "\n")] = 0;
 		if (!*p)
 			continue;
-		cs_grow(&m->jit_syms, &cap, m->njit_syms + 1, sizeof(m->jit_syms[0]));
-		m->jit_syms[m->njit_syms++] = (struct jit_sym){ start, size, sym_demangle(ctx, p) };
+		*CS_PUSH(m->jit_syms, m->njit_syms, cap) =
+			(struct jit_sym){ start, size, sym_demangle(ctx, p) };
 	}
 	free(line);
 	fclose(fp);
@@ -305,8 +304,7 @@ static void sym_build_funcs(struct elf_file *f, struct sym_file_index *ix)
 			if (!scn || !gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_EXECINSTR))
 				continue;
 		}
-		cs_grow(&ix->funcs, &cap, ix->nfuncs + 1, sizeof(ix->funcs[0]));
-		ix->funcs[ix->nfuncs++] = (struct sym_func){
+		*CS_PUSH(ix->funcs, ix->nfuncs, cap) = (struct sym_func){
 			.addr = value,
 			.size = sym.st_size,
 			.name = name,
@@ -323,8 +321,8 @@ static void sym_build_funcs(struct elf_file *f, struct sym_file_index *ix)
 		Dwarf_Addr start, end;
 		if (dwarf_frame_info(frame, &start, &end, NULL) >= 0 && start + bias == f->entry &&
 		    end > start) {
-			cs_grow(&ix->funcs, &cap, ix->nfuncs + 1, sizeof(ix->funcs[0]));
-			ix->funcs[ix->nfuncs++] = (struct sym_func){ f->entry, end - start, "_start", 3 };
+			*CS_PUSH(ix->funcs, ix->nfuncs, cap) =
+				(struct sym_func){ f->entry, end - start, "_start", 3 };
 		}
 		free(frame);
 	}
@@ -368,8 +366,8 @@ static void sym_scope_add(struct sym_cu_index *ci, Dwarf_Die *die, int32_t paren
 			ci->scopes[ci->nscopes] = (struct sym_scope){ *die, parent, depth };
 			*out = (int32_t)ci->nscopes++;
 		}
-		cs_grow(&ci->ranges, &ci->cap_ranges, ci->nranges + 1, sizeof(ci->ranges[0]));
-		ci->ranges[ci->nranges++] = (struct sym_scope_range){ start, end, (uint32_t)*out };
+		*CS_PUSH(ci->ranges, ci->nranges, ci->cap_ranges) =
+			(struct sym_scope_range){ start, end, (uint32_t)*out };
 	}
 }
 
@@ -503,9 +501,7 @@ static const char *sym_symbol_name(struct unwind_ctx *ctx, const char *raw)
 static void sym_push(struct unwind_ctx *ctx, const char *name, const char *file, uint32_t line,
 		     uint32_t flags)
 {
-	cs_grow(&ctx->sym_frames, &ctx->cap_sym_frames, ctx->nsym_frames + 1,
-		sizeof(ctx->sym_frames[0]));
-	ctx->sym_frames[ctx->nsym_frames++] = (struct sym_frame){
+	*CS_PUSH(ctx->sym_frames, ctx->nsym_frames, ctx->cap_sym_frames) = (struct sym_frame){
 		.name = name,
 		.file = file && *file ? elfcache_intern(ctx, file) : NULL,
 		.line = line,

@@ -187,30 +187,18 @@ static uint32_t unwind_module_id(struct unwind_ctx *ctx, enum unwind_module_kind
 	m->pid = pid;
 	m->pub.path = m->path;
 	m->pub.build_id = file ? file->build_id : "";
-	switch (kind) {
-	case UNWIND_MOD_ELF:
-		m->pub.flags = file->section_flags;
-		break;
-	case UNWIND_MOD_FILE:
-		m->pub.flags = PROFILE_MODULE_NO_CFI | PROFILE_MODULE_NO_SYMBOLS |
-			       PROFILE_MODULE_NO_DEBUGINFO;
-		break;
-	case UNWIND_MOD_KERNEL:
-		m->pub.flags = PROFILE_MODULE_KERNEL;
-		break;
-	case UNWIND_MOD_JIT:
-		m->pub.flags = PROFILE_MODULE_JIT | PROFILE_MODULE_NO_CFI |
-			       PROFILE_MODULE_NO_DEBUGINFO;
-		break;
-	case UNWIND_MOD_PYTHON:
-		m->pub.flags = PROFILE_MODULE_PYTHON;
-		break;
-	case UNWIND_MOD_OFFCPU:
-		m->pub.flags = PROFILE_MODULE_OFFCPU;
-		break;
-	}
-	cs_grow(&ctx->modules, &ctx->cap_modules, ctx->nmodules + 1, sizeof(ctx->modules[0]));
-	ctx->modules[ctx->nmodules++] = m;
+	/* An ELF file says what it has (its sections); every other kind is known by its kind. */
+	static const uint32_t kind_flags[] = {
+		[UNWIND_MOD_FILE] = PROFILE_MODULE_NO_CFI | PROFILE_MODULE_NO_SYMBOLS |
+				    PROFILE_MODULE_NO_DEBUGINFO,
+		[UNWIND_MOD_KERNEL] = PROFILE_MODULE_KERNEL,
+		[UNWIND_MOD_JIT] = PROFILE_MODULE_JIT | PROFILE_MODULE_NO_CFI |
+				   PROFILE_MODULE_NO_DEBUGINFO,
+		[UNWIND_MOD_PYTHON] = PROFILE_MODULE_PYTHON,
+		[UNWIND_MOD_OFFCPU] = PROFILE_MODULE_OFFCPU,
+	};
+	m->pub.flags = kind == UNWIND_MOD_ELF ? file->section_flags : kind_flags[kind];
+	*CS_PUSH(ctx->modules, ctx->nmodules, ctx->cap_modules) = m;
 	cs_hash_insert(&ctx->modules_by_key, hash, m);
 	return m->id;
 }
