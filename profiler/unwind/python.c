@@ -15,8 +15,10 @@
  * by `previous`; the outermost is marked (3.11: is_entry; 3.12+: the next frame is a shim owned
  * by the C stack, FRAME_OWNED_BY_CSTACK).
  *
- * Which frames an activation ran at the time of the sample: the frames are read when the
- * recorder gets to the sample, about a millisecond later. The sample's copy of the C stack says
+ * Which frames an activation ran at the time of the sample: the frames are read after the
+ * sample: under ptrace copied at the stop (py_capture), in perf mode copied by the reader
+ * thread as it reads the sample (~0.1 ms later, the thread running on), else read when the
+ * recorder gets to the sample (about a millisecond later). The sample's copy of the C stack says
  * where each activation was: in 3.11 and 3.12 its _PyCFrame (a local at a fixed distance below
  * its CFA, learned once from a complete sample) holds its innermost frame; in 3.13 its entry
  * shim frame (likewise learned) holds the frame the next outer activation was running, and the
@@ -296,10 +298,12 @@ struct py_code {                       /* a code object seen in a process */
 
 enum py_proc_state { PY_PROC_READY = 1, PY_PROC_FAILED, PY_PROC_UNSUPPORTED };
 
-/* One sample's memory as of the sample: its stack copy and what py_capture copied at the
- * stop, read in place of the live memory (py_frozen_get). */
+/* One sample's memory: its stack copy (as of the sample) and what py_capture copied at the
+ * stop (as of the sample too) or soon after the sample (perf's reader: as live memory), read
+ * in place of the live memory (py_frozen_get). */
 struct py_frozen {
 	const struct py_stack *stack;
+	bool at_stop;                  /* copied while the thread was stopped: as of the sample */
 	int n;
 	struct { uint64_t addr, len; const uint8_t *data; } b[PY_FROZEN_MAX];
 };
@@ -459,11 +463,13 @@ static bool py_read(uint32_t pid, uint64_t addr, void *buf, size_t len)
 	return process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0) == (ssize_t)len;
 }
 
-/* len bytes at addr as of the sample, from its stack copy or what py_capture copied at the
- * stop; false when neither holds all of them. */
+/* len bytes at addr as of the copy: from the sample's stack copy (a copy made at the stop) or
+ * what py_capture copied; false when neither holds all of them. */
 static bool py_frozen_get(const struct py_frozen *fz, uint64_t addr, void *buf, size_t len)
 {
-	const struct py_stack *s = fz->stack;
+	/* the stack copy is of the time of the sample: the same time only for a copy made at
+	 * the stop (a copy made later holds the C stack it needs as it was then) */
+	const struct py_stack *s = fz->at_stop ? fz->stack : NULL;
 
 	if (s && s->data && addr >= s->addr && addr - s->addr < s->size &&
 	    s->size - (addr - s->addr) >= len) {
@@ -483,6 +489,7 @@ static bool py_frozen_get(const struct py_frozen *fz, uint64_t addr, void *buf, 
 static void py_frozen_set(struct py_frozen *fz, const struct py_stack *s)
 {
 	fz->stack = s;
+	fz->at_stop = s && s->mem && !s->mem_age_ns;
 	fz->n = 0;
 	for (uint64_t at = 0; s && s->mem && at + 16 <= s->mem_size && fz->n < PY_FROZEN_MAX;) {
 		uint64_t addr, len;
@@ -1546,23 +1553,30 @@ static int py_runs_anchored(struct unwind_ctx *ctx, struct py_state *st, struct 
 		 * caught in a switch of frames (a generator yielding clears its previous just
 		 * before its caller becomes current) is tried again from the frame current then,
 		 * a few times, with the blocks read before forgotten. */
+		const struct py_frozen *fz = p->frozen;
 		for (int again = 0; shims && k == 0; again++) {
 			for (int hop = 0; ok && at != cf[0] && prev && hop < 64; hop++) {
 				nf = start[k];
 				ok = py_walk_at(ctx, st, p, prev, true, &nf, &prev, &at);
 			}
-			if ((ok && at == cf[0]) || again == 2 ||
-			    !py_rd_ptr(p, ts + L->tstate_current_frame, &frame_now))
+			if ((ok && at == cf[0]) || again == 2)
+				break;
+			/* a copy taken while the thread ran (perf) was caught in it too: live */
+			if (fz && !fz->at_stop)
+				p->frozen = NULL;
+			if (!py_rd_ptr(p, ts + L->tstate_current_frame, &frame_now))
 				break;
 			st->nblocks = 0;
 			nf = start[k];
 			cur[0] = frame_now;
 			ok = py_walk_at(ctx, st, p, frame_now, true, &nf, &prev, &at);
 		}
+		p->frozen = fz;
 		st->copy = s;
 		if (shims && k == 0 && ok && at != cf[0])
 			ok = false;
 		if (ok && k == 0 && nf == start[k] && nacts > 1 && L->owner_cstack && p->frozen &&
+		    p->frozen->at_stop &&
 		    prev && prev != PY_PREV_UNKNOWN && py_returning_frame(st, p, prev, at, &nf))
 			st->stats.returning++;
 		if (shims && k == 0 && !ok && nacts > 1) {
@@ -1652,7 +1666,8 @@ static int py_runs_anchored(struct unwind_ctx *ctx, struct py_state *st, struct 
 	}
 	start[nacts] = nf;
 	bool named = py_name_frames(ctx, st, p, 0, nf);
-	if (p->frozen && nacts > 0 && start[1] - start[0] == 1 && st->ids[start[0]] == UINT32_MAX &&
+	if (p->frozen && p->frozen->at_stop && nacts > 0 && start[1] - start[0] == 1 &&
+	    st->ids[start[0]] == UINT32_MAX &&
 	    st->raw[start[0]].code) {
 		/* With the frames copied at the stop, an innermost activation whose one frame is
 		 * still being set up (before its RESUME: a callback from C being entered) runs
@@ -1797,7 +1812,10 @@ static int py_merge_sample(struct unwind_ctx *ctx, struct py_proc **pp, uint32_t
 	if (stack && stack->mem && stack->mem_size) {
 		py_frozen_set(&st->frozen, stack);
 		p->frozen = &st->frozen;
-		st->stats.captured++;
+		if (st->frozen.at_stop)
+			st->stats.captured++;
+		else
+			st->stats.copied_running++;
 	}
 	uint64_t ts = py_thread_state(p, tid);
 	if (!ts) {
@@ -1806,7 +1824,7 @@ static int py_merge_sample(struct unwind_ctx *ctx, struct py_proc **pp, uint32_t
 		return n;
 	}
 	py_recipe_set(st, p, tid, ts);
-	if (!p->frozen && stack && stack->age_ns > PY_MAX_AGE_NS) {
+	if (!(p->frozen && p->frozen->at_stop) && stack && stack->age_ns > PY_MAX_AGE_NS) {
 		*result = PY_MERGE_UNREADABLE;
 		st->stats.lost[PY_LOST_LATE] += (uint64_t)nacts;
 		return n;
