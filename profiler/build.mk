@@ -6,7 +6,7 @@
 # which (scripts/check-layout.sh, the README's design section).
 # flamegraph/build.mk adds its objects to CSAMPLER_EXTRA_OBJS.
 PROFILER_CMD      := cmd_diff cmd_env cmd_export cmd_flame cmd_folded cmd_info cmd_merge cmd_record cmd_report cmd_compare cmd_dump cmd_top
-PROFILER_BASE     := cs json hash
+PROFILER_BASE     := cs json hash pywalk
 PROFILER_FORMAT   := datafile records merge
 PROFILER_SAMPLER  := sampler sampler_perf sampler_ptrace sampler_bpf sampler_bpf_tables proc idle snapshot
 PROFILER_UNWIND   := elfcache unwind symbols python jit offcpu cfitable cfitable_cache

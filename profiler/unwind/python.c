@@ -60,6 +60,7 @@
 #include <sys/uio.h>
 
 #include "base/cs.h"
+#include "base/pywalk.h"
 #include "format/datafile.h"
 #include "unwind/elfcache.h"
 
@@ -324,6 +325,7 @@ struct py_proc {
 	enum py_proc_state state;
 	const struct py_layout *layout; /* &own */
 	struct py_layout own;
+	struct pywalk_layout walk;     /* own's frame fields, for pywalk */
 	uint64_t runtime, code_type, unicode_type; /* addresses in the target */
 	uint64_t none;                 /* Py_None in the target, 0 when unknown */
 	struct { uint32_t tid; uint64_t tstate; } tcache[PY_TCACHE];
@@ -334,13 +336,6 @@ struct py_proc {
 struct py_frame_rec {
 	const char *name, *file;
 	uint32_t line;
-};
-
-/* One frame as the walk read it: its code object and instruction, named once the sample's
- * code objects have been checked together (py_name_frames). */
-struct py_raw_frame {
-	uint64_t code, instr;
-	uint8_t owner;
 };
 
 struct py_state {
@@ -357,7 +352,9 @@ struct py_state {
 	/* scratch for one sample */
 	uint32_t *ids;                 /* Python frame ids, innermost first */
 	uint8_t *entry;                /* is_entry of each */
-	struct py_raw_frame *raw;      /* what the walk read of each frame, named at the end */
+	struct pywalk_frame *raw;      /* what the walk read of each frame (its code object and
+					* instruction), named once the sample's code objects have
+					* been checked together (py_name_frames) */
 	struct unwind_loc *out;
 	uint64_t stamp;                /* samples merged: a code object is checked once a sample */
 	/* Memory of the target read for this sample: frame data in blocks of pages, so that a
@@ -746,7 +743,7 @@ static struct py_code *py_code_get(struct unwind_ctx *ctx, struct py_proc *p, ui
  * long as a frame runs it, so its header rarely changes: then only what changed is read
  * again). Those that are new, or changed, are read whole (py_code_from). */
 static void py_codes_check(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
-			   const struct py_raw_frame *raw, int n)
+			   const struct pywalk_frame *raw, int n)
 {
 	const struct py_layout *L = p->layout;
 	uint64_t addrs[PY_BATCH];
@@ -981,6 +978,11 @@ static struct py_proc *py_proc_get(struct unwind_ctx *ctx, struct py_state *st, 
 		return p;
 	}
 	p->layout = &p->own;
+	p->walk = (struct pywalk_layout){
+		.frame_code = p->own.frame_code, .frame_previous = p->own.frame_previous,
+		.frame_instr = p->own.frame_instr, .frame_is_entry = p->own.frame_is_entry,
+		.frame_owner = p->own.frame_owner, .owner_generator = p->own.owner_generator,
+		.owner_cstack = p->own.owner_cstack, .frame_read = p->own.frame_read };
 	p->runtime = mi->runtime + bias;
 	p->code_type = mi->code_type + bias;
 	p->unicode_type = mi->unicode_type + bias;
@@ -1035,84 +1037,68 @@ static uint64_t py_thread_state(struct py_proc *p, uint32_t tid)
 }
 
 #define PY_ID_UNREAD (UINT32_MAX - 1) /* a frame whose code object could not be read */
-#define PY_PREV_UNKNOWN (UINT64_MAX - 1) /* a run whose shim is gone: entered from? */
+#define PY_PREV_UNKNOWN PYWALK_PREV_UNKNOWN /* a run whose shim is gone: entered from? */
 
-/* Walk Python frames outward from frame (via previous) into st->raw/st->entry from *n (ids
- * UINT32_MAX for a shim, 0 until named); with one_activation, stop after the first entry
- * frame (the frames one native activation runs) and give its previous frame in *entry_prev:
- * 0 for a generator's frame that has yielded since (CPython unlinks it). Returns false when a
- * frame could not be read or the walk did not end within bounds. The frames are read from
- * blocks of pages (py_frame_bytes); their code objects are checked and named afterwards,
- * all at once (py_name_frames). */
+/* pywalk's read and check for process p: frames from the blocks of pages read for the sample
+ * (py_frame_bytes). */
+struct py_walk_arg {
+	struct py_state *st;
+	struct py_proc *p;
+};
+
+static bool py_walk_read(void *arg, uint64_t addr, void *buf, size_t len)
+{
+	struct py_walk_arg *a = arg;
+
+	return py_frame_bytes(a->st, a->p, addr, buf, len);
+}
+
+/* A frame in the stack copy that was no shim at the time of the sample: the shim of a later
+ * activation at another depth of the C stack (a callback called again since), as the thread
+ * has it now; when that is no shim either, that activation has returned too: only a shim lives
+ * on the C stack, so the run ended there, entered from an unknown frame. */
+static enum pywalk_check py_walk_check(void *arg, uint64_t addr, uint8_t *fb, bool in_run)
+{
+	struct py_walk_arg *a = arg;
+	const struct py_layout *L = a->p->layout;
+	const struct py_stack *s = a->st->copy;
+
+	if (!L->owner_cstack || fb[L->frame_owner] == L->owner_cstack || !s ||
+	    addr - s->addr >= s->size)
+		return PYWALK_TAKE;
+	if (!py_rd(a->p, addr, fb, L->frame_read))
+		return PYWALK_FAIL;
+	return fb[L->frame_owner] != L->owner_cstack && in_run ? PYWALK_STOP_UNKNOWN : PYWALK_TAKE;
+}
+
+/* Walk Python frames outward from frame (pywalk) into st->raw/st->ids/st->entry from *n (ids
+ * UINT32_MAX for an activation showing no frame, 0 until named); with one_activation, stop
+ * after the first entry frame (the frames one native activation runs) and give its previous
+ * frame in *entry_prev (0 for a generator's frame that has yielded since: CPython unlinks it;
+ * PY_PREV_UNKNOWN) and where the run ended in *entry_at. Returns false when a frame could not
+ * be read or the walk did not end within bounds. Their code objects are checked and named
+ * afterwards, all at once (py_name_frames). */
 static bool py_walk_at(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
 		       uint64_t frame, bool one_activation, int *n, uint64_t *entry_prev,
 		       uint64_t *entry_at)
 {
-	const struct py_layout *L = p->layout;
-	int run_first = *n;
+	struct py_walk_arg a = { st, p };
+	struct pywalk w = { .L = &p->walk, .read = py_walk_read, .check = py_walk_check, .arg = &a,
+			    .one_activation = one_activation, .out = st->raw, .n = *n,
+			    .max = PY_MAX_FRAMES, .max_depth = PY_MAX_FRAMES };
+	enum pywalk_end end = pywalk_walk(&w, frame);
 
-	for (int depth = 0; frame; depth++) {
-		uint8_t fb[PY_MAX_OBJECT];
-		if (depth >= PY_MAX_FRAMES || *n >= PY_MAX_FRAMES || frame & 7 ||
-		    !py_frame_bytes(st, p, frame, fb, L->frame_read))
-			return false;
-		uint8_t owner = fb[L->frame_owner];
-		if (L->owner_cstack && owner != L->owner_cstack && st->copy &&
-		    frame - st->copy->addr < st->copy->size) {
-			/* In the stack copy, but no shim there at the time of the sample: the
-			 * shim of a later activation at another depth of the C stack (a callback
-			 * called again since), as the thread has it now. */
-			if (!py_rd(p, frame, fb, L->frame_read))
-				return false;
-			owner = fb[L->frame_owner];
-			if (owner != L->owner_cstack && one_activation && *n > run_first) {
-				/* That activation has returned too: only a shim lives on the C stack,
-				 * so the run ended there, entered from an unknown frame. */
-				*entry_prev = PY_PREV_UNKNOWN;
-				*entry_at = frame;
-				return true;
-			}
-		}
-		if (L->owner_cstack && owner == L->owner_cstack) {
-			/* 3.12+: the shim under an activation's first frame ends its run. */
-			uint64_t prev = py_u64(fb, L->frame_previous);
-			if (one_activation) {
-				*entry_prev = prev;
-				*entry_at = frame;
-				return true;
-			}
-			if (*n > run_first)
-				st->entry[*n - 1] = 1;
-			else if (*n < PY_MAX_FRAMES) {
-				/* no frame shown in this activation: a run of its own */
-				st->raw[*n] = (struct py_raw_frame){ 0 };
-				st->ids[*n] = UINT32_MAX;
-				st->entry[(*n)++] = 1;
-			}
-			run_first = *n;
-			frame = prev;
-			continue;
-		}
-		bool is_entry = L->frame_is_entry && fb[L->frame_is_entry] != 0;
-		uint64_t here = frame;
-		uint64_t code = py_u64(fb, L->frame_code);
-		if (!code || code & 7 || code >= (1ull << 47))
-			return false; /* not a frame (any more) */
-		st->raw[*n] = (struct py_raw_frame){ code, py_u64(fb, L->frame_instr), owner };
-		st->ids[*n] = 0;
-		st->entry[*n] = is_entry;
-		(*n)++;
-		if (is_entry)
-			run_first = *n;
-		frame = py_u64(fb, L->frame_previous);
-		if (one_activation && (is_entry || (!frame && owner == L->owner_generator))) {
-			/* a generator that yielded since has no previous frame (3.12+: nor shim) */
-			*entry_prev = frame;
-			*entry_at = here;
-			return true;
-		}
+	for (int i = *n; i < w.n; i++) {
+		st->ids[i] = st->raw[i].code ? 0 : UINT32_MAX;
+		st->entry[i] = (st->raw[i].flags & PYWALK_ENTRY) != 0;
 	}
-	return !one_activation;
+	*n = w.n;
+	if (end == PYWALK_ACT_END) {
+		*entry_prev = w.entry_prev;
+		*entry_at = w.entry_at;
+		return true;
+	}
+	return end == PYWALK_CHAIN_END && !one_activation;
 }
 
 static bool py_walk(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
@@ -1134,7 +1120,7 @@ static bool py_name_frames(struct unwind_ctx *ctx, struct py_state *st, struct p
 
 	py_codes_check(ctx, st, p, st->raw + from, to - from);
 	for (int i = from; i < to; i++) {
-		const struct py_raw_frame *f = &st->raw[i];
+		const struct pywalk_frame *f = &st->raw[i];
 		if (!f->code)
 			continue;
 		struct py_code *c = cs_hash_find(&p->codes, cs_hash_u64(f->code), py_code_eq,
@@ -1414,7 +1400,7 @@ static bool py_returning_frame(struct py_state *st, struct py_proc *p, uint64_t 
 		if (py_u64(fb, L->frame_previous) != shim || !code || code & 7 ||
 		    code >= (1ull << 47) || fb[L->frame_owner] == L->owner_cstack)
 			continue;
-		st->raw[*nf] = (struct py_raw_frame){ code, py_u64(fb, L->frame_instr), fb[L->frame_owner] };
+		st->raw[*nf] = (struct pywalk_frame){ code, py_u64(fb, L->frame_instr), fb[L->frame_owner], 0 };
 		st->ids[*nf] = 0;
 		st->entry[(*nf)++] = 0;
 		return true;
@@ -1645,7 +1631,7 @@ static int py_runs_anchored(struct unwind_ctx *ctx, struct py_state *st, struct 
 		}
 		if (why != PY_LOST_N) {
 			nf = start[k];
-			st->raw[nf] = (struct py_raw_frame){ 0 };
+			st->raw[nf] = (struct pywalk_frame){ 0 };
 			st->ids[nf] = marker;
 			st->entry[nf++] = 1;
 			st->stats.lost[why]++;
