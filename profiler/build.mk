@@ -18,7 +18,7 @@ PROFILER_SRCS := profiler/main.c \
 	$(PROFILER_FORMAT:%=profiler/format/%.c) $(PROFILER_SAMPLER:%=profiler/sampler/%.c) \
 	$(PROFILER_UNWIND:%=profiler/unwind/%.c) $(PROFILER_RECORD:%=profiler/record/%.c) \
 	$(PROFILER_ANALYSIS:%=profiler/analysis/%.c) $(PROFILER_EXPORT:%=profiler/export/%.c)
-PROFILER_TESTS := base/cs base/json base/search base/hash format/datafile format/records unwind/unwind unwind/symbols sampler/sampler_ptrace \
+PROFILER_TESTS := base/cs base/json base/search base/hash base/pywalk format/datafile format/records unwind/unwind unwind/symbols sampler/sampler_ptrace \
 	analysis/profile_builder analysis/fixtures analysis/filter analysis/stacks analysis/fold_gpu analysis/report \
 	analysis/gpu analysis/gpu_idle analysis/steps record/gpu_merge record/output record/status record/dump record/live unwind/python unwind/jit analysis/compare \
 	export/pprof unwind/offcpu unwind/cfitable sampler/sampler
