@@ -338,6 +338,22 @@ struct py_frame_rec {
 	uint32_t line;
 };
 
+/* One sample's activations as its stack copy anchors them (py_runs_anchored), innermost
+ * first; scratch of the py_state. */
+struct py_anchor {
+	const struct py_stack *s;
+	uint64_t ts;                   /* the thread state */
+	bool shims;                    /* 3.13: anchored by entry shims, not by _PyCFrames */
+	int nacts, nnow;
+	uint64_t cf[PY_MAX_FRAMES];    /* its _PyCFrame (3.11, 3.12) or entry shim (3.13) */
+	uint64_t cur[PY_MAX_FRAMES];   /* its innermost frame at the time of the sample (3.13's
+					* innermost activation: as read) */
+	uint64_t want[PY_MAX_FRAMES];  /* the frame its entry frame linked to then */
+	uint64_t now_addr[PY_MAX_FRAMES], now_cur[PY_MAX_FRAMES]; /* _PyCFrames as read (nnow) */
+	uint64_t frame_now;            /* 3.13: the thread's current frame as read (0: not
+					* confirmed) */
+};
+
 struct py_state {
 	struct py_module_info *mods;
 	size_t nmods;
@@ -365,6 +381,7 @@ struct py_state {
 	struct py_stats stats;
 	uint8_t (*code_bufs)[PY_MAX_OBJECT]; /* PY_BATCH code object headers */
 	struct py_frozen frozen;       /* the sample's memory as of the sample */
+	struct py_anchor *anchor;      /* py_runs_anchored's */
 	/* py_capture's recipes, by tid % PY_RECIPES: written by py_merge, read by the sampler's
 	 * thread at each stop, under recipes_lock */
 	pthread_mutex_t recipes_lock;
@@ -1293,6 +1310,19 @@ static uint32_t py_marker_id(struct unwind_ctx *ctx, struct py_state *st)
 	return st->marker_id - 1;
 }
 
+/* Activation k (the run [start[k], start[k + 1])) shows the marker frame in place of its
+ * frames, counted as not read for why. */
+static void py_run_unread(struct py_state *st, const int *start, int k, uint32_t marker,
+			  enum py_lost why, int *unread)
+{
+	st->ids[start[k]] = marker;
+	st->raw[start[k]].code = 0;
+	for (int f = start[k] + 1; f < start[k + 1]; f++)
+		st->ids[f] = UINT32_MAX;
+	st->stats.lost[why]++;
+	(*unread)++;
+}
+
 /* One byte of the sample's stack copy at addr; false outside it. */
 static bool py_stack_u8(const struct py_stack *s, uint64_t addr, uint8_t *v)
 {
@@ -1455,14 +1485,8 @@ static void py_check_outer(struct py_state *st, struct py_proc *p, const struct 
 	for (int k = 0; k <= moved; k++) {
 		if (start[k + 1] > start[k] && st->ids[start[k]] == marker)
 			continue;
-		if (start[k + 1] == start[k])
-			continue;
-		st->ids[start[k]] = marker;
-		st->raw[start[k]].code = 0;
-		for (int f = start[k] + 1; f < start[k + 1]; f++)
-			st->ids[f] = UINT32_MAX;
-		st->stats.lost[PY_LOST_POPPED]++;
-		(*unread)++;
+		if (start[k + 1] > start[k])
+			py_run_unread(st, start, k, marker, PY_LOST_POPPED, unread);
 	}
 }
 
@@ -1482,153 +1506,229 @@ static void py_check_outer(struct py_state *st, struct py_proc *p, const struct 
  * confirmed, or -1 when the copy does not give every activation's frame (then the caller
  * matches the chain read now by count). start[] gets nacts + 1 run bounds; *unread the
  * activations not read. */
+/* The anchors of the activations from the stack copy s (the offsets learned in mi) into a;
+ * false when the copy does not give every activation's frame. */
+static bool py_anchor_set(struct py_proc *p, const struct py_module_info *mi, uint64_t ts,
+			  const struct py_stack *s, const struct unwind_loc *locs, int n,
+			  const int *acts, int nacts, struct py_anchor *a)
+{
+	const struct py_layout *L = p->layout;
+	uint64_t root = ts + L->tstate_root_cframe;
+
+	a->s = s, a->ts = ts, a->shims = !L->tstate_cframe, a->nacts = nacts;
+	a->nnow = 0, a->frame_now = 0;
+	if (!s)
+		return false;
+	if (a->shims) {
+		if (!mi->shim_off || !py_shim_chain_ok(L, s, locs, n, acts, nacts, mi->shim_off,
+						       p->none, s->complete, a->want))
+			return false;
+		for (int k = 0; k < nacts; k++)
+			a->cf[k] = py_act_cfa(locs, n, acts[k]) - mi->shim_off;
+		for (int k = 1; k < nacts; k++)
+			a->cur[k] = a->want[k - 1];
+		if (!py_rd_ptr(p, ts + L->tstate_current_frame, &a->frame_now))
+			return false;
+		a->cur[0] = a->frame_now;
+		return true;
+	}
+	if (!mi->cframe_off || !py_cframe_chain_ok(L, s, locs, n, acts, nacts, mi->cframe_off,
+						   s->complete ? root : 0))
+		return false;
+	for (int k = 0; k < nacts; k++) {
+		a->cf[k] = py_act_cfa(locs, n, acts[k]) - mi->cframe_off;
+		a->cur[k] = 0;
+		py_stack_u64(s, a->cf[k] + L->cframe_current_frame, &a->cur[k]); /* chain_ok */
+	}
+	for (int k = 0; k < nacts; k++)
+		a->want[k] = k + 1 < nacts ? a->cur[k + 1] : 0;
+	a->nnow = py_cframes_now(p, ts, a->now_addr, a->now_cur, PY_MAX_FRAMES);
+	return true;
+}
+
+/* 3.13's innermost activation, read as it is now, shims included (those in the copy's range
+ * may be of activations entered since): activations entered since are passed over, down to
+ * the shim of the one sampled (a->cf[0]). The thread runs meanwhile: a walk caught in a
+ * switch of frames (a generator yielding clears its previous just before its caller becomes
+ * current) is tried again from the frame current then, a few times, with the blocks read
+ * before forgotten; live, as a copy taken while the thread ran (perf) was caught in it too.
+ * Returns whether the run was read down to that shim. */
+static bool py_walk_innermost_now(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+				  struct py_anchor *a, int start, int *nf, uint64_t *prev,
+				  uint64_t *at)
+{
+	const struct py_frozen *fz = p->frozen;
+	const struct py_stack *s = st->copy;
+	bool ok;
+
+	st->copy = NULL;
+	ok = py_walk_at(ctx, st, p, a->cur[0], true, nf, prev, at);
+	for (int again = 0;; again++) {
+		for (int hop = 0; ok && *at != a->cf[0] && *prev && hop < 64; hop++) {
+			*nf = start;
+			ok = py_walk_at(ctx, st, p, *prev, true, nf, prev, at);
+		}
+		if ((ok && *at == a->cf[0]) || again == 2)
+			break;
+		if (fz && !fz->at_stop)
+			p->frozen = NULL;
+		if (!py_rd_ptr(p, a->ts + p->layout->tstate_current_frame, &a->frame_now))
+			break;
+		st->nblocks = 0;
+		*nf = start;
+		a->cur[0] = a->frame_now;
+		ok = py_walk_at(ctx, st, p, a->frame_now, true, nf, prev, at);
+	}
+	p->frozen = fz;
+	st->copy = s;
+	return ok && *at == a->cf[0];
+}
+
+/* 3.13: the innermost activation returned since (a callback from C runs for microseconds).
+ * Its entry frame was pushed on the data stack right after the frame the outer activation was
+ * running (a->cur[1], exact), and a popped frame keeps its contents until the next push: it is
+ * taken when it links to this activation's shim (then it ran there, or a later call at the
+ * same place did). Only that frame: any it called are not known. */
+static bool py_walk_returned(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+			     struct py_anchor *a, int start, int *nf, uint64_t *prev, uint64_t *at)
+{
+	const struct py_layout *L = p->layout;
+	uint8_t fb[PY_MAX_OBJECT];
+	uint64_t code1, x;
+	struct py_code *c1;
+
+	*nf = start;
+	if (!py_frame_bytes(st, p, a->cur[1], fb, L->frame_read) ||
+	    !(code1 = py_u64(fb, L->frame_code)) || code1 & 7 ||
+	    !(c1 = py_code_get(ctx, p, code1)) || !c1->framesize)
+		return false;
+	x = a->cur[1] + 8ull * c1->framesize;
+	if (!py_frame_bytes(st, p, x, fb, L->frame_read) || !py_u64(fb, L->frame_previous) ||
+	    fb[L->frame_owner] == L->owner_cstack || !py_walk_at(ctx, st, p, x, true, nf, prev, at) ||
+	    !(*at == a->cf[0] || *prev == PY_PREV_UNKNOWN || *prev == a->want[0]))
+		return false;
+	a->frame_now = 0; /* not confirmed */
+	return true;
+}
+
+/* 3.12+: a generator run inline, in its caller's activation k, that has yielded since (3.11
+ * runs each in an activation of its own, whose entry it is): its caller is found by
+ * py_gen_caller and walked on from, or the run is not read. */
+static enum py_lost py_gen_inline(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+				  const struct py_anchor *a, int k, bool check, int *nf,
+				  uint64_t *prev, uint64_t *at)
+{
+	uint64_t from = a->shims && k == 0 ? a->frame_now : 0, caller;
+
+	for (int j = 0; !from && j < a->nnow; j++)
+		if (a->now_addr[j] == a->cf[k])
+			from = a->now_cur[j];
+	caller = from ? py_gen_caller(st, p, *at, from) : 0;
+	if (caller && py_walk_at(ctx, st, p, caller, true, nf, prev, at) &&
+	    (!check || *prev == a->want[k])) {
+		st->stats.gen_suspended++;
+		return PY_LOST_N;
+	}
+	return PY_LOST_POPPED;
+}
+
+/* Why activation k's run [start, *nf), walked (ok; its entry frame's previous *prev, where it
+ * ended *at), is not read, or PY_LOST_N when it is read (py_runs_anchored's checks). */
+static enum py_lost py_run_verdict(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+				   const struct py_anchor *a, int k, int start, bool ok, int *nf,
+				   uint64_t *prev, uint64_t *at)
+{
+	const struct py_layout *L = p->layout;
+	/* The outermost activation of a complete stack was entered from no frame. */
+	bool check = k + 1 < a->nacts || a->s->complete;
+	bool gen_last = *nf > start && st->raw[*nf - 1].owner == L->owner_generator;
+
+	if (!ok)
+		/* the first frame unreadable: freed; a later one: the chain no longer links as
+		 * it did (its frames were popped and the memory reused since) */
+		return *nf > start ? PY_LOST_POPPED : PY_LOST_READ;
+	if (*prev == PY_PREV_UNKNOWN) {
+		/* 3.12+: the innermost activation (a callback from C, microseconds long)
+		 * returned, and another since, whose entry frame was pushed at the same address
+		 * of the data stack, from the same frame of the outer activation (checked by
+		 * py_check_outer): its frames are taken, as read after the program moved on (a
+		 * C function calling two Python callbacks from one place could have run the
+		 * other) */
+		if (k != 0)
+			return PY_LOST_POPPED;
+		st->stats.relinked++;
+		return PY_LOST_N;
+	}
+	if (!*prev && *nf - start == 1 && gen_last && !st->entry[*nf - 1])
+		return py_gen_inline(ctx, st, p, a, k, check, nf, prev, at);
+	if (check && *prev != a->want[k]) {
+		/* 3.11: a generator's frame is the entry of an activation of its own, unlinked
+		 * when it yields: the frames around it are the other activations', anchored */
+		if (!*prev && gen_last && st->entry[*nf - 1]) {
+			st->stats.gen_suspended++;
+			return PY_LOST_N;
+		}
+		return PY_LOST_POPPED; /* popped (and reused) since */
+	}
+	return PY_LOST_N;
+}
+
+/* Whether activation k, read, runs now the frame it ran at the time of the sample (it was
+ * blocked in a call, or came back to the same place). */
+static int py_act_confirmed(const struct py_anchor *a, int k)
+{
+	if (a->shims)
+		return k > 0 || a->frame_now == a->cur[0];
+	for (int j = 0; j < a->nnow; j++)
+		if (a->now_addr[j] == a->cf[k])
+			return a->now_cur[j] == a->cur[k];
+	return 0;
+}
+
+/* With the frames copied at the stop, an innermost activation whose one frame is still being
+ * set up (before its RESUME: a callback from C being entered) runs that function: shown at its
+ * first line rather than left native. */
+static void py_show_entering(struct py_state *st, struct py_proc *p, const int *start, int nacts)
+{
+	if (!p->frozen || !p->frozen->at_stop || nacts <= 0 || start[1] - start[0] != 1 ||
+	    st->ids[start[0]] != UINT32_MAX || !st->raw[start[0]].code)
+		return;
+	uint64_t code = st->raw[start[0]].code;
+	struct py_code *c = cs_hash_find(&p->codes, cs_hash_u64(code), py_code_eq, &code);
+	if (c && c->checked == st->stamp) {
+		st->ids[start[0]] = py_frame_id(st, c->name, c->file, c->first_line);
+		st->stats.entering++;
+	}
+}
+
 static int py_runs_anchored(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
 			    uint64_t ts, const struct py_module_info *mi, const struct py_stack *s,
 			    const struct unwind_loc *locs, int n, const int *acts, int nacts,
 			    int *start, int *unread)
 {
 	const struct py_layout *L = p->layout;
-	uint64_t root = ts + L->tstate_root_cframe;
-	uint64_t now_addr[PY_MAX_FRAMES], now_cur[PY_MAX_FRAMES], cf[PY_MAX_FRAMES],
-		cur[PY_MAX_FRAMES], want[PY_MAX_FRAMES];
-	int confirmed = 0, nf = 0, nnow = 0;
-	bool shims = !L->tstate_cframe;
-	uint64_t frame_now = 0;
+	struct py_anchor *a = st->anchor;
+	int confirmed = 0, nf = 0;
 
 	*unread = 0;
-	if (!s)
+	if (!py_anchor_set(p, mi, ts, s, locs, n, acts, nacts, a))
 		return -1;
-	if (!shims) {
-		if (!mi->cframe_off || !py_cframe_chain_ok(L, s, locs, n, acts, nacts, mi->cframe_off,
-							   s->complete ? root : 0))
-			return -1;
-		for (int k = 0; k < nacts; k++) {
-			cf[k] = py_act_cfa(locs, n, acts[k]) - mi->cframe_off;
-			cur[k] = 0;
-			py_stack_u64(s, cf[k] + L->cframe_current_frame, &cur[k]); /* chain_ok */
-		}
-		for (int k = 0; k < nacts; k++)
-			want[k] = k + 1 < nacts ? cur[k + 1] : 0;
-		nnow = py_cframes_now(p, ts, now_addr, now_cur, PY_MAX_FRAMES);
-	} else {
-		if (!mi->shim_off || !py_shim_chain_ok(L, s, locs, n, acts, nacts, mi->shim_off,
-						       p->none, s->complete, want))
-			return -1;
-		for (int k = 0; k < nacts; k++)
-			cf[k] = py_act_cfa(locs, n, acts[k]) - mi->shim_off;
-		for (int k = 1; k < nacts; k++)
-			cur[k] = want[k - 1];
-		if (!py_rd_ptr(p, ts + L->tstate_current_frame, &frame_now))
-			return -1;
-		cur[0] = frame_now;
-	}
 	uint32_t marker = py_marker_id(ctx, st);
 	for (int k = 0; k < nacts; k++) {
 		uint64_t prev = UINT64_MAX, at = 0;
+		bool ok;
 		start[k] = nf;
-		/* The outermost activation of a complete stack was entered from no frame. */
-		bool check = k + 1 < nacts || s->complete;
-		enum py_lost why = PY_LOST_N;
-		/* 3.13's innermost activation is read as it is now, shims included: those in
-		 * the copy's range may be of activations entered since */
-		if (shims && k == 0)
-			st->copy = NULL;
-		bool ok = py_walk_at(ctx, st, p, cur[k], true, &nf, &prev, &at);
-		/* 3.13's innermost activation, read now: activations entered since are passed
-		 * over, down to the shim of the one sampled. The thread runs meanwhile: a walk
-		 * caught in a switch of frames (a generator yielding clears its previous just
-		 * before its caller becomes current) is tried again from the frame current then,
-		 * a few times, with the blocks read before forgotten. */
-		const struct py_frozen *fz = p->frozen;
-		for (int again = 0; shims && k == 0; again++) {
-			for (int hop = 0; ok && at != cf[0] && prev && hop < 64; hop++) {
-				nf = start[k];
-				ok = py_walk_at(ctx, st, p, prev, true, &nf, &prev, &at);
-			}
-			if ((ok && at == cf[0]) || again == 2)
-				break;
-			/* a copy taken while the thread ran (perf) was caught in it too: live */
-			if (fz && !fz->at_stop)
-				p->frozen = NULL;
-			if (!py_rd_ptr(p, ts + L->tstate_current_frame, &frame_now))
-				break;
-			st->nblocks = 0;
-			nf = start[k];
-			cur[0] = frame_now;
-			ok = py_walk_at(ctx, st, p, frame_now, true, &nf, &prev, &at);
-		}
-		p->frozen = fz;
-		st->copy = s;
-		if (shims && k == 0 && ok && at != cf[0])
-			ok = false;
+		if (a->shims && k == 0)
+			ok = py_walk_innermost_now(ctx, st, p, a, start[k], &nf, &prev, &at);
+		else
+			ok = py_walk_at(ctx, st, p, a->cur[k], true, &nf, &prev, &at);
 		if (ok && k == 0 && nf == start[k] && nacts > 1 && L->owner_cstack && p->frozen &&
-		    p->frozen->at_stop &&
-		    prev && prev != PY_PREV_UNKNOWN && py_returning_frame(st, p, prev, at, &nf))
+		    p->frozen->at_stop && prev && prev != PY_PREV_UNKNOWN &&
+		    py_returning_frame(st, p, prev, at, &nf))
 			st->stats.returning++;
-		if (shims && k == 0 && !ok && nacts > 1) {
-			/* It returned since (a callback from C runs for microseconds). Its entry
-			 * frame was pushed on the data stack right after the frame the outer
-			 * activation was running (cur[1], exact), and a popped frame keeps its
-			 * contents until the next push: it is taken when it links to this
-			 * activation's shim (then it ran there, or a later call at the same place
-			 * did). Only that frame: any it called are not known. */
-			uint8_t fb[PY_MAX_OBJECT];
-			uint64_t code1;
-			nf = start[k];
-			if (py_frame_bytes(st, p, cur[1], fb, L->frame_read) &&
-			    (code1 = py_u64(fb, L->frame_code)) && !(code1 & 7)) {
-				struct py_code *c1 = py_code_get(ctx, p, code1);
-				uint64_t x = c1 && c1->framesize ? cur[1] + 8ull * c1->framesize : 0;
-				if (x && py_frame_bytes(st, p, x, fb, L->frame_read) &&
-				    py_u64(fb, L->frame_previous) &&
-				    fb[L->frame_owner] != L->owner_cstack &&
-				    py_walk_at(ctx, st, p, x, true, &nf, &prev, &at) &&
-				    (at == cf[0] || prev == PY_PREV_UNKNOWN || prev == want[0])) {
-					ok = true;
-					frame_now = 0; /* not confirmed */
-				}
-			}
-		}
-		if (!ok)
-			/* the first frame unreadable: freed; a later one: the chain no longer links
-			 * as it did (its frames were popped and the memory reused since) */
-			why = nf > start[k] ? PY_LOST_POPPED : PY_LOST_READ;
-		else if (prev == PY_PREV_UNKNOWN) {
-			/* 3.12+: the innermost activation (a callback from C, microseconds long)
-			 * returned, and another since, whose entry frame was pushed at the same
-			 * address of the data stack, from the same frame of the outer activation
-			 * (checked by py_check_outer): its frames are taken, as read after the
-			 * program moved on (a C function calling two Python callbacks from one
-			 * place could have run the other) */
-			if (k != 0)
-				why = PY_LOST_POPPED;
-			else
-				st->stats.relinked++;
-		} else if (!prev && nf - start[k] == 1 && st->raw[nf - 1].owner == L->owner_generator &&
-			 !st->entry[nf - 1]) {
-			/* 3.12+: a generator run inline, in its caller's activation, that has
-			 * yielded since (3.11 runs each in an activation of its own, whose entry
-			 * it is): its caller is found by py_gen_caller, or the run is not read */
-			uint64_t from = shims && k == 0 ? frame_now : 0, caller = 0;
-			for (int j = 0; !from && j < nnow; j++)
-				if (now_addr[j] == cf[k])
-					from = now_cur[j];
-			caller = from ? py_gen_caller(st, p, at, from) : 0;
-			if (caller && py_walk_at(ctx, st, p, caller, true, &nf, &prev, &at) &&
-			    (!check || prev == want[k]))
-				st->stats.gen_suspended++;
-			else
-				why = PY_LOST_POPPED;
-		} else if (check && prev != want[k]) {
-			/* 3.11: a generator's frame is the entry of an activation of its own,
-			 * unlinked when it yields: the frames around it are the other
-			 * activations', anchored */
-			if (!prev && nf > start[k] && st->raw[nf - 1].owner == L->owner_generator &&
-			    st->entry[nf - 1])
-				st->stats.gen_suspended++;
-			else
-				why = PY_LOST_POPPED; /* popped (and reused) since */
-		}
+		if (a->shims && k == 0 && !ok && nacts > 1)
+			ok = py_walk_returned(ctx, st, p, a, start[k], &nf, &prev, &at);
+		enum py_lost why = py_run_verdict(ctx, st, p, a, k, start[k], ok, &nf, &prev, &at);
 		if (why != PY_LOST_N) {
 			nf = start[k];
 			st->raw[nf] = (struct pywalk_frame){ 0 };
@@ -1636,51 +1736,21 @@ static int py_runs_anchored(struct unwind_ctx *ctx, struct py_state *st, struct 
 			st->entry[nf++] = 1;
 			st->stats.lost[why]++;
 			(*unread)++;
-			continue;
+		} else if (prev != PY_PREV_UNKNOWN) {
+			confirmed += py_act_confirmed(a, k); /* else not confirmed: moved on */
 		}
-		if (prev == PY_PREV_UNKNOWN)
-			continue; /* not confirmed: moved on */
-		if (shims) {
-			confirmed += k > 0 || frame_now == cur[0];
-			continue;
-		}
-		for (int j = 0; j < nnow; j++)
-			if (now_addr[j] == cf[k]) {
-				confirmed += now_cur[j] == cur[k];
-				break;
-			}
 	}
 	start[nacts] = nf;
 	bool named = py_name_frames(ctx, st, p, 0, nf);
-	if (p->frozen && p->frozen->at_stop && nacts > 0 && start[1] - start[0] == 1 &&
-	    st->ids[start[0]] == UINT32_MAX &&
-	    st->raw[start[0]].code) {
-		/* With the frames copied at the stop, an innermost activation whose one frame is
-		 * still being set up (before its RESUME: a callback from C being entered) runs
-		 * that function: shown at its first line rather than left native */
-		uint64_t code = st->raw[start[0]].code;
-		struct py_code *c = cs_hash_find(&p->codes, cs_hash_u64(code), py_code_eq, &code);
-		if (c && c->checked == st->stamp) {
-			st->ids[start[0]] = py_frame_id(st, c->name, c->file, c->first_line);
-			st->stats.entering++;
-		}
-	}
+	py_show_entering(st, p, start, nacts);
 	py_check_outer(st, p, s, locs, n, acts, nacts, start, marker, unread);
-	if (!named) {
-		/* an activation with a code object that could not be read: the marker */
-		for (int k = 0; k < nacts; k++) {
-			bool bad = false;
-			for (int f = start[k]; f < start[k + 1]; f++)
-				bad |= st->ids[f] == PY_ID_UNREAD;
-			if (!bad)
-				continue;
-			st->ids[start[k]] = marker;
-			for (int f = start[k] + 1; f < start[k + 1]; f++)
-				st->ids[f] = UINT32_MAX;
-			st->stats.lost[PY_LOST_READ]++;
-			(*unread)++;
-		}
-	}
+	/* an activation with a code object that could not be read: the marker */
+	for (int k = 0; !named && k < nacts; k++)
+		for (int f = start[k]; f < start[k + 1]; f++)
+			if (st->ids[f] == PY_ID_UNREAD) {
+				py_run_unread(st, start, k, marker, PY_LOST_READ, unread);
+				break;
+			}
 	return confirmed;
 }
 
@@ -2130,6 +2200,7 @@ static void py_release(struct unwind_ctx *ctx)
 	free(st->raw);
 	free(st->blocks);
 	free(st->code_bufs);
+	free(st->anchor);
 	free(st->recipes);
 	pthread_mutex_destroy(&st->recipes_lock);
 	free(st->out);
@@ -2148,6 +2219,7 @@ void py_enable(struct unwind_ctx *ctx)
 	st->raw = cs_malloc(PY_MAX_FRAMES * sizeof(st->raw[0]));
 	st->blocks = cs_malloc(PY_NBLOCKS * sizeof(st->blocks[0]));
 	st->code_bufs = cs_malloc(PY_BATCH * sizeof(st->code_bufs[0]));
+	st->anchor = cs_malloc(sizeof(*st->anchor));
 	st->recipes = cs_calloc(PY_RECIPES, sizeof(st->recipes[0]));
 	pthread_mutex_init(&st->recipes_lock, NULL);
 	/* The merged stack holds at most the native locations plus every Python frame. */
