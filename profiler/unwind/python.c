@@ -1836,6 +1836,96 @@ int py_merge(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, const struct py
 	return n;
 }
 
+/* Process pid's state, module its runtime: NULL (*result says why) when it cannot be read. */
+static struct py_proc *py_proc_ready(struct unwind_ctx *ctx, struct py_state *st, uint32_t pid,
+				     uint32_t module, enum py_merge_result *result)
+{
+	struct py_proc *p = py_proc_get(ctx, st, pid, module, &st->mods[module]);
+
+	if (p->state == PY_PROC_READY)
+		return p;
+	*result = p->state == PY_PROC_UNSUPPORTED ? PY_MERGE_UNSUPPORTED : PY_MERGE_UNREADABLE;
+	return NULL;
+}
+
+/* Runs of the frames st->ids/entry[0, nf), each ending at an entry frame (or the last), into
+ * run_start[0, nruns] (run r is [run_start[r], run_start[r + 1])); returns nruns. */
+static int py_runs_from_entries(const struct py_state *st, int nf, int *run_start)
+{
+	int nruns = 0;
+
+	run_start[0] = 0;
+	for (int i = 0; i < nf; i++)
+		if ((st->entry[i] || i == nf - 1) && nruns < PY_MAX_FRAMES)
+			run_start[++nruns] = i + 1;
+	return nruns;
+}
+
+/* Runs matched to activations by count: when they differ, aligned from the root (from_root:
+ * what is shifted, *shift_runs runs or *shift_acts activations, at the leaf end) or from the
+ * leaf (nothing shifted). */
+static void py_runs_align(int nruns, int nacts, bool from_root, int *shift_runs, int *shift_acts)
+{
+	*shift_runs = nruns > nacts && from_root ? nruns - nacts : 0;
+	*shift_acts = nacts > nruns && from_root ? nacts - nruns : 0;
+}
+
+/* Learn where the interpreter keeps its _PyCFrame (3.11, 3.12) or entry shim (3.13) from a
+ * complete sample, within its tries. */
+static void py_learn_anchors(struct py_module_info *mi, const struct py_proc *p,
+			     const struct py_stack *stack, const struct unwind_loc *locs, int n,
+			     const int *acts, int nacts, uint64_t ts)
+{
+	const struct py_layout *L = p->layout;
+
+	if (!stack || !stack->complete)
+		return;
+	if (!mi->cframe_off && L->tstate_root_cframe)
+		py_learn_cframe_off(mi, L, stack, locs, n, acts, nacts, ts + L->tstate_root_cframe);
+	if (!mi->shim_off && !L->tstate_cframe && L->owner_cstack && mi->learn_left) {
+		mi->learn_left--;
+		mi->shim_off = py_shim_offset_find(L, stack, locs, n, acts, nacts, p->none);
+	}
+}
+
+/* No anchor in the copy: the chain as it is now, one run per activation, matched by count.
+ * Normally one run per activation. If the program moved on between the sample and this read,
+ * they differ: the outer frames change least, so aligned from the root when the native unwind
+ * reached it, from the leaf when the stack copy ended first (its outer activations are not in
+ * the sample). Returns false (*result UNREADABLE) when the chain could not be read. */
+static bool py_runs_by_count(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+			     uint64_t ts, const struct py_stack *stack, int nacts, int *run_start,
+			     int *nruns, int *shift_runs, int *shift_acts,
+			     enum py_merge_result *result)
+{
+	int nframes = py_read_chain(ctx, st, p, ts);
+
+	if (nframes <= 0) {
+		*result = PY_MERGE_UNREADABLE;
+		st->stats.lost[PY_LOST_READ] += (uint64_t)nacts;
+		return false;
+	}
+	*nruns = py_runs_from_entries(st, nframes, run_start);
+	*result = *nruns == nacts ? PY_MERGE_OK : PY_MERGE_CHANGED;
+	py_runs_align(*nruns, nacts, !stack || stack->complete, shift_runs, shift_acts);
+	if (nacts > *nruns)
+		st->stats.lost[PY_LOST_COUNT] += (uint64_t)(nacts - *nruns);
+	return true;
+}
+
+/* The sample's copies of its memory (py_stack.mem), read in place of the live memory. */
+static void py_frozen_use(struct py_state *st, struct py_proc *p, const struct py_stack *stack)
+{
+	if (!stack || !stack->mem || !stack->mem_size)
+		return;
+	py_frozen_set(&st->frozen, stack);
+	p->frozen = &st->frozen;
+	if (st->frozen.at_stop)
+		st->stats.captured++;
+	else
+		st->stats.copied_running++;
+}
+
 static int py_merge_sample(struct unwind_ctx *ctx, struct py_proc **pp, uint32_t pid,
 			   uint32_t tid, const struct py_stack *stack, struct unwind_loc *locs,
 			   int n, int max, enum py_merge_result *result)
@@ -1857,22 +1947,14 @@ static int py_merge_sample(struct unwind_ctx *ctx, struct py_proc **pp, uint32_t
 	st->stats.samples++;
 	st->stats.acts += (uint64_t)nacts;
 	struct py_module_info *mi = &st->mods[runtime_module];
-	struct py_proc *p = py_proc_get(ctx, st, pid, runtime_module, mi);
-	if (p->state != PY_PROC_READY) {
-		*result = p->state == PY_PROC_UNSUPPORTED ? PY_MERGE_UNSUPPORTED : PY_MERGE_UNREADABLE;
-		st->stats.lost[p->state == PY_PROC_UNSUPPORTED ? PY_LOST_UNSUPPORTED : PY_LOST_READ] +=
+	struct py_proc *p = py_proc_ready(ctx, st, pid, runtime_module, result);
+	if (!p) {
+		st->stats.lost[*result == PY_MERGE_UNSUPPORTED ? PY_LOST_UNSUPPORTED : PY_LOST_READ] +=
 			(uint64_t)nacts;
 		return n;
 	}
 	*pp = p;
-	if (stack && stack->mem && stack->mem_size) {
-		py_frozen_set(&st->frozen, stack);
-		p->frozen = &st->frozen;
-		if (st->frozen.at_stop)
-			st->stats.captured++;
-		else
-			st->stats.copied_running++;
-	}
+	py_frozen_use(st, p, stack);
 	uint64_t ts = py_thread_state(p, tid);
 	if (!ts) {
 		*result = PY_MERGE_UNREADABLE;
@@ -1885,14 +1967,7 @@ static int py_merge_sample(struct unwind_ctx *ctx, struct py_proc **pp, uint32_t
 		st->stats.lost[PY_LOST_LATE] += (uint64_t)nacts;
 		return n;
 	}
-	const struct py_layout *L = p->layout;
-	if (stack && stack->complete && !mi->cframe_off && L->tstate_root_cframe)
-		py_learn_cframe_off(mi, L, stack, locs, n, acts, nacts, ts + L->tstate_root_cframe);
-	if (stack && stack->complete && !mi->shim_off && !L->tstate_cframe && L->owner_cstack &&
-	    mi->learn_left) {
-		mi->learn_left--;
-		mi->shim_off = py_shim_offset_find(L, stack, locs, n, acts, nacts, p->none);
-	}
+	py_learn_anchors(mi, p, stack, locs, n, acts, nacts, ts);
 
 	int run_start[PY_MAX_FRAMES + 1], nruns = 0, shift_runs = 0, shift_acts = 0, unread = 0;
 	bool anchored_all = false;
@@ -1905,37 +1980,15 @@ static int py_merge_sample(struct unwind_ctx *ctx, struct py_proc **pp, uint32_t
 			*result = PY_MERGE_UNREADABLE;
 			return n;
 		}
+		anchored_all = !unread;
 		if (unread) {
 			/* those not read show the marker frame: counted and shown as such */
 			*result = PY_MERGE_UNREADABLE;
 			st->stats.samples_partial++;
-		} else {
-			anchored_all = true;
 		}
-	} else {
-		/* No anchor in the copy: the chain as it is now, one run per activation. */
-		int nframes = py_read_chain(ctx, st, p, ts);
-		if (nframes <= 0) {
-			*result = PY_MERGE_UNREADABLE;
-			st->stats.lost[PY_LOST_READ] += (uint64_t)nacts;
-			return n;
-		}
-		run_start[0] = 0;
-		for (int i = 0; i < nframes; i++)
-			if ((st->entry[i] || i == nframes - 1) && nruns < PY_MAX_FRAMES)
-				run_start[++nruns] = i + 1;
-		/* Normally one run per activation. If the program moved on between the sample
-		 * and this read, they differ: the outer frames change least, so align from the
-		 * root when the native unwind reached it, from the leaf when the stack copy
-		 * ended first (its outer activations are not in the sample). */
-		*result = nruns == nacts ? PY_MERGE_OK : PY_MERGE_CHANGED;
-		bool from_root = !stack || stack->complete;
-		if (nruns > nacts && from_root)
-			shift_runs = nruns - nacts;
-		else if (nacts > nruns && from_root)
-			shift_acts = nacts - nruns;
-		if (nacts > nruns)
-			st->stats.lost[PY_LOST_COUNT] += (uint64_t)(nacts - nruns);
+	} else if (!py_runs_by_count(ctx, st, p, ts, stack, nacts, run_start, &nruns, &shift_runs,
+				     &shift_acts, result)) {
+		return n;
 	}
 
 	int native;
@@ -2110,12 +2163,9 @@ int py_merge_frames(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_fr
 	nacts = py_find_acts(ctx, st, locs, n, acts, &runtime_module);
 	if (!nacts)
 		return n;
-	struct py_module_info *mi = &st->mods[runtime_module];
-	struct py_proc *p = py_proc_get(ctx, st, pid, runtime_module, mi);
-	if (p->state != PY_PROC_READY) {
-		*result = p->state == PY_PROC_UNSUPPORTED ? PY_MERGE_UNSUPPORTED : PY_MERGE_UNREADABLE;
+	struct py_proc *p = py_proc_ready(ctx, st, pid, runtime_module, result);
+	if (!p)
 		return n;
-	}
 	const struct py_layout *L = p->layout;
 	int nf = 0;
 	/* The same choices as py_walk, from what the library read. */
@@ -2144,18 +2194,12 @@ int py_merge_frames(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_fr
 		st->ids[nf] = incomplete ? UINT32_MAX : py_frame_id(st, c->name, c->file, line);
 		st->entry[nf++] = f->entry;
 	}
-	int run_start[PY_MAX_FRAMES + 1], nruns = 0, shift_runs = 0, shift_acts = 0;
-	run_start[0] = 0;
-	for (int i = 0; i < nf; i++)
-		if ((st->entry[i] || i == nf - 1) && nruns < PY_MAX_FRAMES)
-			run_start[++nruns] = i + 1;
+	int run_start[PY_MAX_FRAMES + 1], shift_runs, shift_acts;
+	int nruns = py_runs_from_entries(st, nf, run_start);
 	/* Read at the launch by the thread itself: one run per activation, unless one side was
 	 * cut at its outer end (then the inner ends match). */
 	*result = nruns == nacts ? PY_MERGE_OK : PY_MERGE_CHANGED;
-	if (nruns > nacts && !outer_cut)
-		shift_runs = nruns - nacts;
-	else if (nacts > nruns && !outer_cut)
-		shift_acts = nacts - nruns;
+	py_runs_align(nruns, nacts, !outer_cut, &shift_runs, &shift_acts);
 	int native;
 	return py_put_runs(st, locs, n, max, acts, nacts, run_start, nruns, shift_acts, shift_runs,
 			   &native);
