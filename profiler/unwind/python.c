@@ -535,6 +535,40 @@ static bool py_rd_ptr(struct py_proc *p, uint64_t addr, uint64_t *out)
 	return py_rd(p, addr, out, sizeof(*out));
 }
 
+/* The page(s) holding [addr, addr + len) (len <= PY_PAGE) and up to pages - 1 more below them
+ * (a data-stack chunk grows upward: the outer frames are there), asked top first in one
+ * process_vm_readv, which stops at the first page not mapped, into data (pages * PY_PAGE
+ * bytes, pages <= PY_BLOCK_PAGES). Returns the bytes read, now at data's start and at *at in
+ * the target; 0 when the page(s) holding the range could not be read. */
+static uint64_t py_read_pages(pid_t pid, uint64_t addr, size_t len, int pages, uint8_t *data,
+			      uint64_t *at)
+{
+	uint64_t first = addr & ~(uint64_t)(PY_PAGE - 1);
+	int above = ((addr + len - 1) & ~(uint64_t)(PY_PAGE - 1)) != first;
+	uint64_t below = (uint64_t)(pages - 1 - above);
+	if (first / PY_PAGE < below)
+		below = first / PY_PAGE;
+	uint64_t lo = first - below * PY_PAGE;
+	struct iovec local[PY_BLOCK_PAGES], remote[PY_BLOCK_PAGES];
+	int k = 0;
+
+	for (uint64_t pg = first; k < 1 + above; pg += PY_PAGE, k++) {
+		local[k] = (struct iovec){ data + (pg - lo), PY_PAGE };
+		remote[k] = (struct iovec){ (void *)(uintptr_t)pg, PY_PAGE };
+	}
+	for (uint64_t i = 1; i <= below; i++, k++) {
+		local[k] = (struct iovec){ data + (first - i * PY_PAGE - lo), PY_PAGE };
+		remote[k] = (struct iovec){ (void *)(uintptr_t)(first - i * PY_PAGE), PY_PAGE };
+	}
+	ssize_t got = process_vm_readv(pid, local, (unsigned long)k, remote, (unsigned long)k, 0);
+	int full = got > 0 ? (int)(got / PY_PAGE) : 0;
+	if (full < 1 + above)
+		return 0;
+	*at = first - (uint64_t)(full - 1 - above) * PY_PAGE;
+	memmove(data, data + (*at - lo), (size_t)full * PY_PAGE);
+	return (uint64_t)full * PY_PAGE;
+}
+
 /* len bytes of a frame at addr, from the pages read for this sample or with a block of pages
  * around it: the page holding it (and the next when it crosses into it) then the pages below,
  * where a data-stack chunk (which grows upward) keeps the outer frames. The pages are asked
@@ -563,36 +597,13 @@ static bool py_frame_bytes(struct py_state *st, struct py_proc *p, uint64_t addr
 	}
 	if (!addr || addr >= (1ull << 47) || len > PY_PAGE)
 		return false;
-	uint64_t first = addr & ~(uint64_t)(PY_PAGE - 1);
-	int above = ((addr + len - 1) & ~(uint64_t)(PY_PAGE - 1)) != first;
-	uint64_t below = PY_BLOCK_PAGES - 1 - above;
-	if (first / PY_PAGE < below)
-		below = first / PY_PAGE;
-	uint64_t lo = first - below * PY_PAGE;
 	struct py_block *b = &st->blocks[st->nblocks < PY_NBLOCKS ? st->nblocks++
 								   : (int)(st->stamp % PY_NBLOCKS)];
-	struct iovec local[PY_BLOCK_PAGES], remote[PY_BLOCK_PAGES];
-	int k = 0;
-	for (uint64_t pg = first; k < 1 + above; pg += PY_PAGE, k++) {
-		local[k] = (struct iovec){ b->data + (pg - lo), PY_PAGE };
-		remote[k] = (struct iovec){ (void *)(uintptr_t)pg, PY_PAGE };
-	}
-	for (uint64_t i = 1; i <= below; i++, k++) {
-		local[k] = (struct iovec){ b->data + (first - i * PY_PAGE - lo), PY_PAGE };
-		remote[k] = (struct iovec){ (void *)(uintptr_t)(first - i * PY_PAGE), PY_PAGE };
-	}
 	st->stats.reads++;
-	ssize_t got = process_vm_readv((pid_t)p->pid, local, (unsigned long)k, remote,
-				       (unsigned long)k, 0);
-	int full = got > 0 ? (int)(got / PY_PAGE) : 0;
-	st->stats.read_bytes += (uint64_t)full * PY_PAGE;
-	if (full < 1 + above) {
-		b->len = 0;
+	b->len = py_read_pages((pid_t)p->pid, addr, len, PY_BLOCK_PAGES, b->data, &b->addr);
+	st->stats.read_bytes += b->len;
+	if (!b->len)
 		return py_rd(p, addr, buf, len); /* e.g. the next page is not mapped */
-	}
-	b->addr = first - (uint64_t)(full - 1 - above) * PY_PAGE;
-	b->len = (uint64_t)full * PY_PAGE;
-	memmove(b->data, b->data + (b->addr - lo), b->len);
 	memcpy(buf, b->data + (addr - b->addr), len);
 	return true;
 }
@@ -2053,33 +2064,13 @@ static const uint8_t *py_cap_read(struct py_cap *c, uint64_t addr, size_t len, b
 		c->used += 16 + ((len + 7) & ~7ull);
 		return rec + 16;
 	}
-	uint64_t first = addr & ~(uint64_t)(PY_PAGE - 1);
-	int above = ((addr + len - 1) & ~(uint64_t)(PY_PAGE - 1)) != first;
-	uint64_t below = PY_CAP_PAGES - 1 - above;
-	if (first / PY_PAGE < below)
-		below = first / PY_PAGE;
-	uint64_t lo = first - below * PY_PAGE;
-	uint8_t *data = rec + 16;
-	struct iovec local[PY_CAP_PAGES], remote[PY_CAP_PAGES];
-	int k = 0;
-	for (uint64_t pg = first; k < 1 + above; pg += PY_PAGE, k++) {
-		local[k] = (struct iovec){ data + (pg - lo), PY_PAGE };
-		remote[k] = (struct iovec){ (void *)(uintptr_t)pg, PY_PAGE };
-	}
-	for (uint64_t i = 1; i <= below; i++, k++) {
-		local[k] = (struct iovec){ data + (first - i * PY_PAGE - lo), PY_PAGE };
-		remote[k] = (struct iovec){ (void *)(uintptr_t)(first - i * PY_PAGE), PY_PAGE };
-	}
-	ssize_t got = process_vm_readv(c->pid, local, (unsigned long)k, remote, (unsigned long)k, 0);
-	int full = got > 0 ? (int)(got / PY_PAGE) : 0;
-	if (full < 1 + above)
+	uint64_t a, l = py_read_pages(c->pid, addr, len, PY_CAP_PAGES, rec + 16, &a);
+	if (!l)
 		return py_cap_read(c, addr, len, false); /* e.g. the next page is not mapped */
-	uint64_t a = first - (uint64_t)(full - 1 - above) * PY_PAGE, l = (uint64_t)full * PY_PAGE;
-	memmove(data, data + (a - lo), l);
 	memcpy(rec, &a, 8);
 	memcpy(rec + 8, &l, 8);
 	c->used += 16 + l;
-	return data + (addr - a);
+	return rec + 16 + (addr - a);
 }
 
 static bool py_cap_u64(struct py_cap *c, uint64_t addr, uint64_t *v)
