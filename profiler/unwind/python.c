@@ -1261,27 +1261,54 @@ static bool py_cframe_chain_ok(const struct py_layout *L, const struct py_stack 
 
 /* Learn where _PyEval_EvalFrameDefault keeps its _PyCFrame local (py_cframe_offset_find),
  * on at most PY_LEARN_TRIES samples. */
-uint64_t py_cframe_offset_find(const struct py_layout *L, const struct py_stack *s,
-			       const struct unwind_loc *locs, int n, const int *acts, int nacts,
-			       uint64_t root)
+/* A search for where _PyEval_EvalFrameDefault keeps a local (its _PyCFrame, its entry shim)
+ * as a distance below its CFA, in a complete sample's stack copy: the activations, and what
+ * the local's check compares with (the thread's root_cframe, the target's Py_None). */
+struct py_probe {
+	const struct py_layout *L;
+	const struct py_stack *s;
+	const struct unwind_loc *locs;
+	int n, nacts;
+	const int *acts;
+	uint64_t key;
+};
+
+/* The one distance (a multiple of 8, within PY_MAX_CFRAME_OFF) at which ok holds, field its
+ * lowest byte read; 0 when there is none or more than one. */
+static uint64_t py_offset_find(const struct py_probe *q, uint32_t field,
+			       bool (*ok)(const struct py_probe *q, uint64_t off))
 {
-	uint64_t outer = nacts > 0 ? py_act_cfa(locs, n, acts[nacts - 1]) : 0, found = 0;
+	uint64_t outer = q->nacts > 0 ? py_act_cfa(q->locs, q->n, q->acts[q->nacts - 1]) : 0;
+	uint64_t found = 0;
 	int nfound = 0;
 
-	if (!outer || !L->tstate_root_cframe)
-		return 0;
-	for (uint64_t off = 8; off <= PY_MAX_CFRAME_OFF && nfound < 2; off += 8) {
-		uint64_t prev;
-		if (outer - off + L->cframe_previous < s->addr)
+	for (uint64_t off = 8; outer && off <= PY_MAX_CFRAME_OFF && off < outer && nfound < 2;
+	     off += 8) {
+		if (outer - off + field < q->s->addr)
 			break;
-		if (!py_stack_u64(s, outer - off + L->cframe_previous, &prev) || prev != root)
-			continue;
-		if (py_cframe_chain_ok(L, s, locs, n, acts, nacts, off, root)) {
+		if (ok(q, off)) {
 			found = off;
 			nfound++;
 		}
 	}
 	return nfound == 1 ? found : 0;
+}
+
+static bool py_cframe_probe(const struct py_probe *q, uint64_t off)
+{
+	uint64_t outer = py_act_cfa(q->locs, q->n, q->acts[q->nacts - 1]), prev;
+
+	return py_stack_u64(q->s, outer - off + q->L->cframe_previous, &prev) && prev == q->key &&
+	       py_cframe_chain_ok(q->L, q->s, q->locs, q->n, q->acts, q->nacts, off, q->key);
+}
+
+uint64_t py_cframe_offset_find(const struct py_layout *L, const struct py_stack *s,
+			       const struct unwind_loc *locs, int n, const int *acts, int nacts,
+			       uint64_t root)
+{
+	struct py_probe q = { L, s, locs, n, nacts, acts, root };
+
+	return L->tstate_root_cframe ? py_offset_find(&q, L->cframe_previous, py_cframe_probe) : 0;
 }
 
 static void py_learn_cframe_off(struct py_module_info *mi, const struct py_layout *L,
@@ -1366,24 +1393,19 @@ static bool py_shim_chain_ok(const struct py_layout *L, const struct py_stack *s
 	return true;
 }
 
+static bool py_shim_probe(const struct py_probe *q, uint64_t off)
+{
+	return py_shim_chain_ok(q->L, q->s, q->locs, q->n, q->acts, q->nacts, off, q->key, true,
+				NULL);
+}
+
 uint64_t py_shim_offset_find(const struct py_layout *L, const struct py_stack *s,
 			     const struct unwind_loc *locs, int n, const int *acts, int nacts,
 			     uint64_t none)
 {
-	uint64_t outer = nacts > 0 ? py_act_cfa(locs, n, acts[nacts - 1]) : 0, found = 0;
-	int nfound = 0;
+	struct py_probe q = { L, s, locs, n, nacts, acts, none };
 
-	if (!outer || !L->owner_cstack || L->tstate_cframe)
-		return 0;
-	for (uint64_t off = 8; off <= PY_MAX_CFRAME_OFF && off < outer && nfound < 2; off += 8) {
-		if (outer - off < s->addr)
-			break;
-		if (py_shim_chain_ok(L, s, locs, n, acts, nacts, off, none, true, NULL)) {
-			found = off;
-			nfound++;
-		}
-	}
-	return nfound == 1 ? found : 0;
+	return L->owner_cstack && !L->tstate_cframe ? py_offset_find(&q, 0, py_shim_probe) : 0;
 }
 
 /* 3.12+: generator frame g, the innermost frame of its activation at the time of the sample,
