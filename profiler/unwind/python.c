@@ -166,6 +166,33 @@ static uint64_t py_dbg_u64(const uint8_t *d, size_t off)
 	return v;
 }
 
+/* Which field of struct py_layout each of 3.13's _Py_DebugOffsets gives. */
+#define PY_DBG13_TO(dbg, field) { dbg, offsetof(struct py_layout, field) }
+static const struct { uint16_t dbg, field; } py_dbg13_fields[] = {
+	PY_DBG13_TO(PY_DBG13_RUNTIME_INTERP_HEAD, runtime_interp_head),
+	PY_DBG13_TO(PY_DBG13_INTERP_NEXT, interp_next),
+	PY_DBG13_TO(PY_DBG13_INTERP_THREADS_HEAD, interp_threads_head),
+	PY_DBG13_TO(PY_DBG13_TSTATE_NEXT, tstate_next),
+	PY_DBG13_TO(PY_DBG13_TSTATE_CURRENT_FRAME, tstate_current_frame),
+	PY_DBG13_TO(PY_DBG13_TSTATE_NATIVE_TID, tstate_native_tid),
+	PY_DBG13_TO(PY_DBG13_FRAME_EXECUTABLE, frame_code),
+	PY_DBG13_TO(PY_DBG13_FRAME_PREVIOUS, frame_previous),
+	PY_DBG13_TO(PY_DBG13_FRAME_INSTR, frame_instr),
+	PY_DBG13_TO(PY_DBG13_FRAME_OWNER, frame_owner),
+	PY_DBG13_TO(PY_DBG13_FRAME_LOCALSPLUS, frame_localsplus),
+	PY_DBG13_TO(PY_DBG13_CODE_QUALNAME, code_qualname),
+	PY_DBG13_TO(PY_DBG13_CODE_FILENAME, code_filename),
+	PY_DBG13_TO(PY_DBG13_CODE_FIRSTLINENO, code_firstlineno),
+	PY_DBG13_TO(PY_DBG13_CODE_LINETABLE, code_linetable),
+	PY_DBG13_TO(PY_DBG13_CODE_CODE, code_code),
+	PY_DBG13_TO(PY_DBG13_OB_TYPE, ob_type),
+	PY_DBG13_TO(PY_DBG13_BYTES_SIZE, var_size),
+	PY_DBG13_TO(PY_DBG13_BYTES_DATA, bytes_data),
+	PY_DBG13_TO(PY_DBG13_STR_LENGTH, str_length),
+	PY_DBG13_TO(PY_DBG13_STR_STATE, str_state),
+	PY_DBG13_TO(PY_DBG13_STR_ASCII_SIZE, str_ascii_data),
+};
+
 /* 3.13: the layout from the interpreter's _Py_DebugOffsets. Every offset csampler uses is
  * taken from it, but two it does not give: _co_firsttraceable (only used to hide a frame still
  * being set up; 3.13's headers: 184) and the owner values (3.13's pycore_frame.h). */
@@ -178,53 +205,26 @@ static int py_layout_from_debug(uint32_t version, const uint8_t *d, size_t n, st
 		return -EINVAL; /* not the version the binary says: not trusted */
 	if (py_dbg_u64(d, PY_DBG13_FREE_THREADED))
 		return -ENOTSUP;
-	static const size_t fields[] = {
-		PY_DBG13_RUNTIME_INTERP_HEAD, PY_DBG13_INTERP_NEXT, PY_DBG13_INTERP_THREADS_HEAD,
-		PY_DBG13_TSTATE_NEXT, PY_DBG13_TSTATE_CURRENT_FRAME, PY_DBG13_TSTATE_NATIVE_TID,
-		PY_DBG13_FRAME_PREVIOUS, PY_DBG13_FRAME_EXECUTABLE, PY_DBG13_FRAME_INSTR,
-		PY_DBG13_FRAME_OWNER, PY_DBG13_FRAME_LOCALSPLUS, PY_DBG13_CODE_FILENAME, PY_DBG13_CODE_QUALNAME,
-		PY_DBG13_CODE_LINETABLE, PY_DBG13_CODE_FIRSTLINENO, PY_DBG13_CODE_CODE,
-		PY_DBG13_OB_TYPE, PY_DBG13_BYTES_SIZE, PY_DBG13_BYTES_DATA, PY_DBG13_STR_STATE,
-		PY_DBG13_STR_LENGTH, PY_DBG13_STR_ASCII_SIZE,
-	};
-	/* Field offsets within a structure (the interpreter state is some KiB): a value
-	 * past 1 MiB is not one. The objects read whole are bounded by py_layout_for. */
-	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
-		if (py_dbg_u64(d, fields[i]) > (1u << 20))
-			return -EINVAL;
 	*L = (struct py_layout){
 		.hex_min = version & 0xffff0000u, .hex_max = version | 0xffffu, .name = "3.13",
-		.runtime_interp_head = (uint32_t)py_dbg_u64(d, PY_DBG13_RUNTIME_INTERP_HEAD),
-		.interp_next = (uint32_t)py_dbg_u64(d, PY_DBG13_INTERP_NEXT),
-		.interp_threads_head = (uint32_t)py_dbg_u64(d, PY_DBG13_INTERP_THREADS_HEAD),
-		.tstate_next = (uint32_t)py_dbg_u64(d, PY_DBG13_TSTATE_NEXT),
-		.tstate_current_frame = (uint32_t)py_dbg_u64(d, PY_DBG13_TSTATE_CURRENT_FRAME),
-		.tstate_native_tid = (uint32_t)py_dbg_u64(d, PY_DBG13_TSTATE_NATIVE_TID),
-		.frame_code = (uint32_t)py_dbg_u64(d, PY_DBG13_FRAME_EXECUTABLE),
-		.frame_previous = (uint32_t)py_dbg_u64(d, PY_DBG13_FRAME_PREVIOUS),
-		.frame_instr = (uint32_t)py_dbg_u64(d, PY_DBG13_FRAME_INSTR),
-		.frame_owner = (uint32_t)py_dbg_u64(d, PY_DBG13_FRAME_OWNER),
 		.owner_generator = 1, .owner_cstack = 3,
 		/* not in the debug offsets: 3.13's pycore_frame.h and pycore_genobject.h */
-		.frame_stacktop = 64, .gen_iframe = 72,
-		.code_framesize = (uint32_t)py_dbg_u64(d, PY_DBG13_CODE_FIRSTLINENO) + 8,
-		.frame_localsplus = (uint32_t)py_dbg_u64(d, PY_DBG13_FRAME_LOCALSPLUS),
-		.code_qualname = (uint32_t)py_dbg_u64(d, PY_DBG13_CODE_QUALNAME),
-		.code_filename = (uint32_t)py_dbg_u64(d, PY_DBG13_CODE_FILENAME),
-		.code_firstlineno = (uint32_t)py_dbg_u64(d, PY_DBG13_CODE_FIRSTLINENO),
-		.code_linetable = (uint32_t)py_dbg_u64(d, PY_DBG13_CODE_LINETABLE),
-		.code_code = (uint32_t)py_dbg_u64(d, PY_DBG13_CODE_CODE),
-		.code_firsttraceable = 184,
-		.ob_type = (uint32_t)py_dbg_u64(d, PY_DBG13_OB_TYPE),
-		.var_size = (uint32_t)py_dbg_u64(d, PY_DBG13_BYTES_SIZE),
-		.bytes_data = (uint32_t)py_dbg_u64(d, PY_DBG13_BYTES_DATA),
-		.str_length = (uint32_t)py_dbg_u64(d, PY_DBG13_STR_LENGTH),
-		.str_state = (uint32_t)py_dbg_u64(d, PY_DBG13_STR_STATE),
-		.str_ascii_data = (uint32_t)py_dbg_u64(d, PY_DBG13_STR_ASCII_SIZE),
-		/* PyCompactUnicodeObject: PyASCIIObject, then utf8_length and utf8 */
-		.str_compact_data = (uint32_t)py_dbg_u64(d, PY_DBG13_STR_ASCII_SIZE) + 16,
+		.frame_stacktop = 64, .gen_iframe = 72, .code_firsttraceable = 184,
 		.line = py_linetable_line_311,
 	};
+	for (size_t i = 0; i < sizeof(py_dbg13_fields) / sizeof(py_dbg13_fields[0]); i++) {
+		uint64_t v = py_dbg_u64(d, py_dbg13_fields[i].dbg);
+		/* Field offsets within a structure (the interpreter state is some KiB): a value
+		 * past 1 MiB is not one. The objects read whole are bounded by py_layout_for. */
+		if (v > (1u << 20))
+			return -EINVAL;
+		uint32_t v32 = (uint32_t)v;
+		memcpy((uint8_t *)L + py_dbg13_fields[i].field, &v32, sizeof(v32));
+	}
+	/* co_framesize follows co_firstlineno; PyCompactUnicodeObject is PyASCIIObject, then
+	 * utf8_length and utf8 */
+	L->code_framesize = L->code_firstlineno + 8;
+	L->str_compact_data = L->str_ascii_data + 16;
 	return 0;
 }
 
