@@ -164,7 +164,7 @@ static void sampler_init_attr(struct perf_sampler *s, bool kernel)
 	a->inherit = !s->cpu_wide;
 	a->watermark = 1;
 	a->wakeup_watermark = (uint32_t)(s->base.opts.mmap_pages * (size_t)getpagesize() / 4);
-	if (s->base.opts.stop_copy) {
+	if (s->copy) {
 		/* every sample wakes the reader, which copies its Python frames (stop_copy) as
 		 * soon after it as it can: a median of 0.1 ms, against 0.6 ms polled each 1 ms */
 		a->watermark = 0;
@@ -281,7 +281,8 @@ static int sampler_new(struct perf_sampler **out, const struct sampler_opts *opt
 	for (int i = 0; i < s->ncpus; i++)
 		s->rings[i].fd = -1;
 	s->kernel = true;
-	if (opts->stop_copy && opts->stop_copy_cap)
+	/* not with frame pointers: no registers nor stack copy to read the frames against */
+	if (opts->stop_copy && opts->stop_copy_cap && opts->callgraph != SAMPLER_CALLGRAPH_FP)
 		s->copy = cs_malloc(opts->stop_copy_cap);
 	sampler_init_attr(s, true);
 	*out = s;
