@@ -261,8 +261,6 @@ static int record_python(struct record *r, const struct sampler_event *ev, struc
 
 	uint64_t now = cs_monotonic_ns();
 	stack.age_ns = now > ev->time ? now - ev->time : 0;
-	if (ev->sample.mem_size && ev->sample.mem_age_ns)
-		stack.age_ns = ev->sample.mem_age_ns; /* the frames are the copy's (perf's reader) */
 	n = py_merge(r->unwind, ev->pid, ev->tid, have_stack ? &stack : NULL, locs, n,
 		     RECORD_MAX_LOCS, &res);
 	if (res != PY_MERGE_NONE) {
@@ -270,7 +268,9 @@ static int record_python(struct record *r, const struct sampler_event *ev, struc
 			__atomic_store_n(&r->python_seen, 1, __ATOMIC_RELAXED);
 		if (!r->py_delay_us)
 			r->py_delay_us = cs_malloc(RECORD_PY_DELAYS * sizeof(uint32_t));
-		uint64_t us = stack.age_ns / 1000;
+		/* when the frames were taken: the reader's copy (perf), else now */
+		uint64_t us = (ev->sample.mem_size && ev->sample.mem_age_ns ? ev->sample.mem_age_ns
+									     : stack.age_ns) / 1000;
 		r->py_delay_us[r->npy_delay++ % RECORD_PY_DELAYS] = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
 	}
 	switch (res) {

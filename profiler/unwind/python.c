@@ -295,7 +295,15 @@ struct py_code {                       /* a code object seen in a process */
 	uint8_t *table;
 	size_t ntable;
 	uint64_t checked;              /* the sample (py_state.stamp) that last checked it */
+	uint64_t seen_ns;              /* when it was read whole (CLOCK_MONOTONIC) */
 };
+
+/* A sample merged later than this after it was taken: a code object read now but not known
+ * (read whole) before the sample was taken is not trusted. Its frames may be exact (copied at
+ * the stop, or by perf's reader), but the code object is read at the merge: freed since, its
+ * address may hold another one (a module's code is freed after its import). Measured: start-up
+ * samples merged 46-870 ms late named an imported module's code deep.py's sort_keys. */
+#define PY_CODE_MAX_AGE_NS 10000000ull
 
 enum py_proc_state { PY_PROC_READY = 1, PY_PROC_FAILED, PY_PROC_UNSUPPORTED };
 
@@ -330,6 +338,8 @@ struct py_proc {
 	uint64_t none;                 /* Py_None in the target, 0 when unknown */
 	struct { uint32_t tid; uint64_t tstate; } tcache[PY_TCACHE];
 	struct cs_hash codes;    /* address -> struct py_code */
+	bool late;                     /* the sample being merged is older than PY_CODE_MAX_AGE_NS */
+	uint64_t sample_ns;            /* ... and when it was taken (CLOCK_MONOTONIC) */
 	struct py_stats *stats;        /* the context's */
 };
 
@@ -716,12 +726,14 @@ static struct py_code *py_code_from(struct unwind_ctx *ctx, struct py_proc *p, u
 		return NULL;
 	struct py_code *c = cs_hash_find(&p->codes, cs_hash_u64(addr), py_code_eq, &addr);
 	if (c && py_code_same(p, c, buf))
-		return c;
+		return p->late && c->seen_ns > p->sample_ns ? NULL : c;
 	if (c) {
 		/* Freed and reused for another code object. */
 		cs_hash_remove(&p->codes, cs_hash_u64(addr), py_code_eq, &addr);
 		py_code_free(c);
 	}
+	if (p->late)
+		return NULL; /* PY_CODE_MAX_AGE_NS */
 	uint64_t qualname = py_u64(buf, L->code_qualname), filename = py_u64(buf, L->code_filename);
 	uint64_t linetable = py_u64(buf, L->code_linetable);
 	char name[PY_MAX_STRING * 4 + 8], file[PY_MAX_STRING * 4 + 8];
@@ -731,6 +743,7 @@ static struct py_code *py_code_from(struct unwind_ctx *ctx, struct py_proc *p, u
 	p->stats->codes_read++;
 	c = cs_calloc(1, sizeof(*c));
 	c->addr = addr;
+	c->seen_ns = cs_monotonic_ns();
 	c->qualname = qualname;
 	c->filename = filename;
 	c->linetable = linetable;
@@ -1864,8 +1877,10 @@ int py_merge(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, const struct py
 	struct py_proc *p = NULL;
 
 	n = py_merge_sample(ctx, &p, pid, tid, stack, locs, n, max, result);
-	if (p)
+	if (p) {
 		p->frozen = NULL; /* the sample's copies are the caller's */
+		p->late = false;
+	}
 	return n;
 }
 
@@ -1988,6 +2003,9 @@ static int py_merge_sample(struct unwind_ctx *ctx, struct py_proc **pp, uint32_t
 	}
 	*pp = p;
 	py_frozen_use(st, p, stack);
+	p->late = stack && stack->age_ns > PY_CODE_MAX_AGE_NS;
+	if (p->late)
+		p->sample_ns = cs_monotonic_ns() - stack->age_ns;
 	uint64_t ts = py_thread_state(p, tid);
 	if (!ts) {
 		*result = PY_MERGE_UNREADABLE;
@@ -1995,7 +2013,10 @@ static int py_merge_sample(struct unwind_ctx *ctx, struct py_proc **pp, uint32_t
 		return n;
 	}
 	py_recipe_set(st, p, tid, ts);
-	if (!(p->frozen && p->frozen->at_stop) && stack && stack->age_ns > PY_MAX_AGE_NS) {
+	/* the frames are as of when they were taken: at the stop, by perf's reader, or now */
+	uint64_t taken = !stack ? 0 : !p->frozen ? stack->age_ns
+				: p->frozen->at_stop ? 0 : stack->mem_age_ns;
+	if (taken > PY_MAX_AGE_NS) {
 		*result = PY_MERGE_UNREADABLE;
 		st->stats.lost[PY_LOST_LATE] += (uint64_t)nacts;
 		return n;

@@ -82,9 +82,10 @@ struct py_stats {
 	uint64_t entering;           /* ... as their one frame, still being set up */
 };
 
-/* A sample merged later than this after it was taken, without a copy of its frames (the
- * recorder fell behind: start-up, a loaded machine), is not read: the chain read then is of
- * another part of the program. */
+/* A sample whose frames were taken later than this after it (read live when merged, the
+ * recorder having fallen behind: start-up, a loaded machine) is not read: the chain read then
+ * is of another part of the program. (A sample merged late, its frames copied, keeps them;
+ * python.c's PY_CODE_MAX_AGE_NS says which code objects are then trusted.) */
 #define PY_MAX_AGE_NS 100000000ull
 
 /* The most py_capture writes: blocks of pages of frame data and the small reads. */
