@@ -52,11 +52,12 @@ struct flame_opts {
 	size_t ninputs;
 };
 
-/* Fill o with the defaults, then parse argv (argv[0] is the command name). Returns 0, 1 when
- * --help was printed (exit 0), or -EINVAL after printing one line about the bad option.
- * o->inputs is allocated (free it with free()); its strings are argv's. */
-int flame_opts_parse(struct flame_opts *o, int argc, char **argv, enum flame_mode mode);
-void flame_opts_usage(FILE *f, enum flame_mode mode);
+/* Fill o with the defaults (no inputs). */
+void flame_opts_init(struct flame_opts *o);
+/* Check o's values once every option is in (palette, background, sizes, diff's two inputs)
+ * and settle what depends on several (GPU views count ns). Returns 0, or -EINVAL after one
+ * line. */
+int flame_opts_check(struct flame_opts *o, enum flame_mode mode);
 
 /* ---- frame kinds (flame_classify.c) -------------------------------------------------- */
 

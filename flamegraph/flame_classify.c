@@ -1,8 +1,10 @@
 /* flame_classify.c: which kind of code a frame is (own code, system library, kernel, CUDA,
  * GPU work, JIT), for its colour and the legend. Data files give the module; folded text
- * only the name, so well-known naming conventions stand in for it. */
+ * only the name, so well-known naming conventions stand in for it. The GPU vendors'
+ * libraries are their descriptors' (base/gpu_vendor.h). */
 #include "flame.h"
 #include "base/cs.h"
+#include "base/gpu_vendor.h"
 
 #include <string.h>
 
@@ -18,13 +20,6 @@ static bool flame_any_prefix(const char *s, const char *const *prefixes)
 			return true;
 	return false;
 }
-
-/* CUDA runtime, driver and math/communication libraries. */
-static const char *const flame_cuda_modules[] = {
-	"libcuda.", "libcudart", "libcublas", "libcudnn", "libcufft", "libcurand", "libcusparse",
-	"libcusolver", "libnvrtc", "libnvJitLink", "libcupti", "libnccl", "libnvidia-", "libnvToolsExt",
-	"libnvptxcompiler", NULL,
-};
 
 /* Libraries that come with the system, not with the program. */
 static const char *const flame_system_modules[] = {
@@ -48,11 +43,6 @@ static const char *const flame_system_names[] = {
 	"__clock_", "__nanosleep", "__poll", "__select", "__read", "__write", "__open", "__close",
 	"__sched_", "__ioctl", "__mmap", "__munmap", "__madvise", "__brk", "__sbrk", "__syscall",
 	NULL,
-};
-
-static const char *const flame_cuda_names[] = {
-	"cuda", "__cuda", "cublas", "cudnn", "cufft", "curand", "cusparse", "cusolver", "nccl",
-	"nvrtc", "cupti", "libcuda", "libcudart", NULL,
 };
 
 /* libc functions that a program calls directly, named without a prefix. */
@@ -86,7 +76,7 @@ static enum flame_kind flame_classify_module(const char *module)
 	if (!strcmp(module, "[kernel.kallsyms]") || !strcmp(module, "vmlinux") ||
 	    flame_has_prefix(module, "[kernel"))
 		return FLAME_KIND_KERNEL;
-	if (flame_any_prefix(module, flame_cuda_modules))
+	if (gpu_vendor_library_module(module))
 		return FLAME_KIND_CUDA;
 	if (flame_any_prefix(module, flame_system_modules))
 		return FLAME_KIND_SYSTEM;
@@ -160,10 +150,8 @@ enum flame_kind flame_classify(const char *name, const char *module, uint32_t fl
 			return FLAME_KIND_OWN;
 		return flame_classify_module(inner);
 	}
-	if (flame_any_prefix(name, flame_cuda_names))
-		return FLAME_KIND_CUDA;
-	/* The CUDA driver API: cuInit, cuLaunchKernel, cuMemcpyHtoD_v2 ... */
-	if (name[0] == 'c' && name[1] == 'u' && name[2] >= 'A' && name[2] <= 'Z')
+	/* the vendors' libraries and driver API (cuInit, cuLaunchKernel ...): gpu_vendor.h */
+	if (gpu_vendor_library_name(name))
 		return FLAME_KIND_CUDA;
 	if (flame_any_prefix(name, flame_system_names))
 		return FLAME_KIND_SYSTEM;

@@ -147,7 +147,7 @@ static void flame_out_background(struct flame_out *o, const struct flame_layout 
 			(!strcmp(opts->colors, "io") || !strcmp(opts->colors, "wakeup") ||
 			 !strcmp(opts->colors, "chain")) ? "blue" : "yellow");
 	if (bg[0] == '#') {
-		top = bottom = bg; /* validated by flame_opts_parse */
+		top = bottom = bg; /* validated by flame_opts_check */
 	} else if (!strcmp(bg, "blue")) {
 		bottom = "#e0e0ff";
 	} else if (!strcmp(bg, "green")) {

@@ -172,8 +172,7 @@ static void flame_test_layout(const struct flame_tree *t, const struct flame_lay
 static struct flame_opts flame_test_opts(void)
 {
 	struct flame_opts o;
-	char *argv[] = { "flame", NULL };
-	UNIT_ASSERT_EQ_INT(flame_opts_parse(&o, 1, argv, FLAME_MODE_FLAME), 0);
+	flame_opts_init(&o);
 	return o;
 }
 

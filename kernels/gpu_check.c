@@ -308,63 +308,98 @@ static int gck_params_identical(const struct splat_params *a, const struct splat
 	       gmt_same(a->sh, b->sh, 48 * n) && gmt_same(a->background, b->background, 3);
 }
 
-static void gck_vs_cpu_and_adam(void)
-{
-	const int w = 128, h = 128;
-	size_t hw3 = 3 * (size_t)w * h, n0 = 3000, cap = 3200;
+#define GCK_VCA_W   128    /* the micro scene's image size */
+#define GCK_VCA_H   128
+#define GCK_VCA_N0  3000   /* the student's Gaussians */
+#define GCK_VCA_CAP 3200   /* the backends' capacity */
+
+/* gpu-vs-cpu-* and gpu-adam-*: the micro scene's student on both backends, then the CUDA
+ * backend's Adam steps against the host's. */
+struct gck_vca {
 	struct splat_scene scene;
-	struct splat_params student, grads[2], params_gpu, host_p, host_m, host_v, remapped;
-	struct gck_run gpu = { 0 }, cpu = { 0 };
-	struct splat_densify_stats st[2] = { { 0 } };
+	struct splat_params student;
+	struct splat_params grads[2];     /* [0] cuda, [1] cpu */
+	struct splat_params params_gpu;   /* the CUDA backend's parameters after a step */
+	struct splat_params host_p, host_m, host_v;   /* the host's parameters and Adam moments */
+	struct splat_params remapped;     /* the parameters set after step 1, re-mapped by src */
+	struct gck_run gpu, cpu;
+	struct splat_densify_stats st[2];
 	struct ref_params ref_grads;
 	float *img[2], loss[2];
-	int32_t *src = NULL;
-	char name[96];
-	int err = 0;
+	int32_t *src;                     /* the re-map: the old index of each Gaussian, -1 fresh */
+	size_t n1;                        /* Gaussians after the re-map */
+	struct splat_adam_config adam;
+};
 
-	if (scene_generate(&scene, 1, w, h, GCK_THREADS)) {
-		gmt_result(0, "splat/gpu-vs-cpu", "scene_generate failed");
-		return;
-	}
-	splat_params_alloc(&student, cap);
-	scene_init_student(&scene, n0, &student);
+/* The student, given a shape and an orientation, and every buffer of c. */
+static void gck_vca_alloc(struct gck_vca *c)
+{
+	size_t hw3 = 3 * (size_t)GCK_VCA_W * GCK_VCA_H;
+
+	splat_params_alloc(&c->student, GCK_VCA_CAP);
+	scene_init_student(&c->scene, GCK_VCA_N0, &c->student);
 	/* the student starts isotropic with identity rotations, where ∂L/∂q is rounding noise:
 	 * give every Gaussian a shape and an orientation so each group has a real gradient */
-	for (size_t i = 0; i < n0; i++) {
+	for (size_t i = 0; i < GCK_VCA_N0; i++) {
 		for (int k = 0; k < 4; k++)
-			student.quats[4 * i + k] += (float)(0.3 * (gmt_uniform(45, 4 * i + k) - 0.5));
+			c->student.quats[4 * i + k] += (float)(0.3 * (gmt_uniform(45, 4 * i + k) - 0.5));
 		for (int k = 0; k < 3; k++)
-			student.log_scales[3 * i + k] += (float)(0.6 * (gmt_uniform(46, 3 * i + k) - 0.5));
+			c->student.log_scales[3 * i + k] += (float)(0.6 * (gmt_uniform(46, 3 * i + k) - 0.5));
 	}
 	for (int b = 0; b < 2; b++) {
-		splat_params_alloc(&grads[b], cap);
-		img[b] = splat_malloc(hw3 * sizeof(float));
+		splat_params_alloc(&c->grads[b], GCK_VCA_CAP);
+		c->img[b] = splat_malloc(hw3 * sizeof(float));
 	}
-	splat_params_alloc(&params_gpu, cap);
-	splat_params_alloc(&host_p, cap);
-	splat_params_alloc(&host_m, cap);
-	splat_params_alloc(&host_v, cap);
-	splat_params_alloc(&remapped, cap);
-	memset(&ref_grads, 0, sizeof(ref_grads));
-	if (gck_open(&gpu, &splat_cuda_backend, w, h, cap, scene.cams, SCENE_VIEWS, scene.gt, &student) ||
-	    gck_open(&cpu, &splat_cpu_backend, w, h, cap, scene.cams, SCENE_VIEWS, scene.gt, &student))
-		goto out;
+	splat_params_alloc(&c->params_gpu, GCK_VCA_CAP);
+	splat_params_alloc(&c->host_p, GCK_VCA_CAP);
+	splat_params_alloc(&c->host_m, GCK_VCA_CAP);
+	splat_params_alloc(&c->host_v, GCK_VCA_CAP);
+	splat_params_alloc(&c->remapped, GCK_VCA_CAP);
+	memset(&c->ref_grads, 0, sizeof(c->ref_grads));
+}
 
-	/* two training views at SH degree 1: image, loss, gradients */
+static void gck_vca_free(struct gck_vca *c)
+{
+	gck_close(&c->gpu);
+	gck_close(&c->cpu);
+	gck_stats_free(&c->st[0]);
+	gck_stats_free(&c->st[1]);
+	scene_free(&c->scene);
+	splat_params_free(&c->student);
+	for (int b = 0; b < 2; b++) {
+		splat_params_free(&c->grads[b]);
+		free(c->img[b]);
+	}
+	splat_params_free(&c->params_gpu);
+	splat_params_free(&c->host_p);
+	splat_params_free(&c->host_m);
+	splat_params_free(&c->host_v);
+	splat_params_free(&c->remapped);
+	ref_params_free(&c->ref_grads);
+	free(c->src);
+}
+
+/* Two training views at SH degree 1 on both backends: image, loss, gradients. */
+static int gck_vca_views(struct gck_vca *c)
+{
+	size_t hw3 = 3 * (size_t)GCK_VCA_W * GCK_VCA_H;
+	struct gck_run *runs[2] = { &c->gpu, &c->cpu };
+	char name[96];
+	int err;
+
 	for (int k = 0; k < 2; k++) {
-		size_t view = scene.train_views[k];
-		struct gck_run *runs[2] = { &gpu, &cpu };
+		size_t view = c->scene.train_views[k];
 		for (int b = 0; b < 2; b++)
 			if ((err = runs[b]->ops->render(runs[b]->ctx, view, 1)) ||
-			    (err = runs[b]->ops->get_image(runs[b]->ctx, img[b])) ||
-			    (err = runs[b]->ops->loss_grad(runs[b]->ctx, &loss[b])) ||
+			    (err = runs[b]->ops->get_image(runs[b]->ctx, c->img[b])) ||
+			    (err = runs[b]->ops->loss_grad(runs[b]->ctx, &c->loss[b])) ||
 			    (err = runs[b]->ops->backward(runs[b]->ctx, NULL)) ||
-			    (err = runs[b]->ops->get_grads(runs[b]->ctx, &grads[b])))
-				goto out;
+			    (err = runs[b]->ops->get_grads(runs[b]->ctx, &c->grads[b])))
+				return err;
 		double maxd = 0;
 		size_t over = 0;
 		for (size_t i = 0; i < hw3; i++) {
-			double d = fabs(img[0][i] - img[1][i]);
+			double d = fabs(c->img[0][i] - c->img[1][i]);
 			maxd = d > maxd ? d : maxd;
 			over += d > 1e-4;
 		}
@@ -374,124 +409,167 @@ static void gck_vs_cpu_and_adam(void)
 		gmt_result(over * 1000 <= hw3 && maxd <= 1e-2, name, "max difference %.2e, %zu of %zu values above 1e-4",
 			   maxd, over, hw3);
 		snprintf(name, sizeof(name), "splat/gpu-vs-cpu-loss-view%zu", view);
-		gmt_result(fabs(loss[0] - loss[1]) <= 1e-4 * fabs(loss[1]), name, "cuda %.7f, cpu %.7f", loss[0], loss[1]);
-		ref_params_free(&ref_grads);
-		ref_params_from_float(&ref_grads, &grads[1]);
+		gmt_result(fabs(c->loss[0] - c->loss[1]) <= 1e-4 * fabs(c->loss[1]), name, "cuda %.7f, cpu %.7f",
+			   c->loss[0], c->loss[1]);
+		ref_params_free(&c->ref_grads);
+		ref_params_from_float(&c->ref_grads, &c->grads[1]);
 		snprintf(name, sizeof(name), "splat/gpu-vs-cpu-grad-view%zu", view);
-		gmt_check_groups(name, &grads[0], &ref_grads, 1e-3);
+		gmt_check_groups(name, &c->grads[0], &c->ref_grads, 1e-3);
 	}
-	if ((err = gck_stats(&gpu, n0, &st[0])) || (err = gck_stats(&cpu, n0, &st[1])))
-		goto out;
-	{
-		size_t count_bad = 0, radius_bad = 0, seen = 0;
-		double num = 0, den = 0;
-		for (size_t i = 0; i < n0; i++) {
-			count_bad += st[0].count[i] != st[1].count[i];
-			radius_bad += st[0].max_radius[i] != st[1].max_radius[i];
-			seen += st[1].count[i] > 0;
-			num += (st[0].grad_accum[i] - st[1].grad_accum[i]) * (double)(st[0].grad_accum[i] - st[1].grad_accum[i]);
-			den += (double)st[1].grad_accum[i] * st[1].grad_accum[i];
-		}
-		double rel = sqrt(num / (den > 0 ? den : 1e-300));
-		gmt_result(count_bad * 1000 <= n0 && radius_bad * 1000 <= n0 && rel <= 1e-3 && seen > 0,
-			   "splat/gpu-vs-cpu-densify-stats", "counts differ for %zu, max radii for %zu of %zu Gaussians "
-			   "(%zu seen); accumulated gradient relative difference %.2e", count_bad, radius_bad, n0, seen, rel);
-	}
+	return 0;
+}
 
-	/* Adam step 1 on the CUDA gradients of the last backward, against the host */
-	struct splat_adam_config adam = { .lr_means = 1e-3f, .lr_log_scales = 5e-3f, .lr_quats = 1e-3f,
-					  .lr_opacity = 0.05f, .lr_sh_dc = 2.5e-3f, .lr_sh_rest = 1.25e-4f,
-					  .lr_background = 2.5e-3f, .step = 1 };
-	if ((err = gpu.ops->get_params(gpu.ctx, &host_p)) || (err = gpu.ops->adam_step(gpu.ctx, &adam)) ||
-	    (err = gpu.ops->get_params(gpu.ctx, &params_gpu)))
-		goto out;
-	host_m.count = host_v.count = n0;
-	gck_host_adam(&host_p, &host_m, &host_v, &grads[0], &adam);
-	double e1 = gck_param_error(&params_gpu, &host_p, 1.25e-4f);
+/* The densification statistics of both backends after those views. */
+static int gck_vca_stats(struct gck_vca *c)
+{
+	const size_t n0 = GCK_VCA_N0;
+	size_t count_bad = 0, radius_bad = 0, seen = 0;
+	const struct splat_densify_stats *st = c->st;
+	double num = 0, den = 0;
+	int err;
+
+	if ((err = gck_stats(&c->gpu, n0, &c->st[0])) || (err = gck_stats(&c->cpu, n0, &c->st[1])))
+		return err;
+	for (size_t i = 0; i < n0; i++) {
+		count_bad += st[0].count[i] != st[1].count[i];
+		radius_bad += st[0].max_radius[i] != st[1].max_radius[i];
+		seen += st[1].count[i] > 0;
+		num += (st[0].grad_accum[i] - st[1].grad_accum[i]) * (double)(st[0].grad_accum[i] - st[1].grad_accum[i]);
+		den += (double)st[1].grad_accum[i] * st[1].grad_accum[i];
+	}
+	double rel = sqrt(num / (den > 0 ? den : 1e-300));
+	gmt_result(count_bad * 1000 <= n0 && radius_bad * 1000 <= n0 && rel <= 1e-3 && seen > 0,
+		   "splat/gpu-vs-cpu-densify-stats", "counts differ for %zu, max radii for %zu of %zu Gaussians "
+		   "(%zu seen); accumulated gradient relative difference %.2e", count_bad, radius_bad, n0, seen, rel);
+	return 0;
+}
+
+/* Adam step 1 on the CUDA gradients of the last backward, against the host. */
+static int gck_vca_adam_step1(struct gck_vca *c)
+{
+	const struct splat_backend_ops *ops = c->gpu.ops;
+	void *ctx = c->gpu.ctx;
+	int err;
+
+	c->adam = (struct splat_adam_config){ .lr_means = 1e-3f, .lr_log_scales = 5e-3f, .lr_quats = 1e-3f,
+					      .lr_opacity = 0.05f, .lr_sh_dc = 2.5e-3f, .lr_sh_rest = 1.25e-4f,
+					      .lr_background = 2.5e-3f, .step = 1 };
+	if ((err = ops->get_params(ctx, &c->host_p)) || (err = ops->adam_step(ctx, &c->adam)) ||
+	    (err = ops->get_params(ctx, &c->params_gpu)))
+		return err;
+	c->host_m.count = c->host_v.count = GCK_VCA_N0;
+	gck_host_adam(&c->host_p, &c->host_m, &c->host_v, &c->grads[0], &c->adam);
+	double e1 = gck_param_error(&c->params_gpu, &c->host_p, 1.25e-4f);
 	gmt_result(e1 <= 1, "splat/gpu-adam-step1", "largest difference %.2f × (1e-3·rate + 1e-6·|p|) from the host's step",
 		   e1);
+	return 0;
+}
 
-	/* re-map: reversed order, every 5th Gaussian fresh (zero moments), 7 fewer */
-	size_t n1 = n0 - 7;
-	src = splat_calloc(n1, sizeof(int32_t));
-	remapped.count = n1;
+/* Re-map: reversed order, every 5th Gaussian fresh (zero moments), 7 fewer; then the round
+ * trip of set_params / get_params and the densification statistics it clears. */
+static int gck_vca_remap(struct gck_vca *c)
+{
+	const size_t n0 = GCK_VCA_N0, n1 = c->n1 = n0 - 7;
+	int err;
+
+	c->src = splat_calloc(n1, sizeof(int32_t));
+	c->remapped.count = n1;
 	for (size_t i = 0; i < n1; i++) {
 		size_t from = n0 - 1 - i;
-		src[i] = i % 5 == 0 ? -1 : (int32_t)from;
-		splat_params_copy_one(&remapped, i, &params_gpu, from);
+		c->src[i] = i % 5 == 0 ? -1 : (int32_t)from;
+		splat_params_copy_one(&c->remapped, i, &c->params_gpu, from);
 	}
-	memcpy(remapped.background, params_gpu.background, sizeof(remapped.background));
-	if ((err = gpu.ops->set_params(gpu.ctx, &remapped, src)) || (err = gpu.ops->get_params(gpu.ctx, &host_p)))
-		goto out;
-	gmt_result(gck_params_identical(&host_p, &remapped), "splat/gpu-params-roundtrip",
+	memcpy(c->remapped.background, c->params_gpu.background, sizeof(c->remapped.background));
+	if ((err = c->gpu.ops->set_params(c->gpu.ctx, &c->remapped, c->src)) ||
+	    (err = c->gpu.ops->get_params(c->gpu.ctx, &c->host_p)))
+		return err;
+	gmt_result(gck_params_identical(&c->host_p, &c->remapped), "splat/gpu-params-roundtrip",
 		   "set_params then get_params returns the %zu Gaussians and background bit for bit", n1);
-	gck_stats_free(&st[0]);
-	if ((err = gck_stats(&gpu, n1, &st[0])))
-		goto out;
-	{
-		size_t nonzero = 0;
-		for (size_t i = 0; i < n1; i++)
-			nonzero += st[0].count[i] != 0 || st[0].grad_accum[i] != 0 || st[0].max_radius[i] != 0;
-		gmt_result(nonzero == 0, "splat/gpu-densify-reset", "%zu of %zu Gaussians keep statistics after set_params",
-			   nonzero, n1);
-	}
-	/* the host's moments, re-mapped the same way */
-	{
-		struct splat_params old_m, old_v;
-		splat_params_alloc(&old_m, cap);
-		splat_params_alloc(&old_v, cap);
-		splat_params_copy(&old_m, &host_m);
-		splat_params_copy(&old_v, &host_v);
-		for (size_t i = 0; i < n1; i++) {
-			if (src[i] >= 0) {
-				splat_params_copy_one(&host_m, i, &old_m, (size_t)src[i]);
-				splat_params_copy_one(&host_v, i, &old_v, (size_t)src[i]);
-			} else {
-				memset(host_m.means + 3 * i, 0, 3 * sizeof(float));
-				memset(host_m.log_scales + 3 * i, 0, 3 * sizeof(float));
-				memset(host_m.quats + 4 * i, 0, 4 * sizeof(float));
-				host_m.opacity_logits[i] = 0;
-				memset(host_m.sh + 48 * i, 0, 48 * sizeof(float));
-				memset(host_v.means + 3 * i, 0, 3 * sizeof(float));
-				memset(host_v.log_scales + 3 * i, 0, 3 * sizeof(float));
-				memset(host_v.quats + 4 * i, 0, 4 * sizeof(float));
-				host_v.opacity_logits[i] = 0;
-				memset(host_v.sh + 48 * i, 0, 48 * sizeof(float));
-			}
+	gck_stats_free(&c->st[0]);
+	if ((err = gck_stats(&c->gpu, n1, &c->st[0])))
+		return err;
+	size_t nonzero = 0;
+	for (size_t i = 0; i < n1; i++)
+		nonzero += c->st[0].count[i] != 0 || c->st[0].grad_accum[i] != 0 || c->st[0].max_radius[i] != 0;
+	gmt_result(nonzero == 0, "splat/gpu-densify-reset", "%zu of %zu Gaussians keep statistics after set_params",
+		   nonzero, n1);
+	return 0;
+}
+
+/* Gaussian i of p, every group but the background, set to zero. */
+static void gck_zero_one(struct splat_params *p, size_t i)
+{
+	memset(p->means + 3 * i, 0, 3 * sizeof(float));
+	memset(p->log_scales + 3 * i, 0, 3 * sizeof(float));
+	memset(p->quats + 4 * i, 0, 4 * sizeof(float));
+	p->opacity_logits[i] = 0;
+	memset(p->sh + 48 * i, 0, 48 * sizeof(float));
+}
+
+/* The host's moments, re-mapped as set_params re-maps the backend's: src[i] >= 0 moves that
+ * Gaussian's moments to i, -1 starts Gaussian i at zero. */
+static void gck_remap_moments(struct splat_params *m, struct splat_params *v, const int32_t *src, size_t n1)
+{
+	struct splat_params old_m, old_v;
+
+	splat_params_alloc(&old_m, GCK_VCA_CAP);
+	splat_params_alloc(&old_v, GCK_VCA_CAP);
+	splat_params_copy(&old_m, m);
+	splat_params_copy(&old_v, v);
+	for (size_t i = 0; i < n1; i++) {
+		if (src[i] >= 0) {
+			splat_params_copy_one(m, i, &old_m, (size_t)src[i]);
+			splat_params_copy_one(v, i, &old_v, (size_t)src[i]);
+		} else {
+			gck_zero_one(m, i);
+			gck_zero_one(v, i);
 		}
-		host_m.count = host_v.count = n1;
-		splat_params_free(&old_m);
-		splat_params_free(&old_v);
 	}
-	adam.step = 2;
-	if ((err = gpu.ops->render(gpu.ctx, scene.train_views[2], 2)) || (err = gpu.ops->loss_grad(gpu.ctx, NULL)) ||
-	    (err = gpu.ops->backward(gpu.ctx, NULL)) || (err = gpu.ops->get_grads(gpu.ctx, &grads[0])) ||
-	    (err = gpu.ops->adam_step(gpu.ctx, &adam)) || (err = gpu.ops->get_params(gpu.ctx, &params_gpu)))
-		goto out;
-	gck_host_adam(&host_p, &host_m, &host_v, &grads[0], &adam);
-	double e2 = gck_param_error(&params_gpu, &host_p, 1.25e-4f);
-	gmt_result(e2 <= 1 && grads[0].count == n1, "splat/gpu-adam-step2-remapped",
+	m->count = v->count = n1;
+	splat_params_free(&old_m);
+	splat_params_free(&old_v);
+}
+
+/* Adam step 2 after the re-map, against the host's step with its moments re-mapped the same way. */
+static int gck_vca_adam_step2(struct gck_vca *c)
+{
+	const struct splat_backend_ops *ops = c->gpu.ops;
+	void *ctx = c->gpu.ctx;
+	int err;
+
+	gck_remap_moments(&c->host_m, &c->host_v, c->src, c->n1);
+	c->adam.step = 2;
+	if ((err = ops->render(ctx, c->scene.train_views[2], 2)) || (err = ops->loss_grad(ctx, NULL)) ||
+	    (err = ops->backward(ctx, NULL)) || (err = ops->get_grads(ctx, &c->grads[0])) ||
+	    (err = ops->adam_step(ctx, &c->adam)) || (err = ops->get_params(ctx, &c->params_gpu)))
+		return err;
+	gck_host_adam(&c->host_p, &c->host_m, &c->host_v, &c->grads[0], &c->adam);
+	double e2 = gck_param_error(&c->params_gpu, &c->host_p, 1.25e-4f);
+	gmt_result(e2 <= 1 && c->grads[0].count == c->n1, "splat/gpu-adam-step2-remapped",
 		   "largest difference %.2f × (1e-3·rate + 1e-6·|p|) from the host's step with re-mapped moments", e2);
-out:
-	if (err)
-		gmt_result(0, "splat/gpu-vs-cpu", "a backend call failed (%d)", err);
-	gck_close(&gpu);
-	gck_close(&cpu);
-	gck_stats_free(&st[0]);
-	gck_stats_free(&st[1]);
-	scene_free(&scene);
-	splat_params_free(&student);
-	for (int b = 0; b < 2; b++) {
-		splat_params_free(&grads[b]);
-		free(img[b]);
+	return 0;
+}
+
+static void gck_vs_cpu_and_adam(void)
+{
+	struct gck_vca c = { 0 };
+	int err;
+
+	if (scene_generate(&c.scene, 1, GCK_VCA_W, GCK_VCA_H, GCK_THREADS)) {
+		gmt_result(0, "splat/gpu-vs-cpu", "scene_generate failed");
+		return;
 	}
-	splat_params_free(&params_gpu);
-	splat_params_free(&host_p);
-	splat_params_free(&host_m);
-	splat_params_free(&host_v);
-	splat_params_free(&remapped);
-	ref_params_free(&ref_grads);
-	free(src);
+	gck_vca_alloc(&c);
+	if (gck_open(&c.gpu, &splat_cuda_backend, GCK_VCA_W, GCK_VCA_H, GCK_VCA_CAP, c.scene.cams, SCENE_VIEWS,
+		     c.scene.gt, &c.student) ||
+	    gck_open(&c.cpu, &splat_cpu_backend, GCK_VCA_W, GCK_VCA_H, GCK_VCA_CAP, c.scene.cams, SCENE_VIEWS,
+		     c.scene.gt, &c.student))
+		goto out;   /* gck_open has said which */
+	if ((err = gck_vca_views(&c)) || (err = gck_vca_stats(&c)) || (err = gck_vca_adam_step1(&c)) ||
+	    (err = gck_vca_remap(&c)) || (err = gck_vca_adam_step2(&c)))
+		gmt_result(0, "splat/gpu-vs-cpu", "a backend call failed (%d)", err);
+out:
+	gck_vca_free(&c);
 }
 
 int main(void)

@@ -2,6 +2,7 @@
  * Adding a subcommand touches one row of csampler_commands and one line of cmds.h. */
 #include "cmd/cmds.h"
 #include "base/cs.h"
+#include "cmd/opts.h"
 
 #include <errno.h>
 #include <string.h>
@@ -33,39 +34,55 @@ static const struct csampler_command csampler_commands[] = {
 	{ "version", cmd_version, "print csampler's version" },
 };
 
-static void usage(FILE *f)
+#define CSAMPLER_NCOMMANDS (sizeof(csampler_commands) / sizeof(csampler_commands[0]))
+
+/* --version: print it, and stop with status 0. */
+static int csampler_version_option(const char *cmd, const struct opts_option *row,
+				   const char *value, void *target)
 {
-	fprintf(f, "usage: csampler [-q] [--version] COMMAND [ARGS]\n\ncommands:\n");
-	for (size_t i = 0; i < sizeof(csampler_commands) / sizeof(csampler_commands[0]); i++)
-		fprintf(f, "  %-8s %s\n", csampler_commands[i].name, csampler_commands[i].help);
-	fprintf(f, "\n'csampler COMMAND --help' describes a command; man csampler has the details.\n");
+	cmd_version(0, NULL);
+	return 1;
 }
 
 int main(int argc, char **argv)
 {
-	int i = 1;
+	struct cs_buf commands = { 0 };
+	const struct opts_option options[] = {
+		OPTS_INT_ROW('q', "quiet", &cs_quiet, 1, "print no summary or progress on standard error"),
+		OPTS_CALL_ROW(0, "version", NULL, NULL, csampler_version_option,
+			      "print csampler's version"),
+		OPTS_HELP_ROW,
+		OPTS_END_ROW,
+	};
+	cs_buf_printf(&commands, "commands:\n");
+	for (size_t i = 0; i < CSAMPLER_NCOMMANDS; i++)
+		cs_buf_printf(&commands, "  %-8s %s\n", csampler_commands[i].name,
+			      csampler_commands[i].help);
+	cs_buf_printf(&commands, "\n'csampler COMMAND --help' describes a command.\n");
+	cs_buf_put(&commands, "", 1);
+	const struct opts_command cmd = {
+		.name = "",
+		.usage = "usage: csampler [-q] [--version] COMMAND [ARGS]\n",
+		.about = commands.data,
+		.man = "csampler",
+		.options = options,
+		.flags = OPTS_STOP_AT_OPERAND,
+	};
+	int i, status = -1, err = opts_parse(&cmd, argc, argv, &i);
 
-	for (; i < argc && argv[i][0] == '-'; i++) {
-		if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
-			cs_quiet = 1;
-		} else if (!strcmp(argv[i], "--version")) {
-			printf("csampler %s\n", CSAMPLER_VERSION);
-			return 0;
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage(stdout);
-			return 0;
-		} else {
-			cs_error(EINVAL, "unknown option '%s'; see 'csampler --help'", argv[i]);
-			return CS_EXIT_ERROR;
-		}
+	if (err) {
+		status = opts_exit_status(err);
+	} else if (i >= argc) {
+		opts_usage(&cmd, stderr);
+		status = CS_EXIT_ERROR;
 	}
-	if (i >= argc) {
-		usage(stderr);
-		return CS_EXIT_ERROR;
-	}
-	for (size_t c = 0; c < sizeof(csampler_commands) / sizeof(csampler_commands[0]); c++)
+	for (size_t c = 0; status < 0 && c < CSAMPLER_NCOMMANDS; c++)
 		if (!strcmp(argv[i], csampler_commands[c].name))
-			return csampler_commands[c].run(argc - i, argv + i);
-	cs_error(EINVAL, "unknown command '%s'; see 'csampler --help'", argv[i]);
-	return CS_EXIT_ERROR;
+			status = csampler_commands[c].run(argc - i, argv + i);
+	if (status < 0) {
+		cs_error(EINVAL, "unknown command '%s'; see 'csampler --help'", argv[i]);
+		status = CS_EXIT_ERROR;
+	}
+	cs_buf_free(&commands);
+	return status;
 }

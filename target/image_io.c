@@ -35,6 +35,45 @@ static int png_chunk(FILE *f, const char *type, const unsigned char *data, size_
 	return 0;
 }
 
+/* Deflate the filtered rows raw into *zbuf (the caller frees it), *zlen bytes. */
+static int png_deflate(const char *path, const unsigned char *raw, size_t raw_len, unsigned char **zbuf,
+		       uLongf *zlen)
+{
+	*zlen = compressBound(raw_len);
+	*zbuf = splat_malloc(*zlen);
+	int zrc = compress2(*zbuf, zlen, raw, raw_len, Z_DEFAULT_COMPRESSION);
+	if (zrc != Z_OK)
+		return splat_error(EIO, "compress2 for %s: zlib error %d", path, zrc);
+	return 0;
+}
+
+/* The signature and the IHDR, IDAT (zbuf, zlen bytes) and IEND chunks of a w×h 8-bit RGB PNG. */
+static int png_frame(FILE *f, int w, int h, const unsigned char *zbuf, uLongf zlen)
+{
+	static const unsigned char sig[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
+	unsigned char ihdr[13];
+
+	put_be32(ihdr, (uint32_t)w);
+	put_be32(ihdr + 4, (uint32_t)h);
+	ihdr[8] = 8;  /* bit depth */
+	ihdr[9] = 2;  /* colour type: truecolour */
+	ihdr[10] = ihdr[11] = ihdr[12] = 0;
+	if (fwrite(sig, 1, 8, f) != 8 || png_chunk(f, "IHDR", ihdr, 13) || png_chunk(f, "IDAT", zbuf, zlen) ||
+	    png_chunk(f, "IEND", NULL, 0))
+		return -EIO;
+	return 0;
+}
+
+/* Close f, and say what went wrong writing path (err, or fclose's). */
+static int image_close(FILE *f, const char *path, int err)
+{
+	if (fclose(f) != 0 && !err)
+		err = -errno;
+	if (err)
+		splat_error(-err, "writing %s: %s; check free space and permissions", path, strerror(-err));
+	return err;
+}
+
 static int image_paeth(int a, int b, int c)
 {
 	int p = a + b - c, pa = abs(p - a), pb = abs(p - b), pc = abs(p - c);
@@ -98,32 +137,15 @@ int image_write_png(const char *path, const float *rgb, int w, int h, int filter
 		for (int c = 0; c < 3; c++)
 			pix[3 * i + c] = image_byte(rgb[c * hw + i]);
 	image_filter(pix, w, h, filter, raw);
-	uLongf zlen = compressBound(raw_len);
-	zbuf = splat_malloc(zlen);
-	int zrc = compress2(zbuf, &zlen, raw, raw_len, Z_DEFAULT_COMPRESSION);
-	if (zrc != Z_OK) {
-		err = splat_error(EIO, "compress2 for %s: zlib error %d", path, zrc);
+	uLongf zlen;
+	if ((err = png_deflate(path, raw, raw_len, &zbuf, &zlen)))
 		goto out;
-	}
 	if (!(f = fopen(path, "wb"))) {
 		err = splat_error(errno, "fopen %s: %s; check that the directory exists and is writable", path,
 				  strerror(errno));
 		goto out;
 	}
-	unsigned char ihdr[13];
-	put_be32(ihdr, (uint32_t)w);
-	put_be32(ihdr + 4, (uint32_t)h);
-	ihdr[8] = 8;  /* bit depth */
-	ihdr[9] = 2;  /* colour type: truecolour */
-	ihdr[10] = ihdr[11] = ihdr[12] = 0;
-	static const unsigned char sig[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
-	if (fwrite(sig, 1, 8, f) != 8 || png_chunk(f, "IHDR", ihdr, 13) || png_chunk(f, "IDAT", zbuf, zlen) ||
-	    png_chunk(f, "IEND", NULL, 0))
-		err = -EIO;
-	if (fclose(f) != 0 && !err)
-		err = -errno;
-	if (err)
-		splat_error(-err, "writing %s: %s; check free space and permissions", path, strerror(-err));
+	err = image_close(f, path, png_frame(f, w, h, zbuf, zlen));
 out:
 	free(pix);
 	free(raw);
@@ -152,23 +174,12 @@ int image_write(const char *path, const float *rgb, int w, int h)
 				for (int c = 0; c < 3; c++)
 					raw[y * row + 1 + 3 * x + c] = image_byte(rgb[c * hw + (size_t)y * w + x]);
 		}
-		uLongf zlen = compressBound(raw_len);
-		zbuf = splat_malloc(zlen);
-		int zrc = compress2(zbuf, &zlen, raw, raw_len, Z_DEFAULT_COMPRESSION);
-		if (zrc != Z_OK) {
-			err = splat_error(EIO, "compress2 for %s: zlib error %d", path, zrc);
+		uLongf zlen;
+		if ((err = png_deflate(path, raw, raw_len, &zbuf, &zlen))) {
+			fclose(f);   /* compress2 has said what failed */
 			goto out;
 		}
-		unsigned char ihdr[13];
-		put_be32(ihdr, (uint32_t)w);
-		put_be32(ihdr + 4, (uint32_t)h);
-		ihdr[8] = 8;  /* bit depth */
-		ihdr[9] = 2;  /* colour type: truecolour */
-		ihdr[10] = ihdr[11] = ihdr[12] = 0;
-		static const unsigned char sig[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
-		if (fwrite(sig, 1, 8, f) != 8 || png_chunk(f, "IHDR", ihdr, 13) || png_chunk(f, "IDAT", zbuf, zlen) ||
-		    png_chunk(f, "IEND", NULL, 0))
-			err = -EIO;
+		err = png_frame(f, w, h, zbuf, zlen);
 	} else {
 		fprintf(f, "P6\n%d %d\n255\n", w, h);
 		for (size_t i = 0; i < hw; i++)
@@ -177,10 +188,7 @@ int image_write(const char *path, const float *rgb, int w, int h)
 		if (fwrite(raw, 1, 3 * hw, f) != 3 * hw)
 			err = -EIO;
 	}
-	if (fclose(f) != 0 && !err)
-		err = -errno;
-	if (err)
-		splat_error(-err, "writing %s: %s; check free space and permissions", path, strerror(-err));
+	err = image_close(f, path, err);
 out:
 	free(raw);
 	free(zbuf);

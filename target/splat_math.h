@@ -84,11 +84,25 @@ static inline void SM(jacobian_w)(const SM_REAL t[3], const struct splat_camera 
 	}
 }
 
+/* The screen-space covariance Σ' = T·Σ·Tᵀ + lowpass·I = [[a, b], [b, c]] of T = J·W (tw) and the
+ * 3D covariance. */
+static inline void SM(cov2d)(const SM_REAL tw[6], const SM_REAL cov[9], SM_REAL *a, SM_REAL *b, SM_REAL *c)
+{
+	SM_REAL tmp[6];
+
+	for (int r = 0; r < 2; r++)
+		for (int k = 0; k < 3; k++)
+			tmp[3 * r + k] = tw[3 * r] * cov[k] + tw[3 * r + 1] * cov[3 + k] + tw[3 * r + 2] * cov[6 + k];
+	*a = tmp[0] * tw[0] + tmp[1] * tw[1] + tmp[2] * tw[2] + (SM_REAL)SPLAT_LOWPASS;
+	*b = tmp[0] * tw[3] + tmp[1] * tw[4] + tmp[2] * tw[5];
+	*c = tmp[3] * tw[3] + tmp[4] * tw[4] + tmp[5] * tw[5] + (SM_REAL)SPLAT_LOWPASS;
+}
+
 /* Project one Gaussian. Returns 1 when it is visible (out filled), 0 otherwise. */
 static inline int SM(project)(const SM_REAL mean[3], const SM_REAL log_scale[3], const SM_REAL quat[4],
 			      const struct splat_camera *cam, struct SM(proj) *out)
 {
-	SM_REAL t[3], cov[9], rot[9], scale[3], qn[4], qnorm, tw[6], rx, ry, tmp[6];
+	SM_REAL t[3], cov[9], rot[9], scale[3], qn[4], qnorm, tw[6], rx, ry;
 	int cx, cy;
 
 	out->radius = 0;
@@ -97,12 +111,8 @@ static inline int SM(project)(const SM_REAL mean[3], const SM_REAL log_scale[3],
 		return 0;
 	SM(covariance3d)(log_scale, quat, cov, rot, scale, qn, &qnorm);
 	SM(jacobian_w)(t, cam, tw, &rx, &ry, &cx, &cy);
-	for (int r = 0; r < 2; r++)
-		for (int k = 0; k < 3; k++)
-			tmp[3 * r + k] = tw[3 * r] * cov[k] + tw[3 * r + 1] * cov[3 + k] + tw[3 * r + 2] * cov[6 + k];
-	SM_REAL a = tmp[0] * tw[0] + tmp[1] * tw[1] + tmp[2] * tw[2] + (SM_REAL)SPLAT_LOWPASS;
-	SM_REAL b = tmp[0] * tw[3] + tmp[1] * tw[4] + tmp[2] * tw[5];
-	SM_REAL c = tmp[3] * tw[3] + tmp[4] * tw[4] + tmp[5] * tw[5] + (SM_REAL)SPLAT_LOWPASS;
+	SM_REAL a, b, c;
+	SM(cov2d)(tw, cov, &a, &b, &c);
 	SM_REAL det = a * c - b * b;
 	if (!(det > 0))
 		return 0;
@@ -141,18 +151,14 @@ static inline void SM(project_backward)(const SM_REAL mean[3], const SM_REAL log
 					SM_REAL d_u, SM_REAL d_v, const SM_REAL d_conic[3],
 					SM_REAL d_mean[3], SM_REAL d_log_scale[3], SM_REAL d_quat[4])
 {
-	SM_REAL t[3], cov[9], rot[9], scale[3], qn[4], qnorm, tw[6], rx, ry, tmp[6];
+	SM_REAL t[3], cov[9], rot[9], scale[3], qn[4], qnorm, tw[6], rx, ry;
 	int clx, cly;
 
 	SM(to_camera)(mean, cam, t);
 	SM(covariance3d)(log_scale, quat, cov, rot, scale, qn, &qnorm);
 	SM(jacobian_w)(t, cam, tw, &rx, &ry, &clx, &cly);
-	for (int r = 0; r < 2; r++)
-		for (int k = 0; k < 3; k++)
-			tmp[3 * r + k] = tw[3 * r] * cov[k] + tw[3 * r + 1] * cov[3 + k] + tw[3 * r + 2] * cov[6 + k];
-	SM_REAL a = tmp[0] * tw[0] + tmp[1] * tw[1] + tmp[2] * tw[2] + (SM_REAL)SPLAT_LOWPASS;
-	SM_REAL b = tmp[0] * tw[3] + tmp[1] * tw[4] + tmp[2] * tw[5];
-	SM_REAL c = tmp[3] * tw[3] + tmp[4] * tw[4] + tmp[5] * tw[5] + (SM_REAL)SPLAT_LOWPASS;
+	SM_REAL a, b, c;
+	SM(cov2d)(tw, cov, &a, &b, &c);
 	SM_REAL det = a * c - b * b, det2 = det * det;
 
 	/* conic (A, B, C) = (c, -b, a)/det → (a, b, c) of Σ'. */

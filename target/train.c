@@ -86,6 +86,13 @@ struct trainer {
 	size_t *order;                   /* training views in this epoch's order */
 	struct data_stage *data;         /* --data disk; NULL for memory */
 	size_t *views;                   /* --data disk: the view of every iteration, [iters] */
+	size_t cap;                      /* Gaussians the buffers hold: the budget or the teacher's count */
+	/* the training loop's state */
+	int sh_degree;                   /* the active SH degree */
+	float loss;                      /* the loss of the last logged iteration */
+	size_t count;                    /* Gaussians after the last densification */
+	double t_log;                    /* when the last log line was printed */
+	int log_from;                    /* the first iteration since that line */
 };
 
 /* Mean PSNR over the given views at the given SH degree. */
@@ -195,33 +202,35 @@ static int train_reset_opacity(struct trainer *tr)
 	return tr->ops->set_params(tr->ctx, &tr->host, tr->moment_source);
 }
 
+/* The directory of option flag (--save-images, --data-dir): made if missing, and writable. */
+static int train_check_dir(const char *flag, const char *dir)
+{
+	struct stat st;
+
+	if (stat(dir, &st) != 0 && mkdir(dir, 0755) != 0)
+		return splat_error(errno, "%s %s: mkdir: %s", flag, dir, strerror(errno));
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		return splat_error(ENOTDIR, "%s %s: not a directory", flag, dir);
+	if (access(dir, W_OK) != 0)
+		return splat_error(errno, "%s %s: not writable: %s", flag, dir, strerror(errno));
+	return 0;
+}
+
 /* Refuse an unwritable output before spending minutes training. */
 static int train_check_outputs(const struct train_options *o)
 {
 	struct stat st;
+	int err;
 
-	if (o->save_images_dir) {
-		if (stat(o->save_images_dir, &st) != 0 && mkdir(o->save_images_dir, 0755) != 0)
-			return splat_error(errno, "--save-images %s: mkdir: %s", o->save_images_dir, strerror(errno));
-		if (stat(o->save_images_dir, &st) != 0 || !S_ISDIR(st.st_mode))
-			return splat_error(ENOTDIR, "--save-images %s: not a directory", o->save_images_dir);
-		if (access(o->save_images_dir, W_OK) != 0)
-			return splat_error(errno, "--save-images %s: not writable: %s", o->save_images_dir,
-					   strerror(errno));
-	}
-	if (o->data == DATA_DISK && o->data_dir) {
-		if (stat(o->data_dir, &st) != 0 && mkdir(o->data_dir, 0755) != 0)
-			return splat_error(errno, "--data-dir %s: mkdir: %s", o->data_dir, strerror(errno));
-		if (stat(o->data_dir, &st) != 0 || !S_ISDIR(st.st_mode))
-			return splat_error(ENOTDIR, "--data-dir %s: not a directory", o->data_dir);
-		if (access(o->data_dir, W_OK) != 0)
-			return splat_error(errno, "--data-dir %s: not writable: %s", o->data_dir, strerror(errno));
-	}
+	if (o->save_images_dir && (err = train_check_dir("--save-images", o->save_images_dir)))
+		return err;
+	if (o->data == DATA_DISK && o->data_dir && (err = train_check_dir("--data-dir", o->data_dir)))
+		return err;
 	if (o->save_path) {
 		char *copy = strdup(o->save_path);
 		const char *dir = copy ? dirname(copy) : ".";
 		int bad = stat(o->save_path, &st) == 0 && S_ISDIR(st.st_mode);
-		int err = 0;
+		err = 0;
 		if (bad)
 			err = splat_error(EISDIR, "--save %s: is a directory; give a file name such as out.ply",
 					  o->save_path);
@@ -261,13 +270,158 @@ static int train_write_outputs(struct trainer *tr, int sh_degree)
 	return err;
 }
 
+/* The host buffers, the backend with the views and the student, and --data disk's stage. */
+static int train_setup(struct trainer *tr)
+{
+	const struct train_options *o = tr->opt;
+	size_t hw3 = 3 * (size_t)o->width * o->height, cap;
+	int err;
+
+	cap = tr->cap = o->max_gaussians > tr->scene.teacher.count ? o->max_gaussians : tr->scene.teacher.count;
+	splat_params_alloc(&tr->host, cap);
+	tr->stats.grad_accum = splat_calloc(cap, sizeof(float));
+	tr->stats.count = splat_calloc(cap, sizeof(int32_t));
+	tr->stats.max_radius = splat_calloc(cap, sizeof(float));
+	tr->moment_source = splat_calloc(cap, sizeof(int32_t));
+	tr->image = splat_malloc(hw3 * sizeof(float));
+	tr->order = splat_calloc(SCENE_VIEWS, sizeof(size_t));
+
+	struct splat_backend_config cfg = { .width = o->width, .height = o->height, .threads = o->threads,
+					    .max_gaussians = cap, .time_kernels = o->time_kernels };
+	/* --data disk: the backend gets the cameras only; every iteration uploads its view */
+	if ((err = tr->ops->create(&cfg, &tr->ctx)) ||
+	    (err = tr->ops->set_views(tr->ctx, tr->scene.cams, SCENE_VIEWS, o->data == DATA_DISK ? NULL : tr->scene.gt)))
+		return err;
+	if (o->init_from_teacher)
+		splat_params_copy(&tr->host, &tr->scene.teacher);
+	else
+		scene_init_student(&tr->scene, o->student_count < cap ? o->student_count : cap, &tr->host);
+	if ((err = tr->ops->set_params(tr->ctx, &tr->host, NULL)))
+		return err;
+	if (o->data == DATA_DISK) {
+		tr->views = splat_malloc((size_t)(o->iters > 0 ? o->iters : 1) * sizeof(size_t));
+		for (int it = 1; it <= o->iters; it++)
+			tr->views[it - 1] = train_view(tr, it);
+		struct data_config dc = { .dir = o->data_dir, .loader = o->loader, .seed = o->seed,
+					  .iters = o->iters, .views = tr->views };
+		if ((err = data_open(&dc, &tr->scene, tr->ops, tr->ctx, &tr->data)))
+			return err;
+	}
+	return 0;
+}
+
+/* The run's first lines: what trains on what, and the test PSNR before training. */
+static void train_print_start(const struct trainer *tr, const struct train_result *res)
+{
+	const struct train_options *o = tr->opt;
+
+	printf("splat-train: preset %s, %d iterations, %dx%d, %zu train / %zu test views, %zu Gaussians "
+	       "(at most %zu), backend %s, %d threads, seed %llu\n",
+	       o->preset, o->iters, o->width, o->height, tr->scene.n_train, tr->scene.n_test, tr->host.count,
+	       o->max_gaussians, tr->ops->name, o->threads, (unsigned long long)o->seed);
+	if (tr->data)
+		printf("data: %zu training views as PNG in %s, loader %s, a random background per iteration\n",
+		       tr->scene.n_train, data_dir(tr->data), o->loader == DATA_PREFETCH ? "prefetch" : "inline");
+	printf("iteration 0: test PSNR %.2f dB (scene ready in %.2f s)\n", res->initial_test_psnr,
+	       res->scene_seconds);
+	fflush(stdout);
+}
+
+/* Densification, the opacity reset and the periodic test evaluation due after iteration it. */
+static int train_after_step(struct trainer *tr, int it, struct train_result *res)
+{
+	const struct train_options *o = tr->opt;
+	int err;
+
+	if (o->densify_every > 0 && it % o->densify_every == 0 && it <= o->densify_until && it < o->iters) {
+		if ((err = train_densify(tr, it, o->opacity_reset_at > 0 && it > o->opacity_reset_at)))
+			return err;
+		tr->count = tr->host.count;
+	}
+	if (o->opacity_reset_at > 0 && it == o->opacity_reset_at && (err = train_reset_opacity(tr)))
+		return err;
+	if (o->eval_every > 0 && it % o->eval_every == 0) {
+		double p;
+		if ((err = train_eval(tr, tr->scene.test_views, tr->scene.n_test, tr->sh_degree, &p)))
+			return err;
+		if (p < res->min_test_psnr)
+			res->min_test_psnr = p;
+		if (o->log_interval)
+			printf("iteration %d: test PSNR %.2f dB\n", it, p);
+	}
+	return 0;
+}
+
+/* Iteration it: the view, render, loss, backward, Adam, what is due after, and the log line. */
+static int train_iteration(struct trainer *tr, int it, struct train_result *res)
+{
+	const struct train_options *o = tr->opt;
+	int log_now = o->log_interval && (it % o->log_interval == 0 || it == o->iters);
+	struct splat_adam_config adam;
+	int err;
+
+	tr->sh_degree = train_sh_degree(o, it);
+	train_adam_config(tr, it, &adam);
+	if (tr->data && (err = data_next(tr->data, it)))
+		return err;
+	if ((err = tr->ops->render(tr->ctx, tr->views ? tr->views[it - 1] : train_view(tr, it), tr->sh_degree)) ||
+	    (err = tr->ops->loss_grad(tr->ctx, log_now || it == o->iters ? &tr->loss : NULL)) ||
+	    (err = tr->ops->backward(tr->ctx, NULL)) || (err = tr->ops->adam_step(tr->ctx, &adam)))
+		return err;
+	if ((err = train_after_step(tr, it, res)))
+		return err;
+	if (log_now) {
+		double now = splat_now_seconds();
+		printf("iter %6d  loss %.5f  gaussians %6zu  %8.2f ms/iter\n", it, tr->loss, tr->count,
+		       1000.0 * (now - tr->t_log) / (it - tr->log_from + 1));
+		fflush(stdout);
+		tr->t_log = now;
+		tr->log_from = it + 1;
+	}
+	return 0;
+}
+
+/* The final test and train PSNR, the outputs and the timing table. */
+static int train_finish(struct trainer *tr, struct train_result *res, double t_start)
+{
+	const struct train_options *o = tr->opt;
+	int err;
+
+	if ((err = train_eval(tr, tr->scene.test_views, tr->scene.n_test, tr->sh_degree, &res->test_psnr)) ||
+	    (err = train_eval(tr, tr->scene.train_views, tr->scene.n_train, tr->sh_degree, &res->train_psnr)))
+		return err;
+	if (res->test_psnr < res->min_test_psnr)
+		res->min_test_psnr = res->test_psnr;
+	res->gaussians = tr->count;
+	err = train_write_outputs(tr, tr->sh_degree);
+	res->seconds = splat_now_seconds() - t_start;
+	/* after the timed work, so res->seconds does not include printing the table */
+	if (!err && o->time_kernels && tr->ops->report_timing)
+		err = tr->ops->report_timing(tr->ctx, stdout);
+	return err;
+}
+
+static void train_free(struct trainer *tr)
+{
+	data_close(tr->data);   /* before destroy: its buffers may be the backend's */
+	if (tr->ctx)
+		tr->ops->destroy(tr->ctx);
+	scene_free(&tr->scene);
+	splat_params_free(&tr->host);
+	free(tr->stats.grad_accum);
+	free(tr->stats.count);
+	free(tr->stats.max_radius);
+	free(tr->moment_source);
+	free(tr->image);
+	free(tr->order);
+	free(tr->views);
+}
+
 int train_run(const struct train_options *o, struct train_result *res)
 {
-	struct trainer tr = { .opt = o };
-	double t_start = splat_now_seconds(), t_iters, t_log;
-	size_t hw3;
-	int err, sh_degree = 0, log_from = 1;
-	float loss = 0;
+	struct trainer tr = { .opt = o, .log_from = 1 };
+	double t_start = splat_now_seconds(), t_iters, t_end;
+	int err;
 
 	memset(res, 0, sizeof(*res));
 	if ((err = train_check_outputs(o)))
@@ -280,121 +434,28 @@ int train_run(const struct train_options *o, struct train_result *res)
 			"so no timing table is printed\n", tr.ops->name);
 	if ((err = scene_generate(&tr.scene, o->seed, o->width, o->height, o->threads)))
 		return err;
-	hw3 = 3 * (size_t)o->width * o->height;
-	size_t cap = o->max_gaussians > tr.scene.teacher.count ? o->max_gaussians : tr.scene.teacher.count;
-	splat_params_alloc(&tr.host, cap);
-	tr.stats.grad_accum = splat_calloc(cap, sizeof(float));
-	tr.stats.count = splat_calloc(cap, sizeof(int32_t));
-	tr.stats.max_radius = splat_calloc(cap, sizeof(float));
-	tr.moment_source = splat_calloc(cap, sizeof(int32_t));
-	tr.image = splat_malloc(hw3 * sizeof(float));
-	tr.order = splat_calloc(SCENE_VIEWS, sizeof(size_t));
-
-	struct splat_backend_config cfg = { .width = o->width, .height = o->height, .threads = o->threads,
-					    .max_gaussians = cap, .time_kernels = o->time_kernels };
-	/* --data disk: the backend gets the cameras only; every iteration uploads its view */
-	if ((err = tr.ops->create(&cfg, &tr.ctx)) ||
-	    (err = tr.ops->set_views(tr.ctx, tr.scene.cams, SCENE_VIEWS, o->data == DATA_DISK ? NULL : tr.scene.gt)))
+	if ((err = train_setup(&tr)))
 		goto out;
-	if (o->init_from_teacher)
-		splat_params_copy(&tr.host, &tr.scene.teacher);
-	else
-		scene_init_student(&tr.scene, o->student_count < cap ? o->student_count : cap, &tr.host);
-	if ((err = tr.ops->set_params(tr.ctx, &tr.host, NULL)))
-		goto out;
-	if (o->data == DATA_DISK) {
-		tr.views = splat_malloc((size_t)(o->iters > 0 ? o->iters : 1) * sizeof(size_t));
-		for (int it = 1; it <= o->iters; it++)
-			tr.views[it - 1] = train_view(&tr, it);
-		struct data_config dc = { .dir = o->data_dir, .loader = o->loader, .seed = o->seed,
-					  .iters = o->iters, .views = tr.views };
-		if ((err = data_open(&dc, &tr.scene, tr.ops, tr.ctx, &tr.data)))
-			goto out;
-	}
 	res->scene_seconds = splat_now_seconds() - t_start;
 
-	sh_degree = train_sh_degree(o, 1);
-	if ((err = train_eval(&tr, tr.scene.test_views, tr.scene.n_test, sh_degree, &res->initial_test_psnr)))
+	tr.sh_degree = train_sh_degree(o, 1);
+	if ((err = train_eval(&tr, tr.scene.test_views, tr.scene.n_test, tr.sh_degree, &res->initial_test_psnr)))
 		goto out;
 	res->min_test_psnr = res->initial_test_psnr;
-	if (o->log_interval) {
-		printf("splat-train: preset %s, %d iterations, %dx%d, %zu train / %zu test views, %zu Gaussians "
-		       "(at most %zu), backend %s, %d threads, seed %llu\n",
-		       o->preset, o->iters, o->width, o->height, tr.scene.n_train, tr.scene.n_test, tr.host.count,
-		       o->max_gaussians, tr.ops->name, o->threads, (unsigned long long)o->seed);
-		if (tr.data)
-			printf("data: %zu training views as PNG in %s, loader %s, a random background per iteration\n",
-			       tr.scene.n_train, data_dir(tr.data), o->loader == DATA_PREFETCH ? "prefetch" : "inline");
-		printf("iteration 0: test PSNR %.2f dB (scene ready in %.2f s)\n", res->initial_test_psnr,
-		       res->scene_seconds);
-		fflush(stdout);
-	}
+	if (o->log_interval)
+		train_print_start(&tr, res);
 
-	size_t count = tr.host.count;
-	t_iters = t_log = splat_now_seconds();
-	for (int it = 1; it <= o->iters; it++) {
-		int log_now = o->log_interval && (it % o->log_interval == 0 || it == o->iters);
-		struct splat_adam_config adam;
-		sh_degree = train_sh_degree(o, it);
-		train_adam_config(&tr, it, &adam);
-		if (tr.data && (err = data_next(tr.data, it)))
+	tr.count = tr.host.count;
+	t_iters = tr.t_log = splat_now_seconds();
+	for (int it = 1; it <= o->iters; it++)
+		if ((err = train_iteration(&tr, it, res)))
 			goto out;
-		if ((err = tr.ops->render(tr.ctx, tr.views ? tr.views[it - 1] : train_view(&tr, it), sh_degree)) ||
-		    (err = tr.ops->loss_grad(tr.ctx, log_now || it == o->iters ? &loss : NULL)) ||
-		    (err = tr.ops->backward(tr.ctx, NULL)) || (err = tr.ops->adam_step(tr.ctx, &adam)))
-			goto out;
-		if (o->densify_every > 0 && it % o->densify_every == 0 && it <= o->densify_until && it < o->iters) {
-			if ((err = train_densify(&tr, it, o->opacity_reset_at > 0 && it > o->opacity_reset_at)))
-				goto out;
-			count = tr.host.count;
-		}
-		if (o->opacity_reset_at > 0 && it == o->opacity_reset_at && (err = train_reset_opacity(&tr)))
-			goto out;
-		if (o->eval_every > 0 && it % o->eval_every == 0) {
-			double p;
-			if ((err = train_eval(&tr, tr.scene.test_views, tr.scene.n_test, sh_degree, &p)))
-				goto out;
-			if (p < res->min_test_psnr)
-				res->min_test_psnr = p;
-			if (o->log_interval)
-				printf("iteration %d: test PSNR %.2f dB\n", it, p);
-		}
-		if (log_now) {
-			double now = splat_now_seconds();
-			printf("iter %6d  loss %.5f  gaussians %6zu  %8.2f ms/iter\n", it, loss, count,
-			       1000.0 * (now - t_log) / (it - log_from + 1));
-			fflush(stdout);
-			t_log = now;
-			log_from = it + 1;
-		}
-	}
-	double t_end = splat_now_seconds();
-	res->final_loss = loss;
+	t_end = splat_now_seconds();
+	res->final_loss = tr.loss;
 	res->ms_per_iter = o->iters > 0 ? 1000.0 * (t_end - t_iters) / o->iters : 0;
 	res->data_ms_per_iter = tr.data ? data_ms_per_iter(tr.data) : 0;
-	if ((err = train_eval(&tr, tr.scene.test_views, tr.scene.n_test, sh_degree, &res->test_psnr)) ||
-	    (err = train_eval(&tr, tr.scene.train_views, tr.scene.n_train, sh_degree, &res->train_psnr)))
-		goto out;
-	if (res->test_psnr < res->min_test_psnr)
-		res->min_test_psnr = res->test_psnr;
-	res->gaussians = count;
-	err = train_write_outputs(&tr, sh_degree);
-	res->seconds = splat_now_seconds() - t_start;
-	/* after the timed work, so res->seconds does not include printing the table */
-	if (!err && o->time_kernels && tr.ops->report_timing)
-		err = tr.ops->report_timing(tr.ctx, stdout);
+	err = train_finish(&tr, res, t_start);
 out:
-	data_close(tr.data);   /* before destroy: its buffers may be the backend's */
-	if (tr.ctx)
-		tr.ops->destroy(tr.ctx);
-	scene_free(&tr.scene);
-	splat_params_free(&tr.host);
-	free(tr.stats.grad_accum);
-	free(tr.stats.count);
-	free(tr.stats.max_radius);
-	free(tr.moment_source);
-	free(tr.image);
-	free(tr.order);
-	free(tr.views);
+	train_free(&tr);
 	return err;
 }

@@ -4,6 +4,7 @@
 #include "base/unit.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -27,6 +28,43 @@ void unit_register(const char *name, unit_fn fn)
 const char *unit_tmpdir(void)
 {
 	return unit_dir;
+}
+
+/* The real stderr while unit_stderr_begin() captures it, else -1. */
+static int unit_saved_stderr = -1;
+
+static void unit_stderr_path(char *path, size_t len)
+{
+	snprintf(path, len, "%s/stderr.txt", unit_dir);
+}
+
+void unit_stderr_begin(void)
+{
+	char path[512];
+	unit_stderr_path(path, sizeof(path));
+	fflush(stderr);
+	unit_saved_stderr = dup(2);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (unit_saved_stderr < 0 || fd < 0 || dup2(fd, 2) != 2) {
+		fprintf(stderr, "unit: capturing stderr into %s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+	close(fd);
+}
+
+void unit_stderr_end(char *out, size_t len)
+{
+	char path[512];
+	unit_stderr_path(path, sizeof(path));
+	fflush(stderr);
+	dup2(unit_saved_stderr, 2);
+	close(unit_saved_stderr);
+	unit_saved_stderr = -1;
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(out, 1, len - 1, f) : 0;
+	out[n] = 0;
+	if (f)
+		fclose(f);
 }
 
 static int unit_cmp(const void *a, const void *b)

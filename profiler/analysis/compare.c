@@ -37,11 +37,7 @@ static int compare_row_cmp(const void *x, const void *y)
 {
 	const struct compare_row *a = x, *b = y;
 	double da = fabs(a->change_pct), db = fabs(b->change_pct);
-	if (da != db)
-		return da > db ? -1 : 1;
-	if (a->new != b->new)
-		return a->new > b->new ? -1 : 1;
-	return strcmp(a->name, b->name);
+	return CS_CMP(db, da) ?: CS_CMP(b->new, a->new) ?: strcmp(a->name, b->name);
 }
 
 static double compare_pct(uint64_t n, uint64_t total)
@@ -116,9 +112,7 @@ static size_t compare_merge(struct compare_result *c, struct compare_entry *e, s
 static int compare_thread_cmp(const void *x, const void *y)
 {
 	const struct stacks_thread *a = x, *b = y;
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
-	return a->tid < b->tid ? -1 : a->tid > b->tid;
+	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->tid, b->tid);
 }
 
 /* The threads of side s as entries labelled by name (a thread never named takes its

@@ -1,5 +1,6 @@
-/* filter.c: the readers' shared --pid/--tid/--comm/--rank/--time/--step/--steps options
- * (filter.h): parsing, and profile_filter_apply(), which narrows a loaded profile in place. */
+/* filter.c: the readers' shared filters (filter.h): the --time and --steps spec parsers, and
+ * profile_filter_apply(), which narrows a loaded profile in place. The options that fill a
+ * struct profile_filter are the commands' (cmd/opts_filter.c). */
 #include "analysis/filter.h"
 #include "analysis/steps.h"
 
@@ -11,20 +12,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-const char *const profile_filter_names[] = { "pid", "tid", "comm", "rank", "time", "idle",
-					     "no-idle", "step", "steps", NULL };
-
-static int filter_parse_id(const char *cmd, const char *opt, const char *value, int64_t *out)
-{
-	uint64_t v;
-	if (cs_parse_u64(value, &v) < 0 || v > INT32_MAX)
-		return cs_error(EINVAL, "%s: --%s: '%s' is not a %s (a number such as %s)", cmd, opt,
-				value, !strcmp(opt, "rank") ? "rank" : "process or thread id",
-				!strcmp(opt, "rank") ? "0 or 3" : "1234");
-	*out = (int64_t)v;
-	return 0;
-}
 
 /* A number of seconds or percent: finite, not negative. */
 static int filter_parse_num(const char *s, size_t len, double *out)
@@ -124,49 +111,6 @@ int profile_filter_parse_steps(struct profile_filter *f, const char *cmd, const 
 				"'report --steps' numbers them: 10-12, 5, 100-)", cmd, value);
 	f->steps = value;
 	return 0;
-}
-
-int profile_filter_option(struct profile_filter *f, const char *cmd, int c, const char *value)
-{
-	switch (c) {
-	case PROFILE_FILTER_OPT_PID:
-		return filter_parse_id(cmd, "pid", value, &f->pid);
-	case PROFILE_FILTER_OPT_TID:
-		return filter_parse_id(cmd, "tid", value, &f->tid);
-	case PROFILE_FILTER_OPT_RANK:
-		return filter_parse_id(cmd, "rank", value, &f->rank);
-	case PROFILE_FILTER_OPT_COMM:
-		if (!*value)
-			return cs_error(EINVAL, "%s: --comm needs a thread or process name", cmd);
-		f->comm = value;
-		return 0;
-	case PROFILE_FILTER_OPT_TIME:
-		return profile_filter_parse_time(f, cmd, value);
-	case PROFILE_FILTER_OPT_IDLE:
-		f->idle = PROFILE_FILTER_IDLE_OFFCPU;
-		return 0;
-	case PROFILE_FILTER_OPT_NO_IDLE:
-		f->idle = PROFILE_FILTER_IDLE_ONCPU;
-		return 0;
-	case PROFILE_FILTER_OPT_STEP:
-		if (!*value)
-			return cs_error(EINVAL, "%s: --step needs an NVTX range name or a function", cmd);
-		f->step = value;
-		return 0;
-	case PROFILE_FILTER_OPT_STEPS:
-		return profile_filter_parse_steps(f, cmd, value);
-	default:
-		return 1;
-	}
-}
-
-int profile_filter_set(struct profile_filter *f, const char *cmd, const char *name,
-		       const char *value)
-{
-	for (int i = 0; profile_filter_names[i]; i++)
-		if (!strcmp(name, profile_filter_names[i]))
-			return profile_filter_option(f, cmd, PROFILE_FILTER_OPT_PID + i, value);
-	return 1;
 }
 
 bool profile_filter_active(const struct profile_filter *f)

@@ -1,8 +1,10 @@
 /* filter.h: the filters every reader of data files shares (report, folded, flame, diff, export):
  * --pid, --tid, --comm, --rank, --time, --step / --steps, and --idle / --no-idle (files of record --idle: only the
- * samples of threads off the CPU, PROFILE_SAMPLE_OFFCPU, or only the others). One option table and parser for all of them, and
- * one profile_filter_apply() that narrows a loaded profile in place, so that every engine
- * downstream (stacks, the GPU analysis and folding, the exporters) sees only what was kept.
+ * samples of threads off the CPU, PROFILE_SAMPLE_OFFCPU, or only the others). The options
+ * themselves are one table of the commands (cmd/opts_filter.c); here are the --time and
+ * --steps spec parsers and one profile_filter_apply() that narrows a loaded profile in place,
+ * so that every engine downstream (stacks, the GPU analysis and folding, the exporters) sees
+ * only what was kept.
  *
  * --time takes perf's syntax, in seconds from the start of the recording:
  *   START,END      either side may be empty ("2.5," from 2.5 s to the end, ",1" the first
@@ -26,7 +28,6 @@
 #ifndef CSAMPLER_FILTER_H
 #define CSAMPLER_FILTER_H
 
-#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -61,56 +62,6 @@ struct profile_filter {
 	uint32_t steps_first, steps_last; /* 1-based; steps_last UINT32_MAX = to the end */
 };
 #define PROFILE_FILTER_ALL { .pid = -1, .tid = -1, .rank = -1 }
-
-/* getopt_long values of the filter options, above any command's own. */
-enum {
-	PROFILE_FILTER_OPT_PID = 0x4000,
-	PROFILE_FILTER_OPT_TID,
-	PROFILE_FILTER_OPT_COMM,
-	PROFILE_FILTER_OPT_RANK,
-	PROFILE_FILTER_OPT_TIME,
-	PROFILE_FILTER_OPT_IDLE,
-	PROFILE_FILTER_OPT_NO_IDLE,
-	PROFILE_FILTER_OPT_STEP,
-	PROFILE_FILTER_OPT_STEPS,
-};
-
-/* The rows to put into a command's getopt_long table. */
-#define PROFILE_FILTER_LONGOPTS                                                  \
-	{ "pid", required_argument, NULL, PROFILE_FILTER_OPT_PID },              \
-	{ "tid", required_argument, NULL, PROFILE_FILTER_OPT_TID },              \
-	{ "comm", required_argument, NULL, PROFILE_FILTER_OPT_COMM },            \
-	{ "rank", required_argument, NULL, PROFILE_FILTER_OPT_RANK },            \
-	{ "time", required_argument, NULL, PROFILE_FILTER_OPT_TIME },            \
-	{ "idle", no_argument, NULL, PROFILE_FILTER_OPT_IDLE },                  \
-	{ "no-idle", no_argument, NULL, PROFILE_FILTER_OPT_NO_IDLE },            \
-	{ "step", required_argument, NULL, PROFILE_FILTER_OPT_STEP },            \
-	{ "steps", required_argument, NULL, PROFILE_FILTER_OPT_STEPS }
-
-/* Their --help lines, aligned as the commands' own: a printf format (its % doubled). */
-#define PROFILE_FILTER_HELP                                                                     \
-	"      --pid PID        only process PID\n"                                             \
-	"      --tid TID        only thread TID\n"                                              \
-	"      --comm NAME      only threads named NAME, or of a process named NAME\n"          \
-	"      --rank N         only processes of rank N (RANK of the recording, or merged)\n"  \
-	"      --time SPEC      only samples in a time window: START,END in seconds from the\n" \
-	"                       start (either may be empty), or percent slices 10%%/2, 0%%-10%%\n" \
-	"      --idle           only samples of threads off the CPU (files of record --idle)\n"  \
-	"      --no-idle        only samples of threads on the CPU\n"                         \
-	"      --step SPEC      where a step starts: an NVTX range name, or a function whose\n" \
-	"                       calls on the main thread delimit steps (default: NVTX ranges\n" \
-	"                       named step or iteration)\n"                                    \
-	"      --steps A-B      only steps A to B (1-based; A alone, A- to the end)\n"
-
-/* The option names profile_filter_set() takes, NULL-terminated ("pid", "tid", ...). */
-extern const char *const profile_filter_names[];
-
-/* getopt_long code c of a filter option: set it from value. cmd names the command in the
- * message. Returns 1 when c is not a filter option, 0 when set, -EINVAL after one line. */
-int profile_filter_option(struct profile_filter *f, const char *cmd, int c, const char *value);
-/* The same by option name ("pid", "time", ...): 1 when name is not a filter option. */
-int profile_filter_set(struct profile_filter *f, const char *cmd, const char *name,
-		       const char *value);
 
 /* Parse a --time value into f->ranges. Returns 0, or -EINVAL after one line naming cmd. */
 int profile_filter_parse_time(struct profile_filter *f, const char *cmd, const char *value);

@@ -35,8 +35,6 @@ UNIT_TEST(filter_time_syntax)
 	UNIT_ASSERT(profile_filter_parse_time(&f, "test", "10%/2,0%-5%") == 0);
 	UNIT_ASSERT(f.nranges == 2 && f.ranges[0].pct && f.ranges[0].lo == 10 &&
 		    f.ranges[0].hi == 20 && f.ranges[1].lo == 0 && f.ranges[1].hi == 5);
-	UNIT_ASSERT(profile_filter_set(&f, "test", "rank", "3") == 0 && f.rank == 3);
-	UNIT_ASSERT(profile_filter_set(&f, "test", "width", "3") == 1);
 }
 
 /* 100 samples 1 ms apart: pid 10 (threads 10 "main", 11 "worker") then pid 20 ("other"). */
@@ -56,12 +54,24 @@ static void build(struct pbuild *b)
 	b->p.end_ns = b->p.start_ns + 100 * 1000000ull;
 }
 
-static uint64_t apply(const char *opt, const char *value, uint64_t *start, uint64_t *end)
+/* A filter of identities (-1, NULL: all). */
+static struct profile_filter id_filter(int64_t pid, int64_t tid, int64_t rank, const char *comm)
+{
+	return (struct profile_filter){ .pid = pid, .tid = tid, .rank = rank, .comm = comm };
+}
+
+/* The filter of --time spec. */
+static struct profile_filter time_filter(const char *spec)
+{
+	struct profile_filter f = PROFILE_FILTER_ALL;
+	UNIT_ASSERT(profile_filter_parse_time(&f, "test", spec) == 0);
+	return f;
+}
+
+static uint64_t apply(struct profile_filter f, uint64_t *start, uint64_t *end)
 {
 	struct pbuild b;
-	struct profile_filter f = PROFILE_FILTER_ALL;
 	build(&b);
-	UNIT_ASSERT(profile_filter_set(&f, "test", opt, value) == 0);
 	UNIT_ASSERT(profile_filter_apply(&b.p, &f, "test") == 0);
 	uint64_t n = b.p.nsamples, sum = 0;
 	for (size_t i = 0; i < b.p.nthreads; i++)
@@ -77,22 +87,22 @@ static uint64_t apply(const char *opt, const char *value, uint64_t *start, uint6
 UNIT_TEST(filter_apply_samples)
 {
 	uint64_t s, e;
-	UNIT_ASSERT_EQ_INT(apply("pid", "10", NULL, NULL), 60);
-	UNIT_ASSERT_EQ_INT(apply("tid", "11", NULL, NULL), 20);
-	UNIT_ASSERT_EQ_INT(apply("comm", "worker", NULL, NULL), 20);
-	UNIT_ASSERT_EQ_INT(apply("comm", "main", NULL, NULL), 60); /* the process' name */
-	UNIT_ASSERT_EQ_INT(apply("rank", "0", NULL, NULL), 0);     /* no rank recorded */
+	UNIT_ASSERT_EQ_INT(apply(id_filter(10, -1, -1, NULL), NULL, NULL), 60);
+	UNIT_ASSERT_EQ_INT(apply(id_filter(-1, 11, -1, NULL), NULL, NULL), 20);
+	UNIT_ASSERT_EQ_INT(apply(id_filter(-1, -1, -1, "worker"), NULL, NULL), 20);
+	UNIT_ASSERT_EQ_INT(apply(id_filter(-1, -1, -1, "main"), NULL, NULL), 60); /* the process' name */
+	UNIT_ASSERT_EQ_INT(apply(id_filter(-1, -1, 0, NULL), NULL, NULL), 0);     /* no rank recorded */
 	/* samples at 0, 1, ..., 99 ms of a 100 ms recording */
-	UNIT_ASSERT_EQ_INT(apply("time", "10%/1", &s, &e), 10);
+	UNIT_ASSERT_EQ_INT(apply(time_filter("10%/1"), &s, &e), 10);
 	UNIT_ASSERT(s == 0 && e == 10000000);
-	UNIT_ASSERT_EQ_INT(apply("time", "10%/10", NULL, NULL), 10);
-	UNIT_ASSERT_EQ_INT(apply("time", "0%-50%", NULL, NULL), 50);
-	UNIT_ASSERT_EQ_INT(apply("time", "10%/1,10%/3", NULL, NULL), 20);
-	UNIT_ASSERT_EQ_INT(apply("time", "0.010,0.019", &s, &e), 10); /* closed: 10 .. 19 ms */
+	UNIT_ASSERT_EQ_INT(apply(time_filter("10%/10"), NULL, NULL), 10);
+	UNIT_ASSERT_EQ_INT(apply(time_filter("0%-50%"), NULL, NULL), 50);
+	UNIT_ASSERT_EQ_INT(apply(time_filter("10%/1,10%/3"), NULL, NULL), 20);
+	UNIT_ASSERT_EQ_INT(apply(time_filter("0.010,0.019"), &s, &e), 10); /* closed: 10 .. 19 ms */
 	UNIT_ASSERT(s == 10000000 && e == 19000000);
-	UNIT_ASSERT_EQ_INT(apply("time", "0.090", NULL, NULL), 10);
-	UNIT_ASSERT_EQ_INT(apply("time", ",0.0095", NULL, NULL), 10);
-	UNIT_ASSERT_EQ_INT(apply("time", "5,", NULL, NULL), 0);
+	UNIT_ASSERT_EQ_INT(apply(time_filter("0.090"), NULL, NULL), 10);
+	UNIT_ASSERT_EQ_INT(apply(time_filter(",0.0095"), NULL, NULL), 10);
+	UNIT_ASSERT_EQ_INT(apply(time_filter("5,"), NULL, NULL), 0);
 }
 
 UNIT_TEST(filter_apply_ranks_and_gpu)
@@ -123,9 +133,8 @@ UNIT_TEST(filter_apply_ranks_and_gpu)
 		.node_launch = PROFILE_GPU_NO_LAUNCH };
 	p->ngpu_activities = 2;
 
-	struct profile_filter f = PROFILE_FILTER_ALL;
-	UNIT_ASSERT(profile_filter_set(&f, "test", "rank", "1") == 0);
-	UNIT_ASSERT(profile_filter_set(&f, "test", "time", "0%-80%") == 0);
+	struct profile_filter f = time_filter("0%-80%");
+	f.rank = 1;
 	UNIT_ASSERT(profile_filter_apply(p, &f, "test") == 0);
 	/* rank 1 is pid 20: its samples at 60..79 ms; the kernel at 60 ms and its launch stay,
 	 * renumbered (launch 0 was pid 10's), the kernel at 95 ms and its launch go */
@@ -137,8 +146,6 @@ UNIT_TEST(filter_apply_ranks_and_gpu)
 	UNIT_ASSERT_EQ_INT(p->gpu_activities[0].launch, 0);
 	UNIT_ASSERT_EQ_INT(p->gpu_launches[0].correlation, 1);
 	UNIT_ASSERT(!strcmp(p->filtered.text, "rank 1, time 0%-80%"));
-	free(p->gpu_launches);
-	free(p->gpu_activities);
 	pb_free(&b);
 }
 
@@ -155,7 +162,7 @@ UNIT_TEST(filter_apply_idle)
 		pb_sample_weighted(&b, 10, 10, wait, 70, PROFILE_SAMPLE_OFFCPU);
 		pb_thread(&b, 10, 10, "main");
 		pb_process(&b, 10, 1, "main");
-		UNIT_ASSERT(profile_filter_set(&f, "test", idle ? "idle" : "no-idle", NULL) == 0);
+		f.idle = idle ? PROFILE_FILTER_IDLE_OFFCPU : PROFILE_FILTER_IDLE_ONCPU;
 		UNIT_ASSERT(profile_filter_active(&f));
 		UNIT_ASSERT(profile_filter_apply(&b.p, &f, "test") == 0);
 		UNIT_ASSERT_EQ_INT(b.p.nsamples, idle ? 70 : 30);

@@ -10,6 +10,7 @@
 #include "analysis/fold_gpu.h"
 
 #include "base/cs.h"
+#include "base/gpu_vendor.h"
 #include "base/hash.h"
 #include "base/search.h"
 
@@ -151,13 +152,11 @@ static uint32_t fold_gpu_root(struct fold_gpu *g, uint32_t pid, uint32_t tid)
 	return id;
 }
 
-/* CUPTI's copy kinds (CUpti_ActivityMemcpyKind), as the leaf names them (fold.h). */
-const char *fold_gpu_copy_kind(uint32_t kind)
+/* The copy kinds as the leaf names them (fold.h), by the vendor's descriptor. */
+const char *fold_gpu_copy_kind(const struct profile *p, const struct profile_gpu_activity *a)
 {
-	static const char *const names[] = {
-		"?", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP",
-	};
-	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
+	const char *name = gpu_vendor_copy_kind(profile_gpu_vendor(p, a->pid), a->detail);
+	return name ? name : "?";
 }
 
 /* The leaf frame's text id of activity a, or FOLD_GPU_NONE for activities that are not GPU
@@ -171,6 +170,7 @@ static uint32_t fold_gpu_leaf(struct fold_gpu *g, const struct profile_gpu_activ
 		break;
 	case PROFILE_GPU_MEMCPY:
 		k1 |= a->detail;
+		k2 = a->pid;   /* its vendor names the copy kind */
 		break;
 	case PROFILE_GPU_MEMSET:
 	case PROFILE_GPU_SYNC:
@@ -187,7 +187,7 @@ static uint32_t fold_gpu_leaf(struct fold_gpu *g, const struct profile_gpu_activ
 		id = fold_gpu_text_printf(g, "[gpu] ", *name ? name : "(unnamed kernel)");
 	} else if (a->kind == PROFILE_GPU_MEMCPY) {
 		char buf[32];
-		snprintf(buf, sizeof(buf), "[memcpy %s]", fold_gpu_copy_kind(a->detail));
+		snprintf(buf, sizeof(buf), "[memcpy %s]", fold_gpu_copy_kind(g->p, a));
 		id = fold_gpu_text(g, buf);
 	} else {
 		id = fold_gpu_text(g, a->kind == PROFILE_GPU_MEMSET ? "[memset]" : "[sync]");
@@ -200,13 +200,9 @@ static uint32_t fold_gpu_leaf(struct fold_gpu *g, const struct profile_gpu_activ
 static int fold_gpu_range_cmp(const void *x, const void *y)
 {
 	const struct fold_gpu_range *a = x, *b = y;
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
-	if (a->tid != b->tid)
-		return a->tid < b->tid ? -1 : 1;
-	if (a->start != b->start)
-		return a->start < b->start ? -1 : 1;
-	return (a->end < b->end) - (a->end > b->end); /* the longer (outer) one first */
+	/* the longer (outer) one first */
+	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->tid, b->tid) ?: CS_CMP(a->start, b->start) ?:
+	       CS_CMP(b->end, a->end);
 }
 
 /* Collect the NVTX ranges (markers with a duration) and link each to its parent. */

@@ -1,5 +1,5 @@
 /* fold_gpu.h: the GPU fold under fold_profile (fold.h): GPU activities on their launch stacks,
- * weighing nanoseconds; and the names of CUPTI copy kinds that other views share. */
+ * weighing nanoseconds; and the names of copy kinds that other views share. */
 #ifndef CSAMPLER_FOLD_GPU_H
 #define CSAMPLER_FOLD_GPU_H
 
@@ -11,7 +11,8 @@
 int fold_gpu_stacks(const struct profile *p, const struct fold_opts *opts, const char *prefix,
 		    fold_fn fn, void *arg);
 
-/* The name of a CUPTI copy kind (a memcpy activity's detail): "HtoD", "DtoH", ..., "?". */
-const char *fold_gpu_copy_kind(uint32_t kind);
+/* The name of memcpy activity a's copy kind (its detail) by its process' GPU vendor
+ * (base/gpu_vendor.h): "HtoD", "DtoH", ..., "?" when the vendor has none. */
+const char *fold_gpu_copy_kind(const struct profile *p, const struct profile_gpu_activity *a);
 
 #endif

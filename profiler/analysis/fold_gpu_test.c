@@ -83,8 +83,6 @@ static void fx_build(struct gpu_fixture *fx)
 
 static void fx_free(struct gpu_fixture *fx)
 {
-	free(fx->b.p.gpu_launches);
-	free(fx->b.p.gpu_activities);
 	pb_free(&fx->b);
 }
 

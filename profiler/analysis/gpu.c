@@ -6,6 +6,8 @@
 #include "analysis/gpu.h"
 
 #include "base/cs.h"
+#include "base/gpu_vendor.h"
+#include "base/hash.h"
 #include "base/search.h"
 
 #include <errno.h>
@@ -44,24 +46,17 @@ struct gpu_ctx {
 	uint64_t *sync_corr; size_t nsync_corr, sync_corr_cap; /* (pid << 32 | corr) of syncs */
 	struct { uint32_t pid; const char *name; uint64_t ns; } *blamed;
 	size_t nblamed, blamed_cap;
+	struct cs_map copy_labels;  /* (vendor, copy kind) -> index of its label in out->owned */
 };
 
-static const char *const gpu_directions[] = {
-	[0] = "unknown", [1] = "HtoD", [2] = "DtoH", [3] = "HtoA", [4] = "AtoH", [5] = "AtoA",
-	[6] = "AtoD", [7] = "DtoA", [8] = "DtoD", [9] = "HtoH", [10] = "PtoP",
-};
-static const char *const gpu_copy_labels[] = {
-	[0] = "[memcpy]", [1] = "[memcpy HtoD]", [2] = "[memcpy DtoH]", [3] = "[memcpy HtoA]",
-	[4] = "[memcpy AtoH]", [5] = "[memcpy AtoA]", [6] = "[memcpy AtoD]",
-	[7] = "[memcpy DtoA]", [8] = "[memcpy DtoD]", [9] = "[memcpy HtoH]",
-	[10] = "[memcpy PtoP]",
-};
-#define GPU_NDIRECTIONS (sizeof(gpu_directions) / sizeof(gpu_directions[0]))
-
-const char *gpu_copy_direction(uint32_t copy_kind, char *buf, size_t len)
+const char *gpu_copy_direction(const struct gpu_vendor *v, uint32_t copy_kind, char *buf,
+			       size_t len)
 {
-	if (copy_kind < GPU_NDIRECTIONS)
-		return gpu_directions[copy_kind];
+	const char *name = gpu_vendor_copy_kind(v, copy_kind);
+	if (name)
+		return name;
+	if (!copy_kind)
+		return "unknown";
 	snprintf(buf, len, "kind %u", copy_kind);
 	return buf;
 }
@@ -138,7 +133,7 @@ static struct gpu_proc *gpu_proc_of(struct gpu_ctx *c, uint32_t pid)
 static bool gpu_is_sync_api(const struct profile *p, const struct profile_gpu_activity *a)
 {
 	const struct profile_gpu_launch *l = gpu_launch(p, a);
-	return l && strstr(profile_str(p, l->api), "Synchronize") != NULL;
+	return l && strstr(profile_str(p, l->api), profile_gpu_vendor(p, a->pid)->sync_api_word);
 }
 
 static int cmp_u64(const void *x, const void *y)
@@ -147,7 +142,6 @@ static int cmp_u64(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-#define GPU_CMP(a, b) do { if ((a) != (b)) return (a) < (b) ? -1 : 1; } while (0)
 
 /* ---- the kernel table ---- */
 
@@ -156,15 +150,13 @@ struct gpu_kdur { uint32_t name; uint64_t ns; };
 static int cmp_kdur(const void *x, const void *y)
 {
 	const struct gpu_kdur *a = x, *b = y;
-	GPU_CMP(a->name, b->name);
-	return 0;
+	return CS_CMP(a->name, b->name);
 }
 
 static int cmp_kernel_stat(const void *x, const void *y)
 {
 	const struct gpu_kernel_stat *a = x, *b = y;
-	GPU_CMP(b->total_ns, a->total_ns);
-	return strcmp(a->name, b->name);
+	return CS_CMP(b->total_ns, a->total_ns) ?: strcmp(a->name, b->name);
 }
 
 static const char *gpu_own(struct gpu_analysis *a, char *s)
@@ -172,6 +164,21 @@ static const char *gpu_own(struct gpu_analysis *a, char *s)
 	a->owned = cs_realloc(a->owned, (a->nowned + 1) * sizeof(char *));
 	a->owned[a->nowned++] = s;
 	return s;
+}
+
+/* "[memcpy HtoD]": a copy's label in the tables, by its vendor's name for the copy kind
+ * ("[memcpy]" when it has none); one string per vendor and kind, kept with the analysis. */
+static const char *gpu_copy_label(struct gpu_ctx *c, const struct gpu_vendor *v, uint32_t kind)
+{
+	const char *name = gpu_vendor_copy_kind(v, kind);
+	if (!name)
+		return "[memcpy]";
+	uint32_t *slot = cs_map_slot(&c->copy_labels, v->id, kind);
+	if (*slot == CS_MAP_NONE) {
+		*slot = (uint32_t)c->out->nowned;
+		gpu_own(c->out, cs_asprintf("[memcpy %s]", name));
+	}
+	return c->out->owned[*slot];
 }
 
 static void gpu_kernel_table(struct gpu_ctx *c)
@@ -224,10 +231,8 @@ static void gpu_kernel_table(struct gpu_ctx *c)
 static int cmp_copy(const void *x, const void *y)
 {
 	const struct gpu_copy_stat *a = x, *b = y;
-	GPU_CMP(b->total_ns, a->total_ns);
-	GPU_CMP(a->kind, b->kind);
-	GPU_CMP(a->copy_kind, b->copy_kind);
-	return 0;
+	return CS_CMP(b->total_ns, a->total_ns) ?: CS_CMP(a->kind, b->kind) ?:
+	       CS_CMP(a->copy_kind, b->copy_kind);
 }
 
 static void gpu_copy_table(struct gpu_ctx *c)
@@ -246,7 +251,8 @@ static void gpu_copy_table(struct gpu_ctx *c)
 			cs_grow(&o->copies, &cap, o->ncopies + 1, sizeof(*o->copies));
 			char buf[24];
 			const char *dir = it->kind == PROFILE_GPU_MEMSET ? "memset" :
-					  gpu_copy_direction(ck, buf, sizeof(buf));
+					  gpu_copy_direction(profile_gpu_vendor(c->p, it->pid), ck,
+							     buf, sizeof(buf));
 			if (dir == buf)
 				dir = gpu_own(o, cs_strdup(buf));
 			o->copies[o->ncopies++] = (struct gpu_copy_stat){ .kind = it->kind,
@@ -278,30 +284,22 @@ static void gpu_copy_table(struct gpu_ctx *c)
 static int cmp_item_stream(const void *x, const void *y)
 {
 	const struct gpu_item *a = x, *b = y;
-	GPU_CMP(a->pid, b->pid);
-	GPU_CMP(a->device, b->device);
-	GPU_CMP(a->context, b->context);
-	GPU_CMP(a->stream, b->stream);
-	GPU_CMP(a->start, b->start);
-	return 0;
+	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->device, b->device) ?:
+	       CS_CMP(a->context, b->context) ?: CS_CMP(a->stream, b->stream) ?:
+	       CS_CMP(a->start, b->start);
 }
 
 static int cmp_item_device(const void *x, const void *y)
 {
 	const struct gpu_item *a = x, *b = y;
-	GPU_CMP(a->pid, b->pid);
-	GPU_CMP(a->device, b->device);
-	GPU_CMP(a->start, b->start);
-	return 0;
+	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->device, b->device) ?: CS_CMP(a->start, b->start) ?:
+	       0;
 }
 
 static int cmp_item_end(const void *x, const void *y)
 {
 	const struct gpu_item *a = x, *b = y;
-	GPU_CMP(a->pid, b->pid);
-	GPU_CMP(a->end, b->end);
-	GPU_CMP(a->start, b->start);
-	return 0;
+	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->end, b->end) ?: CS_CMP(a->start, b->start);
 }
 
 /* Rows of items (sorted by `same`'s key, then start): the union of each run's intervals. */
@@ -345,27 +343,22 @@ static void gpu_util_rows(struct gpu_ctx *c, bool per_stream, struct gpu_util **
 static int cmp_wait_thread(const void *x, const void *y)
 {
 	const struct gpu_wait *a = x, *b = y;
-	GPU_CMP(a->pid, b->pid);
-	GPU_CMP(a->tid, b->tid);
-	GPU_CMP(a->start, b->start);
-	return 0;
+	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->tid, b->tid) ?: CS_CMP(a->start, b->start);
 }
 
 static int cmp_sync_thread(const void *x, const void *y)
 {
 	const struct gpu_sync_thread *a = x, *b = y;
-	GPU_CMP(b->blocked_ns, a->blocked_ns);
-	GPU_CMP(a->pid, b->pid);
-	GPU_CMP(a->tid, b->tid);
-	return 0;
+	return CS_CMP(b->blocked_ns, a->blocked_ns) ?: CS_CMP(a->pid, b->pid) ?:
+	       CS_CMP(a->tid, b->tid);
 }
 
 static int cmp_blame(const void *x, const void *y)
 {
 	const struct gpu_blame *a = x, *b = y;
-	GPU_CMP(b->wait_ns, a->wait_ns);
-	if (!a->name || !b->name)
-		return a->name ? -1 : b->name ? 1 : 0;
+	int r = CS_CMP(b->wait_ns, a->wait_ns);
+	if (r || !a->name || !b->name)
+		return r ? r : a->name ? -1 : b->name ? 1 : 0;
 	return strcmp(a->name, b->name);
 }
 
@@ -451,18 +444,14 @@ static void gpu_sync(struct gpu_ctx *c)
 static int cmp_waiter(const void *x, const void *y)
 {
 	const struct gpu_waiter *a = x, *b = y;
-	GPU_CMP(b->latency_ns, a->latency_ns);
-	GPU_CMP(a->start, b->start);
-	GPU_CMP(a->pid, b->pid);
-	return 0;
+	return CS_CMP(b->latency_ns, a->latency_ns) ?: CS_CMP(a->start, b->start) ?:
+	       CS_CMP(a->pid, b->pid);
 }
 
 static int cmp_waiter_pid(const void *x, const void *y)
 {
 	const struct gpu_waiter *a = x, *b = y;
-	GPU_CMP(a->pid, b->pid);
-	GPU_CMP(a->latency_ns, b->latency_ns);
-	return 0;
+	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->latency_ns, b->latency_ns);
 }
 
 struct gpu_api_end { uint64_t key, end; };   /* key: pid << 32 | correlation */
@@ -470,8 +459,7 @@ struct gpu_api_end { uint64_t key, end; };   /* key: pid << 32 | correlation */
 static int cmp_api_end(const void *x, const void *y)
 {
 	const struct gpu_api_end *a = x, *b = y;
-	GPU_CMP(a->key, b->key);
-	return 0;
+	return CS_CMP(a->key, b->key);
 }
 
 /* Launch-queue latency: from the kernel's queued timestamp (CUPTI's latency timestamps, record
@@ -555,18 +543,14 @@ struct gpu_sdur { uint32_t pid, stack; uint64_t ns; };
 static int cmp_sdur(const void *x, const void *y)
 {
 	const struct gpu_sdur *a = x, *b = y;
-	GPU_CMP(a->pid, b->pid);
-	GPU_CMP(a->stack, b->stack);
-	return 0;
+	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->stack, b->stack);
 }
 
 static int cmp_site(const void *x, const void *y)
 {
 	const struct gpu_site *a = x, *b = y;
-	GPU_CMP(b->gpu_ns, a->gpu_ns);
-	GPU_CMP(a->pid, b->pid);
-	GPU_CMP(a->stack, b->stack);
-	return 0;
+	return CS_CMP(b->gpu_ns, a->gpu_ns) ?: CS_CMP(a->pid, b->pid) ?: CS_CMP(a->stack, b->stack) ?:
+	       0;
 }
 
 static void gpu_sites(struct gpu_ctx *c)
@@ -607,9 +591,8 @@ static void gpu_sites(struct gpu_ctx *c)
 static int cmp_range(const void *x, const void *y)
 {
 	const struct gpu_range *a = x, *b = y;
-	GPU_CMP(b->total_ns, a->total_ns);
-	GPU_CMP(b->marks, a->marks);
-	return strcmp(a->name, b->name);
+	return CS_CMP(b->total_ns, a->total_ns) ?: CS_CMP(b->marks, a->marks) ?:
+	       strcmp(a->name, b->name);
 }
 
 static void gpu_ranges(struct gpu_ctx *c)
@@ -686,8 +669,7 @@ static bool gpu_system_frame(const struct profile *p, const struct profile_frame
 static int cmp_fn_tally(const void *x, const void *y)
 {
 	const struct gpu_fn_tally *a = x, *b = y;
-	GPU_CMP(a->name, b->name);
-	return 0;
+	return CS_CMP(a->name, b->name);
 }
 
 static void gpu_verdict_cause(struct gpu_ctx *c, struct gpu_verdict *v)
@@ -913,8 +895,7 @@ static void gpu_verdicts(struct gpu_ctx *c)
 static int cmp_proc(const void *x, const void *y)
 {
 	const struct gpu_proc *a = x, *b = y;
-	GPU_CMP(a->pid, b->pid);
-	return 0;
+	return CS_CMP(a->pid, b->pid);
 }
 
 /* ---- collection ---- */
@@ -950,7 +931,7 @@ static void gpu_collect(struct gpu_ctx *c)
 		case PROFILE_GPU_MEMSET: {
 			const char *label = a->kind == PROFILE_GPU_MEMSET ? "[memset]" :
 				a->kind == PROFILE_GPU_MEMCPY ?
-				gpu_copy_labels[a->detail < GPU_NDIRECTIONS ? a->detail : 0] :
+				gpu_copy_label(c, profile_gpu_vendor(p, a->pid), a->detail) :
 				*profile_str(p, a->name) ? profile_str(p, a->name) : "(unnamed)";
 			cs_grow(&c->items, &c->items_cap, c->nitems + 1, sizeof(*c->items));
 			c->items[c->nitems++] = (struct gpu_item){ .pid = a->pid, .device = a->device,
@@ -964,14 +945,17 @@ static void gpu_collect(struct gpu_ctx *c)
 			}
 			break;
 		}
-		case PROFILE_GPU_SYNC:
-			if (a->detail == 2) /* stream waits for an event: the GPU waits, not the CPU */
+		case PROFILE_GPU_SYNC: {
+			const struct gpu_vendor *v = profile_gpu_vendor(p, a->pid);
+			if (a->detail == v->sync_device_wait) /* the GPU waits, not the CPU */
 				break;
 			cs_grow(&c->waits, &c->waits_cap, c->nwaits + 1, sizeof(*c->waits));
 			c->waits[c->nwaits++] = (struct gpu_wait){ .pid = a->pid, .tid = gpu_tid(p, a),
 				.context = a->context, .stream = a->stream, .start = a->start,
-				.end = a->end, .scope = a->detail == 3 ? 2 : 1, .blame = true };
+				.end = a->end, .scope = a->detail == v->sync_stream ? 2 : 1,
+				.blame = true };
 			break;
+		}
 		case PROFILE_GPU_API: {
 			if (!gpu_is_sync_api(p, a))
 				break;
@@ -1022,6 +1006,7 @@ int gpu_analyze(const struct profile *p, const struct stacks_filter *filter,
 	free(c.lat);
 	free(c.sync_corr);
 	free(c.blamed);
+	cs_map_free(&c.copy_labels);
 	return 0;
 }
 

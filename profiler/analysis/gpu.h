@@ -163,8 +163,10 @@ int gpu_analyze(const struct profile *p, const struct stacks_filter *filter,
 		struct gpu_analysis *out);
 void gpu_analysis_free(struct gpu_analysis *a);
 
-/* "HtoD", "DtoH", "HtoA", ..., "PtoP", or "kind N" in buf. */
-const char *gpu_copy_direction(uint32_t copy_kind, char *buf, size_t len);
+/* The copy kind's name by vendor v ("HtoD", "DtoH", ... for CUDA), "unknown" for 0, or
+ * "kind N" in buf. */
+const char *gpu_copy_direction(const struct gpu_vendor *v, uint32_t copy_kind, char *buf,
+			       size_t len);
 /* "GPU-bound", "sync-bound", "launch-bound", "input-bound", "off-CPU-bound", "none". */
 const char *gpu_bound_name(enum gpu_bound b);
 

@@ -8,6 +8,7 @@
 #include "analysis/gpu_idle.h"
 
 #include "base/cs.h"
+#include "base/gpu_vendor.h"
 #include "base/search.h"
 
 #include <errno.h>
@@ -15,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define IDLE_CMP(a, b) do { if ((a) != (b)) return (a) < (b) ? -1 : 1; } while (0)
 /* Nested API spans of one call (runtime over driver) and a few levels of nesting: how far back
  * a lookup goes among a thread's spans that start before a sample. */
 #define IDLE_SPAN_LOOKBACK 16
@@ -121,9 +121,10 @@ static void idle_collect(struct idle_ctx *c)
 			break;
 		case PROFILE_GPU_SYNC:
 		case PROFILE_GPU_API: {
+			const struct gpu_vendor *v = profile_gpu_vendor(p, a->pid);
 			bool sync = a->kind == PROFILE_GPU_SYNC ||
-				    (l && strstr(profile_str(p, l->api), "Synchronize"));
-			if (a->kind == PROFILE_GPU_SYNC && a->detail == 2)
+				    (l && strstr(profile_str(p, l->api), v->sync_api_word));
+			if (a->kind == PROFILE_GPU_SYNC && a->detail == v->sync_device_wait)
 				break;  /* the GPU waits for an event, not the CPU */
 			cs_grow(&c->spans, &c->spans_cap, c->nspans + 1, sizeof(*c->spans));
 			c->spans[c->nspans++] = (struct idle_span){ .pid = a->pid,
@@ -140,28 +141,21 @@ static void idle_collect(struct idle_ctx *c)
 static int cmp_item(const void *x, const void *y)
 {
 	const struct idle_item *a = x, *b = y;
-	IDLE_CMP(a->pid, b->pid);
-	IDLE_CMP(a->device, b->device);
-	IDLE_CMP(a->start, b->start);
-	return 0;
+	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->device, b->device) ?: CS_CMP(a->start, b->start) ?:
+	       0;
 }
 
 static int cmp_span(const void *x, const void *y)
 {
 	const struct idle_span *a = x, *b = y;
-	IDLE_CMP(a->tid, b->tid);
-	IDLE_CMP(a->pid, b->pid);
-	IDLE_CMP(a->start, b->start);
-	return 0;
+	return CS_CMP(a->tid, b->tid) ?: CS_CMP(a->pid, b->pid) ?: CS_CMP(a->start, b->start);
 }
 
 static int cmp_interval(const void *x, const void *y)
 {
 	const struct gpu_idle_interval *a = x, *b = y;
-	IDLE_CMP(a->start, b->start);
-	IDLE_CMP(a->pid, b->pid);
-	IDLE_CMP(a->device, b->device);
-	return 0;
+	return CS_CMP(a->start, b->start) ?: CS_CMP(a->pid, b->pid) ?: CS_CMP(a->device, b->device) ?:
+	       0;
 }
 
 static void idle_add_interval(struct idle_ctx *c, uint32_t pid, uint32_t device, uint64_t s,
@@ -238,8 +232,7 @@ struct idle_tally {       /* one stack's weight within an interval or a time ran
 static int cmp_tally(const void *x, const void *y)
 {
 	const struct idle_tally *a = x, *b = y;
-	IDLE_CMP(a->stack, b->stack);
-	return 0;
+	return CS_CMP(a->stack, b->stack);
 }
 
 /* The stack with most idle ns among n tallies (sorted here); ties go to the lower id. */
@@ -306,18 +299,14 @@ static int cmp_sample_key(const void *x, const void *y, void *arg)
 	const struct profile *p = arg;
 	const struct gpu_idle_sample *a = x, *b = y;
 	const struct profile_sample *sa = &p->samples[a->sample], *sb = &p->samples[b->sample];
-	IDLE_CMP(sa->pid, sb->pid);
-	IDLE_CMP(sa->stack, sb->stack);
-	IDLE_CMP(a->cls, b->cls);
-	return 0;
+	return CS_CMP(sa->pid, sb->pid) ?: CS_CMP(sa->stack, sb->stack) ?: CS_CMP(a->cls, b->cls) ?:
+	       0;
 }
 
 static int cmp_sample_time(const void *x, const void *y)
 {
 	const struct gpu_idle_sample *a = x, *b = y;
-	IDLE_CMP(a->sample, b->sample);
-	IDLE_CMP(a->interval, b->interval);
-	return 0;
+	return CS_CMP(a->sample, b->sample) ?: CS_CMP(a->interval, b->interval);
 }
 
 static int cmp_stack_ns(const void *x, const void *y)
@@ -325,10 +314,8 @@ static int cmp_stack_ns(const void *x, const void *y)
 	const struct gpu_idle_stack *a = x, *b = y;
 	if (a->idle_ns != b->idle_ns)
 		return a->idle_ns > b->idle_ns ? -1 : 1;
-	IDLE_CMP(a->samples, b->samples);
-	IDLE_CMP(a->pid, b->pid);
-	IDLE_CMP(a->stack, b->stack);
-	return 0;
+	return CS_CMP(a->samples, b->samples) ?: CS_CMP(a->pid, b->pid) ?:
+	       CS_CMP(a->stack, b->stack);
 }
 
 /* Stacks that differ only in addresses or lines (the same function names, leaf to root) are
@@ -337,19 +324,18 @@ static int cmp_stack_names(const void *x, const void *y, void *arg)
 {
 	const struct profile *p = arg;
 	const struct gpu_idle_stack *a = x, *b = y;
-	IDLE_CMP(a->pid, b->pid);
-	IDLE_CMP(a->cls, b->cls);
-	if (a->stack == b->stack)
-		return 0;
+	int r = CS_CMP(a->pid, b->pid) ?: CS_CMP(a->cls, b->cls);
+	if (r || a->stack == b->stack)
+		return r;
 	const struct profile_stack *sa = &p->stacks[a->stack], *sb = &p->stacks[b->stack];
-	IDLE_CMP(sa->nframes, sb->nframes);
-	for (uint32_t k = 0; k < sa->nframes; k++) {
+	r = CS_CMP(sa->nframes, sb->nframes);
+	for (uint32_t k = 0; !r && k < sa->nframes; k++) {
 		uint32_t fa = p->stack_frames[sa->first + k], fb = p->stack_frames[sb->first + k];
 		uint32_t na = fa < p->nframes ? p->frames[fa].name : 0;
 		uint32_t nb = fb < p->nframes ? p->frames[fb].name : 0;
-		IDLE_CMP(na, nb);
+		r = CS_CMP(na, nb);
 	}
-	return 0;
+	return r;
 }
 
 static void idle_merge_same_names(const struct profile *p, struct gpu_idle *o)

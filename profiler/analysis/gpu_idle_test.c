@@ -75,8 +75,6 @@ static void build_idle(struct pbuild *b)
 
 static void free_idle(struct pbuild *b)
 {
-	free(b->p.gpu_launches);
-	free(b->p.gpu_activities);
 	pb_free(b);
 }
 

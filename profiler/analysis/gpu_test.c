@@ -38,8 +38,6 @@ static struct profile_gpu_activity *add_act(struct pbuild *b, uint32_t kind, uin
 
 static void free_gpu(struct pbuild *b)
 {
-	free(b->p.gpu_launches);
-	free(b->p.gpu_activities);
 	pb_free(b);
 }
 

@@ -262,7 +262,8 @@ static int load_gpu_info(struct load *l, const uint8_t *d, size_t len)
 		.activities = g.activities, .dropped = g.dropped,
 		.lost_timestamps = g.lost_timestamps, .buffers = g.buffers,
 		.flush_timeouts = g.flush_timeouts, .write_errors = g.write_errors,
-		.capture_ns = g.capture_ns, .flags = g.flags, .bad_records = g.bad_records };
+		.capture_ns = g.capture_ns, .flags = g.flags, .bad_records = g.bad_records,
+		.vendor = g.vendor };
 	return 0;
 }
 
@@ -404,19 +405,13 @@ static uint32_t load_intern(struct load *l, char *s)
 static int cmp_comm(const void *a, const void *b)
 {
 	const struct load_comm *x = a, *y = b;
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
+	return CS_CMP(x->tid, y->tid) ?: CS_CMP(x->seq, y->seq);
 }
 
 static int cmp_sample_time(const void *a, const void *b)
 {
 	const struct profile_sample *x = a, *y = b;
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	return 0;
+	return CS_CMP(x->time, y->time) ?: CS_CMP(x->tid, y->tid);
 }
 
 struct tid_key {
@@ -427,9 +422,7 @@ struct tid_key {
 static int cmp_tid(const void *a, const void *b)
 {
 	const struct tid_key *x = a, *y = b;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	return x->tid < y->tid ? -1 : x->tid > y->tid;
+	return CS_CMP(x->pid, y->pid) ?: CS_CMP(x->tid, y->tid);
 }
 
 static uint32_t load_comm_of(const struct load *l, uint32_t tid)
@@ -495,21 +488,15 @@ int32_t profile_rank_of(const struct profile *p, uint32_t pid)
 static int cmp_gpu_launch(const void *a, const void *b)
 {
 	const struct profile_gpu_launch *x = a, *y = b;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->correlation != y->correlation)
-		return x->correlation < y->correlation ? -1 : 1;
-	return x->time < y->time ? -1 : x->time > y->time;
+	return CS_CMP(x->pid, y->pid) ?: CS_CMP(x->correlation, y->correlation) ?:
+	       CS_CMP(x->time, y->time);
 }
 
 static int cmp_gpu_activity(const void *a, const void *b)
 {
 	const struct profile_gpu_activity *x = a, *y = b;
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	return x->correlation < y->correlation ? -1 : x->correlation > y->correlation;
+	return CS_CMP(x->start, y->start) ?: CS_CMP(x->pid, y->pid) ?:
+	       CS_CMP(x->correlation, y->correlation);
 }
 
 struct gpu_node_key {
@@ -520,11 +507,7 @@ struct gpu_node_key {
 static int cmp_gpu_node(const void *a, const void *b)
 {
 	const struct gpu_node_key *x = a, *y = b;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->node != y->node)
-		return x->node < y->node ? -1 : 1;
-	return x->launch < y->launch ? -1 : x->launch > y->launch;
+	return CS_CMP(x->pid, y->pid) ?: CS_CMP(x->node, y->node) ?: CS_CMP(x->launch, y->launch);
 }
 
 static size_t gpu_launch_lower(const struct profile *p, uint32_t pid, uint32_t correlation)
@@ -550,113 +533,64 @@ const char *profile_gpu_kind_name(uint32_t kind)
 	return kind < PROFILE_GPU_NKINDS ? names[kind] : "?";
 }
 
-/* Is frame f the CUDA runtime's, the driver's, CUPTI's or nvcc's launch code rather than the
- * program's? By module (a shared libcudart, libcuda, libcupti) and, for the runtime linked
- * statically into the program (nvcc's default), by name: the public API (cudaLaunchKernel,
- * cudaLaunchKernel<char> whose demangled name starts with its return type), its internals
- * (libcudart_static_<hash>, __cuda*, cudart::) and nvcc's __device_stub__ functions.
- * After a __device_stub__ frame, sets *wrapper to the kernel's name: its caller is then nvcc's
- * host wrapper, a function with the kernel's own (mangled, so demangled) name. The stub's
- * demangled name is __device_stub__<the kernel's mangled name without '_'>(parameters); its
- * raw name, _Z<len>__device_stub__Z<len><identifier>..., gives the identifier alone. */
-static bool gpu_runtime_frame(const struct profile *p, const struct profile_frame *f,
-			      char *wrapper, size_t wrapper_size)
+const struct gpu_vendor *profile_gpu_vendor(const struct profile *p, uint32_t pid)
 {
-	static const char *const libs[] = { "libcudart.so", "libcuda.so", "libcupti.so",
-					    "libcsampler-cupti.so" };
-	const char *mod = cs_basename(profile_str(p, p->modules[f->module].path));
-	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++)
-		if (!strncmp(mod, libs[i], strlen(libs[i])))
-			return true;
-	const char *n = profile_str(p, f->name);
-	if (!strncmp(n, "cudaError ", 10))
-		n += 10;
-	if (!strncmp(n, "cuda", 4) && n[4] >= 'A' && n[4] <= 'Z')
-		return true;
-	if (!strncmp(n, "__cuda", 6) || !strncmp(n, "cudart::", 8) ||
-	    !strncmp(n, "libcudart_static_", 17))
-		return true;
-	if (n[0] == '_' && n[1] == 'Z') {     /* the stub's odd mangled name stays mangled */
-		n += 2;
-		while (*n >= '0' && *n <= '9')
-			n++;
-	}
-	if (strncmp(n, "__device_stub__", 15))
-		return false;
-	n += 15;
-	const char *paren = strchr(n, '(');
-	if (paren && n[0] == 'Z' && (size_t)(paren - n) + 2 < wrapper_size) {
-		char mangled[1024];
-		snprintf(mangled, sizeof(mangled), "_%.*s", (int)(paren - n), n);
-		char *dm = cs_demangle(mangled);
-		if (dm)
-			snprintf(wrapper, wrapper_size, "%s", dm);
-		free(dm);
-	} else if (*n == 'Z') {
-		char *end;
-		unsigned long len = strtoul(n + 1, &end, 10);
-		if (end != n + 1 && len && len < wrapper_size && strlen(end) >= len) {
-			memcpy(wrapper, end, len);
-			wrapper[len] = 0;
-		}
-	}
-	return true;
+	for (size_t i = 0; i < p->ngpu_processes; i++)
+		if (p->gpu_processes[i].pid == pid)
+			return gpu_vendor_get(p->gpu_processes[i].vendor);
+	return gpu_vendor_get(GPU_VENDOR_UNKNOWN);
 }
 
-/* A launch's stack as recorded starts inside the CUDA runtime (cudaLaunchKernel and what it
- * calls) and nvcc's launch stub; the call site that matters is the program's. Each launch
- * stack gets a second stack without those leaf frames (the same frames, from the first of the
- * program's: a sub-range of stack_frames, nothing copied); a stack made only of them is kept
- * whole. The data file keeps the recorded stack. */
+/* How many leaf frames of stack st are its vendor's launch path (gpu_vendor.h), by module
+ * and by name; a stack made only of them is kept whole. */
+static uint32_t load_gpu_launch_path(const struct profile *p, const struct gpu_vendor *v,
+				     const struct profile_stack *st)
+{
+	struct gpu_trim t;
+	gpu_trim_init(&t, v);
+	uint32_t skip = 0;
+	while (skip < st->nframes) {
+		const struct profile_frame *f = &p->frames[p->stack_frames[st->first + skip]];
+		if (!gpu_trim_frame(&t, profile_str(p, p->modules[f->module].path),
+				    profile_str(p, f->name)))
+			break;
+		skip++;
+	}
+	return skip < st->nframes ? skip : 0;
+}
+
+/* Files of format version 1 keep launch stacks as recorded: starting inside the GPU runtime
+ * (cudaLaunchKernel and what it calls) and the compiler's launch stub; the call site that
+ * matters is the program's. Each such launch stack gets a second stack without those leaf
+ * frames (a sub-range of stack_frames, nothing copied). The recorder of version 2 trims them
+ * itself (record.c), and nothing is trimmed by name here. */
 static void load_gpu_trim_stacks(struct load *l)
 {
 	struct profile *p = l->p;
-	size_t nstacks = p->nstacks;
-	uint32_t *trimmed = NULL;
+	struct cs_map trimmed = { 0 };   /* (stack, vendor) -> the trimmed stack */
 
+	if (p->format_version >= 2)
+		return;
 	for (size_t i = 0; i < p->ngpu_launches; i++) {
 		struct profile_gpu_launch *g = &p->gpu_launches[i];
-		if (!trimmed) {
-			trimmed = cs_malloc(nstacks * sizeof(*trimmed));
-			for (size_t k = 0; k < nstacks; k++)
-				trimmed[k] = UINT32_MAX;
-		}
-		if (trimmed[g->stack] != UINT32_MAX) {
-			g->stack = trimmed[g->stack];
-			continue;
-		}
-		const struct profile_stack st = p->stacks[g->stack];
-		char wrapper[1024] = "";
-		uint32_t skip = 0;
-		while (skip < st.nframes) {
-			const struct profile_frame *f =
-				&p->frames[p->stack_frames[st.first + skip]];
-			if (gpu_runtime_frame(p, f, wrapper, sizeof(wrapper))) {
-				skip++;
-				continue;
+		const struct gpu_vendor *v = profile_gpu_vendor(p, g->pid);
+		uint32_t *id = cs_map_slot(&trimmed, g->stack, v->id);
+		if (*id == CS_MAP_NONE) {
+			const struct profile_stack st = p->stacks[g->stack];
+			uint32_t skip = load_gpu_launch_path(p, v, &st);
+			uint32_t new_id = g->stack;
+			if (skip) {
+				cs_grow(&p->stacks, &l->cap_stacks, p->nstacks + 1, sizeof(*p->stacks));
+				p->stacks[p->nstacks] = (struct profile_stack){ st.first + skip,
+										st.nframes - skip };
+				new_id = (uint32_t)p->nstacks++;
 			}
-			/* nvcc's host wrapper: named as the kernel, it calls the stub */
-			size_t wl = strlen(wrapper);
-			const char *n = profile_str(p, f->name);
-			if (wl && (!strcmp(n, wrapper) ||
-				   (!strncmp(n, wrapper, wl) && (n[wl] == '(' || n[wl] == 0)))) {
-				wrapper[0] = 0;
-				skip++;
-				continue;
-			}
-			break;
+			id = cs_map_slot(&trimmed, g->stack, v->id);
+			*id = new_id;
 		}
-		uint32_t id = g->stack;
-		if (skip && skip < st.nframes) {
-			cs_grow(&p->stacks, &l->cap_stacks, p->nstacks + 1, sizeof(*p->stacks));
-			p->stacks[p->nstacks] = (struct profile_stack){ st.first + skip,
-									st.nframes - skip };
-			id = (uint32_t)p->nstacks++;
-		}
-		trimmed[g->stack] = id;
-		g->stack = id;
+		g->stack = *id;
 	}
-	free(trimmed);
+	cs_map_free(&trimmed);
 }
 
 /* nvcc's host wrapper of a kernel (a function with the kernel's own name, which calls the stub
@@ -921,7 +855,8 @@ static int profile_load_from(const char *path, const void *buf, size_t len,
 	l.p->rank = -1;
 	cs_grow(&l.p->strings, &l.cap_strings, 1, sizeof(char *));
 	l.p->strings[l.p->nstrings++] = cs_strdup("");
-	ret = buf ? df_read_mem(buf, len, path, load_record, &l) : df_read(path, load_record, &l);
+	ret = buf ? df_read_mem_version(buf, len, path, load_record, &l, &l.p->format_version) :
+		    df_read_version(path, load_record, &l, &l.p->format_version);
 	if (ret < 0)
 		goto out;
 	if (ret == 1) {
@@ -964,10 +899,8 @@ int profile_load_mem(const void *buf, size_t len, const char *name, struct profi
 	return profile_load_from(name, buf ? buf : "", len, out);
 }
 
-void profile_free(struct profile *p)
+void profile_release(struct profile *p)
 {
-	if (!p)
-		return;
 	for (size_t i = 0; i < p->nheader; i++) {
 		free((char *)p->header[i].key);
 		free((char *)p->header[i].value);
@@ -994,6 +927,13 @@ void profile_free(struct profile *p)
 	free(p->filtered.step);
 	free(p->filtered.steps);
 	free(p->filtered.step_windows);
+}
+
+void profile_free(struct profile *p)
+{
+	if (!p)
+		return;
+	profile_release(p);
 	free(p);
 }
 

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/gpu_vendor.h"
 #include "format/datafile.h" /* the PROFILE_* flag bits, as stored in the file */
 
 struct profile_module {
@@ -135,6 +136,7 @@ struct profile_gpu_process {
 		flush_timeouts, write_errors, capture_ns;
 	uint32_t flags;                 /* 1 info known, 2 counters known, 4 cut, 8 corrupt */
 	uint32_t bad_records;
+	uint32_t vendor;                /* enum gpu_vendor_id: whose records these are */
 };
 
 struct profile_gpu_note {
@@ -222,12 +224,17 @@ int profile_load(const char *path, struct profile **out);
 /* The same over a data file already in memory, buf[0..len); name is used in messages. */
 int profile_load_mem(const void *buf, size_t len, const char *name, struct profile **out);
 void profile_free(struct profile *p);
+/* Free what p owns, not p itself (a profile inside another struct: the tests' builder). */
+void profile_release(struct profile *p);
 
 /* The first launch of (pid, correlation), or NULL. */
 const struct profile_gpu_launch *profile_gpu_launch_of(const struct profile *p, uint32_t pid,
 						       uint32_t correlation);
 /* "kernel", "memcpy", "memset", "sync", "nvtx", "api"; "?" for others. */
 const char *profile_gpu_kind_name(uint32_t kind);
+/* The GPU vendor whose records process pid wrote (its GPU info record), which names their
+ * copy kinds, sync types and API domains; CUDA's when the file does not say. */
+const struct gpu_vendor *profile_gpu_vendor(const struct profile *p, uint32_t pid);
 
 /* Process pid (p->processes is sorted by pid), or NULL. */
 const struct profile_process *profile_process_of(const struct profile *p, uint32_t pid);

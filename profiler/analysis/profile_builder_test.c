@@ -21,28 +21,7 @@ void pb_init(struct pbuild *b)
 
 void pb_free(struct pbuild *b)
 {
-	for (size_t i = 0; i < b->p.nstrings; i++)
-		free(b->p.strings[i]);
-	for (size_t i = 0; i < b->p.nheader; i++) {
-		free((char *)b->p.header[i].key);
-		free((char *)b->p.header[i].value);
-	}
-	free(b->p.strings);
-	free(b->p.header);
-	free(b->p.modules);
-	free(b->p.frames);
-	free(b->p.stack_frames);
-	free(b->p.stacks);
-	free(b->p.samples);
-	free(b->p.threads);
-	free(b->p.processes);
-	free(b->p.labels);
-	free(b->p.filtered.text);
-	free(b->p.filtered.comm);
-	free(b->p.filtered.time);
-	free(b->p.filtered.step);
-	free(b->p.filtered.steps);
-	free(b->p.filtered.step_windows);
+	profile_release(&b->p);
 	memset(b, 0, sizeof(*b));
 }
 

@@ -14,17 +14,21 @@
 /* Arrays of one object a line: "[\n  {...},\n  {...}\n]", "[\n]" when empty. */
 #define REPORT_JSON_TABLE (JSON_ROWS | JSON_CLOSE_LINE | JSON_EMPTY_LINE)
 
-static void report_json_library(struct json_writer *w, const struct stacks_library *l)
+/* The rows' members, in the order each object lists them (base/json.h); what is computed
+ * per row (a share, a name looked up) is written between two tables. */
+static const struct json_field report_json_library_counts[] = {
+	JSON_FIELD(struct stacks_library, self), JSON_FIELD(struct stacks_library, total),
+	JSON_FIELD_FLAG(struct stacks_library, flags, "no_cfi", PROFILE_MODULE_NO_CFI),
+	JSON_FIELD_FLAG(struct stacks_library, flags, "no_symbols", PROFILE_MODULE_NO_SYMBOLS),
+	JSON_FIELD_FLAG(struct stacks_library, flags, "no_debuginfo", PROFILE_MODULE_NO_DEBUGINFO),
+};
+
+static void report_json_library(struct json_writer *w, const void *row, const void *arg)
 {
-	json_object(w, NULL, JSON_INLINE);
+	const struct stacks_library *l = row;
 	json_str(w, "path", l->path);
 	json_str(w, "name", report_library_name(l->path));
-	json_u64(w, "self", l->self);
-	json_u64(w, "total", l->total);
-	json_bool(w, "no_cfi", l->flags & PROFILE_MODULE_NO_CFI);
-	json_bool(w, "no_symbols", l->flags & PROFILE_MODULE_NO_SYMBOLS);
-	json_bool(w, "no_debuginfo", l->flags & PROFILE_MODULE_NO_DEBUGINFO);
-	json_end(w);
+	JSON_FIELDS(w, l, report_json_library_counts);
 }
 
 static void report_json_line(struct json_writer *w, uint32_t line)
@@ -35,31 +39,51 @@ static void report_json_line(struct json_writer *w, uint32_t line)
 		json_null(w, "line");
 }
 
-static void report_json_functions(struct json_writer *w, const struct stacks_report *r,
-				  const struct report_opts *o)
-{
-	size_t rows = report_rows(r->nfunctions, o);
+static const struct json_field report_json_function_names[] = {
+	JSON_FIELD(struct stacks_function, name),
+	JSON_FIELD_AS(struct stacks_function, module, "library"),
+	JSON_FIELD(struct stacks_function, self), JSON_FIELD(struct stacks_function, total),
+};
 
-	json_array(w, "functions", REPORT_JSON_TABLE);
-	for (size_t i = 0; i < rows; i++) {
-		const struct stacks_function *fn = &r->functions[i];
-		json_object(w, NULL, JSON_INLINE);
-		json_str(w, "name", fn->name);
-		json_str(w, "library", fn->module);
-		json_u64(w, "self", fn->self);
-		json_u64(w, "total", fn->total);
-		json_double(w, "self_pct", report_pct(fn->self, r->samples), 2);
-		json_double(w, "total_pct", report_pct(fn->total, r->samples), 2);
-		json_bool(w, "kernel", fn->frame_flags & PROFILE_FRAME_KERNEL);
-		json_bool(w, "inlined", fn->frame_flags & PROFILE_FRAME_INLINED);
-		json_bool(w, "jit", fn->frame_flags & PROFILE_FRAME_JIT);
-		json_str(w, "file", fn->hot_file);
-		report_json_line(w, fn->hot_line);
-		json_u64(w, "line_samples", fn->hot_samples);
-		json_end(w);
-	}
-	json_end(w);
-	json_break(w);
+static const struct json_field report_json_function_kinds[] = {
+	JSON_FIELD_FLAG(struct stacks_function, frame_flags, "kernel", PROFILE_FRAME_KERNEL),
+	JSON_FIELD_FLAG(struct stacks_function, frame_flags, "inlined", PROFILE_FRAME_INLINED),
+	JSON_FIELD_FLAG(struct stacks_function, frame_flags, "jit", PROFILE_FRAME_JIT),
+	JSON_FIELD_AS(struct stacks_function, hot_file, "file"),
+};
+
+/* A function's self and total as percentages of the samples. */
+static void report_json_shares(struct json_writer *w, uint64_t self, uint64_t total,
+			       uint64_t samples)
+{
+	json_double(w, "self_pct", report_pct(self, samples), 2);
+	json_double(w, "total_pct", report_pct(total, samples), 2);
+}
+
+/* A row of the function table; arg: the report. */
+static void report_json_function(struct json_writer *w, const void *row, const void *arg)
+{
+	const struct stacks_function *fn = row;
+	const struct stacks_report *r = arg;
+	JSON_FIELDS(w, fn, report_json_function_names);
+	report_json_shares(w, fn->self, fn->total, r->samples);
+	JSON_FIELDS(w, fn, report_json_function_kinds);
+	report_json_line(w, fn->hot_line);
+	json_u64(w, "line_samples", fn->hot_samples);
+}
+
+/* A row of the Python function table; arg: the report. */
+static void report_json_python_function(struct json_writer *w, const void *row, const void *arg)
+{
+	const struct stacks_function *fn = row;
+	const struct stacks_report *r = arg;
+	json_str(w, "name", fn->name);
+	json_str(w, "file", fn->hot_file);
+	report_json_line(w, fn->hot_line);
+	json_u64(w, "self", fn->python_self);
+	json_u64(w, "total", fn->total);
+	report_json_shares(w, fn->python_self, fn->total, r->samples);
+	json_u64(w, "line_samples", fn->hot_samples);
 }
 
 /* "python": the Python function table (see report_text_python), null without Python frames. */
@@ -73,68 +97,48 @@ static void report_json_python(struct json_writer *w, const struct stacks_report
 	}
 	struct stacks_function *fns;
 	size_t n = stacks_python_functions(r, o->sort, &fns);
-	size_t rows = report_rows(n, o);
 	json_object(w, "python", JSON_INLINE);
 	json_u64(w, "samples", r->python_samples);
-	json_array(w, "functions", REPORT_JSON_TABLE);
-	for (size_t i = 0; i < rows; i++) {
-		const struct stacks_function *fn = &fns[i];
-		json_object(w, NULL, JSON_INLINE);
-		json_str(w, "name", fn->name);
-		json_str(w, "file", fn->hot_file);
-		report_json_line(w, fn->hot_line);
-		json_u64(w, "self", fn->python_self);
-		json_u64(w, "total", fn->total);
-		json_double(w, "self_pct", report_pct(fn->python_self, r->samples), 2);
-		json_double(w, "total_pct", report_pct(fn->total, r->samples), 2);
-		json_u64(w, "line_samples", fn->hot_samples);
-		json_end(w);
-	}
-	json_end(w);
+	JSON_ROWS_EACH(w, "functions", REPORT_JSON_TABLE, fns, report_rows(n, o),
+		       report_json_python_function, r);
 	json_end(w);
 	json_break(w);
 	free(fns);
 }
 
+static const struct json_field report_json_thread_fields[] = {
+	JSON_FIELD(struct stacks_thread, pid), JSON_FIELD(struct stacks_thread, tid),
+	JSON_FIELD(struct stacks_thread, comm), JSON_FIELD(struct stacks_thread, samples),
+};
+
+/* A row of the process table; arg: the profile. */
+static void report_json_process(struct json_writer *w, const void *row, const void *arg)
+{
+	const struct stacks_process *pr = row;
+	const struct profile *p = arg;
+	const struct profile_process *pp = profile_process_of(p, pr->pid);
+	json_u64(w, "pid", pr->pid);
+	json_str(w, "comm", pr->comm);
+	json_u64(w, "samples", pr->samples);
+	if (pp && pp->rank >= 0) /* the recording's rank (merged files: per process) */
+		json_i64(w, "rank", pp->rank);
+	else
+		json_null(w, "rank");
+	json_str(w, "host", pp && pp->host ? profile_str(p, pp->host) : NULL);
+	json_u64(w, "orig_pid", pp ? pp->orig_pid : pr->pid);
+}
+
 static void report_json_breakdowns(struct json_writer *w, const struct profile *p,
 				   const struct stacks_report *r)
 {
-	json_array(w, "processes", REPORT_JSON_TABLE);
-	for (size_t i = 0; i < r->nprocesses; i++) {
-		const struct stacks_process *pr = &r->processes[i];
-		const struct profile_process *pp = profile_process_of(p, pr->pid);
-		json_object(w, NULL, JSON_INLINE);
-		json_u64(w, "pid", pr->pid);
-		json_str(w, "comm", pr->comm);
-		json_u64(w, "samples", pr->samples);
-		if (pp && pp->rank >= 0) /* the recording's rank (merged files: per process) */
-			json_i64(w, "rank", pp->rank);
-		else
-			json_null(w, "rank");
-		json_str(w, "host", pp && pp->host ? profile_str(p, pp->host) : NULL);
-		json_u64(w, "orig_pid", pp ? pp->orig_pid : pr->pid);
-		json_end(w);
-	}
-	json_end(w);
+	JSON_ROWS_EACH(w, "processes", REPORT_JSON_TABLE, r->processes, r->nprocesses,
+		       report_json_process, p);
 	json_break(w);
-
-	json_array(w, "threads", REPORT_JSON_TABLE);
-	for (size_t i = 0; i < r->nthreads; i++) {
-		const struct stacks_thread *t = &r->threads[i];
-		json_object(w, NULL, JSON_INLINE);
-		json_u64(w, "pid", t->pid);
-		json_u64(w, "tid", t->tid);
-		json_str(w, "comm", t->comm);
-		json_u64(w, "samples", t->samples);
-		json_end(w);
-	}
-	json_end(w);
+	JSON_ROWS_OF(w, "threads", REPORT_JSON_TABLE, r->threads, r->nthreads,
+		     report_json_thread_fields);
 	json_break(w);
-
-	json_array(w, "libraries", REPORT_JSON_TABLE);
-	for (size_t i = 0; i < r->nlibraries; i++)
-		report_json_library(w, &r->libraries[i]);
-	json_end(w);
+	JSON_ROWS_EACH(w, "libraries", REPORT_JSON_TABLE, r->libraries, r->nlibraries,
+		       report_json_library, NULL);
 	json_break(w);
 }
 
@@ -147,55 +151,58 @@ static void report_json_u64_or_null(struct json_writer *w, const char *key, uint
 		json_null(w, key);
 }
 
+static const struct json_field report_json_unwind_counts[] = {
+	JSON_FIELD_DOUBLE(struct stacks_unwind, complete_pct, 2),
+	JSON_FIELD(struct stacks_unwind, complete), JSON_FIELD(struct stacks_unwind, empty),
+	JSON_FIELD(struct stacks_unwind, unwind_errors),
+	JSON_FIELD(struct stacks_unwind, stack_full),
+	JSON_FIELD(struct stacks_unwind, python_unread),
+	JSON_FIELD(struct stacks_unwind, python_changed),
+};
+
+static const struct json_field report_json_stop_causes[] = {
+	JSON_FIELD(struct stacks_stop_causes, stack_short),
+	JSON_FIELD(struct stacks_stop_causes, anon_no_cfi),
+	JSON_FIELD(struct stacks_stop_causes, file_no_cfi),
+	JSON_FIELD(struct stacks_stop_causes, no_map), JSON_FIELD(struct stacks_stop_causes, error),
+	JSON_FIELD(struct stacks_stop_causes, other),
+};
+
+static const struct json_field report_json_unwind_frames[] = {
+	JSON_FIELD_AS(struct stacks_unwind, frames_cfi, "cfi"),
+	JSON_FIELD_AS(struct stacks_unwind, frames_fp, "fp"),
+	JSON_FIELD_AS(struct stacks_unwind, frames_scan, "scan"),
+};
+
+static const struct json_field report_json_stop_fields[] = {
+	JSON_FIELD(struct stacks_stop, name), JSON_FIELD_AS(struct stacks_stop, module, "library"),
+	JSON_FIELD(struct stacks_stop, samples),
+};
+
 static void report_json_unwind(struct json_writer *w, const struct stacks_report *r)
 {
 	const struct stacks_unwind *u = &r->unwind;
 
 	json_object(w, "unwind", JSON_INLINE);
-	json_double(w, "complete_pct", u->complete_pct, 2);
-	json_u64(w, "complete", u->complete);
-	json_u64(w, "empty", u->empty);
-	json_u64(w, "unwind_errors", u->unwind_errors);
-	json_u64(w, "stack_full", u->stack_full);
-	json_u64(w, "python_unread", u->python_unread);
-	json_u64(w, "python_changed", u->python_changed);
+	JSON_FIELDS(w, u, report_json_unwind_counts);
 	report_json_u64_or_null(w, "stack_size", u->stack_size);
 	report_json_u64_or_null(w, "suggested_stack_size", u->suggested_stack_size);
 	json_break(w);
-	const struct stacks_stop_causes *c = &u->causes;
 	json_object(w, "causes", JSON_INLINE);
-	json_u64(w, "stack_short", c->stack_short);
-	json_u64(w, "anon_no_cfi", c->anon_no_cfi);
-	json_u64(w, "file_no_cfi", c->file_no_cfi);
-	json_u64(w, "no_map", c->no_map);
-	json_u64(w, "error", c->error);
-	json_u64(w, "other", c->other);
+	JSON_FIELDS(w, &u->causes, report_json_stop_causes);
 	json_end(w);
 	json_break(w);
 	if (u->frames_known) {
 		json_object(w, "frames", JSON_INLINE);
-		json_u64(w, "cfi", u->frames_cfi);
-		json_u64(w, "fp", u->frames_fp);
-		json_u64(w, "scan", u->frames_scan);
+		JSON_FIELDS(w, u, report_json_unwind_frames);
 		json_end(w);
 	} else {
 		json_null(w, "frames");
 	}
 	json_break(w);
-	json_array(w, "lacking", JSON_ROWS);
-	for (size_t i = 0; i < u->nlacking; i++)
-		report_json_library(w, &u->lacking[i]);
-	json_end(w);
+	JSON_ROWS_EACH(w, "lacking", JSON_ROWS, u->lacking, u->nlacking, report_json_library, NULL);
 	json_break(w);
-	json_array(w, "stops", JSON_ROWS);
-	for (size_t i = 0; i < u->nstops; i++) {
-		json_object(w, NULL, JSON_INLINE);
-		json_str(w, "name", u->stops[i].name);
-		json_str(w, "library", u->stops[i].module);
-		json_u64(w, "samples", u->stops[i].samples);
-		json_end(w);
-	}
-	json_end(w);
+	JSON_ROWS_OF(w, "stops", JSON_ROWS, u->stops, u->nstops, report_json_stop_fields);
 	json_end(w);
 	json_break(w);
 }
@@ -217,39 +224,57 @@ static void report_json_path(struct json_writer *w, const char *key, const struc
 	json_end(w);
 }
 
-static void report_json_utils(struct json_writer *w, const char *key, const struct gpu_util *u,
-			      size_t n)
+static const struct json_field report_json_util_times[] = {
+	JSON_FIELD(struct gpu_util, busy_ns), JSON_FIELD(struct gpu_util, work_ns),
+	JSON_FIELD(struct gpu_util, window_ns), JSON_FIELD(struct gpu_util, items),
+	JSON_FIELD_DOUBLE(struct gpu_util, percent, 4),
+};
+
+/* A row of the device or stream utilisation table (a device's row has no stream). */
+static void report_json_util(struct json_writer *w, const void *row, const void *arg)
 {
-	json_array(w, key, REPORT_JSON_TABLE);
-	for (size_t i = 0; i < n; i++, u++) {
-		json_object(w, NULL, JSON_INLINE);
-		json_u64(w, "pid", u->pid);
-		json_u64(w, "device", u->device);
-		if (u->stream != GPU_ALL_STREAMS) {
-			json_u64(w, "context", u->context);
-			json_u64(w, "stream", u->stream);
-		}
-		json_u64(w, "busy_ns", u->busy_ns);
-		json_u64(w, "work_ns", u->work_ns);
-		json_u64(w, "window_ns", u->window_ns);
-		json_u64(w, "items", u->items);
-		json_double(w, "percent", u->percent, 4);
-		json_end(w);
+	const struct gpu_util *u = row;
+	json_u64(w, "pid", u->pid);
+	json_u64(w, "device", u->device);
+	if (u->stream != GPU_ALL_STREAMS) {
+		json_u64(w, "context", u->context);
+		json_u64(w, "stream", u->stream);
 	}
-	json_end(w);
-	json_break(w);
+	JSON_FIELDS(w, u, report_json_util_times);
+}
+
+static const struct json_field report_json_idle_totals[] = {
+	JSON_FIELD(struct gpu_idle, idle_ns), JSON_FIELD(struct gpu_idle, sampled_ns),
+	JSON_FIELD_AS(struct gpu_idle, nintervals, "intervals"),
+	JSON_FIELD_AS(struct gpu_idle, weight, "samples"),
+};
+
+static const struct json_field report_json_idle_stack_shares[] = {
+	JSON_FIELD(struct gpu_idle_stack, samples),
+	JSON_FIELD_DOUBLE(struct gpu_idle_stack, idle_ns, 0),
+	JSON_FIELD_DOUBLE(struct gpu_idle_stack, percent, 4),
+};
+
+/* A row of the idle stacks; arg: the profile. */
+static void report_json_idle_stack(struct json_writer *w, const void *row, const void *arg)
+{
+	const struct gpu_idle_stack *st = row;
+	const struct profile *p = arg;
+	char py[256];
+	json_u64(w, "pid", st->pid);
+	json_str(w, "class", gpu_idle_class_name(st->cls));
+	JSON_FIELDS(w, st, report_json_idle_stack_shares);
+	json_str(w, "leaf", gpu_idle_leaf(p, st->stack, py, sizeof(py)));
+	json_str(w, "python", py);
+	report_json_path(w, "stack", p, st->stack);
 }
 
 static void report_json_gpu_idle(struct json_writer *w, const struct profile *p,
 				 const struct gpu_analysis *g, const struct report_opts *o)
 {
 	const struct gpu_idle *d = &g->idle;
-	char py[256];
 	json_object(w, "idle", JSON_INLINE);
-	json_u64(w, "idle_ns", d->idle_ns);
-	json_u64(w, "sampled_ns", d->sampled_ns);
-	json_u64(w, "intervals", d->nintervals);
-	json_u64(w, "samples", d->weight);
+	JSON_FIELDS(w, d, report_json_idle_totals);
 	json_object(w, "classes", JSON_INLINE);
 	for (uint32_t k = 0; k < GPU_IDLE_NCLASSES; k++) {
 		json_object(w, gpu_idle_class_name(k), JSON_INLINE);
@@ -259,92 +284,95 @@ static void report_json_gpu_idle(struct json_writer *w, const struct profile *p,
 	}
 	json_end(w);
 	json_break(w);
-	json_array(w, "stacks", JSON_ROWS);
-	size_t rows = report_rows(d->nstacks, o);
-	for (size_t i = 0; i < rows; i++) {
-		const struct gpu_idle_stack *st = &d->stacks[i];
-		json_object(w, NULL, JSON_INLINE);
-		json_u64(w, "pid", st->pid);
-		json_str(w, "class", gpu_idle_class_name(st->cls));
-		json_u64(w, "samples", st->samples);
-		json_double(w, "idle_ns", st->idle_ns, 0);
-		json_double(w, "percent", st->percent, 4);
-		json_str(w, "leaf", gpu_idle_leaf(p, st->stack, py, sizeof(py)));
-		json_str(w, "python", py);
-		report_json_path(w, "stack", p, st->stack);
-		json_end(w);
-	}
+	JSON_ROWS_EACH(w, "stacks", JSON_ROWS, d->stacks, report_rows(d->nstacks, o),
+		       report_json_idle_stack, p);
 	json_end(w);
-	json_end(w);
+}
+
+static const struct json_field report_json_kernel_fields[] = {
+	JSON_FIELD(struct gpu_kernel_stat, name), JSON_FIELD(struct gpu_kernel_stat, mangled),
+	JSON_FIELD(struct gpu_kernel_stat, calls), JSON_FIELD(struct gpu_kernel_stat, total_ns),
+	JSON_FIELD(struct gpu_kernel_stat, avg_ns), JSON_FIELD(struct gpu_kernel_stat, min_ns),
+	JSON_FIELD(struct gpu_kernel_stat, max_ns),
+	JSON_FIELD_DOUBLE(struct gpu_kernel_stat, percent, 4),
+};
+
+static const struct json_field report_json_copy_fields[] = {
+	JSON_FIELD(struct gpu_copy_stat, direction), JSON_FIELD(struct gpu_copy_stat, calls),
+	JSON_FIELD(struct gpu_copy_stat, bytes), JSON_FIELD(struct gpu_copy_stat, total_ns),
+	JSON_FIELD_DOUBLE(struct gpu_copy_stat, gb_per_s, 6),
+};
+
+static void report_json_copy(struct json_writer *w, const void *row, const void *arg)
+{
+	const struct gpu_copy_stat *c = row;
+	json_str(w, "kind", profile_gpu_kind_name(c->kind));
+	JSON_FIELDS(w, c, report_json_copy_fields);
 }
 
 static void report_json_gpu_tables(struct json_writer *w, const struct gpu_analysis *g,
 				   const struct report_opts *o)
 {
 	size_t rows = report_rows(g->nkernels, o);
-	json_array(w, "kernels", REPORT_JSON_TABLE);
-	for (size_t i = 0; i < rows; i++) {
-		const struct gpu_kernel_stat *k = &g->kernels_by_time[i];
-		json_object(w, NULL, JSON_INLINE);
-		json_str(w, "name", k->name);
-		json_str(w, "mangled", k->mangled);
-		json_u64(w, "calls", k->calls);
-		json_u64(w, "total_ns", k->total_ns);
-		json_u64(w, "avg_ns", k->avg_ns);
-		json_u64(w, "min_ns", k->min_ns);
-		json_u64(w, "max_ns", k->max_ns);
-		json_double(w, "percent", k->percent, 4);
-		json_end(w);
-	}
-	json_end(w);
+	JSON_ROWS_OF(w, "kernels", REPORT_JSON_TABLE, g->kernels_by_time, rows,
+		     report_json_kernel_fields);
 	json_break(w);
-	json_array(w, "copies", REPORT_JSON_TABLE);
-	for (size_t i = 0; i < g->ncopies; i++) {
-		const struct gpu_copy_stat *c = &g->copies[i];
-		json_object(w, NULL, JSON_INLINE);
-		json_str(w, "kind", profile_gpu_kind_name(c->kind));
-		json_str(w, "direction", c->direction);
-		json_u64(w, "calls", c->calls);
-		json_u64(w, "bytes", c->bytes);
-		json_u64(w, "total_ns", c->total_ns);
-		json_double(w, "gb_per_s", c->gb_per_s, 6);
-		json_end(w);
-	}
-	json_end(w);
+	JSON_ROWS_EACH(w, "copies", REPORT_JSON_TABLE, g->copies, g->ncopies, report_json_copy,
+		       NULL);
 	json_break(w);
-	report_json_utils(w, "devices", g->devices, g->ndevices);
-	report_json_utils(w, "streams", g->streams, g->nstreams);
+	JSON_ROWS_EACH(w, "devices", REPORT_JSON_TABLE, g->devices, g->ndevices, report_json_util,
+		       NULL);
+	json_break(w);
+	JSON_ROWS_EACH(w, "streams", REPORT_JSON_TABLE, g->streams, g->nstreams, report_json_util,
+		       NULL);
+	json_break(w);
 }
+
+static const struct json_field report_json_sync_thread_fields[] = {
+	JSON_FIELD(struct gpu_sync_thread, pid), JSON_FIELD(struct gpu_sync_thread, tid),
+	JSON_FIELD(struct gpu_sync_thread, waits), JSON_FIELD(struct gpu_sync_thread, blocked_ns),
+};
+
+static const struct json_field report_json_blame_fields[] = {
+	JSON_FIELD(struct gpu_blame, name), JSON_FIELD(struct gpu_blame, waits),
+	JSON_FIELD(struct gpu_blame, wait_ns),
+};
 
 static void report_json_gpu_sync(struct json_writer *w, const struct gpu_analysis *g)
 {
 	json_object(w, "sync", JSON_INLINE);
 	json_u64(w, "blocked_ns", g->blocked_ns);
 	json_u64(w, "waits", g->sync_waits);
-	json_array(w, "threads", JSON_ROWS);
-	for (size_t i = 0; i < g->nsync_threads; i++) {
-		const struct gpu_sync_thread *t = &g->sync_threads[i];
-		json_object(w, NULL, JSON_INLINE);
-		json_u64(w, "pid", t->pid);
-		json_u64(w, "tid", t->tid);
-		json_u64(w, "waits", t->waits);
-		json_u64(w, "blocked_ns", t->blocked_ns);
-		json_end(w);
-	}
+	JSON_ROWS_OF(w, "threads", JSON_ROWS, g->sync_threads, g->nsync_threads,
+		     report_json_sync_thread_fields);
+	json_break(w);
+	JSON_ROWS_OF(w, "waited_for", JSON_ROWS, g->blames, g->nblames, report_json_blame_fields);
 	json_end(w);
 	json_break(w);
-	json_array(w, "waited_for", JSON_ROWS);
-	for (size_t i = 0; i < g->nblames; i++) {
-		const struct gpu_blame *b = &g->blames[i];
-		json_object(w, NULL, JSON_INLINE);
-		json_str(w, "name", b->name);
-		json_u64(w, "waits", b->waits);
-		json_u64(w, "wait_ns", b->wait_ns);
-		json_end(w);
-	}
-	json_end(w);
-	json_end(w);
-	json_break(w);
+}
+
+static const struct json_field report_json_latency_totals[] = {
+	JSON_FIELD(struct gpu_latency, count), JSON_FIELD(struct gpu_latency, from_queued),
+	JSON_FIELD(struct gpu_latency, total_ns),
+};
+
+static const struct json_field report_json_latency_spread[] = {
+	JSON_FIELD(struct gpu_latency, min_ns), JSON_FIELD(struct gpu_latency, median_ns),
+	JSON_FIELD(struct gpu_latency, p95_ns), JSON_FIELD(struct gpu_latency, max_ns),
+};
+
+static const struct json_field report_json_waiter_fields[] = {
+	JSON_FIELD(struct gpu_waiter, name), JSON_FIELD(struct gpu_waiter, pid),
+	JSON_FIELD(struct gpu_waiter, tid), JSON_FIELD(struct gpu_waiter, latency_ns),
+	JSON_FIELD(struct gpu_waiter, from_queued),
+};
+
+/* A row of the longest launch-queue waits; arg: the profile. */
+static void report_json_waiter(struct json_writer *w, const void *row, const void *arg)
+{
+	const struct gpu_waiter *wt = row;
+	JSON_FIELDS(w, wt, report_json_waiter_fields);
+	report_json_path(w, "stack", arg, wt->stack);
 }
 
 static void report_json_gpu_latency(struct json_writer *w, const struct profile *p,
@@ -352,62 +380,41 @@ static void report_json_gpu_latency(struct json_writer *w, const struct profile 
 {
 	const struct gpu_latency *L = &g->latency;
 	json_object(w, "latency", JSON_INLINE);
-	json_u64(w, "count", L->count);
-	json_u64(w, "from_queued", L->from_queued);
-	json_u64(w, "total_ns", L->total_ns);
+	JSON_FIELDS(w, L, report_json_latency_totals);
 	json_u64(w, "avg_ns", L->count ? L->total_ns / L->count : 0);
-	json_u64(w, "min_ns", L->min_ns);
-	json_u64(w, "median_ns", L->median_ns);
-	json_u64(w, "p95_ns", L->p95_ns);
-	json_u64(w, "max_ns", L->max_ns);
-	json_array(w, "longest", JSON_ROWS);
-	for (size_t i = 0; i < L->ntop; i++) {
-		const struct gpu_waiter *wt = &L->top[i];
-		json_object(w, NULL, JSON_INLINE);
-		json_str(w, "name", wt->name);
-		json_u64(w, "pid", wt->pid);
-		json_u64(w, "tid", wt->tid);
-		json_u64(w, "latency_ns", wt->latency_ns);
-		json_bool(w, "from_queued", wt->from_queued);
-		report_json_path(w, "stack", p, wt->stack);
-		json_end(w);
-	}
-	json_end(w);
+	JSON_FIELDS(w, L, report_json_latency_spread);
+	JSON_ROWS_EACH(w, "longest", JSON_ROWS, L->top, L->ntop, report_json_waiter, p);
 	json_end(w);
 	json_break(w);
+}
+
+static const struct json_field report_json_site_fields[] = {
+	JSON_FIELD(struct gpu_site, pid), JSON_FIELD(struct gpu_site, calls),
+	JSON_FIELD(struct gpu_site, gpu_ns), JSON_FIELD_DOUBLE(struct gpu_site, percent, 4),
+};
+
+static const struct json_field report_json_range_fields[] = {
+	JSON_FIELD(struct gpu_range, name), JSON_FIELD(struct gpu_range, count),
+	JSON_FIELD(struct gpu_range, total_ns), JSON_FIELD(struct gpu_range, min_ns),
+	JSON_FIELD(struct gpu_range, max_ns), JSON_FIELD(struct gpu_range, marks),
+};
+
+/* A row of the launch sites; arg: the profile. */
+static void report_json_site(struct json_writer *w, const void *row, const void *arg)
+{
+	const struct gpu_site *s = row;
+	JSON_FIELDS(w, s, report_json_site_fields);
+	report_json_path(w, "stack", arg, s->stack);
 }
 
 static void report_json_gpu_sites(struct json_writer *w, const struct profile *p,
 				  const struct gpu_analysis *g, const struct report_opts *o)
 {
-	size_t rows = report_rows(g->nsites, o);
-	json_array(w, "launch_sites", JSON_ROWS);
-	for (size_t i = 0; i < rows; i++) {
-		const struct gpu_site *s = &g->sites[i];
-		json_object(w, NULL, JSON_INLINE);
-		json_u64(w, "pid", s->pid);
-		json_u64(w, "calls", s->calls);
-		json_u64(w, "gpu_ns", s->gpu_ns);
-		json_double(w, "percent", s->percent, 4);
-		report_json_path(w, "stack", p, s->stack);
-		json_end(w);
-	}
-	json_end(w);
+	JSON_ROWS_EACH(w, "launch_sites", JSON_ROWS, g->sites, report_rows(g->nsites, o),
+		       report_json_site, p);
 	json_break(w);
 
-	json_array(w, "nvtx", JSON_ROWS);
-	for (size_t i = 0; i < g->nranges; i++) {
-		const struct gpu_range *r = &g->ranges[i];
-		json_object(w, NULL, JSON_INLINE);
-		json_str(w, "name", r->name);
-		json_u64(w, "count", r->count);
-		json_u64(w, "total_ns", r->total_ns);
-		json_u64(w, "min_ns", r->min_ns);
-		json_u64(w, "max_ns", r->max_ns);
-		json_u64(w, "marks", r->marks);
-		json_end(w);
-	}
-	json_end(w);
+	JSON_ROWS_OF(w, "nvtx", JSON_ROWS, g->ranges, g->nranges, report_json_range_fields);
 	json_break(w);
 }
 
@@ -430,39 +437,31 @@ static void report_json_gpu_cause(struct json_writer *w, const struct profile *p
 	json_end(w);
 }
 
-static void report_json_gpu_verdicts(struct json_writer *w, const struct profile *p,
-				     const struct gpu_analysis *g)
+static const struct json_field report_json_verdict_fields[] = {
+	JSON_FIELD(struct gpu_verdict, window_ns), JSON_FIELD(struct gpu_verdict, device),
+	JSON_FIELD(struct gpu_verdict, busy_ns), JSON_FIELD_DOUBLE(struct gpu_verdict, util_pct, 4),
+	JSON_FIELD(struct gpu_verdict, blocked_tid), JSON_FIELD(struct gpu_verdict, blocked_ns),
+	JSON_FIELD_DOUBLE(struct gpu_verdict, sync_pct, 4), JSON_FIELD(struct gpu_verdict, kernels),
+	JSON_FIELD(struct gpu_verdict, kernel_ns), JSON_FIELD(struct gpu_verdict, median_latency_ns),
+	JSON_FIELD_AS(struct gpu_verdict, top_blame, "waited_mostly_for"),
+	JSON_FIELD(struct gpu_verdict, idle_ns),
+};
+
+/* A row of the verdicts, one a process; arg: the profile. */
+static void report_json_verdict(struct json_writer *w, const void *row, const void *arg)
 {
-	json_array(w, "verdicts", JSON_ROWS);
-	for (size_t i = 0; i < g->nverdicts; i++) {
-		const struct gpu_verdict *v = &g->verdicts[i];
-		json_object(w, NULL, JSON_INLINE);
-		json_u64(w, "pid", v->pid);
-		json_str(w, "comm", v->comm);
-		json_str(w, "bound", gpu_bound_name(v->bound));
-		json_u64(w, "window_ns", v->window_ns);
-		json_u64(w, "device", v->device);
-		json_u64(w, "busy_ns", v->busy_ns);
-		json_double(w, "util_pct", v->util_pct, 4);
-		json_u64(w, "blocked_tid", v->blocked_tid);
-		json_u64(w, "blocked_ns", v->blocked_ns);
-		json_double(w, "sync_pct", v->sync_pct, 4);
-		json_u64(w, "kernels", v->kernels);
-		json_u64(w, "kernel_ns", v->kernel_ns);
-		json_u64(w, "median_latency_ns", v->median_latency_ns);
-		json_str(w, "waited_mostly_for", v->top_blame);
-		json_u64(w, "idle_ns", v->idle_ns);
-		report_json_gpu_cause(w, p, v);
-		json_object(w, "thresholds", JSON_INLINE);
-		json_double(w, "util_pct", GPU_BOUND_UTIL_PCT, 1);
-		json_double(w, "sync_pct", GPU_BOUND_SYNC_PCT, 1);
-		json_i64(w, "idle_min_samples", GPU_IDLE_MIN_SAMPLES);
-		json_double(w, "cause_pct", GPU_IDLE_CAUSE_PCT, 1);
-		json_end(w);
-		json_end(w);
-	}
+	const struct gpu_verdict *v = row;
+	json_u64(w, "pid", v->pid);
+	json_str(w, "comm", v->comm);
+	json_str(w, "bound", gpu_bound_name(v->bound));
+	JSON_FIELDS(w, v, report_json_verdict_fields);
+	report_json_gpu_cause(w, arg, v);
+	json_object(w, "thresholds", JSON_INLINE);
+	json_double(w, "util_pct", GPU_BOUND_UTIL_PCT, 1);
+	json_double(w, "sync_pct", GPU_BOUND_SYNC_PCT, 1);
+	json_i64(w, "idle_min_samples", GPU_IDLE_MIN_SAMPLES);
+	json_double(w, "cause_pct", GPU_IDLE_CAUSE_PCT, 1);
 	json_end(w);
-	json_break(w);
 }
 
 static void report_json_gpu(struct json_writer *w, const struct profile *p,
@@ -477,7 +476,8 @@ static void report_json_gpu(struct json_writer *w, const struct profile *p,
 	report_json_gpu_sync(w, g);
 	report_json_gpu_latency(w, p, g);
 	report_json_gpu_sites(w, p, g, o);
-	report_json_gpu_verdicts(w, p, g);
+	JSON_ROWS_EACH(w, "verdicts", JSON_ROWS, g->verdicts, g->nverdicts, report_json_verdict, p);
+	json_break(w);
 	report_json_gpu_idle(w, p, g, o);
 	json_end(w);
 	json_break(w);
@@ -536,7 +536,9 @@ void report_write_json(FILE *f, const struct profile *p, const struct stacks_rep
 	json_str(w, "sort", o->sort == STACKS_SORT_TOTAL ? "total" : "self");
 	json_bool(w, "python_only", o->python_only);
 	report_json_filter(w, p, o);
-	report_json_functions(w, r, o);
+	JSON_ROWS_EACH(w, "functions", REPORT_JSON_TABLE, r->functions,
+		       report_rows(r->nfunctions, o), report_json_function, r);
+	json_break(w);
 	report_json_python(w, r, o);
 	report_json_breakdowns(w, p, r);
 	if (o->gpu && o->gpu->present)

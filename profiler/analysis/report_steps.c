@@ -157,6 +157,34 @@ static void rs_json_cause(struct json_writer *w, const char *key, const struct p
 	json_end(w);
 }
 
+static const struct json_field rs_json_step_times[] = {
+	JSON_FIELD(struct steps_row, wall_ns), JSON_FIELD_DOUBLE(struct steps_row, gpu_busy_pct, 4),
+	JSON_FIELD(struct steps_row, gpu_idle_ns),
+};
+
+static const struct json_field rs_json_step_split[] = {
+	JSON_FIELD(struct steps_row, cpu_ns), JSON_FIELD(struct steps_row, python_ns),
+	JSON_FIELD(struct steps_row, native_ns), JSON_FIELD(struct steps_row, offcpu_ns),
+	JSON_FIELD(struct steps_row, launches), JSON_FIELD(struct steps_row, warmup),
+};
+
+/* A row of a process' step table; arg: the profile. */
+static void rs_json_step(struct json_writer *w, const void *row, const void *arg)
+{
+	const struct steps_row *r = row;
+	const struct profile *p = arg;
+	json_u64(w, "step", r->step);
+	json_u64(w, "start_ns", r->start > p->start_ns ? r->start - p->start_ns : 0);
+	JSON_FIELDS(w, r, rs_json_step_times);
+	rs_json_cause(w, "idle_cause", p, r->idle_stack);
+	JSON_FIELDS(w, r, rs_json_step_split);
+}
+
+static const struct json_field rs_json_table_spread[] = {
+	JSON_FIELD(struct steps_table, p50_ns), JSON_FIELD(struct steps_table, p90_ns),
+	JSON_FIELD(struct steps_table, max_ns),
+};
+
 static void rs_json_table(struct json_writer *w, const char *key, const struct rs_ctx *c,
 			  const struct steps_table *t)
 {
@@ -169,28 +197,8 @@ static void rs_json_table(struct json_writer *w, const char *key, const struct r
 	json_u64(w, "pid", t->pid);
 	json_str(w, "comm", rs_comm(p, t->pid));
 	json_bool(w, "gpu", t->gpu);
-	json_array(w, "steps", JSON_ROWS);
-	for (size_t i = 0; i < t->nrows; i++) {
-		const struct steps_row *r = &t->rows[i];
-		json_object(w, NULL, JSON_INLINE);
-		json_u64(w, "step", r->step);
-		json_u64(w, "start_ns", r->start > p->start_ns ? r->start - p->start_ns : 0);
-		json_u64(w, "wall_ns", r->wall_ns);
-		json_double(w, "gpu_busy_pct", r->gpu_busy_pct, 4);
-		json_u64(w, "gpu_idle_ns", r->gpu_idle_ns);
-		rs_json_cause(w, "idle_cause", p, r->idle_stack);
-		json_u64(w, "cpu_ns", r->cpu_ns);
-		json_u64(w, "python_ns", r->python_ns);
-		json_u64(w, "native_ns", r->native_ns);
-		json_u64(w, "offcpu_ns", r->offcpu_ns);
-		json_u64(w, "launches", r->launches);
-		json_bool(w, "warmup", r->warmup);
-		json_end(w);
-	}
-	json_end(w);
-	json_u64(w, "p50_ns", t->p50_ns);
-	json_u64(w, "p90_ns", t->p90_ns);
-	json_u64(w, "max_ns", t->max_ns);
+	JSON_ROWS_EACH(w, "steps", JSON_ROWS, t->rows, t->nrows, rs_json_step, p);
+	JSON_FIELDS(w, t, rs_json_table_spread);
 	json_array(w, "slowest", JSON_INLINE);
 	for (size_t i = 0; i < t->nslowest; i++)
 		json_u64(w, NULL, t->slowest[i]);
@@ -293,13 +301,13 @@ struct rs_rank {
 static int cmp_rank(const void *x, const void *y)
 {
 	const struct rs_rank *a = x, *b = y;
-	return a->rank < b->rank ? -1 : a->rank > b->rank;
+	return CS_CMP(a->rank, b->rank);
 }
 
 static int cmp_double(const void *x, const void *y)
 {
 	double a = *(const double *)x, b = *(const double *)y;
-	return a < b ? -1 : a > b;
+	return CS_CMP(a, b);
 }
 
 /* Nearest-rank median (the lower one of an even count). */
@@ -332,9 +340,7 @@ struct rs_ranks {
 static int cmp_fn_excess(const void *x, const void *y)
 {
 	const struct rs_fn *a = x, *b = y;
-	if (a->excess_ns != b->excess_ns)
-		return a->excess_ns > b->excess_ns ? -1 : 1;
-	return a->name < b->name ? -1 : a->name > b->name;
+	return CS_CMP(b->excess_ns, a->excess_ns) ?: CS_CMP(a->name, b->name);
 }
 
 static size_t rs_rank_index(const struct rs_rank *r, size_t n, int32_t rank)
@@ -404,9 +410,7 @@ struct rs_triple {
 static int cmp_triple(const void *x, const void *y)
 {
 	const struct rs_triple *a = x, *b = y;
-	if (a->rank != b->rank)
-		return a->rank < b->rank ? -1 : 1;
-	return a->stack < b->stack ? -1 : a->stack > b->stack;
+	return CS_CMP(a->rank, b->rank) ?: CS_CMP(a->stack, b->stack);
 }
 
 static size_t rs_excess(const struct profile *p, const struct rs_rank *rk, size_t nr, size_t s,

@@ -273,22 +273,9 @@ static int run_cmd(int (*cmd)(int, char **), char **argv, char *err, size_t errl
 	int argc = 0;
 	while (argv[argc])
 		argc++;
-	char path[512];
-	snprintf(path, sizeof(path), "%s/stderr", unit_tmpdir());
-	fflush(stderr);
-	int saved = dup(2);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	UNIT_ASSERT(saved >= 0 && fd >= 0 && dup2(fd, 2) == 2);
-	close(fd);
+	unit_stderr_begin();
 	int status = cmd(argc, argv);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	FILE *f = fopen(path, "r");
-	UNIT_ASSERT(f);
-	size_t n = fread(err, 1, errlen - 1, f);
-	err[n] = 0;
-	fclose(f);
+	unit_stderr_end(err, errlen);
 	return status;
 }
 

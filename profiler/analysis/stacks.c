@@ -413,90 +413,69 @@ static void stacks_pick_hot_lines(struct stacks_agg *g)
 	}
 }
 
-static int stacks_cmp_u64_desc(uint64_t a, uint64_t b)
-{
-	return a < b ? 1 : a > b ? -1 : 0;
-}
-
+/* The tables' orders: the largest count first (CS_CMP(b, a): descending), then by name. */
 static int stacks_cmp_process(const void *x, const void *y)
 {
 	const struct stacks_process *a = x, *b = y;
-	int r = stacks_cmp_u64_desc(a->samples, b->samples);
-	return r ? r : (a->pid > b->pid) - (a->pid < b->pid);
+	return CS_CMP(b->samples, a->samples) ?: CS_CMP(a->pid, b->pid);
 }
 
 static int stacks_cmp_thread(const void *x, const void *y)
 {
 	const struct stacks_thread *a = x, *b = y;
-	int r = stacks_cmp_u64_desc(a->samples, b->samples);
-	if (r)
-		return r;
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
-	return (a->tid > b->tid) - (a->tid < b->tid);
+	return CS_CMP(b->samples, a->samples) ?: CS_CMP(a->pid, b->pid) ?: CS_CMP(a->tid, b->tid);
 }
 
 static int stacks_cmp_library(const void *x, const void *y)
 {
 	const struct stacks_library *a = x, *b = y;
-	int r = stacks_cmp_u64_desc(a->self, b->self);
-	r = r ? r : stacks_cmp_u64_desc(a->total, b->total);
-	return r ? r : strcmp(a->path, b->path);
+	return CS_CMP(b->self, a->self) ?: CS_CMP(b->total, a->total) ?: strcmp(a->path, b->path);
 }
 
 static int stacks_cmp_lacking(const void *x, const void *y)
 {
 	const struct stacks_library *a = x, *b = y;
-	int r = stacks_cmp_u64_desc(a->total, b->total);
-	return r ? r : strcmp(a->path, b->path);
+	return CS_CMP(b->total, a->total) ?: strcmp(a->path, b->path);
 }
 
 static int stacks_cmp_stop(const void *x, const void *y)
 {
 	const struct stacks_stop *a = x, *b = y;
-	int r = stacks_cmp_u64_desc(a->samples, b->samples);
-	r = r ? r : strcmp(a->name, b->name);
-	return r ? r : strcmp(a->module, b->module);
+	return CS_CMP(b->samples, a->samples) ?: strcmp(a->name, b->name) ?:
+	       strcmp(a->module, b->module);
 }
 
 static int stacks_cmp_func_names(const struct stacks_function *a, const struct stacks_function *b)
 {
-	int r = strcmp(a->name, b->name);
-	return r ? r : strcmp(a->module, b->module);
+	return strcmp(a->name, b->name) ?: strcmp(a->module, b->module);
 }
 
 static int stacks_cmp_self(const void *x, const void *y)
 {
 	const struct stacks_function *a = x, *b = y;
-	int r = stacks_cmp_u64_desc(a->self, b->self);
-	r = r ? r : stacks_cmp_u64_desc(a->total, b->total);
-	return r ? r : stacks_cmp_func_names(a, b);
+	return CS_CMP(b->self, a->self) ?: CS_CMP(b->total, a->total) ?:
+	       stacks_cmp_func_names(a, b);
 }
 
 static int stacks_cmp_total(const void *x, const void *y)
 {
 	const struct stacks_function *a = x, *b = y;
-	int r = stacks_cmp_u64_desc(a->total, b->total);
-	r = r ? r : stacks_cmp_u64_desc(a->self, b->self);
-	return r ? r : stacks_cmp_func_names(a, b);
+	return CS_CMP(b->total, a->total) ?: CS_CMP(b->self, a->self) ?:
+	       stacks_cmp_func_names(a, b);
 }
 
 static int stacks_cmp_python_self(const void *x, const void *y)
 {
 	const struct stacks_function *a = x, *b = y;
-	int r = stacks_cmp_u64_desc(a->python_self, b->python_self);
-	if (!r)
-		r = stacks_cmp_u64_desc(a->total, b->total);
-	return r ? r : stacks_cmp_func_names(a, b);
+	return CS_CMP(b->python_self, a->python_self) ?: CS_CMP(b->total, a->total) ?:
+	       stacks_cmp_func_names(a, b);
 }
 
 static int stacks_cmp_python_total(const void *x, const void *y)
 {
 	const struct stacks_function *a = x, *b = y;
-	int r = stacks_cmp_u64_desc(a->total, b->total);
-	if (!r)
-		r = stacks_cmp_u64_desc(a->python_self, b->python_self);
-	return r ? r : stacks_cmp_func_names(a, b);
+	return CS_CMP(b->total, a->total) ?: CS_CMP(b->python_self, a->python_self) ?:
+	       stacks_cmp_func_names(a, b);
 }
 
 size_t stacks_python_functions(const struct stacks_report *r, enum stacks_sort by,
@@ -903,23 +882,15 @@ static int stacks_fold_cmp(const void *x, const void *y, void *arg)
 		struct fold_frame ffa, ffb;
 		fold_frame_of(p, ia, &ffa);
 		fold_frame_of(p, ib, &ffb);
-		r = strcmp(ffa.name, ffb.name);
-		if (!r)
-			r = strcmp(ffa.module ? ffa.module : "", ffb.module ? ffb.module : "");
-		if (!r)
-			r = (ffa.flags > ffb.flags) - (ffa.flags < ffb.flags);
-		if (!r)
-			r = strcmp(ffa.file ? ffa.file : "", ffb.file ? ffb.file : "");
-		if (!r)
-			r = (ffa.line > ffb.line) - (ffa.line < ffb.line);
+		r = strcmp(ffa.name, ffb.name) ?:
+		    strcmp(ffa.module ? ffa.module : "", ffb.module ? ffb.module : "") ?:
+		    CS_CMP(ffa.flags, ffb.flags) ?:
+		    strcmp(ffa.file ? ffa.file : "", ffb.file ? ffb.file : "") ?:
+		    CS_CMP(ffa.line, ffb.line);
 		if (r)
 			return r;
 	}
-	if (na != nb)
-		return na < nb ? -1 : 1;
-	if (a->root != b->root)
-		return a->root < b->root ? -1 : 1;
-	return (a->stack > b->stack) - (a->stack < b->stack);
+	return CS_CMP(na, nb) ?: CS_CMP(a->root, b->root) ?: CS_CMP(a->stack, b->stack);
 }
 
 int stacks_fold(const struct profile *p, const struct fold_opts *opts, fold_fn fn, void *arg)

@@ -164,11 +164,9 @@ UNIT_TEST(steps_range_syntax)
 			UNIT_ASSERT(0);
 		}
 	struct profile_filter f = PROFILE_FILTER_ALL;
-	UNIT_ASSERT(profile_filter_set(&f, "test", "steps", "2-3") == 0 && f.steps_first == 2 &&
+	UNIT_ASSERT(profile_filter_parse_steps(&f, "test", "2-3") == 0 && f.steps_first == 2 &&
 		    f.steps_last == 3 && profile_filter_active(&f));
-	UNIT_ASSERT(profile_filter_set(&f, "test", "step", "load_batch") == 0 &&
-		    !strcmp(f.step, "load_batch"));
-	UNIT_ASSERT(profile_filter_set(&f, "test", "steps", "x") == -EINVAL);
+	UNIT_ASSERT(profile_filter_parse_steps(&f, "test", "x") == -EINVAL);
 }
 
 UNIT_TEST(steps_percentiles_and_warmup)
@@ -231,8 +229,8 @@ UNIT_TEST(steps_filter_window)
 	struct pbuild b;
 	build_fn(&b);
 	struct profile_filter f = PROFILE_FILTER_ALL;
-	UNIT_ASSERT(profile_filter_set(&f, "test", "step", "load_batch") == 0);
-	UNIT_ASSERT(profile_filter_set(&f, "test", "steps", "2") == 0);
+	f.step = "load_batch";
+	UNIT_ASSERT(profile_filter_parse_steps(&f, "test", "2") == 0);
 	UNIT_ASSERT(profile_filter_apply(&b.p, &f, "test") == 0);
 	/* step 2 is [7, 10): 3 samples, the memcpy starting in step 1 is out, the launch in */
 	UNIT_ASSERT_EQ_INT(b.p.nsamples, 3);
@@ -254,11 +252,11 @@ UNIT_TEST(steps_filter_window)
 	/* out of range, and no steps at all: refused */
 	build_fn(&b);
 	f = (struct profile_filter)PROFILE_FILTER_ALL;
-	UNIT_ASSERT(profile_filter_set(&f, "test", "step", "load_batch") == 0);
-	UNIT_ASSERT(profile_filter_set(&f, "test", "steps", "3-4") == 0);
+	f.step = "load_batch";
+	UNIT_ASSERT(profile_filter_parse_steps(&f, "test", "3-4") == 0);
 	UNIT_ASSERT(profile_filter_apply(&b.p, &f, "test") == -EINVAL);
 	f.step = NULL;
-	UNIT_ASSERT(profile_filter_set(&f, "test", "steps", "1") == 0);
+	UNIT_ASSERT(profile_filter_parse_steps(&f, "test", "1") == 0);
 	UNIT_ASSERT(profile_filter_apply(&b.p, &f, "test") == -EINVAL);
 	free_gpu(&b);
 	pb_free(&b);

@@ -28,6 +28,12 @@ __attribute__((format(printf, 1, 2))) void cs_warn(const char *fmt, ...);
 __attribute__((format(printf, 1, 2))) void cs_info(const char *fmt, ...);
 extern int cs_quiet; /* set by -q: cs_info prints nothing (the only process-wide setting) */
 
+/* -1, 0 or 1 as a is below, equal to or above b: a qsort comparator's answer for one key.
+ * Keys chain with GNU C's "x ?: y" (x unless it is 0): the first key that differs decides,
+ *     return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->tid, b->tid);
+ * and CS_CMP(b->n, a->n) sorts by n descending. Each argument is evaluated twice. */
+#define CS_CMP(a, b) (((a) > (b)) - ((a) < (b)))
+
 /* Little-endian loads from a byte buffer at any alignment (data files and perf's records are
  * little endian, as x86-64 is). */
 static inline uint32_t cs_rd32(const void *p)

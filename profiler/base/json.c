@@ -130,6 +130,69 @@ void json_raw(struct json_writer *w, const char *key, const char *json)
 	fputs(json, w->f);
 }
 
+void json_fields(struct json_writer *w, const void *row, const struct json_field *fields,
+		 size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct json_field *f = &fields[i];
+		const void *v = (const char *)row + f->offset;
+		switch (f->kind) {
+		case JSON_KIND_U32:
+		case JSON_KIND_U64:
+			json_u64(w, f->key, f->kind == JSON_KIND_U32 ? *(const uint32_t *)v
+								      : *(const uint64_t *)v);
+			break;
+		case JSON_KIND_I32:
+		case JSON_KIND_I64:
+			json_i64(w, f->key, f->kind == JSON_KIND_I32 ? *(const int32_t *)v
+								      : *(const int64_t *)v);
+			break;
+		case JSON_KIND_BOOL:
+			json_bool(w, f->key, *(const bool *)v);
+			break;
+		case JSON_KIND_STR:
+			json_str(w, f->key, *(const char *const *)v);
+			break;
+		case JSON_KIND_DOUBLE:
+			json_double(w, f->key, *(const double *)v, (int)f->arg);
+			break;
+		case JSON_KIND_FLAG:
+			json_bool(w, f->key, *(const uint32_t *)v & f->arg);
+			break;
+		}
+	}
+}
+
+void json_rows_each(struct json_writer *w, const char *key, unsigned layout, const void *rows,
+		    size_t n, size_t size, json_row_fn *fn, const void *arg)
+{
+	json_array(w, key, layout);
+	for (size_t i = 0; i < n; i++) {
+		json_object(w, NULL, JSON_INLINE);
+		fn(w, (const char *)rows + i * size, arg);
+		json_end(w);
+	}
+	json_end(w);
+}
+
+struct json_table {
+	const struct json_field *fields;
+	size_t n;
+};
+
+static void json_table_row(struct json_writer *w, const void *row, const void *arg)
+{
+	const struct json_table *t = arg;
+	json_fields(w, row, t->fields, t->n);
+}
+
+void json_rows(struct json_writer *w, const char *key, unsigned layout, const void *rows,
+	       size_t n, size_t size, const struct json_field *fields, size_t nfields)
+{
+	struct json_table t = { fields, nfields };
+	json_rows_each(w, key, layout, rows, n, size, json_table_row, &t);
+}
+
 size_t json_utf8_len(const unsigned char *s)
 {
 	uint32_t cp;

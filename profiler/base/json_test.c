@@ -117,3 +117,56 @@ UNIT_TEST(json_writer_layouts)
 			       "\"closed\":[\n  3\n],\"closed_empty\":[],\"open_empty\":[\n]\n}"));
 	free(t);
 }
+
+/* json_fields and json_rows: each kind its C type picks, a flag, a double's decimals, a
+ * renamed key, NULL strings, and an empty array of rows. */
+struct json_test_row {
+	const char *name;
+	uint32_t small;
+	uint64_t big;
+	int32_t neg;
+	int64_t neg64;
+	bool yes;
+	double share;
+	uint32_t flags;
+};
+
+static const struct json_field json_test_fields[] = {
+	JSON_FIELD(struct json_test_row, name), JSON_FIELD(struct json_test_row, small),
+	JSON_FIELD_AS(struct json_test_row, big, "large"), JSON_FIELD(struct json_test_row, neg),
+	JSON_FIELD(struct json_test_row, neg64), JSON_FIELD(struct json_test_row, yes),
+	JSON_FIELD_DOUBLE(struct json_test_row, share, 2),
+	JSON_FIELD_FLAG(struct json_test_row, flags, "second", 2),
+	JSON_FIELD_FLAG(struct json_test_row, flags, "third", 4),
+};
+
+static const struct json_test_row json_test_rows[2] = {
+	{ "a\"b", 4000000000u, UINT64_MAX, -5, INT64_MIN, true, 1.0 / 3, 2 },
+	{ NULL, 0, 0, 0, 0, false, 0, 4 },
+};
+
+static void json_test_table(struct json_writer *w)
+{
+	json_object(w, NULL, JSON_INLINE);
+	JSON_FIELDS(w, &json_test_rows[0], json_test_fields);
+	JSON_ROWS_OF(w, "rows", JSON_INLINE, json_test_rows, 2, json_test_fields);
+	JSON_ROWS_OF(w, "none", JSON_ROWS | JSON_CLOSE_LINE | JSON_EMPTY_LINE, json_test_rows, 0,
+		     json_test_fields);
+	json_end(w);
+}
+
+UNIT_TEST(json_writer_field_tables)
+{
+	char *t = json_test_run(json_test_table);
+	const char *first = "\"name\":\"a\\\"b\",\"small\":4000000000,\"large\":18446744073709551615,"
+			    "\"neg\":-5,\"neg64\":-9223372036854775808,\"yes\":true,\"share\":0.33,"
+			    "\"second\":true,\"third\":false";
+	const char *second = "\"name\":null,\"small\":0,\"large\":0,\"neg\":0,\"neg64\":0,"
+			     "\"yes\":false,\"share\":0.00,\"second\":false,\"third\":true";
+	char *want = cs_asprintf("{%s,\"rows\":[{%s},{%s}],\"none\":[\n]}", first, first, second);
+	if (strcmp(t, want))
+		fprintf(stderr, "got:  %s\nwant: %s\n", t, want);
+	UNIT_ASSERT(!strcmp(t, want));
+	free(want);
+	free(t);
+}

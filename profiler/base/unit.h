@@ -14,6 +14,10 @@ typedef void (*unit_fn)(void);
 void unit_register(const char *name, unit_fn fn);
 /* Directory for scratch files, unique per test (created by the runner, removed afterwards). */
 const char *unit_tmpdir(void);
+/* Capture what the test writes to stderr from unit_stderr_begin() on; unit_stderr_end() puts
+ * it back and copies what was written into out (NUL-terminated, cut to len - 1 bytes). */
+void unit_stderr_begin(void);
+void unit_stderr_end(char *out, size_t len);
 
 #define UNIT_TEST(name)                                                           \
 	static void unit_test_##name(void);                                         \

@@ -4,6 +4,7 @@
  * execs CMD in place: the PID the user sees is CMD's. */
 #include "cmd/cmds.h"
 #include "base/cs.h"
+#include "cmd/opts.h"
 #include "record/gpu_setup.h"
 
 #include <errno.h>
@@ -11,42 +12,34 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char env_usage[] =
-	"usage: csampler env [--print] -- COMMAND [ARGS...]\n"
-	"\n"
-	"Run COMMAND with CUDA GPU capture set up (CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH,\n"
-	"CSAMPLER_GPU_DIR), so that 'csampler record -p PID' later also records its GPU work.\n"
-	"Records go to $CSAMPLER_GPU_DIR, or /tmp/csampler-gpu-UID (made private to you).\n"
-	"\n"
-	"  --print   print the variables (shell syntax) instead of running a command\n";
-
 int cmd_env(int argc, char **argv)
 {
 	struct gpu_setup g = { 0 };
 	char why[512];
 	bool print = false;
-	int i = 1;
+	const struct opts_option options[] = {
+		OPTS_FLAG_ROW(0, "print", &print,
+			      "print the variables (shell syntax) instead of running a command"),
+		OPTS_HELP_ROW,
+		OPTS_END_ROW,
+	};
+	const struct opts_command cmd = {
+		.name = "env",
+		.usage = "usage: csampler env [--print] -- COMMAND [ARGS...]\n",
+		.about = "Run COMMAND with CUDA GPU capture set up (CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH,\n"
+			 "CSAMPLER_GPU_DIR), so that 'csampler record -p PID' later also records its GPU work.\n"
+			 "Records go to $CSAMPLER_GPU_DIR, or /tmp/csampler-gpu-UID (made private to you).\n",
+		.man = "csampler-env",
+		.options = options,
+		.flags = OPTS_STOP_AT_OPERAND,
+	};
+	int i, err = opts_parse(&cmd, argc, argv, &i);
 
-	for (; i < argc; i++) {
-		if (!strcmp(argv[i], "--")) {
-			i++;
-			break;
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			fputs(env_usage, stdout);
-			return 0;
-		} else if (!strcmp(argv[i], "--print")) {
-			print = true;
-		} else if (argv[i][0] == '-') {
-			fprintf(stderr, "csampler: env: unknown option '%s'; see 'csampler env --help'\n", argv[i]);
-			return CS_EXIT_ERROR;
-		} else {
-			break;
-		}
-	}
-	if (i >= argc && !print) {
-		fprintf(stderr, "csampler: env: no command: give one after --, e.g. csampler env -- python train.py\n");
-		return CS_EXIT_ERROR;
-	}
+	if (err)
+		return opts_exit_status(err);
+	if (i >= argc && !print)
+		return opts_exit_status(cs_error(EINVAL, "env: no command: give one after --, e.g. "
+						 "csampler env -- python train.py"));
 	if (gpu_setup_find(&g, why, sizeof(why))) {
 		cs_error(ENOENT, "env: %s", why);
 		gpu_setup_free(&g);

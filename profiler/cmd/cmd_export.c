@@ -5,33 +5,15 @@
 #include "base/cs.h"
 #include "analysis/filter.h"
 #include "analysis/profile.h"
+#include "cmd/opts.h"
+#include "cmd/opts_filter.h"
 #include "export/export.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static void export_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: csampler export [--format NAME] [-o FILE] [-i FILE] [--pid PID] [--tid TID]\n"
-		"                       [--comm NAME] [--rank N] [--time SPEC]\n"
-		"\n"
-		"Write a profile in another tool's format.\n"
-		"\n"
-		"  -f, --format NAME    output format (default chrome), one of:\n");
-	for (size_t i = 0; i < export_nformats; i++)
-		fprintf(f, "                         %-10s %s\n", export_formats[i].name,
-			export_formats[i].description);
-	fprintf(f,
-		"  -o, --output FILE    file to write (default: standard output)\n"
-		"  -i, --input FILE     data file to read (default ./csampler.data)\n"
-		PROFILE_FILTER_HELP
-		"  -h, --help           show this help\n");
-}
 
 struct export_args {
 	const char *input, *output;
@@ -39,65 +21,58 @@ struct export_args {
 	struct profile_filter filter;
 };
 
+/* -f NAME: one of export_formats. */
+static int export_format_option(const char *cmd, const struct opts_option *row,
+				const char *value, void *target)
+{
+	struct export_args *a = target;
+	a->format = export_find(value);
+	if (a->format)
+		return 0;
+	struct cs_buf names = { 0 };
+	for (size_t i = 0; i < export_nformats; i++)
+		cs_buf_printf(&names, "%s%s", i ? ", " : "", export_formats[i].name);
+	cs_buf_put(&names, "", 1);
+	cs_error(EINVAL, "export: unknown format '%s'; the formats are: %s", value, names.data);
+	cs_buf_free(&names);
+	return -EINVAL;
+}
+
 /* Parse argv. Returns 0, 1 when --help was printed, or -EINVAL after one line. */
 static int export_parse_args(int argc, char **argv, struct export_args *a)
 {
-	static const struct option longopts[] = {
-		{ "format", required_argument, NULL, 'f' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "input", required_argument, NULL, 'i' },
-		PROFILE_FILTER_LONGOPTS,
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	const char *input = NULL;
+	struct cs_buf format_help = { 0 };
+	cs_buf_printf(&format_help, "output format (default chrome), one of:");
+	for (size_t i = 0; i < export_nformats; i++)
+		cs_buf_printf(&format_help, "\n  %-10s %s", export_formats[i].name,
+			      export_formats[i].description);
+	cs_buf_put(&format_help, "", 1);
+	const struct opts_option options[] = {
+		OPTS_CALL_ROW('f', "format", a, "NAME", export_format_option, format_help.data),
+		OPTS_STRING_ROW('o', "output", &a->output, "FILE",
+				"file to write (default: standard output)"),
+		OPTS_STRING_ROW('i', "input", &input, "FILE",
+				"data file to read (default ./csampler.data)"),
+		OPTS_INCLUDE_ROW(opts_filter_options, &a->filter),
+		OPTS_HELP_ROW,
+		OPTS_END_ROW,
 	};
-	bool input_given = false;
-	int c, err;
+	const struct opts_command cmd = {
+		.name = "export",
+		.usage = "usage: csampler export [--format NAME] [-o FILE] [-i FILE] [--pid PID] [--tid TID]\n"
+			 "                       [--comm NAME] [--rank N] [--time SPEC]\n",
+		.about = "Write a profile in another tool's format.\n",
+		.man = "csampler-export",
+		.options = options,
+	};
+	int first, err = opts_parse(&cmd, argc, argv, &first);
 
-	optind = 0; /* glibc: start a fresh scan */
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":f:o:i:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'f':
-			a->format = export_find(optarg);
-			if (!a->format) {
-				struct cs_buf names = { 0 };
-				for (size_t i = 0; i < export_nformats; i++)
-					cs_buf_printf(&names, "%s%s", i ? ", " : "", export_formats[i].name);
-				cs_buf_put(&names, "", 1);
-				cs_error(EINVAL, "export: unknown format '%s'; the formats are: %s", optarg,
-					 names.data);
-				cs_buf_free(&names);
-				return -EINVAL;
-			}
-			break;
-		case 'o':
-			a->output = optarg;
-			break;
-		case 'i':
-			a->input = optarg;
-			input_given = true;
-			break;
-		case 'h':
-			export_usage(stdout);
-			return 1;
-		case ':':
-			return cs_error(EINVAL, "export: option '%s' needs a value; see 'csampler "
-					"export --help'", argv[optind - 1]);
-		default:
-			err = profile_filter_option(&a->filter, "export", c, optarg);
-			if (err < 0)
-				return err;
-			if (err == 0)
-				break;
-			return cs_error(EINVAL, "export: unknown option '%s'; see 'csampler export "
-					"--help'", argv[optind - 1]);
-		}
-	}
-	if (optind < argc && !input_given)
-		a->input = argv[optind++];
-	if (optind < argc)
-		return cs_error(EINVAL, "export: unexpected argument '%s'; see 'csampler export "
-				"--help'", argv[optind]);
+	cs_buf_free(&format_help);
+	if (!err)
+		err = opts_input(&cmd, argc, argv, first, input, &a->input);
+	if (err)
+		return err;
 	if (a->output && !*a->output)
 		return cs_error(EINVAL, "export: -o needs a file name");
 	return 0;
@@ -175,7 +150,7 @@ int cmd_export(int argc, char **argv)
 
 	err = export_parse_args(argc, argv, &a);
 	if (err)
-		return err > 0 ? 0 : CS_EXIT_ERROR;
+		return opts_exit_status(err);
 	if (a.output && !strcmp(a.output, "-"))
 		a.output = NULL;
 	if (a.output && export_check_output(&a, &in_place) < 0)

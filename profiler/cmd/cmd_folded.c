@@ -6,105 +6,56 @@
 #include "analysis/fold.h"
 #include "analysis/profile.h"
 #include "analysis/stacks.h"
+#include "cmd/opts.h"
+#include "cmd/opts_filter.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <string.h>
-
-static void folded_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: csampler folded [-i FILE] [--cpu|--gpu|--both|--gpu-idle] [--per-thread]\n"
-		"                       [--pid PID] [--tid TID] [--comm NAME] [--rank N] [--time SPEC]\n"
-		"                       [--python-only]\n"
-		"\n"
-		"Print the recorded stacks as folded text, one 'root;...;leaf COUNT' line per\n"
-		"distinct stack, with the annotations _[k] (kernel), _[i] (inlined), _[j] (JIT);\n"
-		"Python frames read 'function (file.py:line)' as py-spy writes them.\n"
-		"\n"
-		"  -i, --input FILE     data file to read (default ./csampler.data)\n"
-		"      --cpu            CPU samples, counted in samples (the default)\n"
-		"      --gpu            GPU time in ns: each kernel, copy, memset and sync under the\n"
-		"                       CPU stack that launched it and the NVTX ranges around it\n"
-		"      --both           a CPU root (samples times the sampling period) and a GPU\n"
-		"                       root, both in ns\n"
-		"      --gpu-idle       only the CPU samples that fell in GPU idle time (what the\n"
-		"                       CPU did while its GPU had nothing to run), in samples\n"
-		"      --per-thread     root frame 'comm-tid' instead of the process name\n"
-		PROFILE_FILTER_HELP
-		"      --python-only    stacks keep only their Python frames under the root, as\n"
-		"                       py-spy shows them (samples without any: the root alone)\n"
-		"  -h, --help           show this help\n");
-}
 
 /* Parse argv. Returns 0, 1 when --help was printed, or -EINVAL after one line. */
 static int folded_parse_args(int argc, char **argv, const char **input, struct fold_opts *o,
 			     struct profile_filter *filter, bool *python_only)
 {
-	enum { OPT_PER_THREAD = 256, OPT_CPU, OPT_GPU, OPT_BOTH, OPT_GPU_IDLE, OPT_PYTHON_ONLY };
-	static const struct option longopts[] = {
-		{ "input", required_argument, NULL, 'i' },
-		{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
-		PROFILE_FILTER_LONGOPTS,
-		{ "cpu", no_argument, NULL, OPT_CPU },
-		{ "gpu", no_argument, NULL, OPT_GPU },
-		{ "both", no_argument, NULL, OPT_BOTH },
-		{ "gpu-idle", no_argument, NULL, OPT_GPU_IDLE },
-		{ "python-only", no_argument, NULL, OPT_PYTHON_ONLY },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	const char *input_opt = NULL;
+	bool per_thread = false;
+	int source = o->source;
+	const struct opts_option options[] = {
+		OPTS_STRING_ROW('i', "input", &input_opt, "FILE",
+				"data file to read (default ./csampler.data)"),
+		OPTS_INT_ROW(0, "cpu", &source, FOLD_CPU, "CPU samples, counted in samples (the default)"),
+		OPTS_INT_ROW(0, "gpu", &source, FOLD_GPU,
+			     "GPU time in ns: each kernel, copy, memset and sync under the\n"
+			     "CPU stack that launched it and the NVTX ranges around it"),
+		OPTS_INT_ROW(0, "both", &source, FOLD_BOTH,
+			     "a CPU root (samples times the sampling period) and a GPU\n"
+			     "root, both in ns"),
+		OPTS_INT_ROW(0, "gpu-idle", &source, FOLD_GPU_IDLE,
+			     "only the CPU samples that fell in GPU idle time (what the\n"
+			     "CPU did while its GPU had nothing to run), in samples"),
+		OPTS_FLAG_ROW(0, "per-thread", &per_thread, "root frame 'comm-tid' instead of the process name"),
+		OPTS_INCLUDE_ROW(opts_filter_options, filter),
+		OPTS_FLAG_ROW(0, "python-only", python_only,
+			      "stacks keep only their Python frames under the root, as\n"
+			      "py-spy shows them (samples without any: the root alone)"),
+		OPTS_HELP_ROW,
+		OPTS_END_ROW,
 	};
-	bool input_given = false;
-	int c, err;
+	const struct opts_command cmd = {
+		.name = "folded",
+		.usage = "usage: csampler folded [-i FILE] [--cpu|--gpu|--both|--gpu-idle] [--per-thread]\n"
+			 "                       [--pid PID] [--tid TID] [--comm NAME] [--rank N] [--time SPEC]\n"
+			 "                       [--python-only]\n",
+		.about = "Print the recorded stacks as folded text, one 'root;...;leaf COUNT' line per\n"
+			 "distinct stack, with the annotations _[k] (kernel), _[i] (inlined), _[j] (JIT);\n"
+			 "Python frames read 'function (file.py:line)' as py-spy writes them.\n",
+		.man = "csampler-folded",
+		.options = options,
+	};
+	int first, err = opts_parse(&cmd, argc, argv, &first);
 
-	optind = 0; /* glibc: start a fresh scan */
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":i:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'i':
-			*input = optarg;
-			input_given = true;
-			break;
-		case OPT_PER_THREAD:
-			o->per_thread = 1;
-			break;
-		case OPT_CPU:
-			o->source = FOLD_CPU;
-			break;
-		case OPT_GPU:
-			o->source = FOLD_GPU;
-			break;
-		case OPT_BOTH:
-			o->source = FOLD_BOTH;
-			break;
-		case OPT_GPU_IDLE:
-			o->source = FOLD_GPU_IDLE;
-			break;
-		case OPT_PYTHON_ONLY:
-			*python_only = true;
-			break;
-		case 'h':
-			folded_usage(stdout);
-			return 1;
-		case ':':
-			return cs_error(EINVAL, "folded: option '%s' needs a value; see 'csampler "
-					"folded --help'", argv[optind - 1]);
-		default:
-			err = profile_filter_option(filter, "folded", c, optarg);
-			if (err < 0)
-				return err;
-			if (err == 0)
-				break;
-			return cs_error(EINVAL, "folded: unknown option '%s'; see 'csampler folded "
-					"--help'", argv[optind - 1]);
-		}
-	}
-	if (optind < argc && !input_given)
-		*input = argv[optind++];
-	if (optind < argc)
-		return cs_error(EINVAL, "folded: unexpected argument '%s'; see 'csampler folded "
-				"--help'", argv[optind]);
-	return 0;
+	o->source = source;
+	o->per_thread = per_thread;
+	return err ? err : opts_input(&cmd, argc, argv, first, input_opt, input);
 }
 
 int cmd_folded(int argc, char **argv)
@@ -119,7 +70,7 @@ int cmd_folded(int argc, char **argv)
 
 	err = folded_parse_args(argc, argv, &input, &o, &filter, &python_only);
 	if (err)
-		return err > 0 ? 0 : CS_EXIT_ERROR;
+		return opts_exit_status(err);
 	if (profile_load_filtered(input, &filter, &p) < 0)
 		goto out; /* profile_load printed why */
 	if (o.source != FOLD_CPU && !p->ngpu_activities && p->filtered.text)

@@ -3,10 +3,11 @@
  * JSON; --gpu-records lists every GPU record with its launch stack (for tests and debugging). */
 #include "cmd/cmds.h"
 #include "base/cs.h"
+#include "base/gpu_vendor.h"
 #include "base/json.h"
 #include "analysis/profile.h"
+#include "cmd/opts.h"
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,6 +120,7 @@ static void info_gpu_json(struct json_writer *w, const struct profile *p)
 		const struct profile_gpu_process *g = &p->gpu_processes[i];
 		json_object(w, NULL, JSON_INLINE);
 		json_u64(w, "pid", g->pid);
+		json_str(w, "vendor", gpu_vendor_get(g->vendor)->name);
 		json_u64(w, "cupti_version", g->cupti_version);
 		json_str(w, "status", info_gpu_status(g->status));
 		json_i64(w, "cupti_error", g->cupti_error);
@@ -285,49 +287,32 @@ static void info_json(const struct profile *p, const char *path)
 
 int cmd_info(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "input", required_argument, NULL, 'i' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "gpu-records", no_argument, NULL, 'G' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	const char *path = "csampler.data";
+	const char *path = "csampler.data", *input = NULL;
 	bool json = false, gpu_records = false;
+	const struct opts_option options[] = {
+		OPTS_STRING_ROW('i', "input", &input, "FILE",
+				"data file to read (default ./csampler.data)"),
+		OPTS_CALL_ROW('f', "format", &json, "FMT", opts_json_call, "'text' (default) or 'json'"),
+		OPTS_FLAG_ROW(0, "gpu-records", &gpu_records,
+			      "list every GPU record with its launch stack"),
+		OPTS_HELP_ROW,
+		OPTS_END_ROW,
+	};
+	const struct opts_command cmd = {
+		.name = "info",
+		.usage = "usage: csampler info [-i FILE] [--format text|json] [--gpu-records]\n",
+		.about = "Show a data file's header and counts: samples, lost samples, duration, samples\n"
+			 "per thread and per process, GPU records by kind, drops and the clock check.\n",
+		.man = "csampler-info",
+		.options = options,
+	};
 	struct profile *p;
-	int c;
+	int first, err = opts_parse(&cmd, argc, argv, &first);
 
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "i:f:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'i':
-			path = optarg;
-			break;
-		case 'f':
-			if (!strcmp(optarg, "json"))
-				json = true;
-			else if (!strcmp(optarg, "text"))
-				json = false;
-			else {
-				fprintf(stderr, "csampler: info: unknown format '%s': use text or json\n", optarg);
-				return CS_EXIT_ERROR;
-			}
-			break;
-		case 'G':
-			gpu_records = true;
-			break;
-		case 'h':
-			printf("usage: csampler info [-i FILE] [--format text|json] [--gpu-records]\n");
-			return 0;
-		default:
-			fprintf(stderr, "csampler: info: unknown option '%s' or missing value; see 'csampler info --help'\n",
-				argv[optind - 1]);
-			return CS_EXIT_ERROR;
-		}
-	}
-	if (optind < argc)
-		path = argv[optind];
+	if (!err)
+		err = opts_input(&cmd, argc, argv, first, input, &path);
+	if (err)
+		return opts_exit_status(err);
 	if (profile_load(path, &p))
 		return CS_EXIT_ERROR;
 	if (gpu_records)

@@ -8,51 +8,27 @@
 #include "analysis/report.h"
 #include "analysis/report_steps.h"
 #include "analysis/stacks.h"
+#include "cmd/opts.h"
+#include "cmd/opts_filter.h"
 
-#include <ctype.h>
 #include <errno.h>
-#include <getopt.h>
 #include <string.h>
 
 /* report's own tables beyond the plain report */
 enum report_table { REPORT_TABLE_PLAIN, REPORT_TABLE_STEPS, REPORT_TABLE_RANKS };
 
-static void report_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: csampler report [-i FILE] [--sort self|total] [--limit N] [--pid PID]\n"
-		"                       [--tid TID] [--comm NAME] [--rank N] [--time SPEC]\n"
-		"                       [--format text|json] [--stdio] [--python-only]\n"
-		"                       [--compare BASE] [--steps [A-B]] [--step SPEC] [--ranks]\n"
-		"\n"
-		"Print the top functions by self and total samples, per-process, per-thread and\n"
-		"per-library breakdowns, the hottest source lines and the unwind quality; with\n"
-		"GPU records, the kernel table, copies, utilisation, synchronisation and what it\n"
-		"waited for, launch-queue latency, launch sites, NVTX ranges and a verdict.\n"
-		"\n"
-		"  -i, --input FILE     data file to read (default ./csampler.data)\n"
-		"      --sort KEY       order functions by 'self' (default) or 'total' samples\n"
-		"      --limit N        rows per table, 0 for all (default %d)\n"
-		PROFILE_FILTER_HELP
-		"      --format FMT     'text' (default) or 'json'\n"
-		"      --stdio          the text report, as perf report --stdio (same as --format text)\n"
-		"      --python-only    stacks keep only their Python frames (py-spy's look); the\n"
-		"                       unwind quality is still that of the whole stacks\n"
-		"      --compare BASE   compare the input (NEW) with the data file BASE: per function\n"
-		"                       and thread, the change in share (points, as 'csampler diff')\n"
-		"                       and in CPU ms per second, largest first, with the noise floor;\n"
-		"                       as 'report --compare BASE.data NEW.data'\n"
-		"      --steps          alone: the step table (per step: wall, GPU busy, GPU idle and\n"
-		"                       its CPU cause, CPU ms in Python/native/off-CPU, launches; p50,\n"
-		"                       p90, max, slowest and warm-up steps); with A-B, a filter\n"
-		"      --ranks          per rank of a merged file: steps, step p50/p90, GPU busy and\n"
-		"                       idle; the straggler rank and the functions where it spends\n"
-		"                       more than the median rank\n"
-		"  -h, --help           show this help\n",
-		REPORT_DEFAULT_LIMIT);
-}
+/* What report's own options fill. */
+struct report_args {
+	struct report_opts *o;
+	struct profile_filter *filter;
+	int table;                  /* enum report_table */
+	const char *input;          /* -i FILE, or NULL */
+};
 
-/* Parse argv into *o. Returns 0, 1 when --help was printed, or -EINVAL after one line. */
+/* Which of report's valued options a call row is. */
+enum report_option { REPORT_OPT_SORT, REPORT_OPT_FORMAT, REPORT_OPT_STDIO, REPORT_OPT_LIMIT,
+		     REPORT_OPT_STEPS };
+
 /* Whether s looks like a --steps range ("10-12", "5", "100-"), not a file name. */
 static bool report_is_steps_range(const char *s)
 {
@@ -64,116 +40,100 @@ static bool report_is_steps_range(const char *s)
 	return s[n] == '-' && strspn(s + n + 1, "0123456789") == strlen(s + n + 1);
 }
 
-/* The long options without a short letter. */
-enum { OPT_SORT = 256, OPT_LIMIT, OPT_FORMAT, OPT_STDIO, OPT_PYTHON_ONLY, OPT_COMPARE,
-       OPT_STEPS, OPT_RANKS };
-
-/* --sort self|total and --format text|json (c says which). 0, or -EINVAL (printed). */
-static int report_word_option(int c, const char *arg, struct report_opts *o)
+/* --sort self|total, --format text|json, --stdio, --limit N and --steps [A-B]. */
+static int report_option(const char *cmd, const struct opts_option *row, const char *arg,
+			 void *target)
 {
-	if (c == OPT_SORT && !strcmp(arg, "self"))
-		o->sort = STACKS_SORT_SELF;
-	else if (c == OPT_SORT && !strcmp(arg, "total"))
-		o->sort = STACKS_SORT_TOTAL;
-	else if (c == OPT_SORT)
-		return cs_error(EINVAL, "report: --sort takes 'self' or 'total', not '%s'", arg);
-	else if (!strcmp(arg, "text"))
+	struct report_args *a = target;
+	struct report_opts *o = a->o;
+	uint64_t v;
+
+	switch (row->number) {
+	case REPORT_OPT_SORT:
+		if (strcmp(arg, "self") && strcmp(arg, "total"))
+			return cs_error(EINVAL, "report: --sort takes 'self' or 'total', not '%s'", arg);
+		o->sort = !strcmp(arg, "self") ? STACKS_SORT_SELF : STACKS_SORT_TOTAL;
+		return 0;
+	case REPORT_OPT_FORMAT:
+		if (strcmp(arg, "text") && strcmp(arg, "json"))
+			return cs_error(EINVAL, "report: --format takes 'text' or 'json', not '%s'", arg);
+		o->format = !strcmp(arg, "text") ? REPORT_TEXT : REPORT_JSON;
+		return 0;
+	case REPORT_OPT_STDIO: /* perf users' habit; csampler's report is text already */
 		o->format = REPORT_TEXT;
-	else if (!strcmp(arg, "json"))
-		o->format = REPORT_JSON;
-	else
-		return cs_error(EINVAL, "report: --format takes 'text' or 'json', not '%s'", arg);
-	return 0;
+		return 0;
+	case REPORT_OPT_LIMIT:
+		if (cs_parse_u64(arg, &v) < 0 || v > SIZE_MAX)
+			return cs_error(EINVAL, "report: --limit takes a number of rows (0 for all), "
+					"not '%s'", arg);
+		o->limit = (size_t)v;
+		return 0;
+	default: /* --steps alone: the table; --steps A-B: the filter */
+		if (!arg) {
+			a->table = REPORT_TABLE_STEPS;
+			return 0;
+		}
+		return profile_filter_parse_steps(a->filter, cmd, arg);
+	}
 }
 
-static int report_parse_args(int argc, char **argv, struct report_opts *o,
-			     struct profile_filter *filter, int *table)
-{
-	static const struct option longopts[] = {
-		/* before the filters' --steps A-B: getopt_long takes the first exact match */
-		{ "steps", optional_argument, NULL, OPT_STEPS },
-		{ "ranks", no_argument, NULL, OPT_RANKS },
-		{ "input", required_argument, NULL, 'i' },
-		{ "sort", required_argument, NULL, OPT_SORT },
-		{ "limit", required_argument, NULL, OPT_LIMIT },
-		PROFILE_FILTER_LONGOPTS,
-		{ "format", required_argument, NULL, OPT_FORMAT },
-		{ "stdio", no_argument, NULL, OPT_STDIO },
-		{ "python-only", no_argument, NULL, OPT_PYTHON_ONLY },
-		{ "compare", required_argument, NULL, OPT_COMPARE },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	bool input_given = false;
-	uint64_t v;
-	int c, err;
+#define REPORT_ROW(name, which, argname, text) { .kind = OPTS_CALL, .long_name = (name), \
+		.value = a, .arg = (argname), .call = report_option, .number = (which), .help = (text) }
 
-	optind = 0; /* glibc: start a fresh scan (the command may run twice in one process) */
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":i:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'i':
-			o->input = optarg;
-			input_given = true;
-			break;
-		case OPT_SORT:
-		case OPT_FORMAT:
-			err = report_word_option(c, optarg, o);
-			if (err < 0)
-				return err;
-			break;
-		case OPT_LIMIT:
-			if (cs_parse_u64(optarg, &v) < 0 || v > SIZE_MAX)
-				return cs_error(EINVAL, "report: --limit takes a number of rows (0 for "
-						"all), not '%s'", optarg);
-			o->limit = (size_t)v;
-			break;
-		case OPT_STDIO: /* perf users' habit; csampler's report is text already */
-			o->format = REPORT_TEXT;
-			break;
-		case OPT_PYTHON_ONLY:
-			o->python_only = true;
-			break;
-		case OPT_COMPARE:
-			o->compare = optarg;
-			break;
-		case OPT_STEPS: /* --steps alone: the table; --steps A-B: the filter */
-			if (!optarg && optind < argc && report_is_steps_range(argv[optind]))
-				optarg = argv[optind++];
-			if (!optarg) {
-				*table = REPORT_TABLE_STEPS;
-				break;
-			}
-			err = profile_filter_parse_steps(filter, "report", optarg);
-			if (err < 0)
-				return err;
-			break;
-		case OPT_RANKS:
-			*table = REPORT_TABLE_RANKS;
-			break;
-		case 'h':
-			report_usage(stdout);
-			return 1;
-		case ':':
-			return cs_error(EINVAL, "report: option '%s' needs a value; see 'csampler "
-					"report --help'", argv[optind - 1]);
-		default:
-			err = profile_filter_option(filter, "report", c, optarg);
-			if (err < 0)
-				return err;
-			if (err == 0)
-				break;
-			return cs_error(EINVAL, "report: unknown option '%s'; see 'csampler report "
-					"--help'", argv[optind - 1]);
-		}
-	}
-	/* One operand is taken as the input file, as `csampler report my.data`. */
-	if (optind < argc && !input_given)
-		o->input = argv[optind++];
-	if (optind < argc)
-		return cs_error(EINVAL, "report: unexpected argument '%s'; see 'csampler report "
-				"--help'", argv[optind]);
-	return 0;
+/* Parse argv into *a. Returns 0, 1 when --help was printed, or -EINVAL after one line. */
+static int report_parse_args(int argc, char **argv, struct report_args *a)
+{
+	char limit_help[64];
+	snprintf(limit_help, sizeof(limit_help), "rows per table, 0 for all (default %d)",
+		 REPORT_DEFAULT_LIMIT);
+	const struct opts_option options[] = {
+		OPTS_STRING_ROW('i', "input", &a->input, "FILE",
+				"data file to read (default ./csampler.data)"),
+		REPORT_ROW("sort", REPORT_OPT_SORT, "KEY",
+			   "order functions by 'self' (default) or 'total' samples"),
+		REPORT_ROW("limit", REPORT_OPT_LIMIT, "N", limit_help),
+		/* before the filters' --steps A-B: the first exact name wins */
+		{ .kind = OPTS_CALL, .long_name = "steps", .value = a, .arg = "A-B", .call = report_option,
+		  .number = REPORT_OPT_STEPS, .flags = OPTS_OPTIONAL_VALUE,
+		  .takes_next = report_is_steps_range,
+		  .help = "alone: the step table (per step: wall, GPU busy, GPU idle and\n"
+			  "its CPU cause, CPU ms in Python/native/off-CPU, launches; p50,\n"
+			  "p90, max, slowest and warm-up steps); with A-B, a filter" },
+		OPTS_INT_ROW(0, "ranks", &a->table, REPORT_TABLE_RANKS,
+			     "per rank of a merged file: steps, step p50/p90, GPU busy and\n"
+			     "idle; the straggler rank and the functions where it spends\n"
+			     "more than the median rank"),
+		OPTS_INCLUDE_ROW(opts_filter_options, a->filter),
+		REPORT_ROW("format", REPORT_OPT_FORMAT, "FMT", "'text' (default) or 'json'"),
+		REPORT_ROW("stdio", REPORT_OPT_STDIO, NULL,
+			   "the text report, as perf report --stdio (same as --format text)"),
+		OPTS_FLAG_ROW(0, "python-only", &a->o->python_only,
+			      "stacks keep only their Python frames (py-spy's look); the\n"
+			      "unwind quality is still that of the whole stacks"),
+		OPTS_STRING_ROW(0, "compare", &a->o->compare, "BASE",
+				"compare the input (NEW) with the data file BASE: per function\n"
+				"and thread, the change in share (points, as 'csampler diff')\n"
+				"and in CPU ms per second, largest first, with the noise floor;\n"
+				"as 'report --compare BASE.data NEW.data'"),
+		OPTS_HELP_ROW,
+		OPTS_END_ROW,
+	};
+	const struct opts_command cmd = {
+		.name = "report",
+		.usage = "usage: csampler report [-i FILE] [--sort self|total] [--limit N] [--pid PID]\n"
+			 "                       [--tid TID] [--comm NAME] [--rank N] [--time SPEC]\n"
+			 "                       [--format text|json] [--stdio] [--python-only]\n"
+			 "                       [--compare BASE] [--steps [A-B]] [--step SPEC] [--ranks]\n",
+		.about = "Print the top functions by self and total samples, per-process, per-thread and\n"
+			 "per-library breakdowns, the hottest source lines and the unwind quality; with\n"
+			 "GPU records, the kernel table, copies, utilisation, synchronisation and what it\n"
+			 "waited for, launch-queue latency, launch sites, NVTX ranges and a verdict.\n",
+		.man = "csampler-report",
+		.options = options,
+	};
+	int first, err = opts_parse(&cmd, argc, argv, &first);
+
+	return err ? err : opts_input(&cmd, argc, argv, first, a->input, &a->o->input);
 }
 
 int cmd_report(int argc, char **argv)
@@ -185,12 +145,13 @@ int cmd_report(int argc, char **argv)
 	struct profile view = { 0 };
 	struct gpu_analysis g = { 0 };
 	int status = CS_EXIT_ERROR;
-	int table = REPORT_TABLE_PLAIN;
+	struct report_args args = { .o = &o, .filter = &filter, .table = REPORT_TABLE_PLAIN };
 	int err;
 
-	err = report_parse_args(argc, argv, &o, &filter, &table);
+	err = report_parse_args(argc, argv, &args);
 	if (err)
-		return err > 0 ? 0 : CS_EXIT_ERROR;
+		return opts_exit_status(err);
+	int table = args.table;
 	if (o.compare)
 		return report_compare(&o, &filter);
 	if (profile_load_filtered(o.input, &filter, &p) < 0)

@@ -14,13 +14,13 @@
  * (or TERM=dumb) draws without any attribute. */
 #include "cmd/cmds.h"
 #include "base/cs.h"
+#include "cmd/opts.h"
 #include "record/gpu_setup.h"
 #include "record/live.h"
 #include "record/record.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -31,23 +31,6 @@
 
 #define TOP_MAX_ROWS 512
 #define TOP_MAX_PIDS 1024
-
-static const char top_usage[] =
-	"usage: csampler top [options] -p PID[,PID...]\n"
-	"       csampler top [options] -- COMMAND [ARGS...]\n"
-	"A live view: the top functions by self and total samples (Python frames included),\n"
-	"refreshed every second, and the GPU kernels by GPU time when GPU records flow.\n"
-	"  -p, --pid PID[,PID]    attach to running processes\n"
-	"  -o, --output FILE      also keep the data file (default: a temporary file, removed)\n"
-	"  --log FILE             launch mode: the command's output (default csampler-top.log)\n"
-	"  -F, --freq HZ          samples per second (default 999)\n"
-	"  --delay SEC            seconds between refreshes (default 1)\n"
-	"  --gpu auto|on|off      GPU capture, as in record (default auto)\n"
-	"  --no-python            native frames only\n"
-	"  --mode auto|perf|ptrace sampling backend, as in record\n"
-	"  -h, --help             this help\n"
-	"Keys: q quit, s sort by self/total, t threads, g GPU kernels/CPU functions, p or space\n"
-	"pause. NO_COLOR=1 draws without colour.\n";
 
 struct top {
 	struct live *live;
@@ -69,17 +52,6 @@ struct top {
 	struct live_thread ths[TOP_MAX_ROWS];
 	struct live_kernel ks[TOP_MAX_ROWS];
 };
-
-__attribute__((format(printf, 1, 2))) static int top_bad(const char *fmt, ...)
-{
-	va_list ap;
-	fprintf(stderr, "csampler: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\n");
-	return CS_EXIT_ERROR;
-}
 
 /* ---- the terminal ---- */
 
@@ -176,12 +148,17 @@ static void top_thread_name(uint32_t tid, char *buf, size_t len)
 		snprintf(buf, len, "(exited)");
 }
 
+/* How many table rows fit from *row to last, under a header line. */
+static size_t top_rows_left(const int *row, int last)
+{
+	size_t want = last - *row - 1 > 0 ? (size_t)(last - *row - 1) : 0;
+	return want > TOP_MAX_ROWS ? TOP_MAX_ROWS : want;
+}
+
 static void top_draw_functions(struct top *t, int *row, int last)
 {
 	uint64_t total = live_samples(t->live);
-	size_t want = last - *row - 1 > 0 ? (size_t)(last - *row - 1) : 0;
-	if (want > TOP_MAX_ROWS)
-		want = TOP_MAX_ROWS;
+	size_t want = top_rows_left(row, last);
 	size_t n = live_functions(t->live, 0, t->sort, t->fns, want);
 	top_line(t, row, "1", "  %%Self  %%Total     Self    Total  Function (module, or file for Python)");
 	for (size_t i = 0; i < n; i++) {
@@ -198,9 +175,7 @@ static void top_draw_functions(struct top *t, int *row, int last)
 static void top_draw_threads(struct top *t, int *row, int last)
 {
 	uint64_t total = live_samples(t->live);
-	size_t want = last - *row - 1 > 0 ? (size_t)(last - *row - 1) : 0;
-	if (want > TOP_MAX_ROWS)
-		want = TOP_MAX_ROWS;
+	size_t want = top_rows_left(row, last);
 	size_t n = live_threads(t->live, t->ths, want);
 	top_line(t, row, "1", "     TID  Name             Samples      %%  Top function (self)");
 	for (size_t i = 0; i < n; i++) {
@@ -219,9 +194,7 @@ static void top_draw_kernels(struct top *t, int *row, int last)
 {
 	uint64_t total_ns = 0;
 	live_gpu_kernels(t->live, &total_ns);
-	size_t want = last - *row - 1 > 0 ? (size_t)(last - *row - 1) : 0;
-	if (want > TOP_MAX_ROWS)
-		want = TOP_MAX_ROWS;
+	size_t want = top_rows_left(row, last);
 	size_t n = live_kernels(t->live, t->ks, want);
 	top_line(t, row, "1", "   %%GPU   GPU ms    Count   Avg us  Kernel");
 	for (size_t i = 0; i < n; i++) {
@@ -351,121 +324,97 @@ static bool top_tick(void *arg, uint64_t now)
 	return t->quit;
 }
 
-static int top_parse_pids(const char *s, pid_t **pids, size_t *n)
+/* Which of top's valued options a call row is. */
+enum top_option { TOP_OPT_LOG, TOP_OPT_FREQ, TOP_OPT_DELAY };
+
+/* What top's options fill. */
+struct top_args {
+	struct record_opts *o;
+	struct top *t;
+	const char *log;
+};
+
+/* --log FILE, -F HZ and --delay SEC. 0, or -EINVAL (printed). */
+static int top_value_option(const char *cmd, const struct opts_option *row, const char *arg,
+			    void *target)
 {
-	char *copy = cs_strdup(s), *save = NULL;
-	int ret = 0;
-	for (char *tok = strtok_r(copy, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
-		uint64_t v;
-		if (cs_parse_u64(tok, &v) || v == 0 || v > 0x7fffffff || *n >= TOP_MAX_PIDS)
-			ret = -EINVAL;
-		else {
-			*pids = cs_realloc(*pids, (*n + 1) * sizeof(pid_t));
-			(*pids)[(*n)++] = (pid_t)v;
-		}
-	}
-	free(copy);
-	return ret ? ret : *n ? 0 : -EINVAL;
-}
-
-/* A getopt_long option handler's "go on to the next option". */
-#define TOP_OPT_NEXT (-1)
-
-/* The long options without a short letter. */
-enum { OPT_LOG = 256, OPT_DELAY, OPT_GPU, OPT_NOPY, OPT_MODE };
-
-/* One option of top (c, with optarg) into *o, *t and *log. TOP_OPT_NEXT, or the exit status
- * to return now (after --help, or a bad value: printed). */
-static int top_option(int c, struct record_opts *o, struct top *t, const char **log, char **argv)
-{
+	struct top_args *a = target;
 	uint64_t v;
 	double d;
 
-	switch (c) {
-	case 'p':
-		if (top_parse_pids(optarg, &o->pids, &o->npids)) {
-			free(o->pids);
-			return top_bad("invalid PID list '%s': give -p PID[,PID...] (at most %d)", optarg, TOP_MAX_PIDS);
-		}
-		return TOP_OPT_NEXT;
-	case 'o':
-		if (!*optarg)
-			return top_bad("empty output path: give -o FILE");
-		o->output = optarg;
-		t->output = optarg;
-		return TOP_OPT_NEXT;
-	case OPT_LOG:
-		if (!*optarg)
-			return top_bad("empty log path: give --log FILE");
-		*log = optarg;
-		return TOP_OPT_NEXT;
-	case 'F':
-		if (cs_parse_u64(optarg, &v) || v == 0 || v > 100000)
-			return top_bad("invalid rate '-F %s': give a frequency in Hz from 1 to 100000", optarg);
-		o->sampler.freq_hz = v;
-		return TOP_OPT_NEXT;
-	case OPT_DELAY:
-		if (cs_parse_double(optarg, &d) || d < 0.1 || d > 3600)
-			return top_bad("invalid --delay '%s': give seconds from 0.1 to 3600", optarg);
-		t->delay_ns = (uint64_t)(d * 1e9);
-		return TOP_OPT_NEXT;
-	case OPT_GPU:
-		if (!strcmp(optarg, "auto"))
-			o->gpu_mode = GPU_MODE_AUTO;
-		else if (!strcmp(optarg, "on"))
-			o->gpu_mode = GPU_MODE_ON;
-		else if (!strcmp(optarg, "off"))
-			o->gpu_mode = GPU_MODE_OFF;
-		else
-			return top_bad("invalid --gpu '%s': use auto, on or off", optarg);
-		return TOP_OPT_NEXT;
-	case OPT_NOPY:
-		o->no_python = true;
-		return TOP_OPT_NEXT;
-	case OPT_MODE:
-		if (!strcmp(optarg, "auto"))
-			o->sampler.mode = SAMPLER_MODE_AUTO;
-		else if (!strcmp(optarg, "perf"))
-			o->sampler.mode = SAMPLER_MODE_PERF;
-		else if (!strcmp(optarg, "ptrace"))
-			o->sampler.mode = SAMPLER_MODE_PTRACE;
-		else
-			return top_bad("invalid --mode '%s': use auto, perf or ptrace", optarg);
-		return TOP_OPT_NEXT;
-	case 'h':
-		fputs(top_usage, stdout);
-		free(o->pids);
+	switch (row->number) {
+	case TOP_OPT_LOG:
+		if (!*arg)
+			return cs_error(EINVAL, "empty log path: give --log FILE");
+		a->log = arg;
+		return 0;
+	case TOP_OPT_FREQ:
+		if (cs_parse_u64(arg, &v) || v == 0 || v > 100000)
+			return cs_error(EINVAL, "invalid rate '-F %s': give a frequency in Hz from 1 to 100000", arg);
+		a->o->sampler.freq_hz = v;
 		return 0;
 	default:
-		free(o->pids);
-		if (optopt && optopt < 256)
-			return top_bad("top: unknown option '-%c' or missing value; see 'csampler top --help'", optopt);
-		return top_bad("top: unknown option '%s' or missing value; see 'csampler top --help'", argv[optind - 1]);
+		if (cs_parse_double(arg, &d) || d < 0.1 || d > 3600)
+			return cs_error(EINVAL, "invalid --delay '%s': give seconds from 0.1 to 3600", arg);
+		a->t->delay_ns = (uint64_t)(d * 1e9);
+		return 0;
 	}
-	return TOP_OPT_NEXT;
 }
 
-/* The checks that need every option: one kind of target, a terminal, live processes.
- * TOP_OPT_NEXT, or the exit status (printed; o->pids freed). */
-static int top_check_opts(struct record_opts *o)
+#define TOP_ROW(s, l, which, argname, text) { .kind = OPTS_CALL, .short_name = (s), \
+		.long_name = (l), .value = a, .arg = (argname), .call = top_value_option, \
+		.number = (which), .help = (text) }
+
+/* Parse argv into a->o (its command: o->argv, or NULL), a->t and a->log, then check what
+ * needs every option: one kind of target, live processes, a terminal. Returns 0, 1 after
+ * --help, or -errno after one line. */
+static int top_parse_args(int argc, char **argv, struct top_args *a)
 {
-	if (o->argv && o->npids) {
-		free(o->pids);
-		return top_bad("give either a command or -p PID, not both");
-	}
-	if (!o->argv && !o->npids)
-		return top_bad("nothing to watch: give a command after -- or attach with -p PID");
-	if (!isatty(0) || !isatty(1)) {
-		free(o->pids);
-		return top_bad("top needs a terminal on its input and output; to profile into a file, use csampler record");
-	}
-	for (size_t i = 0; i < o->npids; i++)
-		if (kill(o->pids[i], 0) < 0 && errno == ESRCH) {
-			int pid = (int)o->pids[i];
-			free(o->pids);
-			return top_bad("no such process %d: check the PID with ps", pid);
-		}
-	return TOP_OPT_NEXT;
+	struct opts_pids pids = { .max = TOP_MAX_PIDS };
+	const struct opts_option options[] = {
+		OPTS_CALL_ROW('p', "pid", &pids, "PID[,PID]", opts_pids_call,
+			      "attach to running processes"),
+		OPTS_CALL_ROW('o', "output", &a->o->output, "FILE", record_output_call,
+			      "also keep the data file (default: a temporary file, removed)"),
+		TOP_ROW(0, "log", TOP_OPT_LOG, "FILE",
+			"launch mode: the command's output (default csampler-top.log)"),
+		TOP_ROW('F', "freq", TOP_OPT_FREQ, "HZ", "samples per second (default 999)"),
+		TOP_ROW(0, "delay", TOP_OPT_DELAY, "SEC", "seconds between refreshes (default 1)"),
+		OPTS_CALL_ROW(0, "gpu", &a->o->gpu_mode, "auto|on|off", record_gpu_mode_call,
+			      "GPU capture, as in record (default auto)"),
+		OPTS_FLAG_ROW(0, "no-python", &a->o->no_python, "native frames only"),
+		{ .kind = OPTS_CALL, .long_name = "mode", .value = &a->o->sampler.mode,
+		  .arg = "auto|perf|ptrace", .call = record_sampler_mode_call, .number = 1,
+		  .help = "sampling backend, as in record" },
+		OPTS_HELP_ROW,
+		OPTS_END_ROW,
+	};
+	const struct opts_command cmd = {
+		.name = "top",
+		.usage = "usage: csampler top [options] -p PID[,PID...]\n"
+			 "       csampler top [options] -- COMMAND [ARGS...]\n",
+		.about = "A live view: the top functions by self and total samples (Python frames included),\n"
+			 "refreshed every second, and the GPU kernels by GPU time when GPU records flow.\n",
+		.footer = "Keys: q quit, s sort by self/total, t threads, g GPU kernels/CPU functions, p or space\n"
+			  "pause. NO_COLOR=1 draws without colour.\n",
+		.man = "csampler-top",
+		.options = options,
+		.flags = OPTS_STOP_AT_OPERAND,
+	};
+	int first, err = opts_parse(&cmd, argc, argv, &first);
+
+	a->o->pids = pids.pids;
+	a->o->npids = pids.n;
+	if (err)
+		return err;
+	a->t->output = a->o->output;
+	if (first < argc)
+		a->o->argv = argv + first;
+	err = record_check_targets(a->o, "nothing to watch");
+	if (!err && (!isatty(0) || !isatty(1)))
+		err = cs_error(ENOTTY, "top needs a terminal on its input and output; to profile "
+			       "into a file, use csampler record");
+	return err;
 }
 
 /* What the screen's header names: the command line, or "PID a,b". */
@@ -507,33 +456,17 @@ static void top_print_end(const struct top *t, const struct record_opts *o, cons
 
 int cmd_top(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "log", required_argument, NULL, OPT_LOG },
-		{ "freq", required_argument, NULL, 'F' },
-		{ "delay", required_argument, NULL, OPT_DELAY },
-		{ "gpu", required_argument, NULL, OPT_GPU },
-		{ "no-python", no_argument, NULL, OPT_NOPY },
-		{ "mode", required_argument, NULL, OPT_MODE },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	struct record_opts o = { .compress = true, .argc_all = argc, .argv_all = argv };
 	struct top t = { .sort = LIVE_SORT_SELF, .delay_ns = 1000000000ull };
-	const char *log = "csampler-top.log";
+	struct top_args args = { .o = &o, .t = &t, .log = "csampler-top.log" };
 	char *tmp_output = NULL, *target = NULL;
-	int c, status = CS_EXIT_ERROR;
+	int status = CS_EXIT_ERROR, err = top_parse_args(argc, argv, &args);
+	const char *log = args.log;
 
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+p:o:F:h", longopts, NULL)) != -1)
-		if ((status = top_option(c, &o, &t, &log, argv)) != TOP_OPT_NEXT)
-			return status;
-	if (optind < argc)
-		o.argv = argv + optind;
-	if ((status = top_check_opts(&o)) != TOP_OPT_NEXT)
-		return status;
+	if (err) {
+		free(o.pids);
+		return opts_exit_status(err);
+	}
 	status = CS_EXIT_ERROR;
 	record_default_sampler(&o.sampler);
 	o.sampler.callgraph = SAMPLER_CALLGRAPH_DWARF;

@@ -1,5 +1,6 @@
-/* cmds.h: the entry points of the subcommands, one per profiler/cmd_<name>.c.
- * Each takes argv with argv[0] = the subcommand name and returns the process exit status. */
+/* cmds.h: the entry points of the subcommands, one per profiler/cmd/cmd_<name>.c (flame and diff
+ * share cmd_flame.c). Each takes argv with argv[0] = the subcommand name and returns the process
+ * exit status; each parses its options with one table of cmd/opts.h. */
 #ifndef CSAMPLER_CMDS_H
 #define CSAMPLER_CMDS_H
 
@@ -28,5 +29,18 @@ struct record_opts;
 struct sampler_opts;
 int record_gpu_prepare(struct record_opts *o, char *why, size_t whylen);
 void record_default_sampler(struct sampler_opts *s);
+/* A command or -p PIDs, not both, not neither (nothing: "nothing to record"), and every PID
+ * alive. 0, or -errno after one line. */
+int record_check_targets(const struct record_opts *o, const char *nothing);
+/* Call rows (cmd/opts.h) of -o FILE (value: const char **; a pattern of record/output.h),
+ * --gpu auto|on|off (value: enum gpu_mode *) and --mode
+ * auto|perf|ptrace|bpf (value: enum sampler_mode *; a row number of 1 leaves bpf out). */
+struct opts_option;
+int record_output_call(const char *cmd, const struct opts_option *row, const char *value,
+		       void *target);
+int record_gpu_mode_call(const char *cmd, const struct opts_option *row, const char *value,
+			 void *target);
+int record_sampler_mode_call(const char *cmd, const struct opts_option *row, const char *value,
+			     void *target);
 
 #endif

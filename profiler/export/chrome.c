@@ -34,6 +34,7 @@
 #include "export/export.h"
 #include "analysis/gpu_idle.h"
 #include "base/cs.h"
+#include "base/gpu_vendor.h"
 #include "base/search.h"
 #include "base/json.h"
 
@@ -177,32 +178,18 @@ static char *chrome_thread_name(const struct profile *p, uint32_t pid, uint32_t 
 	return cs_asprintf("thread %" PRIu32, tid);
 }
 
-static const char *chrome_memcpy_name(uint32_t copy_kind)
+/* A copy's name as Nsight Systems writes it ("Memcpy HtoD"), by its vendor's copy kinds. */
+static void chrome_memcpy_name(const struct profile *p, const struct profile_gpu_activity *a,
+			       char *buf, size_t len)
 {
-	switch (copy_kind) {
-	case 1: return "Memcpy HtoD";
-	case 2: return "Memcpy DtoH";
-	case 3: return "Memcpy HtoA";
-	case 4: return "Memcpy AtoH";
-	case 5: return "Memcpy AtoA";
-	case 6: return "Memcpy AtoD";
-	case 7: return "Memcpy DtoA";
-	case 8: return "Memcpy DtoD";
-	case 9: return "Memcpy HtoH";
-	case 10: return "Memcpy PtoP";
-	default: return "Memcpy";
-	}
+	const char *kind = gpu_vendor_copy_kind(profile_gpu_vendor(p, a->pid), a->detail);
+	snprintf(buf, len, kind ? "Memcpy %s" : "Memcpy", kind);
 }
 
-static const char *chrome_sync_name(uint32_t type)
+static const char *chrome_sync_name(const struct profile *p, const struct profile_gpu_activity *a)
 {
-	switch (type) {   /* CUpti_ActivitySynchronizationType */
-	case 1: return "Event Synchronize";
-	case 2: return "Stream Wait Event";
-	case 3: return "Stream Synchronize";
-	case 4: return "Context Synchronize";
-	default: return "Synchronize";
-	}
+	const char *name = gpu_vendor_sync_type(profile_gpu_vendor(p, a->pid), a->detail);
+	return name ? name : "Synchronize";
 }
 
 /* The API span's name: the launch record's API function, else "CUDA API cbid N". */
@@ -210,7 +197,17 @@ static char *chrome_api_name(const struct profile *p, const struct profile_gpu_a
 {
 	if (a->launch != PROFILE_GPU_NO_LAUNCH && *profile_str(p, p->gpu_launches[a->launch].api))
 		return cs_strdup(profile_str(p, p->gpu_launches[a->launch].api));
-	return cs_asprintf("CUDA API cbid %" PRIu32, a->detail);
+	return cs_asprintf("%s API cbid %" PRIu32, profile_gpu_vendor(p, a->pid)->name, a->detail);
+}
+
+/* A span's category: the vendor's, then the API domain ("cuda_runtime", "cuda_driver") or
+ * what it is ("cuda_sync"). */
+static void chrome_category(const struct profile *p, const struct profile_gpu_activity *a,
+			    char *buf, size_t len)
+{
+	const struct gpu_vendor *v = profile_gpu_vendor(p, a->pid);
+	const char *what = a->kind == PROFILE_GPU_SYNC ? "sync" : gpu_vendor_domain(v, a->detail2);
+	snprintf(buf, len, "%s_%s", v->category, what ? what : gpu_vendor_domain(v, 1));
 }
 
 /* ---- CPU threads -------------------------------------------------------------------------- */
@@ -235,57 +232,41 @@ static bool chrome_span_thread(const struct profile *p, const struct profile_gpu
 static int cmp_slice_thread(const void *x, const void *y)
 {
 	const struct chrome_slice *a = x, *b = y;
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
-	if (a->tid != b->tid)
-		return a->tid < b->tid ? -1 : 1;
-	if (a->start != b->start)
-		return a->start < b->start ? -1 : 1;
-	if (a->end != b->end)
-		return a->end > b->end ? -1 : 1;
-	if (a->kind != b->kind)
-		return a->kind < b->kind ? -1 : 1;
-	return a->ref < b->ref ? -1 : a->ref > b->ref;
+	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->tid, b->tid) ?: CS_CMP(a->start, b->start) ?:
+	       CS_CMP(b->end, a->end) ?: CS_CMP(a->kind, b->kind) ?: CS_CMP(a->ref, b->ref);
 }
 
 /* Order of emission on a track: by start, the enclosing (longer, outer) slice first. */
 static int cmp_slice_time(const void *x, const void *y)
 {
 	const struct chrome_slice *a = x, *b = y;
-	if (a->start != b->start)
-		return a->start < b->start ? -1 : 1;
-	if (a->end != b->end)
-		return a->end > b->end ? -1 : 1;
-	if (a->kind != b->kind)
-		return a->kind < b->kind ? -1 : 1;
-	return a->depth < b->depth ? -1 : a->depth > b->depth;
+	return CS_CMP(a->start, b->start) ?: CS_CMP(b->end, a->end) ?: CS_CMP(a->kind, b->kind) ?:
+	       CS_CMP(a->depth, b->depth);
 }
 
 static int cmp_u32(const void *x, const void *y)
 {
 	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-	return a < b ? -1 : a > b;
+	return CS_CMP(a, b);
 }
 
 static int cmp_u64(const void *x, const void *y)
 {
 	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-	return a < b ? -1 : a > b;
+	return CS_CMP(a, b);
 }
 
-/* Sample indexes ordered by (pid, tid, time). */
-static const struct profile *chrome_sort_profile;
-static int cmp_sample_thread(const void *x, const void *y)
+/* Indexes of samples or launches ordered by (pid, tid, time), then index (qsort_r's arg: the
+ * profile). */
+#define CHROME_CMP_THREAD_TIME(a, b, x, y)                                                      \
+	return CS_CMP((a)->pid, (b)->pid) ?: CS_CMP((a)->tid, (b)->tid) ?:                      \
+	       CS_CMP((a)->time, (b)->time) ?: CS_CMP(*(const uint32_t *)(x), *(const uint32_t *)(y))
+
+static int cmp_sample_thread(const void *x, const void *y, void *arg)
 {
-	const struct profile_sample *a = &chrome_sort_profile->samples[*(const uint32_t *)x],
-				    *b = &chrome_sort_profile->samples[*(const uint32_t *)y];
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
-	if (a->tid != b->tid)
-		return a->tid < b->tid ? -1 : 1;
-	if (a->time != b->time)
-		return a->time < b->time ? -1 : 1;
-	return *(const uint32_t *)x < *(const uint32_t *)y ? -1 : 1;
+	const struct profile *p = arg;
+	CHROME_CMP_THREAD_TIME(&p->samples[*(const uint32_t *)x], &p->samples[*(const uint32_t *)y],
+			       x, y);
 }
 
 static void chrome_add_slice(struct chrome_ctx *c, struct chrome_slice s)
@@ -365,7 +346,7 @@ static void chrome_slice_fields(struct chrome_ctx *c, const struct chrome_slice 
 	const struct profile_gpu_activity *a = s->kind == SL_FRAME ? NULL :
 					       &p->gpu_activities[s->ref];
 	struct json_writer *w = &c->w;
-	char *api;
+	char *api, cat[64];
 
 	switch (s->kind) {
 	case SL_FRAME: {
@@ -392,7 +373,8 @@ static void chrome_slice_fields(struct chrome_ctx *c, const struct chrome_slice 
 		break;
 	case SL_API:
 		api = chrome_api_name(p, a);
-		json_str(w, "cat", a->detail2 == 2 ? "cuda_driver" : "cuda_runtime");
+		chrome_category(p, a, cat, sizeof(cat));
+		json_str(w, "cat", cat);
 		json_str(w, "name", api);
 		free(api);
 		if (end) {
@@ -403,8 +385,9 @@ static void chrome_slice_fields(struct chrome_ctx *c, const struct chrome_slice 
 		}
 		break;
 	case SL_SYNC:
-		json_str(w, "cat", "cuda_sync");
-		json_str(w, "name", chrome_sync_name(a->detail));
+		chrome_category(p, a, cat, sizeof(cat));
+		json_str(w, "cat", cat);
+		json_str(w, "name", chrome_sync_name(p, a));
 		if (end) {
 			json_object(w, "args", JSON_INLINE);
 			json_u64(w, "correlation", a->correlation);
@@ -508,8 +491,7 @@ static void chrome_write_threads(struct chrome_ctx *c)
 	uint32_t *idx = cs_calloc(p->nsamples_records + 1, sizeof(*idx));
 	for (size_t i = 0; i < p->nsamples_records; i++)
 		idx[i] = (uint32_t)i;
-	chrome_sort_profile = p;
-	cs_qsort(idx, p->nsamples_records, sizeof(*idx), cmp_sample_thread);
+	cs_qsort_r(idx, p->nsamples_records, sizeof(*idx), cmp_sample_thread, (void *)p);
 
 	/* Walk both lists thread by thread, in (pid, tid) order. */
 	size_t si = 0, ai = 0;
@@ -550,9 +532,7 @@ static uint32_t chrome_gpu_pid(struct chrome_ctx *c, uint32_t pid, uint32_t devi
 static int cmp_gpu(const void *x, const void *y)
 {
 	const struct chrome_gpu *a = x, *b = y;
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
-	return a->device < b->device ? -1 : a->device > b->device;
+	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->device, b->device);
 }
 
 /* The launch that made activity a (its graph node's, for a graph kernel without one). */
@@ -645,8 +625,11 @@ static void chrome_write_gpu(struct chrome_ctx *c)
 				chrome_us(c, "queued us", (int64_t)(a->start - a->queued));
 		} else {
 			bool copy = a->kind == PROFILE_GPU_MEMCPY;
+			char name[64] = "Memset";
+			if (copy)
+				chrome_memcpy_name(c->p, a, name, sizeof(name));
 			json_str(w, "cat", copy ? "gpu_memcpy" : "gpu_memset");
-			json_str(w, "name", copy ? chrome_memcpy_name(a->detail) : "Memset");
+			json_str(w, "name", name);
 			json_object(w, "args", JSON_INLINE);
 			json_u64(w, "bytes", a->bytes);
 			if (a->end > a->start)
@@ -720,18 +703,11 @@ static void chrome_write_idle(struct chrome_ctx *c)
  * arrow leaves the launch's API span at its start. A launch without a span of its own (the
  * driver call that a runtime call makes, which CUPTI's API records leave out) leaves the span
  * of the call it is nested in: the last launch before it on its thread that has a span. */
-static const struct profile *chrome_sort_launches;
-static int cmp_launch_thread(const void *x, const void *y)
+static int cmp_launch_thread(const void *x, const void *y, void *arg)
 {
-	const struct profile_gpu_launch *a = &chrome_sort_launches->gpu_launches[*(const uint32_t *)x],
-				       *b = &chrome_sort_launches->gpu_launches[*(const uint32_t *)y];
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
-	if (a->tid != b->tid)
-		return a->tid < b->tid ? -1 : 1;
-	if (a->time != b->time)
-		return a->time < b->time ? -1 : 1;
-	return *(const uint32_t *)x < *(const uint32_t *)y ? -1 : 1;
+	const struct profile *p = arg;
+	CHROME_CMP_THREAD_TIME(&p->gpu_launches[*(const uint32_t *)x],
+			       &p->gpu_launches[*(const uint32_t *)y], x, y);
 }
 
 static void chrome_flow_starts(struct chrome_ctx *c)
@@ -749,8 +725,7 @@ static void chrome_flow_starts(struct chrome_ctx *c)
 	}
 	for (size_t i = 0; i < p->ngpu_launches; i++)
 		order[i] = (uint32_t)i;
-	chrome_sort_launches = p;
-	cs_qsort(order, p->ngpu_launches, sizeof(*order), cmp_launch_thread);
+	cs_qsort_r(order, p->ngpu_launches, sizeof(*order), cmp_launch_thread, (void *)p);
 	c->flow_start = cs_calloc(p->ngpu_launches + 1, sizeof(*c->flow_start));
 	uint64_t outer = 0;
 	for (size_t k = 0; k < p->ngpu_launches; k++) {

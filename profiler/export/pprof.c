@@ -285,21 +285,14 @@ static int pprof_gzip(FILE *f, const void *data, size_t len)
 static int pprof_row_cmp(const void *x, const void *y)
 {
 	const struct pprof_row *a = x, *b = y;
-	if (a->stack != b->stack)
-		return a->stack < b->stack ? -1 : 1;
-	if (a->leaf != b->leaf)
-		return a->leaf < b->leaf ? -1 : 1;
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
-	return a->tid < b->tid ? -1 : a->tid > b->tid;
+	return CS_CMP(a->stack, b->stack) ?: CS_CMP(a->leaf, b->leaf) ?: CS_CMP(a->pid, b->pid) ?:
+	       CS_CMP(a->tid, b->tid);
 }
 
 static int pprof_thread_cmp(const void *x, const void *y)
 {
 	const struct profile_thread *a = x, *b = y;
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
-	return a->tid < b->tid ? -1 : a->tid > b->tid;
+	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->tid, b->tid);
 }
 
 /* The row of (stack, leaf, pid, tid) in *rows, made (zeroed) the first time: one hash lookup
@@ -360,7 +353,7 @@ static size_t pprof_rows(struct pprof_ctx *c, struct pprof_row **out)
 			leaf = &copy_leaf[a->detail < 16 ? a->detail : 0];
 			if (!*leaf)
 				*leaf = pprof_extra(c, cs_asprintf("[memcpy %s]",
-						    fold_gpu_copy_kind(a->detail)), true);
+						    fold_gpu_copy_kind(p, a)), true);
 			break;
 		case PROFILE_GPU_MEMSET:
 			leaf = &memset_leaf;

@@ -79,7 +79,8 @@ static const char *df_not_regular(mode_t mode)
  * rename() replaces directory entries and never follows a symbolic link, so a link planted at
  * the path or at .old cannot redirect a write, and a failure at any step leaves the previous
  * file under its name (or, after the first rename, under .old). */
-int df_writer_open(struct df_writer **out, const char *path, bool compress)
+int df_writer_open_version(struct df_writer **out, const char *path, bool compress,
+			   uint32_t version)
 {
 	struct df_writer *w = NULL;
 	uint8_t hdr[DF_HEADER_SIZE] = { 0 };
@@ -115,7 +116,7 @@ int df_writer_open(struct df_writer **out, const char *path, bool compress)
 	w->path = cs_strdup(path);
 	w->compress = compress;
 	memcpy(hdr, DF_MAGIC, 8);
-	put_le32(hdr + 8, DF_VERSION);
+	put_le32(hdr + 8, version);
 	put_le32(hdr + 12, DF_MIN_READER_VERSION);
 	/* hdr[16..24): feature bits, none defined yet */
 	put_le32(hdr + 24, DF_HEADER_SIZE);
@@ -264,6 +265,7 @@ struct df_in {
 	int fd;                 /* -1: read from mem */
 	const uint8_t *mem;
 	size_t len, pos;        /* pos: where the next read starts, in mem or in the file */
+	uint32_t *version;      /* where the header's version goes, or NULL */
 };
 
 static int df_read_full(struct df_in *in, void *buf, size_t len, size_t *got)
@@ -348,6 +350,8 @@ static int df_read_file_header(struct df_in *in, const char *path, uint64_t *off
 	memcpy(&version, hdr + 8, 4);
 	memcpy(&min_reader, hdr + 12, 4);
 	memcpy(&header_size, hdr + 24, 4);
+	if (in->version)
+		*in->version = version;
 	if (min_reader > DF_VERSION)
 		return cs_error(EPROTONOSUPPORT,
 				"%s: format version %u needs a newer csampler (this one reads up to %u)",
@@ -473,9 +477,14 @@ out:
 	return ret;
 }
 
-int df_read(const char *path, df_record_fn fn, void *arg)
+int df_writer_open(struct df_writer **out, const char *path, bool compress)
 {
-	struct df_in in = { .fd = open(path, O_RDONLY | O_CLOEXEC) };
+	return df_writer_open_version(out, path, compress, DF_VERSION);
+}
+
+int df_read_version(const char *path, df_record_fn fn, void *arg, uint32_t *version)
+{
+	struct df_in in = { .fd = open(path, O_RDONLY | O_CLOEXEC), .version = version };
 	if (in.fd < 0)
 		return cs_error(errno, "cannot open %s: %s%s", path, strerror(errno),
 				errno == ENOENT ? "; record one with 'csampler record' or pass -i FILE" : "");
@@ -484,8 +493,19 @@ int df_read(const char *path, df_record_fn fn, void *arg)
 	return ret;
 }
 
+int df_read(const char *path, df_record_fn fn, void *arg)
+{
+	return df_read_version(path, fn, arg, NULL);
+}
+
+int df_read_mem_version(const void *buf, size_t len, const char *name, df_record_fn fn,
+			void *arg, uint32_t *version)
+{
+	struct df_in in = { .fd = -1, .mem = buf, .len = len, .version = version };
+	return df_read_in(&in, name, fn, arg);
+}
+
 int df_read_mem(const void *buf, size_t len, const char *name, df_record_fn fn, void *arg)
 {
-	struct df_in in = { .fd = -1, .mem = buf, .len = len };
-	return df_read_in(&in, name, fn, arg);
+	return df_read_mem_version(buf, len, name, fn, arg, NULL);
 }

@@ -22,7 +22,9 @@
 #include <stdint.h>
 
 #define DF_MAGIC "CSAMPLER"
-#define DF_VERSION 1
+/* 2: GPU launch stacks are trimmed of the vendor's launch path by the recorder (a reader
+ *    trims those of version 1 files itself, base/gpu_vendor.h); DF_LOC's inline-skip bits */
+#define DF_VERSION 2
 #define DF_MIN_READER_VERSION 1
 #define DF_HEADER_SIZE 64
 #define DF_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
@@ -49,10 +51,15 @@ enum profile_frame_flags {
 					    * "[off-cpu: futex]" of an off-CPU sample */
 };
 
-/* DF_LOC flags: bit 0 says the offset is a return address; PROFILE_FRAME_FOUND_* as above. */
+/* DF_LOC flags: bit 0 says the offset is a return address; PROFILE_FRAME_FOUND_* as above;
+ * bits 24-31 (version 2): the number of innermost inline frames of the address left out of
+ * its DF_SYMBOL, a launch stack trimmed inside an inline chain (the GPU runtime's inline
+ * launch template in the program's function). */
 enum df_loc_flags {
 	DF_LOC_CALLER = 1 << 0,
 	DF_LOC_FOUND_MASK = PROFILE_FRAME_FOUND_FP | PROFILE_FRAME_FOUND_SCAN,
+	DF_LOC_SKIP_SHIFT = 24,
+	DF_LOC_SKIP_MASK = 0xffu << DF_LOC_SKIP_SHIFT,
 };
 
 enum profile_module_flags {
@@ -194,7 +201,12 @@ struct df_gpu_info {
 	uint64_t capture_ns;      /* time spent in the launch callback */
 	uint32_t flags;           /* DF_GPU_INFO_* */
 	uint32_t bad_records;     /* records of the file the recorder could not use */
+	uint32_t vendor;          /* enum gpu_vendor_id (base/gpu_vendor.h); absent (a record
+				   * of DF_GPU_INFO_V1_SIZE bytes, before version 2): CUDA */
+	uint32_t reserved;
 } __attribute__((packed));
+
+#define DF_GPU_INFO_V1_SIZE 128
 
 enum df_gpu_info_flags {
 	DF_GPU_INFO_HAVE_INFO = 1 << 0,  /* cupti_version .. clock_after_ns are set */
@@ -227,7 +239,7 @@ enum df_task_label_flags {
 _Static_assert(sizeof(struct df_task_label) == 24, "DF_TASK_LABEL layout (csampler-data(5))");
 _Static_assert(sizeof(struct df_gpu_launch) == 48, "DF_GPU_LAUNCH layout (csampler-data(5))");
 _Static_assert(sizeof(struct df_gpu_activity) == 120, "DF_GPU_ACTIVITY layout (csampler-data(5))");
-_Static_assert(sizeof(struct df_gpu_info) == 128, "DF_GPU_INFO layout (csampler-data(5))");
+_Static_assert(sizeof(struct df_gpu_info) == 136, "DF_GPU_INFO layout (csampler-data(5))");
 
 struct df_writer;
 
@@ -238,6 +250,10 @@ struct df_writer;
  * is refused. On any failure the previous file keeps its name. Returns 0 or -errno after
  * printing one line. */
 int df_writer_open(struct df_writer **out, const char *path, bool compress);
+/* The same, the header saying version (merge: the oldest of its inputs', whose records it
+ * copies as they are). */
+int df_writer_open_version(struct df_writer **out, const char *path, bool compress,
+			   uint32_t version);
 /* Append one record. Never fails by itself: a write error is kept (see df_writer_error) and
  * later records are dropped. */
 void df_put(struct df_writer *w, uint16_t type, const void *payload, size_t len);
@@ -260,5 +276,10 @@ typedef int (*df_record_fn)(void *arg, uint16_t type, const uint8_t *payload, si
 int df_read(const char *path, df_record_fn fn, void *arg);
 /* The same over a whole file already in memory, buf[0..len); name is used in messages. */
 int df_read_mem(const void *buf, size_t len, const char *name, df_record_fn fn, void *arg);
+/* Both, setting *version to the format version of the file's header before the first record
+ * (a file whose header could not be read leaves it as it was). */
+int df_read_version(const char *path, df_record_fn fn, void *arg, uint32_t *version);
+int df_read_mem_version(const void *buf, size_t len, const char *name, df_record_fn fn,
+			void *arg, uint32_t *version);
 
 #endif

@@ -41,6 +41,7 @@ struct merge_task {
 struct merge_input {
 	const char *path;
 	size_t index;
+	uint32_t version;   /* its format version (the output's is the oldest of them) */
 	/* pass 1 */
 	struct merge_kv *header;
 	size_t nheader, cap_header;
@@ -427,14 +428,14 @@ static void merge_copy_tasks(struct merge_input *in, uint16_t type, const uint8_
 		r.comm.pid = merge_task_id(in, r.comm.pid);
 		r.comm.tid = merge_task_id(in, r.comm.tid);
 		r.comm.time = merge_time(in, r.comm.time);
-		df_encode_comm(b, &r.comm);
+		df_encode_fixed(b, &r.comm, DF_COMM_FIXED);
 		break;
 	case DF_MMAP:
 		df_decode_mmap(d, len, &r.mmap);
 		r.mmap.pid = merge_task_id(in, r.mmap.pid);
 		r.mmap.tid = merge_task_id(in, r.mmap.tid);
 		r.mmap.time = merge_time(in, r.mmap.time);
-		df_encode_mmap(b, &r.mmap);
+		df_encode_fixed(b, &r.mmap, DF_MMAP_FIXED);
 		break;
 	case DF_FORK:
 	case DF_EXIT:
@@ -443,27 +444,29 @@ static void merge_copy_tasks(struct merge_input *in, uint16_t type, const uint8_
 			.pid = merge_task_id(in, r.task.pid), .ppid = merge_task_id(in, r.task.ppid),
 			.tid = merge_task_id(in, r.task.tid), .ptid = merge_task_id(in, r.task.ptid),
 			.time = merge_time(in, r.task.time) };
-		df_encode_task(b, &r.task);
+		df_encode_fixed(b, &r.task, DF_TASK_SIZE);
 		break;
 	case DF_LOST:
 		df_decode_lost(d, len, &r.lost);
 		r.lost.time = merge_time(in, r.lost.time);
-		df_encode_lost(b, &r.lost);
+		df_encode_fixed(b, &r.lost, DF_LOST_SIZE);
 		break;
 	case DF_RAW_SAMPLE:
 		df_decode_raw_sample_task(d, len, &r.raw);
 		r.raw.time = merge_time(in, r.raw.time);
 		r.raw.pid = merge_task_id(in, r.raw.pid);
 		r.raw.tid = merge_task_id(in, r.raw.tid);
-		df_encode_raw_sample_task(b, &r.raw);
+		df_encode_fixed(b, &r.raw, DF_RAW_SAMPLE_TASK);
 		break;
 	case DF_GPU_INFO:
 		df_decode_gpu_info(d, len, &r.info);
-		df_encode_gpu_info_pid(b, merge_task_id(in, r.info.pid));
+		r.info.pid = merge_task_id(in, r.info.pid);
+		df_encode_fixed(b, &r.info, sizeof(r.info));
 		break;
 	case DF_GPU_NOTE:
 		df_decode_gpu_note(d, len, &r.note);
-		df_encode_gpu_note_pid(b, merge_task_id(in, r.note.pid));
+		r.note.pid = merge_task_id(in, r.note.pid);
+		df_encode_fixed(b, &r.note, DF_GPU_NOTE_FIXED);
 		break;
 	}
 }
@@ -474,6 +477,7 @@ static void merge_copy_ids(struct merge *m, struct merge_input *in, uint16_t typ
 			   const uint8_t *d, size_t len, uint8_t *b)
 {
 	union {
+		struct df_module module;
 		struct df_loc loc;
 		struct df_stack stack;
 		struct df_sample sample;
@@ -481,22 +485,23 @@ static void merge_copy_ids(struct merge *m, struct merge_input *in, uint16_t typ
 	} r;
 
 	switch (type) {
-	case DF_MODULE: {
-		uint32_t id = cs_rd32(d);
-		if (id == in->nmodules2) {
-			in->module_map = cs_realloc(in->module_map, (id + 1) * sizeof(uint32_t));
-			in->module_map[id] = m->out_modules++;
+	case DF_MODULE:
+		df_decode_module(d, len, &r.module);
+		if (r.module.id == in->nmodules2) {
+			in->module_map = cs_realloc(in->module_map,
+						    (r.module.id + 1) * sizeof(uint32_t));
+			in->module_map[r.module.id] = m->out_modules++;
 			in->nmodules2++;
 		}
-		df_encode_module_id(b, in->module_map[id]);
+		r.module.id = in->module_map[r.module.id];
+		df_encode_fixed(b, &r.module, DF_MODULE_FIXED);
 		df_put(m->w, type, b, len);
 		break;
-	}
 	case DF_LOC:
 		df_decode_loc(d, len, &r.loc);
 		r.loc.id += in->loc_base;
 		r.loc.module = in->module_map[r.loc.module];
-		df_encode_loc(b, &r.loc);
+		df_encode_fixed(b, &r.loc, DF_LOC_SIZE);
 		m->out_locs++;
 		df_put(m->w, type, b, len);
 		break;
@@ -517,7 +522,7 @@ static void merge_copy_ids(struct merge *m, struct merge_input *in, uint16_t typ
 		r.sample.pid = merge_task_id(in, r.sample.pid);
 		r.sample.tid = merge_task_id(in, r.sample.tid);
 		r.sample.stack += in->stack_base;
-		df_encode_sample(b, &r.sample);
+		df_encode_fixed(b, &r.sample, DF_SAMPLE_SIZE);
 		df_put(m->w, type, b, len);
 		break;
 	case DF_SYMBOL: {
@@ -743,7 +748,7 @@ int df_merge(const char *output, const char *const *inputs, size_t ninputs, bool
 				       output);
 			break;
 		}
-		ret = df_read(in->path, merge_scan, in);
+		ret = df_read_version(in->path, merge_scan, in, &in->version);
 		if (ret == 1)
 			ret = cs_error(EINVAL, "merge: %s is truncated (its recording did not end): "
 				       "only complete data files can be merged; 'csampler info %s' shows "
@@ -757,7 +762,12 @@ int df_merge(const char *output, const char *const *inputs, size_t ninputs, bool
 	if (ret)
 		goto out;
 
-	ret = df_writer_open(&m.w, output, compress);
+	/* The records are copied as they are: a version 1 input's launch stacks are not trimmed
+	 * yet (datafile.h), so the output says the oldest version, and its readers trim. */
+	uint32_t version = DF_VERSION;
+	for (size_t k = 0; k < m.nin; k++)
+		version = m.in[k].version < version ? m.in[k].version : version;
+	ret = df_writer_open_version(&m.w, output, compress, version);
 	if (ret)
 		goto out;
 	m.strs = df_strtab_new();

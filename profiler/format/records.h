@@ -9,7 +9,13 @@
  * outlive the decoded struct. A record longer than its fixed fields decodes: its tail is
  * ignored, and df_encode_* writes the fixed fields over a copy of the payload, so that merge
  * keeps a tail it does not know. The GPU and task-label payloads are datafile.h's packed
- * structs themselves. */
+ * structs themselves.
+ *
+ * The one description of each layout is its struct: the fixed fields are the struct's leading
+ * members in file order, each 4 or 8 bytes at a multiple of its size, so the struct's first
+ * *_FIXED bytes are the record's, byte for byte (the host is little endian, as the file: cs.h).
+ * DF_FIXED_ENDS_AT after each struct holds it to that at compile time; the codec copies those
+ * bytes and adds the strings and arrays that follow. */
 #ifndef CSAMPLER_RECORDS_H
 #define CSAMPLER_RECORDS_H
 
@@ -17,6 +23,11 @@
 #include <stdint.h>
 
 #include "format/datafile.h"
+
+/* The fixed fields of type end with member last, size bytes from the start. */
+#define DF_FIXED_ENDS_AT(type, last, size)                                                  \
+	_Static_assert(offsetof(type, last) + sizeof(((type *)0)->last) == (size),          \
+		       #type ": the fixed fields are its first " #size " bytes")
 
 struct df_header_kv {   /* DF_HEADER_KV */
 	const char *key, *value;
@@ -26,6 +37,8 @@ struct df_string {      /* DF_STRING */
 	uint32_t id;
 	const char *text;
 };
+#define DF_STRING_FIXED 4
+DF_FIXED_ENDS_AT(struct df_string, id, DF_STRING_FIXED);
 
 struct df_comm {        /* DF_COMM */
 	uint32_t pid, tid;
@@ -34,6 +47,7 @@ struct df_comm {        /* DF_COMM */
 	const char *name;
 };
 #define DF_COMM_FIXED 20
+DF_FIXED_ENDS_AT(struct df_comm, flags, DF_COMM_FIXED);
 
 struct df_mmap {        /* DF_MMAP */
 	uint32_t pid, tid;
@@ -42,22 +56,27 @@ struct df_mmap {        /* DF_MMAP */
 	const char *path;
 };
 #define DF_MMAP_FIXED 48
+DF_FIXED_ENDS_AT(struct df_mmap, flags, DF_MMAP_FIXED);
 
 struct df_task {        /* DF_FORK and DF_EXIT */
 	uint32_t pid, ppid, tid, ptid;
 	uint64_t time;
 };
 #define DF_TASK_SIZE 24
+DF_FIXED_ENDS_AT(struct df_task, time, DF_TASK_SIZE);
 
 struct df_lost {        /* DF_LOST */
 	uint64_t time, count;
 };
 #define DF_LOST_SIZE 16
+DF_FIXED_ENDS_AT(struct df_lost, count, DF_LOST_SIZE);
 
 struct df_module {      /* DF_MODULE */
 	uint32_t id, flags;     /* PROFILE_MODULE_* */
 	const char *path, *build_id; /* build_id: hex, "" when unknown */
 };
+#define DF_MODULE_FIXED 8
+DF_FIXED_ENDS_AT(struct df_module, flags, DF_MODULE_FIXED);
 
 struct df_loc {         /* DF_LOC */
 	uint32_t id, module;
@@ -65,32 +84,41 @@ struct df_loc {         /* DF_LOC */
 	uint32_t flags;         /* DF_LOC_* */
 };
 #define DF_LOC_SIZE 20
+DF_FIXED_ENDS_AT(struct df_loc, flags, DF_LOC_SIZE);
 
 struct df_stack {       /* DF_STACK: n location ids, leaf first (df_stack_loc) */
 	uint32_t id, n;
 	const uint8_t *locs;
 };
+#define DF_STACK_FIXED 8
+DF_FIXED_ENDS_AT(struct df_stack, n, DF_STACK_FIXED);
 
 struct df_sample {      /* DF_SAMPLE */
 	uint64_t time;
 	uint32_t pid, tid, cpu, stack, flags, weight;
 };
 #define DF_SAMPLE_SIZE 32
+DF_FIXED_ENDS_AT(struct df_sample, weight, DF_SAMPLE_SIZE);
 
 struct df_symbol_frame {
 	uint32_t name, file, line, flags; /* string ids; PROFILE_FRAME_* */
 };
+#define DF_SYMBOL_FRAME_SIZE 16
+DF_FIXED_ENDS_AT(struct df_symbol_frame, flags, DF_SYMBOL_FRAME_SIZE);
 
 struct df_symbol {      /* DF_SYMBOL: n >= 1 frames of loc, innermost first (df_symbol_at) */
 	uint32_t loc, n;
 	const uint8_t *frames;
 };
+#define DF_SYMBOL_FIXED 8
+DF_FIXED_ENDS_AT(struct df_symbol, n, DF_SYMBOL_FIXED);
 
 struct df_end {         /* DF_END */
 	uint64_t samples, lost, end_time;
 	uint32_t flags;         /* 1: symbolized */
 };
 #define DF_END_SIZE 28
+DF_FIXED_ENDS_AT(struct df_end, flags, DF_END_SIZE);
 
 /* DF_RAW_SAMPLE (--keep-raw): the fixed fields, then regs[popcount(regs_mask)], nkernel,
  * kernel_ips[nkernel], stack_size, stack bytes. Decoding gives the time and the task alone
@@ -106,11 +134,16 @@ struct df_raw_sample {
 	const void *stack;
 };
 #define DF_RAW_SAMPLE_TASK 16
+#define DF_RAW_SAMPLE_FIXED 32
+DF_FIXED_ENDS_AT(struct df_raw_sample, tid, DF_RAW_SAMPLE_TASK);
+DF_FIXED_ENDS_AT(struct df_raw_sample, regs_mask, DF_RAW_SAMPLE_FIXED);
 
 struct df_gpu_note {    /* DF_GPU_NOTE */
 	uint32_t pid, severity; /* 0 info, 1 warning */
 	const char *text;
 };
+#define DF_GPU_NOTE_FIXED 8
+DF_FIXED_ENDS_AT(struct df_gpu_note, severity, DF_GPU_NOTE_FIXED);
 
 /* ---- decoding: 0, or -EINVAL when the record is malformed ---- */
 int df_decode_header_kv(const uint8_t *d, size_t len, struct df_header_kv *out);
@@ -137,17 +170,10 @@ int df_decode_task_label(const uint8_t *d, size_t len, struct df_task_label *out
 uint32_t df_stack_loc(const struct df_stack *s, uint32_t i);
 struct df_symbol_frame df_symbol_at(const struct df_symbol *s, uint32_t i);
 
-/* ---- encoding the fixed fields over a payload (merge rewrites ids in a copy) ---- */
-void df_encode_comm(uint8_t *b, const struct df_comm *c);        /* DF_COMM_FIXED bytes */
-void df_encode_mmap(uint8_t *b, const struct df_mmap *m);        /* DF_MMAP_FIXED */
-void df_encode_task(uint8_t *b, const struct df_task *t);        /* DF_TASK_SIZE */
-void df_encode_lost(uint8_t *b, const struct df_lost *l);        /* DF_LOST_SIZE */
-void df_encode_module_id(uint8_t *b, uint32_t id);               /* the first 4 bytes */
-void df_encode_loc(uint8_t *b, const struct df_loc *l);          /* DF_LOC_SIZE */
-void df_encode_sample(uint8_t *b, const struct df_sample *s);    /* DF_SAMPLE_SIZE */
-void df_encode_raw_sample_task(uint8_t *b, const struct df_raw_sample *r); /* RAW_SAMPLE_TASK */
-void df_encode_gpu_note_pid(uint8_t *b, uint32_t pid);           /* the first 4 bytes */
-void df_encode_gpu_info_pid(uint8_t *b, uint32_t pid);           /* the first 4 bytes */
+/* ---- encoding the fixed fields over a payload (merge rewrites ids in a copy) ----
+ * The first fixed bytes of any decoded record struct (DF_COMM_FIXED for a struct df_comm,
+ * sizeof for datafile.h's packed structs), written over b; what follows in b stays. */
+void df_encode_fixed(uint8_t *b, const void *record, size_t fixed);
 
 /* ---- writing whole records ---- */
 void df_put_header_kv(struct df_writer *w, const char *key, const char *value);

@@ -294,7 +294,7 @@ UNIT_TEST(records_encode_keeps_tail)
 	struct df_loc loc;
 
 	memset(b, 0xab, sizeof(b));
-	df_encode_loc(b, &(struct df_loc){ 1, 2, 3, 4 });
+	df_encode_fixed(b, &(struct df_loc){ 1, 2, 3, 4 }, DF_LOC_SIZE);
 	UNIT_ASSERT(df_decode_loc(b, sizeof(b), &loc) == 0);
 	UNIT_ASSERT(loc.id == 1 && loc.module == 2 && loc.offset == 3 && loc.flags == 4);
 	UNIT_ASSERT(b[DF_LOC_SIZE] == 0xab && b[DF_LOC_SIZE + 3] == 0xab);

@@ -58,12 +58,12 @@ struct gpu_file_header {
 
 enum gpu_rec_type {
 	GPU_REC_INFO = 1,      /* struct gpu_info: versions, status, clock check */
-	GPU_REC_LAUNCH = 2,    /* protocol 2 only (struct gpu_launch): see GPU_REC_CALL */
+	GPU_REC_LAUNCH = 2,    /* protocol 2 only (a launch with its stack): GPU_REC_CALL */
 	GPU_REC_KERNEL = 3,    /* struct gpu_kernel + name (NUL-terminated, padded) */
 	GPU_REC_MEMCPY = 4,    /* struct gpu_memcpy */
 	GPU_REC_MEMSET = 5,    /* struct gpu_memset */
 	GPU_REC_SYNC = 6,      /* struct gpu_sync */
-	GPU_REC_API = 7,       /* protocol 2 only (struct gpu_api): see GPU_REC_CALL */
+	GPU_REC_API = 7,       /* protocol 2 only (an API call's span): GPU_REC_CALL */
 	GPU_REC_MARKER = 8,    /* struct gpu_marker + name: an NVTX range */
 	GPU_REC_STATS = 9,     /* struct gpu_stats: counters, written at flush and at exit */
 	GPU_REC_NOTE = 10,     /* struct gpu_note + text: one line for the user (why CPU-only...) */
@@ -106,38 +106,13 @@ enum gpu_api_domain {
 	GPU_DOMAIN_RESOURCE = 3,   /* graph node creation: keeps the capture-time stack */
 };
 
-enum gpu_launch_flags {
-	GPU_LAUNCH_STACK_TRUNCATED = 1 << 0, /* more than the frame limit */
-	GPU_LAUNCH_GRAPH_NODE = 1 << 1,      /* graph_node_id is set: a node captured here */
-};
-
-/* Protocol 2's launch record, kept for reference (readers of protocol 3 do not see it).
- * One API call (runtime or driver) at ENTER. A runtime call and the driver call inside it share
- * one correlation id: the library records the outermost only. */
-struct gpu_launch {
-	uint64_t time;             /* at ENTER */
-	uint32_t tid;
-	uint32_t correlation;      /* CUPTI correlationId */
-	uint32_t cbid;             /* CUPTI callback id within domain */
-	uint16_t domain;           /* enum gpu_api_domain */
-	uint16_t nframes;          /* pcs[] that follow: return addresses, leaf (the caller of the
-				    * CUDA API) first; pcs[0] is a return address too */
-	uint64_t graph_node_id;    /* GPU_LAUNCH_GRAPH_NODE: the node created here */
-	uint32_t flags;            /* enum gpu_launch_flags */
-	uint32_t api_name_len;     /* 0, or bytes of the API name after pcs[] (NUL included) */
-	uint32_t npy;              /* struct gpu_py_frame after the name (padded to 8) */
-	uint32_t py_flags;         /* enum gpu_py_flags */
-	/* u64 pcs[nframes]; char api_name[api_name_len]; padding to 8;
-	 * struct gpu_py_frame py[npy] */
-};
-
 struct gpu_thread {
 	uint32_t tid;              /* OS thread id */
 	uint32_t reserved;
 };
 
 enum gpu_stack_flags {
-	GPU_STACK_TRUNCATED = 1 << 0, /* more than the frame limit (= GPU_LAUNCH_STACK_TRUNCATED) */
+	GPU_STACK_TRUNCATED = 1 << 0, /* more than the frame limit */
 };
 
 /* A launch stack: u64 pcs[nframes] (return addresses, leaf = the caller of the CUDA API first),
@@ -259,13 +234,6 @@ struct gpu_sync {
 	uint32_t event, reserved;
 };
 
-struct gpu_api {
-	uint64_t start, end;
-	uint32_t correlation, cbid;
-	uint32_t domain;           /* enum gpu_api_domain */
-	uint32_t tid;
-};
-
 struct gpu_marker {
 	uint64_t start, end;       /* end == 0: an instantaneous mark */
 	uint32_t id, tid;
@@ -298,8 +266,8 @@ struct gpu_overhead {
 };
 
 /* Kernels of an instantiated graph carry the id of the node's clone (made by
- * cudaGraphInstantiate), not of the node created at capture time, whose GPU_REC_LAUNCH
- * (GPU_LAUNCH_GRAPH_NODE) holds the capture stack: this maps one to the other. */
+ * cudaGraphInstantiate), not of the node created at capture time, whose GPU_REC_GRAPH_NODE
+ * holds the capture stack: this maps one to the other. */
 struct gpu_graph_clone {
 	uint64_t node_id;          /* the clone: kernels' graph_node_id */
 	uint64_t original_id;      /* the node it was cloned from */

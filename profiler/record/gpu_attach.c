@@ -151,19 +151,21 @@ static uint64_t ga_addr_of(const struct ga_maps *m, const struct ga_map *like, u
 
 /* ---- symbols of a file (dynamic symbol table) ---- */
 
-/* The file offset of name's definition (the default version when several), and its size.
- * Returns 0 or -ENOENT / -errno. */
-static int ga_elf_sym(const char *path, const char *name, uint64_t *off, uint64_t *size)
+/* name's definition in the dynamic symbol table of path, and where the file's segments put
+ * it: the default version when several. */
+struct ga_elf_def {
+	uint64_t value, size;      /* st_value, st_size */
+	uint64_t file_offset;      /* where value's bytes are in the file; UINT64_MAX: past them
+				    * (.bss) */
+	uint64_t first_load;       /* the lowest PT_LOAD address, page-aligned */
+};
+
+/* The defined dynamic symbol name of elf, the default version preferred: 0 or -ENOENT. */
+static int ga_elf_dynsym(Elf *elf, const char *name, struct ga_elf_def *d)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	elf_version(EV_CURRENT);
-	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
-	int ret = -ENOENT;
 	Elf_Scn *scn = NULL, *dynsym = NULL, *versym = NULL;
 	GElf_Shdr sh, dsh = { 0 };
-	while (elf && (scn = elf_nextscn(elf, scn))) {
+	while ((scn = elf_nextscn(elf, scn))) {
 		if (!gelf_getshdr(scn, &sh))
 			continue;
 		if (sh.sh_type == SHT_DYNSYM)
@@ -173,7 +175,6 @@ static int ga_elf_sym(const char *path, const char *name, uint64_t *off, uint64_
 	}
 	Elf_Data *data = dynsym ? elf_getdata(dynsym, NULL) : NULL;
 	Elf_Data *vdata = versym ? elf_getdata(versym, NULL) : NULL;
-	uint64_t value = 0, best_size = 0;
 	int found = 0;   /* 1: a hidden (non-default) version, 2: the default one */
 	for (size_t i = 0; data && dsh.sh_entsize && i < dsh.sh_size / dsh.sh_entsize; i++) {
 		GElf_Sym sym;
@@ -188,26 +189,57 @@ static int ga_elf_sym(const char *path, const char *name, uint64_t *off, uint64_
 			rank = 1;
 		if (rank > found) {
 			found = rank;
-			value = sym.st_value;
-			best_size = sym.st_size;
+			d->value = sym.st_value;
+			d->size = sym.st_size;
 		}
 	}
+	return found ? 0 : -ENOENT;
+}
+
+/* name's definition in path (struct ga_elf_def). Returns 0 or -ENOENT / -errno. */
+static int ga_elf_lookup(const char *path, const char *name, struct ga_elf_def *d)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf_version(EV_CURRENT);
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	*d = (struct ga_elf_def){ .file_offset = UINT64_MAX, .first_load = UINT64_MAX };
+	int ret = elf ? ga_elf_dynsym(elf, name, d) : -ENOENT;
 	size_t nph = 0;
-	if (found && elf_getphdrnum(elf, &nph) == 0) {
+	if (!ret && elf_getphdrnum(elf, &nph) == 0) {
 		for (size_t i = 0; i < nph; i++) {
 			GElf_Phdr ph;
-			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
-			    value >= ph.p_vaddr && value < ph.p_vaddr + ph.p_filesz) {
-				*off = value - ph.p_vaddr + ph.p_offset;
-				*size = best_size;
-				ret = 0;
-				break;
-			}
+			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+				continue;
+			if (ph.p_vaddr < d->first_load)
+				d->first_load = ph.p_vaddr &
+					~(uint64_t)(ph.p_align > 1 ? ph.p_align - 1 : 0);
+			if (d->file_offset == UINT64_MAX && d->value >= ph.p_vaddr &&
+			    d->value < ph.p_vaddr + ph.p_filesz)
+				d->file_offset = d->value - ph.p_vaddr + ph.p_offset;
 		}
 	}
+	if (!ret && d->first_load == UINT64_MAX)
+		ret = -ENOENT;
 	if (elf)
 		elf_end(elf);
 	close(fd);
+	return ret;
+}
+
+/* The file offset of name's definition (the default version when several), and its size.
+ * Returns 0 or -ENOENT / -errno. */
+static int ga_elf_sym(const char *path, const char *name, uint64_t *off, uint64_t *size)
+{
+	struct ga_elf_def d;
+	int ret = ga_elf_lookup(path, name, &d);
+	if (!ret && d.file_offset == UINT64_MAX)
+		ret = -ENOENT;
+	if (!ret) {
+		*off = d.file_offset;
+		*size = d.size;
+	}
 	return ret;
 }
 
@@ -853,44 +885,13 @@ int gpu_attach_stop(struct gpu_attach *a, char *why, size_t whylen)
 static int ga_elf_data_sym(const char *path, const char *name, uint64_t *value, uint64_t *size,
 			   uint64_t *first_load)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	elf_version(EV_CURRENT);
-	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
-	int ret = -ENOENT;
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-	while (elf && ret && (scn = elf_nextscn(elf, scn))) {
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
-			continue;
-		Elf_Data *data = elf_getdata(scn, NULL);
-		for (size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; i++) {
-			GElf_Sym sym;
-			const char *n;
-			if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
-			    !(n = elf_strptr(elf, sh.sh_link, sym.st_name)) || strcmp(n, name))
-				continue;
-			*value = sym.st_value;
-			*size = sym.st_size;
-			ret = 0;
-			break;
-		}
+	struct ga_elf_def d;
+	int ret = ga_elf_lookup(path, name, &d);
+	if (!ret) {
+		*value = d.value;
+		*size = d.size;
+		*first_load = d.first_load;
 	}
-	size_t nph = 0;
-	*first_load = UINT64_MAX;
-	if (!ret && elf_getphdrnum(elf, &nph) == 0) {
-		for (size_t i = 0; i < nph; i++) {
-			GElf_Phdr ph;
-			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && ph.p_vaddr < *first_load)
-				*first_load = ph.p_vaddr & ~(uint64_t)(ph.p_align > 1 ? ph.p_align - 1 : 0);
-		}
-	}
-	if (!ret && *first_load == UINT64_MAX)
-		ret = -ENOENT;
-	if (elf)
-		elf_end(elf);
-	close(fd);
 	return ret;
 }
 

@@ -3,7 +3,7 @@
  * makes it call dlopen(libcsampler-cupti.so) and the library's csampler_gpu_attach(config)
  * (inject/attach.h), and puts the thread back as it was; at the end of the recording it makes
  * it call csampler_gpu_detach() the same way. The library then writes CSAMPLER_GPU_DIR/
- * gpu-PID.bin, which the recorder merges as for `csampler env` (gpu_merge.h).
+ * gpu-PID.bin, which the recorder reads as for `csampler env` (gpu_channel.h).
  *
  * Every refusal is one phrase in why (no "csampler:" prefix, no newline) and leaves the process
  * running as it was: not permitted (ptrace), exited, statically linked (no libc.so to call

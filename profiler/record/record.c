@@ -7,11 +7,12 @@
 #include "record/record.h"
 
 #include "base/cs.h"
+#include "base/gpu_vendor.h"
 #include "base/hash.h"
 #include "format/datafile.h"
 #include "format/records.h"
 #include "record/gpu_attach.h"
-#include "record/gpu_merge.h"
+#include "record/gpu_channel.h"
 #include "record/output.h"
 #include "record/status.h"
 #include "unwind/python.h"
@@ -84,6 +85,7 @@ struct record {
 	uint32_t *stack_len;
 	size_t nstacks, cap_stacks;
 	struct cs_hash stack_ids;   /* hash of the loc sequence -> id + 1, as a pointer */
+	struct cs_map gpu_trimmed;  /* (recorded launch stack, vendor) -> the stack kept */
 	/* counts */
 	uint64_t nsamples, lost, stack_full, unwind_errors;
 	uint64_t offcpu_samples;    /* --idle: weight of the off-CPU samples */
@@ -112,8 +114,8 @@ struct record {
 	uint64_t run_start_ns;      /* csampler's own start, for its CPU share of the wall time */
 	int stop_signal;
 	int error;                  /* csampler's own failure: exit 125 */
-	/* GPU capture: the library's files, merged as they grow */
-	struct gpu_merge *gpu;
+	/* GPU capture: the library's files, read as they grow */
+	struct gpu_channel *gpu;
 	char **child_env;           /* launch mode with --gpu: the command's environment */
 	struct gpu_attach *attach;  /* attach mode, --gpu on: one per PID (opts.gpu_inject) */
 	size_t nloaded;             /* processes the library was loaded into */
@@ -373,15 +375,89 @@ static void record_sample(struct record *r, const struct sampler_event *ev)
 	*cs_map_slot(&r->pids, ev->pid, 0) = 0;
 }
 
-/* ---- GPU records (gpu_merge.h) ---- */
+/* ---- GPU records (gpu_channel.h) ---- */
+
+/* How many leaf locations of a launch stack are the vendor's launch path (its runtime,
+ * driver, tracer, the compiler's launch stub and the host wrapper above it): each location
+ * named as record_symbolize will name it, leaf first, until the first frame of the program.
+ * *skip_inner: the innermost inline frames of the next location that are on the path too (the
+ * runtime's inline launch template in the program's function). 0 when the whole stack is the
+ * path (kept whole: nothing else to show). */
+static int record_gpu_trim(struct record *r, const struct gpu_vendor *v,
+			   const struct unwind_loc *locs, int n, uint32_t *skip_inner)
+{
+	struct sym_frame frames[64];
+	struct gpu_trim t;
+	gpu_trim_init(&t, v);
+	*skip_inner = 0;
+	for (int i = 0; i < n; i++) {
+		const struct unwind_module *m = unwind_module_get(r->unwind, locs[i].module);
+		if (!m || (m->flags & PROFILE_MODULE_PYTHON))
+			return i;
+		if (gpu_trim_module(v, m->path))
+			continue;
+		int nf = sym_resolve(r->unwind, locs[i], true, frames, 64), k = 0;
+		while (k < nf && gpu_trim_frame(&t, m->path, frames[k].name))
+			k++;
+		if (nf <= 0 || k < nf) {
+			*skip_inner = (uint32_t)k;
+			return i;
+		}
+	}
+	return 0;
+}
+
+/* The launch stack as the data file keeps it (format version 2): the recorded one without
+ * its leaf launch path (record_gpu_trim). Trimmed once per recorded stack. */
+static uint32_t record_gpu_stack(struct record *r, const struct gpu_vendor *v,
+				 const struct unwind_loc *locs, const uint32_t *ids, int n)
+{
+	uint32_t raw = record_stack(r, ids, (uint32_t)n);
+	uint32_t *done = cs_map_slot(&r->gpu_trimmed, raw, v->id);
+	if (*done != CS_MAP_NONE)
+		return *done;
+	uint32_t skip_inner, trimmed = raw;
+	int drop = record_gpu_trim(r, v, locs, n, &skip_inner);
+	if (skip_inner > DF_LOC_SKIP_MASK >> DF_LOC_SKIP_SHIFT)
+		skip_inner = 0;   /* more inline frames than the bits hold: the location stays whole */
+	if (drop || skip_inner) {
+		uint32_t cut[RECORD_MAX_LOCS];
+		memcpy(cut, ids + drop, (size_t)(n - drop) * sizeof(*cut));
+		if (skip_inner)
+			cut[0] = record_loc(r, locs[drop].module, locs[drop].offset,
+					    DF_LOC_CALLER | skip_inner << DF_LOC_SKIP_SHIFT);
+		trimmed = record_stack(r, cut, (uint32_t)(n - drop));
+	}
+	*cs_map_slot(&r->gpu_trimmed, raw, v->id) = trimmed;
+	return trimmed;
+}
+
+/* The launching thread's Python frames, read by the library at the launch: named here from
+ * the process' code objects, in place of the interpreter activations. */
+static int record_gpu_python(struct record *r, const struct gpu_channel_launch *l,
+			     struct unwind_loc *locs, int n)
+{
+	struct py_ext_frame f[GPU_MAX_PY_FRAMES];
+	enum py_merge_result res;
+	for (size_t i = 0; i < l->npy; i++)
+		f[i] = (struct py_ext_frame){ l->py[i].code, l->py[i].unit,
+					      (l->py[i].flags & GPU_PYF_ENTRY) != 0,
+					      (l->py[i].flags & GPU_PYF_GENERATOR) != 0 };
+	bool cut = (l->rec.flags & DF_GPU_LAUNCH_STACK_TRUNCATED) ||
+		   (l->py_flags & (GPU_PY_TRUNCATED | GPU_PY_BROKEN));
+	n = py_merge_frames(r->unwind, l->rec.pid, f, (int)l->npy, cut, locs, n, RECORD_MAX_LOCS,
+			    &res);
+	if (res == PY_MERGE_OK || res == PY_MERGE_CHANGED)
+		r->gpu_py_merged++;
+	else if (res != PY_MERGE_NONE)
+		r->gpu_py_unread++;
+	return n;
+}
 
 /* A launch's return addresses go through the unwinder's view of the process' mappings and the
  * same location and stack interning as sampled stacks, so they are symbolized with them. Every
  * frame is a return address (the library's pcs[0] too): all are looked up as callers. */
-static void record_gpu_launch(void *arg, uint32_t pid, uint32_t tid, uint64_t time,
-			      uint32_t correlation, uint32_t cbid, uint32_t domain, uint32_t flags,
-			      uint64_t graph_node_id, const uint64_t *pcs, size_t npcs, const char *api,
-			      const struct gpu_py_frame *py, size_t npy, uint32_t py_flags)
+static void record_gpu_launch(void *arg, const struct gpu_channel_launch *l)
 {
 	struct record *r = arg;
 	struct unwind_loc locs[RECORD_MAX_LOCS];
@@ -389,43 +465,26 @@ static void record_gpu_launch(void *arg, uint32_t pid, uint32_t tid, uint64_t ti
 	uint32_t uflags = 0;
 	int n = 0;
 
-	if (npcs) {
-		struct unwind_sample s = { .pid = pid, .tid = tid, .user_ips = pcs, .nuser_ips = npcs };
+	if (l->npcs) {
+		struct unwind_sample s = { .pid = l->rec.pid, .tid = l->rec.tid,
+					   .user_ips = l->pcs, .nuser_ips = l->npcs };
 		n = unwind_sample(r->unwind, &s, locs, RECORD_MAX_LOCS, &uflags);
 		if (n < 0)
 			n = 0;
 	}
-	if (npy && n && !r->o->no_python) {
-		/* The launching thread's Python frames, read by the library at the launch: named
-		 * here from the process' code objects, in place of the interpreter activations. */
-		struct py_ext_frame f[GPU_MAX_PY_FRAMES];
-		enum py_merge_result res;
-		for (size_t i = 0; i < npy; i++)
-			f[i] = (struct py_ext_frame){ py[i].code, py[i].unit,
-						      (py[i].flags & GPU_PYF_ENTRY) != 0,
-						      (py[i].flags & GPU_PYF_GENERATOR) != 0 };
-		bool cut = (flags & DF_GPU_LAUNCH_STACK_TRUNCATED) ||
-			   (py_flags & (GPU_PY_TRUNCATED | GPU_PY_BROKEN));
-		n = py_merge_frames(r->unwind, pid, f, (int)npy, cut, locs, n, RECORD_MAX_LOCS, &res);
-		if (res == PY_MERGE_OK || res == PY_MERGE_CHANGED)
-			r->gpu_py_merged++;
-		else if (res != PY_MERGE_NONE)
-			r->gpu_py_unread++;
-	}
+	if (l->npy && n && !r->o->no_python)
+		n = record_gpu_python(r, l, locs, n);
 	record_write_modules(r);
 	for (int i = 0; i < n; i++) {
 		const struct unwind_module *m = unwind_module_get(r->unwind, locs[i].module);
 		bool python = m && (m->flags & PROFILE_MODULE_PYTHON);
 		ids[i] = record_loc(r, locs[i].module, locs[i].offset, python ? 0 : DF_LOC_CALLER);
 	}
+	struct df_gpu_launch rec = l->rec;
 	if (uflags & UNWIND_NO_MAP)
-		flags |= DF_GPU_LAUNCH_NO_MAP;
-	struct df_gpu_launch rec = {
-		.time = time, .pid = pid, .tid = tid, .correlation = correlation,
-		.stack = record_stack(r, ids, (uint32_t)n),
-		.api = api[0] ? df_strtab_id(r->strs, r->w, api) : 0,
-		.cbid = cbid, .domain = domain, .flags = flags, .graph_node_id = graph_node_id,
-	};
+		rec.flags |= DF_GPU_LAUNCH_NO_MAP;
+	rec.stack = record_gpu_stack(r, gpu_vendor_get(l->vendor), locs, ids, n);
+	rec.api = l->api[0] ? df_strtab_id(r->strs, r->w, l->api) : 0;
 	df_put_gpu_launch(r->w, &rec);
 }
 
@@ -462,10 +521,11 @@ static const struct gpu_sink record_gpu_sink = {
 };
 
 /* Whether a process' GPU status is worth a record: something was captured or went wrong. */
-static bool record_gpu_info_worth(const struct df_gpu_info *i, uint64_t merged)
+static bool record_gpu_info_worth(const struct df_gpu_info *i, uint64_t delivered)
 {
-	return merged || i->status || i->launches || i->activities || i->dropped || i->launches_dropped ||
-	       i->lost_timestamps || i->flush_timeouts || i->write_errors || i->bad_records ||
+	return delivered || i->status || i->launches || i->activities || i->dropped ||
+	       i->launches_dropped || i->lost_timestamps || i->flush_timeouts || i->write_errors ||
+	       i->bad_records ||
 	       (i->flags & (DF_GPU_INFO_CUT | DF_GPU_INFO_CORRUPT));
 }
 
@@ -475,21 +535,21 @@ static void record_gpu_finish(struct record *r, uint64_t end_ns)
 	if (!r->gpu)
 		return;
 	if (!r->o->argv)
-		gpu_merge_set_max_time(r->gpu, end_ns); /* attached programs go on */
-	gpu_merge_poll(r->gpu, 0, UINT64_MAX, true);
-	for (size_t i = 0; i < gpu_merge_nprocesses(r->gpu); i++) {
-		uint64_t merged = 0;
-		const struct df_gpu_info *info = gpu_merge_process(r->gpu, i, &merged);
-		if (record_gpu_info_worth(info, merged))
+		gpu_channel_set_max_time(r->gpu, end_ns); /* attached programs go on */
+	gpu_channel_poll(r->gpu, 0, UINT64_MAX, true);
+	for (size_t i = 0; i < gpu_channel_nprocesses(r->gpu); i++) {
+		uint64_t delivered = 0;
+		const struct df_gpu_info *info = gpu_channel_process(r->gpu, i, &delivered);
+		if (record_gpu_info_worth(info, delivered))
 			df_put_gpu_info(r->w, info);
 	}
 }
 
 static void record_gpu_summary(struct record *r)
 {
-	uint64_t launches = gpu_merge_launches(r->gpu), acts = gpu_merge_activities(r->gpu);
+	uint64_t launches = gpu_channel_launches(r->gpu), acts = gpu_channel_activities(r->gpu);
 	uint64_t dropped = 0, lost = 0, ldrop = 0;
-	size_t nproc = gpu_merge_nprocesses(r->gpu);
+	size_t nproc = gpu_channel_nprocesses(r->gpu);
 
 	if (!r->gpu)
 		return;
@@ -502,7 +562,7 @@ static void record_gpu_summary(struct record *r)
 			say("GPU: %s", n->text);
 	}
 	for (size_t i = 0; i < nproc; i++) {
-		const struct df_gpu_info *info = gpu_merge_process(r->gpu, i, NULL);
+		const struct df_gpu_info *info = gpu_channel_process(r->gpu, i, NULL);
 		dropped += info->dropped;
 		lost += info->lost_timestamps;
 		ldrop += info->launches_dropped;
@@ -598,7 +658,7 @@ static int record_event(void *arg, const struct sampler_event *ev)
 						     ev->comm.comm });
 		if (ev->comm.exec) {
 			/* GPU launches of the old image, while its mappings are still known */
-			gpu_merge_poll(r->gpu, ev->pid, UINT64_MAX, false);
+			gpu_channel_poll(r->gpu, ev->pid, UINT64_MAX, false);
 			unwind_exec(r->unwind, ev->pid);
 			py_forget(r->unwind, ev->pid);
 		}
@@ -612,11 +672,11 @@ static int record_event(void *arg, const struct sampler_event *ev)
 		if (ev->type == SAMPLER_EV_FORK && ev->pid != ev->task.ppid) {
 			unwind_fork(r->unwind, ev->task.ppid, ev->pid);
 			if (r->gpu)
-				gpu_merge_add_pid(r->gpu, ev->pid);
+				gpu_channel_add_pid(r->gpu, ev->pid);
 		} else if (ev->type == SAMPLER_EV_EXIT && ev->pid == ev->tid) {
 			/* the library wrote its last records before the process exited: take
 			 * them before the process' mappings are forgotten */
-			gpu_merge_poll(r->gpu, ev->pid, UINT64_MAX, false);
+			gpu_channel_poll(r->gpu, ev->pid, UINT64_MAX, false);
 			unwind_exit(r->unwind, ev->pid);
 			py_forget(r->unwind, ev->pid);
 		}
@@ -842,14 +902,18 @@ static void record_wait_command(struct record *r)
  * only the last new locations are left for the end) and once more at the end with progress. */
 static void record_symbolize(struct record *r, bool at_end)
 {
-	struct sym_frame frames[64];
+	struct sym_frame all[64];
 	bool tty = at_end && isatty(2) && !cs_quiet && !r->o->live;
 	size_t first = r->nsymbolized;
 
 	for (size_t i = first; i < r->nlocs; i++) {
 		const struct loc_key *k = &r->locs[i];
 		struct unwind_loc loc = { .module = k->module, .offset = k->offset };
-		int n = sym_resolve(r->unwind, loc, k->flags & DF_LOC_CALLER, frames, 64);
+		int n = sym_resolve(r->unwind, loc, k->flags & DF_LOC_CALLER, all, 64);
+		/* a trimmed launch stack's location: its innermost inline frames left out */
+		int skip = (int)((k->flags & DF_LOC_SKIP_MASK) >> DF_LOC_SKIP_SHIFT);
+		const struct sym_frame *frames = all + (skip < n ? skip : 0);
+		n -= skip < n ? skip : 0;
 		if (n > 0) {
 			struct df_symbol_frame rec[64];
 			for (int f = 0; f < n; f++)
@@ -1123,9 +1187,9 @@ static void record_status_tick(struct record *r, uint64_t now)
 		.processes = r->pids.n, .file_bytes = df_bytes_written(r->w), .gpu = r->gpu != NULL,
 	};
 	if (r->gpu) {
-		c.gpu_records = gpu_merge_launches(r->gpu) + gpu_merge_activities(r->gpu);
-		for (size_t i = 0; i < gpu_merge_nprocesses(r->gpu); i++) {
-			const struct df_gpu_info *info = gpu_merge_process(r->gpu, i, NULL);
+		c.gpu_records = gpu_channel_launches(r->gpu) + gpu_channel_activities(r->gpu);
+		for (size_t i = 0; i < gpu_channel_nprocesses(r->gpu); i++) {
+			const struct df_gpu_info *info = gpu_channel_process(r->gpu, i, NULL);
 			c.gpu_dropped += info->dropped + info->launches_dropped;
 		}
 	}
@@ -1170,7 +1234,7 @@ static void record_periodic(struct record *r, uint64_t now, bool stopping)
 		 * library mapped just before it): events_seen_ns, not a guess from the
 		 * clock, which a reader thread starved on a loaded machine outran (its
 		 * launches then fell in no known mapping). */
-		gpu_merge_poll(r->gpu, 0, r->events_seen_ns, false);
+		gpu_channel_poll(r->gpu, 0, r->events_seen_ns, false);
 		record_symbolize(r, false);
 		r->last_symbolize_ns = now;
 	}
@@ -1316,7 +1380,7 @@ static int record_install_signals(struct record *r)
 }
 
 /* Everything before the target runs: signals, descriptors, the unwinder, the output (unless
- * it is named after the launched command's pid) and the GPU merge. 0, or -1 when it failed
+ * it is named after the launched command's pid) and the GPU channel. 0, or -1 when it failed
  * (printed). */
 static int record_prepare(struct record *r, bool open_late)
 {
@@ -1358,9 +1422,9 @@ static int record_prepare(struct record *r, bool open_late)
 		uint64_t gpu_from = o->argv ? 0 : cs_monotonic_ns();
 		if (o->argv)
 			r->child_env = gpu_setup_env(&o->gpu, environ);
-		r->gpu = gpu_merge_new(o->gpu.dir, o->argv != NULL, gpu_from, &record_gpu_sink, r);
+		r->gpu = gpu_channel_new(o->gpu.dir, o->argv != NULL, gpu_from, &record_gpu_sink, r);
 		for (size_t i = 0; i < o->npids; i++)
-			gpu_merge_add_pid(r->gpu, (uint32_t)o->pids[i]);
+			gpu_channel_add_pid(r->gpu, (uint32_t)o->pids[i]);
 	}
 	return 0;
 }
@@ -1527,7 +1591,7 @@ static void record_free(struct record *r)
 	df_writer_close(r->w);
 	df_strtab_free(r->strs);
 	/* the private directory of a launch goes; the per-user one of attach mode stays */
-	gpu_merge_free(r->gpu, o->argv != NULL);
+	gpu_channel_free(r->gpu, o->argv != NULL);
 	record_gpu_attach_free(r);
 	gpu_setup_free_env(r->child_env);
 	for (size_t i = 0; i < r->ngpu_notes; i++)
@@ -1553,6 +1617,7 @@ static void record_free(struct record *r)
 	free(r->target_pidfds);
 	free(r->locs);
 	cs_map_free(&r->loc_ids);
+	cs_map_free(&r->gpu_trimmed);
 	free(r->stack_data);
 	free(r->stack_pos);
 	free(r->stack_len);

@@ -193,6 +193,10 @@ void sampler_idle_sample(struct sampler_idle_thread *th, struct sampler_idle_sin
 			 uint64_t now, uint32_t periods);
 /* Deliver the thread's pending sample, if any. */
 void sampler_idle_flush(struct sampler_idle_thread *th, struct sampler_idle_sink *sink);
+/* The same for a thread found running or moved after a tick that stood for PERIODS: the pending
+ * sample also gets the first half of the gap (its expected share of it). */
+void sampler_idle_flush_late(struct sampler_idle_thread *th, struct sampler_idle_sink *sink,
+			     uint32_t periods);
 /* Flush, then close its files and free its copy. */
 void sampler_idle_thread_close(struct sampler_idle_thread *th, struct sampler_idle_sink *sink);
 

@@ -303,6 +303,70 @@ error:
 	return 1;
 }
 
+/* The registers the user's stack walk starts from: those of the tick when it hit user mode;
+ * else those saved at kernel entry. The context is read in whole u64 fields only. */
+static __always_inline void user_regs(struct bpf_perf_event_data *ctx, struct task_struct *task,
+				      bool in_kernel, struct walk *w)
+{
+	if (in_kernel) {
+		struct pt_regs *u = (struct pt_regs *)bpf_task_pt_regs(task);
+		w->ip = BPF_CORE_READ(u, ip);
+		w->sp = BPF_CORE_READ(u, sp);
+		w->bp = BPF_CORE_READ(u, bp);
+	} else {
+		w->ip = *(volatile __u64 *)&ctx->regs.ip;
+		w->sp = *(volatile __u64 *)&ctx->regs.sp;
+		w->bp = *(volatile __u64 *)&ctx->regs.bp;
+	}
+}
+
+/* Submit sample s with a slice of the user stack, for a walk that found no rows where it
+ * failed (a file whose rows are not loaded yet, JIT code): user space's unwinder goes on from
+ * the slice. Always 0, the program's answer. */
+static __always_inline int submit_with_slice(struct csb_sample *s, __u64 t0)
+{
+	/* The slice reaches up to the first page that cannot be read (the stack's top may be
+	 * nearer than slice_bytes), and is read straight into the ring's record. */
+	__u64 end = s->sp + slice_bytes, page = (s->sp | 4095) + 1;
+	__u8 probe;
+	for (int k = 0; k < CSB_SLICE_MAX / 4096 + 1 && page < end; k++, page += 4096)
+		if (bpf_probe_read_user(&probe, 1, (void *)page)) {
+			end = page;
+			break;
+		}
+	__u64 size = end - s->sp;
+	if (size > CSB_SLICE_MAX)
+		size = CSB_SLICE_MAX;
+	size &= 2 * CSB_SLICE_MAX - 1;  /* a bound the verifier sees */
+	/* the ring record's size is a constant: the smallest of four that holds the slice */
+	__u64 cls = size <= 4096 ? 4096 : size <= 8192 ? 8192 : size <= 16384 ? 16384 : CSB_SLICE_MAX;
+	struct csb_slice_sample *r;
+	if (cls == 4096)
+		r = bpf_ringbuf_reserve(&samples, sizeof(struct csb_sample) + 4096, 0);
+	else if (cls == 8192)
+		r = bpf_ringbuf_reserve(&samples, sizeof(struct csb_sample) + 8192, 0);
+	else if (cls == 16384)
+		r = bpf_ringbuf_reserve(&samples, sizeof(struct csb_sample) + 16384, 0);
+	else
+		r = bpf_ringbuf_reserve(&samples, sizeof(*r), 0);
+	if (!r) {
+		stat_add(CSB_STAT_LOST);
+		return 0;
+	}
+	if (size > cls)
+		size = cls;
+	if (size >= 64 && size <= CSB_SLICE_MAX &&
+	    !bpf_probe_read_user(r->stack, size, (void *)s->sp)) {
+		s->slice = size;
+		s->flags |= CSB_USER_SLICE;
+	}
+	bpf_probe_read_kernel(&r->head, sizeof(r->head), s);
+	bpf_ringbuf_submit(r, wakeup_flag());
+	stat_add(CSB_STAT_SAMPLES);
+	stat_add_n(CSB_STAT_NS, bpf_ktime_get_ns() - t0);
+	return 0;
+}
+
 SEC("perf_event")
 int csb_sample(struct bpf_perf_event_data *ctx)
 {
@@ -324,8 +388,6 @@ int csb_sample(struct bpf_perf_event_data *ctx)
 	s->nuser = 0;
 	s->fp_mask[0] = s->fp_mask[1] = 0;
 
-	/* The sampled registers are the user's when the tick hit user mode; else the user's
-	 * are those saved at kernel entry. */
 	/* the context is read in whole u64 fields only */
 	__u64 cs = *(volatile __u64 *)&ctx->regs.cs;
 	bool in_kernel = (cs & 3) == 0;
@@ -338,16 +400,7 @@ int csb_sample(struct bpf_perf_event_data *ctx)
 	if (!task->mm) {
 		s->flags |= CSB_KERNEL_THREAD;
 	} else {
-		if (in_kernel) {
-			struct pt_regs *u = (struct pt_regs *)bpf_task_pt_regs(task);
-			w->ip = BPF_CORE_READ(u, ip);
-			w->sp = BPF_CORE_READ(u, sp);
-			w->bp = BPF_CORE_READ(u, bp);
-		} else {
-			w->ip = *(volatile __u64 *)&ctx->regs.ip;
-			w->sp = *(volatile __u64 *)&ctx->regs.sp;
-			w->bp = *(volatile __u64 *)&ctx->regs.bp;
-		}
+		user_regs(ctx, task, in_kernel, w);
 		s->ip = w->ip;
 		s->sp = w->sp;
 		s->bp = w->bp;
@@ -358,50 +411,8 @@ int csb_sample(struct bpf_perf_event_data *ctx)
 	s->slice = 0;
 	/* A walk that took a frame-pointer step and did not end at an outermost frame's row
 	 * (an error, or a zero frame pointer that may be JIT code's garbage) is uncertain. */
-	if ((s->flags & CSB_USER_NO_TABLE) && !(s->flags & CSB_USER_COMPLETE) && slice_bytes) {
-		/* No rows where the walk failed (a file whose rows are not loaded yet, JIT code):
-		 * a slice of the stack for user space's unwinder, up to the first page that
-		 * cannot be read (the stack's top may be nearer than slice_bytes), read straight
-		 * into the ring's record. */
-		__u64 end = s->sp + slice_bytes, page = (s->sp | 4095) + 1;
-		__u8 probe;
-		for (int k = 0; k < CSB_SLICE_MAX / 4096 + 1 && page < end; k++, page += 4096)
-			if (bpf_probe_read_user(&probe, 1, (void *)page)) {
-				end = page;
-				break;
-			}
-		__u64 size = end - s->sp;
-		if (size > CSB_SLICE_MAX)
-			size = CSB_SLICE_MAX;
-		size &= 2 * CSB_SLICE_MAX - 1;  /* a bound the verifier sees */
-		/* the ring record's size is a constant: the smallest of four that holds the slice */
-		__u64 cls = size <= 4096 ? 4096 : size <= 8192 ? 8192 : size <= 16384 ? 16384 : CSB_SLICE_MAX;
-		struct csb_slice_sample *r;
-		if (cls == 4096)
-			r = bpf_ringbuf_reserve(&samples, sizeof(struct csb_sample) + 4096, 0);
-		else if (cls == 8192)
-			r = bpf_ringbuf_reserve(&samples, sizeof(struct csb_sample) + 8192, 0);
-		else if (cls == 16384)
-			r = bpf_ringbuf_reserve(&samples, sizeof(struct csb_sample) + 16384, 0);
-		else
-			r = bpf_ringbuf_reserve(&samples, sizeof(*r), 0);
-		if (!r) {
-			stat_add(CSB_STAT_LOST);
-			return 0;
-		}
-		if (size > cls)
-			size = cls;
-		if (size >= 64 && size <= CSB_SLICE_MAX &&
-		    !bpf_probe_read_user(r->stack, size, (void *)s->sp)) {
-			s->slice = size;
-			s->flags |= CSB_USER_SLICE;
-		}
-		bpf_probe_read_kernel(&r->head, sizeof(r->head), s);
-		bpf_ringbuf_submit(r, wakeup_flag());
-		stat_add(CSB_STAT_SAMPLES);
-		stat_add_n(CSB_STAT_NS, bpf_ktime_get_ns() - t0);
-		return 0;
-	}
+	if ((s->flags & CSB_USER_NO_TABLE) && !(s->flags & CSB_USER_COMPLETE) && slice_bytes)
+		return submit_with_slice(s, t0);
 	__u64 size = offsetof(struct csb_sample, user) + (__u64)(s->nuser & 0xff) * 8;
 	if (size > sizeof(*s))
 		size = sizeof(*s);

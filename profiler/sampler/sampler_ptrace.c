@@ -524,7 +524,8 @@ static void pt_tick(struct ptrace_sampler *s, uint64_t now, uint32_t wall_period
 		bool ran = !have_run || t->credit_ns >= s->period_ns;
 		char state = pt_thread_state(t);
 		if (t->idle_open && (state == 'R' || ran))
-			sampler_idle_flush(&t->idle, &s->idle_sink); /* it ran: its wait ended */
+			sampler_idle_flush_late(&t->idle, &s->idle_sink,
+						wall_periods); /* it ran: its wait ended */
 		if (ran && state == 'R') {
 			if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) == 0) {
 				t->interrupt_pending = true;

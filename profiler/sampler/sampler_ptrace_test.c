@@ -17,6 +17,30 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Wait (up to 2 s) until the child sleeps in a call: its state reads 'S'. */
+static char pt_test_wait_sleeping(pid_t child)
+{
+	char state = 0;
+	for (int i = 0; i < 200 && state != 'S'; i++) {
+		struct timespec ts = { 0, 10000000 };
+		nanosleep(&ts, NULL);
+		state = sampler_proc_thread_state(child, child, NULL);
+	}
+	return state;
+}
+
+/* Seize the sleeping child and stop it with PTRACE_INTERRUPT, as a sample does; its wait
+ * status. */
+static int pt_test_interrupt_sleeping(pid_t child)
+{
+	int st;
+	UNIT_ASSERT(ptrace(PTRACE_SEIZE, child, NULL, NULL) == 0);
+	UNIT_ASSERT(pt_test_wait_sleeping(child) == 'S');
+	UNIT_ASSERT(ptrace(PTRACE_INTERRUPT, child, NULL, NULL) == 0);
+	UNIT_ASSERT(waitpid(child, &st, __WALL) == child && WIFSTOPPED(st));
+	return st;
+}
+
 /* Returns what the child's epoll_wait gave: 1 (the event), or -errno. */
 static int epoll_child_after_stop(bool repair, bool *restarted)
 {
@@ -33,18 +57,8 @@ static int epoll_child_after_stop(bool repair, bool *restarted)
 		ssize_t w = write(report[1], &result, sizeof(result));
 		_exit(w == sizeof(result) ? 0 : 1);
 	}
-	UNIT_ASSERT(ptrace(PTRACE_SEIZE, child, NULL, NULL) == 0);
-	/* wait until the child blocks in epoll_wait */
-	char state = 0;
-	for (int i = 0; i < 200 && state != 'S'; i++) {
-		struct timespec ts = { 0, 10000000 };
-		nanosleep(&ts, NULL);
-		state = sampler_proc_thread_state(child, child, NULL);
-	}
-	UNIT_ASSERT(state == 'S');
-	UNIT_ASSERT(ptrace(PTRACE_INTERRUPT, child, NULL, NULL) == 0);
-	int st;
-	UNIT_ASSERT(waitpid(child, &st, __WALL) == child && WIFSTOPPED(st) && (st >> 16) == PTRACE_EVENT_STOP);
+	/* stopped once it blocks in epoll_wait */
+	UNIT_ASSERT((pt_test_interrupt_sleeping(child) >> 16) == PTRACE_EVENT_STOP);
 	struct user_regs_struct regs;
 	UNIT_ASSERT(ptrace(PTRACE_GETREGS, child, NULL, &regs) == 0);
 	UNIT_ASSERT((long long)regs.rax == -EINTR); /* the stop aborted the call */
@@ -82,17 +96,7 @@ static long idle_name_after_stop(bool noted)
 		nanosleep(&ts, NULL);
 		_exit(0);
 	}
-	UNIT_ASSERT(ptrace(PTRACE_SEIZE, child, NULL, NULL) == 0);
-	char state = 0;
-	for (int i = 0; i < 200 && state != 'S'; i++) {
-		struct timespec ts = { 0, 10000000 };
-		nanosleep(&ts, NULL);
-		state = sampler_proc_thread_state(child, child, NULL);
-	}
-	UNIT_ASSERT(state == 'S');
-	UNIT_ASSERT(ptrace(PTRACE_INTERRUPT, child, NULL, NULL) == 0);
-	int st;
-	UNIT_ASSERT(waitpid(child, &st, __WALL) == child && WIFSTOPPED(st));
+	pt_test_interrupt_sleeping(child);
 	struct user_regs_struct regs;
 	UNIT_ASSERT(ptrace(PTRACE_GETREGS, child, NULL, &regs) == 0);
 	UNIT_ASSERT((long long)regs.rax == -516 && regs.orig_rax == SYS_clock_nanosleep);
@@ -103,12 +107,7 @@ static long idle_name_after_stop(bool noted)
 		th.restart_pc = regs.rip;
 	}
 	UNIT_ASSERT(ptrace(PTRACE_DETACH, child, NULL, NULL) == 0);
-	state = 0;
-	for (int i = 0; i < 200 && state != 'S'; i++) {
-		struct timespec ts = { 0, 10000000 };
-		nanosleep(&ts, NULL);
-		state = sampler_proc_thread_state(child, child, NULL);
-	}
+	pt_test_wait_sleeping(child);
 	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	struct sampler_events events = { 0 };
 	uint64_t lost = 0;

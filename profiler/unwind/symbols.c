@@ -81,7 +81,7 @@ static const char *sym_unnamed(struct unwind_ctx *ctx, const struct unwind_modul
 static int sym_kallsym_cmp(const void *a, const void *b)
 {
 	const struct kallsym *x = a, *y = b;
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
+	return CS_CMP(x->addr, y->addr);
 }
 
 /* Read /proc/kallsyms once. The text is kept (ctx->kallsyms_text) and the names point into it:
@@ -149,7 +149,7 @@ static const char *sym_kernel_name(struct unwind_ctx *ctx, uint64_t addr)
 static int sym_jit_cmp(const void *a, const void *b)
 {
 	const struct jit_sym *x = a, *y = b;
-	return x->start < y->start ? -1 : x->start > y->start;
+	return CS_CMP(x->start, y->start);
 }
 
 /* (Re)read the perf map of m when it changed since the last read. */

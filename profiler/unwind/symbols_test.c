@@ -150,6 +150,38 @@ static void sym_test_print(const struct sym_frame *f, int n)
 			f[i].line, f[i].flags);
 }
 
+/* One test's fixture: a fresh context, the test program, and the copy made of it (or NULL). */
+struct sym_test {
+	struct unwind_ctx *ctx;
+	char *bin, *copy;
+	struct unwind_loc loc;  /* the last location sym_test_resolve_mark resolved */
+};
+
+static void sym_test_open(struct sym_test *t, const char *prog, const char *copy_name)
+{
+	t->bin = sym_test_path(prog);
+	t->copy = copy_name ? cs_asprintf("%s/%s", unit_tmpdir(), copy_name) : NULL;
+	UNIT_ASSERT_EQ_INT(unwind_new(&t->ctx), 0);
+}
+
+static void sym_test_close(struct sym_test *t)
+{
+	unwind_free(t->ctx);
+	free(t->copy);
+	free(t->bin);
+}
+
+/* Resolve MARK(mark) of the test program, mapped from file (the program or its copy), into f
+ * (8 frames) and print them; the number of frames. */
+static int sym_test_resolve_mark(struct sym_test *t, const char *file, int mark,
+				 struct sym_frame *f)
+{
+	t->loc = sym_test_loc(t->ctx, SYM_TEST_PID, file, sym_test_mark(t->bin, mark));
+	int n = sym_resolve(t->ctx, t->loc, false, f, 8);
+	sym_test_print(f, n);
+	return n;
+}
+
 static bool sym_test_file_is(const struct sym_frame *f, const char *base)
 {
 	return f->file && strcmp(cs_basename(f->file), base) == 0;
@@ -157,16 +189,12 @@ static bool sym_test_file_is(const struct sym_frame *f, const char *base)
 
 UNIT_TEST(sym_inline_chain)
 {
-	struct unwind_ctx *ctx;
+	struct sym_test t;
 	struct sym_frame f[8];
-	char *bin = sym_test_path("bin/tests/symbols");
 
-	UNIT_ASSERT_EQ_INT(unwind_new(&ctx), 0);
+	sym_test_open(&t, "bin/tests/symbols", NULL);
 	/* One inlined function in its caller. */
-	struct unwind_loc loc = sym_test_loc(ctx, SYM_TEST_PID, bin, sym_test_mark(bin, 1));
-	int n = sym_resolve(ctx, loc, false, f, 8);
-	sym_test_print(f, n);
-	UNIT_ASSERT_EQ_INT(n, 2);
+	UNIT_ASSERT_EQ_INT(sym_test_resolve_mark(&t, t.bin, 1, f), 2);
 	UNIT_ASSERT(strcmp(f[0].name, "sym_inner") == 0 && (f[0].flags & PROFILE_FRAME_INLINED));
 	UNIT_ASSERT(strcmp(f[1].name, "sym_outer") == 0 && !(f[1].flags & PROFILE_FRAME_INLINED));
 	UNIT_ASSERT(sym_test_file_is(&f[0], "symbols.c") && sym_test_file_is(&f[1], "symbols.c"));
@@ -174,10 +202,7 @@ UNIT_TEST(sym_inline_chain)
 	UNIT_ASSERT_EQ_INT(f[1].line, sym_test_line_of("tests/progs/symbols.c", "CALLSITE-1"));
 
 	/* Two levels of inlining. */
-	loc = sym_test_loc(ctx, SYM_TEST_PID, bin, sym_test_mark(bin, 3));
-	n = sym_resolve(ctx, loc, false, f, 8);
-	sym_test_print(f, n);
-	UNIT_ASSERT_EQ_INT(n, 3);
+	UNIT_ASSERT_EQ_INT(sym_test_resolve_mark(&t, t.bin, 3, f), 3);
 	UNIT_ASSERT(strcmp(f[0].name, "sym_deepest") == 0 && (f[0].flags & PROFILE_FRAME_INLINED));
 	UNIT_ASSERT(strcmp(f[1].name, "sym_middle") == 0 && (f[1].flags & PROFILE_FRAME_INLINED));
 	UNIT_ASSERT(strcmp(f[2].name, "sym_top") == 0 && !(f[2].flags & PROFILE_FRAME_INLINED));
@@ -186,113 +211,94 @@ UNIT_TEST(sym_inline_chain)
 
 	/* Cached: the same strings come back; too small a buffer keeps the outermost frames. */
 	struct sym_frame g[8];
-	UNIT_ASSERT_EQ_INT(sym_resolve(ctx, loc, false, g, 8), 3);
+	UNIT_ASSERT_EQ_INT(sym_resolve(t.ctx, t.loc, false, g, 8), 3);
 	UNIT_ASSERT(g[0].name == f[0].name && g[2].file == f[2].file);
-	UNIT_ASSERT_EQ_INT(sym_resolve(ctx, loc, false, g, 1), 1);
+	UNIT_ASSERT_EQ_INT(sym_resolve(t.ctx, t.loc, false, g, 1), 1);
 	UNIT_ASSERT(strcmp(g[0].name, "sym_top") == 0);
-	const struct unwind_module *m = unwind_module_get(ctx, loc.module);
+	const struct unwind_module *m = unwind_module_get(t.ctx, t.loc.module);
 	UNIT_ASSERT(!(m->flags & (PROFILE_MODULE_NO_SYMBOLS | PROFILE_MODULE_NO_DEBUGINFO |
 				  PROFILE_MODULE_NO_CFI)));
 	UNIT_ASSERT(strlen(m->build_id) == 40);
-	unwind_free(ctx);
-	free(bin);
+	sym_test_close(&t);
 }
 
 UNIT_TEST(sym_cxx_demangled)
 {
-	struct unwind_ctx *ctx;
+	struct sym_test t;
 	struct sym_frame f[8];
-	char *bin = sym_test_path("bin/tests/symbols_cxx");
 
-	UNIT_ASSERT_EQ_INT(unwind_new(&ctx), 0);
-	struct unwind_loc loc = sym_test_loc(ctx, SYM_TEST_PID, bin, sym_test_mark(bin, 1));
-	int n = sym_resolve(ctx, loc, false, f, 8);
-	sym_test_print(f, n);
-	UNIT_ASSERT_EQ_INT(n, 1);
+	sym_test_open(&t, "bin/tests/symbols_cxx", NULL);
+	UNIT_ASSERT_EQ_INT(sym_test_resolve_mark(&t, t.bin, 1, f), 1);
 	UNIT_ASSERT(strcmp(f[0].name, "geo::Accumulator<double>::add(double)") == 0);
 	UNIT_ASSERT(sym_test_file_is(&f[0], "symbols_cxx.cc"));
-	unwind_free(ctx);
-	free(bin);
+	sym_test_close(&t);
 }
 
 UNIT_TEST(sym_stripped_is_basename_offset)
 {
-	struct unwind_ctx *ctx;
+	struct sym_test t;
 	struct sym_frame f[8];
-	char *bin = sym_test_path("bin/tests/symbols");
-	char *copy = cs_asprintf("%s/prog-stripped", unit_tmpdir());
 
-	sym_test_sh("strip -o prog-stripped '%s'", bin);
-	UNIT_ASSERT_EQ_INT(unwind_new(&ctx), 0);
-	struct unwind_loc loc = sym_test_loc(ctx, SYM_TEST_PID, copy, sym_test_mark(bin, 2));
-	int n = sym_resolve(ctx, loc, false, f, 8);
-	sym_test_print(f, n);
-	UNIT_ASSERT_EQ_INT(n, 1);
+	sym_test_open(&t, "bin/tests/symbols", "prog-stripped");
+	sym_test_sh("strip -o prog-stripped '%s'", t.bin);
+	UNIT_ASSERT_EQ_INT(sym_test_resolve_mark(&t, t.copy, 2, f), 1);
 	char want[64];
-	snprintf(want, sizeof(want), "prog-stripped+0x%" PRIx64, loc.offset);
+	snprintf(want, sizeof(want), "prog-stripped+0x%" PRIx64, t.loc.offset);
 	UNIT_ASSERT(strcmp(f[0].name, want) == 0);
 	UNIT_ASSERT(f[0].flags & PROFILE_FRAME_UNNAMED);
 	/* A return address is named by its own offset too, not offset - 1. */
-	n = sym_resolve(ctx, loc, true, f, 8);
+	int n = sym_resolve(t.ctx, t.loc, true, f, 8);
 	UNIT_ASSERT(n == 1 && strcmp(f[0].name, want) == 0);
-	const struct unwind_module *m = unwind_module_get(ctx, loc.module);
+	const struct unwind_module *m = unwind_module_get(t.ctx, t.loc.module);
 	UNIT_ASSERT(m->flags & PROFILE_MODULE_NO_SYMBOLS);
 	UNIT_ASSERT(m->flags & PROFILE_MODULE_NO_DEBUGINFO);
 	UNIT_ASSERT(!(m->flags & PROFILE_MODULE_NO_CFI));
 	/* The entry point is still named _start (from e_entry and its CFI extent), so stacks
 	 * of stripped programs can be seen to be complete. */
-	int fd = open(copy, O_RDONLY);
+	int fd = open(t.copy, O_RDONLY);
 	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
 	GElf_Ehdr eh;
 	UNIT_ASSERT(elf && gelf_getehdr(elf, &eh));
 	elf_end(elf);
 	close(fd);
-	loc = sym_test_loc(ctx, SYM_TEST_PID, copy, eh.e_entry);
-	UNIT_ASSERT(sym_resolve(ctx, loc, false, f, 8) == 1 && strcmp(f[0].name, "_start") == 0);
+	struct unwind_loc loc = sym_test_loc(t.ctx, SYM_TEST_PID, t.copy, eh.e_entry);
+	UNIT_ASSERT(sym_resolve(t.ctx, loc, false, f, 8) == 1 && strcmp(f[0].name, "_start") == 0);
 	loc.offset += 4;
-	UNIT_ASSERT(sym_resolve(ctx, loc, true, f, 8) == 1 && strcmp(f[0].name, "_start") == 0);
-	unwind_free(ctx);
-	free(copy);
-	free(bin);
+	UNIT_ASSERT(sym_resolve(t.ctx, loc, true, f, 8) == 1 && strcmp(f[0].name, "_start") == 0);
+	sym_test_close(&t);
 }
 
 UNIT_TEST(sym_debuglink)
 {
-	struct unwind_ctx *ctx;
+	struct sym_test t;
 	struct sym_frame f[8];
-	char *bin = sym_test_path("bin/tests/symbols");
-	char *copy = cs_asprintf("%s/prog-dl", unit_tmpdir());
 
+	sym_test_open(&t, "bin/tests/symbols", "prog-dl");
 	sym_test_sh("objcopy --only-keep-debug '%s' prog-dl.debug && strip -o prog-dl '%s' && "
 		    "objcopy --add-gnu-debuglink=prog-dl.debug prog-dl",
-		    bin, bin);
-	UNIT_ASSERT_EQ_INT(unwind_new(&ctx), 0);
-	struct unwind_loc loc = sym_test_loc(ctx, SYM_TEST_PID, copy, sym_test_mark(bin, 2));
-	const struct unwind_module *m = unwind_module_get(ctx, loc.module);
+		    t.bin, t.bin);
+	struct unwind_loc loc = sym_test_loc(t.ctx, SYM_TEST_PID, t.copy, sym_test_mark(t.bin, 2));
+	const struct unwind_module *m = unwind_module_get(t.ctx, loc.module);
 	UNIT_ASSERT(m->flags & PROFILE_MODULE_NO_SYMBOLS); /* as far as the file itself goes */
-	int n = sym_resolve(ctx, loc, false, f, 8);
+	int n = sym_resolve(t.ctx, loc, false, f, 8);
 	sym_test_print(f, n);
 	UNIT_ASSERT_EQ_INT(n, 1);
 	UNIT_ASSERT(strcmp(f[0].name, "secret_fn") == 0 && f[0].flags == 0);
 	UNIT_ASSERT(sym_test_file_is(&f[0], "symbols.c"));
 	UNIT_ASSERT_EQ_INT(f[0].line, sym_test_line_of("tests/progs/symbols.c", "MARK(2)"));
 	/* Inline chains come from the debug file as well. */
-	loc = sym_test_loc(ctx, SYM_TEST_PID, copy, sym_test_mark(bin, 1));
-	n = sym_resolve(ctx, loc, false, f, 8);
-	UNIT_ASSERT(n == 2 && strcmp(f[0].name, "sym_inner") == 0);
+	UNIT_ASSERT_EQ_INT(sym_test_resolve_mark(&t, t.copy, 1, f), 2);
+	UNIT_ASSERT(strcmp(f[0].name, "sym_inner") == 0);
 	UNIT_ASSERT(!(m->flags & (PROFILE_MODULE_NO_SYMBOLS | PROFILE_MODULE_NO_DEBUGINFO)));
-	unwind_free(ctx);
-	free(copy);
-	free(bin);
+	sym_test_close(&t);
 }
 
 UNIT_TEST(sym_minidebuginfo)
 {
-	struct unwind_ctx *ctx;
+	struct sym_test t;
 	struct sym_frame f[8];
-	char *bin = sym_test_path("bin/tests/symbols");
-	char *copy = cs_asprintf("%s/prog-mini", unit_tmpdir());
 
+	sym_test_open(&t, "bin/tests/symbols", "prog-mini");
 	/* The recipe of Fedora's find-debuginfo: function symbols that .dynsym lacks, in an
 	 * xz-compressed ELF file stored in .gnu_debugdata of the stripped binary. */
 	sym_test_sh("nm -D '%s' --format=posix --defined-only | awk '{ print $1 }' | sort > dynsyms && "
@@ -304,20 +310,14 @@ UNIT_TEST(sym_minidebuginfo)
 		    "--keep-symbols=keep_symbols full.debug mini_debuginfo && "
 		    "xz mini_debuginfo && strip -o prog-mini '%s' && "
 		    "objcopy --add-section .gnu_debugdata=mini_debuginfo.xz prog-mini && rm full.debug",
-		    bin, bin, bin, bin);
-	UNIT_ASSERT_EQ_INT(unwind_new(&ctx), 0);
-	struct unwind_loc loc = sym_test_loc(ctx, SYM_TEST_PID, copy, sym_test_mark(bin, 2));
-	int n = sym_resolve(ctx, loc, false, f, 8);
-	sym_test_print(f, n);
-	UNIT_ASSERT_EQ_INT(n, 1);
+		    t.bin, t.bin, t.bin, t.bin);
+	UNIT_ASSERT_EQ_INT(sym_test_resolve_mark(&t, t.copy, 2, f), 1);
 	UNIT_ASSERT(strcmp(f[0].name, "secret_fn") == 0 && f[0].flags == 0);
 	UNIT_ASSERT(f[0].file == NULL); /* symbols only: no DWARF */
-	const struct unwind_module *m = unwind_module_get(ctx, loc.module);
+	const struct unwind_module *m = unwind_module_get(t.ctx, t.loc.module);
 	UNIT_ASSERT(!(m->flags & PROFILE_MODULE_NO_SYMBOLS));
 	UNIT_ASSERT(m->flags & PROFILE_MODULE_NO_DEBUGINFO);
-	unwind_free(ctx);
-	free(copy);
-	free(bin);
+	sym_test_close(&t);
 }
 
 /* A running program whose file is deleted: opened through /proc/PID/map_files, and still named

@@ -818,6 +818,42 @@ static void bad(const char *fmt, ...)
 	}
 }
 
+/* ---- protocol 2's records: what the checks read a protocol 3 file as ----
+ * (the recorder reads protocol 3 only: inject/protocol.h keeps these records' type numbers,
+ * not their layouts) */
+enum gpu_launch_flags {
+	GPU_LAUNCH_STACK_TRUNCATED = 1 << 0, /* more than the frame limit */
+	GPU_LAUNCH_GRAPH_NODE = 1 << 1,      /* graph_node_id is set: a node captured here */
+};
+
+/* Protocol 2's launch record (GPU_REC_LAUNCH), the checks' view of a call (below): one API
+ * call (runtime or driver) at ENTER. A runtime call and the driver call inside it share
+ * one correlation id: the library records the outermost only. */
+struct gpu_launch {
+	uint64_t time;             /* at ENTER */
+	uint32_t tid;
+	uint32_t correlation;      /* CUPTI correlationId */
+	uint32_t cbid;             /* CUPTI callback id within domain */
+	uint16_t domain;           /* enum gpu_api_domain */
+	uint16_t nframes;          /* pcs[] that follow: return addresses, leaf (the caller of the
+				    * CUDA API) first; pcs[0] is a return address too */
+	uint64_t graph_node_id;    /* GPU_LAUNCH_GRAPH_NODE: the node created here */
+	uint32_t flags;            /* enum gpu_launch_flags */
+	uint32_t api_name_len;     /* 0, or bytes of the API name after pcs[] (NUL included) */
+	uint32_t npy;              /* struct gpu_py_frame after the name (padded to 8) */
+	uint32_t py_flags;         /* enum gpu_py_flags */
+	/* u64 pcs[nframes]; char api_name[api_name_len]; padding to 8;
+	 * struct gpu_py_frame py[npy] */
+};
+
+/* Protocol 2's API span (GPU_REC_API), the checks' view of a call's span. */
+struct gpu_api {
+	uint64_t start, end;
+	uint32_t correlation, cbid;
+	uint32_t domain;           /* enum gpu_api_domain */
+	uint32_t tid;
+};
+
 /* A decoded file. Protocol 3's calls are turned back into protocol 2's view for the checks:
  * one struct gpu_launch (stack and API name after it, as protocol 2 laid them out) and one
  * GPU_REC_API span per GPU_REC_CALL, a launch with GPU_LAUNCH_GRAPH_NODE per GPU_REC_GRAPH_NODE;
@@ -881,6 +917,42 @@ static void dec_launch(struct decoded *d, uint64_t time, uint32_t tid, uint32_t 
 	dec_add(d, a);
 }
 
+/* A call or graph node record: protocol 2's launch (and span) for the checks, its stack and
+ * name looked up among those written before it. */
+static void dec_call(struct decoded *d, const struct gpu_rec *h, uint32_t tid,
+		     const struct dec_stack *stacks, unsigned nstacks, const struct dec_name *names,
+		     unsigned nnames)
+{
+	const void *p = h + 1;
+	uint32_t sid = h->type == GPU_REC_CALL ? ((const struct gpu_call *)p)->stack :
+		       ((const struct gpu_graph_node *)p)->stack;
+	const struct gpu_stack *st = NULL;
+	for (unsigned i = 0; i < nstacks && sid; i++)
+		if (stacks[i].id == sid)
+			st = stacks[i].s;
+	if (sid && !st)
+		bad("call: stack %u not written before it", sid);
+	if (!tid)
+		bad("call record before any thread record");
+	d->count[h->type]++;
+	if (h->type == GPU_REC_GRAPH_NODE) {
+		const struct gpu_graph_node *g = p;
+		dec_launch(d, g->time, tid, g->correlation, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+			   GPU_DOMAIN_RESOURCE, st, NULL, GPU_LAUNCH_GRAPH_NODE, g->node_id, 0);
+		return;
+	}
+	const struct gpu_call *c = p;
+	const char *name = NULL;
+	for (unsigned i = 0; i < nnames; i++)
+		if (names[i].cbid == c->cbid && names[i].domain == c->domain)
+			name = names[i].name;
+	if (!name)
+		bad("call corr %u: no name for cbid %u before it", c->correlation, c->cbid);
+	uint64_t dur = c->flags & GPU_CALL_DURATION_US ? c->duration * 1000ull : c->duration;
+	dec_launch(d, c->start, tid, c->correlation, c->cbid, c->domain, st, name, 0, 0,
+		   c->start + dur);
+}
+
 static int decode(const char *path, struct decoded *d)
 {
 	static struct dec_stack stacks[65536];
@@ -939,38 +1011,9 @@ static int decode(const char *path, struct decoded *d)
 			continue;
 		}
 		case GPU_REC_CALL:
-		case GPU_REC_GRAPH_NODE: {
-			uint32_t sid = h->type == GPU_REC_CALL ? ((const struct gpu_call *)p)->stack :
-				       ((const struct gpu_graph_node *)p)->stack;
-			const struct gpu_stack *st = NULL;
-			for (unsigned i = 0; i < nstacks && sid; i++)
-				if (stacks[i].id == sid)
-					st = stacks[i].s;
-			if (sid && !st)
-				bad("call: stack %u not written before it", sid);
-			if (!tid)
-				bad("call record before any thread record");
-			d->count[h->type]++;
-			if (h->type == GPU_REC_GRAPH_NODE) {
-				const struct gpu_graph_node *g = p;
-				dec_launch(d, g->time, tid, g->correlation,
-					   CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, GPU_DOMAIN_RESOURCE,
-					   st, NULL, GPU_LAUNCH_GRAPH_NODE, g->node_id, 0);
-				continue;
-			}
-			const struct gpu_call *c = p;
-			const char *name = NULL;
-			for (unsigned i = 0; i < nnames; i++)
-				if (names[i].cbid == c->cbid && names[i].domain == c->domain)
-					name = names[i].name;
-			if (!name)
-				bad("call corr %u: no name for cbid %u before it", c->correlation, c->cbid);
-			uint64_t dur = c->flags & GPU_CALL_DURATION_US ? c->duration * 1000ull :
-				       c->duration;
-			dec_launch(d, c->start, tid, c->correlation, c->cbid, c->domain, st, name, 0,
-				   0, c->start + dur);
+		case GPU_REC_GRAPH_NODE:
+			dec_call(d, h, tid, stacks, nstacks, names, nnames);
 			continue;
-		}
 		}
 		dec_add(d, h);
 		switch (h->type) {
@@ -1071,24 +1114,16 @@ static int latency_on(void)
 	return s && !strcmp(s, "1") && !env_disabled("latency");
 }
 
-static void check_workload(const struct decoded *d, pid_t main_tid, int all_delivered)
+/* What the checks of one workload file found beyond bad() lines. */
+struct check_seen {
+	unsigned kernels;
+	int graph_ok, range_ok, mark_ok;
+};
+
+/* One launch record per correlation id, the outermost call's, on its scripted thread, named
+ * and on the stack of the function that made it. */
+static void check_launches(const struct decoded *d, pid_t main_tid, int both)
 {
-	/* Driver callbacks alone (the default): one record per driver call, named by it;
-	 * copy_weights' runtime call (its own correlation id) is not seen. Both domains: the
-	 * outermost call of each id, and copy_weights' driver call beside it. */
-	int both = subscribed_both();
-	unsigned want_launches = both ? SCRIPT_LAUNCHES_BOTH : SCRIPT_LAUNCHES;
-	unsigned want_spans = both ? SCRIPT_SPANS_BOTH : SCRIPT_SPANS;
-	int no_memset = env_disabled("memset"), no_nvtx = env_disabled("nvtx");
-	if (!d->info || d->info->status != GPU_STATUS_OK)
-		bad("info: status %d", d->info ? (int)d->info->status : -1);
-	else if (d->info->clock_offset_ns > 100000 || d->info->clock_offset_ns < -100000)
-		bad("info: clock offset %lld ns with a CLOCK_MONOTONIC timestamp callback",
-		    (long long)d->info->clock_offset_ns);
-	expect_count(d, GPU_REC_LAUNCH, want_launches, "launches");
-	if (d->stacks_seen > 16)
-		bad("%u stacks written for %u distinct call paths", d->stacks_seen, 16);
-	/* one launch record per correlation id, the outermost call's */
 	for (unsigned i = 0; i < d->nlaunches; i++) {
 		const struct gpu_launch *l = d->launches[i];
 		if (l->flags & GPU_LAUNCH_GRAPH_NODE)
@@ -1126,172 +1161,214 @@ static void check_workload(const struct decoded *d, pid_t main_tid, int all_deli
 			    l->api_name_len ? name : "", want_name);
 		check_stack(l, c->fn, c->parent, "launch");
 	}
-	unsigned kernels = 0;
-	int graph_ok = 0, range_ok = 0, mark_ok = 0;
+}
+
+/* A kernel: launch-queue timestamps, shape, and (a graph's) the node's creation stack. */
+static void check_kernel(const struct decoded *d, const struct gpu_kernel *k,
+			 struct check_seen *seen)
+{
+	uint32_t corr = k->correlation;
+	uint64_t start = k->start;
+	seen->kernels++;
+	/* launch-queue timestamps only when asked for (else unknown: 0) */
+	if (latency_on() ? k->queued != start - 700 || k->submitted != start - 300 :
+			   k->queued || k->submitted)
+		bad("kernel %u: queued %llu submitted %llu (start %llu, latency %s)",
+		    corr, (unsigned long long)k->queued,
+		    (unsigned long long)k->submitted, (unsigned long long)start,
+		    latency_on() ? "on" : "off");
+	if (k->grid[0] != 64 || k->block[0] != 256 || k->registers != 32)
+		bad("kernel %u: grid/block/registers", corr);
+	if (k->graph_node_id) {
+		/* clone -> node created in build_graph -> its stack */
+		uint64_t orig = 0;
+		for (unsigned j = 0; j < d->nrecs; j++)
+			if (d->recs[j]->type == GPU_REC_GRAPH_CLONE) {
+				const struct gpu_graph_clone *g =
+					(const void *)(d->recs[j] + 1);
+				if (g->node_id == k->graph_node_id)
+					orig = g->original_id;
+			}
+		const struct gpu_launch *gl = orig ? launch_of(d, (uint32_t)orig, 1) :
+					      NULL;
+		if (!gl)
+			bad("graph kernel: node %llu has no creation record",
+			    (unsigned long long)k->graph_node_id);
+		else {
+			check_stack(gl, "build_graph", "train_tail", "graph node");
+			seen->graph_ok = 1;
+		}
+	}
+}
+
+/* The span of a launch record's call: same id, thread, call; ENTER..EXIT; one per call. */
+static void check_api_span(const struct decoded *d, unsigned i, const struct gpu_api *x)
+{
+	const struct gpu_launch *l = launch_of(d, x->correlation, 0);
+	if (!l)
+		bad("api span corr %u: no launch record", x->correlation);
+	else if (x->start != l->time || x->end - x->start != 4000 || x->tid != l->tid ||
+		 x->cbid != l->cbid || x->domain != l->domain)
+		bad("api span corr %u: %llu..%llu tid %u cbid %u domain %u; launch at "
+		    "%llu tid %u cbid %u domain %u", x->correlation,
+		    (unsigned long long)x->start, (unsigned long long)x->end, x->tid,
+		    x->cbid, x->domain, (unsigned long long)l->time, l->tid, l->cbid,
+		    l->domain);
+	for (unsigned j = 0; j < i; j++)
+		if (d->recs[j]->type == GPU_REC_API &&
+		    ((const struct gpu_api *)(d->recs[j] + 1))->correlation ==
+		    x->correlation)
+			bad("api span corr %u: two spans", x->correlation);
+}
+
+/* The NVTX range "train" on the main thread and the mark "checkpoint". */
+static void check_marker(const struct gpu_marker *m, pid_t main_tid, int all_delivered,
+			 struct check_seen *seen)
+{
+	const char *mn = (const char *)(m + 1);
+	/* without the END record (flush abandoned), a range open at exit ends then */
+	if (!strcmp(mn, "train") && m->tid == (uint32_t)main_tid &&
+	    (m->end - m->start == SCRIPT_RANGE_NS ||
+	     (!all_delivered && m->end > m->start)))
+		seen->range_ok = 1;
+	else if (!strcmp(mn, "checkpoint") && m->end == 0)
+		seen->mark_ok = 1;
+	else
+		bad("marker '%s' %llu..%llu", mn, (unsigned long long)m->start,
+		    (unsigned long long)m->end);
+}
+
+/* An activity record against the script: its type, duration, stream, name, launch stack. */
+static void check_scripted(const struct decoded *d, const struct gpu_rec *h, uint32_t corr,
+			   uint64_t start, uint64_t end, uint32_t stream, const char *name)
+{
+	uint32_t scorr = corr == script_corr(0, SCRIPT_STEPS, TAIL_COPY_WEIGHTS) +
+				 SCRIPT_DRIVER_CORR_OFFSET ? corr - SCRIPT_DRIVER_CORR_OFFSET :
+							      corr;
+	const struct script_call *c = script_lookup(scorr, NULL);
+	if (!c) {
+		bad("record type %u with unscripted corr %u", h->type, corr);
+		return;
+	}
+	static const int type_of[] = { [OP_KERNEL] = GPU_REC_KERNEL,
+		[OP_MEMCPY] = GPU_REC_MEMCPY, [OP_MEMSET] = GPU_REC_MEMSET,
+		[OP_SYNC] = GPU_REC_SYNC, [OP_GRAPH_LAUNCH] = GPU_REC_KERNEL };
+	if (type_of[c->op] != h->type)
+		bad("corr %u: record type %u, script says op %d", corr, h->type, c->op);
+	if (end - start != script_duration(corr) || start <= d->fh.start_ns)
+		bad("corr %u: %llu..%llu, script says %llu ns after start", corr,
+		    (unsigned long long)start, (unsigned long long)end,
+		    (unsigned long long)script_duration(corr));
+	if (stream != c->stream)
+		bad("corr %u: stream %u, script says %u", corr, stream, c->stream);
+	if (name && strcmp(name, c->name))
+		bad("corr %u: kernel '%s', script says '%s'", corr, name, c->name);
+	/* the heart of it: the record lands on the stack of the function that launched it */
+	check_launch_for(d, corr, c, h->type == GPU_REC_KERNEL ? "kernel" : "activity");
+}
+
+/* Every record delivered: the counts, the graph and NVTX findings, the library's stats. */
+static void check_totals(const struct decoded *d, unsigned want_launches, unsigned want_spans,
+			 const struct check_seen *seen)
+{
+	int no_memset = env_disabled("memset"), no_nvtx = env_disabled("nvtx");
+	expect_count(d, GPU_REC_KERNEL, SCRIPT_KERNELS, "kernels");
+	expect_count(d, GPU_REC_MEMCPY, SCRIPT_MEMCPYS, "memcpys");
+	expect_count(d, GPU_REC_MEMSET, no_memset ? 0 : SCRIPT_MEMSETS, "memsets");
+	expect_count(d, GPU_REC_SYNC, SCRIPT_SYNCS, "syncs");
+	expect_count(d, GPU_REC_API, want_spans, "api spans");
+	expect_count(d, GPU_REC_MARKER, no_nvtx ? 0 : 2, "markers");
+	expect_count(d, GPU_REC_OVERHEAD, 1, "overhead");
+	expect_count(d, GPU_REC_GRAPH_CLONE, 1, "graph clones");
+	if (!seen->graph_ok)
+		bad("graph kernel not traced to build_graph");
+	if ((!seen->range_ok || !seen->mark_ok) && !no_nvtx)
+		bad("NVTX: range 'train' %s, mark 'checkpoint' %s", seen->range_ok ? "ok" : "missing",
+		    seen->mark_ok ? "ok" : "missing");
+	if (!d->stats)
+		bad("no stats");
+	else {
+		const struct gpu_stats *s = d->stats;
+		unsigned acts = 0;
+		for (int t = GPU_REC_KERNEL; t <= GPU_REC_MARKER; t++)
+			acts += t == GPU_REC_API ? 0 : d->count[t];
+		acts += d->count[GPU_REC_OVERHEAD];
+		if (s->dropped != SCRIPT_DROPPED || s->lost_timestamps != SCRIPT_LOST ||
+		    s->launches != want_launches || s->launches_dropped ||
+		    s->stacks != d->stacks_seen ||
+		    s->flush_timeouts || s->write_errors || !s->buffers ||
+		    s->activities != acts)
+			bad("stats: dropped %llu lost %llu launches %llu/%llu timeouts %llu "
+			    "errors %llu buffers %llu activities %llu (file %u)",
+			    (unsigned long long)s->dropped,
+			    (unsigned long long)s->lost_timestamps,
+			    (unsigned long long)s->launches,
+			    (unsigned long long)s->launches_dropped,
+			    (unsigned long long)s->flush_timeouts,
+			    (unsigned long long)s->write_errors,
+			    (unsigned long long)s->buffers,
+			    (unsigned long long)s->activities, acts);
+	}
+}
+
+static void check_workload(const struct decoded *d, pid_t main_tid, int all_delivered)
+{
+	/* Driver callbacks alone (the default): one record per driver call, named by it;
+	 * copy_weights' runtime call (its own correlation id) is not seen. Both domains: the
+	 * outermost call of each id, and copy_weights' driver call beside it. */
+	int both = subscribed_both();
+	unsigned want_launches = both ? SCRIPT_LAUNCHES_BOTH : SCRIPT_LAUNCHES;
+	unsigned want_spans = both ? SCRIPT_SPANS_BOTH : SCRIPT_SPANS;
+	if (!d->info || d->info->status != GPU_STATUS_OK)
+		bad("info: status %d", d->info ? (int)d->info->status : -1);
+	else if (d->info->clock_offset_ns > 100000 || d->info->clock_offset_ns < -100000)
+		bad("info: clock offset %lld ns with a CLOCK_MONOTONIC timestamp callback",
+		    (long long)d->info->clock_offset_ns);
+	expect_count(d, GPU_REC_LAUNCH, want_launches, "launches");
+	if (d->stacks_seen > 16)
+		bad("%u stacks written for %u distinct call paths", d->stacks_seen, 16);
+	check_launches(d, main_tid, both);
+	struct check_seen seen = { 0 };
 	for (unsigned i = 0; i < d->nrecs; i++) {
 		const struct gpu_rec *h = d->recs[i];
 		const void *p = h + 1;
-		uint32_t corr = 0;
-		uint64_t start = 0, end = 0;
-		const char *name = NULL;
-		uint32_t stream = 0;
 		switch (h->type) {
 		case GPU_REC_KERNEL: {
 			const struct gpu_kernel *k = p;
-			corr = k->correlation, start = k->start, end = k->end, stream = k->stream;
-			name = (const char *)(k + 1);
-			kernels++;
-			/* launch-queue timestamps only when asked for (else unknown: 0) */
-			if (latency_on() ? k->queued != start - 700 || k->submitted != start - 300 :
-					   k->queued || k->submitted)
-				bad("kernel %u: queued %llu submitted %llu (start %llu, latency %s)",
-				    corr, (unsigned long long)k->queued,
-				    (unsigned long long)k->submitted, (unsigned long long)start,
-				    latency_on() ? "on" : "off");
-			if (k->grid[0] != 64 || k->block[0] != 256 || k->registers != 32)
-				bad("kernel %u: grid/block/registers", corr);
-			if (k->graph_node_id) {
-				/* clone -> node created in build_graph -> its stack */
-				uint64_t orig = 0;
-				for (unsigned j = 0; j < d->nrecs; j++)
-					if (d->recs[j]->type == GPU_REC_GRAPH_CLONE) {
-						const struct gpu_graph_clone *g =
-							(const void *)(d->recs[j] + 1);
-						if (g->node_id == k->graph_node_id)
-							orig = g->original_id;
-					}
-				const struct gpu_launch *gl = orig ? launch_of(d, (uint32_t)orig, 1) :
-							      NULL;
-				if (!gl)
-					bad("graph kernel: node %llu has no creation record",
-					    (unsigned long long)k->graph_node_id);
-				else {
-					check_stack(gl, "build_graph", "train_tail", "graph node");
-					graph_ok = 1;
-				}
-			}
+			check_kernel(d, k, &seen);
+			check_scripted(d, h, k->correlation, k->start, k->end, k->stream,
+				       (const char *)(k + 1));
 			break;
 		}
 		case GPU_REC_MEMCPY: {
 			const struct gpu_memcpy *m = p;
-			corr = m->correlation, start = m->start, end = m->end, stream = m->stream;
+			check_scripted(d, h, m->correlation, m->start, m->end, m->stream, NULL);
 			break;
 		}
 		case GPU_REC_MEMSET: {
 			const struct gpu_memset *m = p;
-			corr = m->correlation, start = m->start, end = m->end, stream = m->stream;
+			check_scripted(d, h, m->correlation, m->start, m->end, m->stream, NULL);
 			break;
 		}
 		case GPU_REC_SYNC: {
-			const struct gpu_sync *s = p;
-			corr = s->correlation, start = s->start, end = s->end, stream = s->stream;
+			const struct gpu_sync *y = p;
+			check_scripted(d, h, y->correlation, y->start, y->end, y->stream, NULL);
 			break;
 		}
-		case GPU_REC_API: {
-			/* the span of a launch record's call: same id, thread, call; ENTER..EXIT */
-			const struct gpu_api *x = p;
-			const struct gpu_launch *l = launch_of(d, x->correlation, 0);
-			if (!l)
-				bad("api span corr %u: no launch record", x->correlation);
-			else if (x->start != l->time || x->end - x->start != 4000 || x->tid != l->tid ||
-				 x->cbid != l->cbid || x->domain != l->domain)
-				bad("api span corr %u: %llu..%llu tid %u cbid %u domain %u; launch at "
-				    "%llu tid %u cbid %u domain %u", x->correlation,
-				    (unsigned long long)x->start, (unsigned long long)x->end, x->tid,
-				    x->cbid, x->domain, (unsigned long long)l->time, l->tid, l->cbid,
-				    l->domain);
-			for (unsigned j = 0; j < i; j++)
-				if (d->recs[j]->type == GPU_REC_API &&
-				    ((const struct gpu_api *)(d->recs[j] + 1))->correlation ==
-				    x->correlation)
-					bad("api span corr %u: two spans", x->correlation);
-			continue;
-		}
-		case GPU_REC_MARKER: {
-			const struct gpu_marker *m = p;
-			const char *mn = (const char *)(m + 1);
-			/* without the END record (flush abandoned), a range open at exit ends then */
-			if (!strcmp(mn, "train") && m->tid == (uint32_t)main_tid &&
-			    (m->end - m->start == SCRIPT_RANGE_NS ||
-			     (!all_delivered && m->end > m->start)))
-				range_ok = 1;
-			else if (!strcmp(mn, "checkpoint") && m->end == 0)
-				mark_ok = 1;
-			else
-				bad("marker '%s' %llu..%llu", mn, (unsigned long long)m->start,
-				    (unsigned long long)m->end);
-			continue;
-		}
-		default:
-			continue;
-		}
-		uint32_t scorr = corr == script_corr(0, SCRIPT_STEPS, TAIL_COPY_WEIGHTS) +
-					 SCRIPT_DRIVER_CORR_OFFSET ? corr - SCRIPT_DRIVER_CORR_OFFSET :
-								      corr;
-		const struct script_call *c = script_lookup(scorr, NULL);
-		if (!c) {
-			bad("record type %u with unscripted corr %u", h->type, corr);
-			continue;
-		}
-		static const int type_of[] = { [OP_KERNEL] = GPU_REC_KERNEL,
-			[OP_MEMCPY] = GPU_REC_MEMCPY, [OP_MEMSET] = GPU_REC_MEMSET,
-			[OP_SYNC] = GPU_REC_SYNC, [OP_GRAPH_LAUNCH] = GPU_REC_KERNEL };
-		if (type_of[c->op] != h->type)
-			bad("corr %u: record type %u, script says op %d", corr, h->type, c->op);
-		if (end - start != script_duration(corr) || start <= d->fh.start_ns)
-			bad("corr %u: %llu..%llu, script says %llu ns after start", corr,
-			    (unsigned long long)start, (unsigned long long)end,
-			    (unsigned long long)script_duration(corr));
-		if (stream != c->stream)
-			bad("corr %u: stream %u, script says %u", corr, stream, c->stream);
-		if (name && strcmp(name, c->name))
-			bad("corr %u: kernel '%s', script says '%s'", corr, name, c->name);
-		/* the heart of it: the record lands on the stack of the function that launched it */
-		check_launch_for(d, corr, c, h->type == GPU_REC_KERNEL ? "kernel" : "activity");
-	}
-	if (all_delivered) {
-		expect_count(d, GPU_REC_KERNEL, SCRIPT_KERNELS, "kernels");
-		expect_count(d, GPU_REC_MEMCPY, SCRIPT_MEMCPYS, "memcpys");
-		expect_count(d, GPU_REC_MEMSET, no_memset ? 0 : SCRIPT_MEMSETS, "memsets");
-		expect_count(d, GPU_REC_SYNC, SCRIPT_SYNCS, "syncs");
-		expect_count(d, GPU_REC_API, want_spans, "api spans");
-		expect_count(d, GPU_REC_MARKER, no_nvtx ? 0 : 2, "markers");
-		expect_count(d, GPU_REC_OVERHEAD, 1, "overhead");
-		expect_count(d, GPU_REC_GRAPH_CLONE, 1, "graph clones");
-		if (!graph_ok)
-			bad("graph kernel not traced to build_graph");
-		if ((!range_ok || !mark_ok) && !no_nvtx)
-			bad("NVTX: range 'train' %s, mark 'checkpoint' %s", range_ok ? "ok" : "missing",
-			    mark_ok ? "ok" : "missing");
-		if (!d->stats)
-			bad("no stats");
-		else {
-			const struct gpu_stats *s = d->stats;
-			unsigned acts = 0;
-			for (int t = GPU_REC_KERNEL; t <= GPU_REC_MARKER; t++)
-				acts += t == GPU_REC_API ? 0 : d->count[t];
-			acts += d->count[GPU_REC_OVERHEAD];
-			if (s->dropped != SCRIPT_DROPPED || s->lost_timestamps != SCRIPT_LOST ||
-			    s->launches != want_launches || s->launches_dropped ||
-			    s->stacks != d->stacks_seen ||
-			    s->flush_timeouts || s->write_errors || !s->buffers ||
-			    s->activities != acts)
-				bad("stats: dropped %llu lost %llu launches %llu/%llu timeouts %llu "
-				    "errors %llu buffers %llu activities %llu (file %u)",
-				    (unsigned long long)s->dropped,
-				    (unsigned long long)s->lost_timestamps,
-				    (unsigned long long)s->launches,
-				    (unsigned long long)s->launches_dropped,
-				    (unsigned long long)s->flush_timeouts,
-				    (unsigned long long)s->write_errors,
-				    (unsigned long long)s->buffers,
-				    (unsigned long long)s->activities, acts);
+		case GPU_REC_API:
+			check_api_span(d, i, p);
+			break;
+		case GPU_REC_MARKER:
+			check_marker(p, main_tid, all_delivered, &seen);
+			break;
 		}
 	}
+	if (all_delivered)
+		check_totals(d, want_launches, want_spans, &seen);
 	if (!fails)
 		printf("ok: %u launches (%u stacks, %u names), %u kernels, every record on its "
 		       "launching function's stack\n", d->nlaunches, d->stacks_seen, d->names_seen,
-		       kernels);
+		       seen.kernels);
 }
 
 /* Exactly one note (containing `text`), an info with `status`, and nothing else. */

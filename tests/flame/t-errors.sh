@@ -35,7 +35,7 @@ expect_error "text noise" "no 'frame;frame;... COUNT' lines" "$CSAMPLER" flame n
 expect_error "unknown option" "unknown option '--bogus'" "$CSAMPLER" flame --bogus "$DATA/basic.folded"
 expect_error "bad --minwidth" "--minwidth: 'wide'" "$CSAMPLER" flame --minwidth wide "$DATA/basic.folded"
 expect_error "bad --width" "--width: 'x'" "$CSAMPLER" flame --width x "$DATA/basic.folded"
-expect_error "missing value" "--title needs a value" "$CSAMPLER" flame "$DATA/basic.folded" --title
+expect_error "missing value" "option '--title' needs a value" "$CSAMPLER" flame "$DATA/basic.folded" --title
 expect_error "bad palette" "unknown palette 'plaid'" "$CSAMPLER" flame --colors plaid "$DATA/basic.folded"
 expect_error "bad background" "--bgcolors: 'pink'" "$CSAMPLER" flame --bgcolors pink "$DATA/basic.folded"
 expect_error "diff with one profile" "takes two profiles" "$CSAMPLER" diff "$DATA/before.folded"

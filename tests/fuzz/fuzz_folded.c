@@ -25,15 +25,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char *argv[] = { "flame", NULL };
 	struct flame_opts o;
 	struct flame_tree t;
 	struct flame_layout l = { 0 };
 
 	if (!size)
 		return 0; /* fmemopen refuses an empty buffer */
-	if (flame_opts_parse(&o, 1, argv, FLAME_MODE_FLAME))
-		return 0;
+	flame_opts_init(&o);
 	switch (size % 4) {
 	case 1: o.flamechart = true; break;
 	case 2: o.reverse = o.inverted = true; break;

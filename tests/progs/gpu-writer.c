@@ -14,6 +14,8 @@
  *         subscriber  CUPTI held by another tool: info and a note only
  *         none      no file at all
  *         stream    launches every 10 ms for SECONDS (attach tests)
+ *         runtime   5 launches through stand-ins of the runtime's API, nvcc's stub and host
+ *                   wrapper, and 5 through an API inlined into the launching function
  *         flame     for the GPU flame graphs (tests/flame/t-gpu.sh): nested NVTX ranges "step"
  *                   around everything, "forward" around 4 forward kernels and "reduce<&>"
  *                   around 3 templated kernels (mangled, 30 us and 7 us); then the copy,
@@ -211,6 +213,52 @@ static __attribute__((noinline)) void launch_template(void)
 	__asm__ volatile("" ::: "memory");
 }
 
+/* A program built with nvcc and the static runtime launches through the runtime's API, nvcc's
+ * launch stub and the host wrapper named as the kernel: these stand in for them with those
+ * names (C names for the stub's mangled one: its raw name gives the kernel's identifier). The
+ * recorder trims them from the launch stack, which then ends in launch_blur. An inline copy of
+ * the API in the program's function (as cuda_runtime.h's launch template is) leaves that
+ * function's frame, whose inline chain starts with the API. */
+static __attribute__((noinline)) uint32_t cudaLaunchKernel(void)
+{
+	uint32_t corr = fake_cuda_call("cudaLaunchKernel", 211, now_ns(), 1000, 1);
+	__asm__ volatile("" ::: "memory");
+	return corr;
+}
+
+static __attribute__((noinline)) uint32_t __device_stub__Z11blur_kernelPfi(void)
+{
+	uint32_t corr = cudaLaunchKernel();
+	__asm__ volatile("" ::: "memory");
+	return corr;
+}
+
+static __attribute__((noinline)) uint32_t blur_kernel(void)
+{
+	uint32_t corr = __device_stub__Z11blur_kernelPfi();
+	__asm__ volatile("" ::: "memory");
+	return corr;
+}
+
+static inline __attribute__((always_inline)) uint32_t cudaLaunchCooperativeKernel(void)
+{
+	uint32_t corr = fake_cuda_call("cudaLaunchCooperativeKernel", 214, now_ns(), 1000, 1);
+	__asm__ volatile("" ::: "memory");
+	return corr;
+}
+
+static __attribute__((noinline)) void launch_blur(void)
+{
+	put_kernel(blur_kernel(), "_Z11blur_kernelPfi", FWD_NS);
+	__asm__ volatile("" ::: "memory");
+}
+
+static __attribute__((noinline)) void launch_inline(void)
+{
+	put_kernel(cudaLaunchCooperativeKernel(), "_Z11blur_kernelPfi", FWD_NS);
+	__asm__ volatile("" ::: "memory");
+}
+
 static __attribute__((noinline)) void train_step(int fwd, int bwd)
 {
 	for (int i = 0; i < fwd; i++)
@@ -232,6 +280,19 @@ static void put_stats(uint64_t launches, uint64_t activities)
 	struct gpu_stats s = { .launches = launches, .activities = activities, .dropped = 2,
 			       .buffers = 1 };
 	put(GPU_REC_STATS, &s, sizeof(s), NULL, 0);
+}
+
+static void play_runtime(void)
+{
+	open_file("runtime");
+	put_info(GPU_STATUS_OK);
+	for (int i = 0; i < 5; i++) {
+		launch_blur();
+		launch_inline();
+	}
+	put_stats(10, 10);
+	flush_chunk();
+	spin_ms(100);
 }
 
 static void play_ok(const char *mode)
@@ -327,6 +388,8 @@ int main(int argc, char **argv)
 		waitpid(pid, NULL, 0);
 	} else if (!strcmp(mode, "flame")) {
 		play_flame();
+	} else if (!strcmp(mode, "runtime")) {
+		play_runtime();
 	} else if (!strcmp(mode, "stream")) {
 		play_stream(argc > 2 ? atof(argv[2]) : 3.0);
 	} else if (!strcmp(mode, "ok") || !strcmp(mode, "garbled") || !strcmp(mode, "truncated") ||

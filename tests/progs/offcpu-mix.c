@@ -5,8 +5,10 @@
  * asked, and spinning. Each phase is its own noinline function, so a sample's stack says which
  * phase it was taken in. At the end it prints, per phase, the wall time it took and the
  * worker's CPU time during it (a profile on CPU time sees the spin phase's CPU time, which is
- * less than its wall time when the machine is busy):
- *   futex WALL_NS CPU_NS / sleep ... / read ... / spin ...
+ * less than its wall time when the machine is busy), and the time it waited for a CPU during it
+ * (schedstat's run delay: a thread woken from a wait on a busy machine is runnable, neither
+ * blocked nor running, until it gets a CPU, and a sampler of blocked threads does not count it):
+ *   futex WALL_NS CPU_NS WAIT_NS / sleep ... / read ... / spin ...
  * Usage: offcpu-mix [CYCLES [PHASE_MS]] (default 4 cycles of 4 x 250 ms). */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -32,6 +34,20 @@ static uint64_t clock_ns(clockid_t c)
 	struct timespec ts;
 	clock_gettime(c, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The calling thread's time spent runnable and waiting for a CPU (the second field of
+ * /proc/thread-self/schedstat), or 0 where the kernel does not keep it. */
+static uint64_t run_delay_ns(void)
+{
+	unsigned long long run = 0, delay = 0;
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu %llu", &run, &delay) != 2)
+		delay = 0;
+	fclose(f);
+	return delay;
 }
 
 static struct timespec ns_ts(uint64_t ns)
@@ -88,7 +104,7 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-static uint64_t wall[NPHASES], cpu[NPHASES];
+static uint64_t wall[NPHASES], cpu[NPHASES], waited[NPHASES];
 static long cycles = 4;
 
 static void *worker_main(void *arg)
@@ -99,10 +115,12 @@ static void *worker_main(void *arg)
 	pthread_setname_np(pthread_self(), "worker");
 	for (long c = 0; c < cycles; c++) {
 		for (int p = 0; p < NPHASES; p++) {
+			uint64_t d0 = run_delay_ns();
 			uint64_t w0 = clock_ns(CLOCK_MONOTONIC), c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 			phases[p]();
 			wall[p] += clock_ns(CLOCK_MONOTONIC) - w0;
 			cpu[p] += clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+			waited[p] += run_delay_ns() - d0;
 		}
 	}
 	return NULL;
@@ -126,7 +144,7 @@ int main(int argc, char **argv)
 	close(ask[1]);
 	pthread_join(writer, NULL);
 	for (int p = 0; p < NPHASES; p++)
-		printf("%s %llu %llu\n", phase_names[p], (unsigned long long)wall[p],
-		       (unsigned long long)cpu[p]);
+		printf("%s %llu %llu %llu\n", phase_names[p], (unsigned long long)wall[p],
+		       (unsigned long long)cpu[p], (unsigned long long)waited[p]);
 	return 0;
 }

@@ -41,8 +41,8 @@ launches=$(grep -c '^launch ' ok.rec)
 [ "$launches" = 33 ] && [ "$(json_get ok.json j.gpu.launches)" = 33 ] && pass "gpu: 33 launches" || fail "gpu: launches $launches"
 [ "$(json_get ok.json j.gpu.kinds.kernel.count)" = 30 ] && [ "$(json_get ok.json j.gpu.kinds.kernel.total_ns)" = 2200000 ] &&
 	pass "gpu: info json: 30 kernels, 2.2 ms" || fail "gpu: info json kernels: $(json_get ok.json 'JSON.stringify(j.gpu.kinds.kernel)')"
-got=$(json_get ok.json '[j.gpu.processes.length, j.gpu.processes[0].cupti_version, j.gpu.processes[0].clock_offset_ns, j.gpu.processes[0].dropped, j.gpu.processes[0].lost_timestamps, j.gpu.processes[0].status].join(" ")')
-[ "$got" = "1 130001 -123 2 1 ok" ] && pass "gpu: CUPTI version, clock offset, drops, lost timestamps in info" || fail "gpu: process info '$got'"
+got=$(json_get ok.json '[j.gpu.processes.length, j.gpu.processes[0].vendor, j.gpu.processes[0].cupti_version, j.gpu.processes[0].clock_offset_ns, j.gpu.processes[0].dropped, j.gpu.processes[0].lost_timestamps, j.gpu.processes[0].status].join(" ")')
+[ "$got" = "1 CUDA 130001 -123 2 1 ok" ] && pass "gpu: vendor, CUPTI version, clock offset, drops, lost timestamps in info" || fail "gpu: process info '$got'"
 "$CSAMPLER" info -i ok.data >ok.txt
 grep -q 'kernel *30 records *2.200 ms' ok.txt && grep -q 'CUPTI 130001, ok, clock offset -123 ns, dropped 2' ok.txt &&
 	pass "gpu: info text" || fail "gpu: info text: $(grep -A8 '^gpu launches' ok.txt)"
@@ -51,6 +51,17 @@ grep -q 'GPU: 2 activity records dropped' ok.err && grep -q 'GPU: 1 activity rec
 [ "$(json_get ok.json j.samples)" -gt 0 ] && pass "gpu: CPU samples too" || fail "gpu: no CPU samples"
 ls -d "$T"/csampler-gpu.* >/dev/null 2>&1 && fail "gpu: the private directory was left behind: $(ls -d "$T"/csampler-gpu.*)" ||
 	pass "gpu: private directory removed"
+
+# --- the launch path (the runtime's API, nvcc's stub and host wrapper, an API inlined into the
+# launching function) trimmed by the recorder: the file (format version 2) keeps the call site
+rec runtime runtime || fail "gpu: record runtime: $(tail -n 3 runtime.err)"
+"$CSAMPLER" info -i runtime.data --gpu-records >runtime.rec
+blur=$(grep -c '^launch cudaLaunchKernel .* stack=.*;main;play_runtime;launch_blur$' runtime.rec)
+inl=$(grep -c '^launch cudaLaunchCooperativeKernel .* stack=.*;main;play_runtime;launch_inline$' runtime.rec)
+ver=$("$CSAMPLER" info -i runtime.data | sed -n 's/^format version: //p')
+[ "$blur" = 5 ] && [ "$inl" = 5 ] && [ "$ver" = 2 ] &&
+	pass "gpu: the recorder trims the launch path: stacks end at the call site (format version 2)" ||
+	fail "gpu: runtime: $blur/5 launch_blur, $inl/5 launch_inline, version '$ver': $(grep -m2 '^launch' runtime.rec)"
 
 # --- two processes
 rec fork fork || fail "gpu: record fork"

@@ -5,10 +5,11 @@
 # phase's own function with the right [off-cpu: SYSCALL] leaf; without --idle only the spinning
 # shows and nothing is marked off-CPU. report, folded and flame --idle/--no-idle split the file.
 #
-# The shares expected are computed from what the program measured of itself: the wall time of
-# each blocked phase, and the worker's CPU time for the spinning (both backends sample a
-# running thread once per period of CPU time, and a thread waiting for a CPU on a busy machine
-# is neither running nor blocked).
+# The shares expected are computed from what the program measured of itself: the time each
+# blocked phase was blocked (its wall time less its CPU time and the time it waited for a CPU
+# once woken, from schedstat's run delay), and the worker's CPU time for the spinning (the
+# backends sample a running thread once per period of CPU time, and a thread waiting for a CPU
+# on a busy machine is neither running nor blocked).
 source "$CSAMPLER_ROOT/tests/lib.sh"
 
 # shares FOLDED: "futex sleep read spin other total" in percent of the worker's weight, each
@@ -25,7 +26,7 @@ shares() {
 
 # expected PHASES: the same four shares from the program's own figures.
 expected() {
-	awk '{ w[$1] = $2; c[$1] = $3 }
+	awk '{ w[$1] = $2 - $3 - $4; c[$1] = $3 }
 	     END { spin = c["spin"]
 		   t = w["futex"] + w["sleep"] + w["read"] + spin
 		   printf "%.1f %.1f %.1f %.1f\n", 100*w["futex"]/t, 100*w["sleep"]/t, 100*w["read"]/t, 100*spin/t }' "$1"

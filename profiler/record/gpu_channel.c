@@ -1,13 +1,14 @@
-/* gpu_merge.c: reads the GPU library's gpu-PID.bin files (gpu_merge.h, inject/protocol.h).
+/* gpu_channel.c: reads the GPU library's gpu-PID.bin files (gpu_channel.h, inject/protocol.h).
  * A file is read incrementally while the program runs: bytes are appended whole records at a
  * time, so whatever follows the last complete record is kept for the next poll. Every length
  * and count is checked against the record's size before use. A framing error (a size that is
  * not a multiple of 8, too small, too large, an unknown header) stops that file with one line;
  * a record whose own fields do not fit its size is skipped and counted. The parser is written
  * by hand because the format is ours (protocol.h); there is no library for it. */
-#include "record/gpu_merge.h"
+#include "record/gpu_channel.h"
 
 #include "base/cs.h"
+#include "base/gpu_vendor.h"
 #include "inject/protocol.h"
 
 #include <dirent.h>
@@ -32,7 +33,7 @@ struct gpu_stack_ent {
 	uint64_t pcs[];              /* then struct gpu_py_frame py[npy] */
 };
 
-/* One stream of records: a file, or a buffer handed to gpu_merge_buffer. */
+/* One stream of records: a file, or a buffer handed to gpu_channel_buffer. */
 struct gpu_stream {
 	const struct gpu_sink *sink;
 	void *arg;
@@ -61,7 +62,7 @@ struct gpu_file {
 	bool eof_seen;
 };
 
-struct gpu_merge {
+struct gpu_channel {
 	char *dir;
 	bool every_file;
 	uint64_t min_time, max_time;
@@ -217,9 +218,14 @@ static void gpu_call_record(struct gpu_stream *s, uint16_t type, const uint8_t *
 				   s->names[domain][cbid] : "";
 		const struct gpu_py_frame *py = e ? (const void *)(e->pcs + e->nframes) : NULL;
 		s->launches++;
+		struct gpu_channel_launch l = {
+			.rec = { .time = time, .pid = s->pid, .tid = s->tid, .correlation = corr,
+				 .cbid = cbid, .domain = domain, .flags = flags,
+				 .graph_node_id = node },
+			.vendor = s->info.vendor, .api = name, .pcs = pcs, .npcs = np, .py = py,
+			.npy = e ? e->npy : 0, .py_flags = e ? e->py_flags : 0 };
 		if (s->sink->launch)
-			s->sink->launch(s->arg, s->pid, s->tid, time, corr, cbid, domain, flags, node,
-					pcs, np, name, py, e ? e->npy : 0, e ? e->py_flags : 0);
+			s->sink->launch(s->arg, &l);
 	}
 	if (type == GPU_REC_CALL) {
 		struct df_gpu_activity a = { .kind = DF_GPU_API, .start = time, .end = end,
@@ -516,6 +522,7 @@ static void gpu_stream_init(struct gpu_stream *s, const char *name, uint32_t pid
 	s->sink = sink;
 	s->arg = arg;
 	s->info.pid = pid;
+	s->info.vendor = GPU_VENDOR_CUDA;   /* the files of the CUPTI library (inject/cupti.c) */
 }
 
 static void gpu_stream_end(struct gpu_stream *s)
@@ -525,8 +532,8 @@ static void gpu_stream_end(struct gpu_stream *s)
 			s->pid, s->name, s->info.bad_records);
 }
 
-void gpu_merge_buffer(const void *data, size_t len, uint32_t pid, const struct gpu_sink *sink,
-		      void *arg, struct df_gpu_info *info)
+void gpu_channel_buffer(const void *data, size_t len, uint32_t pid, const struct gpu_sink *sink,
+			void *arg, struct df_gpu_info *info)
 {
 	struct gpu_stream s;
 	char name[32];
@@ -545,7 +552,7 @@ void gpu_merge_buffer(const void *data, size_t len, uint32_t pid, const struct g
 
 /* ---- files ---- */
 
-static bool gpu_pid_wanted(const struct gpu_merge *m, uint32_t pid)
+static bool gpu_pid_wanted(const struct gpu_channel *m, uint32_t pid)
 {
 	if (m->every_file)
 		return true;
@@ -555,7 +562,7 @@ static bool gpu_pid_wanted(const struct gpu_merge *m, uint32_t pid)
 	return false;
 }
 
-static struct gpu_file *gpu_file_find(struct gpu_merge *m, uint32_t pid)
+static struct gpu_file *gpu_file_find(struct gpu_channel *m, uint32_t pid)
 {
 	for (size_t i = 0; i < m->nfiles; i++)
 		if (m->files[i]->s.pid == pid)
@@ -564,7 +571,7 @@ static struct gpu_file *gpu_file_find(struct gpu_merge *m, uint32_t pid)
 }
 
 /* Start following gpu-PID.bin if it exists (NULL when it does not, or cannot be read). */
-static struct gpu_file *gpu_file_open(struct gpu_merge *m, uint32_t pid)
+static struct gpu_file *gpu_file_open(struct gpu_channel *m, uint32_t pid)
 {
 	char *path = cs_asprintf("%s/gpu-%u.bin", m->dir, pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
@@ -606,7 +613,7 @@ static uint32_t gpu_file_pid(const char *name)
 	return (uint32_t)v;
 }
 
-static void gpu_scan(struct gpu_merge *m)
+static void gpu_scan(struct gpu_channel *m)
 {
 	DIR *dir = opendir(m->dir);
 	struct dirent *e;
@@ -660,10 +667,10 @@ static void gpu_file_poll(struct gpu_file *f, uint64_t time_limit, bool at_end)
 	}
 }
 
-struct gpu_merge *gpu_merge_new(const char *dir, bool every_file, uint64_t min_time,
-				const struct gpu_sink *sink, void *arg)
+struct gpu_channel *gpu_channel_new(const char *dir, bool every_file, uint64_t min_time,
+				    const struct gpu_sink *sink, void *arg)
 {
-	struct gpu_merge *m = cs_calloc(1, sizeof(*m));
+	struct gpu_channel *m = cs_calloc(1, sizeof(*m));
 	m->dir = cs_strdup(dir);
 	m->every_file = every_file;
 	m->min_time = min_time;
@@ -673,7 +680,7 @@ struct gpu_merge *gpu_merge_new(const char *dir, bool every_file, uint64_t min_t
 	return m;
 }
 
-void gpu_merge_set_max_time(struct gpu_merge *m, uint64_t max_time)
+void gpu_channel_set_max_time(struct gpu_channel *m, uint64_t max_time)
 {
 	if (!m)
 		return;
@@ -682,7 +689,7 @@ void gpu_merge_set_max_time(struct gpu_merge *m, uint64_t max_time)
 		m->files[i]->s.max_time = max_time;
 }
 
-void gpu_merge_add_pid(struct gpu_merge *m, uint32_t pid)
+void gpu_channel_add_pid(struct gpu_channel *m, uint32_t pid)
 {
 	if (!pid || gpu_pid_wanted(m, pid))
 		return;
@@ -690,7 +697,7 @@ void gpu_merge_add_pid(struct gpu_merge *m, uint32_t pid)
 	m->pids[m->npids++] = pid;
 }
 
-void gpu_merge_poll(struct gpu_merge *m, uint32_t pid, uint64_t time_limit, bool at_end)
+void gpu_channel_poll(struct gpu_channel *m, uint32_t pid, uint64_t time_limit, bool at_end)
 {
 	if (!m)
 		return;
@@ -712,7 +719,7 @@ void gpu_merge_poll(struct gpu_merge *m, uint32_t pid, uint64_t time_limit, bool
 		gpu_file_poll(f, time_limit, at_end);
 }
 
-size_t gpu_merge_nprocesses(const struct gpu_merge *m)
+size_t gpu_channel_nprocesses(const struct gpu_channel *m)
 {
 	size_t n = 0;
 	for (size_t i = 0; m && i < m->nfiles; i++)
@@ -720,23 +727,23 @@ size_t gpu_merge_nprocesses(const struct gpu_merge *m)
 	return n;
 }
 
-const struct df_gpu_info *gpu_merge_process(const struct gpu_merge *m, size_t i,
-					   uint64_t *merged)
+const struct df_gpu_info *gpu_channel_process(const struct gpu_channel *m, size_t i,
+					      uint64_t *delivered)
 {
 	for (size_t k = 0; m && k < m->nfiles; k++) {
 		const struct gpu_stream *s = &m->files[k]->s;
 		if (!(s->header_done || s->info.flags))
 			continue;
 		if (i-- == 0) {
-			if (merged)
-				*merged = s->launches + s->activities;
+			if (delivered)
+				*delivered = s->launches + s->activities;
 			return &s->info;
 		}
 	}
 	return NULL;
 }
 
-uint64_t gpu_merge_launches(const struct gpu_merge *m)
+uint64_t gpu_channel_launches(const struct gpu_channel *m)
 {
 	uint64_t n = 0;
 	for (size_t i = 0; m && i < m->nfiles; i++)
@@ -744,7 +751,7 @@ uint64_t gpu_merge_launches(const struct gpu_merge *m)
 	return n;
 }
 
-uint64_t gpu_merge_activities(const struct gpu_merge *m)
+uint64_t gpu_channel_activities(const struct gpu_channel *m)
 {
 	uint64_t n = 0;
 	for (size_t i = 0; m && i < m->nfiles; i++)
@@ -752,7 +759,7 @@ uint64_t gpu_merge_activities(const struct gpu_merge *m)
 	return n;
 }
 
-void gpu_merge_free(struct gpu_merge *m, bool remove_files)
+void gpu_channel_free(struct gpu_channel *m, bool remove_files)
 {
 	if (!m)
 		return;

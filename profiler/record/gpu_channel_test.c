@@ -1,10 +1,12 @@
-/* gpu_merge_test.c: unit tests of the GPU file reader (gpu_merge.c) and of the GPU records of
+/* gpu_channel_test.c: unit tests of the GPU file reader (gpu_channel.c) and of the GPU records of
  * the data file through profile_load (profile.c): exact decoding, every cut point, random and
  * bit-flipped input (never a crash, never an out-of-range record), and the launch join. */
 #include "base/cs.h"
+#include "base/gpu_vendor.h"
 #include "format/datafile.h"
+#include "format/merge.h"
 #include "format/records.h"
-#include "record/gpu_merge.h"
+#include "record/gpu_channel.h"
 #include "inject/protocol.h"
 #include "analysis/profile.h"
 #include "base/unit.h"
@@ -23,25 +25,23 @@ struct collect {
 	uint32_t kinds[8];
 };
 
-static void c_launch(void *arg, uint32_t pid, uint32_t tid, uint64_t time, uint32_t correlation,
-		     uint32_t cbid, uint32_t domain, uint32_t flags, uint64_t graph_node_id,
-		     const uint64_t *pcs, size_t npcs, const char *api,
-		     const struct gpu_py_frame *py, size_t npy, uint32_t py_flags)
+static void c_launch(void *arg, const struct gpu_channel_launch *l)
 {
 	struct collect *c = arg;
-	UNIT_ASSERT(npy <= GPU_MAX_PY_FRAMES);
-	c->npy += npy;
-	for (size_t i = 0; i < npy; i++)
-		c->py_sum += py[i].code + py[i].unit + py[i].flags + py_flags;
-	UNIT_ASSERT(npcs <= GPU_MAX_FRAMES);
-	UNIT_ASSERT(strlen(api) <= GPU_NAME_MAX);
+	UNIT_ASSERT(l->npy <= GPU_MAX_PY_FRAMES);
+	UNIT_ASSERT(l->rec.pid == 42 && l->vendor == GPU_VENDOR_CUDA);
+	c->npy += l->npy;
+	for (size_t i = 0; i < l->npy; i++)
+		c->py_sum += l->py[i].code + l->py[i].unit + l->py[i].flags + l->py_flags;
+	UNIT_ASSERT(l->npcs <= GPU_MAX_FRAMES);
+	UNIT_ASSERT(strlen(l->api) <= GPU_NAME_MAX);
 	c->launches++;
-	c->last_corr = correlation;
-	for (size_t i = 0; i < npcs; i++)
-		c->pcs_sum += pcs[i];
-	if (npcs > c->nframes_max)
-		c->nframes_max = (uint32_t)npcs;
-	snprintf(c->api, sizeof(c->api), "%s", api);
+	c->last_corr = l->rec.correlation;
+	for (size_t i = 0; i < l->npcs; i++)
+		c->pcs_sum += l->pcs[i];
+	if (l->npcs > c->nframes_max)
+		c->nframes_max = (uint32_t)l->npcs;
+	snprintf(c->api, sizeof(c->api), "%s", l->api);
 }
 
 static void c_activity(void *arg, const struct df_gpu_activity *a, const char *name)
@@ -143,13 +143,13 @@ static void quiet_end(int saved)
 	close(saved);
 }
 
-UNIT_TEST(gpu_merge_decodes_exactly)
+UNIT_TEST(gpu_channel_decodes_exactly)
 {
 	struct cs_buf b = { 0 };
 	struct collect c = { 0 };
 	struct df_gpu_info info;
 	build_file(&b);
-	gpu_merge_buffer(b.data, b.len, 42, &c_sink, &c, &info);
+	gpu_channel_buffer(b.data, b.len, 42, &c_sink, &c, &info);
 	UNIT_ASSERT_EQ_INT(c.launches, 3);
 	UNIT_ASSERT_EQ_INT(c.last_corr, 9);
 	UNIT_ASSERT_EQ_INT(c.pcs_sum, 3 * (0x401000 + 0x402000 + 0x403000));
@@ -174,7 +174,7 @@ UNIT_TEST(gpu_merge_decodes_exactly)
 }
 
 /* A file cut anywhere gives the complete records before the cut, and says it was cut. */
-UNIT_TEST(gpu_merge_every_cut)
+UNIT_TEST(gpu_channel_every_cut)
 {
 	struct cs_buf b = { 0 };
 	build_file(&b);
@@ -183,7 +183,7 @@ UNIT_TEST(gpu_merge_every_cut)
 	for (size_t n = 0; n <= b.len; n++) {
 		struct collect c = { 0 };
 		struct df_gpu_info info;
-		gpu_merge_buffer(b.data, n, 42, &c_sink, &c, &info);
+		gpu_channel_buffer(b.data, n, 42, &c_sink, &c, &info);
 		size_t got = c.launches + c.activities + c.notes;
 		UNIT_ASSERT(got >= prev);
 		prev = got;
@@ -199,7 +199,7 @@ UNIT_TEST(gpu_merge_every_cut)
 
 /* Random bytes after a valid header, and every single bit flipped: no crash, and what comes
  * out stays within the limits the sink asserts. */
-UNIT_TEST(gpu_merge_fuzz)
+UNIT_TEST(gpu_channel_fuzz)
 {
 	struct cs_buf b = { 0 };
 	build_file(&b);
@@ -207,7 +207,7 @@ UNIT_TEST(gpu_merge_fuzz)
 	for (size_t bit = 0; bit < b.len * 8; bit++) {
 		struct collect c = { 0 };
 		b.data[bit / 8] ^= (char)(1 << (bit % 8));
-		gpu_merge_buffer(b.data, b.len, 42, &c_sink, &c, NULL);
+		gpu_channel_buffer(b.data, b.len, 42, &c_sink, &c, NULL);
 		b.data[bit / 8] ^= (char)(1 << (bit % 8));
 	}
 	srand(7);
@@ -219,14 +219,14 @@ UNIT_TEST(gpu_merge_fuzz)
 		size_t n = hdr + (size_t)(rand() % 4096);
 		for (size_t i = hdr; i < n; i++)
 			r[i] = (char)(rand() % 4 ? rand() : (rand() % 16)); /* small values: plausible sizes */
-		gpu_merge_buffer(r, n, 42, &c_sink, &c, NULL);
+		gpu_channel_buffer(r, n, 42, &c_sink, &c, NULL);
 	}
 	quiet_end(saved);
 	free(r);
 	cs_buf_free(&b);
 }
 
-UNIT_TEST(gpu_merge_framing_errors)
+UNIT_TEST(gpu_channel_framing_errors)
 {
 	struct cs_buf b = { 0 };
 	struct collect c = { 0 };
@@ -237,7 +237,7 @@ UNIT_TEST(gpu_merge_framing_errors)
 	cs_buf_put(&b, &bad, sizeof(bad));
 	cs_buf_put(&b, "xxxxxxxxxxxxxxxx", 16);
 	int saved = quiet_begin();
-	gpu_merge_buffer(b.data, b.len, 42, &c_sink, &c, &info);
+	gpu_channel_buffer(b.data, b.len, 42, &c_sink, &c, &info);
 	UNIT_ASSERT(info.flags & DF_GPU_INFO_CORRUPT);
 	UNIT_ASSERT_EQ_INT(c.launches, 3);
 	/* a record whose name does not fit in its size: skipped, counted, reading goes on */
@@ -247,13 +247,13 @@ UNIT_TEST(gpu_merge_framing_errors)
 	struct gpu_sync y = { .start = 10, .end = 20 };
 	buf_rec(&b, GPU_REC_SYNC, &y, sizeof(y), NULL, 0);
 	memset(&c, 0, sizeof(c));
-	gpu_merge_buffer(b.data, b.len, 42, &c_sink, &c, &info);
+	gpu_channel_buffer(b.data, b.len, 42, &c_sink, &c, &info);
 	UNIT_ASSERT_EQ_INT(info.bad_records, 1);
 	UNIT_ASSERT_EQ_INT(c.kinds[DF_GPU_SYNC], 1);
 	UNIT_ASSERT(!(info.flags & DF_GPU_INFO_CORRUPT));
 	/* a foreign file */
 	memset(&c, 0, sizeof(c));
-	gpu_merge_buffer("CSAMPLERxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 40, 42, &c_sink, &c, &info);
+	gpu_channel_buffer("CSAMPLERxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 40, 42, &c_sink, &c, &info);
 	UNIT_ASSERT(info.flags & DF_GPU_INFO_CORRUPT);
 	UNIT_ASSERT_EQ_INT(c.launches + c.activities, 0);
 	quiet_end(saved);
@@ -262,7 +262,7 @@ UNIT_TEST(gpu_merge_framing_errors)
 
 /* Protocol 3's references: a call naming a stack never written is skipped and counted; a file
  * of another protocol version stops with one line, nothing read. */
-UNIT_TEST(gpu_merge_stack_refs_and_version)
+UNIT_TEST(gpu_channel_stack_refs_and_version)
 {
 	struct cs_buf b = { 0 };
 	struct collect c = { 0 };
@@ -273,14 +273,14 @@ UNIT_TEST(gpu_merge_stack_refs_and_version)
 	buf_rec(&b, GPU_REC_CALL, &call, sizeof(call), NULL, 0);
 	call.stack = 0;   /* no stack: a launch without frames */
 	buf_rec(&b, GPU_REC_CALL, &call, sizeof(call), NULL, 0);
-	gpu_merge_buffer(b.data, b.len, 42, &c_sink, &c, &info);
+	gpu_channel_buffer(b.data, b.len, 42, &c_sink, &c, &info);
 	UNIT_ASSERT_EQ_INT(info.bad_records, 1);
 	UNIT_ASSERT_EQ_INT(c.launches, 4);
 	UNIT_ASSERT_EQ_INT(c.last_corr, 99);
 	((struct gpu_file_header *)b.data)->version = 2;
 	memset(&c, 0, sizeof(c));
 	int saved = quiet_begin();
-	gpu_merge_buffer(b.data, b.len, 42, &c_sink, &c, &info);
+	gpu_channel_buffer(b.data, b.len, 42, &c_sink, &c, &info);
 	quiet_end(saved);
 	UNIT_ASSERT(info.flags & DF_GPU_INFO_CORRUPT);
 	UNIT_ASSERT_EQ_INT(c.launches + c.activities, 0);
@@ -288,14 +288,14 @@ UNIT_TEST(gpu_merge_stack_refs_and_version)
 }
 
 /* A second header in the same file (the process exec'd): counters of both images add up. */
-UNIT_TEST(gpu_merge_second_image)
+UNIT_TEST(gpu_channel_second_image)
 {
 	struct cs_buf b = { 0 };
 	struct collect c = { 0 };
 	struct df_gpu_info info;
 	build_file(&b);
 	build_file(&b);
-	gpu_merge_buffer(b.data, b.len, 42, &c_sink, &c, &info);
+	gpu_channel_buffer(b.data, b.len, 42, &c_sink, &c, &info);
 	UNIT_ASSERT_EQ_INT(c.launches, 6);
 	UNIT_ASSERT_EQ_INT(info.dropped, 8);
 	UNIT_ASSERT_EQ_INT(info.bad_records, 0);
@@ -310,9 +310,10 @@ static void put_stack(struct df_writer *w, uint32_t id, uint32_t loc)
 	df_put2(w, DF_STACK, hdr, sizeof(hdr), &loc, 4);
 }
 
-UNIT_TEST(gpu_profile_roundtrip)
+/* Two processes' launches under two stacks, their kernels, a graph kernel, a kind from the
+ * future, a longer record, a process' info and a note. */
+static void write_roundtrip(const char *path)
 {
-	char *path = cs_asprintf("%s/gpu.data", unit_tmpdir());
 	struct df_writer *w;
 	struct df_strtab *t = df_strtab_new();
 	UNIT_ASSERT(df_writer_open(&w, path, true) == 0);
@@ -363,7 +364,7 @@ UNIT_TEST(gpu_profile_roundtrip)
 	df_put(w, DF_GPU_ACTIVITY, &longer, sizeof(longer));
 	struct df_gpu_info info = { .pid = 10, .cupti_version = 130001, .clock_offset_ns = -80,
 				    .dropped = 3, .flags = DF_GPU_INFO_HAVE_INFO };
-	df_put(w, DF_GPU_INFO, &info, sizeof(info));
+	df_put(w, DF_GPU_INFO, &info, DF_GPU_INFO_V1_SIZE); /* before the vendor field: CUDA's */
 	uint32_t nh[2] = { 11, 1 };
 	df_put2(w, DF_GPU_NOTE, nh, sizeof(nh), "held by Nsight", 15);
 	struct {
@@ -373,7 +374,12 @@ UNIT_TEST(gpu_profile_roundtrip)
 	df_put(w, DF_END, &e, sizeof(e));
 	UNIT_ASSERT(df_writer_close(w) == 0);
 	df_strtab_free(t);
+}
 
+UNIT_TEST(gpu_profile_roundtrip)
+{
+	char *path = cs_asprintf("%s/gpu.data", unit_tmpdir());
+	write_roundtrip(path);
 	struct profile *p;
 	UNIT_ASSERT(profile_load(path, &p) == 0);
 	UNIT_ASSERT_EQ_INT(p->ngpu_launches, 8);
@@ -407,6 +413,9 @@ UNIT_TEST(gpu_profile_roundtrip)
 	UNIT_ASSERT_EQ_INT(p->ngpu_processes, 1);
 	UNIT_ASSERT_EQ_INT(p->gpu_processes[0].clock_offset_ns, -80);
 	UNIT_ASSERT_EQ_INT(p->gpu_processes[0].dropped, 3);
+	UNIT_ASSERT_EQ_INT(p->gpu_processes[0].vendor, GPU_VENDOR_UNKNOWN);
+	UNIT_ASSERT(profile_gpu_vendor(p, 10)->id == GPU_VENDOR_CUDA &&
+		    profile_gpu_vendor(p, 11)->id == GPU_VENDOR_CUDA);
 	UNIT_ASSERT_EQ_INT(p->ngpu_notes, 1);
 	UNIT_ASSERT(!strcmp(profile_str(p, p->gpu_notes[0].text), "held by Nsight"));
 	profile_free(p);
@@ -443,17 +452,23 @@ UNIT_TEST(gpu_profile_bad_ids_skipped)
 	free(path);
 }
 
-/* A launch stack starts in the CUDA runtime (a shared libcudart, or the static one's
- * cudaLaunchKernel and libcudart_static_* internals) and nvcc's stub and host wrapper: the
- * loaded launch stack starts at the program's call site; a frame named like a kernel without a
- * stub below it stays unless that kernel was launched there; a stack of runtime frames only is
- * kept whole. */
-UNIT_TEST(gpu_launch_stack_starts_at_the_call_site)
+static const uint32_t trim_stacks[][9] = {   /* n, then loc ids leaf first */
+	{ 8, 0, 1, 2, 3, 4, 5, 6, 7 },
+	{ 3, 5, 6, 7 },                 /* the wrapper's name without a stub: stays */
+	{ 2, 1, 2 },                    /* only runtime frames: kept whole */
+	{ 5, 2, 8, 5, 6, 7 },           /* the stub's demangled name */
+	{ 4, 2, 5, 6, 7 },              /* the wrapper without a stub, its kernel known */
+};
+static const uint32_t trim_launch_stack[] = { 0, 1, 2, 0, 3, 4 };
+
+/* A data file of format version `version` whose launch stacks start in the CUDA runtime (a
+ * shared libcudart, or the static one's cudaLaunchKernel and libcudart_static_* internals)
+ * and nvcc's stub and host wrapper, as a recorder before version 2 wrote them. */
+static void write_untrimmed(const char *path, uint32_t version)
 {
-	char *path = cs_asprintf("%s/trim.data", unit_tmpdir());
 	struct df_writer *w;
 	struct df_strtab *t = df_strtab_new();
-	UNIT_ASSERT(df_writer_open(&w, path, true) == 0);
+	UNIT_ASSERT(df_writer_open_version(&w, path, true, version) == 0);
 	struct {
 		uint32_t id, flags;
 		char path[12], bid[1];
@@ -487,21 +502,13 @@ UNIT_TEST(gpu_launch_stack_starts_at_the_call_site)
 			df_put(w, DF_SYMBOL, sym, sizeof(sym));
 		}
 	}
-	static const uint32_t stacks[][9] = {   /* n, then loc ids leaf first */
-		{ 8, 0, 1, 2, 3, 4, 5, 6, 7 },
-		{ 3, 5, 6, 7 },                 /* the wrapper's name without a stub: stays */
-		{ 2, 1, 2 },                    /* only runtime frames: kept whole */
-		{ 5, 2, 8, 5, 6, 7 },           /* the stub's demangled name */
-		{ 4, 2, 5, 6, 7 },              /* the wrapper without a stub, its kernel known */
-	};
 	for (uint32_t s = 0; s < 5; s++) {
-		uint32_t hdr[2] = { s, stacks[s][0] };
-		df_put2(w, DF_STACK, hdr, sizeof(hdr), &stacks[s][1], 4 * stacks[s][0]);
+		uint32_t hdr[2] = { s, trim_stacks[s][0] };
+		df_put2(w, DF_STACK, hdr, sizeof(hdr), &trim_stacks[s][1], 4 * trim_stacks[s][0]);
 	}
-	static const uint32_t launch_stack[] = { 0, 1, 2, 0, 3, 4 };
 	for (uint32_t k = 0; k < 6; k++) {
 		struct df_gpu_launch l = { .time = 100 + k, .pid = 10, .tid = 10, .correlation = k + 1,
-					   .stack = launch_stack[k],
+					   .stack = trim_launch_stack[k],
 					   .api = df_strtab_id(t, w, "cudaLaunchKernel"),
 					   .cbid = 211, .domain = 1 };
 		df_put(w, DF_GPU_LAUNCH, &l, sizeof(l));
@@ -518,10 +525,39 @@ UNIT_TEST(gpu_launch_stack_starts_at_the_call_site)
 	df_put(w, DF_END, &e, sizeof(e));
 	UNIT_ASSERT(df_writer_close(w) == 0);
 	df_strtab_free(t);
+}
 
+/* write_untrimmed as version, loaded: its 6 launches. */
+static struct profile *load_untrimmed(const char *path, uint32_t version)
+{
+	write_untrimmed(path, version);
 	struct profile *p;
 	UNIT_ASSERT(profile_load(path, &p) == 0);
+	UNIT_ASSERT_EQ_INT(p->format_version, version);
 	UNIT_ASSERT_EQ_INT(p->ngpu_launches, 6);
+	return p;
+}
+
+/* How many launches of p (write_untrimmed's, by correlation) have fewer frames than recorded. */
+static size_t count_trimmed(const struct profile *p)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < p->ngpu_launches; i++) {
+		const struct profile_gpu_launch *l = &p->gpu_launches[i];
+		n += p->stacks[l->stack].nframes <
+		     trim_stacks[trim_launch_stack[l->correlation - 1]][0];
+	}
+	return n;
+}
+
+/* A file of version 1: the loaded launch stack starts at the program's call site (the reader
+ * trims by name, as it did before the recorder did); a frame named like a kernel without a
+ * stub below it stays unless that kernel was launched there; a stack of runtime frames only
+ * is kept whole. */
+UNIT_TEST(gpu_launch_stack_of_version_1_starts_at_the_call_site)
+{
+	char *path = cs_asprintf("%s/trim.data", unit_tmpdir());
+	struct profile *p = load_untrimmed(path, 1);
 	static const char *const want[] = { "blur_image;main", "blur_kernel(float*, int);blur_image;main",
 					    "libcudart_static_0123abcd;cudaLaunchKernel",
 					    "blur_image;main", "blur_image;main", "blur_image;main" };
@@ -541,4 +577,45 @@ UNIT_TEST(gpu_launch_stack_starts_at_the_call_site)
 	UNIT_ASSERT_EQ_INT(p->gpu_launches[0].stack, p->gpu_launches[3].stack);
 	profile_free(p);
 	free(path);
+}
+
+/* From version 2 the recorder trims launch stacks (record.c): the reader keeps them as the
+ * file has them, whatever the frames are named. (It still drops a leaf named as the kernel
+ * launched there, a join, not a name list: no leaf here is.) */
+UNIT_TEST(gpu_launch_stack_of_version_2_is_kept)
+{
+	char *path = cs_asprintf("%s/kept.data", unit_tmpdir());
+	struct profile *p = load_untrimmed(path, 2);
+	UNIT_ASSERT_EQ_INT(count_trimmed(p), 0);
+	profile_free(p);
+	free(path);
+}
+
+/* merge copies records as they are: its output says the oldest input's version, so that a
+ * version 1 input's launch stacks are still trimmed when the merged file is read. */
+UNIT_TEST(gpu_merge_keeps_the_oldest_version)
+{
+	char *v1 = cs_asprintf("%s/m1.data", unit_tmpdir());
+	char *v2 = cs_asprintf("%s/m2.data", unit_tmpdir());
+	char *out = cs_asprintf("%s/m.data", unit_tmpdir());
+	write_untrimmed(v1, 1);
+	write_untrimmed(v2, 2);
+	for (int mixed = 0; mixed < 2; mixed++) {
+		const char *inputs[] = { v2, mixed ? v1 : v2 };
+		int saved = quiet_begin();
+		int rc = df_merge(out, inputs, 2, false, "test");
+		quiet_end(saved);
+		UNIT_ASSERT(rc == 0);
+		struct profile *p;
+		UNIT_ASSERT(profile_load(out, &p) == 0);
+		UNIT_ASSERT_EQ_INT(p->format_version, mixed ? 1 : 2);
+		UNIT_ASSERT_EQ_INT(p->ngpu_launches, 12);
+		/* read as version 1: launches 1, 4, 5 (runtime and stub frames) and 6 (the runtime
+		 * frame, then the wrapper joined to its kernel) of each input; as version 2: none */
+		UNIT_ASSERT_EQ_INT(count_trimmed(p), mixed ? 8 : 0);
+		profile_free(p);
+	}
+	free(v1);
+	free(v2);
+	free(out);
 }
