@@ -91,6 +91,8 @@ struct perf_sampler {
 	bool sideband, cpu_wide;
 	int cgroup_fd;            /* --cgroup: the cgroup's directory, else -1 */
 	uint8_t *copy;            /* opts.stop_copy's buffer, opts.stop_copy_cap bytes */
+	bool copying;             /* stop_copy copied something: the rings, which wake the reader
+				   * at every sample, are polled from then on (pollfds) */
 };
 
 static long perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group,
@@ -635,6 +637,11 @@ static int perf_pollfds(struct sampler *base, struct pollfd *fds, int max)
 {
 	struct perf_sampler *s = (struct perf_sampler *)base;
 	int n = 0;
+	/* Each sample wakes a reader polling the rings when stop_copy is set: only worth it once
+	 * it copied Python frames (a program without Python pays no wake-up a sample: its
+	 * reader collects on its timeout, every 5 ms) */
+	if (s->copy && !s->copying)
+		return 0;
 	for (int c = 0; c < s->ncpus && n < max; c++)
 		if (s->rings[c].fd >= 0)
 			fds[n++] = (struct pollfd){ .fd = s->rings[c].fd, .events = POLLIN };
@@ -790,6 +797,7 @@ static void sampler_parse_sample(struct perf_sampler *s, const uint8_t *rec, siz
 						      s->copy, s->base.opts.stop_copy_cap);
 		if (ncopy) {
 			uint64_t now = cs_monotonic_ns();
+			s->copying = true;
 			pe->off_d = sampler_events_keep(&s->events, s->copy, ncopy);
 			ev->sample.mem_size = ncopy;
 			ev->sample.mem_age_ns = now > ev->time ? now - ev->time : 1;
@@ -975,6 +983,8 @@ int sampler_perf_open_sideband(struct sampler **out, const struct sampler_opts *
 	if (ret)
 		return SAMPLER_SAID(ret);
 	s->sideband = true;
+	free(s->copy); /* counting only: no samples to copy frames for */
+	s->copy = NULL;
 	s->cpu_wide = opts->all || opts->cgroup;
 	sampler_init_attr(s, true);
 	s->attach_time = cs_monotonic_ns();
