@@ -19,8 +19,10 @@
 # woken by every sample: 0.1 ms after it (median), where reading them when the main thread got
 # to the sample took 0.6 ms, and up to hundreds under load. deep.py changes phase 32 times in
 # 2 s, and a sample whose innermost frame changed before its frames were taken is not read:
-# that was 3.11's loss in the phases (CI once lost 14 of 1187 there); now 0-0.4% of them,
-# quiet or beside two busy loops. 3.11: CB 3.5%, RUN 4%, SPLIT 2 (measured callbacks 0.5-1.9%,
+# that was 3.11's loss in the phases (CI once lost 14 of 1187 there); now 0-0.9% of them
+# (0.1-0.4% in most runs), quiet or beside two busy loops: what is left is samples taken while
+# a generator's activation was being entered or left (its _PyCFrame not linked yet), which no
+# delay changes. 3.11: CB 3.5%, RUN 4%, SPLIT 2 (measured callbacks 0.5-1.9%,
 # run 0.4-1.2%). In 3.12 and 3.13 a callback from C returns microseconds after the sample, so
 # before even that copy, and a later call's frames are taken only when they link as the sampled
 # one did: CB 12%, RUN 8%, SPLIT 3 (measured callbacks 1.5-5%, run 0.6-4.8% under a load of
