@@ -6,7 +6,7 @@
 # which (scripts/check-layout.sh, the README's design section).
 # flamegraph/build.mk adds its objects to CSAMPLER_EXTRA_OBJS.
 PROFILER_CMD      := opts opts_filter cmd_env cmd_export cmd_flame cmd_folded cmd_info cmd_merge cmd_record cmd_report cmd_compare cmd_dump cmd_top
-PROFILER_BASE     := cs json hash gpu_vendor
+PROFILER_BASE     := cs json hash gpu_vendor pywalk
 PROFILER_FORMAT   := datafile records merge
 PROFILER_SAMPLER  := sampler sampler_perf sampler_ptrace sampler_bpf sampler_bpf_tables proc idle snapshot
 PROFILER_UNWIND   := elfcache unwind symbols python jit offcpu cfitable cfitable_cache
@@ -18,7 +18,7 @@ PROFILER_SRCS := profiler/main.c \
 	$(PROFILER_FORMAT:%=profiler/format/%.c) $(PROFILER_SAMPLER:%=profiler/sampler/%.c) \
 	$(PROFILER_UNWIND:%=profiler/unwind/%.c) $(PROFILER_RECORD:%=profiler/record/%.c) \
 	$(PROFILER_ANALYSIS:%=profiler/analysis/%.c) $(PROFILER_EXPORT:%=profiler/export/%.c)
-PROFILER_TESTS := cmd/opts base/cs base/json base/search base/hash base/gpu_vendor format/datafile format/records unwind/unwind unwind/symbols sampler/sampler_ptrace \
+PROFILER_TESTS := cmd/opts base/cs base/json base/search base/hash base/gpu_vendor base/pywalk format/datafile format/records unwind/unwind unwind/symbols sampler/sampler_ptrace \
 	analysis/profile_builder analysis/fixtures analysis/filter analysis/stacks analysis/fold_gpu analysis/report \
 	analysis/gpu analysis/gpu_idle analysis/steps record/gpu_channel record/output record/status record/dump record/live unwind/python unwind/jit analysis/compare \
 	export/pprof unwind/offcpu unwind/cfitable sampler/sampler

@@ -3,7 +3,8 @@
 # profiler/ may include only the folders listed for it below, in the "folder/file.h" form (not
 # <folder/file.h>, no . or .. in the path), unit tests too; no file declares another folder's
 # function by hand (extern or a prototype); target/ and kernels/ never reach profiler/; the
-# in-target library (profiler/inject/) includes only its own folder and no elfutils, and once
+# in-target library (profiler/inject/) includes only its own folder and base/pywalk.h (the
+# CPython frame walk it compiles in) and no elfutils, and once
 # built it imports nothing that prints or exits (make check-layout and make test build it
 # first where the CUDA toolkit is).
 # Usage: scripts/check-layout.sh [ROOT]   (ROOT defaults to the repository; `make check-layout`)
@@ -22,15 +23,18 @@ declare -A allow=(
 	[analysis]="base format"
 	[export]="base analysis"
 	[cmd]="base format sampler unwind record analysis export inject"
-	[inject]=""
+	[inject]="base"
 	[main.c]="base cmd"
 	[flamegraph]="base analysis"
 )
 # Where a folder may take only some files of another: record/ only the wire contracts of
 # inject/ (the file format, the attach entry); sampler/ of unwind/ only the snapshot struct, the
-# off-CPU states (one enum for every backend) and the flat CFI rows the BPF walker loads.
+# off-CPU states (one enum for every backend) and the flat CFI rows the BPF walker loads; the
+# in-target library of base/ only the CPython frame walk it compiles in (base/pywalk.c, libc
+# only, the recorder's too).
 declare -A only_file=([record:inject]="inject/protocol.h inject/attach.h" [cmd:inject]="inject/protocol.h"
-	[sampler:unwind]="unwind/unwind.h unwind/offcpu.h unwind/cfitable.h")
+	[sampler:unwind]="unwind/unwind.h unwind/offcpu.h unwind/cfitable.h"
+	[inject:base]="base/pywalk.h")
 # Unit tests (*_test.c) follow their folder's rule, plus the reader that checks what a writer
 # wrote (analysis/profile.h, profile_builder.h) and the command table, to drive a command's
 # option errors (cmd/cmds.h).

@@ -17,9 +17,15 @@ INJECT_CFLAGS  += -mtls-dialect=gnu2
 endif
 INJECT_LDFLAGS := -shared -pthread -Wl,-z,defs -Wl,--as-needed -Wl,--enable-new-dtags \
                   -Wl,-rpath,'$$ORIGIN' -Wl,-rpath,$(INJECT_LIBDIR) -L$(INJECT_LIBDIR)
-INJECT_OBJS    := $(BUILD)/inject/cupti.o $(BUILD)/inject/fastunwind.o
+# base/pywalk.c: the CPython frame walk, the recorder's too, compiled again with the library's
+# flags (as uftrace compiles its utils into libmcount).
+INJECT_OBJS    := $(BUILD)/inject/cupti.o $(BUILD)/inject/fastunwind.o $(BUILD)/inject/base/pywalk.o
 
 $(BUILD)/inject/%.o: profiler/inject/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(INJECT_CFLAGS) -c -o $@ $<
+
+$(BUILD)/inject/base/%.o: profiler/base/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(INJECT_CFLAGS) -c -o $@ $<
 

@@ -55,6 +55,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/pywalk.h"
 #include "inject/attach.h"
 #include "inject/fastunwind.h"
 #include "inject/protocol.h"
@@ -224,6 +225,7 @@ struct inj_ctx {
 	struct {
 		int active;
 		uint32_t off[GPU_PY_NFIELDS];
+		struct pywalk_layout walk;   /* the frame fields of off[] */
 		void *(*this_tstate)(void);  /* PyGILState_GetThisThreadState */
 		uintptr_t code_type;         /* &PyCode_Type */
 	} py;
@@ -495,17 +497,41 @@ static uintptr_t inj_py_ptr(uintptr_t addr)
 	return v;
 }
 
+/* pywalk's read: the thread's own memory, in place */
+static bool inj_py_read(void *arg, uint64_t addr, void *buf, size_t len)
+{
+	(void)arg;
+	memcpy(buf, (const void *)(uintptr_t)addr, len);
+	return true;
+}
+
+/* pywalk's check: a frame whose code object is not one (by its type) ends the walk before its
+ * previous is followed */
+static enum pywalk_check inj_py_check(void *arg, uint64_t addr, uint8_t *fb, bool in_run)
+{
+	const struct pywalk_layout *L = &inj.py.walk;
+	uintptr_t code;
+
+	(void)arg, (void)addr, (void)in_run;
+	if (L->owner_cstack && fb[L->frame_owner] == L->owner_cstack)
+		return PYWALK_TAKE;
+	memcpy(&code, fb + L->frame_code, sizeof(code));
+	return code && !(code & 7) && inj_py_ptr(code + inj.py.off[GPU_PY_OB_TYPE]) == inj.py.code_type
+		       ? PYWALK_TAKE : PYWALK_FAIL;
+}
+
 /* The calling thread's Python frames into t->py, innermost first (protocol.h). The thread's
  * own chain, read in place while the thread is inside this call: nothing else changes it.
  * Only pointers are read (no Python API but PyGILState_GetThisThreadState, which reads a
- * thread-specific key and needs no GIL); the walk is bounded, every code object is checked
- * against PyCode_Type before its fields are used, and the layout is the one of the running
- * version (inj_py_init). Written by hand: CPython has no API to read its frames without the
- * GIL, and the launching thread need not hold it (ctypes, PyTorch's GIL-free paths). */
+ * thread-specific key and needs no GIL); the walk (base/pywalk.c, the recorder's too) is
+ * bounded, every code object is checked against PyCode_Type before its frame's previous is
+ * followed, and the layout is the one of the running version (inj_py_init). CPython has no
+ * API to read its frames without the GIL, and the launching thread need not hold it (ctypes,
+ * PyTorch's GIL-free paths). */
 static void inj_py_walk(struct inj_thread *t)
 {
 	const uint32_t *o = inj.py.off;
-	uint32_t n = 0, run_first = 0, flags = 0;
+	struct pywalk_frame fr[GPU_MAX_PY_FRAMES];
 
 	t->npy = 0;
 	t->py_flags = 0;
@@ -517,49 +543,19 @@ static void inj_py_walk(struct inj_thread *t)
 	uintptr_t cframe = inj_py_ptr(ts + o[GPU_PY_TSTATE_CFRAME]);
 	if (!cframe || cframe & 7)
 		return;
-	uintptr_t frame = inj_py_ptr(cframe + o[GPU_PY_CFRAME_CURRENT_FRAME]);
-	for (unsigned depth = 0; frame; depth++) {
-		if (n >= GPU_MAX_PY_FRAMES || depth >= 4 * GPU_MAX_PY_FRAMES) {
-			flags |= GPU_PY_TRUNCATED;
-			break;
-		}
-		if (frame & 7) {
-			flags |= GPU_PY_BROKEN;
-			break;
-		}
-		uint8_t owner = *(const uint8_t *)(frame + o[GPU_PY_FRAME_OWNER]);
-		uintptr_t prev = inj_py_ptr(frame + o[GPU_PY_FRAME_PREVIOUS]);
-		if (o[GPU_PY_OWNER_CSTACK] && owner == o[GPU_PY_OWNER_CSTACK]) {
-			/* 3.12: the shim under an activation's first frame ends its run */
-			if (n > run_first)
-				t->py[n - 1].flags |= GPU_PYF_ENTRY;
-			else
-				t->py[n++] = (struct gpu_py_frame){ 0, UINT32_MAX, GPU_PYF_ENTRY, 0 };
-			run_first = n;
-			frame = prev;
-			continue;
-		}
-		uintptr_t code = inj_py_ptr(frame + o[GPU_PY_FRAME_CODE]);
-		if (!code || code & 7 || inj_py_ptr(code + o[GPU_PY_OB_TYPE]) != inj.py.code_type) {
-			flags |= GPU_PY_BROKEN;
-			break;
-		}
-		uintptr_t instr = inj_py_ptr(frame + o[GPU_PY_FRAME_INSTR]);
-		uintptr_t code0 = code + o[GPU_PY_CODE_CODE];
-		uint32_t unit = instr >= code0 && (instr - code0) / 2 < UINT32_MAX ?
+	struct pywalk w = { .L = &inj.py.walk, .read = inj_py_read, .check = inj_py_check,
+			    .out = fr, .max = GPU_MAX_PY_FRAMES, .max_depth = 4 * GPU_MAX_PY_FRAMES };
+	enum pywalk_end end = pywalk_walk(&w, inj_py_ptr(cframe + o[GPU_PY_CFRAME_CURRENT_FRAME]));
+	for (int i = 0; i < w.n; i++) {
+		uintptr_t code0 = fr[i].code + o[GPU_PY_CODE_CODE], instr = fr[i].instr;
+		uint32_t unit = fr[i].code && instr >= code0 && (instr - code0) / 2 < UINT32_MAX ?
 				(uint32_t)((instr - code0) / 2) : UINT32_MAX;
-		uint16_t fl = 0;
-		if (o[GPU_PY_FRAME_IS_ENTRY] && *(const uint8_t *)(frame + o[GPU_PY_FRAME_IS_ENTRY]))
-			fl |= GPU_PYF_ENTRY;
-		if (owner == o[GPU_PY_OWNER_GENERATOR])
-			fl |= GPU_PYF_GENERATOR;
-		t->py[n++] = (struct gpu_py_frame){ code, unit, fl, 0 };
-		if (fl & GPU_PYF_ENTRY)
-			run_first = n;
-		frame = prev;
+		uint16_t fl = (fr[i].flags & PYWALK_ENTRY ? GPU_PYF_ENTRY : 0) |
+			      (fr[i].flags & PYWALK_GENERATOR ? GPU_PYF_GENERATOR : 0);
+		t->py[i] = (struct gpu_py_frame){ fr[i].code, unit, fl, 0 };
 	}
-	t->npy = n;
-	t->py_flags = flags;
+	t->npy = (uint32_t)w.n;
+	t->py_flags = end == PYWALK_TRUNCATED ? GPU_PY_TRUNCATED : end == PYWALK_BROKEN ? GPU_PY_BROKEN : 0;
 }
 
 /* Unwind this thread's stack into t->pcs: returns the index of the first frame outside the
@@ -1683,6 +1679,15 @@ static void inj_py_init(void)
 			return;   /* not the recorder's format: no Python frames */
 		if (v == version >> 16) {
 			memcpy(inj.py.off, off, sizeof(off));
+			inj.py.walk = (struct pywalk_layout){
+				.frame_code = off[GPU_PY_FRAME_CODE],
+				.frame_previous = off[GPU_PY_FRAME_PREVIOUS],
+				.frame_instr = off[GPU_PY_FRAME_INSTR],
+				.frame_is_entry = off[GPU_PY_FRAME_IS_ENTRY],
+				.frame_owner = off[GPU_PY_FRAME_OWNER],
+				.owner_generator = (uint8_t)off[GPU_PY_OWNER_GENERATOR],
+				.owner_cstack = (uint8_t)off[GPU_PY_OWNER_CSTACK] };
+			inj.py.walk.frame_read = pywalk_frame_read(&inj.py.walk);
 			*(void **)&inj.py.this_tstate = tstate;
 			inj.py.code_type = (uintptr_t)code_type;
 			inj.py.active = 1;

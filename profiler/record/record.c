@@ -242,7 +242,8 @@ static void record_raw(struct record *r, const struct sampler_event *ev, uint32_
 
 /* Python frames in place of the interpreter's native activations (unwind/python.h). The
  * frame chain is read now, when the main thread gets to the sample, not when it was taken. */
-/* The sampler's stop_copy (ptrace, the tracer thread): py_capture of the unwinder. */
+/* The sampler's stop_copy (ptrace: the tracer thread, at the stop; perf: the reader thread, as
+ * it reads the sample): py_capture of the unwinder. */
 static size_t record_py_capture(void *arg, uint32_t pid, uint32_t tid, uint64_t sp,
 				const uint8_t *stack, size_t got, uint8_t *buf, size_t cap)
 {
@@ -256,7 +257,7 @@ static int record_python(struct record *r, const struct sampler_event *ev, struc
 	enum py_merge_result res;
 	struct py_stack stack = { s->stack, s->regs[UNWIND_REG_SP], s->stack_size,
 				  (uflags & UNWIND_COMPLETE) != 0, s->regs, UNWIND_NREGS,
-				  ev->sample.mem, ev->sample.mem_size, 0 };
+				  ev->sample.mem, ev->sample.mem_size, 0, ev->sample.mem_age_ns };
 	bool have_stack = s->stack && s->stack_size && (s->regs_mask & (1ull << UNWIND_REG_SP));
 
 	uint64_t now = cs_monotonic_ns();
@@ -268,7 +269,9 @@ static int record_python(struct record *r, const struct sampler_event *ev, struc
 			__atomic_store_n(&r->python_seen, 1, __ATOMIC_RELAXED);
 		if (!r->py_delay_us)
 			r->py_delay_us = cs_malloc(RECORD_PY_DELAYS * sizeof(uint32_t));
-		uint64_t us = now > ev->time ? (now - ev->time) / 1000 : 0;
+		/* when the frames were taken: the reader's copy (perf), else now */
+		uint64_t us = (ev->sample.mem_size && ev->sample.mem_age_ns ? ev->sample.mem_age_ns
+									     : stack.age_ns) / 1000;
 		r->py_delay_us[r->npy_delay++ % RECORD_PY_DELAYS] = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
 	}
 	switch (res) {
@@ -994,16 +997,16 @@ static void record_print_python(struct record *r)
 	for (int i = 0; i < PY_LOST_N; i++)
 		lost += ps.lost[i];
 	cs_info("Python: %llu samples in Python code (%llu with their frames copied at the stop, "
-		"%llu in a callback returning, %llu entering one): "
+		"%llu by the reader after it, %llu in a callback returning, %llu entering one): "
 		"%llu with every frame anchored in the stack copy, "
 		"%llu with frames not read (%llu of %llu activations: %llu popped before the read, "
 		"%llu unreadable, %llu thread not found, %llu unmatched, %llu unsupported, "
 		"%llu read too late); "
-		"read %.1f ms after the sample (median; p90 %.1f, p99 %.1f); "
+		"taken %.1f ms after the sample (median; p90 %.1f, p99 %.1f); "
 		"%.1f reads/sample, %llu code objects checked, %llu read; %llu outer activations "
 		"checked against the copy, %llu samples found moved on",
 		(unsigned long long)ps.samples, (unsigned long long)ps.captured,
-		(unsigned long long)ps.returning, (unsigned long long)ps.entering,
+		(unsigned long long)ps.copied_running, (unsigned long long)ps.returning, (unsigned long long)ps.entering,
 		(unsigned long long)ps.samples_exact, (unsigned long long)r->py_unread, (unsigned long long)lost,
 		(unsigned long long)ps.acts, (unsigned long long)ps.lost[PY_LOST_POPPED],
 		(unsigned long long)ps.lost[PY_LOST_READ], (unsigned long long)ps.lost[PY_LOST_THREAD],

@@ -40,8 +40,10 @@ struct sampler_opts {
 	const char *cgroup;       /* --cgroup PATH: the processes under one cgroup (bpf only) */
 	/* ptrace: called while a sampled thread is stopped, after its stack was copied (got
 	 * bytes from sp into stack): may copy more of its memory as it is at the stop into buf
-	 * (cap bytes), delivered with the sample (sample.mem); returns the bytes written. record
-	 * sets it to py_capture (the Python frame chain). NULL: nothing more is copied. */
+	 * (cap bytes), delivered with the sample (sample.mem); returns the bytes written. perf:
+	 * called by the reader as soon as it reads the sample, the thread running (stack NULL);
+	 * every sample then wakes the reader. record sets it to py_capture (the Python frame
+	 * chain). NULL: nothing more is copied. */
 	size_t (*stop_copy)(void *arg, uint32_t pid, uint32_t tid, uint64_t sp,
 			    const uint8_t *stack, size_t got, uint8_t *buf, size_t cap);
 	void *stop_copy_arg;
@@ -77,9 +79,11 @@ struct sampler_event {
 			/* bpf: bit i of user_fp_mask says user_ips[i] was found by a
 			 * frame-pointer step in the kernel (PROFILE_FRAME_FOUND_FP) */
 			uint64_t user_fp_mask[2];
-			/* ptrace: what opts.stop_copy copied at the stop (NULL, 0: nothing) */
+			/* what opts.stop_copy copied (NULL, 0: nothing), mem_age_ns after the
+			 * sample (0: at the stop, ptrace; perf: when the reader read it) */
 			const uint8_t *mem;
 			uint64_t mem_size;
+			uint64_t mem_age_ns;
 		} sample;
 		struct {
 			uint64_t start, len, pgoff;

@@ -15,8 +15,10 @@
  * by `previous`; the outermost is marked (3.11: is_entry; 3.12+: the next frame is a shim owned
  * by the C stack, FRAME_OWNED_BY_CSTACK).
  *
- * Which frames an activation ran at the time of the sample: the frames are read when the
- * recorder gets to the sample, about a millisecond later. The sample's copy of the C stack says
+ * Which frames an activation ran at the time of the sample: the frames are read after the
+ * sample: under ptrace copied at the stop (py_capture), in perf mode copied by the reader
+ * thread as it reads the sample (~0.1 ms later, the thread running on), else read when the
+ * recorder gets to the sample (about a millisecond later). The sample's copy of the C stack says
  * where each activation was: in 3.11 and 3.12 its _PyCFrame (a local at a fixed distance below
  * its CFA, learned once from a complete sample) holds its innermost frame; in 3.13 its entry
  * shim frame (likewise learned) holds the frame the next outer activation was running, and the
@@ -58,6 +60,7 @@
 #include <sys/uio.h>
 
 #include "base/cs.h"
+#include "base/pywalk.h"
 #include "format/datafile.h"
 #include "unwind/elfcache.h"
 
@@ -163,6 +166,33 @@ static uint64_t py_dbg_u64(const uint8_t *d, size_t off)
 	return v;
 }
 
+/* Which field of struct py_layout each of 3.13's _Py_DebugOffsets gives. */
+#define PY_DBG13_TO(dbg, field) { dbg, offsetof(struct py_layout, field) }
+static const struct { uint16_t dbg, field; } py_dbg13_fields[] = {
+	PY_DBG13_TO(PY_DBG13_RUNTIME_INTERP_HEAD, runtime_interp_head),
+	PY_DBG13_TO(PY_DBG13_INTERP_NEXT, interp_next),
+	PY_DBG13_TO(PY_DBG13_INTERP_THREADS_HEAD, interp_threads_head),
+	PY_DBG13_TO(PY_DBG13_TSTATE_NEXT, tstate_next),
+	PY_DBG13_TO(PY_DBG13_TSTATE_CURRENT_FRAME, tstate_current_frame),
+	PY_DBG13_TO(PY_DBG13_TSTATE_NATIVE_TID, tstate_native_tid),
+	PY_DBG13_TO(PY_DBG13_FRAME_EXECUTABLE, frame_code),
+	PY_DBG13_TO(PY_DBG13_FRAME_PREVIOUS, frame_previous),
+	PY_DBG13_TO(PY_DBG13_FRAME_INSTR, frame_instr),
+	PY_DBG13_TO(PY_DBG13_FRAME_OWNER, frame_owner),
+	PY_DBG13_TO(PY_DBG13_FRAME_LOCALSPLUS, frame_localsplus),
+	PY_DBG13_TO(PY_DBG13_CODE_QUALNAME, code_qualname),
+	PY_DBG13_TO(PY_DBG13_CODE_FILENAME, code_filename),
+	PY_DBG13_TO(PY_DBG13_CODE_FIRSTLINENO, code_firstlineno),
+	PY_DBG13_TO(PY_DBG13_CODE_LINETABLE, code_linetable),
+	PY_DBG13_TO(PY_DBG13_CODE_CODE, code_code),
+	PY_DBG13_TO(PY_DBG13_OB_TYPE, ob_type),
+	PY_DBG13_TO(PY_DBG13_BYTES_SIZE, var_size),
+	PY_DBG13_TO(PY_DBG13_BYTES_DATA, bytes_data),
+	PY_DBG13_TO(PY_DBG13_STR_LENGTH, str_length),
+	PY_DBG13_TO(PY_DBG13_STR_STATE, str_state),
+	PY_DBG13_TO(PY_DBG13_STR_ASCII_SIZE, str_ascii_data),
+};
+
 /* 3.13: the layout from the interpreter's _Py_DebugOffsets. Every offset csampler uses is
  * taken from it, but two it does not give: _co_firsttraceable (only used to hide a frame still
  * being set up; 3.13's headers: 184) and the owner values (3.13's pycore_frame.h). */
@@ -175,53 +205,26 @@ static int py_layout_from_debug(uint32_t version, const uint8_t *d, size_t n, st
 		return -EINVAL; /* not the version the binary says: not trusted */
 	if (py_dbg_u64(d, PY_DBG13_FREE_THREADED))
 		return -ENOTSUP;
-	static const size_t fields[] = {
-		PY_DBG13_RUNTIME_INTERP_HEAD, PY_DBG13_INTERP_NEXT, PY_DBG13_INTERP_THREADS_HEAD,
-		PY_DBG13_TSTATE_NEXT, PY_DBG13_TSTATE_CURRENT_FRAME, PY_DBG13_TSTATE_NATIVE_TID,
-		PY_DBG13_FRAME_PREVIOUS, PY_DBG13_FRAME_EXECUTABLE, PY_DBG13_FRAME_INSTR,
-		PY_DBG13_FRAME_OWNER, PY_DBG13_FRAME_LOCALSPLUS, PY_DBG13_CODE_FILENAME, PY_DBG13_CODE_QUALNAME,
-		PY_DBG13_CODE_LINETABLE, PY_DBG13_CODE_FIRSTLINENO, PY_DBG13_CODE_CODE,
-		PY_DBG13_OB_TYPE, PY_DBG13_BYTES_SIZE, PY_DBG13_BYTES_DATA, PY_DBG13_STR_STATE,
-		PY_DBG13_STR_LENGTH, PY_DBG13_STR_ASCII_SIZE,
-	};
-	/* Field offsets within a structure (the interpreter state is some KiB): a value
-	 * past 1 MiB is not one. The objects read whole are bounded by py_layout_for. */
-	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
-		if (py_dbg_u64(d, fields[i]) > (1u << 20))
-			return -EINVAL;
 	*L = (struct py_layout){
 		.hex_min = version & 0xffff0000u, .hex_max = version | 0xffffu, .name = "3.13",
-		.runtime_interp_head = (uint32_t)py_dbg_u64(d, PY_DBG13_RUNTIME_INTERP_HEAD),
-		.interp_next = (uint32_t)py_dbg_u64(d, PY_DBG13_INTERP_NEXT),
-		.interp_threads_head = (uint32_t)py_dbg_u64(d, PY_DBG13_INTERP_THREADS_HEAD),
-		.tstate_next = (uint32_t)py_dbg_u64(d, PY_DBG13_TSTATE_NEXT),
-		.tstate_current_frame = (uint32_t)py_dbg_u64(d, PY_DBG13_TSTATE_CURRENT_FRAME),
-		.tstate_native_tid = (uint32_t)py_dbg_u64(d, PY_DBG13_TSTATE_NATIVE_TID),
-		.frame_code = (uint32_t)py_dbg_u64(d, PY_DBG13_FRAME_EXECUTABLE),
-		.frame_previous = (uint32_t)py_dbg_u64(d, PY_DBG13_FRAME_PREVIOUS),
-		.frame_instr = (uint32_t)py_dbg_u64(d, PY_DBG13_FRAME_INSTR),
-		.frame_owner = (uint32_t)py_dbg_u64(d, PY_DBG13_FRAME_OWNER),
 		.owner_generator = 1, .owner_cstack = 3,
 		/* not in the debug offsets: 3.13's pycore_frame.h and pycore_genobject.h */
-		.frame_stacktop = 64, .gen_iframe = 72,
-		.code_framesize = (uint32_t)py_dbg_u64(d, PY_DBG13_CODE_FIRSTLINENO) + 8,
-		.frame_localsplus = (uint32_t)py_dbg_u64(d, PY_DBG13_FRAME_LOCALSPLUS),
-		.code_qualname = (uint32_t)py_dbg_u64(d, PY_DBG13_CODE_QUALNAME),
-		.code_filename = (uint32_t)py_dbg_u64(d, PY_DBG13_CODE_FILENAME),
-		.code_firstlineno = (uint32_t)py_dbg_u64(d, PY_DBG13_CODE_FIRSTLINENO),
-		.code_linetable = (uint32_t)py_dbg_u64(d, PY_DBG13_CODE_LINETABLE),
-		.code_code = (uint32_t)py_dbg_u64(d, PY_DBG13_CODE_CODE),
-		.code_firsttraceable = 184,
-		.ob_type = (uint32_t)py_dbg_u64(d, PY_DBG13_OB_TYPE),
-		.var_size = (uint32_t)py_dbg_u64(d, PY_DBG13_BYTES_SIZE),
-		.bytes_data = (uint32_t)py_dbg_u64(d, PY_DBG13_BYTES_DATA),
-		.str_length = (uint32_t)py_dbg_u64(d, PY_DBG13_STR_LENGTH),
-		.str_state = (uint32_t)py_dbg_u64(d, PY_DBG13_STR_STATE),
-		.str_ascii_data = (uint32_t)py_dbg_u64(d, PY_DBG13_STR_ASCII_SIZE),
-		/* PyCompactUnicodeObject: PyASCIIObject, then utf8_length and utf8 */
-		.str_compact_data = (uint32_t)py_dbg_u64(d, PY_DBG13_STR_ASCII_SIZE) + 16,
+		.frame_stacktop = 64, .gen_iframe = 72, .code_firsttraceable = 184,
 		.line = py_linetable_line_311,
 	};
+	for (size_t i = 0; i < sizeof(py_dbg13_fields) / sizeof(py_dbg13_fields[0]); i++) {
+		uint64_t v = py_dbg_u64(d, py_dbg13_fields[i].dbg);
+		/* Field offsets within a structure (the interpreter state is some KiB): a value
+		 * past 1 MiB is not one. The objects read whole are bounded by py_layout_for. */
+		if (v > (1u << 20))
+			return -EINVAL;
+		uint32_t v32 = (uint32_t)v;
+		memcpy((uint8_t *)L + py_dbg13_fields[i].field, &v32, sizeof(v32));
+	}
+	/* co_framesize follows co_firstlineno; PyCompactUnicodeObject is PyASCIIObject, then
+	 * utf8_length and utf8 */
+	L->code_framesize = L->code_firstlineno + 8;
+	L->str_compact_data = L->str_ascii_data + 16;
 	return 0;
 }
 
@@ -292,14 +295,24 @@ struct py_code {                       /* a code object seen in a process */
 	uint8_t *table;
 	size_t ntable;
 	uint64_t checked;              /* the sample (py_state.stamp) that last checked it */
+	uint64_t seen_ns;              /* when it was read whole (CLOCK_MONOTONIC) */
 };
+
+/* A sample merged later than this after it was taken: a code object read now but not known
+ * (read whole) before the sample was taken is not trusted. Its frames may be exact (copied at
+ * the stop, or by perf's reader), but the code object is read at the merge: freed since, its
+ * address may hold another one (a module's code is freed after its import). Measured: start-up
+ * samples merged 46-870 ms late named an imported module's code deep.py's sort_keys. */
+#define PY_CODE_MAX_AGE_NS 10000000ull
 
 enum py_proc_state { PY_PROC_READY = 1, PY_PROC_FAILED, PY_PROC_UNSUPPORTED };
 
-/* One sample's memory as of the sample: its stack copy and what py_capture copied at the
- * stop, read in place of the live memory (py_frozen_get). */
+/* One sample's memory: its stack copy (as of the sample) and what py_capture copied at the
+ * stop (as of the sample too) or soon after the sample (perf's reader: as live memory), read
+ * in place of the live memory (py_frozen_get). */
 struct py_frozen {
 	const struct py_stack *stack;
+	bool at_stop;                  /* copied while the thread was stopped: as of the sample */
 	int n;
 	struct { uint64_t addr, len; const uint8_t *data; } b[PY_FROZEN_MAX];
 };
@@ -320,10 +333,13 @@ struct py_proc {
 	enum py_proc_state state;
 	const struct py_layout *layout; /* &own */
 	struct py_layout own;
+	struct pywalk_layout walk;     /* own's frame fields, for pywalk */
 	uint64_t runtime, code_type, unicode_type; /* addresses in the target */
 	uint64_t none;                 /* Py_None in the target, 0 when unknown */
 	struct { uint32_t tid; uint64_t tstate; } tcache[PY_TCACHE];
 	struct cs_hash codes;    /* address -> struct py_code */
+	bool late;                     /* the sample being merged is older than PY_CODE_MAX_AGE_NS */
+	uint64_t sample_ns;            /* ... and when it was taken (CLOCK_MONOTONIC) */
 	struct py_stats *stats;        /* the context's */
 };
 
@@ -332,11 +348,20 @@ struct py_frame_rec {
 	uint32_t line;
 };
 
-/* One frame as the walk read it: its code object and instruction, named once the sample's
- * code objects have been checked together (py_name_frames). */
-struct py_raw_frame {
-	uint64_t code, instr;
-	uint8_t owner;
+/* One sample's activations as its stack copy anchors them (py_runs_anchored), innermost
+ * first; scratch of the py_state. */
+struct py_anchor {
+	const struct py_stack *s;
+	uint64_t ts;                   /* the thread state */
+	bool shims;                    /* 3.13: anchored by entry shims, not by _PyCFrames */
+	int nacts, nnow;
+	uint64_t cf[PY_MAX_FRAMES];    /* its _PyCFrame (3.11, 3.12) or entry shim (3.13) */
+	uint64_t cur[PY_MAX_FRAMES];   /* its innermost frame at the time of the sample (3.13's
+					* innermost activation: as read) */
+	uint64_t want[PY_MAX_FRAMES];  /* the frame its entry frame linked to then */
+	uint64_t now_addr[PY_MAX_FRAMES], now_cur[PY_MAX_FRAMES]; /* _PyCFrames as read (nnow) */
+	uint64_t frame_now;            /* 3.13: the thread's current frame as read (0: not
+					* confirmed) */
 };
 
 struct py_state {
@@ -353,7 +378,9 @@ struct py_state {
 	/* scratch for one sample */
 	uint32_t *ids;                 /* Python frame ids, innermost first */
 	uint8_t *entry;                /* is_entry of each */
-	struct py_raw_frame *raw;      /* what the walk read of each frame, named at the end */
+	struct pywalk_frame *raw;      /* what the walk read of each frame (its code object and
+					* instruction), named once the sample's code objects have
+					* been checked together (py_name_frames) */
 	struct unwind_loc *out;
 	uint64_t stamp;                /* samples merged: a code object is checked once a sample */
 	/* Memory of the target read for this sample: frame data in blocks of pages, so that a
@@ -364,6 +391,7 @@ struct py_state {
 	struct py_stats stats;
 	uint8_t (*code_bufs)[PY_MAX_OBJECT]; /* PY_BATCH code object headers */
 	struct py_frozen frozen;       /* the sample's memory as of the sample */
+	struct py_anchor *anchor;      /* py_runs_anchored's */
 	/* py_capture's recipes, by tid % PY_RECIPES: written by py_merge, read by the sampler's
 	 * thread at each stop, under recipes_lock */
 	pthread_mutex_t recipes_lock;
@@ -459,11 +487,13 @@ static bool py_read(uint32_t pid, uint64_t addr, void *buf, size_t len)
 	return process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0) == (ssize_t)len;
 }
 
-/* len bytes at addr as of the sample, from its stack copy or what py_capture copied at the
- * stop; false when neither holds all of them. */
+/* len bytes at addr as of the copy: from the sample's stack copy (a copy made at the stop) or
+ * what py_capture copied; false when neither holds all of them. */
 static bool py_frozen_get(const struct py_frozen *fz, uint64_t addr, void *buf, size_t len)
 {
-	const struct py_stack *s = fz->stack;
+	/* the stack copy is of the time of the sample: the same time only for a copy made at
+	 * the stop (a copy made later holds the C stack it needs as it was then) */
+	const struct py_stack *s = fz->at_stop ? fz->stack : NULL;
 
 	if (s && s->data && addr >= s->addr && addr - s->addr < s->size &&
 	    s->size - (addr - s->addr) >= len) {
@@ -483,6 +513,7 @@ static bool py_frozen_get(const struct py_frozen *fz, uint64_t addr, void *buf, 
 static void py_frozen_set(struct py_frozen *fz, const struct py_stack *s)
 {
 	fz->stack = s;
+	fz->at_stop = s && s->mem && !s->mem_age_ns;
 	fz->n = 0;
 	for (uint64_t at = 0; s && s->mem && at + 16 <= s->mem_size && fz->n < PY_FROZEN_MAX;) {
 		uint64_t addr, len;
@@ -514,6 +545,40 @@ static bool py_rd_ptr(struct py_proc *p, uint64_t addr, uint64_t *out)
 	return py_rd(p, addr, out, sizeof(*out));
 }
 
+/* The page(s) holding [addr, addr + len) (len <= PY_PAGE) and up to pages - 1 more below them
+ * (a data-stack chunk grows upward: the outer frames are there), asked top first in one
+ * process_vm_readv, which stops at the first page not mapped, into data (pages * PY_PAGE
+ * bytes, pages <= PY_BLOCK_PAGES). Returns the bytes read, now at data's start and at *at in
+ * the target; 0 when the page(s) holding the range could not be read. */
+static uint64_t py_read_pages(pid_t pid, uint64_t addr, size_t len, int pages, uint8_t *data,
+			      uint64_t *at)
+{
+	uint64_t first = addr & ~(uint64_t)(PY_PAGE - 1);
+	int above = ((addr + len - 1) & ~(uint64_t)(PY_PAGE - 1)) != first;
+	uint64_t below = (uint64_t)(pages - 1 - above);
+	if (first / PY_PAGE < below)
+		below = first / PY_PAGE;
+	uint64_t lo = first - below * PY_PAGE;
+	struct iovec local[PY_BLOCK_PAGES], remote[PY_BLOCK_PAGES];
+	int k = 0;
+
+	for (uint64_t pg = first; k < 1 + above; pg += PY_PAGE, k++) {
+		local[k] = (struct iovec){ data + (pg - lo), PY_PAGE };
+		remote[k] = (struct iovec){ (void *)(uintptr_t)pg, PY_PAGE };
+	}
+	for (uint64_t i = 1; i <= below; i++, k++) {
+		local[k] = (struct iovec){ data + (first - i * PY_PAGE - lo), PY_PAGE };
+		remote[k] = (struct iovec){ (void *)(uintptr_t)(first - i * PY_PAGE), PY_PAGE };
+	}
+	ssize_t got = process_vm_readv(pid, local, (unsigned long)k, remote, (unsigned long)k, 0);
+	int full = got > 0 ? (int)(got / PY_PAGE) : 0;
+	if (full < 1 + above)
+		return 0;
+	*at = first - (uint64_t)(full - 1 - above) * PY_PAGE;
+	memmove(data, data + (*at - lo), (size_t)full * PY_PAGE);
+	return (uint64_t)full * PY_PAGE;
+}
+
 /* len bytes of a frame at addr, from the pages read for this sample or with a block of pages
  * around it: the page holding it (and the next when it crosses into it) then the pages below,
  * where a data-stack chunk (which grows upward) keeps the outer frames. The pages are asked
@@ -542,36 +607,13 @@ static bool py_frame_bytes(struct py_state *st, struct py_proc *p, uint64_t addr
 	}
 	if (!addr || addr >= (1ull << 47) || len > PY_PAGE)
 		return false;
-	uint64_t first = addr & ~(uint64_t)(PY_PAGE - 1);
-	int above = ((addr + len - 1) & ~(uint64_t)(PY_PAGE - 1)) != first;
-	uint64_t below = PY_BLOCK_PAGES - 1 - above;
-	if (first / PY_PAGE < below)
-		below = first / PY_PAGE;
-	uint64_t lo = first - below * PY_PAGE;
 	struct py_block *b = &st->blocks[st->nblocks < PY_NBLOCKS ? st->nblocks++
 								   : (int)(st->stamp % PY_NBLOCKS)];
-	struct iovec local[PY_BLOCK_PAGES], remote[PY_BLOCK_PAGES];
-	int k = 0;
-	for (uint64_t pg = first; k < 1 + above; pg += PY_PAGE, k++) {
-		local[k] = (struct iovec){ b->data + (pg - lo), PY_PAGE };
-		remote[k] = (struct iovec){ (void *)(uintptr_t)pg, PY_PAGE };
-	}
-	for (uint64_t i = 1; i <= below; i++, k++) {
-		local[k] = (struct iovec){ b->data + (first - i * PY_PAGE - lo), PY_PAGE };
-		remote[k] = (struct iovec){ (void *)(uintptr_t)(first - i * PY_PAGE), PY_PAGE };
-	}
 	st->stats.reads++;
-	ssize_t got = process_vm_readv((pid_t)p->pid, local, (unsigned long)k, remote,
-				       (unsigned long)k, 0);
-	int full = got > 0 ? (int)(got / PY_PAGE) : 0;
-	st->stats.read_bytes += (uint64_t)full * PY_PAGE;
-	if (full < 1 + above) {
-		b->len = 0;
+	b->len = py_read_pages((pid_t)p->pid, addr, len, PY_BLOCK_PAGES, b->data, &b->addr);
+	st->stats.read_bytes += b->len;
+	if (!b->len)
 		return py_rd(p, addr, buf, len); /* e.g. the next page is not mapped */
-	}
-	b->addr = first - (uint64_t)(full - 1 - above) * PY_PAGE;
-	b->len = (uint64_t)full * PY_PAGE;
-	memmove(b->data, b->data + (b->addr - lo), b->len);
 	memcpy(buf, b->data + (addr - b->addr), len);
 	return true;
 }
@@ -684,12 +726,14 @@ static struct py_code *py_code_from(struct unwind_ctx *ctx, struct py_proc *p, u
 		return NULL;
 	struct py_code *c = cs_hash_find(&p->codes, cs_hash_u64(addr), py_code_eq, &addr);
 	if (c && py_code_same(p, c, buf))
-		return c;
+		return p->late && c->seen_ns > p->sample_ns ? NULL : c;
 	if (c) {
 		/* Freed and reused for another code object. */
 		cs_hash_remove(&p->codes, cs_hash_u64(addr), py_code_eq, &addr);
 		py_code_free(c);
 	}
+	if (p->late)
+		return NULL; /* PY_CODE_MAX_AGE_NS */
 	uint64_t qualname = py_u64(buf, L->code_qualname), filename = py_u64(buf, L->code_filename);
 	uint64_t linetable = py_u64(buf, L->code_linetable);
 	char name[PY_MAX_STRING * 4 + 8], file[PY_MAX_STRING * 4 + 8];
@@ -699,6 +743,7 @@ static struct py_code *py_code_from(struct unwind_ctx *ctx, struct py_proc *p, u
 	p->stats->codes_read++;
 	c = cs_calloc(1, sizeof(*c));
 	c->addr = addr;
+	c->seen_ns = cs_monotonic_ns();
 	c->qualname = qualname;
 	c->filename = filename;
 	c->linetable = linetable;
@@ -739,7 +784,7 @@ static struct py_code *py_code_get(struct unwind_ctx *ctx, struct py_proc *p, ui
  * long as a frame runs it, so its header rarely changes: then only what changed is read
  * again). Those that are new, or changed, are read whole (py_code_from). */
 static void py_codes_check(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
-			   const struct py_raw_frame *raw, int n)
+			   const struct pywalk_frame *raw, int n)
 {
 	const struct py_layout *L = p->layout;
 	uint64_t addrs[PY_BATCH];
@@ -974,6 +1019,11 @@ static struct py_proc *py_proc_get(struct unwind_ctx *ctx, struct py_state *st, 
 		return p;
 	}
 	p->layout = &p->own;
+	p->walk = (struct pywalk_layout){
+		.frame_code = p->own.frame_code, .frame_previous = p->own.frame_previous,
+		.frame_instr = p->own.frame_instr, .frame_is_entry = p->own.frame_is_entry,
+		.frame_owner = p->own.frame_owner, .owner_generator = p->own.owner_generator,
+		.owner_cstack = p->own.owner_cstack, .frame_read = p->own.frame_read };
 	p->runtime = mi->runtime + bias;
 	p->code_type = mi->code_type + bias;
 	p->unicode_type = mi->unicode_type + bias;
@@ -1028,84 +1078,68 @@ static uint64_t py_thread_state(struct py_proc *p, uint32_t tid)
 }
 
 #define PY_ID_UNREAD (UINT32_MAX - 1) /* a frame whose code object could not be read */
-#define PY_PREV_UNKNOWN (UINT64_MAX - 1) /* a run whose shim is gone: entered from? */
+#define PY_PREV_UNKNOWN PYWALK_PREV_UNKNOWN /* a run whose shim is gone: entered from? */
 
-/* Walk Python frames outward from frame (via previous) into st->raw/st->entry from *n (ids
- * UINT32_MAX for a shim, 0 until named); with one_activation, stop after the first entry
- * frame (the frames one native activation runs) and give its previous frame in *entry_prev:
- * 0 for a generator's frame that has yielded since (CPython unlinks it). Returns false when a
- * frame could not be read or the walk did not end within bounds. The frames are read from
- * blocks of pages (py_frame_bytes); their code objects are checked and named afterwards,
- * all at once (py_name_frames). */
+/* pywalk's read and check for process p: frames from the blocks of pages read for the sample
+ * (py_frame_bytes). */
+struct py_walk_arg {
+	struct py_state *st;
+	struct py_proc *p;
+};
+
+static bool py_walk_read(void *arg, uint64_t addr, void *buf, size_t len)
+{
+	struct py_walk_arg *a = arg;
+
+	return py_frame_bytes(a->st, a->p, addr, buf, len);
+}
+
+/* A frame in the stack copy that was no shim at the time of the sample: the shim of a later
+ * activation at another depth of the C stack (a callback called again since), as the thread
+ * has it now; when that is no shim either, that activation has returned too: only a shim lives
+ * on the C stack, so the run ended there, entered from an unknown frame. */
+static enum pywalk_check py_walk_check(void *arg, uint64_t addr, uint8_t *fb, bool in_run)
+{
+	struct py_walk_arg *a = arg;
+	const struct py_layout *L = a->p->layout;
+	const struct py_stack *s = a->st->copy;
+
+	if (!L->owner_cstack || fb[L->frame_owner] == L->owner_cstack || !s ||
+	    addr - s->addr >= s->size)
+		return PYWALK_TAKE;
+	if (!py_rd(a->p, addr, fb, L->frame_read))
+		return PYWALK_FAIL;
+	return fb[L->frame_owner] != L->owner_cstack && in_run ? PYWALK_STOP_UNKNOWN : PYWALK_TAKE;
+}
+
+/* Walk Python frames outward from frame (pywalk) into st->raw/st->ids/st->entry from *n (ids
+ * UINT32_MAX for an activation showing no frame, 0 until named); with one_activation, stop
+ * after the first entry frame (the frames one native activation runs) and give its previous
+ * frame in *entry_prev (0 for a generator's frame that has yielded since: CPython unlinks it;
+ * PY_PREV_UNKNOWN) and where the run ended in *entry_at. Returns false when a frame could not
+ * be read or the walk did not end within bounds. Their code objects are checked and named
+ * afterwards, all at once (py_name_frames). */
 static bool py_walk_at(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
 		       uint64_t frame, bool one_activation, int *n, uint64_t *entry_prev,
 		       uint64_t *entry_at)
 {
-	const struct py_layout *L = p->layout;
-	int run_first = *n;
+	struct py_walk_arg a = { st, p };
+	struct pywalk w = { .L = &p->walk, .read = py_walk_read, .check = py_walk_check, .arg = &a,
+			    .one_activation = one_activation, .out = st->raw, .n = *n,
+			    .max = PY_MAX_FRAMES, .max_depth = PY_MAX_FRAMES };
+	enum pywalk_end end = pywalk_walk(&w, frame);
 
-	for (int depth = 0; frame; depth++) {
-		uint8_t fb[PY_MAX_OBJECT];
-		if (depth >= PY_MAX_FRAMES || *n >= PY_MAX_FRAMES || frame & 7 ||
-		    !py_frame_bytes(st, p, frame, fb, L->frame_read))
-			return false;
-		uint8_t owner = fb[L->frame_owner];
-		if (L->owner_cstack && owner != L->owner_cstack && st->copy &&
-		    frame - st->copy->addr < st->copy->size) {
-			/* In the stack copy, but no shim there at the time of the sample: the
-			 * shim of a later activation at another depth of the C stack (a callback
-			 * called again since), as the thread has it now. */
-			if (!py_rd(p, frame, fb, L->frame_read))
-				return false;
-			owner = fb[L->frame_owner];
-			if (owner != L->owner_cstack && one_activation && *n > run_first) {
-				/* That activation has returned too: only a shim lives on the C stack,
-				 * so the run ended there, entered from an unknown frame. */
-				*entry_prev = PY_PREV_UNKNOWN;
-				*entry_at = frame;
-				return true;
-			}
-		}
-		if (L->owner_cstack && owner == L->owner_cstack) {
-			/* 3.12+: the shim under an activation's first frame ends its run. */
-			uint64_t prev = py_u64(fb, L->frame_previous);
-			if (one_activation) {
-				*entry_prev = prev;
-				*entry_at = frame;
-				return true;
-			}
-			if (*n > run_first)
-				st->entry[*n - 1] = 1;
-			else if (*n < PY_MAX_FRAMES) {
-				/* no frame shown in this activation: a run of its own */
-				st->raw[*n] = (struct py_raw_frame){ 0 };
-				st->ids[*n] = UINT32_MAX;
-				st->entry[(*n)++] = 1;
-			}
-			run_first = *n;
-			frame = prev;
-			continue;
-		}
-		bool is_entry = L->frame_is_entry && fb[L->frame_is_entry] != 0;
-		uint64_t here = frame;
-		uint64_t code = py_u64(fb, L->frame_code);
-		if (!code || code & 7 || code >= (1ull << 47))
-			return false; /* not a frame (any more) */
-		st->raw[*n] = (struct py_raw_frame){ code, py_u64(fb, L->frame_instr), owner };
-		st->ids[*n] = 0;
-		st->entry[*n] = is_entry;
-		(*n)++;
-		if (is_entry)
-			run_first = *n;
-		frame = py_u64(fb, L->frame_previous);
-		if (one_activation && (is_entry || (!frame && owner == L->owner_generator))) {
-			/* a generator that yielded since has no previous frame (3.12+: nor shim) */
-			*entry_prev = frame;
-			*entry_at = here;
-			return true;
-		}
+	for (int i = *n; i < w.n; i++) {
+		st->ids[i] = st->raw[i].code ? 0 : UINT32_MAX;
+		st->entry[i] = (st->raw[i].flags & PYWALK_ENTRY) != 0;
 	}
-	return !one_activation;
+	*n = w.n;
+	if (end == PYWALK_ACT_END) {
+		*entry_prev = w.entry_prev;
+		*entry_at = w.entry_at;
+		return true;
+	}
+	return end == PYWALK_CHAIN_END && !one_activation;
 }
 
 static bool py_walk(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
@@ -1127,7 +1161,7 @@ static bool py_name_frames(struct unwind_ctx *ctx, struct py_state *st, struct p
 
 	py_codes_check(ctx, st, p, st->raw + from, to - from);
 	for (int i = from; i < to; i++) {
-		const struct py_raw_frame *f = &st->raw[i];
+		const struct pywalk_frame *f = &st->raw[i];
 		if (!f->code)
 			continue;
 		struct py_code *c = cs_hash_find(&p->codes, cs_hash_u64(f->code), py_code_eq,
@@ -1240,27 +1274,54 @@ static bool py_cframe_chain_ok(const struct py_layout *L, const struct py_stack 
 
 /* Learn where _PyEval_EvalFrameDefault keeps its _PyCFrame local (py_cframe_offset_find),
  * on at most PY_LEARN_TRIES samples. */
-uint64_t py_cframe_offset_find(const struct py_layout *L, const struct py_stack *s,
-			       const struct unwind_loc *locs, int n, const int *acts, int nacts,
-			       uint64_t root)
+/* A search for where _PyEval_EvalFrameDefault keeps a local (its _PyCFrame, its entry shim)
+ * as a distance below its CFA, in a complete sample's stack copy: the activations, and what
+ * the local's check compares with (the thread's root_cframe, the target's Py_None). */
+struct py_probe {
+	const struct py_layout *L;
+	const struct py_stack *s;
+	const struct unwind_loc *locs;
+	int n, nacts;
+	const int *acts;
+	uint64_t key;
+};
+
+/* The one distance (a multiple of 8, within PY_MAX_CFRAME_OFF) at which ok holds, field its
+ * lowest byte read; 0 when there is none or more than one. */
+static uint64_t py_offset_find(const struct py_probe *q, uint32_t field,
+			       bool (*ok)(const struct py_probe *q, uint64_t off))
 {
-	uint64_t outer = nacts > 0 ? py_act_cfa(locs, n, acts[nacts - 1]) : 0, found = 0;
+	uint64_t outer = q->nacts > 0 ? py_act_cfa(q->locs, q->n, q->acts[q->nacts - 1]) : 0;
+	uint64_t found = 0;
 	int nfound = 0;
 
-	if (!outer || !L->tstate_root_cframe)
-		return 0;
-	for (uint64_t off = 8; off <= PY_MAX_CFRAME_OFF && nfound < 2; off += 8) {
-		uint64_t prev;
-		if (outer - off + L->cframe_previous < s->addr)
+	for (uint64_t off = 8; outer && off <= PY_MAX_CFRAME_OFF && off < outer && nfound < 2;
+	     off += 8) {
+		if (outer - off + field < q->s->addr)
 			break;
-		if (!py_stack_u64(s, outer - off + L->cframe_previous, &prev) || prev != root)
-			continue;
-		if (py_cframe_chain_ok(L, s, locs, n, acts, nacts, off, root)) {
+		if (ok(q, off)) {
 			found = off;
 			nfound++;
 		}
 	}
 	return nfound == 1 ? found : 0;
+}
+
+static bool py_cframe_probe(const struct py_probe *q, uint64_t off)
+{
+	uint64_t outer = py_act_cfa(q->locs, q->n, q->acts[q->nacts - 1]), prev;
+
+	return py_stack_u64(q->s, outer - off + q->L->cframe_previous, &prev) && prev == q->key &&
+	       py_cframe_chain_ok(q->L, q->s, q->locs, q->n, q->acts, q->nacts, off, q->key);
+}
+
+uint64_t py_cframe_offset_find(const struct py_layout *L, const struct py_stack *s,
+			       const struct unwind_loc *locs, int n, const int *acts, int nacts,
+			       uint64_t root)
+{
+	struct py_probe q = { L, s, locs, n, nacts, acts, root };
+
+	return L->tstate_root_cframe ? py_offset_find(&q, L->cframe_previous, py_cframe_probe) : 0;
 }
 
 static void py_learn_cframe_off(struct py_module_info *mi, const struct py_layout *L,
@@ -1300,6 +1361,19 @@ static uint32_t py_marker_id(struct unwind_ctx *ctx, struct py_state *st)
 	return st->marker_id - 1;
 }
 
+/* Activation k (the run [start[k], start[k + 1])) shows the marker frame in place of its
+ * frames, counted as not read for why. */
+static void py_run_unread(struct py_state *st, const int *start, int k, uint32_t marker,
+			  enum py_lost why, int *unread)
+{
+	st->ids[start[k]] = marker;
+	st->raw[start[k]].code = 0;
+	for (int f = start[k] + 1; f < start[k + 1]; f++)
+		st->ids[f] = UINT32_MAX;
+	st->stats.lost[why]++;
+	(*unread)++;
+}
+
 /* One byte of the sample's stack copy at addr; false outside it. */
 static bool py_stack_u8(const struct py_stack *s, uint64_t addr, uint8_t *v)
 {
@@ -1332,24 +1406,19 @@ static bool py_shim_chain_ok(const struct py_layout *L, const struct py_stack *s
 	return true;
 }
 
+static bool py_shim_probe(const struct py_probe *q, uint64_t off)
+{
+	return py_shim_chain_ok(q->L, q->s, q->locs, q->n, q->acts, q->nacts, off, q->key, true,
+				NULL);
+}
+
 uint64_t py_shim_offset_find(const struct py_layout *L, const struct py_stack *s,
 			     const struct unwind_loc *locs, int n, const int *acts, int nacts,
 			     uint64_t none)
 {
-	uint64_t outer = nacts > 0 ? py_act_cfa(locs, n, acts[nacts - 1]) : 0, found = 0;
-	int nfound = 0;
+	struct py_probe q = { L, s, locs, n, nacts, acts, none };
 
-	if (!outer || !L->owner_cstack || L->tstate_cframe)
-		return 0;
-	for (uint64_t off = 8; off <= PY_MAX_CFRAME_OFF && off < outer && nfound < 2; off += 8) {
-		if (outer - off < s->addr)
-			break;
-		if (py_shim_chain_ok(L, s, locs, n, acts, nacts, off, none, true, NULL)) {
-			found = off;
-			nfound++;
-		}
-	}
-	return nfound == 1 ? found : 0;
+	return L->owner_cstack && !L->tstate_cframe ? py_offset_find(&q, 0, py_shim_probe) : 0;
 }
 
 /* 3.12+: generator frame g, the innermost frame of its activation at the time of the sample,
@@ -1407,7 +1476,7 @@ static bool py_returning_frame(struct py_state *st, struct py_proc *p, uint64_t 
 		if (py_u64(fb, L->frame_previous) != shim || !code || code & 7 ||
 		    code >= (1ull << 47) || fb[L->frame_owner] == L->owner_cstack)
 			continue;
-		st->raw[*nf] = (struct py_raw_frame){ code, py_u64(fb, L->frame_instr), fb[L->frame_owner] };
+		st->raw[*nf] = (struct pywalk_frame){ code, py_u64(fb, L->frame_instr), fb[L->frame_owner], 0 };
 		st->ids[*nf] = 0;
 		st->entry[(*nf)++] = 0;
 		return true;
@@ -1462,14 +1531,8 @@ static void py_check_outer(struct py_state *st, struct py_proc *p, const struct 
 	for (int k = 0; k <= moved; k++) {
 		if (start[k + 1] > start[k] && st->ids[start[k]] == marker)
 			continue;
-		if (start[k + 1] == start[k])
-			continue;
-		st->ids[start[k]] = marker;
-		st->raw[start[k]].code = 0;
-		for (int f = start[k] + 1; f < start[k + 1]; f++)
-			st->ids[f] = UINT32_MAX;
-		st->stats.lost[PY_LOST_POPPED]++;
-		(*unread)++;
+		if (start[k + 1] > start[k])
+			py_run_unread(st, start, k, marker, PY_LOST_POPPED, unread);
 	}
 }
 
@@ -1489,197 +1552,251 @@ static void py_check_outer(struct py_state *st, struct py_proc *p, const struct 
  * confirmed, or -1 when the copy does not give every activation's frame (then the caller
  * matches the chain read now by count). start[] gets nacts + 1 run bounds; *unread the
  * activations not read. */
+/* The anchors of the activations from the stack copy s (the offsets learned in mi) into a;
+ * false when the copy does not give every activation's frame. */
+static bool py_anchor_set(struct py_proc *p, const struct py_module_info *mi, uint64_t ts,
+			  const struct py_stack *s, const struct unwind_loc *locs, int n,
+			  const int *acts, int nacts, struct py_anchor *a)
+{
+	const struct py_layout *L = p->layout;
+	uint64_t root = ts + L->tstate_root_cframe;
+
+	a->s = s, a->ts = ts, a->shims = !L->tstate_cframe, a->nacts = nacts;
+	a->nnow = 0, a->frame_now = 0;
+	if (!s)
+		return false;
+	if (a->shims) {
+		if (!mi->shim_off || !py_shim_chain_ok(L, s, locs, n, acts, nacts, mi->shim_off,
+						       p->none, s->complete, a->want))
+			return false;
+		for (int k = 0; k < nacts; k++)
+			a->cf[k] = py_act_cfa(locs, n, acts[k]) - mi->shim_off;
+		for (int k = 1; k < nacts; k++)
+			a->cur[k] = a->want[k - 1];
+		if (!py_rd_ptr(p, ts + L->tstate_current_frame, &a->frame_now))
+			return false;
+		a->cur[0] = a->frame_now;
+		return true;
+	}
+	if (!mi->cframe_off || !py_cframe_chain_ok(L, s, locs, n, acts, nacts, mi->cframe_off,
+						   s->complete ? root : 0))
+		return false;
+	for (int k = 0; k < nacts; k++) {
+		a->cf[k] = py_act_cfa(locs, n, acts[k]) - mi->cframe_off;
+		a->cur[k] = 0;
+		py_stack_u64(s, a->cf[k] + L->cframe_current_frame, &a->cur[k]); /* chain_ok */
+	}
+	for (int k = 0; k < nacts; k++)
+		a->want[k] = k + 1 < nacts ? a->cur[k + 1] : 0;
+	a->nnow = py_cframes_now(p, ts, a->now_addr, a->now_cur, PY_MAX_FRAMES);
+	return true;
+}
+
+/* 3.13's innermost activation, read as it is now, shims included (those in the copy's range
+ * may be of activations entered since): activations entered since are passed over, down to
+ * the shim of the one sampled (a->cf[0]). The thread runs meanwhile: a walk caught in a
+ * switch of frames (a generator yielding clears its previous just before its caller becomes
+ * current) is tried again from the frame current then, a few times, with the blocks read
+ * before forgotten; live, as a copy taken while the thread ran (perf) was caught in it too.
+ * Returns whether the run was read down to that shim. */
+static bool py_walk_innermost_now(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+				  struct py_anchor *a, int start, int *nf, uint64_t *prev,
+				  uint64_t *at)
+{
+	const struct py_frozen *fz = p->frozen;
+	const struct py_stack *s = st->copy;
+	bool ok;
+
+	st->copy = NULL;
+	ok = py_walk_at(ctx, st, p, a->cur[0], true, nf, prev, at);
+	for (int again = 0;; again++) {
+		for (int hop = 0; ok && *at != a->cf[0] && *prev && hop < 64; hop++) {
+			*nf = start;
+			ok = py_walk_at(ctx, st, p, *prev, true, nf, prev, at);
+		}
+		if ((ok && *at == a->cf[0]) || again == 2)
+			break;
+		if (fz && !fz->at_stop)
+			p->frozen = NULL;
+		if (!py_rd_ptr(p, a->ts + p->layout->tstate_current_frame, &a->frame_now))
+			break;
+		st->nblocks = 0;
+		*nf = start;
+		a->cur[0] = a->frame_now;
+		ok = py_walk_at(ctx, st, p, a->frame_now, true, nf, prev, at);
+	}
+	p->frozen = fz;
+	st->copy = s;
+	return ok && *at == a->cf[0];
+}
+
+/* 3.13: the innermost activation returned since (a callback from C runs for microseconds).
+ * Its entry frame was pushed on the data stack right after the frame the outer activation was
+ * running (a->cur[1], exact), and a popped frame keeps its contents until the next push: it is
+ * taken when it links to this activation's shim (then it ran there, or a later call at the
+ * same place did). Only that frame: any it called are not known. */
+static bool py_walk_returned(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+			     struct py_anchor *a, int start, int *nf, uint64_t *prev, uint64_t *at)
+{
+	const struct py_layout *L = p->layout;
+	uint8_t fb[PY_MAX_OBJECT];
+	uint64_t code1, x;
+	struct py_code *c1;
+
+	*nf = start;
+	if (!py_frame_bytes(st, p, a->cur[1], fb, L->frame_read) ||
+	    !(code1 = py_u64(fb, L->frame_code)) || code1 & 7 ||
+	    !(c1 = py_code_get(ctx, p, code1)) || !c1->framesize)
+		return false;
+	x = a->cur[1] + 8ull * c1->framesize;
+	if (!py_frame_bytes(st, p, x, fb, L->frame_read) || !py_u64(fb, L->frame_previous) ||
+	    fb[L->frame_owner] == L->owner_cstack || !py_walk_at(ctx, st, p, x, true, nf, prev, at) ||
+	    !(*at == a->cf[0] || *prev == PY_PREV_UNKNOWN || *prev == a->want[0]))
+		return false;
+	a->frame_now = 0; /* not confirmed */
+	return true;
+}
+
+/* 3.12+: a generator run inline, in its caller's activation k, that has yielded since (3.11
+ * runs each in an activation of its own, whose entry it is): its caller is found by
+ * py_gen_caller and walked on from, or the run is not read. */
+static enum py_lost py_gen_inline(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+				  const struct py_anchor *a, int k, bool check, int *nf,
+				  uint64_t *prev, uint64_t *at)
+{
+	uint64_t from = a->shims && k == 0 ? a->frame_now : 0, caller;
+
+	for (int j = 0; !from && j < a->nnow; j++)
+		if (a->now_addr[j] == a->cf[k])
+			from = a->now_cur[j];
+	caller = from ? py_gen_caller(st, p, *at, from) : 0;
+	if (caller && py_walk_at(ctx, st, p, caller, true, nf, prev, at) &&
+	    (!check || *prev == a->want[k])) {
+		st->stats.gen_suspended++;
+		return PY_LOST_N;
+	}
+	return PY_LOST_POPPED;
+}
+
+/* Why activation k's run [start, *nf), walked (ok; its entry frame's previous *prev, where it
+ * ended *at), is not read, or PY_LOST_N when it is read (py_runs_anchored's checks). */
+static enum py_lost py_run_verdict(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+				   const struct py_anchor *a, int k, int start, bool ok, int *nf,
+				   uint64_t *prev, uint64_t *at)
+{
+	const struct py_layout *L = p->layout;
+	/* The outermost activation of a complete stack was entered from no frame. */
+	bool check = k + 1 < a->nacts || a->s->complete;
+	bool gen_last = *nf > start && st->raw[*nf - 1].owner == L->owner_generator;
+
+	if (!ok)
+		/* the first frame unreadable: freed; a later one: the chain no longer links as
+		 * it did (its frames were popped and the memory reused since) */
+		return *nf > start ? PY_LOST_POPPED : PY_LOST_READ;
+	if (*prev == PY_PREV_UNKNOWN) {
+		/* 3.12+: the innermost activation (a callback from C, microseconds long)
+		 * returned, and another since, whose entry frame was pushed at the same address
+		 * of the data stack, from the same frame of the outer activation (checked by
+		 * py_check_outer): its frames are taken, as read after the program moved on (a
+		 * C function calling two Python callbacks from one place could have run the
+		 * other) */
+		if (k != 0)
+			return PY_LOST_POPPED;
+		st->stats.relinked++;
+		return PY_LOST_N;
+	}
+	if (!*prev && *nf - start == 1 && gen_last && !st->entry[*nf - 1])
+		return py_gen_inline(ctx, st, p, a, k, check, nf, prev, at);
+	if (check && *prev != a->want[k]) {
+		/* 3.11: a generator's frame is the entry of an activation of its own, unlinked
+		 * when it yields: the frames around it are the other activations', anchored */
+		if (!*prev && gen_last && st->entry[*nf - 1]) {
+			st->stats.gen_suspended++;
+			return PY_LOST_N;
+		}
+		return PY_LOST_POPPED; /* popped (and reused) since */
+	}
+	return PY_LOST_N;
+}
+
+/* Whether activation k, read, runs now the frame it ran at the time of the sample (it was
+ * blocked in a call, or came back to the same place). */
+static int py_act_confirmed(const struct py_anchor *a, int k)
+{
+	if (a->shims)
+		return k > 0 || a->frame_now == a->cur[0];
+	for (int j = 0; j < a->nnow; j++)
+		if (a->now_addr[j] == a->cf[k])
+			return a->now_cur[j] == a->cur[k];
+	return 0;
+}
+
+/* With the frames copied at the stop, an innermost activation whose one frame is still being
+ * set up (before its RESUME: a callback from C being entered) runs that function: shown at its
+ * first line rather than left native. */
+static void py_show_entering(struct py_state *st, struct py_proc *p, const int *start, int nacts)
+{
+	if (!p->frozen || !p->frozen->at_stop || nacts <= 0 || start[1] - start[0] != 1 ||
+	    st->ids[start[0]] != UINT32_MAX || !st->raw[start[0]].code)
+		return;
+	uint64_t code = st->raw[start[0]].code;
+	struct py_code *c = cs_hash_find(&p->codes, cs_hash_u64(code), py_code_eq, &code);
+	if (c && c->checked == st->stamp) {
+		st->ids[start[0]] = py_frame_id(st, c->name, c->file, c->first_line);
+		st->stats.entering++;
+	}
+}
+
 static int py_runs_anchored(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
 			    uint64_t ts, const struct py_module_info *mi, const struct py_stack *s,
 			    const struct unwind_loc *locs, int n, const int *acts, int nacts,
 			    int *start, int *unread)
 {
 	const struct py_layout *L = p->layout;
-	uint64_t root = ts + L->tstate_root_cframe;
-	uint64_t now_addr[PY_MAX_FRAMES], now_cur[PY_MAX_FRAMES], cf[PY_MAX_FRAMES],
-		cur[PY_MAX_FRAMES], want[PY_MAX_FRAMES];
-	int confirmed = 0, nf = 0, nnow = 0;
-	bool shims = !L->tstate_cframe;
-	uint64_t frame_now = 0;
+	struct py_anchor *a = st->anchor;
+	int confirmed = 0, nf = 0;
 
 	*unread = 0;
-	if (!s)
+	if (!py_anchor_set(p, mi, ts, s, locs, n, acts, nacts, a))
 		return -1;
-	if (!shims) {
-		if (!mi->cframe_off || !py_cframe_chain_ok(L, s, locs, n, acts, nacts, mi->cframe_off,
-							   s->complete ? root : 0))
-			return -1;
-		for (int k = 0; k < nacts; k++) {
-			cf[k] = py_act_cfa(locs, n, acts[k]) - mi->cframe_off;
-			cur[k] = 0;
-			py_stack_u64(s, cf[k] + L->cframe_current_frame, &cur[k]); /* chain_ok */
-		}
-		for (int k = 0; k < nacts; k++)
-			want[k] = k + 1 < nacts ? cur[k + 1] : 0;
-		nnow = py_cframes_now(p, ts, now_addr, now_cur, PY_MAX_FRAMES);
-	} else {
-		if (!mi->shim_off || !py_shim_chain_ok(L, s, locs, n, acts, nacts, mi->shim_off,
-						       p->none, s->complete, want))
-			return -1;
-		for (int k = 0; k < nacts; k++)
-			cf[k] = py_act_cfa(locs, n, acts[k]) - mi->shim_off;
-		for (int k = 1; k < nacts; k++)
-			cur[k] = want[k - 1];
-		if (!py_rd_ptr(p, ts + L->tstate_current_frame, &frame_now))
-			return -1;
-		cur[0] = frame_now;
-	}
 	uint32_t marker = py_marker_id(ctx, st);
 	for (int k = 0; k < nacts; k++) {
 		uint64_t prev = UINT64_MAX, at = 0;
+		bool ok;
 		start[k] = nf;
-		/* The outermost activation of a complete stack was entered from no frame. */
-		bool check = k + 1 < nacts || s->complete;
-		enum py_lost why = PY_LOST_N;
-		/* 3.13's innermost activation is read as it is now, shims included: those in
-		 * the copy's range may be of activations entered since */
-		if (shims && k == 0)
-			st->copy = NULL;
-		bool ok = py_walk_at(ctx, st, p, cur[k], true, &nf, &prev, &at);
-		/* 3.13's innermost activation, read now: activations entered since are passed
-		 * over, down to the shim of the one sampled. The thread runs meanwhile: a walk
-		 * caught in a switch of frames (a generator yielding clears its previous just
-		 * before its caller becomes current) is tried again from the frame current then,
-		 * a few times, with the blocks read before forgotten. */
-		for (int again = 0; shims && k == 0; again++) {
-			for (int hop = 0; ok && at != cf[0] && prev && hop < 64; hop++) {
-				nf = start[k];
-				ok = py_walk_at(ctx, st, p, prev, true, &nf, &prev, &at);
-			}
-			if ((ok && at == cf[0]) || again == 2 ||
-			    !py_rd_ptr(p, ts + L->tstate_current_frame, &frame_now))
-				break;
-			st->nblocks = 0;
-			nf = start[k];
-			cur[0] = frame_now;
-			ok = py_walk_at(ctx, st, p, frame_now, true, &nf, &prev, &at);
-		}
-		st->copy = s;
-		if (shims && k == 0 && ok && at != cf[0])
-			ok = false;
+		if (a->shims && k == 0)
+			ok = py_walk_innermost_now(ctx, st, p, a, start[k], &nf, &prev, &at);
+		else
+			ok = py_walk_at(ctx, st, p, a->cur[k], true, &nf, &prev, &at);
 		if (ok && k == 0 && nf == start[k] && nacts > 1 && L->owner_cstack && p->frozen &&
-		    prev && prev != PY_PREV_UNKNOWN && py_returning_frame(st, p, prev, at, &nf))
+		    p->frozen->at_stop && prev && prev != PY_PREV_UNKNOWN &&
+		    py_returning_frame(st, p, prev, at, &nf))
 			st->stats.returning++;
-		if (shims && k == 0 && !ok && nacts > 1) {
-			/* It returned since (a callback from C runs for microseconds). Its entry
-			 * frame was pushed on the data stack right after the frame the outer
-			 * activation was running (cur[1], exact), and a popped frame keeps its
-			 * contents until the next push: it is taken when it links to this
-			 * activation's shim (then it ran there, or a later call at the same place
-			 * did). Only that frame: any it called are not known. */
-			uint8_t fb[PY_MAX_OBJECT];
-			uint64_t code1;
-			nf = start[k];
-			if (py_frame_bytes(st, p, cur[1], fb, L->frame_read) &&
-			    (code1 = py_u64(fb, L->frame_code)) && !(code1 & 7)) {
-				struct py_code *c1 = py_code_get(ctx, p, code1);
-				uint64_t x = c1 && c1->framesize ? cur[1] + 8ull * c1->framesize : 0;
-				if (x && py_frame_bytes(st, p, x, fb, L->frame_read) &&
-				    py_u64(fb, L->frame_previous) &&
-				    fb[L->frame_owner] != L->owner_cstack &&
-				    py_walk_at(ctx, st, p, x, true, &nf, &prev, &at) &&
-				    (at == cf[0] || prev == PY_PREV_UNKNOWN || prev == want[0])) {
-					ok = true;
-					frame_now = 0; /* not confirmed */
-				}
-			}
-		}
-		if (!ok)
-			/* the first frame unreadable: freed; a later one: the chain no longer links
-			 * as it did (its frames were popped and the memory reused since) */
-			why = nf > start[k] ? PY_LOST_POPPED : PY_LOST_READ;
-		else if (prev == PY_PREV_UNKNOWN) {
-			/* 3.12+: the innermost activation (a callback from C, microseconds long)
-			 * returned, and another since, whose entry frame was pushed at the same
-			 * address of the data stack, from the same frame of the outer activation
-			 * (checked by py_check_outer): its frames are taken, as read after the
-			 * program moved on (a C function calling two Python callbacks from one
-			 * place could have run the other) */
-			if (k != 0)
-				why = PY_LOST_POPPED;
-			else
-				st->stats.relinked++;
-		} else if (!prev && nf - start[k] == 1 && st->raw[nf - 1].owner == L->owner_generator &&
-			 !st->entry[nf - 1]) {
-			/* 3.12+: a generator run inline, in its caller's activation, that has
-			 * yielded since (3.11 runs each in an activation of its own, whose entry
-			 * it is): its caller is found by py_gen_caller, or the run is not read */
-			uint64_t from = shims && k == 0 ? frame_now : 0, caller = 0;
-			for (int j = 0; !from && j < nnow; j++)
-				if (now_addr[j] == cf[k])
-					from = now_cur[j];
-			caller = from ? py_gen_caller(st, p, at, from) : 0;
-			if (caller && py_walk_at(ctx, st, p, caller, true, &nf, &prev, &at) &&
-			    (!check || prev == want[k]))
-				st->stats.gen_suspended++;
-			else
-				why = PY_LOST_POPPED;
-		} else if (check && prev != want[k]) {
-			/* 3.11: a generator's frame is the entry of an activation of its own,
-			 * unlinked when it yields: the frames around it are the other
-			 * activations', anchored */
-			if (!prev && nf > start[k] && st->raw[nf - 1].owner == L->owner_generator &&
-			    st->entry[nf - 1])
-				st->stats.gen_suspended++;
-			else
-				why = PY_LOST_POPPED; /* popped (and reused) since */
-		}
+		if (a->shims && k == 0 && !ok && nacts > 1)
+			ok = py_walk_returned(ctx, st, p, a, start[k], &nf, &prev, &at);
+		enum py_lost why = py_run_verdict(ctx, st, p, a, k, start[k], ok, &nf, &prev, &at);
 		if (why != PY_LOST_N) {
 			nf = start[k];
-			st->raw[nf] = (struct py_raw_frame){ 0 };
+			st->raw[nf] = (struct pywalk_frame){ 0 };
 			st->ids[nf] = marker;
 			st->entry[nf++] = 1;
 			st->stats.lost[why]++;
 			(*unread)++;
-			continue;
+		} else if (prev != PY_PREV_UNKNOWN) {
+			confirmed += py_act_confirmed(a, k); /* else not confirmed: moved on */
 		}
-		if (prev == PY_PREV_UNKNOWN)
-			continue; /* not confirmed: moved on */
-		if (shims) {
-			confirmed += k > 0 || frame_now == cur[0];
-			continue;
-		}
-		for (int j = 0; j < nnow; j++)
-			if (now_addr[j] == cf[k]) {
-				confirmed += now_cur[j] == cur[k];
-				break;
-			}
 	}
 	start[nacts] = nf;
 	bool named = py_name_frames(ctx, st, p, 0, nf);
-	if (p->frozen && nacts > 0 && start[1] - start[0] == 1 && st->ids[start[0]] == UINT32_MAX &&
-	    st->raw[start[0]].code) {
-		/* With the frames copied at the stop, an innermost activation whose one frame is
-		 * still being set up (before its RESUME: a callback from C being entered) runs
-		 * that function: shown at its first line rather than left native */
-		uint64_t code = st->raw[start[0]].code;
-		struct py_code *c = cs_hash_find(&p->codes, cs_hash_u64(code), py_code_eq, &code);
-		if (c && c->checked == st->stamp) {
-			st->ids[start[0]] = py_frame_id(st, c->name, c->file, c->first_line);
-			st->stats.entering++;
-		}
-	}
+	py_show_entering(st, p, start, nacts);
 	py_check_outer(st, p, s, locs, n, acts, nacts, start, marker, unread);
-	if (!named) {
-		/* an activation with a code object that could not be read: the marker */
-		for (int k = 0; k < nacts; k++) {
-			bool bad = false;
-			for (int f = start[k]; f < start[k + 1]; f++)
-				bad |= st->ids[f] == PY_ID_UNREAD;
-			if (!bad)
-				continue;
-			st->ids[start[k]] = marker;
-			for (int f = start[k] + 1; f < start[k + 1]; f++)
-				st->ids[f] = UINT32_MAX;
-			st->stats.lost[PY_LOST_READ]++;
-			(*unread)++;
-		}
-	}
+	/* an activation with a code object that could not be read: the marker */
+	for (int k = 0; !named && k < nacts; k++)
+		for (int f = start[k]; f < start[k + 1]; f++)
+			if (st->ids[f] == PY_ID_UNREAD) {
+				py_run_unread(st, start, k, marker, PY_LOST_READ, unread);
+				break;
+			}
 	return confirmed;
 }
 
@@ -1760,9 +1877,101 @@ int py_merge(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, const struct py
 	struct py_proc *p = NULL;
 
 	n = py_merge_sample(ctx, &p, pid, tid, stack, locs, n, max, result);
-	if (p)
+	if (p) {
 		p->frozen = NULL; /* the sample's copies are the caller's */
+		p->late = false;
+	}
 	return n;
+}
+
+/* Process pid's state, module its runtime: NULL (*result says why) when it cannot be read. */
+static struct py_proc *py_proc_ready(struct unwind_ctx *ctx, struct py_state *st, uint32_t pid,
+				     uint32_t module, enum py_merge_result *result)
+{
+	struct py_proc *p = py_proc_get(ctx, st, pid, module, &st->mods[module]);
+
+	if (p->state == PY_PROC_READY)
+		return p;
+	*result = p->state == PY_PROC_UNSUPPORTED ? PY_MERGE_UNSUPPORTED : PY_MERGE_UNREADABLE;
+	return NULL;
+}
+
+/* Runs of the frames st->ids/entry[0, nf), each ending at an entry frame (or the last), into
+ * run_start[0, nruns] (run r is [run_start[r], run_start[r + 1])); returns nruns. */
+static int py_runs_from_entries(const struct py_state *st, int nf, int *run_start)
+{
+	int nruns = 0;
+
+	run_start[0] = 0;
+	for (int i = 0; i < nf; i++)
+		if ((st->entry[i] || i == nf - 1) && nruns < PY_MAX_FRAMES)
+			run_start[++nruns] = i + 1;
+	return nruns;
+}
+
+/* Runs matched to activations by count: when they differ, aligned from the root (from_root:
+ * what is shifted, *shift_runs runs or *shift_acts activations, at the leaf end) or from the
+ * leaf (nothing shifted). */
+static void py_runs_align(int nruns, int nacts, bool from_root, int *shift_runs, int *shift_acts)
+{
+	*shift_runs = nruns > nacts && from_root ? nruns - nacts : 0;
+	*shift_acts = nacts > nruns && from_root ? nacts - nruns : 0;
+}
+
+/* Learn where the interpreter keeps its _PyCFrame (3.11, 3.12) or entry shim (3.13) from a
+ * complete sample, within its tries. */
+static void py_learn_anchors(struct py_module_info *mi, const struct py_proc *p,
+			     const struct py_stack *stack, const struct unwind_loc *locs, int n,
+			     const int *acts, int nacts, uint64_t ts)
+{
+	const struct py_layout *L = p->layout;
+
+	if (!stack || !stack->complete)
+		return;
+	if (!mi->cframe_off && L->tstate_root_cframe)
+		py_learn_cframe_off(mi, L, stack, locs, n, acts, nacts, ts + L->tstate_root_cframe);
+	if (!mi->shim_off && !L->tstate_cframe && L->owner_cstack && mi->learn_left) {
+		mi->learn_left--;
+		mi->shim_off = py_shim_offset_find(L, stack, locs, n, acts, nacts, p->none);
+	}
+}
+
+/* No anchor in the copy: the chain as it is now, one run per activation, matched by count.
+ * Normally one run per activation. If the program moved on between the sample and this read,
+ * they differ: the outer frames change least, so aligned from the root when the native unwind
+ * reached it, from the leaf when the stack copy ended first (its outer activations are not in
+ * the sample). Returns false (*result UNREADABLE) when the chain could not be read. */
+static bool py_runs_by_count(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+			     uint64_t ts, const struct py_stack *stack, int nacts, int *run_start,
+			     int *nruns, int *shift_runs, int *shift_acts,
+			     enum py_merge_result *result)
+{
+	int nframes = py_read_chain(ctx, st, p, ts);
+
+	if (nframes <= 0) {
+		*result = PY_MERGE_UNREADABLE;
+		st->stats.lost[PY_LOST_READ] += (uint64_t)nacts;
+		return false;
+	}
+	*nruns = py_runs_from_entries(st, nframes, run_start);
+	*result = *nruns == nacts ? PY_MERGE_OK : PY_MERGE_CHANGED;
+	py_runs_align(*nruns, nacts, !stack || stack->complete, shift_runs, shift_acts);
+	if (nacts > *nruns)
+		st->stats.lost[PY_LOST_COUNT] += (uint64_t)(nacts - *nruns);
+	return true;
+}
+
+/* The sample's copies of its memory (py_stack.mem), read in place of the live memory. */
+static void py_frozen_use(struct py_state *st, struct py_proc *p, const struct py_stack *stack)
+{
+	if (!stack || !stack->mem || !stack->mem_size)
+		return;
+	py_frozen_set(&st->frozen, stack);
+	p->frozen = &st->frozen;
+	if (st->frozen.at_stop)
+		st->stats.captured++;
+	else
+		st->stats.copied_running++;
 }
 
 static int py_merge_sample(struct unwind_ctx *ctx, struct py_proc **pp, uint32_t pid,
@@ -1786,19 +1995,17 @@ static int py_merge_sample(struct unwind_ctx *ctx, struct py_proc **pp, uint32_t
 	st->stats.samples++;
 	st->stats.acts += (uint64_t)nacts;
 	struct py_module_info *mi = &st->mods[runtime_module];
-	struct py_proc *p = py_proc_get(ctx, st, pid, runtime_module, mi);
-	if (p->state != PY_PROC_READY) {
-		*result = p->state == PY_PROC_UNSUPPORTED ? PY_MERGE_UNSUPPORTED : PY_MERGE_UNREADABLE;
-		st->stats.lost[p->state == PY_PROC_UNSUPPORTED ? PY_LOST_UNSUPPORTED : PY_LOST_READ] +=
+	struct py_proc *p = py_proc_ready(ctx, st, pid, runtime_module, result);
+	if (!p) {
+		st->stats.lost[*result == PY_MERGE_UNSUPPORTED ? PY_LOST_UNSUPPORTED : PY_LOST_READ] +=
 			(uint64_t)nacts;
 		return n;
 	}
 	*pp = p;
-	if (stack && stack->mem && stack->mem_size) {
-		py_frozen_set(&st->frozen, stack);
-		p->frozen = &st->frozen;
-		st->stats.captured++;
-	}
+	py_frozen_use(st, p, stack);
+	p->late = stack && stack->age_ns > PY_CODE_MAX_AGE_NS;
+	if (p->late)
+		p->sample_ns = cs_monotonic_ns() - stack->age_ns;
 	uint64_t ts = py_thread_state(p, tid);
 	if (!ts) {
 		*result = PY_MERGE_UNREADABLE;
@@ -1806,19 +2013,15 @@ static int py_merge_sample(struct unwind_ctx *ctx, struct py_proc **pp, uint32_t
 		return n;
 	}
 	py_recipe_set(st, p, tid, ts);
-	if (!p->frozen && stack && stack->age_ns > PY_MAX_AGE_NS) {
+	/* the frames are as of when they were taken: at the stop, by perf's reader, or now */
+	uint64_t taken = !stack ? 0 : !p->frozen ? stack->age_ns
+				: p->frozen->at_stop ? 0 : stack->mem_age_ns;
+	if (taken > PY_MAX_AGE_NS) {
 		*result = PY_MERGE_UNREADABLE;
 		st->stats.lost[PY_LOST_LATE] += (uint64_t)nacts;
 		return n;
 	}
-	const struct py_layout *L = p->layout;
-	if (stack && stack->complete && !mi->cframe_off && L->tstate_root_cframe)
-		py_learn_cframe_off(mi, L, stack, locs, n, acts, nacts, ts + L->tstate_root_cframe);
-	if (stack && stack->complete && !mi->shim_off && !L->tstate_cframe && L->owner_cstack &&
-	    mi->learn_left) {
-		mi->learn_left--;
-		mi->shim_off = py_shim_offset_find(L, stack, locs, n, acts, nacts, p->none);
-	}
+	py_learn_anchors(mi, p, stack, locs, n, acts, nacts, ts);
 
 	int run_start[PY_MAX_FRAMES + 1], nruns = 0, shift_runs = 0, shift_acts = 0, unread = 0;
 	bool anchored_all = false;
@@ -1831,37 +2034,15 @@ static int py_merge_sample(struct unwind_ctx *ctx, struct py_proc **pp, uint32_t
 			*result = PY_MERGE_UNREADABLE;
 			return n;
 		}
+		anchored_all = !unread;
 		if (unread) {
 			/* those not read show the marker frame: counted and shown as such */
 			*result = PY_MERGE_UNREADABLE;
 			st->stats.samples_partial++;
-		} else {
-			anchored_all = true;
 		}
-	} else {
-		/* No anchor in the copy: the chain as it is now, one run per activation. */
-		int nframes = py_read_chain(ctx, st, p, ts);
-		if (nframes <= 0) {
-			*result = PY_MERGE_UNREADABLE;
-			st->stats.lost[PY_LOST_READ] += (uint64_t)nacts;
-			return n;
-		}
-		run_start[0] = 0;
-		for (int i = 0; i < nframes; i++)
-			if ((st->entry[i] || i == nframes - 1) && nruns < PY_MAX_FRAMES)
-				run_start[++nruns] = i + 1;
-		/* Normally one run per activation. If the program moved on between the sample
-		 * and this read, they differ: the outer frames change least, so align from the
-		 * root when the native unwind reached it, from the leaf when the stack copy
-		 * ended first (its outer activations are not in the sample). */
-		*result = nruns == nacts ? PY_MERGE_OK : PY_MERGE_CHANGED;
-		bool from_root = !stack || stack->complete;
-		if (nruns > nacts && from_root)
-			shift_runs = nruns - nacts;
-		else if (nacts > nruns && from_root)
-			shift_acts = nacts - nruns;
-		if (nacts > nruns)
-			st->stats.lost[PY_LOST_COUNT] += (uint64_t)(nacts - nruns);
+	} else if (!py_runs_by_count(ctx, st, p, ts, stack, nacts, run_start, &nruns, &shift_runs,
+				     &shift_acts, result)) {
+		return n;
 	}
 
 	int native;
@@ -1926,33 +2107,13 @@ static const uint8_t *py_cap_read(struct py_cap *c, uint64_t addr, size_t len, b
 		c->used += 16 + ((len + 7) & ~7ull);
 		return rec + 16;
 	}
-	uint64_t first = addr & ~(uint64_t)(PY_PAGE - 1);
-	int above = ((addr + len - 1) & ~(uint64_t)(PY_PAGE - 1)) != first;
-	uint64_t below = PY_CAP_PAGES - 1 - above;
-	if (first / PY_PAGE < below)
-		below = first / PY_PAGE;
-	uint64_t lo = first - below * PY_PAGE;
-	uint8_t *data = rec + 16;
-	struct iovec local[PY_CAP_PAGES], remote[PY_CAP_PAGES];
-	int k = 0;
-	for (uint64_t pg = first; k < 1 + above; pg += PY_PAGE, k++) {
-		local[k] = (struct iovec){ data + (pg - lo), PY_PAGE };
-		remote[k] = (struct iovec){ (void *)(uintptr_t)pg, PY_PAGE };
-	}
-	for (uint64_t i = 1; i <= below; i++, k++) {
-		local[k] = (struct iovec){ data + (first - i * PY_PAGE - lo), PY_PAGE };
-		remote[k] = (struct iovec){ (void *)(uintptr_t)(first - i * PY_PAGE), PY_PAGE };
-	}
-	ssize_t got = process_vm_readv(c->pid, local, (unsigned long)k, remote, (unsigned long)k, 0);
-	int full = got > 0 ? (int)(got / PY_PAGE) : 0;
-	if (full < 1 + above)
+	uint64_t a, l = py_read_pages(c->pid, addr, len, PY_CAP_PAGES, rec + 16, &a);
+	if (!l)
 		return py_cap_read(c, addr, len, false); /* e.g. the next page is not mapped */
-	uint64_t a = first - (uint64_t)(full - 1 - above) * PY_PAGE, l = (uint64_t)full * PY_PAGE;
-	memmove(data, data + (a - lo), l);
 	memcpy(rec, &a, 8);
 	memcpy(rec + 8, &l, 8);
 	c->used += 16 + l;
-	return data + (addr - a);
+	return rec + 16 + (addr - a);
 }
 
 static bool py_cap_u64(struct py_cap *c, uint64_t addr, uint64_t *v)
@@ -2036,12 +2197,9 @@ int py_merge_frames(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_fr
 	nacts = py_find_acts(ctx, st, locs, n, acts, &runtime_module);
 	if (!nacts)
 		return n;
-	struct py_module_info *mi = &st->mods[runtime_module];
-	struct py_proc *p = py_proc_get(ctx, st, pid, runtime_module, mi);
-	if (p->state != PY_PROC_READY) {
-		*result = p->state == PY_PROC_UNSUPPORTED ? PY_MERGE_UNSUPPORTED : PY_MERGE_UNREADABLE;
+	struct py_proc *p = py_proc_ready(ctx, st, pid, runtime_module, result);
+	if (!p)
 		return n;
-	}
 	const struct py_layout *L = p->layout;
 	int nf = 0;
 	/* The same choices as py_walk, from what the library read. */
@@ -2070,18 +2228,12 @@ int py_merge_frames(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_fr
 		st->ids[nf] = incomplete ? UINT32_MAX : py_frame_id(st, c->name, c->file, line);
 		st->entry[nf++] = f->entry;
 	}
-	int run_start[PY_MAX_FRAMES + 1], nruns = 0, shift_runs = 0, shift_acts = 0;
-	run_start[0] = 0;
-	for (int i = 0; i < nf; i++)
-		if ((st->entry[i] || i == nf - 1) && nruns < PY_MAX_FRAMES)
-			run_start[++nruns] = i + 1;
+	int run_start[PY_MAX_FRAMES + 1], shift_runs, shift_acts;
+	int nruns = py_runs_from_entries(st, nf, run_start);
 	/* Read at the launch by the thread itself: one run per activation, unless one side was
 	 * cut at its outer end (then the inner ends match). */
 	*result = nruns == nacts ? PY_MERGE_OK : PY_MERGE_CHANGED;
-	if (nruns > nacts && !outer_cut)
-		shift_runs = nruns - nacts;
-	else if (nacts > nruns && !outer_cut)
-		shift_acts = nacts - nruns;
+	py_runs_align(nruns, nacts, !outer_cut, &shift_runs, &shift_acts);
 	int native;
 	return py_put_runs(st, locs, n, max, acts, nacts, run_start, nruns, shift_acts, shift_runs,
 			   &native);
@@ -2126,6 +2278,7 @@ static void py_release(struct unwind_ctx *ctx)
 	free(st->raw);
 	free(st->blocks);
 	free(st->code_bufs);
+	free(st->anchor);
 	free(st->recipes);
 	pthread_mutex_destroy(&st->recipes_lock);
 	free(st->out);
@@ -2144,6 +2297,7 @@ void py_enable(struct unwind_ctx *ctx)
 	st->raw = cs_malloc(PY_MAX_FRAMES * sizeof(st->raw[0]));
 	st->blocks = cs_malloc(PY_NBLOCKS * sizeof(st->blocks[0]));
 	st->code_bufs = cs_malloc(PY_BATCH * sizeof(st->code_bufs[0]));
+	st->anchor = cs_malloc(sizeof(*st->anchor));
 	st->recipes = cs_calloc(PY_RECIPES, sizeof(st->recipes[0]));
 	pthread_mutex_init(&st->recipes_lock, NULL);
 	/* The merged stack holds at most the native locations plus every Python frame. */

@@ -40,11 +40,15 @@ struct py_stack {
 	bool complete;                  /* the native unwind reached the thread's entry point */
 	const uint64_t *regs;           /* the registers at the time of the sample (may be NULL) */
 	int nregs;
-	/* More of the thread's memory as of the sample (may be NULL): what py_capture copied
-	 * while the thread was stopped (ptrace), read in place of the live memory it covers. */
+	/* More of the thread's memory (may be NULL): what py_capture copied while the thread was
+	 * stopped (ptrace: as of the sample), or soon after the sample while it ran (perf's
+	 * reader, mem_age_ns later: checked as live memory is), read in place of the live
+	 * memory it covers. */
 	const uint8_t *mem;
 	uint64_t mem_size;
 	uint64_t age_ns;                /* how long after the sample it is merged (0: unknown) */
+	uint64_t mem_age_ns;            /* 0: mem was copied at the stop; else how long after the
+					 * sample, the thread running */
 };
 
 /* Why the frames of an interpreter activation were not read (py_stats.lost[]). */
@@ -72,20 +76,24 @@ struct py_stats {
 	uint64_t reads, read_bytes;  /* process_vm_readv calls and bytes */
 	uint64_t codes_checked, codes_read; /* code objects checked (batched), read whole */
 	uint64_t captured;           /* samples whose frames were copied at the stop (ptrace) */
+	uint64_t copied_running;     /* ... copied soon after the sample, the thread running (perf's
+				      * reader): read in place of the live memory, checked as it */
 	uint64_t returning;          /* innermost activations shown as their returning frame */
 	uint64_t entering;           /* ... as their one frame, still being set up */
 };
 
-/* A sample merged later than this after it was taken, without a copy of its frames (the
- * recorder fell behind: start-up, a loaded machine), is not read: the chain read then is of
- * another part of the program. */
+/* A sample whose frames were taken later than this after it (read live when merged, the
+ * recorder having fallen behind: start-up, a loaded machine) is not read: the chain read then
+ * is of another part of the program. (A sample merged late, its frames copied, keeps them;
+ * python.c's PY_CODE_MAX_AGE_NS says which code objects are then trusted.) */
 #define PY_MAX_AGE_NS 100000000ull
 
 /* The most py_capture writes: blocks of pages of frame data and the small reads. */
 #define PY_CAPTURE_MAX (4 * 4 * 4096 + 4096)
 
 /* While thread tid of pid is stopped (the ptrace sampler's stop, after its stack was copied:
- * stack, got bytes from sp), copy its Python frame chain as it is then into buf (cap bytes,
+ * stack, got bytes from sp), or as soon after a sample as the reader gets to it (perf: stack
+ * NULL), copy its Python frame chain as it is then into buf (cap bytes,
  * at most PY_CAPTURE_MAX used): the thread state's pointer to the current frame, and blocks of
  * pages around each frame not in the stack copy, walked through each frame's previous. A
  * sample carrying it (py_stack.mem) reads its frames as of the sample, not as they are later.

@@ -33,6 +33,8 @@ plant reader-includes-record profiler/analysis/stacks.c '#include "record/record
 	'analysis/stacks.c includes "record/record.h"'
 plant inject-includes-recorder profiler/inject/protocol.h '#include "record/record.h"' \
 	'inject/protocol.h includes "record/record.h"'
+plant inject-includes-base profiler/inject/protocol.h '#include "base/cs.h"' \
+	'(of base/, only base/pywalk.h)'
 plant inject-includes-elfutils profiler/inject/protocol.h '#include <elfutils/libdwfl.h>' \
 	'inject/protocol.h includes elfutils'
 plant record-includes-inject-internals profiler/record/record.c '#include "inject/cupti_buffers.h"' \

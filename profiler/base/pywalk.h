@@ -1,0 +1,89 @@
+/* pywalk.h: the one walk of a CPython (3.11-3.13) interpreter frame chain, parameterised by how
+ * a frame is read. Compiled into the recorder (unwind/python.c reads another process, or a copy
+ * of its memory) and into the in-target library (inject/cupti.c reads its own thread's chain in
+ * place), as uftrace compiles its utils into libmcount: libc only, nothing that prints.
+ *
+ * The chain: each _PyInterpreterFrame links to the frame that called it (previous); one native
+ * _PyEval_EvalFrameDefault call (an activation) runs a run of them, whose outermost is marked:
+ * 3.11 sets is_entry on it, 3.12+ push a shim frame owned by the C stack (FRAME_OWNED_BY_CSTACK)
+ * under it. The walk gives each frame's code object and instruction, innermost first, with
+ * PYWALK_ENTRY on the outermost of each run; an activation whose run shows no frame (its shim
+ * only) gets one frame of code 0. What a code object is, is the caller's to check. */
+#ifndef CSAMPLER_PYWALK_H
+#define CSAMPLER_PYWALK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The most bytes of one frame the walk reads (frame_read). */
+#define PYWALK_FRAME_MAX 512
+
+/* Where the fields the walk reads are in a _PyInterpreterFrame (0: absent in that version). */
+struct pywalk_layout {
+	uint32_t frame_code, frame_previous, frame_instr;
+	uint32_t frame_is_entry;        /* bool (3.11); 0: none */
+	uint32_t frame_owner;           /* char */
+	uint8_t owner_generator;        /* FRAME_OWNED_BY_GENERATOR */
+	uint8_t owner_cstack;           /* FRAME_OWNED_BY_CSTACK (3.12+); 0: none */
+	uint32_t frame_read;            /* bytes read of a frame: pywalk_frame_read() */
+};
+
+/* The bytes of a frame that hold every field of L (what frame_read should be). */
+uint32_t pywalk_frame_read(const struct pywalk_layout *L);
+
+enum pywalk_frame_flags {
+	PYWALK_ENTRY = 1 << 0,          /* the outermost frame of one native activation */
+	PYWALK_GENERATOR = 1 << 1,      /* owned by a generator */
+};
+
+struct pywalk_frame {
+	uint64_t code, instr;           /* code 0: an activation that shows no frame */
+	uint8_t owner, flags;
+};
+
+/* Read len bytes at addr into buf; false when they cannot be. */
+typedef bool (*pywalk_read_fn)(void *arg, uint64_t addr, void *buf, size_t len);
+
+/* Optional: frame fb (frame_read bytes at addr) is about to be taken; in_run: frames of the
+ * same activation were taken before it. May read it again into fb. Returns one of: */
+enum pywalk_check {
+	PYWALK_TAKE,                    /* take it as fb now holds it */
+	PYWALK_STOP_UNKNOWN,            /* one_activation: the run ends before it, entered from a
+					 * frame not known (end = PYWALK_ACT_END, entry_prev
+					 * PYWALK_PREV_UNKNOWN) */
+	PYWALK_FAIL,                    /* the walk fails here (PYWALK_BROKEN) */
+};
+typedef enum pywalk_check (*pywalk_check_fn)(void *arg, uint64_t addr, uint8_t *fb, bool in_run);
+
+#define PYWALK_PREV_UNKNOWN (UINT64_MAX - 1)
+
+enum pywalk_end {
+	PYWALK_CHAIN_END,               /* the chain ended (a frame with no previous) */
+	PYWALK_ACT_END,                 /* one_activation: its run ended (entry_prev, entry_at) */
+	PYWALK_TRUNCATED,               /* max frames taken, or max_depth frames passed */
+	PYWALK_BROKEN,                  /* a frame could not be read or did not check */
+};
+
+struct pywalk {
+	const struct pywalk_layout *L;
+	pywalk_read_fn read;
+	pywalk_check_fn check;          /* may be NULL */
+	void *arg;                      /* of read and check */
+	bool one_activation;            /* stop at the end of the first run: its entry frame (or,
+					 * 3.12+, at its shim), or a generator frame with no
+					 * previous (it yielded: CPython unlinked it) */
+	struct pywalk_frame *out;       /* frames [n, max) written, n advanced */
+	int n, max;
+	int max_depth;                  /* frames passed at the most (shims included) */
+	/* one_activation, PYWALK_ACT_END: the frame the run's entry frame links to (0: none, a
+	 * generator that yielded; PYWALK_PREV_UNKNOWN), and the address where the run ended (its
+	 * entry frame, or its shim) */
+	uint64_t entry_prev, entry_at;
+};
+
+/* Walk from frame (the innermost) outward. Frames taken before a BROKEN or TRUNCATED end stay
+ * in out. */
+enum pywalk_end pywalk_walk(struct pywalk *w, uint64_t frame);
+
+#endif
