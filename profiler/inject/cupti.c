@@ -631,9 +631,8 @@ static int inj_stack_table(struct inj_thread *t)
 	if (t->stab)
 		return 0;
 	size_t tab = sizeof(*t->stab) * INJ_STACK_SLOTS;
-	void *p = mmap(NULL, tab + INJ_STACK_ARENA, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (p == MAP_FAILED)
+	void *p = fu_map_huge(tab + INJ_STACK_ARENA);
+	if (!p)
 		return -1;
 	t->stab = p;
 	t->arena = (uint8_t *)p + tab;
@@ -1776,10 +1775,7 @@ static int inj_setup_once(void)
 	if (!inj.setup_done) {
 		if (pthread_key_create(&inj.thread_key, inj_thread_exit))
 			return inj_give_up("pthread_key_create", CUPTI_ERROR_OUT_OF_MEMORY), -1;
-		void *slots = mmap(NULL, sizeof(struct inj_thread) * INJ_THREAD_SLOTS,
-				   PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-				   -1, 0);
-		inj.slots = slots == MAP_FAILED ? NULL : slots;
+		inj.slots = fu_map_huge(sizeof(struct inj_thread) * INJ_THREAD_SLOTS);
 		void *pool = mmap(NULL, (size_t)INJ_POOL_BUFFERS * INJ_POOL_BUFFER_SIZE,
 				  PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
 				  -1, 0);

@@ -47,6 +47,24 @@
 
 #define FU_HIDDEN __attribute__((visibility("hidden")))
 
+/* fastunwind.h: 2 MiB-aligned, advised as huge pages (any architecture). */
+void *fu_map_huge(size_t bytes)
+{
+	const size_t huge = 2u << 20;
+	size_t len = (bytes + huge - 1) & ~(huge - 1);
+	uint8_t *m = mmap(NULL, len + huge, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	uint8_t *aligned = (uint8_t *)(((uintptr_t)m + huge - 1) & ~(uintptr_t)(huge - 1));
+	if (aligned > m)
+		munmap(m, (size_t)(aligned - m));
+	if (aligned + len < m + len + huge)
+		munmap(aligned + len, (size_t)(m + len + huge - (aligned + len)));
+	madvise(aligned, len, MADV_HUGEPAGE);   /* advice: without it, small pages */
+	return aligned;
+}
+
 #if defined(__x86_64__) && defined(__linux__)
 
 enum {
@@ -777,9 +795,8 @@ static struct fu_thread *__attribute__((noinline)) fu_thread_init(void)
 	}
 	/* the stack memo: without it (no memory) every stack is unwound */
 	size_t bytes = sizeof(struct fu_stack) * FU_STACKS + (2 * sizeof(uint32_t) << FU_PROBE_BITS);
-	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-		       -1, 0);
-	if (m != MAP_FAILED) {
+	void *m = fu_map_huge(bytes);
+	if (m) {
 		t->stacks_memo = m;
 		t->probe = (uint32_t *)(t->stacks_memo + FU_STACKS);
 		t->branch = t->probe + (1u << FU_PROBE_BITS);

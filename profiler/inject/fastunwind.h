@@ -3,6 +3,7 @@
 #ifndef CSAMPLER_FASTUNWIND_H
 #define CSAMPLER_FASTUNWIND_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Fill pcs[0..max) with the return addresses of the caller's stack, innermost first, and return
@@ -47,5 +48,13 @@ void fu_flush(void);
 /* Turn the stack memo off (0) or on (1, the default), process-wide: for tests and benchmarks
  * (CSAMPLER_GPU_STACK_MEMO=0). Stacks are the same either way. */
 void fu_set_stack_memo(int on);
+
+/* bytes of zeroed memory (address space, touched as used) aligned to 2 MiB and advised as
+ * transparent huge pages, or NULL: for the tables the launch path reads at every launch (the
+ * stack memo here, cupti.c's thread states and stack tables), so that one TLB entry covers each
+ * table where the kernel allows huge pages (madvise or always mode). When launches come in short
+ * bursts after a sleep, the TLB entries of 4 KiB pages are gone and every table walked costs a
+ * page walk, on cold caches (scripts/bench-gpu-launch.sh, 10k/s). Never unmapped. */
+void *fu_map_huge(size_t bytes);
 
 #endif
