@@ -149,22 +149,25 @@ struct fu_memo {
  * to libunwind are not remembered. */
 enum fu_sframe_flags {
 	FU_SF_STOP = 1,          /* the rule stopped here: no step */
-	FU_SF_RESTORE = 2,       /* the step read the caller's RBP (at fp_slot) */
+	FU_SF_RESTORE = 2,       /* the step read the caller's RBP (at CFA + fp_off) */
 	FU_SF_USES_FP = 4,       /* the rule takes the CFA from RBP */
 	FU_SF_FP_LIVE = 8,       /* RBP matters here: used before it is read again (fu_remember) */
 	FU_SF_COPIED = 16,       /* taken from another remembered stack: not findable by (RA, SP) */
 	FU_SF_FP_UNKNOWN = 32,   /* (while recorded) the walk's RBP here is not known */
 };
 
-/* 24 bytes: the memo is read at every launch, its size is what stays in the caches between
- * launches far apart. Stack addresses are offsets from the stack's base (its first SP). */
+/* 16 bytes, four to a cache line: the memo is read at every launch, and the lines it takes are
+ * what a launch pays for when they left the caches (launches far apart). Stack addresses are
+ * offsets from the stack's base (its first SP). The slots a step read lie at the CFA, which is
+ * the next frame's SP, plus the rule's offsets: f[k + 1].sp + ra_off, + fp_off. */
 struct fu_sframe {
 	uintptr_t ra;            /* the state at this frame, before its step: RA, SP, RBP (fp[]) */
 	uint32_t sp;
-	uint32_t ra_slot;        /* where the step read the caller's RA */
-	uint32_t fp_slot;        /* where it read the caller's RBP (FU_SF_RESTORE) */
+	int16_t fp_off;          /* the caller's RBP at CFA + fp_off (FU_SF_RESTORE) */
+	int8_t ra_off;           /* the caller's RA at CFA + ra_off */
 	uint8_t flags;           /* enum fu_sframe_flags */
 };
+_Static_assert(sizeof(struct fu_sframe) == 16, "fu_sframe: four to a cache line");
 
 struct fu_stack {
 	uint64_t gen;            /* fu.gen of the walk */
@@ -908,8 +911,6 @@ static void __attribute__((noinline, cold)) fu_fill_segments(struct fu_stack *re
 			struct fu_sframe *d = &rec->f[i];
 			*d = *src;
 			d->sp += rebase;
-			d->ra_slot += rebase;
-			d->fp_slot += rebase;
 			d->flags = (uint8_t)((src->flags & ~FU_SF_FP_UNKNOWN) | FU_SF_COPIED);
 			if (src->flags & FU_SF_FP_LIVE) {
 				rec->fp[i] = sg->s->fp[k];
@@ -994,11 +995,7 @@ static bool __attribute__((noinline)) fu_follow(struct fu_thread *t, const struc
 						 struct fu_memo_use *m)
 {
 	/* the stack this one branched to last time is fetched meanwhile */
-	if (s->hint) {
-		const struct fu_stack *h = &t->stacks_memo[(s->hint - 1) >> 8];
-		__builtin_prefetch(h);
-		__builtin_prefetch(&h->f[(s->hint - 1) & 0xff]);
-	}
+
 	int n = w->n, n0 = n, k0 = k, nh = n;
 	uintptr_t ra = w->ra, fp = w->fp, sp = w->sp;
 	bool goes_on = false;
@@ -1010,9 +1007,10 @@ static bool __attribute__((noinline)) fu_follow(struct fu_thread *t, const struc
 			break;
 		}
 		const struct fu_sframe *g = f + 1;
-		ra = *(const uintptr_t *)(s->base + f->ra_slot);
+		uintptr_t cfa = s->base + g->sp;
+		ra = *(const uintptr_t *)(cfa + (intptr_t)f->ra_off);
 		if (f->flags & FU_SF_RESTORE)
-			fp = *(const uintptr_t *)(s->base + f->fp_slot);
+			fp = *(const uintptr_t *)(cfa + (intptr_t)f->fp_off);
 		if (__builtin_expect(ra != g->ra || ((g->flags & FU_SF_FP_LIVE) && fp != s->fp[k + 1]), 0)) {
 			/* A stack that branched off s here before, else unwinding goes on from the
 			 * state just read (and this walk is kept, with where it branched off). */
@@ -1024,13 +1022,8 @@ static bool __attribute__((noinline)) fu_follow(struct fu_thread *t, const struc
 			m->nseg++;
 			n0 = n;
 			int k2;
-			const struct fu_stack *s2 = fu_entry(t, s->hint, ra, sp, fp, gen, slot, &k2);
-			if (!s2) {
-				uint32_t e = t->branch[fu_branch_slot(si, k + 1, ra)];
-				s2 = fu_entry(t, e, ra, sp, fp, gen, slot, &k2);
-				if (s2)  /* (a stack of this thread's memo) */
-					t->stacks_memo[si].hint = e;
-			}
+			uint32_t e = t->branch[fu_branch_slot(si, k + 1, ra)];
+			const struct fu_stack *s2 = fu_entry(t, e, ra, sp, fp, gen, slot, &k2);
 			if (s2) {
 				s = s2;
 				k = k0 = k2;
@@ -1190,14 +1183,14 @@ restart:;
 				return fu_fallback(pcs, max, ra0, &fu.invalid);
 			fp = *(const uintptr_t *)fp_at;
 			if (f) {
-				f->fp_slot = (uint32_t)(fp_at - sp0);
+				f->fp_off = (int16_t)fp_off;
 				f->flags |= FU_SF_RESTORE;
 			}
 		}
 		ra = *(const uintptr_t *)ra_at;
 		sp = cfa;
 		if (f)
-			f->ra_slot = (uint32_t)(ra_at - sp0);
+			f->ra_off = (int8_t)ra_off;
 		if (!ra)
 			break;
 	}
