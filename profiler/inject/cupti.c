@@ -124,29 +124,34 @@ struct inj_stack_ent {
  * after whole records); only the writer thread (or the exit drain, after it stopped) consumes
  * (and publishes `tail`). No lock, no system call on the owner's side. */
 struct inj_thread {
+	/* The owner's line, read and written at every API call (the writer only reads head). */
 	_Atomic uint64_t head __attribute__((aligned(64)));
-	_Atomic uint64_t tail __attribute__((aligned(64)));
-	_Atomic int in_use;              /* a live thread owns this slot */
-	struct inj_thread *next;         /* global list, push-only */
-	uint32_t tid;
-	_Atomic uint32_t pthread_low;    /* pthread_self()'s low 32 bits: see inj_marker_tid */
 	int depth;                       /* subscribed API calls open on this thread */
 	uint32_t ncalls;
 	uint32_t outer_corr;             /* correlation id of the outermost one */
 	uint32_t outer_stack;            /* its stack id */
-	/* the open calls' spans, by nesting depth: written as GPU_REC_CALL at their EXIT */
+	uint32_t stab_gen;               /* bumped at each reset of the table (protocol.h's
+					  * in-flight slots point into the arena) */
+	uint32_t tid;
+	_Atomic uint64_t launches;
+	/* the open calls' spans, by nesting depth: written as GPU_REC_CALL at their EXIT (the
+	 * outermost's in the owner's line) */
 	struct inj_span {
 		uint64_t start;
 		uint32_t correlation, stack;
 		uint16_t cbid, domain, recorded;
 	} spans[INJ_SPAN_DEPTH];
-	_Atomic uint64_t launches, launches_dropped, capture_ns, stacks;
+	uint32_t npy, py_flags;          /* the Python frames of the last capture (py[] below) */
+	/* the writer's line: it publishes tail after each drain */
+	_Atomic uint64_t tail __attribute__((aligned(64)));
+	_Atomic int in_use;              /* a live thread owns this slot */
+	struct inj_thread *next;         /* global list, push-only */
+	_Atomic uint32_t pthread_low;    /* pthread_self()'s low 32 bits: see inj_marker_tid */
+	_Atomic uint64_t launches_dropped, capture_ns, stacks;
 	/* stacks written by this thread (inj_stack_id), mapped at its first launch */
 	struct inj_stack_ent *stab;
 	uint8_t *arena;
 	uint32_t stab_used, arena_used;
-	uint32_t stab_gen;               /* bumped at each reset of the table (protocol.h's
-					  * in-flight slots point into the arena) */
 	uint8_t name_written[2][INJ_CBIDS / 8];   /* [runtime, driver][cbid]: name record made */
 	uint64_t pcs[GPU_MAX_FRAMES + INJ_SKIP_FRAMES];
 	/* stack ids by fastunwind's token (fu_backtrace_token): a stack the unwinder's memo gives
@@ -156,9 +161,8 @@ struct inj_thread {
 		uint32_t id, gen;                    /* gen: stab_gen when ent was taken */
 		const struct inj_stack_ent *ent;     /* for the in-flight table (protocol.h) */
 	} token_ids[256];
-	/* the Python frames of the last capture */
+	/* the Python frames of the last capture (npy, py_flags above) */
 	struct gpu_py_frame py[GPU_MAX_PY_FRAMES];
-	uint32_t npy, py_flags;
 	uint8_t ring[INJ_RING] __attribute__((aligned(64)));
 };
 
@@ -179,22 +183,25 @@ struct inj_done {
 };
 
 struct inj_ctx {
+	/* What every API call reads, in one cache line that nothing writes while capture runs
+	 * (state changes at start and stop only). */
 	_Atomic int state;               /* enum inj_state */
-	int fd;
-	int max_frames;
 	int floor;                       /* enum inj_floor */
+	int max_frames;
+	int fd;
+	/* the API call clock: CLOCK_MONOTONIC, or the stand-in's scripted clock (inj_clock_init) */
+	uint64_t (*test_clock)(void);
 	unsigned flush_ms;
 	uint32_t cupti_version;
 	CUpti_SubscriberHandle subscriber;
 	pthread_key_t thread_key;
-	_Atomic(struct inj_thread *) threads;
 	struct inj_thread *slots;        /* INJ_THREAD_SLOTS reserved (lazily touched) */
+	/* written when a thread or a stack is new */
+	_Atomic(struct inj_thread *) threads __attribute__((aligned(64)));
 	_Atomic unsigned next_slot;
 	_Atomic uint32_t next_stack_id;
 	struct inj_range skip[INJ_MAX_SKIP_RANGES];
 	int nskip;
-	/* the API call clock: CLOCK_MONOTONIC, or the stand-in's scripted clock (inj_clock_init) */
-	uint64_t (*test_clock)(void);
 	/* CUPTI buffer pool: bit i set = buffer i free */
 	uint8_t *pool;
 	_Atomic uint32_t pool_free;
