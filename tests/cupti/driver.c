@@ -463,7 +463,7 @@ static uint32_t rt_range_start(const char *name)
 		.flags = CUPTI_ACTIVITY_FLAG_MARKER_START, .timestamp = rt_now(), .id = rt.marker,
 		.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD, .name = name };
 	m.objectId.pt.processId = (uint32_t)getpid();
-	m.objectId.pt.threadId = (uint32_t)gettid();
+	m.objectId.pt.threadId = (uint32_t)pthread_self();   /* as the real CUPTI (push_markers) */
 	hk.push(&m, sizeof(m));
 	return rt.marker++;
 }
@@ -474,7 +474,7 @@ static void rt_range_end(uint32_t id)
 		.flags = CUPTI_ACTIVITY_FLAG_MARKER_END, .timestamp = rt_now(), .id = id,
 		.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD };
 	m.objectId.pt.processId = (uint32_t)getpid();
-	m.objectId.pt.threadId = (uint32_t)gettid();
+	m.objectId.pt.threadId = (uint32_t)pthread_self();
 	hk.push(&m, sizeof(m));
 }
 
