@@ -1034,8 +1034,9 @@ static void inj_copy_name(char *dst, const char *name, size_t len)
 	dst[len - 1] = 0;
 }
 
-static void inj_kernel(struct inj_out *o, const CUpti_ActivityKernel10 *k)
+static void inj_kernel(struct inj_out *o, const void *rec)
 {
+	const CUpti_ActivityKernel10 *k = rec;
 	if (k->start == 0 && k->end == 0) {
 		atomic_fetch_add_explicit(&inj.lost_timestamps, 1, memory_order_relaxed);
 		return;
@@ -1063,8 +1064,9 @@ static void inj_kernel(struct inj_out *o, const CUpti_ActivityKernel10 *k)
 	inj_copy_name((char *)(g + 1), k->name, nl);
 }
 
-static void inj_memcpy(struct inj_out *o, const CUpti_ActivityMemcpy6 *m)
+static void inj_memcpy(struct inj_out *o, const void *rec)
 {
+	const CUpti_ActivityMemcpy6 *m = rec;
 	if (m->start == 0 && m->end == 0) {
 		atomic_fetch_add_explicit(&inj.lost_timestamps, 1, memory_order_relaxed);
 		return;
@@ -1078,8 +1080,9 @@ static void inj_memcpy(struct inj_out *o, const CUpti_ActivityMemcpy6 *m)
 		.graph_node_id = m->graphNodeId };
 }
 
-static void inj_memset(struct inj_out *o, const CUpti_ActivityMemset4 *m)
+static void inj_memset(struct inj_out *o, const void *rec)
 {
+	const CUpti_ActivityMemset4 *m = rec;
 	if (m->start == 0 && m->end == 0) {
 		atomic_fetch_add_explicit(&inj.lost_timestamps, 1, memory_order_relaxed);
 		return;
@@ -1091,16 +1094,18 @@ static void inj_memset(struct inj_out *o, const CUpti_ActivityMemset4 *m)
 		.stream = m->streamId, .value = m->value, .graph_node_id = m->graphNodeId };
 }
 
-static void inj_sync(struct inj_out *o, const CUpti_ActivitySynchronization2 *s)
+static void inj_sync(struct inj_out *o, const void *rec)
 {
+	const CUpti_ActivitySynchronization2 *s = rec;
 	struct gpu_sync *g = inj_out_reserve(o, GPU_REC_SYNC, sizeof(*g));
 	*g = (struct gpu_sync){ .start = s->start, .end = s->end, .correlation = s->correlationId,
 				.type = s->type, .context = s->contextId, .stream = s->streamId,
 				.event = s->cudaEventId };
 }
 
-static void inj_overhead(struct inj_out *o, const CUpti_ActivityOverhead3 *a)
+static void inj_overhead(struct inj_out *o, const void *rec)
 {
+	const CUpti_ActivityOverhead3 *a = rec;
 	struct gpu_overhead *g = inj_out_reserve(o, GPU_REC_OVERHEAD, sizeof(*g));
 	*g = (struct gpu_overhead){ .start = a->start, .end = a->end, .kind = a->overheadKind,
 				    .object_kind = a->objectKind,
@@ -1147,8 +1152,9 @@ static uint32_t inj_marker_tid(uint32_t cupti_tid)
 
 /* CUPTI gives an NVTX range as a START record (with the name) and an END record, possibly in
  * different buffers: pair them by id here, so the file holds whole ranges. */
-static void inj_marker(struct inj_out *o, const CUpti_ActivityMarker2 *m)
+static void inj_marker(struct inj_out *o, const void *rec)
 {
+	const CUpti_ActivityMarker2 *m = rec;
 	uint32_t tid = m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ?
 		inj_marker_tid(m->objectId.pt.threadId) : 0;
 	uint32_t domain = inj_domain_id(m->domain);
@@ -1209,33 +1215,31 @@ static void inj_markers_close(struct inj_out *o)
 }
 
 
+/* The activity kinds translated, and how (kinds not enabled by us, marker data ..., are
+ * passed over). */
+static const struct inj_kind {
+	CUpti_ActivityKind kind;
+	void (*translate)(struct inj_out *o, const void *rec);
+} inj_kinds[] = {
+	{ CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, inj_kernel },
+	{ CUPTI_ACTIVITY_KIND_KERNEL, inj_kernel },
+	{ CUPTI_ACTIVITY_KIND_MEMCPY, inj_memcpy },
+	{ CUPTI_ACTIVITY_KIND_MEMSET, inj_memset },
+	{ CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, inj_sync },
+	{ CUPTI_ACTIVITY_KIND_MARKER, inj_marker },
+	{ CUPTI_ACTIVITY_KIND_OVERHEAD, inj_overhead },
+};
+
 /* Translate one completed CUPTI buffer into protocol records (writer thread or exit drain). */
 static void inj_translate(struct inj_out *o, uint8_t *buffer, size_t valid)
 {
 	CUpti_Activity *rec = NULL;
 	while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
-		switch (rec->kind) {
-		case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-		case CUPTI_ACTIVITY_KIND_KERNEL:
-			inj_kernel(o, (const CUpti_ActivityKernel10 *)rec);
-			break;
-		case CUPTI_ACTIVITY_KIND_MEMCPY:
-			inj_memcpy(o, (const CUpti_ActivityMemcpy6 *)rec);
-			break;
-		case CUPTI_ACTIVITY_KIND_MEMSET:
-			inj_memset(o, (const CUpti_ActivityMemset4 *)rec);
-			break;
-		case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
-			inj_sync(o, (const CUpti_ActivitySynchronization2 *)rec);
-			break;
-		case CUPTI_ACTIVITY_KIND_MARKER:
-			inj_marker(o, (const CUpti_ActivityMarker2 *)rec);
-			break;
-		case CUPTI_ACTIVITY_KIND_OVERHEAD:
-			inj_overhead(o, (const CUpti_ActivityOverhead3 *)rec);
-			break;
-		default:
-			break;  /* kinds not enabled by us (marker data ...) */
+		for (size_t i = 0; i < sizeof(inj_kinds) / sizeof(inj_kinds[0]); i++) {
+			if (inj_kinds[i].kind == rec->kind) {
+				inj_kinds[i].translate(o, rec);
+				break;
+			}
 		}
 	}
 	inj_write(o->buf, o->len);
