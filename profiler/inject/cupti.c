@@ -1022,6 +1022,18 @@ static void *inj_out_reserve(struct inj_out *o, uint16_t type, size_t payload)
 	return p + sizeof(struct gpu_rec);
 }
 
+/* A record with GPU times: reserved as inj_out_reserve does, or NULL (counted) when CUPTI lost
+ * both times. */
+static void *inj_out_timed(struct inj_out *o, uint16_t type, size_t payload, uint64_t start,
+			   uint64_t end)
+{
+	if (start == 0 && end == 0) {
+		atomic_fetch_add_explicit(&inj.lost_timestamps, 1, memory_order_relaxed);
+		return NULL;
+	}
+	return inj_out_reserve(o, type, payload);
+}
+
 static size_t inj_name_len(const char *name, size_t max)
 {
 	return name ? strnlen(name, max - 1) + 1 : 1;
@@ -1037,16 +1049,14 @@ static void inj_copy_name(char *dst, const char *name, size_t len)
 static void inj_kernel(struct inj_out *o, const void *rec)
 {
 	const CUpti_ActivityKernel10 *k = rec;
-	if (k->start == 0 && k->end == 0) {
-		atomic_fetch_add_explicit(&inj.lost_timestamps, 1, memory_order_relaxed);
+	size_t nl = inj_name_len(k->name, GPU_NAME_MAX);
+	struct gpu_kernel *g = inj_out_timed(o, GPU_REC_KERNEL, sizeof(*g) + nl, k->start, k->end);
+	if (!g)
 		return;
-	}
 	struct gpu_inflight_slot *sl =
 		&csampler_gpu_inflight.slots[k->correlationId % GPU_INFLIGHT_SLOTS];
 	if (__atomic_load_n(&sl->correlation, __ATOMIC_RELAXED) == k->correlationId)
 		__atomic_store_n(&sl->state, GPU_INFLIGHT_FINISHED, __ATOMIC_RELAXED);
-	size_t nl = inj_name_len(k->name, GPU_NAME_MAX);
-	struct gpu_kernel *g = inj_out_reserve(o, GPU_REC_KERNEL, sizeof(*g) + nl);
 	*g = (struct gpu_kernel){
 		.start = k->start, .end = k->end, .queued = k->queued, .submitted = k->submitted,
 		.correlation = k->correlationId, .device = k->deviceId, .context = k->contextId,
@@ -1067,11 +1077,9 @@ static void inj_kernel(struct inj_out *o, const void *rec)
 static void inj_memcpy(struct inj_out *o, const void *rec)
 {
 	const CUpti_ActivityMemcpy6 *m = rec;
-	if (m->start == 0 && m->end == 0) {
-		atomic_fetch_add_explicit(&inj.lost_timestamps, 1, memory_order_relaxed);
+	struct gpu_memcpy *g = inj_out_timed(o, GPU_REC_MEMCPY, sizeof(*g), m->start, m->end);
+	if (!g)
 		return;
-	}
-	struct gpu_memcpy *g = inj_out_reserve(o, GPU_REC_MEMCPY, sizeof(*g));
 	*g = (struct gpu_memcpy){
 		.start = m->start, .end = m->end, .bytes = m->bytes,
 		.correlation = m->correlationId, .device = m->deviceId, .context = m->contextId,
@@ -1083,11 +1091,9 @@ static void inj_memcpy(struct inj_out *o, const void *rec)
 static void inj_memset(struct inj_out *o, const void *rec)
 {
 	const CUpti_ActivityMemset4 *m = rec;
-	if (m->start == 0 && m->end == 0) {
-		atomic_fetch_add_explicit(&inj.lost_timestamps, 1, memory_order_relaxed);
+	struct gpu_memset *g = inj_out_timed(o, GPU_REC_MEMSET, sizeof(*g), m->start, m->end);
+	if (!g)
 		return;
-	}
-	struct gpu_memset *g = inj_out_reserve(o, GPU_REC_MEMSET, sizeof(*g));
 	*g = (struct gpu_memset){
 		.start = m->start, .end = m->end, .bytes = m->bytes,
 		.correlation = m->correlationId, .device = m->deviceId, .context = m->contextId,
