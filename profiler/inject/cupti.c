@@ -120,6 +120,22 @@ struct inj_stack_ent {
 	uint32_t flags;
 };
 
+/* What the in-flight table (protocol.h) points at for a launch: a stack in its thread's table. */
+struct inj_stack_ref {
+	uint64_t frames;                 /* its frames in the thread's arena; 0: no stack */
+	uint16_t nframes, npy;
+	uint32_t flags;
+};
+
+/* A stack id kept beside the unwinder's remembered stack (fu_token_data): a stack the memo
+ * gives whole needs no hash and no compare, and its id is on the line the walk just read. */
+struct inj_token_id {
+	uint64_t token;
+	uint32_t id, gen;                /* gen: stab_gen when ref was taken */
+	struct inj_stack_ref ref;
+};
+_Static_assert(sizeof(struct inj_token_id) <= FU_TOKEN_DATA, "inj_token_id fits fu_token_data");
+
 /* One thread's ring of records and API nesting. Only its owner appends (and publishes `head`
  * after whole records); only the writer thread (or the exit drain, after it stopped) consumes
  * (and publishes `tail`). No lock, no system call on the owner's side. */
@@ -154,13 +170,6 @@ struct inj_thread {
 	uint32_t stab_used, arena_used;
 	uint8_t name_written[2][INJ_CBIDS / 8];   /* [runtime, driver][cbid]: name record made */
 	uint64_t pcs[GPU_MAX_FRAMES + INJ_SKIP_FRAMES];
-	/* stack ids by fastunwind's token (fu_backtrace_token): a stack the unwinder's memo gives
-	 * whole needs no hash and no compare; slot = the token's remembered stack */
-	struct inj_token_id {
-		uint64_t token;
-		uint32_t id, gen;                    /* gen: stab_gen when ent was taken */
-		const struct inj_stack_ent *ent;     /* for the in-flight table (protocol.h) */
-	} token_ids[256];
 	/* the Python frames of the last capture (npy, py_flags above) */
 	struct gpu_py_frame py[GPU_MAX_PY_FRAMES];
 	uint8_t ring[INJ_RING] __attribute__((aligned(64)));
@@ -480,7 +489,6 @@ static struct inj_thread *inj_thread_get(void)
 	t->stab_used = t->arena_used = 0;
 	__atomic_store_n(&t->stab_gen, t->stab_gen + 1, __ATOMIC_RELEASE);
 	memset(t->name_written, 0, sizeof(t->name_written));
-	memset(t->token_ids, 0, sizeof(t->token_ids));   /* tokens are the old thread's unwinder's */
 	inj_self = t;
 	pthread_setspecific(inj.thread_key, t);
 	return t;
@@ -579,10 +587,13 @@ static int __attribute__((noinline)) inj_capture(struct inj_thread *t, int *firs
 	_Static_assert(sizeof(uintptr_t) == sizeof(t->pcs[0]), "pcs are addresses");
 	int n = fu_backtrace_token((uintptr_t *)t->pcs, want, token);
 	inj_py_walk(t);
-	if (t->npy)
+	if (t->npy) {
 		*token = 0;   /* the id depends on the Python frames too */
-	else if (*token && t->token_ids[*token >> 8 & 0xff].token == *token)
-		return 0;     /* the caller has the id: nothing else needed */
+	} else if (*token) {
+		const struct inj_token_id *c = fu_token_data(*token);
+		if (c && c->token == *token && c->gen == t->stab_gen)
+			return 0;     /* the caller has the id: nothing else needed */
+	}
 	int i = 0;
 	while (i < n && i < INJ_SKIP_FRAMES && inj_skipped_pc((uintptr_t)t->pcs[i]))
 		i++;
@@ -599,20 +610,24 @@ static int __attribute__((noinline)) inj_capture(struct inj_thread *t, int *firs
 static uint32_t inj_stack_id(struct inj_thread *t, int first, int n, uint16_t flags,
 			     uint64_t *at, const struct inj_stack_ent **found);
 
-/* The same, through the token cache first; *found is the table entry (NULL when the
- * table could not be mapped), for the in-flight table. A cached entry is only used while the table it points into
- * has not been reset (stab_gen). */
+/* The same, through the id kept under the token first; *ref: where the in-flight table finds
+ * the stack (zero when the table could not be mapped). A kept id is only used while the table
+ * it points into has not been reset (stab_gen); the attach reset and a new thread in the slot
+ * bump stab_gen too. */
 static inline uint32_t inj_captured_id(struct inj_thread *t, uint64_t token, int first, int n,
-				       uint16_t flags, uint64_t *at, const struct inj_stack_ent **found)
+				       uint16_t flags, uint64_t *at, struct inj_stack_ref *ref)
 {
-	struct inj_token_id *c = &t->token_ids[token >> 8 & 0xff];
-	if (token && c->token == token && c->gen == t->stab_gen) {
-		*found = c->ent;
+	struct inj_token_id *c = fu_token_data(token);
+	if (c && c->token == token && c->gen == t->stab_gen) {
+		*ref = c->ref;
 		return c->id;
 	}
-	uint32_t id = inj_stack_id(t, first, n, flags, at, found);
-	if (token && id && *found)
-		*c = (struct inj_token_id){ token, id, t->stab_gen, *found };
+	const struct inj_stack_ent *e;
+	uint32_t id = inj_stack_id(t, first, n, flags, at, &e);
+	*ref = e ? (struct inj_stack_ref){ (uint64_t)(uintptr_t)(t->arena + e->off), e->nframes,
+					   e->npy, e->flags } : (struct inj_stack_ref){ 0 };
+	if (c && id && e)
+		*c = (struct inj_token_id){ token, id, t->stab_gen, *ref };
 	return id;
 }
 
@@ -789,9 +804,9 @@ static void inj_append_call(struct inj_thread *t, const struct inj_span *sp, uin
 /* A kernel launch enters the in-flight table (protocol.h): one cache line, by correlation id,
  * marked odd while it is written so that a dump that stopped this thread in the middle passes
  * it over. No lock, no locked instruction, no system call; the stack is pointed at, in this
- * thread's table (e: its entry, NULL when it has none), not copied. */
+ * thread's table (e; frames 0 when it has none), not copied. */
 static void inj_inflight_enter(struct inj_thread *t, const CUpti_CallbackData *cb, uint64_t start,
-			       const struct inj_stack_ent *e)
+			       const struct inj_stack_ref *e)
 {
 	struct gpu_inflight_table *ft = &csampler_gpu_inflight;
 	struct gpu_inflight_slot *sl = &ft->slots[cb->correlationId % GPU_INFLIGHT_SLOTS];
@@ -804,13 +819,13 @@ static void inj_inflight_enter(struct inj_thread *t, const CUpti_CallbackData *c
 	sl->tid = t->tid;
 	sl->start = start;
 	sl->name = (uint64_t)(uintptr_t)cb->symbolName;
-	sl->frames = e ? (uint64_t)(uintptr_t)(t->arena + e->off) : 0;
+	sl->frames = e->frames;
 	sl->generation_at = (uint64_t)(uintptr_t)&t->stab_gen;
 	sl->generation = t->stab_gen;
-	sl->nframes = e ? e->nframes : 0;
-	sl->npy = e ? e->npy : 0;
-	sl->flags = e ? (uint16_t)e->flags : 0;
-	sl->py_flags = e && e->npy ? (uint16_t)t->py_flags : 0;
+	sl->nframes = e->nframes;
+	sl->npy = e->npy;
+	sl->flags = (uint16_t)e->flags;
+	sl->py_flags = e->npy ? (uint16_t)t->py_flags : 0;
 	__atomic_store_n(&sl->seq, seq + 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&ft->launches, __atomic_load_n(&ft->launches, __ATOMIC_RELAXED) + 1,
 			 __ATOMIC_RELAXED);
@@ -860,7 +875,7 @@ static void inj_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 							       GPU_DOMAIN_DRIVER;
 	uint64_t at = atomic_load_explicit(&t->head, memory_order_relaxed);
 	uint32_t stack = 0;
-	const struct inj_stack_ent *ent = NULL;
+	struct inj_stack_ref ref = { 0 };
 	if (d > 0) {
 		/* A call with its own correlation id inside an outer one: the outer call's stack,
 		 * so that activity keyed on this id still finds its launch. */
@@ -870,13 +885,13 @@ static void inj_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 		uint16_t flags = 0;
 		uint64_t token = 0;
 		int n = inj_capture(t, &first, &flags, &token);
-		stack = inj_captured_id(t, token, first, n, flags, &at, &ent);
+		stack = inj_captured_id(t, token, first, n, flags, &at, &ref);
 		t->outer_stack = stack;
 	}
 	if (d == 0) {
 		t->outer_corr = cb->correlationId;
 		if (cb->symbolName)
-			inj_inflight_enter(t, cb, start, ent);
+			inj_inflight_enter(t, cb, start, &ref);
 	}
 	inj_api_name(t, dom, cbid, cb->functionName, &at);
 	if (at != atomic_load_explicit(&t->head, memory_order_relaxed))
@@ -927,7 +942,7 @@ static void inj_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 		uint16_t flags = 0;
 		uint64_t token = 0;
 		int n = inj_capture(t, &first, &flags, &token);
-		const struct inj_stack_ent *unused;
+		struct inj_stack_ref unused;
 		stack = inj_captured_id(t, token, first, n, flags, &at, &unused);
 	}
 	/* The correlation id of the API call that created it (cudaLaunchKernel under capture,
@@ -2004,7 +2019,6 @@ static void inj_attach_reset(void)
 		t->stab_used = t->arena_used = 0;
 		__atomic_store_n(&t->stab_gen, t->stab_gen + 1, __ATOMIC_RELEASE);
 		memset(t->name_written, 0, sizeof(t->name_written));
-		memset(t->token_ids, 0, sizeof(t->token_ids));  /* their stacks are the old file's */
 		atomic_store(&t->launches, 0);
 		atomic_store(&t->launches_dropped, 0);
 		atomic_store(&t->capture_ns, 0);

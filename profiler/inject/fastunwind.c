@@ -169,16 +169,20 @@ struct fu_sframe {
 };
 _Static_assert(sizeof(struct fu_sframe) == 16, "fu_sframe: four to a cache line");
 
+/* The header is one cache line with the caller's data (fu_token_data), which a walk that ends
+ * in this stack has just read: what the caller keeps under the token costs no other line. */
 struct fu_stack {
 	uint64_t gen;            /* fu.gen of the walk */
-	uint32_t version;        /* fu_remember calls into this slot: part of a walk's token */
 	uintptr_t base;          /* the walk's first SP: the frames' addresses are offsets from it */
+	uint32_t version;        /* fu_remember calls into this slot: part of a walk's token */
 	int n;                   /* frames (pcs); 0: empty */
 	bool stopped;            /* the last frame's rule stopped (no f[n]); else f[n] is the state
 				  * after the last step: RA 0 ends the stack, anything else goes on */
+	uint64_t user[FU_TOKEN_DATA / 8] __attribute__((aligned(32)));   /* fu_token_data */
 	struct fu_sframe f[FU_STACK_FRAMES + 1];
 	uintptr_t fp[FU_STACK_FRAMES + 1];   /* RBP at each frame (compared where live) */
 };
+_Static_assert(offsetof(struct fu_stack, f) == 64, "fu_stack: the header in one cache line");
 
 /* One per thread that ever unwound, never freed (the counters outlive the thread). */
 struct fu_thread {
@@ -1345,6 +1349,14 @@ __asm__(".text\n"
 	".cfi_endproc\n"
 	".size fu_backtrace_token, .-fu_backtrace_token\n");
 
+void *fu_token_data(uint64_t token)
+{
+	struct fu_thread *t = fu_self;
+	if (!token || !t || !t->stacks_memo)
+		return NULL;
+	return t->stacks_memo[token >> 8 & 0xff].user;
+}
+
 struct fu_stats fu_stats(void)
 {
 	struct fu_stats s = {
@@ -1386,6 +1398,12 @@ static int fu_libunwind(uintptr_t *pcs, int max, uintptr_t ra0)
 int __attribute__((noinline)) fu_backtrace(uintptr_t *pcs, int max)
 {
 	return fu_libunwind(pcs, max, (uintptr_t)__builtin_return_address(0));
+}
+
+void *fu_token_data(uint64_t token)
+{
+	(void)token;
+	return NULL;
 }
 
 /* No memo here: the token is always 0 (the caller hashes the stack). */

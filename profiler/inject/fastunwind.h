@@ -19,6 +19,14 @@ int fu_backtrace(uintptr_t *pcs, int max);
  * them under the token. 0: no such promise. */
 int fu_backtrace_token(uintptr_t *pcs, int max, uint64_t *token);
 
+/* Room for FU_TOKEN_DATA bytes of the caller's own beside the remembered stack a token of this
+ * thread names (what it derived from those frames: an id, say), on the cache line the walk that
+ * gave the token read last; NULL for token 0. The room belongs to the stack's slot: when the
+ * slot is reused, tokens change, so the caller keeps the token in its data and compares it
+ * first. Zero until written; 8-byte aligned. */
+enum { FU_TOKEN_DATA = 32 };
+void *fu_token_data(uint64_t token);
+
 struct fu_stats {
 	uint64_t stacks;      /* fu_backtrace calls */
 	uint64_t frames;      /* return addresses the fast path recorded */
