@@ -211,6 +211,7 @@ struct inj_ctx {
 	_Atomic uint32_t next_stack_id;
 	struct inj_range skip[INJ_MAX_SKIP_RANGES];
 	int nskip;
+	uint32_t stack_limit;            /* stacks a thread's table takes before it starts again */
 	/* CUPTI buffer pool: bit i set = buffer i free */
 	uint8_t *pool;
 	_Atomic uint32_t pool_free;
@@ -245,7 +246,7 @@ struct inj_ctx {
 	} py;
 };
 
-static struct inj_ctx inj = { .fd = -1,
+static struct inj_ctx inj = { .fd = -1, .stack_limit = INJ_STACK_SLOTS * 3 / 4,
 	.flush_lock = PTHREAD_MUTEX_INITIALIZER, .marker_lock = PTHREAD_MUTEX_INITIALIZER,
 	.drain_lock = PTHREAD_MUTEX_INITIALIZER, .writer_lock = PTHREAD_MUTEX_INITIALIZER };
 static __thread struct inj_thread *inj_self;
@@ -699,7 +700,7 @@ static uint32_t inj_stack_id(struct inj_thread *t, int first, int n, uint16_t fl
 			}
 		}
 		/* full tables start again (their ids stay valid in the file) */
-		if (t->stab_used + 1 > INJ_STACK_SLOTS * 3 / 4 ||
+		if (t->stab_used + 1 > inj.stack_limit ||
 		    t->arena_used + pcs_bytes + py_bytes > INJ_STACK_ARENA) {
 			memset(t->stab, 0, sizeof(*t->stab) * INJ_STACK_SLOTS);
 			t->stab_used = t->arena_used = 0;
@@ -1917,6 +1918,9 @@ static int inj_start(void)
 	/* the unwinder's stack memo (fastunwind.c), on unless CSAMPLER_GPU_STACK_MEMO=0
 	 * (scripts/bench-gpu-launch.sh compares): the stacks are the same either way */
 	fu_set_stack_memo(inj_env_long("CSAMPLER_GPU_STACK_MEMO", 1, 0, 1) != 0);
+	/* a smaller stack table for tests (t-cupti.sh's stackreset: ids across its resets) */
+	inj.stack_limit = (uint32_t)inj_env_long("CSAMPLER_GPU_STACK_TABLE", INJ_STACK_SLOTS * 3 / 4,
+						  1, INJ_STACK_SLOTS * 3 / 4);
 	inj.flush_ms = (unsigned)inj_env_long("CSAMPLER_GPU_FLUSH_MS", 3000, 1, 600000);
 	if (inj.max_frames > 0)
 		inj_py_init();
