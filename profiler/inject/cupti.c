@@ -7,8 +7,9 @@
  *     level per call (the driver's by default: CSAMPLER_GPU_SUBSCRIBE), as one fixed 32-byte
  *     GPU_REC_CALL written at its EXIT: correlation id, callback id, ENTER time (one vDSO clock
  *     read) and duration (one more at EXIT), and the id of the CPU stack that made it;
- *   - each distinct stack once per thread (GPU_REC_STACK): libunwind's local unwinder at the
- *     ENTER, hashed with the thread's Python frames and looked up in a per-thread table (full
+ *   - each distinct stack once per thread (GPU_REC_STACK): fastunwind.c's unwinder at the
+ *     ENTER; a stack its memo gives whole has its id beside it (fu_token_data), any other is
+ *     hashed with the thread's Python frames and looked up in a per-thread table (full
  *     compare), so a launch from a known call path writes nothing but its call record; the
  *     API's name once per thread (GPU_REC_API_NAME). Spans are timed here, not with CUPTI's
  *     RUNTIME/DRIVER activity kinds, which record every API call the program makes (on an H100,
@@ -26,8 +27,9 @@
  * every write(2). CUPTI buffers come from a pool reserved at start. The final flush runs under a
  * watchdog so a hung CUPTI cannot hang the exit, then the exit drains everything left.
  *
- * Why libunwind and not a copy of registers and stack: measured with scripts/bench-gpu-launch.sh,
- * unwinding return addresses in place with its per-thread cache costs a few hundred ns for
+ * Why unwinding in place (fastunwind.c, libunwind where it cannot) and not a copy of registers
+ * and stack: measured with scripts/bench-gpu-launch.sh, unwinding return addresses in place
+ * with libunwind's per-thread cache cost a few hundred ns for
  * 20-40 frames; copying 32 KiB of stack per launch cost 6-49 us (3 GB/s to write at 100k/s, and
  * still to be unwound later), and glibc's backtrace() 4-8 us. */
 #define UNW_LOCAL_ONLY
