@@ -656,8 +656,12 @@ static int inj_stack_table(struct inj_thread *t)
 	if (t->stab)
 		return 0;
 	size_t tab = sizeof(*t->stab) * INJ_STACK_SLOTS;
-	void *p = fu_map_huge(tab + INJ_STACK_ARENA);
-	if (!p)
+	/* small pages: a known stack's id and frames come from fu_token_data, so this table is
+	 * read for new stacks and Python ones only, and a huge page's 2 MiB zeroing at the first
+	 * write landed in a launch (the gpu-idle tests sampled it there) */
+	void *p = mmap(NULL, tab + INJ_STACK_ARENA, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
 		return -1;
 	t->stab = p;
 	t->arena = (uint8_t *)p + tab;

@@ -59,7 +59,7 @@ void fu_set_stack_memo(int on);
 
 /* bytes of zeroed memory (address space, touched as used) aligned to 2 MiB and advised as
  * transparent huge pages, or NULL: for the tables the launch path reads at every launch (the
- * stack memo here, cupti.c's thread states and stack tables), so that one TLB entry covers each
+ * stack memo here, cupti.c's thread states), so that one TLB entry covers each
  * table where the kernel allows huge pages (madvise or always mode). When launches come in short
  * bursts after a sleep, the TLB entries of 4 KiB pages are gone and every table walked costs a
  * page walk, on cold caches (scripts/bench-gpu-launch.sh, 10k/s). Never unmapped. */
