@@ -1815,6 +1815,11 @@ static int inj_setup_once(void)
 		if (pthread_key_create(&inj.thread_key, inj_thread_exit))
 			return inj_give_up("pthread_key_create", CUPTI_ERROR_OUT_OF_MEMORY), -1;
 		inj.slots = fu_map_huge(sizeof(struct inj_thread) * INJ_THREAD_SLOTS);
+		/* the first thread's state page made here (a huge page is zeroed whole at the first
+		 * write), not in that thread's first launch; the warm-up below does the same for
+		 * this thread's stack memo */
+		if (inj.slots)
+			atomic_store(&inj.slots[0].in_use, 0);
 		void *pool = mmap(NULL, (size_t)INJ_POOL_BUFFERS * INJ_POOL_BUFFER_SIZE,
 				  PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
 				  -1, 0);
