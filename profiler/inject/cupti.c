@@ -7,8 +7,9 @@
  *     level per call (the driver's by default: CSAMPLER_GPU_SUBSCRIBE), as one fixed 32-byte
  *     GPU_REC_CALL written at its EXIT: correlation id, callback id, ENTER time (one vDSO clock
  *     read) and duration (one more at EXIT), and the id of the CPU stack that made it;
- *   - each distinct stack once per thread (GPU_REC_STACK): libunwind's local unwinder at the
- *     ENTER, hashed with the thread's Python frames and looked up in a per-thread table (full
+ *   - each distinct stack once per thread (GPU_REC_STACK): fastunwind.c's unwinder at the
+ *     ENTER; a stack its memo gives whole has its id beside it (fu_token_data), any other is
+ *     hashed with the thread's Python frames and looked up in a per-thread table (full
  *     compare), so a launch from a known call path writes nothing but its call record; the
  *     API's name once per thread (GPU_REC_API_NAME). Spans are timed here, not with CUPTI's
  *     RUNTIME/DRIVER activity kinds, which record every API call the program makes (on an H100,
@@ -26,8 +27,9 @@
  * every write(2). CUPTI buffers come from a pool reserved at start. The final flush runs under a
  * watchdog so a hung CUPTI cannot hang the exit, then the exit drains everything left.
  *
- * Why libunwind and not a copy of registers and stack: measured with scripts/bench-gpu-launch.sh,
- * unwinding return addresses in place with its per-thread cache costs a few hundred ns for
+ * Why unwinding in place (fastunwind.c, libunwind where it cannot) and not a copy of registers
+ * and stack: measured with scripts/bench-gpu-launch.sh, unwinding return addresses in place
+ * with libunwind's per-thread cache cost a few hundred ns for
  * 20-40 frames; copying 32 KiB of stack per launch cost 6-49 us (3 GB/s to write at 100k/s, and
  * still to be unwound later), and glibc's backtrace() 4-8 us. */
 #define UNW_LOCAL_ONLY
@@ -121,45 +123,58 @@ struct inj_stack_ent {
 	uint32_t flags;
 };
 
+/* What the in-flight table (protocol.h) points at for a launch: a stack in its thread's table. */
+struct inj_stack_ref {
+	uint64_t frames;                 /* its frames in the thread's arena; 0: no stack */
+	uint16_t nframes, npy;
+	uint32_t flags;
+};
+
+/* A stack id kept beside the unwinder's remembered stack (fu_token_data): a stack the memo
+ * gives whole needs no hash and no compare, and its id is on the line the walk just read. */
+struct inj_token_id {
+	uint64_t token;
+	uint32_t id, gen;                /* gen: stab_gen when ref was taken */
+	struct inj_stack_ref ref;
+};
+_Static_assert(sizeof(struct inj_token_id) <= FU_TOKEN_DATA, "inj_token_id fits fu_token_data");
+
 /* One thread's ring of records and API nesting. Only its owner appends (and publishes `head`
  * after whole records); only the writer thread (or the exit drain, after it stopped) consumes
  * (and publishes `tail`). No lock, no system call on the owner's side. */
 struct inj_thread {
+	/* The owner's line, read and written at every API call (the writer only reads head). */
 	_Atomic uint64_t head __attribute__((aligned(64)));
-	_Atomic uint64_t tail __attribute__((aligned(64)));
-	_Atomic int in_use;              /* a live thread owns this slot */
-	struct inj_thread *next;         /* global list, push-only */
-	uint32_t tid;
-	_Atomic uint32_t pthread_low;    /* pthread_self()'s low 32 bits: see inj_marker_tid */
 	int depth;                       /* subscribed API calls open on this thread */
 	uint32_t ncalls;
 	uint32_t outer_corr;             /* correlation id of the outermost one */
 	uint32_t outer_stack;            /* its stack id */
-	/* the open calls' spans, by nesting depth: written as GPU_REC_CALL at their EXIT */
+	uint32_t stab_gen;               /* bumped at each reset of the table (protocol.h's
+					  * in-flight slots point into the arena) */
+	uint32_t tid;
+	_Atomic uint64_t launches;
+	/* the open calls' spans, by nesting depth: written as GPU_REC_CALL at their EXIT (the
+	 * outermost's in the owner's line) */
 	struct inj_span {
 		uint64_t start;
 		uint32_t correlation, stack;
 		uint16_t cbid, domain, recorded;
 	} spans[INJ_SPAN_DEPTH];
-	_Atomic uint64_t launches, launches_dropped, capture_ns, stacks;
+	uint32_t npy, py_flags;          /* the Python frames of the last capture (py[] below) */
+	/* the writer's line: it publishes tail after each drain */
+	_Atomic uint64_t tail __attribute__((aligned(64)));
+	_Atomic int in_use;              /* a live thread owns this slot */
+	struct inj_thread *next;         /* global list, push-only */
+	_Atomic uint32_t pthread_low;    /* pthread_self()'s low 32 bits: see inj_marker_tid */
+	_Atomic uint64_t launches_dropped, capture_ns, stacks;
 	/* stacks written by this thread (inj_stack_id), mapped at its first launch */
 	struct inj_stack_ent *stab;
 	uint8_t *arena;
 	uint32_t stab_used, arena_used;
-	uint32_t stab_gen;               /* bumped at each reset of the table (protocol.h's
-					  * in-flight slots point into the arena) */
 	uint8_t name_written[2][INJ_CBIDS / 8];   /* [runtime, driver][cbid]: name record made */
 	uint64_t pcs[GPU_MAX_FRAMES + INJ_SKIP_FRAMES];
-	/* stack ids by fastunwind's token (fu_backtrace_token): a stack the unwinder's memo gives
-	 * whole needs no hash and no compare; slot = the token's remembered stack */
-	struct inj_token_id {
-		uint64_t token;
-		uint32_t id, gen;                    /* gen: stab_gen when ent was taken */
-		const struct inj_stack_ent *ent;     /* for the in-flight table (protocol.h) */
-	} token_ids[256];
-	/* the Python frames of the last capture */
+	/* the Python frames of the last capture (npy, py_flags above) */
 	struct gpu_py_frame py[GPU_MAX_PY_FRAMES];
-	uint32_t npy, py_flags;
 	uint8_t ring[INJ_RING] __attribute__((aligned(64)));
 };
 
@@ -180,22 +195,26 @@ struct inj_done {
 };
 
 struct inj_ctx {
+	/* What every API call reads, in one cache line that nothing writes while capture runs
+	 * (state changes at start and stop only). */
 	_Atomic int state;               /* enum inj_state */
-	int fd;
-	int max_frames;
 	int floor;                       /* enum inj_floor */
+	int max_frames;
+	int fd;
+	/* the API call clock: CLOCK_MONOTONIC, or the stand-in's scripted clock (inj_clock_init) */
+	uint64_t (*test_clock)(void);
 	unsigned flush_ms;
 	uint32_t cupti_version;
 	CUpti_SubscriberHandle subscriber;
 	pthread_key_t thread_key;
-	_Atomic(struct inj_thread *) threads;
 	struct inj_thread *slots;        /* INJ_THREAD_SLOTS reserved (lazily touched) */
+	/* written when a thread or a stack is new */
+	_Atomic(struct inj_thread *) threads __attribute__((aligned(64)));
 	_Atomic unsigned next_slot;
 	_Atomic uint32_t next_stack_id;
 	struct inj_range skip[INJ_MAX_SKIP_RANGES];
 	int nskip;
-	/* the API call clock: CLOCK_MONOTONIC, or the stand-in's scripted clock (inj_clock_init) */
-	uint64_t (*test_clock)(void);
+	uint32_t stack_limit;            /* stacks a thread's table takes before it starts again */
 	/* CUPTI buffer pool: bit i set = buffer i free */
 	uint8_t *pool;
 	_Atomic uint32_t pool_free;
@@ -231,7 +250,7 @@ struct inj_ctx {
 	} py;
 };
 
-static struct inj_ctx inj = { .fd = -1,
+static struct inj_ctx inj = { .fd = -1, .stack_limit = INJ_STACK_SLOTS * 3 / 4,
 	.flush_lock = PTHREAD_MUTEX_INITIALIZER, .marker_lock = PTHREAD_MUTEX_INITIALIZER,
 	.drain_lock = PTHREAD_MUTEX_INITIALIZER, .writer_lock = PTHREAD_MUTEX_INITIALIZER };
 static __thread struct inj_thread *inj_self;
@@ -475,7 +494,6 @@ static struct inj_thread *inj_thread_get(void)
 	t->stab_used = t->arena_used = 0;
 	__atomic_store_n(&t->stab_gen, t->stab_gen + 1, __ATOMIC_RELEASE);
 	memset(t->name_written, 0, sizeof(t->name_written));
-	memset(t->token_ids, 0, sizeof(t->token_ids));   /* tokens are the old thread's unwinder's */
 	inj_self = t;
 	pthread_setspecific(inj.thread_key, t);
 	return t;
@@ -568,10 +586,13 @@ static int __attribute__((noinline)) inj_capture(struct inj_thread *t, int *firs
 	_Static_assert(sizeof(uintptr_t) == sizeof(t->pcs[0]), "pcs are addresses");
 	int n = fu_backtrace_token((uintptr_t *)t->pcs, want, token);
 	inj_py_walk(t);
-	if (t->npy)
+	if (t->npy) {
 		*token = 0;   /* the id depends on the Python frames too */
-	else if (*token && t->token_ids[*token >> 8 & 0xff].token == *token)
-		return 0;     /* the caller has the id: nothing else needed */
+	} else if (*token) {
+		const struct inj_token_id *c = fu_token_data(*token);
+		if (c && c->token == *token && c->gen == t->stab_gen)
+			return 0;     /* the caller has the id: nothing else needed */
+	}
 	int i = 0;
 	while (i < n && i < INJ_SKIP_FRAMES && inj_skipped_pc((uintptr_t)t->pcs[i]))
 		i++;
@@ -588,20 +609,24 @@ static int __attribute__((noinline)) inj_capture(struct inj_thread *t, int *firs
 static uint32_t inj_stack_id(struct inj_thread *t, int first, int n, uint16_t flags,
 			     uint64_t *at, const struct inj_stack_ent **found);
 
-/* The same, through the token cache first; *found is the table entry (NULL when the
- * table could not be mapped), for the in-flight table. A cached entry is only used while the table it points into
- * has not been reset (stab_gen). */
+/* The same, through the id kept under the token first; *ref: where the in-flight table finds
+ * the stack (zero when the table could not be mapped). A kept id is only used while the table
+ * it points into has not been reset (stab_gen); the attach reset and a new thread in the slot
+ * bump stab_gen too. */
 static inline uint32_t inj_captured_id(struct inj_thread *t, uint64_t token, int first, int n,
-				       uint16_t flags, uint64_t *at, const struct inj_stack_ent **found)
+				       uint16_t flags, uint64_t *at, struct inj_stack_ref *ref)
 {
-	struct inj_token_id *c = &t->token_ids[token >> 8 & 0xff];
-	if (token && c->token == token && c->gen == t->stab_gen) {
-		*found = c->ent;
+	struct inj_token_id *c = fu_token_data(token);
+	if (c && c->token == token && c->gen == t->stab_gen) {
+		*ref = c->ref;
 		return c->id;
 	}
-	uint32_t id = inj_stack_id(t, first, n, flags, at, found);
-	if (token && id && *found)
-		*c = (struct inj_token_id){ token, id, t->stab_gen, *found };
+	const struct inj_stack_ent *e;
+	uint32_t id = inj_stack_id(t, first, n, flags, at, &e);
+	*ref = e ? (struct inj_stack_ref){ (uint64_t)(uintptr_t)(t->arena + e->off), e->nframes,
+					   e->npy, e->flags } : (struct inj_stack_ref){ 0 };
+	if (c && id && e)
+		*c = (struct inj_token_id){ token, id, t->stab_gen, *ref };
 	return id;
 }
 
@@ -627,6 +652,9 @@ static int inj_stack_table(struct inj_thread *t)
 	if (t->stab)
 		return 0;
 	size_t tab = sizeof(*t->stab) * INJ_STACK_SLOTS;
+	/* small pages: a known stack's id and frames come from fu_token_data, so this table is
+	 * read for new stacks and Python ones only, and a huge page's 2 MiB zeroing at the first
+	 * write landed in a launch (the gpu-idle tests sampled it there) */
 	void *p = mmap(NULL, tab + INJ_STACK_ARENA, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
@@ -674,7 +702,7 @@ static uint32_t inj_stack_id(struct inj_thread *t, int first, int n, uint16_t fl
 			}
 		}
 		/* full tables start again (their ids stay valid in the file) */
-		if (t->stab_used + 1 > INJ_STACK_SLOTS * 3 / 4 ||
+		if (t->stab_used + 1 > inj.stack_limit ||
 		    t->arena_used + pcs_bytes + py_bytes > INJ_STACK_ARENA) {
 			memset(t->stab, 0, sizeof(*t->stab) * INJ_STACK_SLOTS);
 			t->stab_used = t->arena_used = 0;
@@ -779,9 +807,9 @@ static void inj_append_call(struct inj_thread *t, const struct inj_span *sp, uin
 /* A kernel launch enters the in-flight table (protocol.h): one cache line, by correlation id,
  * marked odd while it is written so that a dump that stopped this thread in the middle passes
  * it over. No lock, no locked instruction, no system call; the stack is pointed at, in this
- * thread's table (e: its entry, NULL when it has none), not copied. */
+ * thread's table (e; frames 0 when it has none), not copied. */
 static void inj_inflight_enter(struct inj_thread *t, const CUpti_CallbackData *cb, uint64_t start,
-			       const struct inj_stack_ent *e)
+			       const struct inj_stack_ref *e)
 {
 	struct gpu_inflight_table *ft = &csampler_gpu_inflight;
 	struct gpu_inflight_slot *sl = &ft->slots[cb->correlationId % GPU_INFLIGHT_SLOTS];
@@ -794,13 +822,13 @@ static void inj_inflight_enter(struct inj_thread *t, const CUpti_CallbackData *c
 	sl->tid = t->tid;
 	sl->start = start;
 	sl->name = (uint64_t)(uintptr_t)cb->symbolName;
-	sl->frames = e ? (uint64_t)(uintptr_t)(t->arena + e->off) : 0;
+	sl->frames = e->frames;
 	sl->generation_at = (uint64_t)(uintptr_t)&t->stab_gen;
 	sl->generation = t->stab_gen;
-	sl->nframes = e ? e->nframes : 0;
-	sl->npy = e ? e->npy : 0;
-	sl->flags = e ? (uint16_t)e->flags : 0;
-	sl->py_flags = e && e->npy ? (uint16_t)t->py_flags : 0;
+	sl->nframes = e->nframes;
+	sl->npy = e->npy;
+	sl->flags = (uint16_t)e->flags;
+	sl->py_flags = e->npy ? (uint16_t)t->py_flags : 0;
 	__atomic_store_n(&sl->seq, seq + 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&ft->launches, __atomic_load_n(&ft->launches, __ATOMIC_RELAXED) + 1,
 			 __ATOMIC_RELAXED);
@@ -850,7 +878,7 @@ static void inj_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 							       GPU_DOMAIN_DRIVER;
 	uint64_t at = atomic_load_explicit(&t->head, memory_order_relaxed);
 	uint32_t stack = 0;
-	const struct inj_stack_ent *ent = NULL;
+	struct inj_stack_ref ref = { 0 };
 	if (d > 0) {
 		/* A call with its own correlation id inside an outer one: the outer call's stack,
 		 * so that activity keyed on this id still finds its launch. */
@@ -860,13 +888,13 @@ static void inj_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 		uint16_t flags = 0;
 		uint64_t token = 0;
 		int n = inj_capture(t, &first, &flags, &token);
-		stack = inj_captured_id(t, token, first, n, flags, &at, &ent);
+		stack = inj_captured_id(t, token, first, n, flags, &at, &ref);
 		t->outer_stack = stack;
 	}
 	if (d == 0) {
 		t->outer_corr = cb->correlationId;
 		if (cb->symbolName)
-			inj_inflight_enter(t, cb, start, ent);
+			inj_inflight_enter(t, cb, start, &ref);
 	}
 	inj_api_name(t, dom, cbid, cb->functionName, &at);
 	if (at != atomic_load_explicit(&t->head, memory_order_relaxed))
@@ -917,7 +945,7 @@ static void inj_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 		uint16_t flags = 0;
 		uint64_t token = 0;
 		int n = inj_capture(t, &first, &flags, &token);
-		const struct inj_stack_ent *unused;
+		struct inj_stack_ref unused;
 		stack = inj_captured_id(t, token, first, n, flags, &at, &unused);
 	}
 	/* The correlation id of the API call that created it (cudaLaunchKernel under capture,
@@ -1012,6 +1040,18 @@ static void *inj_out_reserve(struct inj_out *o, uint16_t type, size_t payload)
 	return p + sizeof(struct gpu_rec);
 }
 
+/* A record with GPU times: reserved as inj_out_reserve does, or NULL (counted) when CUPTI lost
+ * both times. */
+static void *inj_out_timed(struct inj_out *o, uint16_t type, size_t payload, uint64_t start,
+			   uint64_t end)
+{
+	if (start == 0 && end == 0) {
+		atomic_fetch_add_explicit(&inj.lost_timestamps, 1, memory_order_relaxed);
+		return NULL;
+	}
+	return inj_out_reserve(o, type, payload);
+}
+
 static size_t inj_name_len(const char *name, size_t max)
 {
 	return name ? strnlen(name, max - 1) + 1 : 1;
@@ -1024,18 +1064,17 @@ static void inj_copy_name(char *dst, const char *name, size_t len)
 	dst[len - 1] = 0;
 }
 
-static void inj_kernel(struct inj_out *o, const CUpti_ActivityKernel10 *k)
+static void inj_kernel(struct inj_out *o, const void *rec)
 {
-	if (k->start == 0 && k->end == 0) {
-		atomic_fetch_add_explicit(&inj.lost_timestamps, 1, memory_order_relaxed);
+	const CUpti_ActivityKernel10 *k = rec;
+	size_t nl = inj_name_len(k->name, GPU_NAME_MAX);
+	struct gpu_kernel *g = inj_out_timed(o, GPU_REC_KERNEL, sizeof(*g) + nl, k->start, k->end);
+	if (!g)
 		return;
-	}
 	struct gpu_inflight_slot *sl =
 		&csampler_gpu_inflight.slots[k->correlationId % GPU_INFLIGHT_SLOTS];
 	if (__atomic_load_n(&sl->correlation, __ATOMIC_RELAXED) == k->correlationId)
 		__atomic_store_n(&sl->state, GPU_INFLIGHT_FINISHED, __ATOMIC_RELAXED);
-	size_t nl = inj_name_len(k->name, GPU_NAME_MAX);
-	struct gpu_kernel *g = inj_out_reserve(o, GPU_REC_KERNEL, sizeof(*g) + nl);
 	*g = (struct gpu_kernel){
 		.start = k->start, .end = k->end, .queued = k->queued, .submitted = k->submitted,
 		.correlation = k->correlationId, .device = k->deviceId, .context = k->contextId,
@@ -1053,13 +1092,12 @@ static void inj_kernel(struct inj_out *o, const CUpti_ActivityKernel10 *k)
 	inj_copy_name((char *)(g + 1), k->name, nl);
 }
 
-static void inj_memcpy(struct inj_out *o, const CUpti_ActivityMemcpy6 *m)
+static void inj_memcpy(struct inj_out *o, const void *rec)
 {
-	if (m->start == 0 && m->end == 0) {
-		atomic_fetch_add_explicit(&inj.lost_timestamps, 1, memory_order_relaxed);
+	const CUpti_ActivityMemcpy6 *m = rec;
+	struct gpu_memcpy *g = inj_out_timed(o, GPU_REC_MEMCPY, sizeof(*g), m->start, m->end);
+	if (!g)
 		return;
-	}
-	struct gpu_memcpy *g = inj_out_reserve(o, GPU_REC_MEMCPY, sizeof(*g));
 	*g = (struct gpu_memcpy){
 		.start = m->start, .end = m->end, .bytes = m->bytes,
 		.correlation = m->correlationId, .device = m->deviceId, .context = m->contextId,
@@ -1068,29 +1106,30 @@ static void inj_memcpy(struct inj_out *o, const CUpti_ActivityMemcpy6 *m)
 		.graph_node_id = m->graphNodeId };
 }
 
-static void inj_memset(struct inj_out *o, const CUpti_ActivityMemset4 *m)
+static void inj_memset(struct inj_out *o, const void *rec)
 {
-	if (m->start == 0 && m->end == 0) {
-		atomic_fetch_add_explicit(&inj.lost_timestamps, 1, memory_order_relaxed);
+	const CUpti_ActivityMemset4 *m = rec;
+	struct gpu_memset *g = inj_out_timed(o, GPU_REC_MEMSET, sizeof(*g), m->start, m->end);
+	if (!g)
 		return;
-	}
-	struct gpu_memset *g = inj_out_reserve(o, GPU_REC_MEMSET, sizeof(*g));
 	*g = (struct gpu_memset){
 		.start = m->start, .end = m->end, .bytes = m->bytes,
 		.correlation = m->correlationId, .device = m->deviceId, .context = m->contextId,
 		.stream = m->streamId, .value = m->value, .graph_node_id = m->graphNodeId };
 }
 
-static void inj_sync(struct inj_out *o, const CUpti_ActivitySynchronization2 *s)
+static void inj_sync(struct inj_out *o, const void *rec)
 {
+	const CUpti_ActivitySynchronization2 *s = rec;
 	struct gpu_sync *g = inj_out_reserve(o, GPU_REC_SYNC, sizeof(*g));
 	*g = (struct gpu_sync){ .start = s->start, .end = s->end, .correlation = s->correlationId,
 				.type = s->type, .context = s->contextId, .stream = s->streamId,
 				.event = s->cudaEventId };
 }
 
-static void inj_overhead(struct inj_out *o, const CUpti_ActivityOverhead3 *a)
+static void inj_overhead(struct inj_out *o, const void *rec)
 {
+	const CUpti_ActivityOverhead3 *a = rec;
 	struct gpu_overhead *g = inj_out_reserve(o, GPU_REC_OVERHEAD, sizeof(*g));
 	*g = (struct gpu_overhead){ .start = a->start, .end = a->end, .kind = a->overheadKind,
 				    .object_kind = a->objectKind,
@@ -1137,8 +1176,9 @@ static uint32_t inj_marker_tid(uint32_t cupti_tid)
 
 /* CUPTI gives an NVTX range as a START record (with the name) and an END record, possibly in
  * different buffers: pair them by id here, so the file holds whole ranges. */
-static void inj_marker(struct inj_out *o, const CUpti_ActivityMarker2 *m)
+static void inj_marker(struct inj_out *o, const void *rec)
 {
+	const CUpti_ActivityMarker2 *m = rec;
 	uint32_t tid = m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ?
 		inj_marker_tid(m->objectId.pt.threadId) : 0;
 	uint32_t domain = inj_domain_id(m->domain);
@@ -1199,33 +1239,31 @@ static void inj_markers_close(struct inj_out *o)
 }
 
 
+/* The activity kinds translated, and how (kinds not enabled by us, marker data ..., are
+ * passed over). */
+static const struct inj_kind {
+	CUpti_ActivityKind kind;
+	void (*translate)(struct inj_out *o, const void *rec);
+} inj_kinds[] = {
+	{ CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, inj_kernel },
+	{ CUPTI_ACTIVITY_KIND_KERNEL, inj_kernel },
+	{ CUPTI_ACTIVITY_KIND_MEMCPY, inj_memcpy },
+	{ CUPTI_ACTIVITY_KIND_MEMSET, inj_memset },
+	{ CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, inj_sync },
+	{ CUPTI_ACTIVITY_KIND_MARKER, inj_marker },
+	{ CUPTI_ACTIVITY_KIND_OVERHEAD, inj_overhead },
+};
+
 /* Translate one completed CUPTI buffer into protocol records (writer thread or exit drain). */
 static void inj_translate(struct inj_out *o, uint8_t *buffer, size_t valid)
 {
 	CUpti_Activity *rec = NULL;
 	while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
-		switch (rec->kind) {
-		case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-		case CUPTI_ACTIVITY_KIND_KERNEL:
-			inj_kernel(o, (const CUpti_ActivityKernel10 *)rec);
-			break;
-		case CUPTI_ACTIVITY_KIND_MEMCPY:
-			inj_memcpy(o, (const CUpti_ActivityMemcpy6 *)rec);
-			break;
-		case CUPTI_ACTIVITY_KIND_MEMSET:
-			inj_memset(o, (const CUpti_ActivityMemset4 *)rec);
-			break;
-		case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
-			inj_sync(o, (const CUpti_ActivitySynchronization2 *)rec);
-			break;
-		case CUPTI_ACTIVITY_KIND_MARKER:
-			inj_marker(o, (const CUpti_ActivityMarker2 *)rec);
-			break;
-		case CUPTI_ACTIVITY_KIND_OVERHEAD:
-			inj_overhead(o, (const CUpti_ActivityOverhead3 *)rec);
-			break;
-		default:
-			break;  /* kinds not enabled by us (marker data ...) */
+		for (size_t i = 0; i < sizeof(inj_kinds) / sizeof(inj_kinds[0]); i++) {
+			if (inj_kinds[i].kind == rec->kind) {
+				inj_kinds[i].translate(o, rec);
+				break;
+			}
 		}
 	}
 	inj_write(o->buf, o->len);
@@ -1781,10 +1819,12 @@ static int inj_setup_once(void)
 	if (!inj.setup_done) {
 		if (pthread_key_create(&inj.thread_key, inj_thread_exit))
 			return inj_give_up("pthread_key_create", CUPTI_ERROR_OUT_OF_MEMORY), -1;
-		void *slots = mmap(NULL, sizeof(struct inj_thread) * INJ_THREAD_SLOTS,
-				   PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-				   -1, 0);
-		inj.slots = slots == MAP_FAILED ? NULL : slots;
+		inj.slots = fu_map_huge(sizeof(struct inj_thread) * INJ_THREAD_SLOTS);
+		/* the first thread's state page made here (a huge page is zeroed whole at the first
+		 * write), not in that thread's first launch; the warm-up below does the same for
+		 * this thread's stack memo */
+		if (inj.slots)
+			atomic_store(&inj.slots[0].in_use, 0);
 		void *pool = mmap(NULL, (size_t)INJ_POOL_BUFFERS * INJ_POOL_BUFFER_SIZE,
 				  PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
 				  -1, 0);
@@ -1894,6 +1934,9 @@ static int inj_start(void)
 	/* the unwinder's stack memo (fastunwind.c), on unless CSAMPLER_GPU_STACK_MEMO=0
 	 * (scripts/bench-gpu-launch.sh compares): the stacks are the same either way */
 	fu_set_stack_memo(inj_env_long("CSAMPLER_GPU_STACK_MEMO", 1, 0, 1) != 0);
+	/* a smaller stack table for tests (t-cupti.sh's stackreset: ids across its resets) */
+	inj.stack_limit = (uint32_t)inj_env_long("CSAMPLER_GPU_STACK_TABLE", INJ_STACK_SLOTS * 3 / 4,
+						  1, INJ_STACK_SLOTS * 3 / 4);
 	inj.flush_ms = (unsigned)inj_env_long("CSAMPLER_GPU_FLUSH_MS", 3000, 1, 600000);
 	if (inj.max_frames > 0)
 		inj_py_init();
@@ -1996,7 +2039,6 @@ static void inj_attach_reset(void)
 		t->stab_used = t->arena_used = 0;
 		__atomic_store_n(&t->stab_gen, t->stab_gen + 1, __ATOMIC_RELEASE);
 		memset(t->name_written, 0, sizeof(t->name_written));
-		memset(t->token_ids, 0, sizeof(t->token_ids));  /* their stacks are the old file's */
 		atomic_store(&t->launches, 0);
 		atomic_store(&t->launches_dropped, 0);
 		atomic_store(&t->capture_ns, 0);

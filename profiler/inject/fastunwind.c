@@ -47,6 +47,24 @@
 
 #define FU_HIDDEN __attribute__((visibility("hidden")))
 
+/* fastunwind.h: 2 MiB-aligned, advised as huge pages (any architecture). */
+void *fu_map_huge(size_t bytes)
+{
+	const size_t huge = 2u << 20;
+	size_t len = (bytes + huge - 1) & ~(huge - 1);
+	uint8_t *m = mmap(NULL, len + huge, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	uint8_t *aligned = (uint8_t *)(((uintptr_t)m + huge - 1) & ~(uintptr_t)(huge - 1));
+	if (aligned > m)
+		munmap(m, (size_t)(aligned - m));
+	if (aligned + len < m + len + huge)
+		munmap(aligned + len, (size_t)(m + len + huge - (aligned + len)));
+	madvise(aligned, len, MADV_HUGEPAGE);   /* advice: without it, small pages */
+	return aligned;
+}
+
 #if defined(__x86_64__) && defined(__linux__)
 
 enum {
@@ -131,35 +149,40 @@ struct fu_memo {
  * to libunwind are not remembered. */
 enum fu_sframe_flags {
 	FU_SF_STOP = 1,          /* the rule stopped here: no step */
-	FU_SF_RESTORE = 2,       /* the step read the caller's RBP (at fp_slot) */
+	FU_SF_RESTORE = 2,       /* the step read the caller's RBP (at CFA + fp_off) */
 	FU_SF_USES_FP = 4,       /* the rule takes the CFA from RBP */
 	FU_SF_FP_LIVE = 8,       /* RBP matters here: used before it is read again (fu_remember) */
 	FU_SF_COPIED = 16,       /* taken from another remembered stack: not findable by (RA, SP) */
 	FU_SF_FP_UNKNOWN = 32,   /* (while recorded) the walk's RBP here is not known */
 };
 
-/* 24 bytes: the memo is read at every launch, its size is what stays in the caches between
- * launches far apart. Stack addresses are offsets from the stack's base (its first SP). */
+/* 16 bytes, four to a cache line: the memo is read at every launch, and the lines it takes are
+ * what a launch pays for when they left the caches (launches far apart). Stack addresses are
+ * offsets from the stack's base (its first SP). The slots a step read lie at the CFA, which is
+ * the next frame's SP, plus the rule's offsets: f[k + 1].sp + ra_off, + fp_off. */
 struct fu_sframe {
 	uintptr_t ra;            /* the state at this frame, before its step: RA, SP, RBP (fp[]) */
 	uint32_t sp;
-	uint32_t ra_slot;        /* where the step read the caller's RA */
-	uint32_t fp_slot;        /* where it read the caller's RBP (FU_SF_RESTORE) */
+	int16_t fp_off;          /* the caller's RBP at CFA + fp_off (FU_SF_RESTORE) */
+	int8_t ra_off;           /* the caller's RA at CFA + ra_off */
 	uint8_t flags;           /* enum fu_sframe_flags */
 };
+_Static_assert(sizeof(struct fu_sframe) == 16, "fu_sframe: four to a cache line");
 
+/* The header is one cache line with the caller's data (fu_token_data), which a walk that ends
+ * in this stack has just read: what the caller keeps under the token costs no other line. */
 struct fu_stack {
 	uint64_t gen;            /* fu.gen of the walk */
-	uint32_t version;        /* fu_remember calls into this slot: part of a walk's token */
-	uint32_t hint;           /* the branch last taken off this stack (a probe entry), 0: none:
-				  * tried before fu_thread.branch, its lines fetched ahead */
 	uintptr_t base;          /* the walk's first SP: the frames' addresses are offsets from it */
+	uint32_t version;        /* fu_remember calls into this slot: part of a walk's token */
 	int n;                   /* frames (pcs); 0: empty */
 	bool stopped;            /* the last frame's rule stopped (no f[n]); else f[n] is the state
 				  * after the last step: RA 0 ends the stack, anything else goes on */
+	uint64_t user[FU_TOKEN_DATA / 8] __attribute__((aligned(32)));   /* fu_token_data */
 	struct fu_sframe f[FU_STACK_FRAMES + 1];
 	uintptr_t fp[FU_STACK_FRAMES + 1];   /* RBP at each frame (compared where live) */
 };
+_Static_assert(offsetof(struct fu_stack, f) == 64, "fu_stack: the header in one cache line");
 
 /* One per thread that ever unwound, never freed (the counters outlive the thread). */
 struct fu_thread {
@@ -371,8 +394,110 @@ static void fu_restore(struct fu_row *r, const struct fu_row *init, uint64_t reg
 		fu_set(r, reg, init->ra_how, init->ra_off);
 }
 
+/* An advance_loc* instruction's delta (op is its first byte, *pp past it): 1 with *delta set, 0
+ * for another instruction (nothing read), -1 when cut short. */
+static int fu_cfi_delta(uint8_t op, const uint8_t **pp, const uint8_t *end, uint64_t *delta)
+{
+	size_t size;
+	if ((op & 0xc0) == 0x40) {
+		*delta = op & 0x3f;
+		return 1;
+	}
+	if (op == 0x02)        /* advance_loc1 */
+		size = 1;
+	else if (op == 0x03)   /* advance_loc2 */
+		size = 2;
+	else if (op == 0x04)   /* advance_loc4 */
+		size = 4;
+	else
+		return 0;
+	if (*pp + size > end)
+		return -1;
+	uint32_t d = 0;
+	memcpy(&d, *pp, size);   /* little-endian: x86-64 only (the fast path's one target) */
+	*pp += size;
+	*delta = d;
+	return 1;
+}
+
+/* A CFI instruction that changes the row: where a register is, or the CFA. 0, or -1 for one not
+ * understood (then the frame is not modelled). init: the CIE's row (NULL while running the CIE). */
+static int fu_cfi_row_op(uint8_t op, const uint8_t **pp, const uint8_t *end, const struct fu_cie *c,
+			 struct fu_row *r, const struct fu_row *init)
+{
+	uint64_t reg;
+	if ((op & 0xc0) == 0x80) {   /* offset */
+		fu_set(r, op & 0x3f, FU_AT_OFFSET, (int64_t)fu_uleb(pp, end) * c->data_align);
+		return 0;
+	}
+	if ((op & 0xc0) == 0xc0 || op == 0x06) {   /* restore, restore_extended */
+		reg = (op & 0xc0) == 0xc0 ? op & 0x3fu : fu_uleb(pp, end);
+		if (!init)
+			return -1;
+		fu_restore(r, init, reg);
+		return 0;
+	}
+	switch (op) {
+	case 0x00: /* nop */
+	case 0x2e: /* GNU_args_size */
+		if (op)
+			fu_uleb(pp, end);
+		return 0;
+	case 0x05: /* offset_extended */
+	case 0x11: /* offset_extended_sf */
+	case 0x2f: /* GNU_negative_offset_extended */
+		reg = fu_uleb(pp, end);
+		fu_set(r, reg, FU_AT_OFFSET, (op == 0x11 ? fu_sleb(pp, end) :
+					      op == 0x2f ? -(int64_t)fu_uleb(pp, end) :
+							   (int64_t)fu_uleb(pp, end)) * c->data_align);
+		return 0;
+	case 0x07: /* undefined */
+	case 0x08: /* same_value */
+		fu_set(r, fu_uleb(pp, end), op == 0x07 ? FU_UNDEF : FU_SAME, 0);
+		return 0;
+	case 0x09: /* register */
+	case 0x14: /* val_offset */
+	case 0x15: /* val_offset_sf */
+	case 0x10: /* expression */
+	case 0x16: /* val_expression */
+		reg = fu_uleb(pp, end);
+		if (op == 0x15) {
+			fu_sleb(pp, end);
+		} else {
+			uint64_t v = fu_uleb(pp, end);   /* (an expression's length) */
+			if (op == 0x10 || op == 0x16)
+				*pp += v;
+		}
+		fu_set(r, reg, FU_OTHER, 0);
+		return 0;
+	case 0x0c: /* def_cfa */
+	case 0x12: /* def_cfa_sf */
+		r->cfa_reg = fu_uleb(pp, end);
+		r->cfa_off = op == 0x12 ? fu_sleb(pp, end) * c->data_align : (int64_t)fu_uleb(pp, end);
+		r->cfa_expr = false;
+		return 0;
+	case 0x0d: /* def_cfa_register */
+		r->cfa_reg = fu_uleb(pp, end);
+		r->cfa_expr = false;
+		return 0;
+	case 0x0e: /* def_cfa_offset */
+	case 0x13: /* def_cfa_offset_sf */
+		r->cfa_off = op == 0x13 ? fu_sleb(pp, end) * c->data_align : (int64_t)fu_uleb(pp, end);
+		return 0;
+	case 0x0f: /* def_cfa_expression */
+		r->cfa_expr = true;
+		reg = fu_uleb(pp, end);   /* the expression's length */
+		*pp += reg;
+		return 0;
+	default:
+		return -1;
+	}
+}
+
 /* Run CFI instructions [p, end) from location loc until the row for target is complete: 0, or -1
- * for an instruction not understood. init: the CIE's row (NULL while running the CIE). */
+ * for an instruction not understood. init: the CIE's row (NULL while running the CIE). The
+ * location moves (set_loc, advance_loc*) and the row stack (remember/restore_state) here, what
+ * changes the row in fu_cfi_row_op. */
 static int fu_run_cfi(const uint8_t *p, const uint8_t *end, const struct fu_cie *c,
 		      uintptr_t loc, uintptr_t target, struct fu_row *r, const struct fu_row *init)
 {
@@ -380,139 +505,32 @@ static int fu_run_cfi(const uint8_t *p, const uint8_t *end, const struct fu_cie 
 	int nsaved = 0;
 	while (p < end) {
 		uint8_t op = *p++;
-		uint64_t reg, delta = 0;
+		uint64_t delta = 0;
 		uintptr_t newloc;
-		switch (op & 0xc0) {
-		case 0x40:
-			delta = op & 0x3f;
-			goto advance;
-		case 0x80:
-			fu_set(r, op & 0x3f, FU_AT_OFFSET, (int64_t)fu_uleb(&p, end) * c->data_align);
-			continue;
-		case 0xc0:
-			if (!init)
-				return -1;
-			fu_restore(r, init, op & 0x3f);
-			continue;
-		}
-		switch (op) {
-		case 0x00: /* nop */
-			break;
-		case 0x01: /* set_loc */
+		int adv = fu_cfi_delta(op, &p, end, &delta);
+		if (adv < 0)
+			return -1;
+		if (adv) {
+			newloc = loc + delta * c->code_align;
+		} else if (op == 0x01) {   /* set_loc */
 			if (fu_read_enc(&p, end, c->fde_enc, 0, &newloc) < 0)
 				return -1;
-			if (newloc > target)
-				return 0;
-			loc = newloc;
-			break;
-		case 0x02: /* advance_loc1 */
-			if (p + 1 > end) return -1;
-			delta = *p++;
-			goto advance;
-		case 0x03: { /* advance_loc2 */
-			uint16_t d;
-			if (p + 2 > end) return -1;
-			memcpy(&d, p, 2);
-			p += 2;
-			delta = d;
-			goto advance;
-		}
-		case 0x04: { /* advance_loc4 */
-			uint32_t d;
-			if (p + 4 > end) return -1;
-			memcpy(&d, p, 4);
-			p += 4;
-			delta = d;
-			goto advance;
-		}
-		case 0x05: /* offset_extended */
-			reg = fu_uleb(&p, end);
-			fu_set(r, reg, FU_AT_OFFSET, (int64_t)fu_uleb(&p, end) * c->data_align);
-			break;
-		case 0x06: /* restore_extended */
-			reg = fu_uleb(&p, end);
-			if (!init)
-				return -1;
-			fu_restore(r, init, reg);
-			break;
-		case 0x07: /* undefined */
-			fu_set(r, fu_uleb(&p, end), FU_UNDEF, 0);
-			break;
-		case 0x08: /* same_value */
-			fu_set(r, fu_uleb(&p, end), FU_SAME, 0);
-			break;
-		case 0x09: /* register */
-			reg = fu_uleb(&p, end);
-			fu_uleb(&p, end);
-			fu_set(r, reg, FU_OTHER, 0);
-			break;
-		case 0x0a: /* remember_state */
+		} else if (op == 0x0a) {   /* remember_state */
 			if (nsaved == FU_STATE_DEPTH)
 				return -1;
 			saved[nsaved++] = *r;
-			break;
-		case 0x0b: /* restore_state: the whole row, CFA included (as GCC emits it) */
+			continue;
+		} else if (op == 0x0b) {   /* restore_state: the whole row, CFA included (as GCC
+					    * emits it) */
 			if (nsaved == 0)
 				return -1;
 			*r = saved[--nsaved];
-			break;
-		case 0x0c: /* def_cfa */
-			r->cfa_reg = fu_uleb(&p, end);
-			r->cfa_off = (int64_t)fu_uleb(&p, end);
-			r->cfa_expr = false;
-			break;
-		case 0x0d: /* def_cfa_register */
-			r->cfa_reg = fu_uleb(&p, end);
-			r->cfa_expr = false;
-			break;
-		case 0x0e: /* def_cfa_offset */
-			r->cfa_off = (int64_t)fu_uleb(&p, end);
-			break;
-		case 0x0f: /* def_cfa_expression */
-			r->cfa_expr = true;
-			p += fu_uleb(&p, end);
-			break;
-		case 0x10: /* expression */
-		case 0x16: /* val_expression */
-			reg = fu_uleb(&p, end);
-			fu_set(r, reg, FU_OTHER, 0);
-			p += fu_uleb(&p, end);
-			break;
-		case 0x11: /* offset_extended_sf */
-			reg = fu_uleb(&p, end);
-			fu_set(r, reg, FU_AT_OFFSET, fu_sleb(&p, end) * c->data_align);
-			break;
-		case 0x12: /* def_cfa_sf */
-			r->cfa_reg = fu_uleb(&p, end);
-			r->cfa_off = fu_sleb(&p, end) * c->data_align;
-			r->cfa_expr = false;
-			break;
-		case 0x13: /* def_cfa_offset_sf */
-			r->cfa_off = fu_sleb(&p, end) * c->data_align;
-			break;
-		case 0x14: /* val_offset */
-			reg = fu_uleb(&p, end);
-			fu_uleb(&p, end);
-			fu_set(r, reg, FU_OTHER, 0);
-			break;
-		case 0x15: /* val_offset_sf */
-			reg = fu_uleb(&p, end);
-			fu_sleb(&p, end);
-			fu_set(r, reg, FU_OTHER, 0);
-			break;
-		case 0x2e: /* GNU_args_size */
-			fu_uleb(&p, end);
-			break;
-		case 0x2f: /* GNU_negative_offset_extended */
-			reg = fu_uleb(&p, end);
-			fu_set(r, reg, FU_AT_OFFSET, -(int64_t)fu_uleb(&p, end) * c->data_align);
-			break;
-		default:
-			return -1;
+			continue;
+		} else {
+			if (fu_cfi_row_op(op, &p, end, c, r, init))
+				return -1;
+			continue;
 		}
-		continue;
-advance:
-		newloc = loc + delta * c->code_align;
 		if (newloc > target)
 			return 0;
 		loc = newloc;
@@ -777,9 +795,8 @@ static struct fu_thread *__attribute__((noinline)) fu_thread_init(void)
 	}
 	/* the stack memo: without it (no memory) every stack is unwound */
 	size_t bytes = sizeof(struct fu_stack) * FU_STACKS + (2 * sizeof(uint32_t) << FU_PROBE_BITS);
-	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-		       -1, 0);
-	if (m != MAP_FAILED) {
+	void *m = fu_map_huge(bytes);
+	if (m) {
 		t->stacks_memo = m;
 		t->probe = (uint32_t *)(t->stacks_memo + FU_STACKS);
 		t->branch = t->probe + (1u << FU_PROBE_BITS);
@@ -891,8 +908,6 @@ static void __attribute__((noinline, cold)) fu_fill_segments(struct fu_stack *re
 			struct fu_sframe *d = &rec->f[i];
 			*d = *src;
 			d->sp += rebase;
-			d->ra_slot += rebase;
-			d->fp_slot += rebase;
 			d->flags = (uint8_t)((src->flags & ~FU_SF_FP_UNKNOWN) | FU_SF_COPIED);
 			if (src->flags & FU_SF_FP_LIVE) {
 				rec->fp[i] = sg->s->fp[k];
@@ -937,7 +952,6 @@ static void __attribute__((noinline, cold)) fu_remember(struct fu_thread *t, str
 	rec->stopped = stopped;
 	rec->gen = gen;
 	rec->version++;
-	rec->hint = 0;
 	uint32_t idx = (uint32_t)(rec - t->stacks_memo);
 	for (int i = 0; i < n; i++)
 		if (!(rec->f[i].flags & FU_SF_COPIED))
@@ -976,12 +990,6 @@ static bool __attribute__((noinline)) fu_follow(struct fu_thread *t, const struc
 						 uintptr_t *pcs, int max, struct fu_state *w,
 						 struct fu_memo_use *m)
 {
-	/* the stack this one branched to last time is fetched meanwhile */
-	if (s->hint) {
-		const struct fu_stack *h = &t->stacks_memo[(s->hint - 1) >> 8];
-		__builtin_prefetch(h);
-		__builtin_prefetch(&h->f[(s->hint - 1) & 0xff]);
-	}
 	int n = w->n, n0 = n, k0 = k, nh = n;
 	uintptr_t ra = w->ra, fp = w->fp, sp = w->sp;
 	bool goes_on = false;
@@ -993,9 +1001,10 @@ static bool __attribute__((noinline)) fu_follow(struct fu_thread *t, const struc
 			break;
 		}
 		const struct fu_sframe *g = f + 1;
-		ra = *(const uintptr_t *)(s->base + f->ra_slot);
+		uintptr_t cfa = s->base + g->sp;
+		ra = *(const uintptr_t *)(cfa + (intptr_t)f->ra_off);
 		if (f->flags & FU_SF_RESTORE)
-			fp = *(const uintptr_t *)(s->base + f->fp_slot);
+			fp = *(const uintptr_t *)(cfa + (intptr_t)f->fp_off);
 		if (__builtin_expect(ra != g->ra || ((g->flags & FU_SF_FP_LIVE) && fp != s->fp[k + 1]), 0)) {
 			/* A stack that branched off s here before, else unwinding goes on from the
 			 * state just read (and this walk is kept, with where it branched off). */
@@ -1007,13 +1016,8 @@ static bool __attribute__((noinline)) fu_follow(struct fu_thread *t, const struc
 			m->nseg++;
 			n0 = n;
 			int k2;
-			const struct fu_stack *s2 = fu_entry(t, s->hint, ra, sp, fp, gen, slot, &k2);
-			if (!s2) {
-				uint32_t e = t->branch[fu_branch_slot(si, k + 1, ra)];
-				s2 = fu_entry(t, e, ra, sp, fp, gen, slot, &k2);
-				if (s2)  /* (a stack of this thread's memo) */
-					t->stacks_memo[si].hint = e;
-			}
+			uint32_t e = t->branch[fu_branch_slot(si, k + 1, ra)];
+			const struct fu_stack *s2 = fu_entry(t, e, ra, sp, fp, gen, slot, &k2);
 			if (s2) {
 				s = s2;
 				k = k0 = k2;
@@ -1051,6 +1055,191 @@ static bool __attribute__((noinline)) fu_follow(struct fu_thread *t, const struc
 	return goes_on;
 }
 
+/* A walk in progress: what fu_walk's steps share (kept in registers: the helpers are inlined). */
+struct fu_walk_state {
+	struct fu_thread *t;
+	uintptr_t sp0, hi;
+	uint64_t gen;
+	const struct fu_memo *last;   /* the thread's last stack: last[j] is the frame expected next */
+	struct fu_memo *next;         /* this walk's frames, for the next walk */
+	int nlast, j;
+	int missed;                   /* nonzero: the frame before this one was not in last[] */
+	bool same;                    /* every frame so far was last[n]: next[] not written */
+	bool retried;                 /* the walk started again once (module set changed) */
+	bool recording;               /* this walk is recorded in slot */
+	struct fu_stack *slot;        /* the stack memo's slot for this walk; NULL: no memo */
+};
+
+/* (Re)start w for a walk from sp0 (again after a flush noticed on the way). */
+static inline __attribute__((always_inline)) void fu_walk_begin(struct fu_walk_state *w)
+{
+	struct fu_thread *t = w->t;
+	w->gen = atomic_load_explicit(&fu.gen, memory_order_acquire);
+	w->last = t->memo[t->cur];
+	w->next = t->memo[!t->cur];
+	w->nlast = t->gen == w->gen ? t->nmemo : 0;
+	w->j = 0;
+	w->missed = 0;
+	w->same = true;
+	w->slot = t->stacks_memo && w->hi - w->sp0 <= UINT32_MAX &&
+		  !atomic_load_explicit(&fu.no_stack_memo, memory_order_relaxed) ?
+		  &t->stacks_memo[t->next_stack] : NULL;
+	w->recording = w->slot && !t->pause;
+}
+
+/* The rule of frame n (return address ra): from the thread's last stack when the frame is the
+ * one expected there, else from the cache (or the CFI). Returns true when the walk must start
+ * again (the module set changed under it). */
+static inline __attribute__((always_inline)) bool fu_rule_of(struct fu_walk_state *w, uintptr_t ra,
+							     int n, struct fu_rule *r)
+{
+	if (__builtin_expect(w->j < w->nlast && w->last[w->j].ra == ra, 1)) {
+		*r = w->last[w->j++].rule;
+		if (__builtin_expect(!w->same, 0) && n < FU_MEMO)
+			w->next[n] = w->last[w->j - 1];
+		return false;
+	}
+	uint32_t word = fu_lookup(ra);
+	if (__builtin_expect(word == UINT32_MAX, 0)) {
+		bool flushed = false;
+		word = fu_miss(ra, &flushed);
+		if (flushed && !w->retried) {
+			w->retried = true;
+			return true;
+		}
+	}
+	*r = fu_unpack(word);
+	/* One frame that differs: the last stack goes on after it. Two in a row: look for this one
+	 * around (frames inserted or removed). */
+	w->j = w->missed ? fu_realign(w->last, w->nlast, w->j, ra) : w->j + 1;
+	w->missed = 2;
+	if (w->same) {  /* frames 0..n-1 were last[0..n-1] */
+		w->same = false;
+		memcpy(w->next, w->last, (size_t)(n < FU_MEMO ? n : FU_MEMO) * sizeof(*w->next));
+	}
+	if (n < FU_MEMO)
+		w->next[n] = (struct fu_memo){ ra, *r };
+	return false;
+}
+
+enum fu_step_end {
+	FU_ON,          /* the caller's frame is in (ra, sp, fp) */
+	FU_END,         /* the stack ends here (a rule that stops, a zero return address) */
+	FU_RESTART,     /* a module appeared where an address had none: walk again */
+	FU_NOT_MODELLED,/* libunwind unwinds the stack (fu.unsupported) */
+	FU_INVALID,     /* a step failed validation: libunwind too (fu.invalid) */
+};
+
+/* One step by rule r from the state (*ra, *sp, *fp) to the caller's; f: the frame's record in
+ * the stack memo's slot, NULL when not recorded. CFA above the SP, within the stack; the loads
+ * within [sp, hi). */
+static inline __attribute__((always_inline)) enum fu_step_end
+fu_step(struct fu_walk_state *w, struct fu_rule r, struct fu_sframe *f, uintptr_t *ra,
+	uintptr_t *sp, uintptr_t *fp)
+{
+	intptr_t cfa_off = r.cfa_off, fp_off = r.fp_off, ra_off = r.ra_off;
+	uintptr_t cfa;
+	if (r.kind == FU_CFA_RSP) {
+		cfa = *sp + (uintptr_t)cfa_off;
+	} else if (r.kind == FU_CFA_RBP) {
+		cfa = *fp + (uintptr_t)cfa_off;
+	} else if (r.kind == FU_STOP) {
+		if (f)
+			f->flags |= FU_SF_STOP;
+		return FU_END;
+	} else if (r.kind == FU_NOMOD && !w->retried && fu_recheck_modules()) {
+		w->retried = true;
+		return FU_RESTART;
+	} else {
+		return FU_NOT_MODELLED;
+	}
+	uintptr_t ra_at = cfa + (uintptr_t)ra_off, hi = w->hi;
+	if (__builtin_expect(cfa <= *sp || cfa > hi || ra_at < *sp || ra_at > hi - 8, 0))
+		return FU_INVALID;
+	if (fp_off) {
+		uintptr_t fp_at = cfa + (uintptr_t)fp_off;
+		if (__builtin_expect(fp_at < *sp || fp_at > hi - 8, 0))
+			return FU_INVALID;
+		*fp = *(const uintptr_t *)fp_at;
+		if (f) {
+			f->fp_off = (int16_t)fp_off;
+			f->flags |= FU_SF_RESTORE;
+		}
+	}
+	*ra = *(const uintptr_t *)ra_at;
+	*sp = cfa;
+	if (f)
+		f->ra_off = (int8_t)ra_off;
+	return *ra ? FU_ON : FU_END;
+}
+
+/* The end of a walk of n frames that stopped in state (ra, sp, fp) (stopped: its last rule
+ * stopped): what the stack memo keeps of it, whether recording pays, the thread's last stack.
+ * hit: the walk met a remembered stack; m: what it took from the memo. */
+static void fu_walk_keep(struct fu_walk_state *w, int n, uintptr_t ra, uintptr_t sp, uintptr_t fp,
+			 bool stopped, bool hit, const struct fu_memo_use *m)
+{
+	struct fu_thread *t = w->t;
+	struct fu_stack *slot = w->slot;
+	/* Kept: a stack with frames unwound the usual way (a stack met from its middle on, a new
+	 * one) or one that branched off a remembered stack where no other had; not one made
+	 * entirely of remembered frames along known branches (the same stack again), which would
+	 * only push out the stacks it came from. */
+	if (slot && w->recording && ((uint64_t)n > m->frames || m->nbranch) &&
+	    n <= FU_STACK_FRAMES && m->nseg <= FU_SEGMENTS) {
+		if (!stopped) {  /* the state after the last frame: where a later walk goes on */
+			slot->f[n] = (struct fu_sframe){ .ra = ra, .sp = (uint32_t)(sp - w->sp0) };
+			slot->fp[n] = fp;
+		}
+		slot->base = w->sp0;
+		fu_fill_segments(slot, n, stopped, m->segs, m->nseg);
+		fu_remember(t, slot, n, stopped, w->gen, m->branches, m->nbranch);
+	}
+	if (slot) {
+		if (t->pause)
+			t->pause--;
+		t->window_good += m->frames * 2 >= (uint64_t)n;
+		if (++t->window_walks == FU_MEMO_WINDOW) {
+			if (t->window_good < FU_MEMO_WINDOW / 2 && !t->pause &&
+			    t->remembered >= FU_STACKS) {
+				t->pause = FU_MEMO_PAUSE;
+				fu_count(&t->memo_pauses, 1);
+			}
+			t->window_walks = t->window_good = 0;
+		}
+	}
+	if (!w->same && !hit) {
+		t->cur = !t->cur;
+		t->nmemo = n < FU_MEMO ? n : FU_MEMO;
+		t->gen = w->gen;
+	}
+	if (hit) {
+		fu_count(&t->memo_hits, 1);
+		fu_count(&t->memo_frames, m->frames);
+		fu_count(&t->memo_diffs, m->diffs);
+	}
+	fu_count(&t->frames, (uint64_t)n);
+}
+
+/* The token of a walk of n frames (pcs): nonzero when they are exactly the first n of a
+ * remembered stack (the last one it followed, to its end, and the frames before agree), so the
+ * same token means the same frames while that stack is kept (its version changes when its slot
+ * is reused). */
+static uint64_t fu_walk_token(const struct fu_thread *t, const uintptr_t *pcs, int n,
+			      const struct fu_memo_use *m)
+{
+	if (m->nseg <= 0 || m->nseg > FU_SEGMENTS || (uint64_t)n != m->frames)
+		return 0;
+	const struct fu_segment *sg = &m->segs[m->nseg - 1];
+	const struct fu_stack *s = sg->s;
+	if (sg->n1 != n || sg->k0 != sg->n0)
+		return 0;
+	for (int i = 0; i < sg->n0; i++)
+		if (pcs[i] != s->f[i].ra)
+			return 0;
+	return (uint64_t)s->version << 16 | (uint64_t)(s - t->stacks_memo) << 8 | (uint64_t)n;
+}
+
 /* fu_backtrace (below, in assembly) jumps here with the caller's return address, stack pointer
  * (after the return) and frame pointer. */
 FU_HIDDEN int fu_walk(uintptr_t *pcs, int max, uintptr_t ra0, uintptr_t sp0, uintptr_t fp0,
@@ -1061,28 +1250,18 @@ FU_HIDDEN int fu_walk(uintptr_t *pcs, int max, uintptr_t ra0, uintptr_t sp0, uin
 {
 	if (token)
 		*token = 0;
-	struct fu_thread *t = fu_self;
-	if (__builtin_expect(!t, 0) && !(t = fu_thread_init()))
+	struct fu_walk_state w = { .t = fu_self, .sp0 = sp0 };
+	if (__builtin_expect(!w.t, 0) && !(w.t = fu_thread_init()))
 		return fu_fallback(pcs, max, ra0, &fu.off_stack);
+	struct fu_thread *t = w.t;
 	fu_count(&t->stacks, 1);
-	const uintptr_t hi = t->hi;
-	if (sp0 < t->lo || sp0 >= hi)
+	w.hi = t->hi;
+	if (sp0 < t->lo || sp0 >= w.hi)
 		return fu_fallback(pcs, max, ra0, &fu.off_stack);
-	bool retried = false;
-restart:;
-	uint64_t gen = atomic_load_explicit(&fu.gen, memory_order_acquire);
-	const struct fu_memo *last = t->memo[t->cur];
-	struct fu_memo *next = t->memo[!t->cur];
-	int nlast = t->gen == gen ? t->nmemo : 0, j = 0;  /* last[j]: the frame expected next */
-	bool same = true;  /* every frame so far was last[n]: next[] not written */
-	int missed = 0;    /* nonzero: the frame before this one was not in last[] */
-	/* The stack memo: this walk is recorded in slot (NULL: no memo), probing looks for a
-	 * remembered state until one is found. */
-	struct fu_stack *slot = t->stacks_memo && hi - sp0 <= UINT32_MAX &&
-				!atomic_load_explicit(&fu.no_stack_memo, memory_order_relaxed) ?
-				&t->stacks_memo[t->next_stack] : NULL;
-	bool probing = slot != NULL, hit = false, stopped = false;
-	bool recording = slot && !t->pause;
+restart:
+	fu_walk_begin(&w);
+	/* probing looks for a remembered state until one is found */
+	bool probing = w.slot != NULL, hit = false, stopped = false;
 	struct fu_memo_use m;
 	m.frames = m.diffs = 0;
 	m.nseg = m.nbranch = 0;
@@ -1094,148 +1273,48 @@ restart:;
 		if (probing) {
 			int k;
 			const struct fu_stack *s = fu_entry(t, t->probe[fu_probe_slot(ra, sp)], ra, sp,
-							    fp, gen, slot, &k);
+							    fp, w.gen, w.slot, &k);
 			if (__builtin_expect(s != NULL, 1)) {
 				hit = true;
 				probing = false;
 				struct fu_state st = { .n = n, .ra = ra, .sp = sp, .fp = fp };
-				bool goes_on = fu_follow(t, s, k, gen, slot, pcs, max, &st, &m);
+				bool goes_on = fu_follow(t, s, k, w.gen, w.slot, pcs, max, &st, &m);
 				n = st.n;
 				ra = st.ra;
 				sp = st.sp;
 				fp = st.fp;
 				stopped = st.stopped;
 				if (!goes_on || !ra)
-					goto done;
+					break;
 				continue;
 			}
 		}
 		struct fu_rule r;
-		if (__builtin_expect(j < nlast && last[j].ra == ra, 1)) {
-			r = last[j++].rule;
-			if (__builtin_expect(!same, 0) && n < FU_MEMO)
-				next[n] = last[j - 1];
-		} else {
-			uint32_t w = fu_lookup(ra);
-			if (__builtin_expect(w == UINT32_MAX, 0)) {
-				bool flushed = false;
-				w = fu_miss(ra, &flushed);
-				if (flushed && !retried) {
-					retried = true;
-					goto restart;
-				}
-			}
-			r = fu_unpack(w);
-			/* One frame that differs: the last stack goes on after it. Two in a row: look for
-			 * this one around (frames inserted or removed). */
-			j = missed ? fu_realign(last, nlast, j, ra) : j + 1;
-			missed = 2;
-			if (same) {  /* frames 0..n-1 were last[0..n-1] */
-				same = false;
-				memcpy(next, last, (size_t)(n < FU_MEMO ? n : FU_MEMO) * sizeof(*next));
-			}
-			if (n < FU_MEMO)
-				next[n] = (struct fu_memo){ ra, r };
-		}
+		if (fu_rule_of(&w, ra, n, &r))
+			goto restart;
 		struct fu_sframe *f = NULL;
-		if (slot && recording && n < FU_STACK_FRAMES) {
-			f = &slot->f[n];
+		if (w.recording && n < FU_STACK_FRAMES) {
+			f = &w.slot->f[n];
 			*f = (struct fu_sframe){ .ra = ra, .sp = (uint32_t)(sp - sp0),
 						 .flags = r.kind == FU_CFA_RBP ? FU_SF_USES_FP : 0 };
-			slot->fp[n] = fp;
+			w.slot->fp[n] = fp;
 		}
 		pcs[n++] = ra;
-		missed >>= 1;
-		unsigned kind = r.kind;
-		intptr_t cfa_off = r.cfa_off, fp_off = r.fp_off, ra_off = r.ra_off;
-		uintptr_t cfa;
-		if (kind == FU_CFA_RSP)
-			cfa = sp + (uintptr_t)cfa_off;
-		else if (kind == FU_CFA_RBP)
-			cfa = fp + (uintptr_t)cfa_off;
-		else if (kind == FU_STOP) {
-			if (f)
-				f->flags |= FU_SF_STOP;
-			stopped = true;
+		w.missed >>= 1;
+		enum fu_step_end e = fu_step(&w, r, f, &ra, &sp, &fp);
+		if (__builtin_expect(e == FU_ON, 1))
+			continue;
+		if (e == FU_END) {
+			stopped = r.kind == FU_STOP;
 			break;
-		} else if (kind == FU_NOMOD && !retried && fu_recheck_modules()) {
-			retried = true;
+		}
+		if (e == FU_RESTART)
 			goto restart;
-		} else
-			return fu_fallback(pcs, max, ra0, &fu.unsupported);
-		/* CFA above the SP, within the stack; the loads within [sp, hi). */
-		uintptr_t ra_at = cfa + (uintptr_t)ra_off;
-		if (__builtin_expect(cfa <= sp || cfa > hi || ra_at < sp || ra_at > hi - 8, 0))
-			return fu_fallback(pcs, max, ra0, &fu.invalid);
-		if (fp_off) {
-			uintptr_t fp_at = cfa + (uintptr_t)fp_off;
-			if (__builtin_expect(fp_at < sp || fp_at > hi - 8, 0))
-				return fu_fallback(pcs, max, ra0, &fu.invalid);
-			fp = *(const uintptr_t *)fp_at;
-			if (f) {
-				f->fp_slot = (uint32_t)(fp_at - sp0);
-				f->flags |= FU_SF_RESTORE;
-			}
-		}
-		ra = *(const uintptr_t *)ra_at;
-		sp = cfa;
-		if (f)
-			f->ra_slot = (uint32_t)(ra_at - sp0);
-		if (!ra)
-			break;
+		return fu_fallback(pcs, max, ra0, e == FU_INVALID ? &fu.invalid : &fu.unsupported);
 	}
-done:
-	/* Kept: a stack with frames unwound the usual way (a stack met from its middle on, a new
-	 * one) or one that branched off a remembered stack where no other had; not one made
-	 * entirely of remembered frames along known branches (the same stack again), which would
-	 * only push out the stacks it came from. */
-	if (slot && recording && ((uint64_t)n > m.frames || m.nbranch) && n <= FU_STACK_FRAMES &&
-	    m.nseg <= FU_SEGMENTS) {
-		if (!stopped) {  /* the state after the last frame: where a later walk goes on */
-			slot->f[n] = (struct fu_sframe){ .ra = ra, .sp = (uint32_t)(sp - sp0) };
-			slot->fp[n] = fp;
-		}
-		slot->base = sp0;
-		fu_fill_segments(slot, n, stopped, m.segs, m.nseg);
-		fu_remember(t, slot, n, stopped, gen, m.branches, m.nbranch);
-	}
-	if (slot) {
-		if (t->pause)
-			t->pause--;
-		t->window_good += m.frames * 2 >= (uint64_t)n;
-		if (++t->window_walks == FU_MEMO_WINDOW) {
-			if (t->window_good < FU_MEMO_WINDOW / 2 && !t->pause &&
-			    t->remembered >= FU_STACKS) {
-				t->pause = FU_MEMO_PAUSE;
-				fu_count(&t->memo_pauses, 1);
-			}
-			t->window_walks = t->window_good = 0;
-		}
-	}
-	if (!same && !hit) {
-		t->cur = !t->cur;
-		t->nmemo = n < FU_MEMO ? n : FU_MEMO;
-		t->gen = gen;
-	}
-	/* The token: the walk's frames are exactly the first n of a remembered stack (the last one
-	 * it followed, to its end, and the frames before agree), so the same token means the same
-	 * frames while that stack is kept (its version changes when its slot is reused). */
-	if (token && m.nseg > 0 && m.nseg <= FU_SEGMENTS && (uint64_t)n == m.frames) {
-		const struct fu_segment *sg = &m.segs[m.nseg - 1];
-		const struct fu_stack *s = sg->s;
-		bool same_frames = sg->n1 == n && sg->k0 == sg->n0;
-		for (int i = 0; same_frames && i < sg->n0; i++)
-			same_frames = pcs[i] == s->f[i].ra;
-		if (same_frames)
-			*token = (uint64_t)s->version << 16 | (uint64_t)(s - t->stacks_memo) << 8 |
-				 (uint64_t)n;
-	}
-	if (hit) {
-		fu_count(&t->memo_hits, 1);
-		fu_count(&t->memo_frames, m.frames);
-		fu_count(&t->memo_diffs, m.diffs);
-	}
-	fu_count(&t->frames, (uint64_t)n);
+	fu_walk_keep(&w, n, ra, sp, fp, stopped, hit, &m);
+	if (token)
+		*token = fu_walk_token(t, pcs, n, &m);
 	return n;
 }
 
@@ -1269,6 +1348,14 @@ __asm__(".text\n"
 	"	jmp fu_walk\n"
 	".cfi_endproc\n"
 	".size fu_backtrace_token, .-fu_backtrace_token\n");
+
+void *fu_token_data(uint64_t token)
+{
+	struct fu_thread *t = fu_self;
+	if (!token || !t || !t->stacks_memo)
+		return NULL;
+	return t->stacks_memo[token >> 8 & 0xff].user;
+}
 
 struct fu_stats fu_stats(void)
 {
@@ -1311,6 +1398,12 @@ static int fu_libunwind(uintptr_t *pcs, int max, uintptr_t ra0)
 int __attribute__((noinline)) fu_backtrace(uintptr_t *pcs, int max)
 {
 	return fu_libunwind(pcs, max, (uintptr_t)__builtin_return_address(0));
+}
+
+void *fu_token_data(uint64_t token)
+{
+	(void)token;
+	return NULL;
 }
 
 /* No memo here: the token is always 0 (the caller hashes the stack). */

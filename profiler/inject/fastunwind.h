@@ -3,6 +3,7 @@
 #ifndef CSAMPLER_FASTUNWIND_H
 #define CSAMPLER_FASTUNWIND_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Fill pcs[0..max) with the return addresses of the caller's stack, innermost first, and return
@@ -17,6 +18,14 @@ int fu_backtrace(uintptr_t *pcs, int max);
  * token gave the same frames (and the same count), so a caller may keep what it derived from
  * them under the token. 0: no such promise. */
 int fu_backtrace_token(uintptr_t *pcs, int max, uint64_t *token);
+
+/* Room for FU_TOKEN_DATA bytes of the caller's own beside the remembered stack a token of this
+ * thread names (what it derived from those frames: an id, say), on the cache line the walk that
+ * gave the token read last; NULL for token 0. The room belongs to the stack's slot: when the
+ * slot is reused, tokens change, so the caller keeps the token in its data and compares it
+ * first. Zero until written; 8-byte aligned. */
+enum { FU_TOKEN_DATA = 32 };
+void *fu_token_data(uint64_t token);
 
 struct fu_stats {
 	uint64_t stacks;      /* fu_backtrace calls */
@@ -47,5 +56,13 @@ void fu_flush(void);
 /* Turn the stack memo off (0) or on (1, the default), process-wide: for tests and benchmarks
  * (CSAMPLER_GPU_STACK_MEMO=0). Stacks are the same either way. */
 void fu_set_stack_memo(int on);
+
+/* bytes of zeroed memory (address space, touched as used) aligned to 2 MiB and advised as
+ * transparent huge pages, or NULL: for the tables the launch path reads at every launch (the
+ * stack memo here, cupti.c's thread states), so that one TLB entry covers each
+ * table where the kernel allows huge pages (madvise or always mode). When launches come in short
+ * bursts after a sleep, the TLB entries of 4 KiB pages are gone and every table walked costs a
+ * page walk, on cold caches (scripts/bench-gpu-launch.sh, 10k/s). Never unmapped. */
+void *fu_map_huge(size_t bytes);
 
 #endif

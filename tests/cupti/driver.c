@@ -463,7 +463,7 @@ static uint32_t rt_range_start(const char *name)
 		.flags = CUPTI_ACTIVITY_FLAG_MARKER_START, .timestamp = rt_now(), .id = rt.marker,
 		.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD, .name = name };
 	m.objectId.pt.processId = (uint32_t)getpid();
-	m.objectId.pt.threadId = (uint32_t)gettid();
+	m.objectId.pt.threadId = (uint32_t)pthread_self();   /* as the real CUPTI (push_markers) */
 	hk.push(&m, sizeof(m));
 	return rt.marker++;
 }
@@ -474,7 +474,7 @@ static void rt_range_end(uint32_t id)
 		.flags = CUPTI_ACTIVITY_FLAG_MARKER_END, .timestamp = rt_now(), .id = id,
 		.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD };
 	m.objectId.pt.processId = (uint32_t)getpid();
-	m.objectId.pt.threadId = (uint32_t)gettid();
+	m.objectId.pt.threadId = (uint32_t)pthread_self();
 	hk.push(&m, sizeof(m));
 }
 
@@ -1410,6 +1410,9 @@ static double now_s(void)
 }
 
 /* The child: the CUDA program. */
+static int stackreset(void);
+static void check_stackreset(const struct decoded *d);
+
 static int play(const char *scenario, const char *lib)
 {
 	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
@@ -1445,6 +1448,8 @@ static int play(const char *scenario, const char *lib)
 		return syncwait();
 	if (is_realtime(scenario))
 		return realtime(scenario);
+	if (!strcmp(scenario, "stackreset"))
+		return stackreset();
 	return workload(!strcmp(scenario, "fork"));
 }
 
@@ -1518,6 +1523,8 @@ static int run_scenario(const char *scenario, const char *lib)
 		check_workload(d, pid, 0);  /* launches all there; activity up to the last delivery */
 		if (!fails)
 			printf("ok: exited after %.2f s, flush abandoned and counted\n", elapsed);
+	} else if (!strcmp(scenario, "stackreset")) {
+		check_stackreset(d);
 	} else if (!strcmp(scenario, "busy")) {
 		check_disabled(d, GPU_STATUS_OTHER_SUBSCRIBER, "Nsight Systems 2025.5");
 	} else if (!strcmp(scenario, "error")) {
@@ -1709,6 +1716,55 @@ static int bench(const char *mode, long rate, long launches)
 			(double)bench_first_ns / (double)bench_first_n,
 			(double)(busy - bench_first_ns) / (double)(done - bench_first_n));
 	return 0;
+}
+
+/* ---- stack ids across a reset of the library's stack table ---- */
+
+/* t-cupti.sh runs it with CSAMPLER_GPU_STACK_TABLE=8: the library's table of the thread's
+ * stacks starts again every 8 new stacks, while call path 0, launched between each of the
+ * others, keeps its id under the unwinder's token (the stack memo keeps 256 stacks). */
+#define STACKRESET_PATHS 40
+#define STACKRESET_ROUNDS 3
+
+static int stackreset(void)
+{
+	bench_npaths = STACKRESET_PATHS;
+	bench_paths();
+	uint32_t corr = 1;
+	for (unsigned r = 0; r < STACKRESET_ROUNDS; r++) {
+		for (unsigned p = 1; p < STACKRESET_PATHS; p++) {
+			bench_fns[bench_path[0][0]](0, 0, corr++);
+			bench_fns[bench_path[p][0]](p, 0, corr++);
+		}
+	}
+	hk.deliver();
+	return 0;
+}
+
+/* Every launch was recorded, each with its whole stack (bench_leaf among its frames), and
+ * the table did start again (more stack records than call paths). */
+static void check_stackreset(const struct decoded *d)
+{
+	unsigned want = 2 * STACKRESET_ROUNDS * (STACKRESET_PATHS - 1), without = 0;
+	for (unsigned i = 0; i < d->nlaunches; i++) {
+		const struct gpu_launch *l = d->launches[i];
+		const uint64_t *pcs = (const uint64_t *)(l + 1);
+		int leaf = 0;
+		for (unsigned k = 0; k < l->nframes && !leaf; k++)
+			leaf = !strcmp(sym_of(pcs[k]), "bench_leaf");
+		if (!leaf && without++ < 3)
+			bad("stackreset: launch corr %u has %u frames, none in bench_leaf",
+			    l->correlation, (unsigned)l->nframes);
+	}
+	if (d->nlaunches != want)
+		bad("stackreset: %u launches recorded, %u made", d->nlaunches, want);
+	if (d->stacks_seen <= STACKRESET_PATHS)
+		bad("stackreset: %u stacks written for %u call paths: the table never started again",
+		    d->stacks_seen, STACKRESET_PATHS);
+	if (!fails)
+		printf("ok: %u launches from %u call paths, each with its stack under bench_leaf; "
+		       "%u stacks written (the table started again)\n", d->nlaunches,
+		       STACKRESET_PATHS, d->stacks_seen);
 }
 
 /* driver dump FILE: a summary of any gpu-PID.bin (for runs on a real GPU): info, notes, stats,

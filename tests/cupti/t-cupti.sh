@@ -86,6 +86,8 @@ scenario workload:latency CSAMPLER_GPU_LATENCY=1
 # captures left off: their activity kinds are not enabled, nothing else changes
 scenario workload:disable CSAMPLER_GPU_DISABLE=memset,nvtx
 scenario fork
+# stack ids kept under the unwinder's token while the library's stack table starts again
+scenario stackreset CSAMPLER_GPU_STACK_TABLE=8
 scenario noinit
 scenario busy STANDIN_SUBSCRIBE=busy
 scenario error STANDIN_ERROR=not_initialized
