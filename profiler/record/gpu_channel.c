@@ -93,6 +93,26 @@ static void gpu_copy_str(char *out, size_t outsz, const uint8_t *p, size_t n)
 	out[strnlen(out, k)] = 0;
 }
 
+/* Copy a record's fixed part (size bytes) into fixed; false when the record is shorter. */
+static bool gpu_take(const uint8_t *p, size_t n, void *fixed, size_t size)
+{
+	if (n < size)
+		return false;
+	memcpy(fixed, p, size);
+	return true;
+}
+
+/* Copy the len-byte string that follows a fixed part of size bytes (n >= size) into out;
+ * false when it runs past the record. */
+static bool gpu_take_str(char *out, size_t outsz, const uint8_t *p, size_t n, size_t size,
+			 uint32_t len)
+{
+	if (len > n - size)
+		return false;
+	gpu_copy_str(out, outsz, p + size, len);
+	return true;
+}
+
 static void gpu_update_stats(struct gpu_stream *s)
 {
 	struct df_gpu_info *i = &s->info;
@@ -146,9 +166,8 @@ static void gpu_stream_tables_free(struct gpu_stream *s)
 static void gpu_stack_record(struct gpu_stream *s, const uint8_t *p, size_t n)
 {
 	struct gpu_stack st;
-	if (n < sizeof(st))
+	if (!gpu_take(p, n, &st, sizeof(st)))
 		return gpu_bad(s);
-	memcpy(&st, p, sizeof(st));
 	size_t pcs = (size_t)st.nframes * 8, py = (size_t)st.npy * sizeof(struct gpu_py_frame);
 	if (!st.id || st.id >= GPU_STACK_IDS || st.npy > GPU_MAX_PY_FRAMES ||
 	    pcs > n - sizeof(st) || py > n - sizeof(st) - pcs)
@@ -171,9 +190,8 @@ static void gpu_stack_record(struct gpu_stream *s, const uint8_t *p, size_t n)
 static void gpu_name_record(struct gpu_stream *s, const uint8_t *p, size_t n)
 {
 	struct gpu_api_name an;
-	if (n < sizeof(an))
+	if (!gpu_take(p, n, &an, sizeof(an)))
 		return gpu_bad(s);
-	memcpy(&an, p, sizeof(an));
 	if (an.domain >= 4 || an.cbid >= GPU_CBIDS || an.len > n - sizeof(an))
 		return;   /* a callback id beyond what this reader keeps: the call stays unnamed */
 	char name[GPU_NAME_MAX + 1];
@@ -189,17 +207,15 @@ static void gpu_call_record(struct gpu_stream *s, uint16_t type, const uint8_t *
 	uint32_t corr, stack, cbid, domain, flags = 0;
 	if (type == GPU_REC_CALL) {
 		struct gpu_call c;
-		if (n < sizeof(c))
+		if (!gpu_take(p, n, &c, sizeof(c)))
 			return gpu_bad(s);
-		memcpy(&c, p, sizeof(c));
 		time = c.start;
 		end = c.start + (c.flags & GPU_CALL_DURATION_US ? c.duration * 1000ull : c.duration);
 		corr = c.correlation, stack = c.stack, cbid = c.cbid, domain = c.domain;
 	} else {
 		struct gpu_graph_node g;
-		if (n < sizeof(g))
+		if (!gpu_take(p, n, &g, sizeof(g)))
 			return gpu_bad(s);
-		memcpy(&g, p, sizeof(g));
 		time = g.time, node = g.node_id, corr = g.correlation, stack = g.stack;
 		cbid = GPU_CBID_GRAPHNODE_CREATED, domain = GPU_DOMAIN_RESOURCE;
 		flags = DF_GPU_LAUNCH_GRAPH_NODE;
@@ -268,9 +284,8 @@ static void gpu_kernel_name(const char *raw, void (*fn)(struct gpu_stream *, str
 static void gpu_info_record(struct gpu_stream *s, const uint8_t *p, size_t n)
 {
 	struct gpu_info gi;
-	if (n < sizeof(gi))
+	if (!gpu_take(p, n, &gi, sizeof(gi)))
 		return gpu_bad(s);
-	memcpy(&gi, p, sizeof(gi));
 	s->info.cupti_version = gi.cupti_version;
 	s->info.status = gi.status;
 	s->info.cupti_error = gi.cupti_error;
@@ -287,12 +302,9 @@ static void gpu_kernel_record(struct gpu_stream *s, const uint8_t *p, size_t n)
 	struct df_gpu_activity a = { .kind = DF_GPU_KERNEL };
 	struct gpu_kernel k;
 
-	if (n < sizeof(k))
+	if (!gpu_take(p, n, &k, sizeof(k)) ||
+	    !gpu_take_str(name, sizeof(name), p, n, sizeof(k), k.name_len))
 		return gpu_bad(s);
-	memcpy(&k, p, sizeof(k));
-	if (k.name_len > n - sizeof(k))
-		return gpu_bad(s);
-	gpu_copy_str(name, sizeof(name), p + sizeof(k), k.name_len);
 	a.start = k.start, a.end = k.end, a.queued = k.queued, a.submitted = k.submitted;
 	a.correlation = k.correlation;
 	a.device = k.device, a.context = k.context, a.stream = k.stream;
@@ -315,9 +327,8 @@ static void gpu_unnamed_record(struct gpu_stream *s, uint16_t type, const uint8_
 	size_t need = type == GPU_REC_MEMCPY ? sizeof(r.c)
 		      : type == GPU_REC_MEMSET ? sizeof(r.m) : sizeof(r.y);
 
-	if (n < need)
+	if (!gpu_take(p, n, &r, need))
 		return gpu_bad(s);
-	memcpy(&r, p, need);
 	if (type == GPU_REC_MEMCPY) {
 		a.kind = DF_GPU_MEMCPY;
 		a.start = r.c.start, a.end = r.c.end, a.bytes = r.c.bytes;
@@ -347,12 +358,9 @@ static void gpu_marker_record(struct gpu_stream *s, const uint8_t *p, size_t n)
 	struct df_gpu_activity a = { .kind = DF_GPU_MARKER };
 	struct gpu_marker m;
 
-	if (n < sizeof(m))
+	if (!gpu_take(p, n, &m, sizeof(m)) ||
+	    !gpu_take_str(name, sizeof(name), p, n, sizeof(m), m.name_len))
 		return gpu_bad(s);
-	memcpy(&m, p, sizeof(m));
-	if (m.name_len > n - sizeof(m))
-		return gpu_bad(s);
-	gpu_copy_str(name, sizeof(name), p + sizeof(m), m.name_len);
 	a.start = m.start, a.end = m.end, a.tid = m.tid;
 	a.detail = m.id, a.detail2 = m.domain;
 	a.flags = m.end ? 0 : DF_GPU_ACT_INSTANT;
@@ -364,12 +372,9 @@ static void gpu_note_record(struct gpu_stream *s, const uint8_t *p, size_t n)
 	char text[GPU_NAME_MAX + 1];
 	struct gpu_note t;
 
-	if (n < sizeof(t))
+	if (!gpu_take(p, n, &t, sizeof(t)) ||
+	    !gpu_take_str(text, sizeof(text), p, n, sizeof(t), t.len))
 		return gpu_bad(s);
-	memcpy(&t, p, sizeof(t));
-	if (t.len > n - sizeof(t))
-		return gpu_bad(s);
-	gpu_copy_str(text, sizeof(text), p + sizeof(t), t.len);
 	if (text[0] && s->sink->note)
 		s->sink->note(s->arg, s->pid, t.severity ? 1 : 0, text);
 }
@@ -386,9 +391,8 @@ static void gpu_record(struct gpu_stream *s, uint16_t type, uint16_t rflags, con
 		break;
 	case GPU_REC_THREAD: {
 		struct gpu_thread th;
-		if (n < sizeof(th))
+		if (!gpu_take(p, n, &th, sizeof(th)))
 			return gpu_bad(s);
-		memcpy(&th, p, sizeof(th));
 		s->tid = th.tid;
 		break;
 	}
@@ -414,9 +418,8 @@ static void gpu_record(struct gpu_stream *s, uint16_t type, uint16_t rflags, con
 		gpu_marker_record(s, p, n);
 		break;
 	case GPU_REC_STATS:
-		if (n < sizeof(s->last))
+		if (!gpu_take(p, n, &s->last, sizeof(s->last)))
 			return gpu_bad(s);
-		memcpy(&s->last, p, sizeof(s->last));
 		s->info.flags |= DF_GPU_INFO_HAVE_STATS;
 		gpu_update_stats(s);
 		break;
