@@ -296,22 +296,36 @@ static void gpu_info_record(struct gpu_stream *s, const uint8_t *p, size_t n)
 	s->info.flags |= DF_GPU_INFO_HAVE_INFO;
 }
 
-static void gpu_kernel_record(struct gpu_stream *s, const uint8_t *p, size_t n)
+/* The named activities: kernels (their names demangled) and NVTX markers. */
+static void gpu_named_record(struct gpu_stream *s, uint16_t type, const uint8_t *p, size_t n)
 {
 	char name[GPU_NAME_MAX + 1];
-	struct df_gpu_activity a = { .kind = DF_GPU_KERNEL };
-	struct gpu_kernel k;
+	struct df_gpu_activity a = { 0 };
+	union {
+		struct gpu_kernel k;
+		struct gpu_marker m;
+	} r;
+	bool kernel = type == GPU_REC_KERNEL;
+	size_t need = kernel ? sizeof(r.k) : sizeof(r.m);
 
-	if (!gpu_take(p, n, &k, sizeof(k)) ||
-	    !gpu_take_str(name, sizeof(name), p, n, sizeof(k), k.name_len))
+	if (!gpu_take(p, n, &r, need) ||
+	    !gpu_take_str(name, sizeof(name), p, n, need, kernel ? r.k.name_len : r.m.name_len))
 		return gpu_bad(s);
-	a.start = k.start, a.end = k.end, a.queued = k.queued, a.submitted = k.submitted;
-	a.correlation = k.correlation;
-	a.device = k.device, a.context = k.context, a.stream = k.stream;
-	memcpy(a.grid, k.grid, sizeof(a.grid));
-	memcpy(a.block, k.block, sizeof(a.block));
-	a.graph_id = k.graph_id, a.graph_node_id = k.graph_node_id;
-	a.detail = k.registers, a.detail2 = k.shared_bytes;
+	if (!kernel) {
+		a.kind = DF_GPU_MARKER;
+		a.start = r.m.start, a.end = r.m.end, a.tid = r.m.tid;
+		a.detail = r.m.id, a.detail2 = r.m.domain;
+		a.flags = r.m.end ? 0 : DF_GPU_ACT_INSTANT;
+		return gpu_emit(s, &a, name);
+	}
+	a.kind = DF_GPU_KERNEL;
+	a.start = r.k.start, a.end = r.k.end, a.queued = r.k.queued, a.submitted = r.k.submitted;
+	a.correlation = r.k.correlation;
+	a.device = r.k.device, a.context = r.k.context, a.stream = r.k.stream;
+	memcpy(a.grid, r.k.grid, sizeof(a.grid));
+	memcpy(a.block, r.k.block, sizeof(a.block));
+	a.graph_id = r.k.graph_id, a.graph_node_id = r.k.graph_node_id;
+	a.detail = r.k.registers, a.detail2 = r.k.shared_bytes;
 	gpu_kernel_name(name, gpu_emit, s, &a);
 }
 
@@ -350,21 +364,6 @@ static void gpu_unnamed_record(struct gpu_stream *s, uint16_t type, const uint8_
 		a.detail = r.y.type, a.detail2 = r.y.event;
 	}
 	gpu_emit(s, &a, "");
-}
-
-static void gpu_marker_record(struct gpu_stream *s, const uint8_t *p, size_t n)
-{
-	char name[GPU_NAME_MAX + 1];
-	struct df_gpu_activity a = { .kind = DF_GPU_MARKER };
-	struct gpu_marker m;
-
-	if (!gpu_take(p, n, &m, sizeof(m)) ||
-	    !gpu_take_str(name, sizeof(name), p, n, sizeof(m), m.name_len))
-		return gpu_bad(s);
-	a.start = m.start, a.end = m.end, a.tid = m.tid;
-	a.detail = m.id, a.detail2 = m.domain;
-	a.flags = m.end ? 0 : DF_GPU_ACT_INSTANT;
-	gpu_emit(s, &a, name);
 }
 
 static void gpu_note_record(struct gpu_stream *s, const uint8_t *p, size_t n)
@@ -407,15 +406,13 @@ static void gpu_record(struct gpu_stream *s, uint16_t type, uint16_t rflags, con
 		gpu_call_record(s, type, p, n);
 		break;
 	case GPU_REC_KERNEL:
-		gpu_kernel_record(s, p, n);
+	case GPU_REC_MARKER:
+		gpu_named_record(s, type, p, n);
 		break;
 	case GPU_REC_MEMCPY:
 	case GPU_REC_MEMSET:
 	case GPU_REC_SYNC:
 		gpu_unnamed_record(s, type, p, n);
-		break;
-	case GPU_REC_MARKER:
-		gpu_marker_record(s, p, n);
 		break;
 	case GPU_REC_STATS:
 		if (!gpu_take(p, n, &s->last, sizeof(s->last)))
