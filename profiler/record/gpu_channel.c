@@ -792,3 +792,17 @@ void gpu_channel_free(struct gpu_channel *m, bool remove_files)
 	free(m->dir);
 	free(m);
 }
+
+int gpu_channel_merge_python(struct unwind_ctx *u, uint32_t pid, const struct gpu_py_frame *py,
+			     size_t npy, bool cut, struct unwind_loc *locs, int n, int max,
+			     enum py_merge_result *result)
+{
+	struct py_ext_frame f[GPU_MAX_PY_FRAMES];
+	if (npy > GPU_MAX_PY_FRAMES)
+		npy = GPU_MAX_PY_FRAMES;
+	for (size_t i = 0; i < npy; i++)
+		f[i] = (struct py_ext_frame){ py[i].code, py[i].unit,
+					      (py[i].flags & GPU_PYF_ENTRY) != 0,
+					      (py[i].flags & GPU_PYF_GENERATOR) != 0 };
+	return py_merge_frames(u, pid, f, (int)npy, cut, locs, n, max, result);
+}
