@@ -400,10 +400,7 @@ int gpu_idle_analyze(const struct profile *p, int64_t pid, struct gpu_idle *out)
 	idle_intervals(&c);
 	idle_samples(&c);
 	idle_stacks(&c);
-	free(c.items);
-	free(c.spans);
-	free(c.windows);
-	free(c.writers);
+	CS_FREE_ALL(c.items, c.spans, c.windows, c.writers);
 	return 0;
 }
 

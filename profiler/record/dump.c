@@ -540,10 +540,7 @@ int dump_run(const struct dump_opts *o, struct dump_result *out)
 out:
 	for (size_t i = 0; c.raw && i < c.npids; i++) {
 		sampler_process_snap_free(&c.raw[i].snap);
-		free(c.raw[i].gpu_note);
-		free(c.raw[i].table);
-		free(c.raw[i].names);
-		free(c.raw[i].stacks);
+		CS_FREE_ALL(c.raw[i].gpu_note, c.raw[i].table, c.raw[i].names, c.raw[i].stacks);
 	}
 	free(c.raw);
 	free(c.pids);
@@ -570,10 +567,7 @@ void dump_result_free(struct dump_result *r)
 			dump_stack_free(&p->kernels[k].stack);
 			free(p->kernels[k].name);
 		}
-		free(p->threads);
-		free(p->kernels);
-		free(p->error_text);
-		free(p->gpu_note);
+		CS_FREE_ALL(p->threads, p->kernels, p->error_text, p->gpu_note);
 	}
 	if (r) {
 		free(r->procs);

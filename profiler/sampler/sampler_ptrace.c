@@ -1117,11 +1117,7 @@ static void pt_close(struct sampler *base)
 			sampler_idle_thread_close(&s->threads[i].idle, &s->idle_sink);
 	for (size_t i = 0; i < s->nprocs; i++)
 		free(s->procs[i].maps);
-	free(s->threads);
-	free(s->procs);
-	free(s->attach_pids);
-	free(s->stack);
-	free(s->copy);
+	CS_FREE_ALL(s->threads, s->procs, s->attach_pids, s->stack, s->copy);
 	sampler_events_free(&s->events);
 	if (s->wake_fd >= 0)
 		close(s->wake_fd);
