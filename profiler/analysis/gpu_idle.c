@@ -408,9 +408,7 @@ void gpu_idle_free(struct gpu_idle *g)
 {
 	if (!g)
 		return;
-	free(g->intervals);
-	free(g->samples);
-	free(g->stacks);
+	CS_FREE_ALL(g->intervals, g->samples, g->stacks);
 	memset(g, 0, sizeof(*g));
 }
 
