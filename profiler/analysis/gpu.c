@@ -960,7 +960,9 @@ static void gpu_collect(struct gpu_ctx *c)
 			if (!gpu_is_sync_api(p, a))
 				break;
 			uint64_t key = (uint64_t)a->pid << 32 | a->correlation;
-			bool has_record = bsearch(&key, c->sync_corr, c->nsync_corr, sizeof(uint64_t),
+			/* bsearch(NULL, 0, ...) is undefined (UBSan reports it): no syncs, no record */
+			bool has_record = c->nsync_corr &&
+					  bsearch(&key, c->sync_corr, c->nsync_corr, sizeof(uint64_t),
 						  cmp_u64) != NULL;
 			cs_grow(&c->waits, &c->waits_cap, c->nwaits + 1, sizeof(*c->waits));
 			c->waits[c->nwaits++] = (struct gpu_wait){ .pid = a->pid, .tid = gpu_tid(p, a),
