@@ -81,11 +81,7 @@ static int fold_text_collect(void *arg, const struct fold_frame *frames, size_t 
 	cs_grow(&sf->lines, &sf->cap, sf->nlines + 1, sizeof(*sf->lines));
 	sf->lines[sf->nlines++] = (struct fold_text_line){ .key = sf->text.len,
 							   .count = count };
-	for (size_t i = 0; i < nframes; i++) {
-		if (i)
-			cs_buf_put(&sf->text, ";", 1);
-		fold_format_frame(&sf->text, &frames[i]);
-	}
+	fold_format_stack(&sf->text, frames, nframes);
 	cs_buf_put(&sf->text, "", 1); /* keep the NUL inside the buffer as the separator */
 	return 0;
 }

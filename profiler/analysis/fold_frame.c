@@ -63,3 +63,12 @@ void fold_format_frame(struct cs_buf *b, const struct fold_frame *f)
 	else if (f->flags & PROFILE_FRAME_INLINED)
 		cs_buf_put(b, "_[i]", 4);
 }
+
+void fold_format_stack(struct cs_buf *b, const struct fold_frame *frames, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			cs_buf_put(b, ";", 1);
+		fold_format_frame(b, &frames[i]);
+	}
+}

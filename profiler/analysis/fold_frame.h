@@ -54,5 +54,8 @@ void fold_frame_of(const struct profile *p, uint32_t fid, struct fold_frame *out
 /* Append one frame to b in folded-text form, with its annotation suffix. */
 struct cs_buf;
 void fold_format_frame(struct cs_buf *b, const struct fold_frame *f);
+/* Append a stack's frames[0, n) to b, root first, each as fold_format_frame writes it, joined
+ * by ';': the stack part of a folded line. */
+void fold_format_stack(struct cs_buf *b, const struct fold_frame *frames, size_t n);
 
 #endif

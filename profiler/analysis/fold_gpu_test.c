@@ -122,11 +122,7 @@ static int gpu_calls_fn(void *arg, const struct fold_frame *frames, size_t nfram
 {
 	struct gpu_calls *c = arg;
 	struct cs_buf b = { 0 };
-	for (size_t i = 0; i < nframes; i++) {
-		if (i)
-			cs_buf_put(&b, ";", 1);
-		fold_format_frame(&b, &frames[i]);
-	}
+	fold_format_stack(&b, frames, nframes);
 	cs_buf_put(&b, "", 1);
 	if (!c->nstacks)
 		snprintf(c->first, sizeof(c->first), "%s %llu", b.data, (unsigned long long)count);

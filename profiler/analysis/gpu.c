@@ -960,7 +960,9 @@ static void gpu_collect(struct gpu_ctx *c)
 			if (!gpu_is_sync_api(p, a))
 				break;
 			uint64_t key = (uint64_t)a->pid << 32 | a->correlation;
-			bool has_record = bsearch(&key, c->sync_corr, c->nsync_corr, sizeof(uint64_t),
+			/* bsearch(NULL, 0, ...) is undefined (UBSan reports it): no syncs, no record */
+			bool has_record = c->nsync_corr &&
+					  bsearch(&key, c->sync_corr, c->nsync_corr, sizeof(uint64_t),
 						  cmp_u64) != NULL;
 			cs_grow(&c->waits, &c->waits_cap, c->nwaits + 1, sizeof(*c->waits));
 			c->waits[c->nwaits++] = (struct gpu_wait){ .pid = a->pid, .tid = gpu_tid(p, a),
@@ -1000,12 +1002,7 @@ int gpu_analyze(const struct profile *p, const struct stacks_filter *filter,
 		gpu_ranges(&c);
 		gpu_verdicts(&c);
 	}
-	free(c.items);
-	free(c.waits);
-	free(c.procs);
-	free(c.lat);
-	free(c.sync_corr);
-	free(c.blamed);
+	CS_FREE_ALL(c.items, c.waits, c.procs, c.lat, c.sync_corr, c.blamed);
 	cs_map_free(&c.copy_labels);
 	return 0;
 }
@@ -1014,16 +1011,8 @@ void gpu_analysis_free(struct gpu_analysis *a)
 {
 	for (size_t i = 0; i < a->nowned; i++)
 		free(a->owned[i]);
-	free(a->owned);
-	free(a->kernels_by_time);
-	free(a->copies);
-	free(a->devices);
-	free(a->streams);
-	free(a->sync_threads);
-	free(a->blames);
-	free(a->sites);
-	free(a->ranges);
-	free(a->verdicts);
+	CS_FREE_ALL(a->owned, a->kernels_by_time, a->copies, a->devices, a->streams,
+		    a->sync_threads, a->blames, a->sites, a->ranges, a->verdicts);
 	gpu_idle_free(&a->idle);
 	memset(a, 0, sizeof(*a));
 }

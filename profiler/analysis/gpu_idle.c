@@ -400,10 +400,7 @@ int gpu_idle_analyze(const struct profile *p, int64_t pid, struct gpu_idle *out)
 	idle_intervals(&c);
 	idle_samples(&c);
 	idle_stacks(&c);
-	free(c.items);
-	free(c.spans);
-	free(c.windows);
-	free(c.writers);
+	CS_FREE_ALL(c.items, c.spans, c.windows, c.writers);
 	return 0;
 }
 
@@ -411,9 +408,7 @@ void gpu_idle_free(struct gpu_idle *g)
 {
 	if (!g)
 		return;
-	free(g->intervals);
-	free(g->samples);
-	free(g->stacks);
+	CS_FREE_ALL(g->intervals, g->samples, g->stacks);
 	memset(g, 0, sizeof(*g));
 }
 

@@ -869,11 +869,7 @@ out:
 		free(l.module_names[i]);
 	free(l.module_names);
 	profile_free(l.p);
-	free(l.locs);
-	free(l.stack_locs);
-	free(l.syms);
-	free(l.comms);
-	free(l.forks);
+	CS_FREE_ALL(l.locs, l.stack_locs, l.syms, l.comms, l.forks);
 	cs_hash_free(&l.string_ids);
 	for (size_t i = 0; i < l.nnote_texts; i++)
 		free(l.gpu_note_texts[i]);
@@ -899,26 +895,11 @@ void profile_release(struct profile *p)
 	}
 	for (size_t i = 0; i < p->nstrings; i++)
 		free(p->strings[i]);
-	free(p->header);
-	free(p->strings);
-	free(p->modules);
-	free(p->frames);
-	free(p->stack_frames);
-	free(p->stacks);
-	free(p->samples);
-	free(p->threads);
-	free(p->processes);
-	free(p->gpu_launches);
-	free(p->gpu_activities);
-	free(p->gpu_processes);
-	free(p->gpu_notes);
-	free(p->labels);
-	free(p->filtered.text);
-	free(p->filtered.comm);
-	free(p->filtered.time);
-	free(p->filtered.step);
-	free(p->filtered.steps);
-	free(p->filtered.step_windows);
+	CS_FREE_ALL(p->header, p->strings, p->modules, p->frames, p->stack_frames, p->stacks,
+		    p->samples, p->threads, p->processes, p->gpu_launches, p->gpu_activities,
+		    p->gpu_processes, p->gpu_notes, p->labels, p->filtered.text, p->filtered.comm,
+		    p->filtered.time, p->filtered.step, p->filtered.steps,
+		    p->filtered.step_windows);
 }
 
 void profile_free(struct profile *p)

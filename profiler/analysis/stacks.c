@@ -750,12 +750,7 @@ int stacks_aggregate(const struct profile *p, const struct stacks_filter *filter
 	stacks_pick_hot_lines(&g);
 	stacks_build_report(&g, out);
 out:
-	free(stack_w);
-	free(stack_incomplete);
-	free(g.frame_func);
-	free(g.frame_line);
-	free(g.module_lib);
-	free(g.funcs);
+	CS_FREE_ALL(stack_w, stack_incomplete, g.frame_func, g.frame_line, g.module_lib, g.funcs);
 	cs_map_free(&g.fmap);
 	free(g.libs);
 	cs_map_free(&g.lmap);
@@ -767,12 +762,8 @@ out:
 
 void stacks_report_free(struct stacks_report *r)
 {
-	free(r->functions);
-	free(r->processes);
-	free(r->threads);
-	free(r->libraries);
-	free(r->unwind.lacking);
-	free(r->unwind.stops);
+	CS_FREE_ALL(r->functions, r->processes, r->threads, r->libraries, r->unwind.lacking,
+		    r->unwind.stops);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -964,10 +955,7 @@ int stacks_fold(const struct profile *p, const struct fold_opts *opts, fold_fn f
 out:
 	for (size_t i = 0; i < fo.nroot_names; i++)
 		free(fo.root_names[i]);
-	free(fo.root_names);
-	free(fo.frames);
-	free(entries);
-	free(idle_ns);
+	CS_FREE_ALL(fo.root_names, fo.frames, entries, idle_ns);
 	cs_map_free(&emap);
 	stacks_ctx_free(&fo.c);
 	return err;

@@ -492,11 +492,7 @@ static int record_fold(void *arg, const struct fold_frame *frames, size_t nframe
 {
 	struct fold_record *rec = arg;
 	struct cs_buf b = { 0 };
-	for (size_t i = 0; i < nframes; i++) {
-		if (i)
-			cs_buf_put(&b, ";", 1);
-		fold_format_frame(&b, &frames[i]);
-	}
+	fold_format_stack(&b, frames, nframes);
 	cs_buf_printf(&b, " %llu", (unsigned long long)count);
 	if (rec->n < 16)
 		snprintf(rec->lines[rec->n++], sizeof(rec->lines[0]), "%s", b.data);

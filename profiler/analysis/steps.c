@@ -268,11 +268,7 @@ static size_t steps_function(const struct profile *p, const char *spec, struct s
 		out->source = STEPS_FUNCTION;
 		snprintf(out->name, sizeof(out->name), "%s", spec);
 	}
-	free(c.frame);
-	free(c.stack);
-	free(ev);
-	free(st);
-	free(ends);
+	CS_FREE_ALL(c.frame, c.stack, ev, st, ends);
 	return nst;
 }
 
@@ -591,13 +587,7 @@ int steps_measure(const struct profile *p, const struct steps *s, const struct g
 	steps_prepare_gpu(&c);
 	for (size_t i = 0; i < s->nprocs; i++)
 		steps_measure_proc(&c, s, &s->procs[i], g, period_ns, number_from, &t[i]);
-	free(c.cls);
-	free(c.times);
-	free(c.sum);
-	free(c.cpu);
-	free(c.busy);
-	free(c.busy_sum);
-	free(c.launches);
+	CS_FREE_ALL(c.cls, c.times, c.sum, c.cpu, c.busy, c.busy_sum, c.launches);
 	*out = t;
 	return 0;
 }

@@ -112,6 +112,17 @@ long cs_proc_status_number(int pid, const char *key);
 /* The number a small file starts with, or dflt when it cannot be read. */
 long cs_read_long_file(const char *path, long dflt);
 
+/* Free each pointer of ptrs[0, n); CS_FREE_ALL(a->x, a->y, ...) frees the arrays a struct
+ * owns in one statement. */
+static inline void cs_free_each(void *const *ptrs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(ptrs[i]);
+}
+#define CS_FREE_ALL(...)                                                          \
+	cs_free_each((void *const[]){ __VA_ARGS__ },                                \
+		     sizeof((void *const[]){ __VA_ARGS__ }) / sizeof(void *))
+
 /* qsort and qsort_r for arrays that may be empty: an array that was never grown is NULL, and
  * qsort(NULL, 0, ...) is undefined behaviour (glibc declares base nonnull; UBSan reports it,
  * found by tests/fuzz/fuzz_datafile on files without samples). */

@@ -94,6 +94,14 @@ void cs_hash_free(struct cs_hash *h)
 	*h = (struct cs_hash){ 0 };
 }
 
+void cs_hash_free_items(struct cs_hash *h, void (*free_item)(void *item))
+{
+	for (size_t i = 0; i < h->cap; i++)
+		if (h->slots[i].item)
+			free_item(h->slots[i].item);
+	cs_hash_free(h);
+}
+
 /* ---- cs_map: (a, b) -> u32 ---- */
 
 static uint64_t cs_map_hash(uint64_t a, uint64_t b)
@@ -181,7 +189,5 @@ const char *cs_intern(struct cs_intern *t, const char *s)
 
 void cs_intern_free(struct cs_intern *t)
 {
-	for (size_t i = 0; i < t->strings.cap; i++)
-		free(t->strings.slots[i].item);
-	cs_hash_free(&t->strings);
+	cs_hash_free_items(&t->strings, free);
 }

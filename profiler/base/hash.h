@@ -33,6 +33,8 @@ void cs_hash_insert(struct cs_hash *h, uint64_t hash, void *item);
 void *cs_hash_remove(struct cs_hash *h, uint64_t hash, cs_hash_eq eq, const void *key);
 /* Free the slots (not the items); the table is empty and usable again. */
 void cs_hash_free(struct cs_hash *h);
+/* Call free_item on every item, then cs_hash_free: for a table that owns its items. */
+void cs_hash_free_items(struct cs_hash *h, void (*free_item)(void *item));
 
 #define CS_MAP_NONE UINT32_MAX
 

@@ -101,3 +101,32 @@ UNIT_TEST(hash_equal_hashes_keep_their_order)
 		cs_hash_free(&h);
 	}
 }
+
+static uint64_t hash_test_freed_sum, hash_test_freed_n;
+
+static void hash_test_free_item(void *item)
+{
+	hash_test_freed_sum += *(uint64_t *)item;
+	hash_test_freed_n++;
+}
+
+/* cs_hash_free_items hands each item still in the table to the callback once, and empties it. */
+UNIT_TEST(hash_free_items_once_each)
+{
+	enum { N = 100 };
+	static uint64_t keys[N];
+	struct cs_hash h = { 0 };
+	uint64_t want = 0;
+	for (uint64_t i = 0; i < N; i++) {
+		keys[i] = i + 1;
+		cs_hash_insert(&h, hash_test_hash(i, keys[i]), &keys[i]);
+	}
+	for (uint64_t i = 0; i < N; i += 3)
+		UNIT_ASSERT(cs_hash_remove(&h, hash_test_hash(i, keys[i]), hash_test_eq, &keys[i]));
+	for (uint64_t i = 0; i < N; i++)
+		want += i % 3 ? keys[i] : 0;
+	cs_hash_free_items(&h, hash_test_free_item);
+	UNIT_ASSERT_EQ_INT(hash_test_freed_n, N - (N + 2) / 3);
+	UNIT_ASSERT_EQ_INT(hash_test_freed_sum, want);
+	UNIT_ASSERT(!h.slots && !h.cap && !h.count);
+}

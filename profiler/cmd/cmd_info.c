@@ -98,6 +98,45 @@ static void info_gpu_text(const struct profile *p)
 		       p->gpu_notes[i].severity ? "warning: " : "", profile_str(p, p->gpu_notes[i].text));
 }
 
+/* A GPU process' counters, after its pid, vendor, CUPTI version, status and error. */
+static const struct json_field info_gpu_counters[] = {
+	JSON_FIELD_FLAG(struct profile_gpu_process, flags, "clock_checked", 1),
+	JSON_FIELD(struct profile_gpu_process, clock_offset_ns),
+	JSON_FIELD(struct profile_gpu_process, launches),
+	JSON_FIELD(struct profile_gpu_process, launches_dropped),
+	JSON_FIELD(struct profile_gpu_process, activities),
+	JSON_FIELD(struct profile_gpu_process, dropped),
+	JSON_FIELD(struct profile_gpu_process, lost_timestamps),
+	JSON_FIELD(struct profile_gpu_process, buffers),
+	JSON_FIELD(struct profile_gpu_process, flush_timeouts),
+	JSON_FIELD(struct profile_gpu_process, write_errors),
+	JSON_FIELD(struct profile_gpu_process, capture_ns),
+	JSON_FIELD_AS(struct profile_gpu_process, bad_records, "malformed_records"),
+	JSON_FIELD_FLAG(struct profile_gpu_process, flags, "cut", 4),
+	JSON_FIELD_FLAG(struct profile_gpu_process, flags, "corrupt", 8),
+};
+
+static void info_gpu_process_json(struct json_writer *w, const void *row, const void *arg)
+{
+	const struct profile_gpu_process *g = row;
+	(void)arg;
+	json_u64(w, "pid", g->pid);
+	json_str(w, "vendor", gpu_vendor_get(g->vendor)->name);
+	json_u64(w, "cupti_version", g->cupti_version);
+	json_str(w, "status", info_gpu_status(g->status));
+	json_i64(w, "cupti_error", g->cupti_error);
+	JSON_FIELDS(w, g, info_gpu_counters);
+}
+
+/* arg: the profile, whose strings name the note's text. */
+static void info_gpu_note_json(struct json_writer *w, const void *row, const void *arg)
+{
+	const struct profile_gpu_note *n = row;
+	json_u64(w, "pid", n->pid);
+	json_u64(w, "severity", n->severity);
+	json_str(w, "text", profile_str(arg, n->text));
+}
+
 static void info_gpu_json(struct json_writer *w, const struct profile *p)
 {
 	struct info_gpu_kind k[PROFILE_GPU_NKINDS];
@@ -115,41 +154,9 @@ static void info_gpu_json(struct json_writer *w, const struct profile *p)
 		json_end(w);
 	}
 	json_end(w);
-	json_array(w, "processes", JSON_INLINE);
-	for (size_t i = 0; i < p->ngpu_processes; i++) {
-		const struct profile_gpu_process *g = &p->gpu_processes[i];
-		json_object(w, NULL, JSON_INLINE);
-		json_u64(w, "pid", g->pid);
-		json_str(w, "vendor", gpu_vendor_get(g->vendor)->name);
-		json_u64(w, "cupti_version", g->cupti_version);
-		json_str(w, "status", info_gpu_status(g->status));
-		json_i64(w, "cupti_error", g->cupti_error);
-		json_bool(w, "clock_checked", g->flags & 1);
-		json_i64(w, "clock_offset_ns", g->clock_offset_ns);
-		json_u64(w, "launches", g->launches);
-		json_u64(w, "launches_dropped", g->launches_dropped);
-		json_u64(w, "activities", g->activities);
-		json_u64(w, "dropped", g->dropped);
-		json_u64(w, "lost_timestamps", g->lost_timestamps);
-		json_u64(w, "buffers", g->buffers);
-		json_u64(w, "flush_timeouts", g->flush_timeouts);
-		json_u64(w, "write_errors", g->write_errors);
-		json_u64(w, "capture_ns", g->capture_ns);
-		json_u64(w, "malformed_records", g->bad_records);
-		json_bool(w, "cut", g->flags & 4);
-		json_bool(w, "corrupt", g->flags & 8);
-		json_end(w);
-	}
-	json_end(w);
-	json_array(w, "notes", JSON_INLINE);
-	for (size_t i = 0; i < p->ngpu_notes; i++) {
-		json_object(w, NULL, JSON_INLINE);
-		json_u64(w, "pid", p->gpu_notes[i].pid);
-		json_u64(w, "severity", p->gpu_notes[i].severity);
-		json_str(w, "text", profile_str(p, p->gpu_notes[i].text));
-		json_end(w);
-	}
-	json_end(w);
+	JSON_ROWS_EACH(w, "processes", JSON_INLINE, p->gpu_processes, p->ngpu_processes,
+		       info_gpu_process_json, p);
+	JSON_ROWS_EACH(w, "notes", JSON_INLINE, p->gpu_notes, p->ngpu_notes, info_gpu_note_json, p);
 	json_end(w);
 }
 
@@ -235,6 +242,32 @@ static void info_text(const struct profile *p, const char *path)
 	info_gpu_text(p);
 }
 
+/* arg: the profile, whose strings name the process and its host. */
+static void info_process_json(struct json_writer *w, const void *row, const void *arg)
+{
+	const struct profile_process *pr = row;
+	json_u64(w, "pid", pr->pid);
+	json_u64(w, "ppid", pr->ppid);
+	json_str(w, "comm", profile_str(arg, pr->comm));
+	json_u64(w, "samples", pr->samples);
+	if (pr->rank >= 0)
+		json_i64(w, "rank", pr->rank);
+	else
+		json_null(w, "rank");
+	json_str(w, "host", pr->host ? profile_str(arg, pr->host) : NULL);
+	json_u64(w, "orig_pid", pr->orig_pid);
+}
+
+/* arg: the profile, whose strings name the thread. */
+static void info_thread_json(struct json_writer *w, const void *row, const void *arg)
+{
+	const struct profile_thread *t = row;
+	json_u64(w, "tid", t->tid);
+	json_u64(w, "pid", t->pid);
+	json_str(w, "comm", profile_str(arg, t->comm));
+	json_u64(w, "samples", t->samples);
+}
+
 static void info_json(const struct profile *p, const char *path)
 {
 	struct json_writer jw, *w = &jw;
@@ -253,33 +286,9 @@ static void info_json(const struct profile *p, const char *path)
 	json_u64(w, "raw_stacks", p->nraw_samples);
 	json_double(w, "duration_s", (double)(p->end_ns - p->start_ns) / 1e9, 6);
 	json_u64(w, "stacks", p->nstacks);
-	json_array(w, "processes", JSON_INLINE);
-	for (size_t i = 0; i < p->nprocesses; i++) {
-		const struct profile_process *pr = &p->processes[i];
-		json_object(w, NULL, JSON_INLINE);
-		json_u64(w, "pid", pr->pid);
-		json_u64(w, "ppid", pr->ppid);
-		json_str(w, "comm", profile_str(p, pr->comm));
-		json_u64(w, "samples", pr->samples);
-		if (pr->rank >= 0)
-			json_i64(w, "rank", pr->rank);
-		else
-			json_null(w, "rank");
-		json_str(w, "host", pr->host ? profile_str(p, pr->host) : NULL);
-		json_u64(w, "orig_pid", pr->orig_pid);
-		json_end(w);
-	}
-	json_end(w);
-	json_array(w, "threads", JSON_INLINE);
-	for (size_t i = 0; i < p->nthreads; i++) {
-		json_object(w, NULL, JSON_INLINE);
-		json_u64(w, "tid", p->threads[i].tid);
-		json_u64(w, "pid", p->threads[i].pid);
-		json_str(w, "comm", profile_str(p, p->threads[i].comm));
-		json_u64(w, "samples", p->threads[i].samples);
-		json_end(w);
-	}
-	json_end(w);
+	JSON_ROWS_EACH(w, "processes", JSON_INLINE, p->processes, p->nprocesses, info_process_json,
+		       p);
+	JSON_ROWS_EACH(w, "threads", JSON_INLINE, p->threads, p->nthreads, info_thread_json, p);
 	info_gpu_json(w, p);
 	json_end(w);
 	fputc('\n', stdout);

@@ -292,9 +292,7 @@ void df_strtab_free(struct df_strtab *t)
 {
 	if (!t)
 		return;
-	for (size_t i = 0; i < t->strings.cap; i++)
-		free(t->strings.slots[i].item);
-	cs_hash_free(&t->strings);
+	cs_hash_free_items(&t->strings, free);
 	free(t);
 }
 

@@ -6,6 +6,7 @@
 #include "format/datafile.h"
 #include "inject/protocol.h"
 #include "record/gpu_attach.h"
+#include "record/gpu_channel.h"
 #include "sampler/snapshot.h"
 #include "unwind/python.h"
 #include "unwind/symbols.h"
@@ -402,16 +403,11 @@ static void dump_gpu_kernels(struct unwind_ctx *u, const struct dump_opts *o, st
 				n = 0;
 		}
 		if (ls->npy && n && !o->no_python) {
-			struct py_ext_frame f[GPU_MAX_PY_FRAMES];
 			enum py_merge_result res;
-			for (size_t j = 0; j < ls->npy; j++)
-				f[j] = (struct py_ext_frame){ ls->py[j].code, ls->py[j].unit,
-							      (ls->py[j].flags & GPU_PYF_ENTRY) != 0,
-							      (ls->py[j].flags & GPU_PYF_GENERATOR) != 0 };
 			bool cut = (sl->flags & GPU_STACK_TRUNCATED) ||
 				   (sl->py_flags & (GPU_PY_TRUNCATED | GPU_PY_BROKEN));
-			n = py_merge_frames(u, (uint32_t)raw->pid, f, (int)ls->npy, cut, locs, n,
-					    DUMP_MAX_LOCS, &res);
+			n = gpu_channel_merge_python(u, (uint32_t)raw->pid, ls->py, ls->npy, cut, locs,
+						     n, DUMP_MAX_LOCS, &res);
 		}
 		k->stack_overwritten = ls->overwritten;
 		k->stack.incomplete = (sl->flags & GPU_STACK_TRUNCATED) != 0;
@@ -544,10 +540,7 @@ int dump_run(const struct dump_opts *o, struct dump_result *out)
 out:
 	for (size_t i = 0; c.raw && i < c.npids; i++) {
 		sampler_process_snap_free(&c.raw[i].snap);
-		free(c.raw[i].gpu_note);
-		free(c.raw[i].table);
-		free(c.raw[i].names);
-		free(c.raw[i].stacks);
+		CS_FREE_ALL(c.raw[i].gpu_note, c.raw[i].table, c.raw[i].names, c.raw[i].stacks);
 	}
 	free(c.raw);
 	free(c.pids);
@@ -574,10 +567,7 @@ void dump_result_free(struct dump_result *r)
 			dump_stack_free(&p->kernels[k].stack);
 			free(p->kernels[k].name);
 		}
-		free(p->threads);
-		free(p->kernels);
-		free(p->error_text);
-		free(p->gpu_note);
+		CS_FREE_ALL(p->threads, p->kernels, p->error_text, p->gpu_note);
 	}
 	if (r) {
 		free(r->procs);

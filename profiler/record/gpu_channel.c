@@ -93,6 +93,26 @@ static void gpu_copy_str(char *out, size_t outsz, const uint8_t *p, size_t n)
 	out[strnlen(out, k)] = 0;
 }
 
+/* Copy a record's fixed part (size bytes) into fixed; false when the record is shorter. */
+static bool gpu_take(const uint8_t *p, size_t n, void *fixed, size_t size)
+{
+	if (n < size)
+		return false;
+	memcpy(fixed, p, size);
+	return true;
+}
+
+/* Copy the len-byte string that follows a fixed part of size bytes (n >= size) into out;
+ * false when it runs past the record. */
+static bool gpu_take_str(char *out, size_t outsz, const uint8_t *p, size_t n, size_t size,
+			 uint32_t len)
+{
+	if (len > n - size)
+		return false;
+	gpu_copy_str(out, outsz, p + size, len);
+	return true;
+}
+
 static void gpu_update_stats(struct gpu_stream *s)
 {
 	struct df_gpu_info *i = &s->info;
@@ -146,9 +166,8 @@ static void gpu_stream_tables_free(struct gpu_stream *s)
 static void gpu_stack_record(struct gpu_stream *s, const uint8_t *p, size_t n)
 {
 	struct gpu_stack st;
-	if (n < sizeof(st))
+	if (!gpu_take(p, n, &st, sizeof(st)))
 		return gpu_bad(s);
-	memcpy(&st, p, sizeof(st));
 	size_t pcs = (size_t)st.nframes * 8, py = (size_t)st.npy * sizeof(struct gpu_py_frame);
 	if (!st.id || st.id >= GPU_STACK_IDS || st.npy > GPU_MAX_PY_FRAMES ||
 	    pcs > n - sizeof(st) || py > n - sizeof(st) - pcs)
@@ -171,9 +190,8 @@ static void gpu_stack_record(struct gpu_stream *s, const uint8_t *p, size_t n)
 static void gpu_name_record(struct gpu_stream *s, const uint8_t *p, size_t n)
 {
 	struct gpu_api_name an;
-	if (n < sizeof(an))
+	if (!gpu_take(p, n, &an, sizeof(an)))
 		return gpu_bad(s);
-	memcpy(&an, p, sizeof(an));
 	if (an.domain >= 4 || an.cbid >= GPU_CBIDS || an.len > n - sizeof(an))
 		return;   /* a callback id beyond what this reader keeps: the call stays unnamed */
 	char name[GPU_NAME_MAX + 1];
@@ -189,17 +207,15 @@ static void gpu_call_record(struct gpu_stream *s, uint16_t type, const uint8_t *
 	uint32_t corr, stack, cbid, domain, flags = 0;
 	if (type == GPU_REC_CALL) {
 		struct gpu_call c;
-		if (n < sizeof(c))
+		if (!gpu_take(p, n, &c, sizeof(c)))
 			return gpu_bad(s);
-		memcpy(&c, p, sizeof(c));
 		time = c.start;
 		end = c.start + (c.flags & GPU_CALL_DURATION_US ? c.duration * 1000ull : c.duration);
 		corr = c.correlation, stack = c.stack, cbid = c.cbid, domain = c.domain;
 	} else {
 		struct gpu_graph_node g;
-		if (n < sizeof(g))
+		if (!gpu_take(p, n, &g, sizeof(g)))
 			return gpu_bad(s);
-		memcpy(&g, p, sizeof(g));
 		time = g.time, node = g.node_id, corr = g.correlation, stack = g.stack;
 		cbid = GPU_CBID_GRAPHNODE_CREATED, domain = GPU_DOMAIN_RESOURCE;
 		flags = DF_GPU_LAUNCH_GRAPH_NODE;
@@ -268,9 +284,8 @@ static void gpu_kernel_name(const char *raw, void (*fn)(struct gpu_stream *, str
 static void gpu_info_record(struct gpu_stream *s, const uint8_t *p, size_t n)
 {
 	struct gpu_info gi;
-	if (n < sizeof(gi))
+	if (!gpu_take(p, n, &gi, sizeof(gi)))
 		return gpu_bad(s);
-	memcpy(&gi, p, sizeof(gi));
 	s->info.cupti_version = gi.cupti_version;
 	s->info.status = gi.status;
 	s->info.cupti_error = gi.cupti_error;
@@ -281,25 +296,36 @@ static void gpu_info_record(struct gpu_stream *s, const uint8_t *p, size_t n)
 	s->info.flags |= DF_GPU_INFO_HAVE_INFO;
 }
 
-static void gpu_kernel_record(struct gpu_stream *s, const uint8_t *p, size_t n)
+/* The named activities: kernels (their names demangled) and NVTX markers. */
+static void gpu_named_record(struct gpu_stream *s, uint16_t type, const uint8_t *p, size_t n)
 {
 	char name[GPU_NAME_MAX + 1];
-	struct df_gpu_activity a = { .kind = DF_GPU_KERNEL };
-	struct gpu_kernel k;
+	struct df_gpu_activity a = { 0 };
+	union {
+		struct gpu_kernel k;
+		struct gpu_marker m;
+	} r;
+	bool kernel = type == GPU_REC_KERNEL;
+	size_t need = kernel ? sizeof(r.k) : sizeof(r.m);
 
-	if (n < sizeof(k))
+	if (!gpu_take(p, n, &r, need) ||
+	    !gpu_take_str(name, sizeof(name), p, n, need, kernel ? r.k.name_len : r.m.name_len))
 		return gpu_bad(s);
-	memcpy(&k, p, sizeof(k));
-	if (k.name_len > n - sizeof(k))
-		return gpu_bad(s);
-	gpu_copy_str(name, sizeof(name), p + sizeof(k), k.name_len);
-	a.start = k.start, a.end = k.end, a.queued = k.queued, a.submitted = k.submitted;
-	a.correlation = k.correlation;
-	a.device = k.device, a.context = k.context, a.stream = k.stream;
-	memcpy(a.grid, k.grid, sizeof(a.grid));
-	memcpy(a.block, k.block, sizeof(a.block));
-	a.graph_id = k.graph_id, a.graph_node_id = k.graph_node_id;
-	a.detail = k.registers, a.detail2 = k.shared_bytes;
+	if (!kernel) {
+		a.kind = DF_GPU_MARKER;
+		a.start = r.m.start, a.end = r.m.end, a.tid = r.m.tid;
+		a.detail = r.m.id, a.detail2 = r.m.domain;
+		a.flags = r.m.end ? 0 : DF_GPU_ACT_INSTANT;
+		return gpu_emit(s, &a, name);
+	}
+	a.kind = DF_GPU_KERNEL;
+	a.start = r.k.start, a.end = r.k.end, a.queued = r.k.queued, a.submitted = r.k.submitted;
+	a.correlation = r.k.correlation;
+	a.device = r.k.device, a.context = r.k.context, a.stream = r.k.stream;
+	memcpy(a.grid, r.k.grid, sizeof(a.grid));
+	memcpy(a.block, r.k.block, sizeof(a.block));
+	a.graph_id = r.k.graph_id, a.graph_node_id = r.k.graph_node_id;
+	a.detail = r.k.registers, a.detail2 = r.k.shared_bytes;
 	gpu_kernel_name(name, gpu_emit, s, &a);
 }
 
@@ -315,9 +341,8 @@ static void gpu_unnamed_record(struct gpu_stream *s, uint16_t type, const uint8_
 	size_t need = type == GPU_REC_MEMCPY ? sizeof(r.c)
 		      : type == GPU_REC_MEMSET ? sizeof(r.m) : sizeof(r.y);
 
-	if (n < need)
+	if (!gpu_take(p, n, &r, need))
 		return gpu_bad(s);
-	memcpy(&r, p, need);
 	if (type == GPU_REC_MEMCPY) {
 		a.kind = DF_GPU_MEMCPY;
 		a.start = r.c.start, a.end = r.c.end, a.bytes = r.c.bytes;
@@ -341,35 +366,14 @@ static void gpu_unnamed_record(struct gpu_stream *s, uint16_t type, const uint8_
 	gpu_emit(s, &a, "");
 }
 
-static void gpu_marker_record(struct gpu_stream *s, const uint8_t *p, size_t n)
-{
-	char name[GPU_NAME_MAX + 1];
-	struct df_gpu_activity a = { .kind = DF_GPU_MARKER };
-	struct gpu_marker m;
-
-	if (n < sizeof(m))
-		return gpu_bad(s);
-	memcpy(&m, p, sizeof(m));
-	if (m.name_len > n - sizeof(m))
-		return gpu_bad(s);
-	gpu_copy_str(name, sizeof(name), p + sizeof(m), m.name_len);
-	a.start = m.start, a.end = m.end, a.tid = m.tid;
-	a.detail = m.id, a.detail2 = m.domain;
-	a.flags = m.end ? 0 : DF_GPU_ACT_INSTANT;
-	gpu_emit(s, &a, name);
-}
-
 static void gpu_note_record(struct gpu_stream *s, const uint8_t *p, size_t n)
 {
 	char text[GPU_NAME_MAX + 1];
 	struct gpu_note t;
 
-	if (n < sizeof(t))
+	if (!gpu_take(p, n, &t, sizeof(t)) ||
+	    !gpu_take_str(text, sizeof(text), p, n, sizeof(t), t.len))
 		return gpu_bad(s);
-	memcpy(&t, p, sizeof(t));
-	if (t.len > n - sizeof(t))
-		return gpu_bad(s);
-	gpu_copy_str(text, sizeof(text), p + sizeof(t), t.len);
 	if (text[0] && s->sink->note)
 		s->sink->note(s->arg, s->pid, t.severity ? 1 : 0, text);
 }
@@ -386,9 +390,8 @@ static void gpu_record(struct gpu_stream *s, uint16_t type, uint16_t rflags, con
 		break;
 	case GPU_REC_THREAD: {
 		struct gpu_thread th;
-		if (n < sizeof(th))
+		if (!gpu_take(p, n, &th, sizeof(th)))
 			return gpu_bad(s);
-		memcpy(&th, p, sizeof(th));
 		s->tid = th.tid;
 		break;
 	}
@@ -403,20 +406,17 @@ static void gpu_record(struct gpu_stream *s, uint16_t type, uint16_t rflags, con
 		gpu_call_record(s, type, p, n);
 		break;
 	case GPU_REC_KERNEL:
-		gpu_kernel_record(s, p, n);
+	case GPU_REC_MARKER:
+		gpu_named_record(s, type, p, n);
 		break;
 	case GPU_REC_MEMCPY:
 	case GPU_REC_MEMSET:
 	case GPU_REC_SYNC:
 		gpu_unnamed_record(s, type, p, n);
 		break;
-	case GPU_REC_MARKER:
-		gpu_marker_record(s, p, n);
-		break;
 	case GPU_REC_STATS:
-		if (n < sizeof(s->last))
+		if (!gpu_take(p, n, &s->last, sizeof(s->last)))
 			return gpu_bad(s);
-		memcpy(&s->last, p, sizeof(s->last));
 		s->info.flags |= DF_GPU_INFO_HAVE_STATS;
 		gpu_update_stats(s);
 		break;
@@ -791,4 +791,18 @@ void gpu_channel_free(struct gpu_channel *m, bool remove_files)
 	free(m->pids);
 	free(m->dir);
 	free(m);
+}
+
+int gpu_channel_merge_python(struct unwind_ctx *u, uint32_t pid, const struct gpu_py_frame *py,
+			     size_t npy, bool cut, struct unwind_loc *locs, int n, int max,
+			     enum py_merge_result *result)
+{
+	struct py_ext_frame f[GPU_MAX_PY_FRAMES];
+	if (npy > GPU_MAX_PY_FRAMES)
+		npy = GPU_MAX_PY_FRAMES;
+	for (size_t i = 0; i < npy; i++)
+		f[i] = (struct py_ext_frame){ py[i].code, py[i].unit,
+					      (py[i].flags & GPU_PYF_ENTRY) != 0,
+					      (py[i].flags & GPU_PYF_GENERATOR) != 0 };
+	return py_merge_frames(u, pid, f, (int)npy, cut, locs, n, max, result);
 }

@@ -13,6 +13,7 @@
 
 #include "format/datafile.h"
 #include "inject/protocol.h"
+#include "unwind/python.h"
 
 /* One API call with its stack, as the channel hands it on: the data file's launch record
  * (rec: everything but stack and api, the recorder's string and stack ids), the API's name,
@@ -68,5 +69,12 @@ void gpu_channel_free(struct gpu_channel *m, bool remove_files);
 /* Parse one buffer as a whole file (unit tests, fuzzing): same checks and sink calls. */
 void gpu_channel_buffer(const void *data, size_t len, uint32_t pid, const struct gpu_sink *sink,
 			void *arg, struct df_gpu_info *info);
+
+/* Merge a launch's Python frames py[0, npy) (innermost first, inject/protocol.h) into the
+ * native stack locs[0, n) of pid, as py_merge_frames does (cut: the record says the frames
+ * stop short of the outermost). Returns the new number of locations. */
+int gpu_channel_merge_python(struct unwind_ctx *u, uint32_t pid, const struct gpu_py_frame *py,
+			     size_t npy, bool cut, struct unwind_loc *locs, int n, int max,
+			     enum py_merge_result *result);
 
 #endif

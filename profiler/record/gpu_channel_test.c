@@ -143,13 +143,40 @@ static void quiet_end(int saved)
 	close(saved);
 }
 
+/* Write the file of build_file images times over into b (a process that exec'd writes a
+ * second header) and read it into c and info. */
+static void read_built(struct cs_buf *b, int images, struct collect *c, struct df_gpu_info *info)
+{
+	for (int i = 0; i < images; i++)
+		build_file(b);
+	gpu_channel_buffer(b->data, b->len, 42, &c_sink, c, info);
+}
+
+/* Read d[0..len) afresh into c and info, the reader's warnings silenced. */
+static void read_quietly(const void *d, size_t len, struct collect *c, struct df_gpu_info *info)
+{
+	int saved = quiet_begin();
+	memset(c, 0, sizeof(*c));
+	gpu_channel_buffer(d, len, 42, &c_sink, c, info);
+	quiet_end(saved);
+}
+
+/* d[0..len) is refused whole: marked corrupt, not a record handed on. */
+static void expect_refused(const void *d, size_t len)
+{
+	struct collect c;
+	struct df_gpu_info info;
+	read_quietly(d, len, &c, &info);
+	UNIT_ASSERT(info.flags & DF_GPU_INFO_CORRUPT);
+	UNIT_ASSERT_EQ_INT(c.launches + c.activities, 0);
+}
+
 UNIT_TEST(gpu_channel_decodes_exactly)
 {
 	struct cs_buf b = { 0 };
 	struct collect c = { 0 };
 	struct df_gpu_info info;
-	build_file(&b);
-	gpu_channel_buffer(b.data, b.len, 42, &c_sink, &c, &info);
+	read_built(&b, 1, &c, &info);
 	UNIT_ASSERT_EQ_INT(c.launches, 3);
 	UNIT_ASSERT_EQ_INT(c.last_corr, 9);
 	UNIT_ASSERT_EQ_INT(c.pcs_sum, 3 * (0x401000 + 0x402000 + 0x403000));
@@ -236,8 +263,7 @@ UNIT_TEST(gpu_channel_framing_errors)
 	struct gpu_rec bad = { GPU_REC_KERNEL, 0, 12 }; /* not a multiple of 8 */
 	cs_buf_put(&b, &bad, sizeof(bad));
 	cs_buf_put(&b, "xxxxxxxxxxxxxxxx", 16);
-	int saved = quiet_begin();
-	gpu_channel_buffer(b.data, b.len, 42, &c_sink, &c, &info);
+	read_quietly(b.data, b.len, &c, &info);
 	UNIT_ASSERT(info.flags & DF_GPU_INFO_CORRUPT);
 	UNIT_ASSERT_EQ_INT(c.launches, 3);
 	/* a record whose name does not fit in its size: skipped, counted, reading goes on */
@@ -246,17 +272,12 @@ UNIT_TEST(gpu_channel_framing_errors)
 	buf_rec(&b, GPU_REC_MARKER, &m, sizeof(m), NULL, 0);
 	struct gpu_sync y = { .start = 10, .end = 20 };
 	buf_rec(&b, GPU_REC_SYNC, &y, sizeof(y), NULL, 0);
-	memset(&c, 0, sizeof(c));
-	gpu_channel_buffer(b.data, b.len, 42, &c_sink, &c, &info);
+	read_quietly(b.data, b.len, &c, &info);
 	UNIT_ASSERT_EQ_INT(info.bad_records, 1);
 	UNIT_ASSERT_EQ_INT(c.kinds[DF_GPU_SYNC], 1);
 	UNIT_ASSERT(!(info.flags & DF_GPU_INFO_CORRUPT));
 	/* a foreign file */
-	memset(&c, 0, sizeof(c));
-	gpu_channel_buffer("CSAMPLERxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 40, 42, &c_sink, &c, &info);
-	UNIT_ASSERT(info.flags & DF_GPU_INFO_CORRUPT);
-	UNIT_ASSERT_EQ_INT(c.launches + c.activities, 0);
-	quiet_end(saved);
+	expect_refused("CSAMPLERxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 40);
 	cs_buf_free(&b);
 }
 
@@ -278,12 +299,7 @@ UNIT_TEST(gpu_channel_stack_refs_and_version)
 	UNIT_ASSERT_EQ_INT(c.launches, 4);
 	UNIT_ASSERT_EQ_INT(c.last_corr, 99);
 	((struct gpu_file_header *)b.data)->version = 2;
-	memset(&c, 0, sizeof(c));
-	int saved = quiet_begin();
-	gpu_channel_buffer(b.data, b.len, 42, &c_sink, &c, &info);
-	quiet_end(saved);
-	UNIT_ASSERT(info.flags & DF_GPU_INFO_CORRUPT);
-	UNIT_ASSERT_EQ_INT(c.launches + c.activities, 0);
+	expect_refused(b.data, b.len);
 	cs_buf_free(&b);
 }
 
@@ -293,9 +309,7 @@ UNIT_TEST(gpu_channel_second_image)
 	struct cs_buf b = { 0 };
 	struct collect c = { 0 };
 	struct df_gpu_info info;
-	build_file(&b);
-	build_file(&b);
-	gpu_channel_buffer(b.data, b.len, 42, &c_sink, &c, &info);
+	read_built(&b, 2, &c, &info);
 	UNIT_ASSERT_EQ_INT(c.launches, 6);
 	UNIT_ASSERT_EQ_INT(info.dropped, 8);
 	UNIT_ASSERT_EQ_INT(info.bad_records, 0);

@@ -83,26 +83,28 @@ static char *gpu_find_cupti(void)
 	return NULL;
 }
 
+/* Say why a library was not found: the file the variable var names is not readable, or, var
+ * unset, the search for it failed (searched). Returns -ENOENT. */
+static int gpu_not_found(char *why, size_t whylen, const char *var, const char *searched)
+{
+	const char *env = getenv(var);
+	if (env && *env)
+		snprintf(why, whylen, "%s=%s is not a readable file", var, env);
+	else
+		snprintf(why, whylen, "%s", searched);
+	return -ENOENT;
+}
+
 int gpu_setup_find(struct gpu_setup *g, char *why, size_t whylen)
 {
 	g->inject_lib = gpu_find_inject();
-	if (!g->inject_lib) {
-		const char *env = getenv("CSAMPLER_GPU_LIB");
-		if (env && *env)
-			snprintf(why, whylen, "CSAMPLER_GPU_LIB=%s is not a readable file", env);
-		else
-			snprintf(why, whylen, GPU_INJECT_NAME " was not found beside csampler (../lib, ../lib/csampler): build it with make in a tree with the CUDA toolkit");
-		return -ENOENT;
-	}
+	if (!g->inject_lib)
+		return gpu_not_found(why, whylen, "CSAMPLER_GPU_LIB",
+				     GPU_INJECT_NAME " was not found beside csampler (../lib, ../lib/csampler): build it with make in a tree with the CUDA toolkit");
 	g->cupti_lib = gpu_find_cupti();
-	if (!g->cupti_lib) {
-		const char *env = getenv("CSAMPLER_CUPTI_PATH");
-		if (env && *env)
-			snprintf(why, whylen, "CSAMPLER_CUPTI_PATH=%s is not a readable file", env);
-		else
-			snprintf(why, whylen, GPU_CUPTI_NAME " (CUDA toolkit's CUPTI) was not found: set CUDA_HOME or CSAMPLER_CUPTI_PATH");
-		return -ENOENT;
-	}
+	if (!g->cupti_lib)
+		return gpu_not_found(why, whylen, "CSAMPLER_CUPTI_PATH",
+				     GPU_CUPTI_NAME " (CUDA toolkit's CUPTI) was not found: set CUDA_HOME or CSAMPLER_CUPTI_PATH");
 	return 0;
 }
 

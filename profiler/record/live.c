@@ -256,6 +256,20 @@ static void live_sum(struct live *l, uint32_t tid)
 	}
 }
 
+/* Sort the n entries of all (size bytes each), copy the first max of them to out and free
+ * all; returns how many were copied. */
+static size_t live_top(void *all, size_t n, size_t size, int (*cmp)(const void *, const void *),
+		       void *out, size_t max)
+{
+	cs_qsort(all, n, size, cmp);
+	if (n > max)
+		n = max;
+	if (n)
+		memcpy(out, all, n * size);
+	free(all);
+	return n;
+}
+
 static int live_fn_cmp_self(const void *a, const void *b)
 {
 	const struct live_fn *x = a, *y = b;
@@ -280,12 +294,8 @@ size_t live_functions(struct live *l, uint32_t tid, enum live_sort sort, struct 
 			continue;
 		all[n++] = (struct live_fn){ f->name, f->where, f->python, f->self, f->total };
 	}
-	cs_qsort(all, n, sizeof(*all), sort == LIVE_SORT_TOTAL ? live_fn_cmp_total : live_fn_cmp_self);
-	if (n > max)
-		n = max;
-	memcpy(out, all, n * sizeof(*out));
-	free(all);
-	return n;
+	return live_top(all, n, sizeof(*all),
+			sort == LIVE_SORT_TOTAL ? live_fn_cmp_total : live_fn_cmp_self, out, max);
 }
 
 static int live_thread_cmp(const void *a, const void *b)
@@ -308,19 +318,14 @@ size_t live_threads(struct live *l, struct live_thread *out, size_t max)
 		}
 		all[k].samples += l->counts[i]->count;
 	}
-	cs_qsort(all, n, sizeof(*all), live_thread_cmp);
-	if (n > max)
-		n = max;
+	n = live_top(all, n, sizeof(*all), live_thread_cmp, out, max);
 	for (size_t i = 0; i < n; i++) {
 		struct live_fn top;
-		if (live_functions(l, all[i].tid, LIVE_SORT_SELF, &top, 1) == 1) {
-			all[i].top = top.name;
-			all[i].top_self = top.self;
+		if (live_functions(l, out[i].tid, LIVE_SORT_SELF, &top, 1) == 1) {
+			out[i].top = top.name;
+			out[i].top_self = top.self;
 		}
 	}
-	if (n)
-		memcpy(out, all, n * sizeof(*out));
-	free(all);
 	return n;
 }
 
@@ -336,9 +341,5 @@ size_t live_kernels(struct live *l, struct live_kernel *out, size_t max)
 	for (size_t i = 0; i < l->nkernels; i++)
 		all[i] = (struct live_kernel){ l->kernels[i].name, l->kernels[i].count,
 					       l->kernels[i].total_ns };
-	cs_qsort(all, l->nkernels, sizeof(*all), live_kernel_cmp);
-	size_t n = l->nkernels < max ? l->nkernels : max;
-	memcpy(out, all, n * sizeof(*out));
-	free(all);
-	return n;
+	return live_top(all, l->nkernels, sizeof(*all), live_kernel_cmp, out, max);
 }

@@ -436,16 +436,11 @@ static uint32_t record_gpu_stack(struct record *r, const struct gpu_vendor *v,
 static int record_gpu_python(struct record *r, const struct gpu_channel_launch *l,
 			     struct unwind_loc *locs, int n)
 {
-	struct py_ext_frame f[GPU_MAX_PY_FRAMES];
 	enum py_merge_result res;
-	for (size_t i = 0; i < l->npy; i++)
-		f[i] = (struct py_ext_frame){ l->py[i].code, l->py[i].unit,
-					      (l->py[i].flags & GPU_PYF_ENTRY) != 0,
-					      (l->py[i].flags & GPU_PYF_GENERATOR) != 0 };
 	bool cut = (l->rec.flags & DF_GPU_LAUNCH_STACK_TRUNCATED) ||
 		   (l->py_flags & (GPU_PY_TRUNCATED | GPU_PY_BROKEN));
-	n = py_merge_frames(r->unwind, l->rec.pid, f, (int)l->npy, cut, locs, n, RECORD_MAX_LOCS,
-			    &res);
+	n = gpu_channel_merge_python(r->unwind, l->rec.pid, l->py, l->npy, cut, locs, n,
+				     RECORD_MAX_LOCS, &res);
 	if (res == PY_MERGE_OK || res == PY_MERGE_CHANGED)
 		r->gpu_py_merged++;
 	else if (res != PY_MERGE_NONE)

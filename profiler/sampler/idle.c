@@ -44,23 +44,24 @@ static long sampler_idle_call(struct sampler_idle_thread *th, long nr, uint64_t 
 	return nr;
 }
 
-int sampler_idle_thread_open(struct sampler_idle_thread *th, pid_t pid, pid_t tid)
+/* /proc/PID/task/TID/name opened for reading, or -1 with errno set. */
+static int sampler_idle_open_task_file(pid_t pid, pid_t tid, const char *name)
 {
 	char file[80];
-	long restart_nr = th->restart_nr; /* what ptrace noted before the thread was opened */
-	uint64_t restart_sp = th->restart_sp, restart_pc = th->restart_pc;
-	memset(th, 0, sizeof(*th));
-	th->restart_nr = restart_nr;
-	th->restart_sp = restart_sp;
-	th->restart_pc = restart_pc;
-	th->pid = pid;
-	th->tid = tid;
-	snprintf(file, sizeof(file), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
-	th->syscall_fd = open(file, O_RDONLY | O_CLOEXEC);
+	snprintf(file, sizeof(file), "/proc/%d/task/%d/%s", (int)pid, (int)tid, name);
+	return open(file, O_RDONLY | O_CLOEXEC);
+}
+
+int sampler_idle_thread_open(struct sampler_idle_thread *th, pid_t pid, pid_t tid)
+{
+	/* Everything starts afresh but the restart_syscall call ptrace noted before the open. */
+	*th = (struct sampler_idle_thread){ .pid = pid, .tid = tid, .restart_nr = th->restart_nr,
+					    .restart_sp = th->restart_sp,
+					    .restart_pc = th->restart_pc };
+	th->syscall_fd = sampler_idle_open_task_file(pid, tid, "syscall");
 	if (th->syscall_fd < 0)
 		return -errno; /* gone, or not permitted (-EACCES): not sampled */
-	snprintf(file, sizeof(file), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
-	th->schedstat_fd = open(file, O_RDONLY | O_CLOEXEC);
+	th->schedstat_fd = sampler_idle_open_task_file(pid, tid, "schedstat");
 	return 0;
 }
 

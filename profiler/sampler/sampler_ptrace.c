@@ -656,22 +656,32 @@ static void pt_exited(struct ptrace_sampler *s, pid_t tid, int status)
 	}
 }
 
+/* The thread a waitpid status says stopped, added when unknown (an auto-attached child whose
+ * clone event has not been seen yet); NULL when the status was an exit (accounted here) or
+ * not a stop. */
+static struct pt_thread *pt_stopped_thread(struct ptrace_sampler *s, pid_t tid, int status)
+{
+	if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		pt_exited(s, tid, status);
+		return NULL;
+	}
+	if (!WIFSTOPPED(status))
+		return NULL;
+	struct pt_thread *t = pt_thread(s, tid);
+	if (!t) {
+		pid_t pid = pt_tgid_of(tid);
+		t = pt_add_thread(s, pid ? pid : tid, tid);
+	}
+	return t;
+}
+
 /* One status from waitpid: account for it and resume the thread as it expects. */
 static void pt_handle(struct ptrace_sampler *s, pid_t tid, int status)
 {
 	uint64_t now = cs_monotonic_ns();
-	if (WIFEXITED(status) || WIFSIGNALED(status)) {
-		pt_exited(s, tid, status);
+	struct pt_thread *t = pt_stopped_thread(s, tid, status);
+	if (!t)
 		return;
-	}
-	if (!WIFSTOPPED(status))
-		return;
-	struct pt_thread *t = pt_thread(s, tid);
-	if (!t) {
-		/* an auto-attached child whose clone event has not been seen yet */
-		pid_t pid = pt_tgid_of(tid);
-		t = pt_add_thread(s, pid ? pid : tid, tid);
-	}
 	int sig = WSTOPSIG(status), event = status >> 16;
 	switch (event) {
 	case PTRACE_EVENT_STOP:
@@ -807,13 +817,9 @@ static void pt_detach_all(struct ptrace_sampler *s)
 			nanosleep(&ts, NULL);
 			continue;
 		}
-		if (WIFEXITED(status) || WIFSIGNALED(status)) {
-			pt_exited(s, tid, status);
+		struct pt_thread *t = pt_stopped_thread(s, tid, status);
+		if (!t)
 			continue;
-		}
-		if (!WIFSTOPPED(status))
-			continue;
-		struct pt_thread *t = pt_thread(s, tid);
 		int sig = WSTOPSIG(status), event = status >> 16;
 		if (event == PTRACE_EVENT_CLONE || event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK) {
 			/* the new task was auto-attached: it must be let go as well */
@@ -821,11 +827,9 @@ static void pt_detach_all(struct ptrace_sampler *s)
 			if (ptrace(PTRACE_GETEVENTMSG, tid, NULL, &msg) == 0 && msg && !pt_thread(s, (pid_t)msg)) {
 				pid_t ntid = (pid_t)msg;
 				pt_add_thread(s, pt_tgid_of(ntid) ? pt_tgid_of(ntid) : ntid, ntid);
-				t = pt_thread(s, tid);
+				t = pt_thread(s, tid);   /* the array may have moved */
 			}
 		}
-		if (!t)
-			t = pt_add_thread(s, pt_tgid_of(tid) ? pt_tgid_of(tid) : tid, tid);
 		ptrace(PTRACE_DETACH, tid, NULL, (void *)(long)(event == 0 ? sig : 0));
 		pt_remove_thread(s, t);
 	}
@@ -1117,11 +1121,7 @@ static void pt_close(struct sampler *base)
 			sampler_idle_thread_close(&s->threads[i].idle, &s->idle_sink);
 	for (size_t i = 0; i < s->nprocs; i++)
 		free(s->procs[i].maps);
-	free(s->threads);
-	free(s->procs);
-	free(s->attach_pids);
-	free(s->stack);
-	free(s->copy);
+	CS_FREE_ALL(s->threads, s->procs, s->attach_pids, s->stack, s->copy);
 	sampler_events_free(&s->events);
 	if (s->wake_fd >= 0)
 		close(s->wake_fd);

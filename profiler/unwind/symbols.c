@@ -424,19 +424,19 @@ static struct sym_cu_index *sym_cu_index_get(struct sym_file_index *ix, Dwarf_Di
 	return ci;
 }
 
+static void sym_cu_index_free(void *item)
+{
+	struct sym_cu_index *ci = item;
+	free(ci->scopes);
+	free(ci->ranges);
+	free(ci);
+}
+
 static void sym_file_index_free(struct sym_file_index *ix)
 {
 	if (!ix)
 		return;
-	for (size_t i = 0; i < ix->cus.cap; i++) {
-		struct sym_cu_index *ci = ix->cus.slots[i].item;
-		if (ci) {
-			free(ci->scopes);
-			free(ci->ranges);
-			free(ci);
-		}
-	}
-	cs_hash_free(&ix->cus);
+	cs_hash_free_items(&ix->cus, sym_cu_index_free);
 	free(ix->funcs);
 	free(ix);
 }

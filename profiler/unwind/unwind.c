@@ -290,19 +290,19 @@ int unwind_new(struct unwind_ctx **out)
 	return 0;
 }
 
+static void unwind_proc_free(void *item)
+{
+	struct unwind_proc *p = item;
+	unwind_space_unref(p->space);
+	free(p);
+}
+
 void unwind_free(struct unwind_ctx *ctx)
 {
 	if (!ctx)
 		return;
 	/* Dwfls first: they hold references to the files' Elf handles. */
-	for (size_t i = 0; i < ctx->procs.cap; i++) {
-		struct unwind_proc *p = ctx->procs.slots[i].item;
-		if (p) {
-			unwind_space_unref(p->space);
-			free(p);
-		}
-	}
-	cs_hash_free(&ctx->procs);
+	cs_hash_free_items(&ctx->procs, unwind_proc_free);
 	if (ctx->release_python)
 		ctx->release_python(ctx);
 	if (ctx->release_symbols)
