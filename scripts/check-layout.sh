@@ -42,81 +42,103 @@ test_extra="analysis/profile.h analysis/profile_builder.h cmd/cmds.h"
 bad=0
 violation() { echo "layout: $1" >&2; bad=1; }
 
-check_file() { # $1 file, $2 its folder key
-	local f=$1 key=$2 inc dir ok form
-	local extra=; case $f in *_test.c) extra=$test_extra ;; esac
-	while IFS=' ' read -r form inc; do
-		dir=${inc%%/*}
-		if [ "$form" = '<' ]; then             # <folder/file.h>: only system headers
-			[ "$dir" != "$inc" ] && [ -d "profiler/$dir" ] &&
-				violation "$f includes <$inc>: use the \"folder/file.h\" form"
-			continue
-		fi
-		case /$inc/ in
-		*/../*|*/./*)                             # no way round the rules through ..
-			# cmd/ reaches the renderer beside profiler/ as "../flamegraph/file.h", no deeper
-			[ "$key" = cmd ] && [[ $inc =~ ^\.\./flamegraph/[A-Za-z0-9_]+\.h$ ]] && continue
-			violation "$f includes \"$inc\": use the \"folder/file.h\" form (no . or .. in the path)"
-			continue ;;
-		esac
-		[ "$dir" = "$inc" ] && continue             # same-folder include ("x.h")
-		[ "$dir" = "$key" ] && continue
-		[ -d "profiler/$dir" ] || continue             # not one of ours (e.g. a system subdir)
-		[[ " $extra " == *" $inc "* ]] && continue
-		ok=0
-		for a in ${allow[$key]}; do [ "$a" = "$dir" ] && ok=1; done
-		if [ $ok = 1 ] && [ -n "${only_file[$key:$dir]:-}" ] && ! [[ " ${only_file[$key:$dir]} " == *" $inc "* ]]; then
-			ok=0
-		fi
-		[ $ok = 1 ] || violation "$f includes \"$inc\": $key/ may include only: ${allow[$key]:-nothing of profiler/}${only_file[$key:$dir]:+ (of $dir/, only ${only_file[$key:$dir]})}${extra:+ (a test also $extra)}"
-	done < <(sed -n -e 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/" \1/p' \
-		-e 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*<\([^>]*\)>.*/< \1/p' "$f")
-}
-
 # The folder key of a source file: profiler/<key>/..., profiler/main.c, flamegraph.
+# (Parameter expansion, not a subshell: the checks below run once per include line.)
 folder_of() {
 	case $1 in
-	flamegraph/*) echo flamegraph ;;
-	profiler/*/*) local rel=${1#profiler/}; echo "${rel%%/*}" ;;
-	*) echo "${1#profiler/}" ;;
+	flamegraph/*) key=flamegraph ;;
+	profiler/*/*) key=${1#profiler/}; key=${key%%/*} ;;
+	*) key=${1#profiler/} ;;
 	esac
 }
 
+check_include() { # $1 file, $2 its folder key, $3 form (" or <), $4 the included path
+	local f=$1 key=$2 form=$3 inc=$4 dir ok
+	local extra=; case $f in *_test.c) extra=$test_extra ;; esac
+	dir=${inc%%/*}
+	if [ "$form" = '<' ]; then             # <folder/file.h>: only system headers
+		[ "$dir" != "$inc" ] && [ -d "profiler/$dir" ] &&
+			violation "$f includes <$inc>: use the \"folder/file.h\" form"
+		return
+	fi
+	case /$inc/ in
+	*/../*|*/./*)                             # no way round the rules through ..
+		# cmd/ reaches the renderer beside profiler/ as "../flamegraph/file.h", no deeper
+		[ "$key" = cmd ] && [[ $inc =~ ^\.\./flamegraph/[A-Za-z0-9_]+\.h$ ]] && return
+		violation "$f includes \"$inc\": use the \"folder/file.h\" form (no . or .. in the path)"
+		return ;;
+	esac
+	[ "$dir" = "$inc" ] && return             # same-folder include ("x.h")
+	[ "$dir" = "$key" ] && return
+	[ -d "profiler/$dir" ] || return             # not one of ours (e.g. a system subdir)
+	[[ " $extra " == *" $inc "* ]] && return
+	ok=0
+	for a in ${allow[$key]}; do [ "$a" = "$dir" ] && ok=1; done
+	if [ $ok = 1 ] && [ -n "${only_file[$key:$dir]:-}" ] && ! [[ " ${only_file[$key:$dir]} " == *" $inc "* ]]; then
+		ok=0
+	fi
+	[ $ok = 1 ] || violation "$f includes \"$inc\": $key/ may include only: ${allow[$key]:-nothing of profiler/}${only_file[$key:$dir]:+ (of $dir/, only ${only_file[$key:$dir]})}${extra:+ (a test also $extra)}"
+}
+
 sources=$(find profiler flamegraph -name '*.[ch]' | sort)
+declare -A has_rule=()
 for f in $sources; do
-	key=$(folder_of "$f")
+	folder_of "$f"
 	if [ -z "${allow[$key]+set}" ]; then
 		violation "$f: folder '$key' has no include rule: add it to scripts/check-layout.sh and the README"
 		continue
 	fi
-	check_file "$f" "$key"
+	has_rule[$f]=1
 done
+# Every include line of every source in one awk pass ("FILE FORM PATH"); a process per file
+# made the check take over a minute on a loaded 2-CPU machine, and t-layout runs it 20 times.
+while IFS=' ' read -r f form inc; do
+	[ -n "${has_rule[$f]:-}" ] || continue
+	folder_of "$f"
+	check_include "$f" "$key" "$form" "$inc"
+done < <(awk '
+	/^[ \t]*#[ \t]*include[ \t]*"[^"]*"/ { s = $0; sub(/^[^"]*"/, "", s); sub(/".*/, "", s); print FILENAME, "\"", s; next }
+	/^[ \t]*#[ \t]*include[ \t]*<[^>]*>/ { s = $0; sub(/^[^<]*</, "", s); sub(/>.*/, "", s); print FILENAME, "<", s }
+' $sources)
 
 # No way round the includes by declaring another folder's function by hand: the functions each
 # folder declares in its headers or defines in its .c files (outside its tests), then every
 # extern declaration and every one-line prototype in a .c file that names one of another folder.
-declare -A owner=()
-while read -r name key; do
-	[ -n "${owner[$name]:-}" ] || owner[$name]=$key
-done < <(for f in $sources; do
-	case $f in *_test.c) continue ;; esac
-	key=$(folder_of "$f")
-	sed -E 's/^__attribute__\(\([a-z_]+(\([^()]*\))?\)\)[[:space:]]+//' "$f" |
-		grep -E '^[A-Za-z_][A-Za-z0-9_ *]*[ *][A-Za-z_][A-Za-z0-9_]*\(' |
-		grep -Ev '^(static|typedef|struct|enum|union|extern|return|if|else|for|while|switch)\b' |
-		case $f in *.c) grep -Ev ';[[:space:]]*$' ;; *) cat ;; esac | # .c: definitions only
-		sed -E "s/^[^(]*[ *]([A-Za-z_][A-Za-z0-9_]*)\(.*/\1 $key/"
-done)
-for f in $sources; do
-	key=$(folder_of "$f")
-	case $f in *.c) proto='|^[A-Za-z_][^=;(]*[ *][A-Za-z_][A-Za-z0-9_]*\(.*\);[[:space:]]*$' ;; *) proto= ;; esac
-	while IFS= read -r line; do
-		name=$(echo "$line" | sed -E 's/^([^(]*[ *])?([A-Za-z_][A-Za-z0-9_]*)[[:space:]]*\(.*/\2/')
-		o=${owner[$name]:-}
-		[ -n "$o" ] && [ "$o" != "$key" ] &&
-			violation "$f declares $name, a function of $o/, by hand: include its header (the rules above decide whether $key/ may)"
-	done < <(grep -E "^[[:space:]]*extern[[:space:]][^;]*\($proto" "$f" | grep -Ev '^(static|typedef|return)\b')
-done
+# One awk reads the sources twice: the first pass learns each function's folder (the first
+# file to declare or define it), the second reports the hand-made declarations.
+while IFS= read -r msg; do violation "$msg"; done < <(awk '
+	function folder(f,   r) {
+		if (f ~ /^flamegraph\//) return "flamegraph"
+		r = f; sub(/^profiler\//, "", r)
+		if (r ~ /\//) sub(/\/.*/, "", r)
+		return r
+	}
+	function declared_name(line,   head) {  # the identifier right before the first "("
+		head = line; sub(/\(.*/, "", head); sub(/[ \t]+$/, "", head)
+		if (!match(head, /[A-Za-z_][A-Za-z0-9_]*$/)) return ""
+		return substr(head, RSTART, RLENGTH)
+	}
+	FNR == 1 { pass2 = (seen[FILENAME]++ > 0); key = folder(FILENAME); isc = (FILENAME ~ /\.c$/); istest = (FILENAME ~ /_test\.c$/) }
+	!pass2 {
+		if (istest) next
+		line = $0
+		sub(/^__attribute__\(\([a-z_]+(\([^()]*\))?\)\)[ \t]+/, "", line)
+		if (line !~ /^[A-Za-z_][A-Za-z0-9_ *]*[ *][A-Za-z_][A-Za-z0-9_]*\(/) next
+		if (line ~ /^(static|typedef|struct|enum|union|extern|return|if|else|for|while|switch)([^A-Za-z0-9_]|$)/) next
+		if (isc && line ~ /;[ \t]*$/) next     # .c: definitions only
+		name = declared_name(line)
+		if (name != "" && !(name in owner)) owner[name] = key
+		next
+	}
+	{
+		if (!($0 ~ /^[ \t]*extern[ \t][^;]*\(/ || (isc && $0 ~ /^[A-Za-z_][^=;(]*[ *][A-Za-z_][A-Za-z0-9_]*\(.*\);[ \t]*$/))) next
+		if ($0 ~ /^(static|typedef|return)([^A-Za-z0-9_]|$)/) next
+		name = declared_name($0)
+		if (name in owner && owner[name] != key)
+			printf "%s declares %s, a function of %s/, by hand: include its header (the rules above decide whether %s/ may)\n", FILENAME, name, owner[name], key
+	}
+' $sources $sources)
+
 # The workload never depends on the profiler.
 for f in $(find target kernels -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' | sort); do
 	if grep -Eq '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"]*(profiler/|(base|format|sampler|unwind|record|analysis|inject|cmd|export)/)' "$f"; then
