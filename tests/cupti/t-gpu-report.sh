@@ -20,10 +20,14 @@ if [ ! -f "$LIB" ] || [ ! -x "$DRIVER" ]; then
 	fail "gpu-report: lib/libcsampler-cupti.so or $DRIVER was not built (make test-programs)"
 	finish
 fi
-# record SCENARIO FILE [OPTIONS]: launch-queue timestamps on (--gpu-latency) unless OPTIONS
+# record SCENARIO FILE [OPTIONS]: launch-queue timestamps on (--gpu-latency) unless OPTIONS.
+# At -F 1 (one sample a second of a thread's CPU time) the files hold GPU records and no CPU
+# samples: which CPU samples fall inside the script's idle gaps depends on the machine's load (a
+# context switch's sample once gave the syncwait gap a cause and the workload an input-bound
+# verdict on a loaded CI machine). Verdicts and causes from CPU samples are t-gpu-idle.sh's.
 record() {
 	local opts=${3:---gpu-latency}
-	LD_LIBRARY_PATH=$STANDIN "$CSAMPLER" record --gpu on $opts -o "$2" -- \
+	LD_LIBRARY_PATH=$STANDIN "$CSAMPLER" record -F 1 --gpu on $opts -o "$2" -- \
 		sh -c 'exec "$0" "$1" "$CUDA_INJECTION64_PATH"' "$DRIVER" "$1" >"$2.out" 2>"$2.err" &&
 		grep -q "^ok: " "$2.out"
 }
