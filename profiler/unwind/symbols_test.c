@@ -328,7 +328,7 @@ UNIT_TEST(sym_deleted_while_running)
 	struct sym_frame f[8];
 	char *bin = sym_test_path("bin/tests/symbols");
 	char *copy = cs_asprintf("%s/prog-gone", unit_tmpdir());
-	char exe[64], target[4096];
+	char maps[64], line[4096];
 
 	sym_test_sh("cp '%s' prog-gone", bin);
 	pid_t pid = fork();
@@ -337,13 +337,24 @@ UNIT_TEST(sym_deleted_while_running)
 		execl(copy, copy, "30", (char *)NULL);
 		_exit(127);
 	}
-	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
-	for (int i = 0; i < 200; i++) {
-		ssize_t len = readlink(exe, target, sizeof(target) - 1);
-		if (len > 0 && (target[len] = 0, strcmp(target, copy) == 0))
-			break;
-		usleep(10000);
+	/* Wait until the program's text is mapped: /proc/PID/exe names the new file before the
+	 * kernel's ELF loader has mapped its segments (a loaded machine showed that window), so
+	 * look for the path in /proc/PID/maps. Up to 20 s. */
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);
+	bool mapped = false;
+	for (int i = 0; i < 2000 && !mapped; i++) {
+		FILE *mf = fopen(maps, "r");
+		while (mf && fgets(line, sizeof(line), mf))
+			if (strstr(line, copy) && strstr(line, " r-xp ")) {
+				mapped = true;
+				break;
+			}
+		if (mf)
+			fclose(mf);
+		if (!mapped)
+			usleep(10000);
 	}
+	UNIT_ASSERT(mapped);
 	UNIT_ASSERT(unlink(copy) == 0);
 	UNIT_ASSERT_EQ_INT(unwind_new(&ctx), 0);
 	int err = unwind_load_proc_maps(ctx, (uint32_t)pid);
