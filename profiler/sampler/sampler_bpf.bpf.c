@@ -180,6 +180,17 @@ static __always_inline void stat_add(__u32 which)
 	stat_add_n(which, 1);
 }
 
+/* The program's time for sample s, begun at t0; apart for those with Python frames read. */
+static __always_inline void stat_done(struct csb_sample *s, __u64 t0)
+{
+	__u64 ns = bpf_ktime_get_ns() - t0;
+	stat_add_n(CSB_STAT_NS, ns);
+	if (s->py_state == CSB_PY_END || s->py_state == CSB_PY_TRUNCATED) {
+		stat_add(CSB_STAT_PY);
+		stat_add_n(CSB_STAT_PY_NS, ns);
+	}
+}
+
 /* The reader drains the ring on its own timer (every few milliseconds): a sample wakes it only
  * when the ring is a quarter full, not each time (a wakeup per sample cost microseconds). */
 static __always_inline __u64 wakeup_flag(void)
@@ -364,7 +375,7 @@ static __always_inline void user_regs(struct bpf_perf_event_data *ctx, struct ta
 /* Submit sample s with a slice of the user stack, for a walk that found no rows where it
  * failed (a file whose rows are not loaded yet, JIT code): user space's unwinder goes on from
  * the slice. Always 0, the program's answer. */
-static __always_inline int submit_with_slice(struct csb_sample *s, __u64 t0)
+static __always_inline int submit_with_slice(struct csb_sample *s, struct py_buf *pb, __u64 t0)
 {
 	/* The slice reaches up to the first page that cannot be read (the stack's top may be
 	 * nearer than slice_bytes), and is read straight into the ring's record. */
@@ -382,18 +393,20 @@ static __always_inline int submit_with_slice(struct csb_sample *s, __u64 t0)
 	/* the ring record's size is a constant: the smallest of four that holds the slice */
 	__u64 cls = size <= 4096 ? 4096 : size <= 8192 ? 8192 : size <= 16384 ? 16384 : CSB_SLICE_MAX;
 	struct csb_slice_sample *r;
+	const __u64 head = offsetof(struct csb_slice_sample, stack);
 	if (cls == 4096)
-		r = bpf_ringbuf_reserve(&samples, sizeof(struct csb_sample) + 4096, 0);
+		r = bpf_ringbuf_reserve(&samples, head + 4096, 0);
 	else if (cls == 8192)
-		r = bpf_ringbuf_reserve(&samples, sizeof(struct csb_sample) + 8192, 0);
+		r = bpf_ringbuf_reserve(&samples, head + 8192, 0);
 	else if (cls == 16384)
-		r = bpf_ringbuf_reserve(&samples, sizeof(struct csb_sample) + 16384, 0);
+		r = bpf_ringbuf_reserve(&samples, head + 16384, 0);
 	else
 		r = bpf_ringbuf_reserve(&samples, sizeof(*r), 0);
 	if (!r) {
 		stat_add(CSB_STAT_LOST);
 		return 0;
 	}
+	s->flags |= CSB_SLICE_RECORD;
 	if (size > cls)
 		size = cls;
 	if (size >= 64 && size <= CSB_SLICE_MAX &&
@@ -401,10 +414,15 @@ static __always_inline int submit_with_slice(struct csb_sample *s, __u64 t0)
 		s->slice = size;
 		s->flags |= CSB_USER_SLICE;
 	}
+	__u32 npy = s->npy;
+	if (npy > CSB_PY_MAX)
+		npy = CSB_PY_MAX;
+	if (pb && npy)
+		bpf_probe_read_kernel(r->py, npy * sizeof(struct csb_pyframe), pb->f);
 	bpf_probe_read_kernel(&r->head, sizeof(r->head), s);
 	bpf_ringbuf_submit(r, wakeup_flag());
 	stat_add(CSB_STAT_SAMPLES);
-	stat_add_n(CSB_STAT_NS, bpf_ktime_get_ns() - t0);
+	stat_done(s, t0);
 	return 0;
 }
 
@@ -603,12 +621,10 @@ int csb_sample(struct bpf_perf_event_data *ctx)
 	bool slice = (s->flags & CSB_USER_NO_TABLE) && !(s->flags & CSB_USER_COMPLETE) && slice_bytes;
 	struct csb_pyproc *pp = task->mm ? bpf_map_lookup_elem(&pyprocs, &tgid) : NULL;
 	struct py_buf *pb = bpf_map_lookup_elem(&pyscratch, &zero);
-	if (pp && pb && slice)
-		s->py_state = CSB_PY_SLICE;
-	else if (pp && pb)
+	if (pp && pb)
 		py_read(pp, pb, id, s);
 	if (slice)
-		return submit_with_slice(s, t0);
+		return submit_with_slice(s, pb, t0);
 	__u32 nuser = s->nuser & 0x7f, npy = s->npy;
 	if (npy > CSB_PY_MAX)
 		npy = CSB_PY_MAX;
@@ -623,12 +639,7 @@ int csb_sample(struct bpf_perf_event_data *ctx)
 		stat_add(CSB_STAT_LOST);
 	else
 		stat_add(CSB_STAT_SAMPLES);
-	__u64 ns = bpf_ktime_get_ns() - t0;
-	stat_add_n(CSB_STAT_NS, ns);
-	if (s->py_state == CSB_PY_END || s->py_state == CSB_PY_TRUNCATED) {
-		stat_add(CSB_STAT_PY);
-		stat_add_n(CSB_STAT_PY_NS, ns);
-	}
+	stat_done(s, t0);
 	return 0;
 }
 

@@ -107,7 +107,7 @@ static int bpf_on_sample(void *ctx, void *data, size_t size)
 	size_t head = offsetof(struct csb_sample, user);
 	const struct csb_slice_sample *sr = data;
 	bool slice = (r->flags & CSB_USER_SLICE) && r->slice <= CSB_SLICE_MAX &&
-		     size >= sizeof(sr->head) + r->slice;
+		     size >= offsetof(struct csb_slice_sample, stack) + r->slice;
 	if (size < head || r->nkernel > CSB_MAX_KERNEL || r->nuser > CSB_MAX_USER ||
 	    size < head + r->nuser * 8ull)
 		return 0;

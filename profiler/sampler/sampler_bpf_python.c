@@ -124,7 +124,9 @@ void bpf_python_sample(struct bpf_python *p, struct sampler_events *events,
 		       struct sampler_pending *pe, const struct csb_sample *r, size_t size)
 {
 	struct sampler_event *ev = &pe->ev;
-	size_t at = offsetof(struct csb_sample, user) + r->nuser * 8ull;
+	/* a slice record holds them before its stack, the others after user[nuser] */
+	size_t at = r->flags & CSB_SLICE_RECORD ? offsetof(struct csb_slice_sample, py)
+					      : offsetof(struct csb_sample, user) + r->nuser * 8ull;
 	struct bpf_pyproc *pp = p ? bpf_py_find(p, r->pid) : NULL;
 
 	ev->sample.py_kernel = SAMPLER_PY_NOT_READ;

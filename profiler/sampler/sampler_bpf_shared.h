@@ -28,6 +28,8 @@
 				* end at an outermost frame's row): the record carries the leaf
 				* registers and a slice of the stack for user space's unwinder */
 
+#define CSB_SLICE_RECORD 0x100 /* the record is a struct csb_slice_sample */
+
 #define CSB_SLICE_MAX 32768        /* bytes of stack in such a record, at most */
 
 /* csb_sample.py_state: the thread's CPython frame chain, read by the program at the sample
@@ -38,7 +40,6 @@
 #define CSB_PY_TRUNCATED 2         /* CSB_PY_MAX frames read, the chain goes on */
 #define CSB_PY_FAULT 3             /* a frame or the thread state could not be read */
 #define CSB_PY_NO_THREAD 4         /* no PyThreadState of this thread (yet) */
-#define CSB_PY_SLICE 5             /* a slice record (CSB_USER_SLICE): no room, not read */
 #define CSB_PY_MAX 128             /* frames read per sample (shim frames included) */
 
 struct csb_sample {
@@ -82,9 +83,11 @@ struct csb_pyproc {
 #define CSB_PY_FRAME_READ 128
 
 /* An uncertain walk's record (the ring holds it whole, CSB_USER_SLICE says whether stack[]
- * holds slice bytes); the others are a csb_sample cut after user[nuser]. */
+ * holds slice bytes); the others are a csb_sample cut after user[nuser] and their Python
+ * frames. */
 struct csb_slice_sample {
 	struct csb_sample head;
+	struct csb_pyframe py[CSB_PY_MAX]; /* head.npy Python frames (the others: after user[]) */
 	__u8 stack[CSB_SLICE_MAX];
 };
 
