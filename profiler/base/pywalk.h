@@ -91,6 +91,7 @@ struct pywalk_where {
 	uint32_t tstate_cframe;         /* 3.11, 3.12: the frame is at cframe + cframe_current */
 	uint32_t cframe_current_frame;
 	uint32_t tstate_current_frame;  /* 3.13 (tstate_cframe 0) */
+	uint32_t code_qualname;         /* PyCodeObject.co_qualname */
 	struct pywalk_layout walk;
 	uint64_t known_ns;              /* when the recorder learned it (CLOCK_MONOTONIC) */
 };

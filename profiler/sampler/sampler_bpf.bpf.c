@@ -501,6 +501,7 @@ struct py_walk {
 	struct py_buf *pb;
 	__u64 frame;
 	__u32 n, state;
+	__u64 last_code, last_qualname; /* recursion repeats a code object: read once */
 };
 
 static __always_inline __u64 fb_u64(struct py_buf *pb, __u32 off)
@@ -538,9 +539,16 @@ static long py_step(__u32 i, void *arg)
 	if (pp->frame_is_entry && pb->fb[pp->frame_is_entry & (CSB_PY_FRAME_READ - 1)])
 		link |= CSB_PYLINK_ENTRY;
 	struct csb_pyframe *f = &pb->f[w->n & (CSB_PY_MAX - 1)];
-	f->code = fb_u64(pb, pp->frame_code);
+	__u64 code = fb_u64(pb, pp->frame_code);
+	if (code != w->last_code) {
+		w->last_code = code;
+		if (!read_u64(code + pp->code_qualname, &w->last_qualname))
+			w->last_qualname = 0;
+	}
+	f->code = code;
 	f->instr = fb_u64(pb, pp->frame_instr);
 	f->link = link;
+	f->qualname = w->last_qualname;
 	w->n++;
 	w->frame = prev > CSB_PYLINK_ADDR ? 1 : prev; /* 1: not a frame, the next step says so */
 	return 0;

@@ -41,7 +41,9 @@ struct bpf_python {
 	uint32_t ask[BPF_PY_ASK_MAX];
 	int nask;
 	uint64_t read, cut, failed, not_read; /* samples by what the program read */
+	/* a sample's walked frames, then their co_qualname pointers (the event's py) */
 	struct pywalk_frame out[CSB_PY_MAX];
+	uint64_t qualname[CSB_PY_MAX];
 };
 
 static bool bpf_py_eq(const void *item, const void *key)
@@ -162,8 +164,18 @@ void bpf_python_sample(struct bpf_python *p, struct sampler_events *events,
 	}
 	ev->sample.py_kernel = cut ? SAMPLER_PY_CUT : SAMPLER_PY_READ;
 	ev->sample.npy = (uint32_t)w.n;
-	if (w.n)
+	/* the walk gives the frames the program read in their order, less the shims */
+	for (uint32_t i = 0, k = 0; i < (uint32_t)w.n; i++) {
+		p->qualname[i] = 0;
+		while (p->out[i].code && k < rd.n && rd.f[k].code != p->out[i].code)
+			k++;
+		if (p->out[i].code && k < rd.n)
+			p->qualname[i] = rd.f[k++].qualname;
+	}
+	if (w.n) {
 		pe->off_e = sampler_events_keep(events, p->out, (size_t)w.n * sizeof(p->out[0]));
+		sampler_events_keep(events, p->qualname, (size_t)w.n * sizeof(p->qualname[0]));
+	}
 	if (cut)
 		p->cut++;
 	else
@@ -199,6 +211,7 @@ void bpf_python_work(struct bpf_python *p)
 			.frame_code = w.walk.frame_code, .frame_previous = w.walk.frame_previous,
 			.frame_instr = w.walk.frame_instr, .frame_is_entry = w.walk.frame_is_entry,
 			.frame_owner = w.walk.frame_owner, .frame_read = w.walk.frame_read,
+			.code_qualname = w.code_qualname,
 			.gen = ++p->gen };
 		if (v.frame_read > CSB_PY_FRAME_READ)
 			continue;  /* a layout the program cannot hold: read by the recorder */

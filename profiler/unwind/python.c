@@ -784,6 +784,21 @@ static struct py_code *py_code_get(struct unwind_ctx *ctx, struct py_proc *p, ui
 	return py_code_from(ctx, p, addr, buf);
 }
 
+/* The code object at addr, when it is still the one whose co_qualname pointer was qualname
+ * when its frame was read (bpf: at the sample), however late: a code object freed since and
+ * its address reused holds another name (the name string lives as long as the code object
+ * does, so the same pointer in a new object at the same address names the same function). */
+static struct py_code *py_code_get_same(struct unwind_ctx *ctx, struct py_proc *p, uint64_t addr,
+					uint64_t qualname)
+{
+	bool late = p->late;
+
+	p->late = false;
+	struct py_code *c = py_code_get(ctx, p, addr);
+	p->late = late;
+	return c && c->qualname == qualname ? c : NULL;
+}
+
 /* Check the code objects of frames raw[0, n) that this sample has not checked yet: the
  * headers of those in the cache in one process_vm_readv per PY_BATCH (a code object lives as
  * long as a frame runs it, so its header rarely changes: then only what changed is read
@@ -983,7 +998,8 @@ static void py_where_set(struct py_state *st, const struct py_proc *p)
 		.interp_threads_head = L->interp_threads_head, .tstate_next = L->tstate_next,
 		.tstate_native_tid = L->tstate_native_tid, .tstate_cframe = L->tstate_cframe,
 		.cframe_current_frame = L->cframe_current_frame,
-		.tstate_current_frame = L->tstate_current_frame, .walk = p->walk,
+		.tstate_current_frame = L->tstate_current_frame, .code_qualname = L->code_qualname,
+		.walk = p->walk,
 		.known_ns = cs_monotonic_ns() } };
 
 	pthread_mutex_lock(&st->recipes_lock);
@@ -2255,7 +2271,8 @@ int py_merge_frames(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_fr
 			st->entry[nf++] = 1;
 			continue;
 		}
-		struct py_code *c = py_code_get(ctx, p, f->code);
+		struct py_code *c = f->qualname ? py_code_get_same(ctx, p, f->code, f->qualname)
+						: py_code_get(ctx, p, f->code);
 		if (!c) {
 			*result = PY_MERGE_UNREADABLE; /* freed, or the process is gone */
 			return n;
@@ -2284,8 +2301,8 @@ int py_merge_frames(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_fr
 			   &native);
 }
 
-int py_merge_walked(struct unwind_ctx *ctx, uint32_t pid, const struct pywalk_frame *fr, int nfr,
-		    bool cut, uint64_t age_ns, struct unwind_loc *locs, int n, int max,
+int py_merge_walked(struct unwind_ctx *ctx, uint32_t pid, const struct pywalk_frame *fr,
+		    const uint64_t *qualname, int nfr, bool cut, uint64_t age_ns, struct unwind_loc *locs, int n, int max,
 		    enum py_merge_result *result)
 {
 	struct py_state *st = ctx->python;
@@ -2306,7 +2323,8 @@ int py_merge_walked(struct unwind_ctx *ctx, uint32_t pid, const struct pywalk_fr
 		uint32_t unit = !fr[i].code ? UINT32_MAX : instr < code0 ? 0
 			      : (instr - code0) / 2 < UINT32_MAX ? (uint32_t)((instr - code0) / 2) : UINT32_MAX;
 		f[i] = (struct py_ext_frame){ fr[i].code, unit, (fr[i].flags & PYWALK_ENTRY) != 0,
-					      (fr[i].flags & PYWALK_GENERATOR) != 0 };
+					      (fr[i].flags & PYWALK_GENERATOR) != 0,
+					      qualname ? qualname[i] : 0 };
 	}
 	/* code objects are read now: one the sample ran may have been freed since (as py_merge
 	 * does for a sample merged late, PY_CODE_MAX_AGE_NS) */
