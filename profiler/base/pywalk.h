@@ -89,7 +89,7 @@ struct pywalk_where {
 	uint64_t interp_head;           /* the address of _PyRuntime.interpreters.head */
 	uint32_t interp_next, interp_threads_head, tstate_next, tstate_native_tid;
 	uint32_t tstate_cframe;         /* 3.11, 3.12: the frame is at cframe + cframe_current */
-	uint32_t cframe_current_frame;
+	uint32_t cframe_current_frame, cframe_previous;
 	uint32_t tstate_current_frame;  /* 3.13 (tstate_cframe 0) */
 	uint32_t code_qualname;         /* PyCodeObject.co_qualname */
 	struct pywalk_layout walk;

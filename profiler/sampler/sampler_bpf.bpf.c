@@ -44,6 +44,7 @@ struct {
 struct sample_buf {
 	struct csb_sample s;
 	struct csb_pyframe tail[CSB_PY_MAX];
+	__u64 tail_acts[CSB_PY_MAX_ACTS];
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -56,6 +57,7 @@ struct {
 struct py_buf {
 	struct csb_pyframe f[CSB_PY_MAX];
 	__u8 fb[CSB_PY_FRAME_READ];     /* the frame being read: its fields at the layout's offsets */
+	__u64 acts[CSB_PY_MAX_ACTS];    /* each activation's current frame (3.11, 3.12) */
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -419,6 +421,11 @@ static __always_inline int submit_with_slice(struct csb_sample *s, struct py_buf
 		npy = CSB_PY_MAX;
 	if (pb && npy)
 		bpf_probe_read_kernel(r->py, npy * sizeof(struct csb_pyframe), pb->f);
+	__u32 nacts = s->py_nacts;
+	if (nacts > CSB_PY_MAX_ACTS)
+		nacts = CSB_PY_MAX_ACTS;
+	if (pb && nacts)
+		bpf_probe_read_kernel(r->py_acts, nacts * 8, pb->acts);
 	bpf_probe_read_kernel(&r->head, sizeof(r->head), s);
 	bpf_ringbuf_submit(r, wakeup_flag());
 	stat_add(CSB_STAT_SAMPLES);
@@ -554,11 +561,37 @@ static long py_step(__u32 i, void *arg)
 	return 0;
 }
 
+/* 3.11, 3.12: the _PyCFrame chain, one a step: each native activation's current frame. */
+struct cf_walk {
+	struct csb_pyproc *pp;
+	struct py_buf *pb;
+	__u64 cframe;
+	__u32 n;
+};
+
+static long cf_step(__u32 i, void *arg)
+{
+	struct cf_walk *c = arg;
+	struct csb_pyproc *pp = c->pp;
+	__u64 cur, prev;
+	if (!pp || !c->pb || !c->cframe || c->n >= CSB_PY_MAX_ACTS ||
+	    !read_u64(c->cframe + pp->cframe_current_frame, &cur) ||
+	    !read_u64(c->cframe + pp->cframe_previous, &prev))
+		return 1;
+	/* the root _PyCFrame (in the thread state) has no frame: it ends the chain */
+	if (!cur)
+		return 1;
+	c->pb->acts[c->n & (CSB_PY_MAX_ACTS - 1)] = cur;
+	c->n++;
+	c->cframe = prev;
+	return 0;
+}
+
 /* Read thread id's frame chain into pb->f; fills s->py_state, npy and py_first. */
 static __always_inline void py_read(struct csb_pyproc *pp, struct py_buf *pb, __u64 id,
 				    struct csb_sample *s)
 {
-	__u64 ts = py_thread_state(pp, id), frame = 0, cframe;
+	__u64 ts = py_thread_state(pp, id), frame = 0, cframe = 0;
 	if (!ts) {
 		s->py_state = CSB_PY_NO_THREAD;
 		return;
@@ -575,6 +608,11 @@ static __always_inline void py_read(struct csb_pyproc *pp, struct py_buf *pb, __
 	s->py_state = w.state;
 	s->npy = w.n;
 	s->py_first = frame;
+	if (pp->tstate_cframe) {
+		struct cf_walk c = { .pp = pp, .pb = pb, .cframe = cframe };
+		bpf_loop(CSB_PY_MAX_ACTS, cf_step, &c, 0);
+		s->py_nacts = c.n;
+	}
 }
 
 SEC("perf_event")
@@ -601,6 +639,7 @@ int csb_sample(struct bpf_perf_event_data *ctx)
 	s->py_state = CSB_PY_NONE;
 	s->npy = 0;
 	s->py_first = 0;
+	s->py_nacts = 0;
 
 	/* the context is read in whole u64 fields only */
 	__u64 cs = *(volatile __u64 *)&ctx->regs.cs;
@@ -637,10 +676,16 @@ int csb_sample(struct bpf_perf_event_data *ctx)
 	if (npy > CSB_PY_MAX)
 		npy = CSB_PY_MAX;
 	__u64 pybytes = (__u64)npy * sizeof(struct csb_pyframe);
-	/* the Python frames follow user[nuser] */
+	__u32 nacts = s->py_nacts;
+	if (nacts > CSB_PY_MAX_ACTS)
+		nacts = CSB_PY_MAX_ACTS;
+	__u64 actbytes = (__u64)nacts * 8;
+	/* the Python frames follow user[nuser], their activations' current frames follow them */
 	if (pb && pybytes && pybytes <= sizeof(sb->tail))
 		bpf_probe_read_kernel((__u8 *)s->user + nuser * 8, pybytes, pb->f);
-	__u64 size = offsetof(struct csb_sample, user) + (__u64)nuser * 8 + pybytes;
+	if (pb && actbytes && pybytes <= sizeof(sb->tail) && actbytes <= sizeof(sb->tail_acts))
+		bpf_probe_read_kernel((__u8 *)s->user + nuser * 8 + pybytes, actbytes, pb->acts);
+	__u64 size = offsetof(struct csb_sample, user) + (__u64)nuser * 8 + pybytes + actbytes;
 	if (size > sizeof(*sb))
 		size = sizeof(*sb);
 	if (bpf_ringbuf_output(&samples, sb, size, wakeup_flag()))

@@ -41,6 +41,7 @@ struct bpf_python {
 	uint32_t ask[BPF_PY_ASK_MAX];
 	int nask;
 	uint64_t read, cut, failed, not_read; /* samples by what the program read */
+	uint64_t acts_off;        /* ... failed: an activation's current frame not in the chain */
 	/* a sample's walked frames, then their co_qualname pointers (the event's py) */
 	struct pywalk_frame out[CSB_PY_MAX];
 	uint64_t qualname[CSB_PY_MAX];
@@ -84,7 +85,48 @@ struct bpf_py_read {
 	uint32_t n, next;
 	uint64_t first, next_addr;
 	const struct pywalk_layout *L;
+	/* 3.11, 3.12: each activation's current frame (its _PyCFrame's), innermost first */
+	const uint64_t *acts;
+	uint32_t nacts;
+	bool past_acts;           /* the walk passed acts[nacts - 1], CSB_PY_MAX_ACTS of them */
 };
+
+/* Whether frame address a is where an outer activation's frames begin (acts[1, nacts)). */
+static bool bpf_py_act_at(const struct bpf_py_read *r, uint64_t a)
+{
+	for (uint32_t j = 1; j < r->nacts; j++)
+		if (r->acts[j] == a)
+			return true;
+	return false;
+}
+
+/* 3.11's is_entry of frame f (at addr), from the _PyCFrames read at the sample: the frame an
+ * outer activation's frames begin at is its previous. A frame being entered has is_entry false
+ * for a few instructions after its _PyCFrame is linked (then its frames would be taken for the
+ * outer activation's); after the CSB_PY_MAX_ACTS-th activation, the frame's own. */
+static bool bpf_py_is_entry(struct bpf_py_read *r, const struct csb_pyframe *f, uint64_t addr)
+{
+	if (r->nacts && addr == r->acts[r->nacts - 1] && r->nacts == CSB_PY_MAX_ACTS)
+		r->past_acts = true;
+	if (!r->nacts || r->past_acts)
+		return (f->link & CSB_PYLINK_ENTRY) != 0;
+	return bpf_py_act_at(r, f->link & CSB_PYLINK_ADDR);
+}
+
+/* Whether every activation's current frame is in the chain the program read (a chain cut
+ * short holds those it reached): a _PyCFrame whose current frame is not there was being set
+ * up or torn down at the sample. */
+static bool bpf_py_acts_ok(const struct bpf_py_read *r, bool cut)
+{
+	uint32_t j = 0;
+	uint64_t a = r->first;
+	for (uint32_t i = 0; i < r->n && j < r->nacts; i++) {
+		if (a == r->acts[j])
+			j++;
+		a = r->f[i].link & CSB_PYLINK_ADDR;
+	}
+	return j == r->nacts || cut;
+}
 
 static void bpf_py_put64(uint8_t *buf, size_t len, uint32_t off, uint64_t v)
 {
@@ -114,7 +156,7 @@ static bool bpf_py_frame_read(void *arg, uint64_t addr, void *buf, size_t len)
 	if (L->frame_owner < len)
 		b[L->frame_owner] = (uint8_t)(f->link >> CSB_PYLINK_OWNER_SHIFT);
 	if (L->frame_is_entry && L->frame_is_entry < len)
-		b[L->frame_is_entry] = (f->link & CSB_PYLINK_ENTRY) != 0;
+		b[L->frame_is_entry] = bpf_py_is_entry(r, f, addr);
 	r->next = i + 1;
 	r->next_addr = f->link & CSB_PYLINK_ADDR;
 	return true;
@@ -126,9 +168,13 @@ void bpf_python_sample(struct bpf_python *p, struct sampler_events *events,
 		       struct sampler_pending *pe, const struct csb_sample *r, size_t size)
 {
 	struct sampler_event *ev = &pe->ev;
-	/* a slice record holds them before its stack, the others after user[nuser] */
-	size_t at = r->flags & CSB_SLICE_RECORD ? offsetof(struct csb_slice_sample, py)
-					      : offsetof(struct csb_sample, user) + r->nuser * 8ull;
+	/* a slice record holds them before its stack, the others after user[nuser]; the
+	 * activations' current frames follow */
+	bool sliced = r->flags & CSB_SLICE_RECORD;
+	size_t at = sliced ? offsetof(struct csb_slice_sample, py)
+			   : offsetof(struct csb_sample, user) + r->nuser * 8ull;
+	size_t at_acts = sliced ? offsetof(struct csb_slice_sample, py_acts)
+				: at + r->npy * sizeof(struct csb_pyframe);
 	struct bpf_pyproc *pp = p ? bpf_py_find(p, r->pid) : NULL;
 
 	ev->sample.py_kernel = SAMPLER_PY_NOT_READ;
@@ -145,13 +191,21 @@ void bpf_python_sample(struct bpf_python *p, struct sampler_events *events,
 		return;
 	}
 	if ((r->py_state != CSB_PY_END && r->py_state != CSB_PY_TRUNCATED) || r->npy > CSB_PY_MAX ||
-	    size < at + r->npy * sizeof(struct csb_pyframe)) {
+	    r->py_nacts > CSB_PY_MAX_ACTS || size < at + r->npy * sizeof(struct csb_pyframe) ||
+	    size < at_acts + r->py_nacts * 8ull) {
 		ev->sample.py_kernel = SAMPLER_PY_FAILED;
 		p->failed++;
 		return;
 	}
 	struct bpf_py_read rd = { (const struct csb_pyframe *)((const uint8_t *)r + at), r->npy, 0,
-				  r->py_first, r->py_first, &pp->where.walk };
+				  r->py_first, r->py_first, &pp->where.walk,
+				  (const uint64_t *)((const uint8_t *)r + at_acts), r->py_nacts, false };
+	if (!bpf_py_acts_ok(&rd, r->py_state == CSB_PY_TRUNCATED)) {
+		ev->sample.py_kernel = SAMPLER_PY_FAILED;
+		p->failed++;
+		p->acts_off++;
+		return;
+	}
 	struct pywalk w = { .L = &pp->where.walk, .read = bpf_py_frame_read, .arg = &rd,
 			    .out = p->out, .max = CSB_PY_MAX, .max_depth = CSB_PY_MAX + 1 };
 	enum pywalk_end end = pywalk_walk(&w, r->py_first);
@@ -207,6 +261,7 @@ void bpf_python_work(struct bpf_python *p)
 			.interp_threads_head = w.interp_threads_head, .tstate_next = w.tstate_next,
 			.tstate_native_tid = w.tstate_native_tid, .tstate_cframe = w.tstate_cframe,
 			.cframe_current_frame = w.cframe_current_frame,
+			.cframe_previous = w.cframe_previous,
 			.tstate_current_frame = w.tstate_current_frame,
 			.frame_code = w.walk.frame_code, .frame_previous = w.walk.frame_previous,
 			.frame_instr = w.walk.frame_instr, .frame_is_entry = w.walk.frame_is_entry,
@@ -246,9 +301,9 @@ void bpf_python_describe(struct bpf_python *p, char *buf, size_t len)
 		snprintf(buf, len, "%s", "");
 		return;
 	}
-	snprintf(buf, len, "; Python frames read at the sample for %llu samples (%llu of them cut at %d frames), not for %llu (read by the recorder)",
+	snprintf(buf, len, "; Python frames read at the sample for %llu samples (%llu of them cut at %d frames), not for %llu (read by the recorder; %llu of them with an activation being entered or left)",
 		 (unsigned long long)(p->read + p->cut), (unsigned long long)p->cut, CSB_PY_MAX,
-		 (unsigned long long)p->failed);
+		 (unsigned long long)p->failed, (unsigned long long)p->acts_off);
 }
 
 #endif

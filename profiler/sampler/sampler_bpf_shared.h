@@ -41,6 +41,7 @@
 #define CSB_PY_FAULT 3             /* a frame or the thread state could not be read */
 #define CSB_PY_NO_THREAD 4         /* no PyThreadState of this thread (yet) */
 #define CSB_PY_MAX 128             /* frames read per sample (shim frames included) */
+#define CSB_PY_MAX_ACTS 16         /* 3.11, 3.12: _PyCFrames read per sample (activations) */
 
 struct csb_sample {
 	__u64 time;                /* bpf_ktime_get_ns: CLOCK_MONOTONIC */
@@ -50,6 +51,9 @@ struct csb_sample {
 	__u32 slice, pad;          /* CSB_USER_SLICE: bytes of stack from sp in stack[] */
 	__u32 py_state, npy;       /* CSB_PY_*, and frames after user[nuser] */
 	__u64 py_first;            /* the innermost frame's address */
+	__u32 py_nacts, pad2;      /* 3.11, 3.12: after the frames, the current frame of each
+				    * native activation (its _PyCFrame's), innermost first: where
+				    * each activation's frames begin, read at the sample too */
 	__u64 fp_mask[2];          /* bit i: user[i] was found by a frame-pointer step */
 	__u64 kernel[CSB_MAX_KERNEL];
 	__u64 user[CSB_MAX_USER];  /* leaf first: the sampled PC, then return addresses */
@@ -74,7 +78,7 @@ struct csb_pyproc {
 	__u64 interp_head;
 	__u32 interp_next, interp_threads_head, tstate_next, tstate_native_tid;
 	__u32 tstate_cframe;       /* 3.11, 3.12: the frame is at cframe + cframe_current_frame */
-	__u32 cframe_current_frame;
+	__u32 cframe_current_frame, cframe_previous;
 	__u32 tstate_current_frame;/* 3.13 (tstate_cframe 0) */
 	__u32 frame_code, frame_previous, frame_instr;
 	__u32 frame_is_entry;      /* 0: none (3.12+) */
@@ -91,6 +95,7 @@ struct csb_pyproc {
 struct csb_slice_sample {
 	struct csb_sample head;
 	struct csb_pyframe py[CSB_PY_MAX]; /* head.npy Python frames (the others: after user[]) */
+	__u64 py_acts[CSB_PY_MAX_ACTS];    /* head.py_nacts activations' current frames */
 	__u8 stack[CSB_SLICE_MAX];
 };
 

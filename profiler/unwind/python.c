@@ -998,6 +998,7 @@ static void py_where_set(struct py_state *st, const struct py_proc *p)
 		.interp_threads_head = L->interp_threads_head, .tstate_next = L->tstate_next,
 		.tstate_native_tid = L->tstate_native_tid, .tstate_cframe = L->tstate_cframe,
 		.cframe_current_frame = L->cframe_current_frame,
+		.cframe_previous = L->cframe_previous,
 		.tstate_current_frame = L->tstate_current_frame, .code_qualname = L->code_qualname,
 		.walk = p->walk,
 		.known_ns = cs_monotonic_ns() } };
