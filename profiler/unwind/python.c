@@ -2245,15 +2245,30 @@ void py_stats_get(struct unwind_ctx *ctx, struct py_stats *out)
 	*out = st ? st->stats : (struct py_stats){ 0 };
 }
 
+/* py_merge_frames, and how many activations kept their native frame in *native. */
+static int py_merge_frames_n(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_frame *frames,
+			     int nframes, bool outer_cut, struct unwind_loc *locs, int n, int max,
+			     enum py_merge_result *result, int *native);
+
 int py_merge_frames(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_frame *frames,
 		    int nframes, bool outer_cut, struct unwind_loc *locs, int n, int max,
 		    enum py_merge_result *result)
+{
+	int native;
+
+	return py_merge_frames_n(ctx, pid, frames, nframes, outer_cut, locs, n, max, result, &native);
+}
+
+static int py_merge_frames_n(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_frame *frames,
+			     int nframes, bool outer_cut, struct unwind_loc *locs, int n, int max,
+			     enum py_merge_result *result, int *native)
 {
 	struct py_state *st = ctx->python;
 	int acts[PY_MAX_FRAMES], nacts;
 	uint32_t runtime_module;
 
 	*result = PY_MERGE_NONE;
+	*native = 0;
 	if (!st || n <= 0 || nframes <= 0)
 		return n;
 	nacts = py_find_acts(ctx, st, locs, n, acts, &runtime_module);
@@ -2297,9 +2312,8 @@ int py_merge_frames(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_fr
 	 * cut at its outer end (then the inner ends match). */
 	*result = nruns == nacts ? PY_MERGE_OK : PY_MERGE_CHANGED;
 	py_runs_align(nruns, nacts, !outer_cut, &shift_runs, &shift_acts);
-	int native;
 	return py_put_runs(st, locs, n, max, acts, nacts, run_start, nruns, shift_acts, shift_runs,
-			   &native);
+			   native);
 }
 
 int py_merge_walked(struct unwind_ctx *ctx, uint32_t pid, const struct pywalk_frame *fr,
@@ -2335,10 +2349,15 @@ int py_merge_walked(struct unwind_ctx *ctx, uint32_t pid, const struct pywalk_fr
 	int nacts = 0;
 	uint32_t runtime_module;
 	int acts[PY_MAX_FRAMES];
+	int native = 0;
 	if (nfr == 0 && (nacts = py_find_acts(ctx, st, locs, n, acts, &runtime_module)) > 0)
 		*result = PY_MERGE_UNREADABLE; /* activations, but no frame linked yet */
 	else
-		n = py_merge_frames(ctx, pid, f, nfr, cut, locs, n, max, result);
+		n = py_merge_frames_n(ctx, pid, f, nfr, cut, locs, n, max, result, &native);
+	/* an activation left native (no run for it: entered or left at the sample) is counted
+	 * as not read, as py_merge counts it */
+	if (native && *result != PY_MERGE_NONE)
+		*result = PY_MERGE_UNREADABLE;
 	p->late = false;
 	if (*result != PY_MERGE_NONE) {
 		st->stats.samples++;
