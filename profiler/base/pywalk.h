@@ -91,10 +91,16 @@ struct pywalk_where {
 	uint32_t tstate_cframe;         /* 3.11, 3.12: the frame is at cframe + cframe_current */
 	uint32_t cframe_current_frame, cframe_previous;
 	uint32_t tstate_current_frame;  /* 3.13 (tstate_cframe 0) */
-	uint32_t code_qualname;         /* PyCodeObject.co_qualname */
+	uint32_t code_qualname, code_filename; /* PyCodeObject.co_qualname, co_filename */
 	struct pywalk_layout walk;
 	uint64_t known_ns;              /* when the recorder learned it (CLOCK_MONOTONIC) */
 };
+
+/* A code object's fingerprint: its co_qualname and co_filename pointers, folded (the BPF
+ * program computes the same). The strings live as long as the code object: an object at the
+ * same address with the same fingerprint names the same function in the same file. */
+#define PYWALK_CODE_FP(qualname, filename) \
+	((uint64_t)(qualname) ^ ((uint64_t)(filename) << 17 | (uint64_t)(filename) >> 47))
 
 /* Walk from frame (the innermost) outward. Frames taken before a BROKEN or TRUNCATED end stay
  * in out. */

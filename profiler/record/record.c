@@ -270,7 +270,7 @@ static int record_python(struct record *r, const struct sampler_event *ev, struc
 	stack.age_ns = now > ev->time ? now - ev->time : 0;
 	int walked = -1;
 	if (ev->sample.py_kernel == SAMPLER_PY_READ || ev->sample.py_kernel == SAMPLER_PY_CUT)
-		walked = py_merge_walked(r->unwind, ev->pid, ev->sample.py, ev->sample.py_qualname,
+		walked = py_merge_walked(r->unwind, ev->pid, ev->sample.py, ev->sample.py_fp,
 					 (int)ev->sample.npy,
 					 ev->sample.py_kernel == SAMPLER_PY_CUT, stack.age_ns, locs, n,
 					 RECORD_MAX_LOCS, &res);

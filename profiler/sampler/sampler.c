@@ -377,8 +377,8 @@ int sampler_batch_deliver(struct sampler_batch *b, sampler_fn fn, void *arg)
 				(const struct pywalk_frame *)(b->arena.data + pe->off_e) : NULL;
 			if (!ev->sample.py)
 				ev->sample.npy = 0;
-			/* the frames' qualname pointers follow them */
-			ev->sample.py_qualname = ev->sample.py ?
+			/* the frames' code fingerprints follow them */
+			ev->sample.py_fp = ev->sample.py ?
 				(const uint64_t *)(ev->sample.py + ev->sample.npy) : NULL;
 			if (!ev->sample.weight)
 				ev->sample.weight = 1;

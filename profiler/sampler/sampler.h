@@ -104,9 +104,9 @@ struct sampler_event {
 			 * chain the program read), innermost first */
 			enum sampler_py_kernel py_kernel;
 			const struct pywalk_frame *py;
-			/* each py frame's code object's co_qualname pointer at the sample (0:
+			/* each py frame's code object's PYWALK_CODE_FP at the sample (0:
 			 * unknown): the code object named later is checked to be the same */
-			const uint64_t *py_qualname;
+			const uint64_t *py_fp;
 			uint32_t npy;
 		} sample;
 		struct {

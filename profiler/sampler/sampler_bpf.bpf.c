@@ -508,7 +508,7 @@ struct py_walk {
 	struct py_buf *pb;
 	__u64 frame;
 	__u32 n, state;
-	__u64 last_code, last_qualname; /* recursion repeats a code object: read once */
+	__u64 last_code, last_fp;       /* recursion repeats a code object: read once */
 };
 
 static __always_inline __u64 fb_u64(struct py_buf *pb, __u32 off)
@@ -549,13 +549,15 @@ static long py_step(__u32 i, void *arg)
 	__u64 code = fb_u64(pb, pp->frame_code);
 	if (code != w->last_code) {
 		w->last_code = code;
-		if (!read_u64(code + pp->code_qualname, &w->last_qualname))
-			w->last_qualname = 0;
+		/* its name and file (base/pywalk.h's PYWALK_CODE_FP: the same formula) */
+		__u64 q, fn;
+		w->last_fp = read_u64(code + pp->code_qualname, &q) &&
+			     read_u64(code + pp->code_filename, &fn) ? q ^ (fn << 17 | fn >> 47) : 0;
 	}
 	f->code = code;
 	f->instr = fb_u64(pb, pp->frame_instr);
 	f->link = link;
-	f->qualname = w->last_qualname;
+	f->fp = w->last_fp;
 	w->n++;
 	w->frame = prev > CSB_PYLINK_ADDR ? 1 : prev; /* 1: not a frame, the next step says so */
 	return 0;

@@ -42,9 +42,9 @@ struct bpf_python {
 	int nask;
 	uint64_t read, cut, failed, not_read; /* samples by what the program read */
 	uint64_t acts_off;        /* ... failed: an activation's current frame not in the chain */
-	/* a sample's walked frames, then their co_qualname pointers (the event's py) */
+	/* a sample's walked frames, then their code objects' PYWALK_CODE_FP (the event's py) */
 	struct pywalk_frame out[CSB_PY_MAX];
-	uint64_t qualname[CSB_PY_MAX];
+	uint64_t fp[CSB_PY_MAX];
 };
 
 static bool bpf_py_eq(const void *item, const void *key)
@@ -220,15 +220,15 @@ void bpf_python_sample(struct bpf_python *p, struct sampler_events *events,
 	ev->sample.npy = (uint32_t)w.n;
 	/* the walk gives the frames the program read in their order, less the shims */
 	for (uint32_t i = 0, k = 0; i < (uint32_t)w.n; i++) {
-		p->qualname[i] = 0;
+		p->fp[i] = 0;
 		while (p->out[i].code && k < rd.n && rd.f[k].code != p->out[i].code)
 			k++;
 		if (p->out[i].code && k < rd.n)
-			p->qualname[i] = rd.f[k++].qualname;
+			p->fp[i] = rd.f[k++].fp;
 	}
 	if (w.n) {
 		pe->off_e = sampler_events_keep(events, p->out, (size_t)w.n * sizeof(p->out[0]));
-		sampler_events_keep(events, p->qualname, (size_t)w.n * sizeof(p->qualname[0]));
+		sampler_events_keep(events, p->fp, (size_t)w.n * sizeof(p->fp[0]));
 	}
 	if (cut)
 		p->cut++;
@@ -266,7 +266,7 @@ void bpf_python_work(struct bpf_python *p)
 			.frame_code = w.walk.frame_code, .frame_previous = w.walk.frame_previous,
 			.frame_instr = w.walk.frame_instr, .frame_is_entry = w.walk.frame_is_entry,
 			.frame_owner = w.walk.frame_owner, .frame_read = w.walk.frame_read,
-			.code_qualname = w.code_qualname,
+			.code_qualname = w.code_qualname, .code_filename = w.code_filename,
 			.gen = ++p->gen };
 		if (v.frame_read > CSB_PY_FRAME_READ)
 			continue;  /* a layout the program cannot hold: read by the recorder */

@@ -61,11 +61,12 @@ struct csb_sample {
 
 /* One _PyInterpreterFrame as read: its code object (f_code, 3.13's f_executable), instruction
  * (prev_instr, 3.13's instr_ptr) and link: previous frame's address (bits 0-47), is_entry (3.11,
- * bit 48) and owner (bits 56-63). The next frame of the record is at link's address. qualname:
- * the code object's co_qualname pointer at the sample (0: not read), so that user space, naming
- * the code object later, knows it is still the one the sample ran (not freed and reused). */
+ * bit 48) and owner (bits 56-63). The next frame of the record is at link's address. fp:
+ * the code object's co_qualname and co_filename pointers at the sample, folded (base/pywalk.h's
+ * PYWALK_CODE_FP; 0: not read), so that user space, naming the code object later, knows it is
+ * still the one the sample ran (not freed and its address reused by another). */
 struct csb_pyframe {
-	__u64 code, instr, link, qualname;
+	__u64 code, instr, link, fp;
 };
 #define CSB_PYLINK_ADDR ((1ull << 48) - 1)
 #define CSB_PYLINK_ENTRY (1ull << 48)
@@ -84,7 +85,7 @@ struct csb_pyproc {
 	__u32 frame_is_entry;      /* 0: none (3.12+) */
 	__u32 frame_owner;
 	__u32 frame_read;          /* bytes read of a frame, <= CSB_PY_FRAME_READ */
-	__u32 code_qualname;       /* PyCodeObject.co_qualname */
+	__u32 code_qualname, code_filename; /* PyCodeObject.co_qualname, co_filename */
 	__u32 gen;                 /* changes when the process' entry is written again */
 };
 #define CSB_PY_FRAME_READ 128

@@ -784,19 +784,21 @@ static struct py_code *py_code_get(struct unwind_ctx *ctx, struct py_proc *p, ui
 	return py_code_from(ctx, p, addr, buf);
 }
 
-/* The code object at addr, when it is still the one whose co_qualname pointer was qualname
- * when its frame was read (bpf: at the sample), however late: a code object freed since and
- * its address reused holds another name (the name string lives as long as the code object
- * does, so the same pointer in a new object at the same address names the same function). */
-static struct py_code *py_code_get_same(struct unwind_ctx *ctx, struct py_proc *p, uint64_t addr,
-					uint64_t qualname)
+/* The code object at addr, when it is the one whose fingerprint was fp (PYWALK_CODE_FP) when
+ * its frame was read (bpf: at the sample), however late: the cached one without a read when it
+ * has that fingerprint (a code object freed since and its address reused has another name or
+ * file), else read now and checked. */
+static struct py_code *py_code_get_fp(struct unwind_ctx *ctx, struct py_proc *p, uint64_t addr,
+				      uint64_t fp)
 {
+	struct py_code *c = cs_hash_find(&p->codes, cs_hash_u64(addr), py_code_eq, &addr);
+	if (c && PYWALK_CODE_FP(c->qualname, c->filename) == fp)
+		return c;
 	bool late = p->late;
-
 	p->late = false;
-	struct py_code *c = py_code_get(ctx, p, addr);
+	c = py_code_get(ctx, p, addr);
 	p->late = late;
-	return c && c->qualname == qualname ? c : NULL;
+	return c && PYWALK_CODE_FP(c->qualname, c->filename) == fp ? c : NULL;
 }
 
 /* Check the code objects of frames raw[0, n) that this sample has not checked yet: the
@@ -1000,6 +1002,7 @@ static void py_where_set(struct py_state *st, const struct py_proc *p)
 		.cframe_current_frame = L->cframe_current_frame,
 		.cframe_previous = L->cframe_previous,
 		.tstate_current_frame = L->tstate_current_frame, .code_qualname = L->code_qualname,
+		.code_filename = L->code_filename,
 		.walk = p->walk,
 		.known_ns = cs_monotonic_ns() } };
 
@@ -2287,7 +2290,7 @@ static int py_merge_frames_n(struct unwind_ctx *ctx, uint32_t pid, const struct 
 			st->entry[nf++] = 1;
 			continue;
 		}
-		struct py_code *c = f->qualname ? py_code_get_same(ctx, p, f->code, f->qualname)
+		struct py_code *c = f->fp ? py_code_get_fp(ctx, p, f->code, f->fp)
 						: py_code_get(ctx, p, f->code);
 		if (!c) {
 			*result = PY_MERGE_UNREADABLE; /* freed, or the process is gone */
@@ -2317,7 +2320,8 @@ static int py_merge_frames_n(struct unwind_ctx *ctx, uint32_t pid, const struct 
 }
 
 int py_merge_walked(struct unwind_ctx *ctx, uint32_t pid, const struct pywalk_frame *fr,
-		    const uint64_t *qualname, int nfr, bool cut, uint64_t age_ns, struct unwind_loc *locs, int n, int max,
+		    const uint64_t *fp, int nfr, bool cut, uint64_t age_ns, struct unwind_loc *locs,
+		    int n, int max,
 		    enum py_merge_result *result)
 {
 	struct py_state *st = ctx->python;
@@ -2339,7 +2343,7 @@ int py_merge_walked(struct unwind_ctx *ctx, uint32_t pid, const struct pywalk_fr
 			      : (instr - code0) / 2 < UINT32_MAX ? (uint32_t)((instr - code0) / 2) : UINT32_MAX;
 		f[i] = (struct py_ext_frame){ fr[i].code, unit, (fr[i].flags & PYWALK_ENTRY) != 0,
 					      (fr[i].flags & PYWALK_GENERATOR) != 0,
-					      qualname ? qualname[i] : 0 };
+					      fp ? fp[i] : 0 };
 	}
 	/* code objects are read now: one the sample ran may have been freed since (as py_merge
 	 * does for a sample merged late, PY_CODE_MAX_AGE_NS) */
