@@ -21,7 +21,7 @@ PROFILER_SRCS := profiler/main.c \
 PROFILER_TESTS := cmd/opts base/cs base/json base/search base/hash base/gpu_vendor base/pywalk format/datafile format/records unwind/unwind unwind/symbols sampler/sampler_ptrace \
 	analysis/profile_builder analysis/fixtures analysis/filter analysis/stacks analysis/fold_gpu analysis/report \
 	analysis/gpu analysis/gpu_idle analysis/steps record/gpu_channel record/output record/status record/dump record/live unwind/python unwind/jit analysis/compare \
-	export/pprof unwind/offcpu unwind/cfitable sampler/sampler
+	export/pprof unwind/offcpu unwind/cfitable sampler/sampler sampler/sampler_bpf_python
 PROFILER_OBJS      := $(PROFILER_SRCS:%.c=$(BUILD)/%.o)
 PROFILER_TEST_OBJS := $(PROFILER_TESTS:%=$(BUILD)/profiler/%_test.o)
 PROFILER_LIBS      := -ldw -lelf -lz -lzstd -lstdc++ -lm

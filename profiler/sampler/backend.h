@@ -95,6 +95,15 @@ int bpf_python_new(struct bpf_python **out, struct bpf_map *pyprocs, const struc
 /* The Python part of ring record r (size bytes) into the sample pe being filled. */
 void bpf_python_sample(struct bpf_python *p, struct sampler_events *events,
 		       struct sampler_pending *pe, const struct csb_sample *r, size_t size);
+/* The Python frames of ring record r (size bytes) as base/pywalk.c walks them (layout L) into
+ * out[CSB_PY_MAX], their code objects' fingerprints into fp[]: 3.11's runs split where the
+ * program's _PyCFrames say. Returns the count; -EAGAIN when an activation's current frame is
+ * not in the chain (entered or left at the sample), -EINVAL when the record or a frame is not
+ * one to use. Exposed for the unit tests. */
+struct pywalk_layout;
+struct pywalk_frame;
+int bpf_python_walk(const struct csb_sample *r, size_t size, const struct pywalk_layout *L,
+		    struct pywalk_frame *out, uint64_t *fp);
 /* After a batch: ask the recorder about the processes not known yet, fill the map. */
 void bpf_python_work(struct bpf_python *p);
 /* Keep the map in step with one event of a batch (exec, exit). */

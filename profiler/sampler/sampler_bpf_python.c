@@ -13,14 +13,137 @@
 #include "base/hash.h"
 #include "base/pywalk.h"
 
-#ifdef CSAMPLER_HAVE_BPF
-
-#include <bpf/bpf.h>
-#include <bpf/libbpf.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* pywalk's read over the frames the program read: frame i is at the address frame i - 1
+ * linked to (the first at first), its fields put back at the layout's offsets. */
+struct bpf_py_read {
+	const struct csb_pyframe *f;
+	uint32_t n, next;
+	uint64_t first, next_addr;
+	const struct pywalk_layout *L;
+	/* 3.11, 3.12: each activation's current frame (its _PyCFrame's), innermost first */
+	const uint64_t *acts;
+	uint32_t nacts;
+	bool past_acts;           /* the walk passed acts[nacts - 1], CSB_PY_MAX_ACTS of them */
+};
+
+/* Whether frame address a is where an outer activation's frames begin (acts[1, nacts)). */
+static bool bpf_py_act_at(const struct bpf_py_read *r, uint64_t a)
+{
+	for (uint32_t j = 1; j < r->nacts; j++)
+		if (r->acts[j] == a)
+			return true;
+	return false;
+}
+
+/* 3.11's is_entry of frame f (at addr), from the _PyCFrames read at the sample: the frame an
+ * outer activation's frames begin at is its previous. A frame being entered has is_entry false
+ * for a few instructions after its _PyCFrame is linked (then its frames would be taken for the
+ * outer activation's); after the CSB_PY_MAX_ACTS-th activation, the frame's own. */
+static bool bpf_py_is_entry(struct bpf_py_read *r, const struct csb_pyframe *f, uint64_t addr)
+{
+	if (r->nacts && addr == r->acts[r->nacts - 1] && r->nacts == CSB_PY_MAX_ACTS)
+		r->past_acts = true;
+	if (!r->nacts || r->past_acts)
+		return (f->link & CSB_PYLINK_ENTRY) != 0;
+	/* the outermost frame ends the outermost activation */
+	return bpf_py_act_at(r, f->link & CSB_PYLINK_ADDR) || !(f->link & CSB_PYLINK_ADDR);
+}
+
+/* Whether every activation's current frame is in the chain the program read (a chain cut
+ * short holds those it reached): a _PyCFrame whose current frame is not there was being set
+ * up or torn down at the sample. */
+static bool bpf_py_acts_ok(const struct bpf_py_read *r, bool cut)
+{
+	uint32_t j = 0;
+	uint64_t a = r->first;
+	for (uint32_t i = 0; i < r->n && j < r->nacts; i++) {
+		if (a == r->acts[j])
+			j++;
+		a = r->f[i].link & CSB_PYLINK_ADDR;
+	}
+	return j == r->nacts || cut;
+}
+
+static void bpf_py_put64(uint8_t *buf, size_t len, uint32_t off, uint64_t v)
+{
+	if (off + 8 <= len)
+		memcpy(buf + off, &v, 8);
+}
+
+static bool bpf_py_frame_read(void *arg, uint64_t addr, void *buf, size_t len)
+{
+	struct bpf_py_read *r = arg;
+	const struct pywalk_layout *L = r->L;
+	uint32_t i = r->next;
+	uint64_t at = r->next_addr;
+	if (at != addr) {  /* the walk asks in chain order: this is for any other order */
+		at = r->first;
+		for (i = 0; i < r->n && at != addr; i++)
+			at = r->f[i].link & CSB_PYLINK_ADDR;
+	}
+	if (i >= r->n || at != addr)
+		return false;  /* past what the program read */
+	const struct csb_pyframe *f = &r->f[i];
+	uint8_t *b = buf;
+	memset(b, 0, len);
+	bpf_py_put64(b, len, L->frame_code, f->code);
+	bpf_py_put64(b, len, L->frame_instr, f->instr);
+	bpf_py_put64(b, len, L->frame_previous, f->link & CSB_PYLINK_ADDR);
+	if (L->frame_owner < len)
+		b[L->frame_owner] = (uint8_t)(f->link >> CSB_PYLINK_OWNER_SHIFT);
+	if (L->frame_is_entry && L->frame_is_entry < len)
+		b[L->frame_is_entry] = bpf_py_is_entry(r, f, addr);
+	r->next = i + 1;
+	r->next_addr = f->link & CSB_PYLINK_ADDR;
+	return true;
+}
+
+int bpf_python_walk(const struct csb_sample *r, size_t size, const struct pywalk_layout *L,
+		    struct pywalk_frame *out, uint64_t *fp)
+{
+	/* a slice record holds them before its stack, the others after user[nuser]; the
+	 * activations' current frames follow */
+	bool sliced = r->flags & CSB_SLICE_RECORD;
+	size_t at = sliced ? offsetof(struct csb_slice_sample, py)
+			   : offsetof(struct csb_sample, user) + r->nuser * 8ull;
+	size_t at_acts = sliced ? offsetof(struct csb_slice_sample, py_acts)
+				: at + r->npy * sizeof(struct csb_pyframe);
+
+	if ((r->py_state != CSB_PY_END && r->py_state != CSB_PY_TRUNCATED) || r->npy > CSB_PY_MAX ||
+	    r->py_nacts > CSB_PY_MAX_ACTS || size < at + r->npy * sizeof(struct csb_pyframe) ||
+	    size < at_acts + r->py_nacts * 8ull)
+		return -EINVAL;
+	struct bpf_py_read rd = { (const struct csb_pyframe *)((const uint8_t *)r + at), r->npy, 0,
+				  r->py_first, r->py_first, L,
+				  (const uint64_t *)((const uint8_t *)r + at_acts), r->py_nacts, false };
+	if (!bpf_py_acts_ok(&rd, r->py_state == CSB_PY_TRUNCATED))
+		return -EAGAIN;
+	struct pywalk w = { .L = L, .read = bpf_py_frame_read, .arg = &rd, .out = out,
+			    .max = CSB_PY_MAX, .max_depth = CSB_PY_MAX + 1 };
+	enum pywalk_end end = pywalk_walk(&w, r->py_first);
+	bool cut = r->py_state == CSB_PY_TRUNCATED && (end == PYWALK_BROKEN || end == PYWALK_TRUNCATED);
+	if (end != PYWALK_CHAIN_END && !cut)
+		return -EINVAL; /* a frame that is none (being set up or torn down at the sample) */
+	/* the walk gives the frames the program read in their order, less the shims */
+	for (uint32_t i = 0, k = 0; i < (uint32_t)w.n; i++) {
+		fp[i] = 0;
+		while (out[i].code && k < rd.n && rd.f[k].code != out[i].code)
+			k++;
+		if (out[i].code && k < rd.n)
+			fp[i] = rd.f[k++].fp;
+	}
+	return w.n;
+}
+
+#ifdef CSAMPLER_HAVE_BPF
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 
 /* A process the program was told about (or is to be): its layout and since when. */
 struct bpf_pyproc {
@@ -78,103 +201,12 @@ void bpf_python_free(struct bpf_python *p)
 	free(p);
 }
 
-/* pywalk's read over the frames the program read: frame i is at the address frame i - 1
- * linked to (the first at first), its fields put back at the layout's offsets. */
-struct bpf_py_read {
-	const struct csb_pyframe *f;
-	uint32_t n, next;
-	uint64_t first, next_addr;
-	const struct pywalk_layout *L;
-	/* 3.11, 3.12: each activation's current frame (its _PyCFrame's), innermost first */
-	const uint64_t *acts;
-	uint32_t nacts;
-	bool past_acts;           /* the walk passed acts[nacts - 1], CSB_PY_MAX_ACTS of them */
-};
-
-/* Whether frame address a is where an outer activation's frames begin (acts[1, nacts)). */
-static bool bpf_py_act_at(const struct bpf_py_read *r, uint64_t a)
-{
-	for (uint32_t j = 1; j < r->nacts; j++)
-		if (r->acts[j] == a)
-			return true;
-	return false;
-}
-
-/* 3.11's is_entry of frame f (at addr), from the _PyCFrames read at the sample: the frame an
- * outer activation's frames begin at is its previous. A frame being entered has is_entry false
- * for a few instructions after its _PyCFrame is linked (then its frames would be taken for the
- * outer activation's); after the CSB_PY_MAX_ACTS-th activation, the frame's own. */
-static bool bpf_py_is_entry(struct bpf_py_read *r, const struct csb_pyframe *f, uint64_t addr)
-{
-	if (r->nacts && addr == r->acts[r->nacts - 1] && r->nacts == CSB_PY_MAX_ACTS)
-		r->past_acts = true;
-	if (!r->nacts || r->past_acts)
-		return (f->link & CSB_PYLINK_ENTRY) != 0;
-	return bpf_py_act_at(r, f->link & CSB_PYLINK_ADDR);
-}
-
-/* Whether every activation's current frame is in the chain the program read (a chain cut
- * short holds those it reached): a _PyCFrame whose current frame is not there was being set
- * up or torn down at the sample. */
-static bool bpf_py_acts_ok(const struct bpf_py_read *r, bool cut)
-{
-	uint32_t j = 0;
-	uint64_t a = r->first;
-	for (uint32_t i = 0; i < r->n && j < r->nacts; i++) {
-		if (a == r->acts[j])
-			j++;
-		a = r->f[i].link & CSB_PYLINK_ADDR;
-	}
-	return j == r->nacts || cut;
-}
-
-static void bpf_py_put64(uint8_t *buf, size_t len, uint32_t off, uint64_t v)
-{
-	if (off + 8 <= len)
-		memcpy(buf + off, &v, 8);
-}
-
-static bool bpf_py_frame_read(void *arg, uint64_t addr, void *buf, size_t len)
-{
-	struct bpf_py_read *r = arg;
-	const struct pywalk_layout *L = r->L;
-	uint32_t i = r->next;
-	uint64_t at = r->next_addr;
-	if (at != addr) {  /* the walk asks in chain order: this is for any other order */
-		at = r->first;
-		for (i = 0; i < r->n && at != addr; i++)
-			at = r->f[i].link & CSB_PYLINK_ADDR;
-	}
-	if (i >= r->n || at != addr)
-		return false;  /* past what the program read */
-	const struct csb_pyframe *f = &r->f[i];
-	uint8_t *b = buf;
-	memset(b, 0, len);
-	bpf_py_put64(b, len, L->frame_code, f->code);
-	bpf_py_put64(b, len, L->frame_instr, f->instr);
-	bpf_py_put64(b, len, L->frame_previous, f->link & CSB_PYLINK_ADDR);
-	if (L->frame_owner < len)
-		b[L->frame_owner] = (uint8_t)(f->link >> CSB_PYLINK_OWNER_SHIFT);
-	if (L->frame_is_entry && L->frame_is_entry < len)
-		b[L->frame_is_entry] = bpf_py_is_entry(r, f, addr);
-	r->next = i + 1;
-	r->next_addr = f->link & CSB_PYLINK_ADDR;
-	return true;
-}
-
 /* The Python part of record r (size bytes, its user frames already checked) into the sample
  * event being filled (pe; frames kept in events' arena). */
 void bpf_python_sample(struct bpf_python *p, struct sampler_events *events,
 		       struct sampler_pending *pe, const struct csb_sample *r, size_t size)
 {
 	struct sampler_event *ev = &pe->ev;
-	/* a slice record holds them before its stack, the others after user[nuser]; the
-	 * activations' current frames follow */
-	bool sliced = r->flags & CSB_SLICE_RECORD;
-	size_t at = sliced ? offsetof(struct csb_slice_sample, py)
-			   : offsetof(struct csb_sample, user) + r->nuser * 8ull;
-	size_t at_acts = sliced ? offsetof(struct csb_slice_sample, py_acts)
-				: at + r->npy * sizeof(struct csb_pyframe);
 	struct bpf_pyproc *pp = p ? bpf_py_find(p, r->pid) : NULL;
 
 	ev->sample.py_kernel = SAMPLER_PY_NOT_READ;
@@ -190,45 +222,19 @@ void bpf_python_sample(struct bpf_python *p, struct sampler_events *events,
 		p->not_read++;
 		return;
 	}
-	if ((r->py_state != CSB_PY_END && r->py_state != CSB_PY_TRUNCATED) || r->npy > CSB_PY_MAX ||
-	    r->py_nacts > CSB_PY_MAX_ACTS || size < at + r->npy * sizeof(struct csb_pyframe) ||
-	    size < at_acts + r->py_nacts * 8ull) {
+	int n = bpf_python_walk(r, size, &pp->where.walk, p->out, p->fp);
+	if (n < 0) {
 		ev->sample.py_kernel = SAMPLER_PY_FAILED;
 		p->failed++;
+		p->acts_off += n == -EAGAIN;
 		return;
 	}
-	struct bpf_py_read rd = { (const struct csb_pyframe *)((const uint8_t *)r + at), r->npy, 0,
-				  r->py_first, r->py_first, &pp->where.walk,
-				  (const uint64_t *)((const uint8_t *)r + at_acts), r->py_nacts, false };
-	if (!bpf_py_acts_ok(&rd, r->py_state == CSB_PY_TRUNCATED)) {
-		ev->sample.py_kernel = SAMPLER_PY_FAILED;
-		p->failed++;
-		p->acts_off++;
-		return;
-	}
-	struct pywalk w = { .L = &pp->where.walk, .read = bpf_py_frame_read, .arg = &rd,
-			    .out = p->out, .max = CSB_PY_MAX, .max_depth = CSB_PY_MAX + 1 };
-	enum pywalk_end end = pywalk_walk(&w, r->py_first);
-	bool cut = r->py_state == CSB_PY_TRUNCATED && (end == PYWALK_BROKEN || end == PYWALK_TRUNCATED);
-	if (end != PYWALK_CHAIN_END && !cut) {
-		/* a frame that is none (being set up or torn down at the sample) */
-		ev->sample.py_kernel = SAMPLER_PY_FAILED;
-		p->failed++;
-		return;
-	}
+	bool cut = r->py_state == CSB_PY_TRUNCATED;
 	ev->sample.py_kernel = cut ? SAMPLER_PY_CUT : SAMPLER_PY_READ;
-	ev->sample.npy = (uint32_t)w.n;
-	/* the walk gives the frames the program read in their order, less the shims */
-	for (uint32_t i = 0, k = 0; i < (uint32_t)w.n; i++) {
-		p->fp[i] = 0;
-		while (p->out[i].code && k < rd.n && rd.f[k].code != p->out[i].code)
-			k++;
-		if (p->out[i].code && k < rd.n)
-			p->fp[i] = rd.f[k++].fp;
-	}
-	if (w.n) {
-		pe->off_e = sampler_events_keep(events, p->out, (size_t)w.n * sizeof(p->out[0]));
-		sampler_events_keep(events, p->fp, (size_t)w.n * sizeof(p->fp[0]));
+	ev->sample.npy = (uint32_t)n;
+	if (n) {
+		pe->off_e = sampler_events_keep(events, p->out, (size_t)n * sizeof(p->out[0]));
+		sampler_events_keep(events, p->fp, (size_t)n * sizeof(p->fp[0]));
 	}
 	if (cut)
 		p->cut++;
