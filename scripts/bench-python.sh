@@ -71,6 +71,7 @@ run() { # mode -> "loop_cpu_s loop_wall_s recorder_cpu_s samples"
 		grep -o 'program run time [0-9.]* us per run\|program time [0-9.]* us a sample with Python frames ([0-9]*), [0-9.]* us without' \
 			"$W/err.$1" | tr -dc '0-9. \n' | tr '\n' ' ' >>"$W/prog.$1" 2>/dev/null || true
 		echo >>"$W/prog.$1"
+		grep -o 'walked in the kernel ([0-9.]* us each' "$W/err.$1" | tr -dc '0-9.\n' >>"$W/each.$1" || true
 		echo "$out $(awk '/own CPU/ { for (i = 1; i <= NF; i++) if ($i == "CPU") { c = $(i + 1); break } }
 			/ samples, / { s = $2 } END { print c + 0, s + 0 }' "$W/err.$1")" ;;
 	pyspy) echo "$(py-spy record -r "$RATE" -o "$W/pyspy.txt" -f raw -- "$PY" "$W/loop.py" "$N" "$DEPTH" 2>/dev/null | tail -1) 0 0" ;;
@@ -139,6 +140,7 @@ if [ -n "$BPF" ]; then
 	[ -s "$W/pw" ] && printf "  bpf, samples with Python frames read: %s us; its samples without: %s us\n" \
 		"$(stats "$W/pw" | cut -d' ' -f1)" "$(stats "$W/pn" | cut -d' ' -f1)"
 	for m in bpf bpfnative; do
+		[ -s "$W/each.$m" ] && printf "  %s: %s us a target's sample, all told\n" "$m" "$(stats "$W/each.$m" | cut -d' ' -f1)"
 		awk 'NF == 1 || NF == 4 { print $1 }' "$W/prog.$m" >"$W/pr"
 		[ -s "$W/pr" ] && printf "  %s: kernel run time %s us per run of the program (every CPU tick, targets or not)\n" \
 			"$m" "$(stats "$W/pr" | cut -d' ' -f1)"
