@@ -8,7 +8,7 @@
 PROFILER_CMD      := opts opts_filter cmd_env cmd_export cmd_flame cmd_folded cmd_info cmd_merge cmd_record cmd_report cmd_compare cmd_dump cmd_top
 PROFILER_BASE     := cs json hash gpu_vendor pywalk
 PROFILER_FORMAT   := datafile records merge
-PROFILER_SAMPLER  := sampler sampler_perf sampler_ptrace sampler_bpf sampler_bpf_tables proc idle snapshot
+PROFILER_SAMPLER  := sampler sampler_perf sampler_ptrace sampler_bpf sampler_bpf_tables sampler_bpf_python proc idle snapshot
 PROFILER_UNWIND   := elfcache unwind symbols python jit offcpu cfitable cfitable_cache
 PROFILER_RECORD   := record gpu_channel gpu_setup gpu_attach output status dump dump_out live
 PROFILER_ANALYSIS := profile filter stacks fold_frame fold fold_gpu report report_common report_text report_json gpu gpu_idle compare steps report_steps
@@ -21,7 +21,7 @@ PROFILER_SRCS := profiler/main.c \
 PROFILER_TESTS := cmd/opts base/cs base/json base/search base/hash base/gpu_vendor base/pywalk format/datafile format/records unwind/unwind unwind/symbols sampler/sampler_ptrace \
 	analysis/profile_builder analysis/fixtures analysis/filter analysis/stacks analysis/fold_gpu analysis/report \
 	analysis/gpu analysis/gpu_idle analysis/steps record/gpu_channel record/output record/status record/dump record/live unwind/python unwind/jit analysis/compare \
-	export/pprof unwind/offcpu unwind/cfitable sampler/sampler
+	export/pprof unwind/offcpu unwind/cfitable sampler/sampler sampler/sampler_bpf_python
 PROFILER_OBJS      := $(PROFILER_SRCS:%.c=$(BUILD)/%.o)
 PROFILER_TEST_OBJS := $(PROFILER_TESTS:%=$(BUILD)/profiler/%_test.o)
 PROFILER_LIBS      := -ldw -lelf -lz -lzstd -lstdc++ -lm
@@ -67,7 +67,7 @@ $(BUILD)/bpf/sampler_bpf.bpf.o: profiler/sampler/sampler_bpf.bpf.c profiler/samp
 $(BUILD)/bpf/sampler_bpf.skel.h: $(BUILD)/bpf/sampler_bpf.bpf.o
 	$(BPFTOOL) gen skeleton $< name sampler_bpf > $@.tmp && mv $@.tmp $@
 $(BUILD)/profiler/sampler/sampler_bpf.o: $(BUILD)/bpf/sampler_bpf.skel.h
-$(BUILD)/profiler/sampler/sampler_bpf.o $(BUILD)/profiler/sampler/sampler_bpf_tables.o: CPPFLAGS += -DCSAMPLER_HAVE_BPF -I$(BUILD)/bpf
+$(BUILD)/profiler/sampler/sampler_bpf.o $(BUILD)/profiler/sampler/sampler_bpf_tables.o $(BUILD)/profiler/sampler/sampler_bpf_python.o: CPPFLAGS += -DCSAMPLER_HAVE_BPF -I$(BUILD)/bpf
 PROFILER_LIBS += -lbpf
 else
 $(BUILD)/profiler/sampler/sampler_bpf.o: CPPFLAGS += -DCSAMPLER_BPF_MISSING='"$(BPF_MISSING)"'

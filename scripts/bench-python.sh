@@ -14,7 +14,12 @@
 # REF (a csampler binary, e.g. main's: /work/main/bin/csampler) adds its `record` with Python
 # frames as one more mode of the same rounds, for a side by side of the recorder's cost.
 # DEPTH sets how deep the loop runs (6 by default; 40 as a training loop's stack).
-#   ROUNDS=7 N=60000000 RATE=999 DEPTH=6 REF= PY=/usr/bin/python3 scripts/bench-python.sh
+# BPF=1 adds `record --mode bpf` with and without Python frames to the same rounds (the frames
+# read by the BPF program at the sample; needs root), the recorder's CPU per Python sample side
+# by side with perf mode's, and the BPF program's own time per sample with and without Python
+# frames (the summary line's, from bpf_ktime_get_ns; and, with kernel.bpf_stats_enabled set to
+# 1 for the run and restored after, the kernel's run time per run of the program).
+#   ROUNDS=7 N=60000000 RATE=999 DEPTH=6 REF= BPF= PY=/usr/bin/python3 scripts/bench-python.sh
 set -eu
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-7}
@@ -24,8 +29,14 @@ CSAMPLER=${CSAMPLER:-bin/csampler}
 PY=${PY:-/usr/bin/python3}
 DEPTH=${DEPTH:-6}
 REF=${REF:-}
+BPF=${BPF:-}
 W=$(mktemp -d /tmp/csampler-bench-py.XXXXXX)
-trap 'rm -rf "$W"' EXIT
+STATS0=
+if [ -n "$BPF" ]; then
+	STATS0=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
+	sysctl -q kernel.bpf_stats_enabled=1 || echo "bench-python: cannot set kernel.bpf_stats_enabled: no kernel run time" >&2
+fi
+trap 'rm -rf "$W"; [ -n "$STATS0" ] && sysctl -q kernel.bpf_stats_enabled="$STATS0"' EXIT
 [ -x "$CSAMPLER" ] || { echo "bench-python: $CSAMPLER not built; run make" >&2; exit 1; }
 cat >"$W/loop.py" <<'PYEOF'
 import sys, time
@@ -43,17 +54,24 @@ PYEOF
 
 modes="plain native python"
 [ -n "$REF" ] && modes="$modes ref refnative"
+[ -n "$BPF" ] && modes="$modes bpf bpfnative"
 if command -v py-spy >/dev/null; then modes="$modes pyspy"; else
 	echo "py-spy: not installed (not packaged by Debian; PyPI is not reachable here): no py-spy figures"; fi
 
 run() { # mode -> "loop_cpu_s loop_wall_s recorder_cpu_s samples"
 	case $1 in
 	plain) echo "$("$PY" "$W/loop.py" "$N" "$DEPTH") 0 0" ;;
-	native|python|ref|refnative)
+	native|python|ref|refnative|bpf|bpfnative)
 		local extra="" out bin=$CSAMPLER
-		[ "$1" = native ] || [ "$1" = refnative ] && extra=--no-python
+		[ "$1" = native ] || [ "$1" = refnative ] || [ "$1" = bpfnative ] && extra=--no-python
 		[ "$1" = ref ] || [ "$1" = refnative ] && bin=$REF
+		[ "$1" = bpf ] || [ "$1" = bpfnative ] && extra="$extra --mode bpf"
 		out=$("$bin" record $extra -F "$RATE" -o "$W/$1.data" -- "$PY" "$W/loop.py" "$N" "$DEPTH" 2>"$W/err.$1")
+		# the BPF program's time per sample: with Python frames, without; the kernel's per run
+		grep -o 'program run time [0-9.]* us per run\|program time [0-9.]* us a sample with Python frames ([0-9]*), [0-9.]* us without' \
+			"$W/err.$1" | tr -dc '0-9. \n' | tr '\n' ' ' >>"$W/prog.$1" 2>/dev/null || true
+		echo >>"$W/prog.$1"
+		grep -o 'walked in the kernel ([0-9.]* us each' "$W/err.$1" | tr -dc '0-9.\n' >>"$W/each.$1" || true
 		echo "$out $(awk '/own CPU/ { for (i = 1; i <= NF; i++) if ($i == "CPU") { c = $(i + 1); break } }
 			/ samples, / { s = $2 } END { print c + 0, s + 0 }' "$W/err.$1")" ;;
 	pyspy) echo "$(py-spy record -r "$RATE" -o "$W/pyspy.txt" -f raw -- "$PY" "$W/loop.py" "$N" "$DEPTH" 2>/dev/null | tail -1) 0 0" ;;
@@ -94,7 +112,8 @@ for m in $modes; do
 	cut -d' ' -f5 "$W/res.$m" >"$W/smp"; smp=$(stats "$W/smp" | cut -d' ' -f1)
 	label=$m
 	case $m in python) label="csampler (Python frames)";; native) label="csampler --no-python";;
-		pyspy) label="py-spy";; ref) label="REF (Python frames)";; refnative) label="REF --no-python";; plain) label="no profiler";; esac
+		pyspy) label="py-spy";; ref) label="REF (Python frames)";; refnative) label="REF --no-python";; plain) label="no profiler";;
+		bpf) label="bpf (Python frames)";; bpfnative) label="bpf --no-python";; esac
 	printf "%-26s %22s %22s %22s %14s %9s\n" "$label" "$c [$c0..$c1]" "$sd" "$wd" \
 		"$([ "$m" = plain ] || [ "$m" = pyspy ] && echo - || echo "$us")" "$([ "$smp" = 0 ] && echo - || echo "$smp")"
 done
@@ -113,4 +132,18 @@ pyus() { join <(sort -k1,1 "$W/res.$1") <(sort -k1,1 "$W/res.$2") |
 printf "recorder CPU for Python frames, per sample ((Python frames - --no-python) / samples, paired):\n"
 printf "  csampler: median %s us [%s..%s]\n" $(pyus python native)
 [ -n "$REF" ] && printf "  REF:      median %s us [%s..%s]\n" $(pyus ref refnative)
+if [ -n "$BPF" ]; then
+	printf "  bpf:      median %s us [%s..%s]\n" $(pyus bpf bpfnative)
+	# prog.bpf lines: "RUN WITH N WITHOUT" (RUN absent without bpf_stats); bpfnative: "RUN"
+	printf "BPF program, per sample (median over the rounds):\n"
+	awk 'NF >= 3 { print $(NF - 2) }' "$W/prog.bpf" >"$W/pw"; awk 'NF >= 3 { print $NF }' "$W/prog.bpf" >"$W/pn"
+	[ -s "$W/pw" ] && printf "  bpf, samples with Python frames read: %s us; its samples without: %s us\n" \
+		"$(stats "$W/pw" | cut -d' ' -f1)" "$(stats "$W/pn" | cut -d' ' -f1)"
+	for m in bpf bpfnative; do
+		[ -s "$W/each.$m" ] && printf "  %s: %s us a target's sample, all told\n" "$m" "$(stats "$W/each.$m" | cut -d' ' -f1)"
+		awk 'NF == 1 || NF == 4 { print $1 }' "$W/prog.$m" >"$W/pr"
+		[ -s "$W/pr" ] && printf "  %s: kernel run time %s us per run of the program (every CPU tick, targets or not)\n" \
+			"$m" "$(stats "$W/pr" | cut -d' ' -f1)"
+	done
+fi
 exit 0

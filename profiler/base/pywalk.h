@@ -82,6 +82,26 @@ struct pywalk {
 	uint64_t entry_prev, entry_at;
 };
 
+/* Where a process' thread states and their frame chains are, for a reader outside the
+ * recorder's process walk (the BPF program of `--mode bpf` reads them at the sample): from the
+ * layout of its CPython version once the recorder found its _PyRuntime. */
+struct pywalk_where {
+	uint64_t interp_head;           /* the address of _PyRuntime.interpreters.head */
+	uint32_t interp_next, interp_threads_head, tstate_next, tstate_native_tid;
+	uint32_t tstate_cframe;         /* 3.11, 3.12: the frame is at cframe + cframe_current */
+	uint32_t cframe_current_frame, cframe_previous;
+	uint32_t tstate_current_frame;  /* 3.13 (tstate_cframe 0) */
+	uint32_t code_qualname, code_filename; /* PyCodeObject.co_qualname, co_filename */
+	struct pywalk_layout walk;
+	uint64_t known_ns;              /* when the recorder learned it (CLOCK_MONOTONIC) */
+};
+
+/* A code object's fingerprint: its co_qualname and co_filename pointers, folded (the BPF
+ * program computes the same). The strings live as long as the code object: an object at the
+ * same address with the same fingerprint names the same function in the same file. */
+#define PYWALK_CODE_FP(qualname, filename) \
+	((uint64_t)(qualname) ^ ((uint64_t)(filename) << 17 | (uint64_t)(filename) >> 47))
+
 /* Walk from frame (the innermost) outward. Frames taken before a BROKEN or TRUNCATED end stay
  * in out. */
 enum pywalk_end pywalk_walk(struct pywalk *w, uint64_t frame);

@@ -250,6 +250,12 @@ static size_t record_py_capture(void *arg, uint32_t pid, uint32_t tid, uint64_t 
 	return py_capture(arg, pid, tid, sp, stack, got, buf, cap);
 }
 
+/* The sampler's py_where (bpf: the reader thread): py_where of the unwinder. */
+static int record_py_where(void *arg, uint32_t pid, struct pywalk_where *out)
+{
+	return py_where(arg, pid, out);
+}
+
 static int record_python(struct record *r, const struct sampler_event *ev, struct unwind_loc *locs,
 			 int n, uint32_t uflags, uint32_t *flags)
 {
@@ -262,8 +268,17 @@ static int record_python(struct record *r, const struct sampler_event *ev, struc
 
 	uint64_t now = cs_monotonic_ns();
 	stack.age_ns = now > ev->time ? now - ev->time : 0;
-	n = py_merge(r->unwind, ev->pid, ev->tid, have_stack ? &stack : NULL, locs, n,
-		     RECORD_MAX_LOCS, &res);
+	int walked = -1;
+	if (ev->sample.py_kernel == SAMPLER_PY_READ || ev->sample.py_kernel == SAMPLER_PY_CUT)
+		walked = py_merge_walked(r->unwind, ev->pid, ev->sample.py, ev->sample.py_fp,
+					 (int)ev->sample.npy,
+					 ev->sample.py_kernel == SAMPLER_PY_CUT, stack.age_ns, locs, n,
+					 RECORD_MAX_LOCS, &res);
+	if (walked >= 0)
+		n = walked;
+	else
+		n = py_merge(r->unwind, ev->pid, ev->tid, have_stack ? &stack : NULL, locs, n,
+			     RECORD_MAX_LOCS, &res);
 	if (res != PY_MERGE_NONE) {
 		if (!__atomic_load_n(&r->python_seen, __ATOMIC_RELAXED))
 			__atomic_store_n(&r->python_seen, 1, __ATOMIC_RELAXED);
@@ -960,7 +975,7 @@ static void record_print_cost(struct record *r)
 		fprintf(stderr, ", the target used under 0.01 s CPU\n");
 	fprintf(stderr, "csampler: sampled with %s (%s)\n", sampler_name(r->sampler),
 		sampler_choice(r->sampler));
-	char line[512];
+	char line[1024];
 	sampler_describe(r->sampler, line, sizeof(line));
 	if (line[0])
 		fprintf(stderr, "csampler: %s\n", line);
@@ -991,7 +1006,8 @@ static void record_print_python(struct record *r)
 	uint64_t lost = 0;
 	for (int i = 0; i < PY_LOST_N; i++)
 		lost += ps.lost[i];
-	cs_info("Python: %llu samples in Python code (%llu with their frames copied at the stop, "
+	cs_info("Python: %llu samples in Python code (%llu with their frames read at the sample in "
+		"the kernel, %llu copied at the stop, "
 		"%llu by the reader after it, %llu in a callback returning, %llu entering one): "
 		"%llu with every frame anchored in the stack copy, "
 		"%llu with frames not read (%llu of %llu activations: %llu popped before the read, "
@@ -1000,7 +1016,8 @@ static void record_print_python(struct record *r)
 		"taken %.1f ms after the sample (median; p90 %.1f, p99 %.1f); "
 		"%.1f reads/sample, %llu code objects checked, %llu read; %llu outer activations "
 		"checked against the copy, %llu samples found moved on",
-		(unsigned long long)ps.samples, (unsigned long long)ps.captured,
+		(unsigned long long)ps.samples, (unsigned long long)ps.at_sample,
+		(unsigned long long)ps.captured,
 		(unsigned long long)ps.copied_running, (unsigned long long)ps.returning, (unsigned long long)ps.entering,
 		(unsigned long long)ps.samples_exact, (unsigned long long)r->py_unread, (unsigned long long)lost,
 		(unsigned long long)ps.acts, (unsigned long long)ps.lost[PY_LOST_POPPED],
@@ -1402,6 +1419,9 @@ static int record_prepare(struct record *r, bool open_late)
 		r->sopts.stop_copy = record_py_capture;
 		r->sopts.stop_copy_arg = r->unwind;
 		r->sopts.stop_copy_cap = PY_CAPTURE_MAX;
+		/* bpf: the frame chain read by the BPF program at the sample */
+		r->sopts.py_where = record_py_where;
+		r->sopts.py_where_arg = r->unwind;
 	}
 	record_names_init(&r->names);
 	if (!open_late) {

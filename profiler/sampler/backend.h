@@ -86,6 +86,30 @@ void bpf_tables_hit(struct bpf_tables *t, uint32_t pid, const uint64_t *pcs, siz
 void bpf_tables_work(struct bpf_tables *t);
 void bpf_tables_describe(struct bpf_tables *t, char *buf, size_t len);
 void bpf_tables_free(struct bpf_tables *t);
+/* The BPF backend's Python part (sampler_bpf_python.c): pyprocs is the program's map of the
+ * processes whose frames it reads; NULL *out when opts has no py_where. */
+struct bpf_python;
+struct csb_sample;
+struct sampler_pending;
+int bpf_python_new(struct bpf_python **out, struct bpf_map *pyprocs, const struct sampler_opts *opts);
+/* The Python part of ring record r (size bytes) into the sample pe being filled. */
+void bpf_python_sample(struct bpf_python *p, struct sampler_events *events,
+		       struct sampler_pending *pe, const struct csb_sample *r, size_t size);
+/* The Python frames of ring record r (size bytes) as base/pywalk.c walks them (layout L) into
+ * out[CSB_PY_MAX], their code objects' fingerprints into fp[]: 3.11's runs split where the
+ * program's _PyCFrames say. Returns the count; -EAGAIN when an activation's current frame is
+ * not in the chain (entered or left at the sample), -EINVAL when the record or a frame is not
+ * one to use. Exposed for the unit tests. */
+struct pywalk_layout;
+struct pywalk_frame;
+int bpf_python_walk(const struct csb_sample *r, size_t size, const struct pywalk_layout *L,
+		    struct pywalk_frame *out, uint64_t *fp);
+/* After a batch: ask the recorder about the processes not known yet, fill the map. */
+void bpf_python_work(struct bpf_python *p);
+/* Keep the map in step with one event of a batch (exec, exit). */
+void bpf_python_event(struct bpf_python *p, const struct sampler_event *ev);
+void bpf_python_describe(struct bpf_python *p, char *buf, size_t len);
+void bpf_python_free(struct bpf_python *p);
 /* Whether --mode bpf is refused before trying (not built in, no privilege), and why. */
 bool sampler_bpf_refused(const struct sampler_opts *opts, char *why, size_t len);
 
@@ -105,6 +129,7 @@ struct sampler_pending {
 	struct sampler_event ev;
 	size_t off_a, off_b, off_c; /* stack bytes / path / comm; kernel ips; user ips */
 	size_t off_d;             /* a sample's stop_copy bytes */
+	size_t off_e;             /* a sample's Python frames (bpf) */
 };
 
 struct sampler_events {

@@ -294,7 +294,7 @@ struct sampler_pending *sampler_events_push(struct sampler_events *e, enum sampl
 	struct sampler_pending *p = &e->pend[e->npend++];
 	memset(p, 0, sizeof(*p));
 	p->ev.type = type;
-	p->off_a = p->off_b = p->off_c = p->off_d = SIZE_MAX;
+	p->off_a = p->off_b = p->off_c = p->off_d = p->off_e = SIZE_MAX;
 	return p;
 }
 
@@ -373,6 +373,13 @@ int sampler_batch_deliver(struct sampler_batch *b, sampler_fn fn, void *arg)
 			ev->sample.mem = pe->off_d != SIZE_MAX ? (const uint8_t *)b->arena.data + pe->off_d : NULL;
 			if (!ev->sample.mem)
 				ev->sample.mem_size = 0;
+			ev->sample.py = pe->off_e != SIZE_MAX ?
+				(const struct pywalk_frame *)(b->arena.data + pe->off_e) : NULL;
+			if (!ev->sample.py)
+				ev->sample.npy = 0;
+			/* the frames' code fingerprints follow them */
+			ev->sample.py_fp = ev->sample.py ?
+				(const uint64_t *)(ev->sample.py + ev->sample.npy) : NULL;
 			if (!ev->sample.weight)
 				ev->sample.weight = 1;
 			break;

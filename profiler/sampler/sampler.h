@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/pywalk.h"
 #include "unwind/offcpu.h"
 #include "unwind/unwind.h"
 
@@ -48,6 +49,21 @@ struct sampler_opts {
 			    const uint8_t *stack, size_t got, uint8_t *buf, size_t cap);
 	void *stop_copy_arg;
 	size_t stop_copy_cap;     /* buf's size */
+	/* bpf: where process pid's Python thread states and frames are (record sets it to
+	 * py_where: known once the recorder found the process' interpreter); 0, or -ENOENT
+	 * while not known. Called by the reader thread; NULL: Python frames are not read in
+	 * the kernel. */
+	int (*py_where)(void *arg, uint32_t pid, struct pywalk_where *out);
+	void *py_where_arg;
+};
+
+/* sample.py_kernel: what the backend read of the thread's Python frames at the sample */
+enum sampler_py_kernel {
+	SAMPLER_PY_NOT_READ = 0,  /* nothing: the recorder reads them from the process */
+	SAMPLER_PY_READ,          /* py[0, npy): the whole frame chain as of the sample */
+	SAMPLER_PY_CUT,           /* py[0, npy): its inner part (the chain goes on) */
+	SAMPLER_PY_FAILED,        /* tried and could not (a fault, a slice record, no thread
+				   * state): the recorder reads them from the process */
 };
 
 enum sampler_event_type {
@@ -84,6 +100,14 @@ struct sampler_event {
 			const uint8_t *mem;
 			uint64_t mem_size;
 			uint64_t mem_age_ns;
+			/* bpf: the Python frames read at the sample (base/pywalk.c's walk of the
+			 * chain the program read), innermost first */
+			enum sampler_py_kernel py_kernel;
+			const struct pywalk_frame *py;
+			/* each py frame's code object's PYWALK_CODE_FP at the sample (0:
+			 * unknown): the code object named later is checked to be the same */
+			const uint64_t *py_fp;
+			uint32_t npy;
 		} sample;
 		struct {
 			uint64_t start, len, pgoff;

@@ -7,7 +7,10 @@
  *   - walks the user stack in the kernel: per PC, the unwind row of the file it is in (rows
  *     built by the loader from .eh_frame/.debug_frame, shared by every process mapping that
  *     file), else frame pointers; one bpf_loop iteration per frame;
- *   - writes pid, tid, CLOCK_MONOTONIC time, CPU and both stacks to a ring buffer.
+ *   - in a process running CPython (the pyprocs map, written by the loader once the recorder
+ *     found its interpreter), reads the thread's Python frame chain as it is at the sample;
+ *   - writes pid, tid, CLOCK_MONOTONIC time, CPU, both stacks and the Python frames to a ring
+ *     buffer.
  * The loader (sampler_bpf.c) turns the records into the sampler's events. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -37,12 +40,52 @@ struct {
 	__uint(max_entries, CSB_RING_BYTES);
 } samples SEC(".maps");
 
+/* A sample being built: the record, and room for its Python frames after user[nuser] */
+struct sample_buf {
+	struct csb_sample s;
+	struct csb_pyframe tail[CSB_PY_MAX];
+	__u64 tail_acts[CSB_PY_MAX_ACTS];
+};
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct csb_sample);
+	__type(value, struct sample_buf);
 } scratch SEC(".maps");
+
+/* The Python frames of the sample being built (then copied after its user frames). */
+struct py_buf {
+	struct csb_pyframe f[CSB_PY_MAX];
+	__u8 fb[CSB_PY_FRAME_READ];     /* the frame being read: its fields at the layout's offsets */
+	__u64 acts[CSB_PY_MAX_ACTS];    /* each activation's current frame (3.11, 3.12) */
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct py_buf);
+} pyscratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);             /* tgid */
+	__type(value, struct csb_pyproc);
+} pyprocs SEC(".maps");
+
+/* A thread's PyThreadState, found once by walking the interpreter's thread list (so a new
+ * thread's first sample has its frames: a map user space filled would miss it until the
+ * recorder got to it), checked at each use by its native_thread_id. */
+struct pythread {
+	__u64 tstate;
+	__u32 gen, pad;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);             /* pid_tgid */
+	__type(value, struct pythread);
+} pythreads SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -137,6 +180,17 @@ static __always_inline void stat_add_n(__u32 which, __u64 n)
 static __always_inline void stat_add(__u32 which)
 {
 	stat_add_n(which, 1);
+}
+
+/* The program's time for sample s, begun at t0; apart for those with Python frames read. */
+static __always_inline void stat_done(struct csb_sample *s, __u64 t0)
+{
+	__u64 ns = bpf_ktime_get_ns() - t0;
+	stat_add_n(CSB_STAT_NS, ns);
+	if (s->py_state == CSB_PY_END || s->py_state == CSB_PY_TRUNCATED) {
+		stat_add(CSB_STAT_PY);
+		stat_add_n(CSB_STAT_PY_NS, ns);
+	}
 }
 
 /* The reader drains the ring on its own timer (every few milliseconds): a sample wakes it only
@@ -323,7 +377,7 @@ static __always_inline void user_regs(struct bpf_perf_event_data *ctx, struct ta
 /* Submit sample s with a slice of the user stack, for a walk that found no rows where it
  * failed (a file whose rows are not loaded yet, JIT code): user space's unwinder goes on from
  * the slice. Always 0, the program's answer. */
-static __always_inline int submit_with_slice(struct csb_sample *s, __u64 t0)
+static __always_inline int submit_with_slice(struct csb_sample *s, struct py_buf *pb, __u64 t0)
 {
 	/* The slice reaches up to the first page that cannot be read (the stack's top may be
 	 * nearer than slice_bytes), and is read straight into the ring's record. */
@@ -341,18 +395,20 @@ static __always_inline int submit_with_slice(struct csb_sample *s, __u64 t0)
 	/* the ring record's size is a constant: the smallest of four that holds the slice */
 	__u64 cls = size <= 4096 ? 4096 : size <= 8192 ? 8192 : size <= 16384 ? 16384 : CSB_SLICE_MAX;
 	struct csb_slice_sample *r;
+	const __u64 head = offsetof(struct csb_slice_sample, stack);
 	if (cls == 4096)
-		r = bpf_ringbuf_reserve(&samples, sizeof(struct csb_sample) + 4096, 0);
+		r = bpf_ringbuf_reserve(&samples, head + 4096, 0);
 	else if (cls == 8192)
-		r = bpf_ringbuf_reserve(&samples, sizeof(struct csb_sample) + 8192, 0);
+		r = bpf_ringbuf_reserve(&samples, head + 8192, 0);
 	else if (cls == 16384)
-		r = bpf_ringbuf_reserve(&samples, sizeof(struct csb_sample) + 16384, 0);
+		r = bpf_ringbuf_reserve(&samples, head + 16384, 0);
 	else
 		r = bpf_ringbuf_reserve(&samples, sizeof(*r), 0);
 	if (!r) {
 		stat_add(CSB_STAT_LOST);
 		return 0;
 	}
+	s->flags |= CSB_SLICE_RECORD;
 	if (size > cls)
 		size = cls;
 	if (size >= 64 && size <= CSB_SLICE_MAX &&
@@ -360,11 +416,205 @@ static __always_inline int submit_with_slice(struct csb_sample *s, __u64 t0)
 		s->slice = size;
 		s->flags |= CSB_USER_SLICE;
 	}
+	__u32 npy = s->npy;
+	if (npy > CSB_PY_MAX)
+		npy = CSB_PY_MAX;
+	if (pb && npy)
+		bpf_probe_read_kernel(r->py, npy * sizeof(struct csb_pyframe), pb->f);
+	__u32 nacts = s->py_nacts;
+	if (nacts > CSB_PY_MAX_ACTS)
+		nacts = CSB_PY_MAX_ACTS;
+	if (pb && nacts)
+		bpf_probe_read_kernel(r->py_acts, nacts * 8, pb->acts);
 	bpf_probe_read_kernel(&r->head, sizeof(r->head), s);
 	bpf_ringbuf_submit(r, wakeup_flag());
 	stat_add(CSB_STAT_SAMPLES);
-	stat_add_n(CSB_STAT_NS, bpf_ktime_get_ns() - t0);
+	stat_done(s, t0);
 	return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Python frames: the thread's CPython frame chain as it is at the sample (README "Python
+ * frames"); user space names the code objects and splices the frames into the native stack. */
+
+#define CSB_PY_MAX_THREADS 256      /* thread states passed looking for one thread's */
+#define CSB_PY_MAX_INTERPS 8        /* interpreters passed (subinterpreters) */
+
+static __always_inline bool read_u64(__u64 addr, __u64 *v)
+{
+	return addr && !(addr & 7) && bpf_probe_read_user(v, 8, (void *)addr) == 0;
+}
+
+/* The search of a thread's PyThreadState: one thread state (or the next interpreter) a step. */
+struct ts_search {
+	struct csb_pyproc *pp;
+	__u64 interp, ts, found;
+	__u32 tid, interps;
+};
+
+static long ts_step(__u32 i, void *arg)
+{
+	struct ts_search *q = arg;
+	struct csb_pyproc *pp = q->pp;
+	__u64 v;
+	if (!pp)
+		return 1;
+	if (!q->ts) {
+		/* this interpreter's threads are passed: the next interpreter's */
+		if (q->interps++ >= CSB_PY_MAX_INTERPS || !read_u64(q->interp + pp->interp_next, &v) || !v)
+			return 1;
+		q->interp = v;
+		if (!read_u64(v + pp->interp_threads_head, &q->ts))
+			return 1;
+		return 0;
+	}
+	if (!read_u64(q->ts + pp->tstate_native_tid, &v))
+		return 1;
+	if (v == q->tid) {
+		q->found = q->ts;
+		return 1;
+	}
+	if (!read_u64(q->ts + pp->tstate_next, &v))
+		return 1;
+	q->ts = v;
+	return 0;
+}
+
+/* Thread tid's PyThreadState, from the cache when it still names the thread, else from the
+ * interpreters' thread lists (then cached); 0 when there is none. */
+static __always_inline __u64 py_thread_state(struct csb_pyproc *pp, __u64 id)
+{
+	__u32 tid = (__u32)id;
+	__u64 native;
+	struct pythread *c = bpf_map_lookup_elem(&pythreads, &id);
+	if (c && c->gen == pp->gen && read_u64(c->tstate + pp->tstate_native_tid, &native) &&
+	    native == tid)
+		return c->tstate;
+	struct ts_search q = { .pp = pp, .tid = tid };
+	if (!read_u64(pp->interp_head, &q.interp) || !q.interp ||
+	    !read_u64(q.interp + pp->interp_threads_head, &q.ts))
+		return 0;
+	bpf_loop(CSB_PY_MAX_THREADS, ts_step, &q, 0);
+	if (q.found) {
+		struct pythread v = { .tstate = q.found, .gen = pp->gen };
+		bpf_map_update_elem(&pythreads, &id, &v, BPF_ANY);
+	}
+	return q.found;
+}
+
+/* The walk of the frame chain: one frame a step, into pb->f[n]. */
+struct py_walk {
+	struct csb_pyproc *pp;
+	struct py_buf *pb;
+	__u64 frame;
+	__u32 n, state;
+	__u64 last_code, last_fp;       /* recursion repeats a code object: read once */
+};
+
+static __always_inline __u64 fb_u64(struct py_buf *pb, __u32 off)
+{
+	return *(__u64 *)&pb->fb[off & (CSB_PY_FRAME_READ - 8)];
+}
+
+static long py_step(__u32 i, void *arg)
+{
+	struct py_walk *w = arg;
+	struct csb_pyproc *pp = w->pp;
+	struct py_buf *pb = w->pb;
+	if (!pp || !pb)
+		return 1;
+	if (!w->frame) {
+		w->state = CSB_PY_END;
+		return 1;
+	}
+	if (w->n >= CSB_PY_MAX) {
+		w->state = CSB_PY_TRUNCATED;
+		return 1;
+	}
+	__u32 len = pp->frame_read;
+	if (w->frame & 7 || w->frame > CSB_PYLINK_ADDR || len < 8 || len > CSB_PY_FRAME_READ ||
+	    pp->frame_code > CSB_PY_FRAME_READ - 8 || pp->frame_previous > CSB_PY_FRAME_READ - 8 ||
+	    pp->frame_instr > CSB_PY_FRAME_READ - 8 || pp->frame_owner >= CSB_PY_FRAME_READ ||
+	    pp->frame_is_entry >= CSB_PY_FRAME_READ ||
+	    bpf_probe_read_user(pb->fb, len, (void *)w->frame)) {
+		w->state = CSB_PY_FAULT;
+		return 1;
+	}
+	__u64 prev = fb_u64(pb, pp->frame_previous);
+	__u64 link = (prev & CSB_PYLINK_ADDR) |
+		     (__u64)pb->fb[pp->frame_owner & (CSB_PY_FRAME_READ - 1)] << CSB_PYLINK_OWNER_SHIFT;
+	if (pp->frame_is_entry && pb->fb[pp->frame_is_entry & (CSB_PY_FRAME_READ - 1)])
+		link |= CSB_PYLINK_ENTRY;
+	struct csb_pyframe *f = &pb->f[w->n & (CSB_PY_MAX - 1)];
+	__u64 code = fb_u64(pb, pp->frame_code);
+	if (code != w->last_code) {
+		w->last_code = code;
+		/* its name and file (base/pywalk.h's PYWALK_CODE_FP: the same formula) */
+		__u64 q, fn;
+		w->last_fp = read_u64(code + pp->code_qualname, &q) &&
+			     read_u64(code + pp->code_filename, &fn) ? q ^ (fn << 17 | fn >> 47) : 0;
+	}
+	f->code = code;
+	f->instr = fb_u64(pb, pp->frame_instr);
+	f->link = link;
+	f->fp = w->last_fp;
+	w->n++;
+	w->frame = prev > CSB_PYLINK_ADDR ? 1 : prev; /* 1: not a frame, the next step says so */
+	return 0;
+}
+
+/* 3.11, 3.12: the _PyCFrame chain, one a step: each native activation's current frame. */
+struct cf_walk {
+	struct csb_pyproc *pp;
+	struct py_buf *pb;
+	__u64 cframe;
+	__u32 n;
+};
+
+static long cf_step(__u32 i, void *arg)
+{
+	struct cf_walk *c = arg;
+	struct csb_pyproc *pp = c->pp;
+	__u64 cur, prev;
+	if (!pp || !c->pb || !c->cframe || c->n >= CSB_PY_MAX_ACTS ||
+	    !read_u64(c->cframe + pp->cframe_current_frame, &cur) ||
+	    !read_u64(c->cframe + pp->cframe_previous, &prev))
+		return 1;
+	/* the root _PyCFrame (in the thread state) has no frame: it ends the chain */
+	if (!cur)
+		return 1;
+	c->pb->acts[c->n & (CSB_PY_MAX_ACTS - 1)] = cur;
+	c->n++;
+	c->cframe = prev;
+	return 0;
+}
+
+/* Read thread id's frame chain into pb->f; fills s->py_state, npy and py_first. */
+static __always_inline void py_read(struct csb_pyproc *pp, struct py_buf *pb, __u64 id,
+				    struct csb_sample *s)
+{
+	__u64 ts = py_thread_state(pp, id), frame = 0, cframe = 0;
+	if (!ts) {
+		s->py_state = CSB_PY_NO_THREAD;
+		return;
+	}
+	bool ok = pp->tstate_cframe ? read_u64(ts + pp->tstate_cframe, &cframe) &&
+					      read_u64(cframe + pp->cframe_current_frame, &frame)
+				    : read_u64(ts + pp->tstate_current_frame, &frame);
+	if (!ok) {
+		s->py_state = CSB_PY_FAULT;
+		return;
+	}
+	struct py_walk w = { .pp = pp, .pb = pb, .frame = frame, .state = CSB_PY_TRUNCATED };
+	bpf_loop(CSB_PY_MAX + 1, py_step, &w, 0);
+	s->py_state = w.state;
+	s->npy = w.n;
+	s->py_first = frame;
+	if (pp->tstate_cframe) {
+		struct cf_walk c = { .pp = pp, .pb = pb, .cframe = cframe };
+		bpf_loop(CSB_PY_MAX_ACTS, cf_step, &c, 0);
+		s->py_nacts = c.n;
+	}
 }
 
 SEC("perf_event")
@@ -374,10 +624,11 @@ int csb_sample(struct bpf_perf_event_data *ctx)
 	__u32 tgid = id >> 32, tid = (__u32)id, zero = 0;
 	if (!wanted(tgid))
 		return 0;
-	struct csb_sample *s = bpf_map_lookup_elem(&scratch, &zero);
+	struct sample_buf *sb = bpf_map_lookup_elem(&scratch, &zero);
 	struct walk walk = { 0 }, *w = &walk;
-	if (!s)
+	if (!sb)
 		return 0;
+	struct csb_sample *s = &sb->s;
 	__u64 t0 = bpf_ktime_get_ns();
 	s->time = t0;
 	s->pid = tgid;
@@ -387,6 +638,10 @@ int csb_sample(struct bpf_perf_event_data *ctx)
 	s->nkernel = 0;
 	s->nuser = 0;
 	s->fp_mask[0] = s->fp_mask[1] = 0;
+	s->py_state = CSB_PY_NONE;
+	s->npy = 0;
+	s->py_first = 0;
+	s->py_nacts = 0;
 
 	/* the context is read in whole u64 fields only */
 	__u64 cs = *(volatile __u64 *)&ctx->regs.cs;
@@ -410,17 +665,36 @@ int csb_sample(struct bpf_perf_event_data *ctx)
 	}
 	s->slice = 0;
 	/* A walk that took a frame-pointer step and did not end at an outermost frame's row
-	 * (an error, or a zero frame pointer that may be JIT code's garbage) is uncertain. */
-	if ((s->flags & CSB_USER_NO_TABLE) && !(s->flags & CSB_USER_COMPLETE) && slice_bytes)
-		return submit_with_slice(s, t0);
-	__u64 size = offsetof(struct csb_sample, user) + (__u64)(s->nuser & 0xff) * 8;
-	if (size > sizeof(*s))
-		size = sizeof(*s);
-	if (bpf_ringbuf_output(&samples, s, size, wakeup_flag()))
+	 * (an error, or a zero frame pointer that may be JIT code's garbage) is uncertain. Its
+	 * record has no room for Python frames: user space reads them as perf mode does. */
+	bool slice = (s->flags & CSB_USER_NO_TABLE) && !(s->flags & CSB_USER_COMPLETE) && slice_bytes;
+	struct csb_pyproc *pp = task->mm ? bpf_map_lookup_elem(&pyprocs, &tgid) : NULL;
+	struct py_buf *pb = bpf_map_lookup_elem(&pyscratch, &zero);
+	if (pp && pb)
+		py_read(pp, pb, id, s);
+	if (slice)
+		return submit_with_slice(s, pb, t0);
+	__u32 nuser = s->nuser & 0x7f, npy = s->npy;
+	if (npy > CSB_PY_MAX)
+		npy = CSB_PY_MAX;
+	__u64 pybytes = (__u64)npy * sizeof(struct csb_pyframe);
+	__u32 nacts = s->py_nacts;
+	if (nacts > CSB_PY_MAX_ACTS)
+		nacts = CSB_PY_MAX_ACTS;
+	__u64 actbytes = (__u64)nacts * 8;
+	/* the Python frames follow user[nuser], their activations' current frames follow them */
+	if (pb && pybytes && pybytes <= sizeof(sb->tail))
+		bpf_probe_read_kernel((__u8 *)s->user + nuser * 8, pybytes, pb->f);
+	if (pb && actbytes && pybytes <= sizeof(sb->tail) && actbytes <= sizeof(sb->tail_acts))
+		bpf_probe_read_kernel((__u8 *)s->user + nuser * 8 + pybytes, actbytes, pb->acts);
+	__u64 size = offsetof(struct csb_sample, user) + (__u64)nuser * 8 + pybytes + actbytes;
+	if (size > sizeof(*sb))
+		size = sizeof(*sb);
+	if (bpf_ringbuf_output(&samples, sb, size, wakeup_flag()))
 		stat_add(CSB_STAT_LOST);
 	else
 		stat_add(CSB_STAT_SAMPLES);
-	stat_add_n(CSB_STAT_NS, bpf_ktime_get_ns() - t0);
+	stat_done(s, t0);
 	return 0;
 }
 

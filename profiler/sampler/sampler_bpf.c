@@ -61,6 +61,7 @@ struct bpf_sampler {
 	uint64_t nsamples, ring_bytes;
 	uint64_t nslices;         /* samples sent with a stack slice (CSB_USER_SLICE) */
 	struct bpf_tables *tables;
+	struct bpf_python *python; /* Python frames read at the sample (sampler_bpf_python.c) */
 	bool debug;               /* CSAMPLER_BPF_DEBUG: libbpf's log and some samples */
 	uint64_t open_cpu_ns;     /* this process' CPU time in bpf_open (verifier, maps, events) */
 };
@@ -106,7 +107,7 @@ static int bpf_on_sample(void *ctx, void *data, size_t size)
 	size_t head = offsetof(struct csb_sample, user);
 	const struct csb_slice_sample *sr = data;
 	bool slice = (r->flags & CSB_USER_SLICE) && r->slice <= CSB_SLICE_MAX &&
-		     size >= sizeof(sr->head) + r->slice;
+		     size >= offsetof(struct csb_slice_sample, stack) + r->slice;
 	if (size < head || r->nkernel > CSB_MAX_KERNEL || r->nuser > CSB_MAX_USER ||
 	    size < head + r->nuser * 8ull)
 		return 0;
@@ -140,6 +141,7 @@ static int bpf_on_sample(void *ctx, void *data, size_t size)
 		if (r->flags & CSB_USER_ERROR)
 			ev->sample.unwind_flags |= UNWIND_ERROR;
 	}
+	bpf_python_sample(s->python, s->events, pe, r, size);
 	if (r->flags & (CSB_USER_NO_TABLE | CSB_USER_SLICE | CSB_USER_ERROR))
 		bpf_tables_hit(s->tables, r->pid, (const uint64_t *)r->user, r->nuser);
 	s->nsamples++;
@@ -262,7 +264,8 @@ static int bpf_open(struct sampler **out, const struct sampler_opts *opts, pid_t
 		ret = -errno;
 		goto fail;
 	}
-	if ((ret = bpf_tables_new(&s->tables, s->skel->maps.rows, s->skel->maps.procs)))
+	if ((ret = bpf_tables_new(&s->tables, s->skel->maps.rows, s->skel->maps.procs)) ||
+	    (ret = bpf_python_new(&s->python, s->skel->maps.pyprocs, opts)))
 		goto fail;
 	/* the side band before the samples: a process' mappings are known before its first */
 	if ((ret = sampler_perf_open_sideband(&s->side, opts, child, pids, npids)))
@@ -318,6 +321,7 @@ static int bpf_track(void *arg, const struct sampler_event *ev)
 {
 	struct bpf_sampler *s = arg;
 	bpf_tables_event(s->tables, ev);
+	bpf_python_event(s->python, ev);
 	if (ev->type == SAMPLER_EV_EXIT && ev->pid == ev->tid && !bpf_threads_left(ev->pid))
 		bpf_map_delete_elem(bpf_map__fd(s->skel->maps.targets), &ev->pid);
 	return 0;
@@ -341,6 +345,7 @@ static struct sampler_batch *bpf_collect(struct sampler *base)
 		sampler_batch_deliver(b, bpf_track, s);
 	/* rows wanted by this batch's samples go to the builder thread; those it built are loaded */
 	bpf_tables_work(s->tables);
+	bpf_python_work(s->python);
 	return b;
 }
 
@@ -361,6 +366,23 @@ static uint64_t bpf_task_clock_ns(struct sampler *base)
 static bool bpf_has_kernel(const struct sampler *base)
 {
 	return true;
+}
+
+/* The Python part of the summary: the program's time per sample with and without Python
+ * frames read, and the samples whose frames it read. */
+static void bpf_describe_python(struct bpf_sampler *s, char *buf, size_t len)
+{
+	char py[256];
+	size_t n = strlen(buf);
+	uint64_t walked = bpf_stat_sum(s, CSB_STAT_SAMPLES), ns = bpf_stat_sum(s, CSB_STAT_NS);
+	uint64_t pyn = bpf_stat_sum(s, CSB_STAT_PY), pyns = bpf_stat_sum(s, CSB_STAT_PY_NS);
+	bpf_python_describe(s->python, py, sizeof(py));
+	if (!pyn || !py[0] || n >= len)
+		return;
+	snprintf(buf + n, len - n, "%s; program time %.1f us a sample with Python frames (%llu), %.1f us without (%llu)",
+		 py, (double)pyns / 1e3 / (double)pyn, (unsigned long long)pyn,
+		 walked > pyn ? (double)(ns - pyns) / 1e3 / (double)(walked - pyn) : 0.0,
+		 (unsigned long long)(walked - pyn));
 }
 
 static void bpf_describe(struct sampler *base, char *buf, size_t len)
@@ -385,6 +407,7 @@ static void bpf_describe(struct sampler *base, char *buf, size_t len)
 			 (unsigned long long)info.run_cnt);
 	else
 		snprintf(buf + n, len - (size_t)n, "; program run time not measured ('sysctl kernel.bpf_stats_enabled=1' measures it)");
+	bpf_describe_python(s, buf, len);
 }
 
 static void bpf_close(struct sampler *base)
@@ -400,6 +423,7 @@ static void bpf_close(struct sampler *base)
 	free(s->evfds);
 	ring_buffer__free(s->rb);
 	bpf_tables_free(s->tables);
+	bpf_python_free(s->python);
 	sampler_bpf__destroy(s->skel);
 	if (s->side)
 		s->side->ops->close(s->side);

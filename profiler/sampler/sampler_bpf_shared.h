@@ -1,7 +1,8 @@
 /* sampler_bpf_shared.h: what the BPF program (sampler_bpf.bpf.c, compiled with clang -target
  * bpf) and its loader (sampler_bpf.c) agree on: the sample record of the ring buffer, the unwind
  * table rows built from .eh_frame/.debug_frame (unwind/cfitable.h), each process' executable
- * mappings and the counters. Plain C types only, no pointers: both sides include it. */
+ * mappings, the Python frame chain read at the sample and the counters. Plain C types only, no
+ * pointers: both sides include it. */
 #ifndef CSAMPLER_SAMPLER_BPF_SHARED_H
 #define CSAMPLER_SAMPLER_BPF_SHARED_H
 
@@ -27,7 +28,20 @@
 				* end at an outermost frame's row): the record carries the leaf
 				* registers and a slice of the stack for user space's unwinder */
 
+#define CSB_SLICE_RECORD 0x100 /* the record is a struct csb_slice_sample */
+
 #define CSB_SLICE_MAX 32768        /* bytes of stack in such a record, at most */
+
+/* csb_sample.py_state: the thread's CPython frame chain, read by the program at the sample
+ * (a process of the pyprocs map only). Its frames follow user[nuser] in the record: npy
+ * struct csb_pyframe, innermost first, the first at py_first. */
+#define CSB_PY_NONE 0              /* not a process with a known interpreter (or a slice record) */
+#define CSB_PY_END 1               /* the chain was read to its end (a frame with no previous) */
+#define CSB_PY_TRUNCATED 2         /* CSB_PY_MAX frames read, the chain goes on */
+#define CSB_PY_FAULT 3             /* a frame or the thread state could not be read */
+#define CSB_PY_NO_THREAD 4         /* no PyThreadState of this thread (yet) */
+#define CSB_PY_MAX 128             /* frames read per sample (shim frames included) */
+#define CSB_PY_MAX_ACTS 16         /* 3.11, 3.12: _PyCFrames read per sample (activations) */
 
 struct csb_sample {
 	__u64 time;                /* bpf_ktime_get_ns: CLOCK_MONOTONIC */
@@ -35,15 +49,54 @@ struct csb_sample {
 	__u32 nkernel, nuser;
 	__u64 ip, sp, bp;          /* the leaf's user registers */
 	__u32 slice, pad;          /* CSB_USER_SLICE: bytes of stack from sp in stack[] */
+	__u32 py_state, npy;       /* CSB_PY_*, and frames after user[nuser] */
+	__u64 py_first;            /* the innermost frame's address */
+	__u32 py_nacts, pad2;      /* 3.11, 3.12: after the frames, the current frame of each
+				    * native activation (its _PyCFrame's), innermost first: where
+				    * each activation's frames begin, read at the sample too */
 	__u64 fp_mask[2];          /* bit i: user[i] was found by a frame-pointer step */
 	__u64 kernel[CSB_MAX_KERNEL];
 	__u64 user[CSB_MAX_USER];  /* leaf first: the sampled PC, then return addresses */
 };
 
+/* One _PyInterpreterFrame as read: its code object (f_code, 3.13's f_executable), instruction
+ * (prev_instr, 3.13's instr_ptr) and link: previous frame's address (bits 0-47), is_entry (3.11,
+ * bit 48) and owner (bits 56-63). The next frame of the record is at link's address. fp:
+ * the code object's co_qualname and co_filename pointers at the sample, folded (base/pywalk.h's
+ * PYWALK_CODE_FP; 0: not read), so that user space, naming the code object later, knows it is
+ * still the one the sample ran (not freed and its address reused by another). */
+struct csb_pyframe {
+	__u64 code, instr, link, fp;
+};
+#define CSB_PYLINK_ADDR ((1ull << 48) - 1)
+#define CSB_PYLINK_ENTRY (1ull << 48)
+#define CSB_PYLINK_OWNER_SHIFT 56
+
+/* Where a process' thread states and their frame chains are (the pyprocs map, by tgid), from
+ * the recorder's layout of its CPython version (unwind/python.c): interp_head is the address
+ * of _PyRuntime.interpreters.head; offsets as python.c's struct py_layout names them. */
+struct csb_pyproc {
+	__u64 interp_head;
+	__u32 interp_next, interp_threads_head, tstate_next, tstate_native_tid;
+	__u32 tstate_cframe;       /* 3.11, 3.12: the frame is at cframe + cframe_current_frame */
+	__u32 cframe_current_frame, cframe_previous;
+	__u32 tstate_current_frame;/* 3.13 (tstate_cframe 0) */
+	__u32 frame_code, frame_previous, frame_instr;
+	__u32 frame_is_entry;      /* 0: none (3.12+) */
+	__u32 frame_owner;
+	__u32 frame_read;          /* bytes read of a frame, <= CSB_PY_FRAME_READ */
+	__u32 code_qualname, code_filename; /* PyCodeObject.co_qualname, co_filename */
+	__u32 gen;                 /* changes when the process' entry is written again */
+};
+#define CSB_PY_FRAME_READ 128
+
 /* An uncertain walk's record (the ring holds it whole, CSB_USER_SLICE says whether stack[]
- * holds slice bytes); the others are a csb_sample cut after user[nuser]. */
+ * holds slice bytes); the others are a csb_sample cut after user[nuser] and their Python
+ * frames. */
 struct csb_slice_sample {
 	struct csb_sample head;
+	struct csb_pyframe py[CSB_PY_MAX]; /* head.npy Python frames (the others: after user[]) */
+	__u64 py_acts[CSB_PY_MAX_ACTS];    /* head.py_nacts activations' current frames */
 	__u8 stack[CSB_SLICE_MAX];
 };
 
@@ -85,6 +138,8 @@ enum csb_stat {
 	CSB_STAT_SAMPLES,          /* samples written to the ring */
 	CSB_STAT_LOST,             /* samples the full ring refused */
 	CSB_STAT_NS,               /* time in the program for the targets' samples, ns */
+	CSB_STAT_PY,               /* samples whose Python frames the program read */
+	CSB_STAT_PY_NS,            /* ... and the time the program took for them, ns */
 	CSB_STAT_N,
 };
 

@@ -70,6 +70,7 @@
 #define PY_MAX_STRING 1024
 #define PY_MAX_LINETABLE (256u << 10)
 #define PY_TCACHE 64
+#define PY_MAX_WALKED 256        /* frames py_merge_walked takes (the BPF program reads 128) */
 #define PY_MAX_CFRAME_OFF 16384u /* the interpreter's _PyCFrame local: within this of its CFA */
 #define PY_LEARN_TRIES 256       /* samples tried for learning where it is */
 #define PY_MAX_OBJECT 512        /* bytes read of one frame, code object or str header */
@@ -81,6 +82,8 @@
 				  * than the reader's blocks, as the thread waits (measured:
 				  * 8.9 KiB a stop on deep.py, 13.7 with 4) */
 #define PY_RECIPES 1024          /* threads py_capture knows how to copy (by tid) */
+#define PY_WHERES 256            /* processes py_where knows (by pid: a collision forgets one,
+				  * whose frames are then read by py_merge only) */
 #define PY_FROZEN_MAX 32         /* blocks of one sample's py_capture copy */
 
 /* The versions whose layout is a row of this table; 3.13 is built from _Py_DebugOffsets
@@ -396,6 +399,8 @@ struct py_state {
 	 * thread at each stop, under recipes_lock */
 	pthread_mutex_t recipes_lock;
 	struct py_recipe *recipes;
+	/* py_where's answers, by pid % PY_WHERES (pid 0: none), under recipes_lock too */
+	struct py_where_slot { uint32_t pid; struct pywalk_where w; } *wheres;
 };
 
 /* ------------------------------------------------------------------------------------------ */
@@ -779,6 +784,23 @@ static struct py_code *py_code_get(struct unwind_ctx *ctx, struct py_proc *p, ui
 	return py_code_from(ctx, p, addr, buf);
 }
 
+/* The code object at addr, when it is the one whose fingerprint was fp (PYWALK_CODE_FP) when
+ * its frame was read (bpf: at the sample), however late: the cached one without a read when it
+ * has that fingerprint (a code object freed since and its address reused has another name or
+ * file), else read now and checked. */
+static struct py_code *py_code_get_fp(struct unwind_ctx *ctx, struct py_proc *p, uint64_t addr,
+				      uint64_t fp)
+{
+	struct py_code *c = cs_hash_find(&p->codes, cs_hash_u64(addr), py_code_eq, &addr);
+	if (c && PYWALK_CODE_FP(c->qualname, c->filename) == fp)
+		return c;
+	bool late = p->late;
+	p->late = false;
+	c = py_code_get(ctx, p, addr);
+	p->late = late;
+	return c && PYWALK_CODE_FP(c->qualname, c->filename) == fp ? c : NULL;
+}
+
 /* Check the code objects of frames raw[0, n) that this sample has not checked yet: the
  * headers of those in the cache in one process_vm_readv per PY_BATCH (a code object lives as
  * long as a frame runs it, so its header rarely changes: then only what changed is read
@@ -969,6 +991,42 @@ static bool py_module_bias(struct unwind_module_priv *m, uint32_t pid, uint64_t 
 	return found;
 }
 
+/* Tell py_where where process p's thread states and frames are (its layout is known). */
+static void py_where_set(struct py_state *st, const struct py_proc *p)
+{
+	const struct py_layout *L = p->layout;
+	struct py_where_slot v = { p->pid, {
+		.interp_head = p->runtime + L->runtime_interp_head, .interp_next = L->interp_next,
+		.interp_threads_head = L->interp_threads_head, .tstate_next = L->tstate_next,
+		.tstate_native_tid = L->tstate_native_tid, .tstate_cframe = L->tstate_cframe,
+		.cframe_current_frame = L->cframe_current_frame,
+		.cframe_previous = L->cframe_previous,
+		.tstate_current_frame = L->tstate_current_frame, .code_qualname = L->code_qualname,
+		.code_filename = L->code_filename,
+		.walk = p->walk,
+		.known_ns = cs_monotonic_ns() } };
+
+	pthread_mutex_lock(&st->recipes_lock);
+	st->wheres[p->pid % PY_WHERES] = v;
+	pthread_mutex_unlock(&st->recipes_lock);
+}
+
+int py_where(struct unwind_ctx *ctx, uint32_t pid, struct pywalk_where *out)
+{
+	struct py_state *st = ctx->python;
+	int ret = -ENOENT;
+
+	if (!st || !pid)
+		return ret;
+	pthread_mutex_lock(&st->recipes_lock);
+	if (st->wheres[pid % PY_WHERES].pid == pid) {
+		*out = st->wheres[pid % PY_WHERES].w;
+		ret = 0;
+	}
+	pthread_mutex_unlock(&st->recipes_lock);
+	return ret;
+}
+
 static struct py_proc *py_proc_get(struct unwind_ctx *ctx, struct py_state *st, uint32_t pid,
 				   uint32_t module, const struct py_module_info *mi)
 {
@@ -1029,6 +1087,7 @@ static struct py_proc *py_proc_get(struct unwind_ctx *ctx, struct py_state *st, 
 	p->unicode_type = mi->unicode_type + bias;
 	p->none = mi->none ? mi->none + bias : 0;
 	p->state = PY_PROC_READY;
+	py_where_set(st, p);
 	return p;
 }
 
@@ -1039,6 +1098,12 @@ void py_forget(struct unwind_ctx *ctx, uint32_t pid)
 
 	if (st && (p = cs_hash_remove(&st->procs, cs_hash_u64(pid), py_proc_eq, &pid)))
 		py_proc_free(p);
+	if (st) {
+		pthread_mutex_lock(&st->recipes_lock);
+		if (st->wheres[pid % PY_WHERES].pid == pid)
+			st->wheres[pid % PY_WHERES].pid = 0;
+		pthread_mutex_unlock(&st->recipes_lock);
+	}
 }
 
 /* The PyThreadState of OS thread tid, or 0. */
@@ -2183,15 +2248,30 @@ void py_stats_get(struct unwind_ctx *ctx, struct py_stats *out)
 	*out = st ? st->stats : (struct py_stats){ 0 };
 }
 
+/* py_merge_frames, and how many activations kept their native frame in *native. */
+static int py_merge_frames_n(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_frame *frames,
+			     int nframes, bool outer_cut, struct unwind_loc *locs, int n, int max,
+			     enum py_merge_result *result, int *native);
+
 int py_merge_frames(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_frame *frames,
 		    int nframes, bool outer_cut, struct unwind_loc *locs, int n, int max,
 		    enum py_merge_result *result)
+{
+	int native;
+
+	return py_merge_frames_n(ctx, pid, frames, nframes, outer_cut, locs, n, max, result, &native);
+}
+
+static int py_merge_frames_n(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_frame *frames,
+			     int nframes, bool outer_cut, struct unwind_loc *locs, int n, int max,
+			     enum py_merge_result *result, int *native)
 {
 	struct py_state *st = ctx->python;
 	int acts[PY_MAX_FRAMES], nacts;
 	uint32_t runtime_module;
 
 	*result = PY_MERGE_NONE;
+	*native = 0;
 	if (!st || n <= 0 || nframes <= 0)
 		return n;
 	nacts = py_find_acts(ctx, st, locs, n, acts, &runtime_module);
@@ -2210,7 +2290,8 @@ int py_merge_frames(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_fr
 			st->entry[nf++] = 1;
 			continue;
 		}
-		struct py_code *c = py_code_get(ctx, p, f->code);
+		struct py_code *c = f->fp ? py_code_get_fp(ctx, p, f->code, f->fp)
+						: py_code_get(ctx, p, f->code);
 		if (!c) {
 			*result = PY_MERGE_UNREADABLE; /* freed, or the process is gone */
 			return n;
@@ -2234,9 +2315,61 @@ int py_merge_frames(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_fr
 	 * cut at its outer end (then the inner ends match). */
 	*result = nruns == nacts ? PY_MERGE_OK : PY_MERGE_CHANGED;
 	py_runs_align(nruns, nacts, !outer_cut, &shift_runs, &shift_acts);
-	int native;
 	return py_put_runs(st, locs, n, max, acts, nacts, run_start, nruns, shift_acts, shift_runs,
-			   &native);
+			   native);
+}
+
+int py_merge_walked(struct unwind_ctx *ctx, uint32_t pid, const struct pywalk_frame *fr,
+		    const uint64_t *fp, int nfr, bool cut, uint64_t age_ns, struct unwind_loc *locs,
+		    int n, int max,
+		    enum py_merge_result *result)
+{
+	struct py_state *st = ctx->python;
+	struct py_ext_frame f[PY_MAX_WALKED];
+
+	*result = PY_MERGE_NONE;
+	struct py_proc *p = st ? cs_hash_find(&st->procs, cs_hash_u64(pid), py_proc_eq, &pid) : NULL;
+	if (!p || p->state != PY_PROC_READY)
+		return -1;
+	if (nfr > PY_MAX_WALKED) {
+		nfr = PY_MAX_WALKED;
+		cut = true;
+	}
+	uint64_t code0_off = p->layout->code_code;
+	for (int i = 0; i < nfr; i++) {
+		uint64_t code0 = fr[i].code + code0_off, instr = fr[i].instr;
+		/* before the first unit: a frame just pushed (3.11, 3.12 start at unit -1) */
+		uint32_t unit = !fr[i].code ? UINT32_MAX : instr < code0 ? 0
+			      : (instr - code0) / 2 < UINT32_MAX ? (uint32_t)((instr - code0) / 2) : UINT32_MAX;
+		f[i] = (struct py_ext_frame){ fr[i].code, unit, (fr[i].flags & PYWALK_ENTRY) != 0,
+					      (fr[i].flags & PYWALK_GENERATOR) != 0,
+					      fp ? fp[i] : 0 };
+	}
+	/* code objects are read now: one the sample ran may have been freed since (as py_merge
+	 * does for a sample merged late, PY_CODE_MAX_AGE_NS) */
+	p->late = age_ns > PY_CODE_MAX_AGE_NS;
+	if (p->late)
+		p->sample_ns = cs_monotonic_ns() - age_ns;
+	int nacts = 0;
+	uint32_t runtime_module;
+	int acts[PY_MAX_FRAMES];
+	int native = 0;
+	if (nfr == 0 && (nacts = py_find_acts(ctx, st, locs, n, acts, &runtime_module)) > 0)
+		*result = PY_MERGE_UNREADABLE; /* activations, but no frame linked yet */
+	else
+		n = py_merge_frames_n(ctx, pid, f, nfr, cut, locs, n, max, result, &native);
+	/* an activation left native (no run for it: entered or left at the sample) is counted
+	 * as not read, as py_merge counts it */
+	if (native && *result != PY_MERGE_NONE)
+		*result = PY_MERGE_UNREADABLE;
+	p->late = false;
+	if (*result != PY_MERGE_NONE) {
+		st->stats.samples++;
+		st->stats.at_sample++;
+		if (*result == PY_MERGE_OK)
+			st->stats.samples_exact++;
+	}
+	return n;
 }
 
 int py_layouts_env(char *out, size_t len)
@@ -2280,6 +2413,7 @@ static void py_release(struct unwind_ctx *ctx)
 	free(st->code_bufs);
 	free(st->anchor);
 	free(st->recipes);
+	free(st->wheres);
 	pthread_mutex_destroy(&st->recipes_lock);
 	free(st->out);
 	free(st);
@@ -2299,6 +2433,7 @@ void py_enable(struct unwind_ctx *ctx)
 	st->code_bufs = cs_malloc(PY_BATCH * sizeof(st->code_bufs[0]));
 	st->anchor = cs_malloc(sizeof(*st->anchor));
 	st->recipes = cs_calloc(PY_RECIPES, sizeof(st->recipes[0]));
+	st->wheres = cs_calloc(PY_WHERES, sizeof(st->wheres[0]));
 	pthread_mutex_init(&st->recipes_lock, NULL);
 	/* The merged stack holds at most the native locations plus every Python frame. */
 	st->out = cs_malloc(2 * (PY_MAX_FRAMES + 1024) * sizeof(st->out[0]));

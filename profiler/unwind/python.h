@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/pywalk.h"
 #include "unwind/symbols.h"
 #include "unwind/unwind.h"
 
@@ -80,6 +81,7 @@ struct py_stats {
 				      * reader): read in place of the live memory, checked as it */
 	uint64_t returning;          /* innermost activations shown as their returning frame */
 	uint64_t entering;           /* ... as their one frame, still being set up */
+	uint64_t at_sample;          /* samples whose frames were read at the sample (bpf) */
 };
 
 /* A sample whose frames were taken later than this after it (read live when merged, the
@@ -136,6 +138,8 @@ struct py_ext_frame {
 	uint32_t unit;                  /* code unit index of the instruction; UINT32_MAX: unknown */
 	bool entry;                     /* the outermost frame of one native activation */
 	bool generator;                 /* owned by a generator: always shown */
+	uint64_t fp;                    /* its code object's PYWALK_CODE_FP when read (bpf: at the
+					 * sample), checked against the one named; 0: unknown */
 };
 
 /* Merge frames[0, nframes) (innermost first, read exactly at the time of locs' stack by the
@@ -146,6 +150,22 @@ struct py_ext_frame {
  * *result as py_merge. */
 int py_merge_frames(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_frame *frames,
 		    int nframes, bool outer_cut, struct unwind_loc *locs, int n, int max,
+		    enum py_merge_result *result);
+
+/* Where process pid's thread states and frames are, for the BPF program that reads them at the
+ * sample (sampler.h's py_where): known once a sample of pid found its interpreter (py_merge).
+ * Safe to call from another thread than py_merge's. Returns 0, or -ENOENT. */
+int py_where(struct unwind_ctx *ctx, uint32_t pid, struct pywalk_where *out);
+
+/* Merge the frames fr[0, nfr) that base/pywalk.c walked from the chain as it was at the sample
+ * (the BPF program read it; cut: at its outer end) into locs[0, n) of pid, as py_merge_frames
+ * does; fp (may be NULL): each frame's code object's PYWALK_CODE_FP then (0: unknown), which
+ * the code object named now must still have (then a cached one is not read again); age_ns:
+ * how long after the sample they are named (a code object without fp is trusted as py_merge
+ * trusts one then). Returns the new count
+ * (*result as py_merge), or -1 when pid's interpreter is not known (then py_merge reads them). */
+int py_merge_walked(struct unwind_ctx *ctx, uint32_t pid, const struct pywalk_frame *fr,
+		    const uint64_t *fp, int nfr, bool cut, uint64_t age_ns, struct unwind_loc *locs, int n, int max,
 		    enum py_merge_result *result);
 
 /* CSAMPLER_GPU_PYTHON's value (inject/protocol.h) for the versions of the layout table, in
