@@ -24,8 +24,9 @@
 #define CSB_KERNEL_THREAD 0x20 /* no user part */
 #define CSB_USER_FP_END 0x80   /* ended at a zero frame pointer, after a frame-pointer step */
 #define CSB_USER_SLICE 0x40    /* the walk is uncertain (it took a frame-pointer step and did not
-				* end at an outermost frame's row): the record carries the leaf
-				* registers and a slice of the stack for user space's unwinder */
+				* end at an outermost frame's row) or cut at CSB_MAX_USER frames:
+				* the record carries the leaf registers and a slice of the stack
+				* for user space's unwinder */
 
 #define CSB_SLICE_MAX 32768        /* bytes of stack in such a record, at most */
 
