@@ -292,6 +292,11 @@ static long walk_frame(__u32 i, void *arg)
 		goto error;
 	if (cfa <= w->sp)
 		goto error; /* a caller's frame is above its callee's */
+	if (!by_row && n + 1 >= CSB_FP_MASK_BITS) {
+		/* fp_mask cannot mark it: the walk ends here, cut, and goes with a slice */
+		s->flags |= CSB_USER_TRUNCATED;
+		return 1;
+	}
 	if (!by_row)
 		s->fp_mask[((n + 1) >> 6) & 1] |= 1ull << ((n + 1) & 63); /* the caller, by FP */
 	w->ip = ra;
@@ -412,8 +417,8 @@ int csb_sample(struct bpf_perf_event_data *ctx)
 	/* A walk that took a frame-pointer step and did not end at an outermost frame's row
 	 * (an error, or a zero frame pointer that may be JIT code's garbage) is uncertain. One
 	 * cut at CSB_MAX_USER frames is incomplete: user space's unwinder takes up to 1024 from
-	 * the slice (Python's imports nest 130 and more native frames deep: 4.5% of the PyTorch
-	 * loop's samples were cut here). */
+	 * the slice (with 127 frames, 4.5% of the PyTorch loop's samples were cut there: Python's
+	 * nested imports, 130 and more native frames deep). */
 	if ((((s->flags & CSB_USER_NO_TABLE) && !(s->flags & CSB_USER_COMPLETE)) ||
 	     (s->flags & CSB_USER_TRUNCATED)) && slice_bytes)
 		return submit_with_slice(s, t0);

@@ -184,6 +184,10 @@ static void bpf_tables_load(struct bpf_tables *t, struct bpf_table_file *f, stru
 	struct cfitable *ct = &job->ct;
 	f->built = true;
 	t->build_ns += job->ns;
+	if (t->debug)
+		fprintf(stderr, "csampler: bpf debug: rows of %s: %d, %zu rows, %s, %.1f ms\n", f->path,
+			job->ret, ct->nrows, job->from_cache ? "from the cache" : "built",
+			(double)job->ns / 1e6);
 	if (job->ret)
 		return;
 	t->cached += job->from_cache;
