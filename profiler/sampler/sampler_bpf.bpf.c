@@ -218,7 +218,7 @@ static long row_step(__u32 i, void *arg)
 static __always_inline struct csb_row *find_row(__u32 first, __u32 count, __u32 rel)
 {
 	struct row_search q = { .first = first, .rel = rel, .lo = 0, .hi = count };
-	bpf_loop(24, row_step, &q, 0); /* 2^23 > CSB_MAX_ROWS */
+	bpf_loop(24, row_step, &q, 0); /* 2^24 > CSB_MAX_ROWS + 1 */
 	if (q.lo == 0)
 		return NULL;
 	__u32 key = first + q.lo - 1;
@@ -270,10 +270,10 @@ static long walk_frame(__u32 i, void *arg)
 			s->flags |= CSB_USER_COMPLETE;
 			return 1;
 		}
-		cfa = (row.cfa_reg == CSB_REG_SP ? w->sp : w->bp) + (__s64)row.cfa_off;
+		cfa = (row.flags & CSB_ROW_CFA_BP ? w->bp : w->sp) + (__s64)row.cfa_off;
 		if (read_user8(&w->wr, cfa - 8, &ra))
 			goto error;
-		if ((row.flags & CSB_ROW_BP_SAVED) && read_user8(&w->wr, cfa + (__s64)row.bp_off, &bp))
+		if ((row.flags & CSB_ROW_BP_SAVED) && read_user8(&w->wr, cfa + 8 * (__s64)row.bp_off8, &bp))
 			goto error;
 	} else {
 		/* frame pointers: [bp] is the caller's bp, [bp + 8] the return address */

@@ -15,7 +15,7 @@
 #define CSB_FP_MASK_BITS 128       /* frames fp_mask can mark: a walk that needs a frame-pointer
 				    * step beyond them stops there, cut (and goes with a slice) */
 #define CSB_MAX_MAPS 256           /* executable file mappings per process with a table */
-#define CSB_MAX_ROWS (4u << 20)    /* unwind rows of every file, 16 bytes each (64 MiB) */
+#define CSB_MAX_ROWS (8u << 20)    /* unwind rows of every file, 8 bytes each (64 MiB) */
 #define CSB_RING_BYTES (16u << 20) /* the sample ring buffer */
 
 /* csb_sample.flags: how the user stack walk ended */
@@ -52,20 +52,20 @@ struct csb_slice_sample {
 };
 
 /* One unwind rule, valid from pc to the next row's pc (offsets in the file's address space,
- * the ELF's p_vaddr numbering). cfa = (cfa_reg == CSB_REG_SP ? sp : bp) + cfa_off; the return
- * address is at cfa - 8 (x86-64); the caller's bp is at cfa + bp_off when CSB_ROW_BP_SAVED,
- * else unchanged. */
-#define CSB_REG_BP 6
-#define CSB_REG_SP 7
+ * the ELF's p_vaddr numbering). cfa = (CSB_ROW_CFA_BP ? bp : sp) + cfa_off; the return
+ * address is at cfa - 8 (x86-64); the caller's bp is at cfa + 8 * bp_off8 when
+ * CSB_ROW_BP_SAVED, else unchanged. 8 bytes a row (16 before: 4 Mi rows in 64 MiB held the
+ * PyTorch loop's files only just, libtorch_cpu.so alone 1.4 Mi): a rule whose offsets do not
+ * fit (bp saved off a multiple of 8 or beyond +-1 KiB) becomes a gap row. */
 #define CSB_ROW_BP_SAVED 0x1
 #define CSB_ROW_END 0x2            /* the return address is undefined: the outermost frame */
 #define CSB_ROW_GAP 0x4            /* no rule here (between FDEs, or one we cannot express) */
+#define CSB_ROW_CFA_BP 0x8         /* the CFA is rbp + cfa_off (else rsp + cfa_off) */
 struct csb_row {
 	__u32 pc;
-	__s16 cfa_off, bp_off;
-	__u8 cfa_reg, flags;
-	__u8 pad[6];               /* an array map's elements are 8-byte aligned: the loader
-				    * writes them in place through mmap with this stride */
+	__s16 cfa_off;
+	__s8 bp_off8;              /* the saved bp's offset from the CFA, in 8-byte words */
+	__u8 flags;
 };
 
 /* A process' executable file mappings with a table, sorted by start: rel = pc - bias is the
