@@ -11,9 +11,12 @@
 #endif
 
 #define CSB_MAX_KERNEL 127         /* kernel frames per sample (perf's sample_max_stack) */
-#define CSB_MAX_USER 127           /* user frames per sample (< 128: fp_mask) */
+#define CSB_MAX_USER 255           /* user frames per sample: 127 cut 4.5% of the PyTorch loop's
+				    * (imports nest Python calls 130 and more frames deep) */
+#define CSB_FP_MASK_BITS 128       /* frames fp_mask can mark: a walk that needs a frame-pointer
+				    * step beyond them stops there, cut (and goes with a slice) */
 #define CSB_MAX_MAPS 256           /* executable file mappings per process with a table */
-#define CSB_MAX_ROWS (4u << 20)    /* unwind rows of every file, 16 bytes each (64 MiB) */
+#define CSB_MAX_ROWS (8u << 20)    /* unwind rows of every file, 8 bytes each (64 MiB) */
 #define CSB_RING_BYTES (16u << 20) /* the sample ring buffer */
 
 /* csb_sample.flags: how the user stack walk ended */
@@ -25,8 +28,9 @@
 #define CSB_KERNEL_THREAD 0x20 /* no user part */
 #define CSB_USER_FP_END 0x80   /* ended at a zero frame pointer, after a frame-pointer step */
 #define CSB_USER_SLICE 0x40    /* the walk is uncertain (it took a frame-pointer step and did not
-				* end at an outermost frame's row): the record carries the leaf
-				* registers and a slice of the stack for user space's unwinder */
+				* end at an outermost frame's row) or cut at CSB_MAX_USER frames:
+				* the record carries the leaf registers and a slice of the stack
+				* for user space's unwinder */
 
 #define CSB_SLICE_RECORD 0x100 /* the record is a struct csb_slice_sample */
 
@@ -54,7 +58,7 @@ struct csb_sample {
 	__u32 py_nacts, pad2;      /* 3.11, 3.12: after the frames, the current frame of each
 				    * native activation (its _PyCFrame's), innermost first: where
 				    * each activation's frames begin, read at the sample too */
-	__u64 fp_mask[2];          /* bit i: user[i] was found by a frame-pointer step */
+	__u64 fp_mask[2];          /* bit i: user[i] was found by a frame-pointer step (i < 128) */
 	__u64 kernel[CSB_MAX_KERNEL];
 	__u64 user[CSB_MAX_USER];  /* leaf first: the sampled PC, then return addresses */
 };
@@ -101,20 +105,20 @@ struct csb_slice_sample {
 };
 
 /* One unwind rule, valid from pc to the next row's pc (offsets in the file's address space,
- * the ELF's p_vaddr numbering). cfa = (cfa_reg == CSB_REG_SP ? sp : bp) + cfa_off; the return
- * address is at cfa - 8 (x86-64); the caller's bp is at cfa + bp_off when CSB_ROW_BP_SAVED,
- * else unchanged. */
-#define CSB_REG_BP 6
-#define CSB_REG_SP 7
+ * the ELF's p_vaddr numbering). cfa = (CSB_ROW_CFA_BP ? bp : sp) + cfa_off; the return
+ * address is at cfa - 8 (x86-64); the caller's bp is at cfa + 8 * bp_off8 when
+ * CSB_ROW_BP_SAVED, else unchanged. 8 bytes a row (16 before: 4 Mi rows in 64 MiB held the
+ * PyTorch loop's files only just, libtorch_cpu.so alone 1.4 Mi): a rule whose offsets do not
+ * fit (bp saved off a multiple of 8 or beyond +-1 KiB) becomes a gap row. */
 #define CSB_ROW_BP_SAVED 0x1
 #define CSB_ROW_END 0x2            /* the return address is undefined: the outermost frame */
 #define CSB_ROW_GAP 0x4            /* no rule here (between FDEs, or one we cannot express) */
+#define CSB_ROW_CFA_BP 0x8         /* the CFA is rbp + cfa_off (else rsp + cfa_off) */
 struct csb_row {
 	__u32 pc;
-	__s16 cfa_off, bp_off;
-	__u8 cfa_reg, flags;
-	__u8 pad[6];               /* an array map's elements are 8-byte aligned: the loader
-				    * writes them in place through mmap with this stride */
+	__s16 cfa_off;
+	__s8 bp_off8;              /* the saved bp's offset from the CFA, in 8-byte words */
+	__u8 flags;
 };
 
 /* A process' executable file mappings with a table, sorted by start: rel = pc - bias is the

@@ -178,12 +178,36 @@ static int bpf_tables_open(struct bpf_table_file *f, uint32_t pid)
 	return fd;
 }
 
+/* A row in the map's 8-byte form (sampler_bpf_shared.h); a rule it cannot hold becomes a gap
+ * (the walk takes a frame-pointer step there, and goes with a slice if that is uncertain). */
+static struct csb_row bpf_tables_row(const struct cfitable_row *r)
+{
+	struct csb_row c = { .pc = (uint32_t)r->pc, .cfa_off = (int16_t)r->cfa_off,
+			     .flags = (uint8_t)((r->flags & CFITABLE_BP_SAVED ? CSB_ROW_BP_SAVED : 0) |
+						(r->flags & CFITABLE_END ? CSB_ROW_END : 0) |
+						(r->flags & CFITABLE_GAP ? CSB_ROW_GAP : 0) |
+						(r->cfa_reg == CFITABLE_REG_BP ? CSB_ROW_CFA_BP : 0)) };
+	if (r->flags & CFITABLE_BP_SAVED) {
+		if (r->bp_off % 8 || r->bp_off / 8 < INT8_MIN || r->bp_off / 8 > INT8_MAX)
+			c.flags = CSB_ROW_GAP;
+		else
+			c.bp_off8 = (int8_t)(r->bp_off / 8);
+	}
+	if (r->cfa_off != (int16_t)r->cfa_off)  /* cfitable.c keeps them so; checked all the same */
+		c.flags = CSB_ROW_GAP;
+	return c;
+}
+
 /* A finished job's rows into the rows map (the main thread). */
 static void bpf_tables_load(struct bpf_tables *t, struct bpf_table_file *f, struct bpf_build_job *job)
 {
 	struct cfitable *ct = &job->ct;
 	f->built = true;
 	t->build_ns += job->ns;
+	if (t->debug)
+		fprintf(stderr, "csampler: bpf debug: rows of %s: %d, %zu rows, %s, %.1f ms\n", f->path,
+			job->ret, ct->nrows, job->from_cache ? "from the cache" : "built",
+			(double)job->ns / 1e6);
 	if (job->ret)
 		return;
 	t->cached += job->from_cache;
@@ -200,16 +224,8 @@ static void bpf_tables_load(struct bpf_tables *t, struct bpf_table_file *f, stru
 	}
 	f->first = t->nrows;
 	f->count = (uint32_t)ct->nrows;
-	for (size_t i = 0; i < ct->nrows; i++) {
-		const struct cfitable_row *r = &ct->rows[i];
-		t->rows[t->nrows++] = (struct csb_row){
-			.pc = (uint32_t)r->pc, .cfa_off = (int16_t)r->cfa_off,
-			.bp_off = (int16_t)r->bp_off, .cfa_reg = r->cfa_reg,
-			.flags = (uint8_t)((r->flags & CFITABLE_BP_SAVED ? CSB_ROW_BP_SAVED : 0) |
-					   (r->flags & CFITABLE_END ? CSB_ROW_END : 0) |
-					   (r->flags & CFITABLE_GAP ? CSB_ROW_GAP : 0)),
-		};
-	}
+	for (size_t i = 0; i < ct->nrows; i++)
+		t->rows[t->nrows++] = bpf_tables_row(&ct->rows[i]);
 }
 
 static void bpf_tables_run_job(struct bpf_build_job *job)

@@ -12,6 +12,7 @@
 #include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define CFITABLE_REG_RA 16
 
@@ -175,7 +176,10 @@ out:
 
 void cfitable_free(struct cfitable *t)
 {
-	free(t->rows);
+	if (t->mapped)
+		munmap(t->mapped, t->mapped_len);
+	else
+		free(t->rows);
 	free(t->segs);
 	memset(t, 0, sizeof(*t));
 }

@@ -37,6 +37,8 @@ struct cfitable {
 	struct cfitable_segment *segs;
 	size_t nsegs;
 	size_t unsupported;          /* FDE ranges that became gap rows (CFA expressions, ...) */
+	void *mapped;                /* from the cache: rows point into this mapping of its entry */
+	size_t mapped_len;
 };
 
 /* Build the table of the ELF file open at fd. Returns 0, or -ENOENT when the file has no

@@ -144,4 +144,29 @@ read -r nthr pyin <thr.txt
 [ "$nthr" -ge 1 ] && [ "$pyin" = 0 ] &&
 	pass "python-torch: torch's $nthr other threads sampled, none with Python frames" ||
 	fail "python-torch: $nthr other threads, $pyin of their samples with Python frames"
+# ---- --mode bpf: complete stacks (issue 22: >= 98% with the row cache warm) ----
+# The same loop walked in the kernel, twice with a row cache of its own: the first run builds
+# the rows (cold), the second reads them (warm). Measured warm 98.6-99.0% (perf mode 98.3-98.7%,
+# before this round 93.5-94.4%), cold 98.7-99.1%; cold is held to 97, as samples taken before
+# their file's rows are loaded depend on the build's timing under load. The rest: samples in the
+# process' exit after its address space is gone (kernel frames only; perf mode has none) and in
+# libraries while ld.so loads them.
+complete_of() { "$CSAMPLER" report -i "$1" --format json 2>/dev/null |
+	python3 -c 'import json, sys; print(json.load(sys.stdin)["unwind"]["complete_pct"])' 2>/dev/null; }
+if ! "$CSAMPLER" record --mode bpf -o probe.data -- true >probe.out 2>&1; then
+	skip "python-torch: bpf: the BPF backend is refused here: $(head -n 1 probe.out)"
+else
+	for c in cold warm; do
+		XDG_CACHE_HOME="$PWD/bpfcache" "$CSAMPLER" record --mode bpf -o bpf-$c.data -- "$PY" "$SRC/torch_train.py" 4 >bpf-$c.out 2>&1 ||
+			fail "python-torch: bpf ($c row cache): record failed: $(tail -2 bpf-$c.out)"
+	done
+	pc=$(complete_of torch.data) bc=$(complete_of bpf-cold.data) bw=$(complete_of bpf-warm.data)
+	echo "    complete stacks: perf mode ${pc:-?}%, bpf cold ${bc:-?}%, warm ${bw:-?}%; $(grep -o 'unwind tables: [^;]*' bpf-warm.out)"
+	awk -v w="${bw:-0}" -v p="${pc:-0}" 'BEGIN { exit !(w >= 98 && w >= p - 1) }' &&
+		pass "python-torch: bpf: ${bw}% of the stacks complete with the row cache warm (>= 98, perf mode ${pc}%)" ||
+		fail "python-torch: bpf: ${bw:-?}% of the stacks complete with the row cache warm (want >= 98 and within 1 point of perf mode's ${pc:-?}%)"
+	awk -v c="${bc:-0}" -v p="${pc:-0}" 'BEGIN { exit !(c >= 97 && c >= p - 2) }' &&
+		pass "python-torch: bpf: ${bc}% complete with the row cache cold (>= 97)" ||
+		fail "python-torch: bpf: ${bc:-?}% complete with the row cache cold (want >= 97 and within 2 points of perf mode's ${pc:-?}%)"
+fi
 finish
