@@ -208,28 +208,33 @@ struct fu_stack {
 _Static_assert(offsetof(struct fu_stack, alt) == 64 && offsetof(struct fu_stack, f) == 128,
 	       "fu_stack: the header in one cache line, the branches in the next");
 
-/* One per thread that ever unwound, never freed (the counters outlive the thread). */
+/* One per thread that ever unwound, never freed (the counters outlive the thread). What every
+ * walk reads and writes is in its first two cache lines (the memo of the last stack is read
+ * only by walks that do not meet a remembered stack). */
 struct fu_thread {
-	uintptr_t lo, hi;     /* the stack; hi == 0: unknown, every stack falls back */
-	_Atomic uint64_t stacks, frames, memo_hits, memo_frames, memo_diffs, memo_pauses;
-	struct fu_thread *next;
-	uint64_t gen;         /* fu.gen when memo[cur] was filled */
-	int cur, nmemo;       /* memo[cur][0..nmemo): the last stack; memo[!cur]: the next one */
-	struct fu_memo memo[2][FU_MEMO];
+	uintptr_t lo __attribute__((aligned(64)));   /* the stack; hi == 0: unknown, every */
+	uintptr_t hi;                                /* stack falls back */
 	/* the stack memo (mapped at the first walk; NULL: none): stacks[next_stack] is the one
 	 * being recorded */
 	struct fu_stack *stacks_memo;
 	uint32_t *probe;      /* hash of (RA, SP) -> 1 + stack << 8 | frame; 0: empty */
 	uint32_t *branch;     /* hash of (stack, frame, RA) -> the same, for another stack that
-			       * branched off there (fu_walk) */
+			       * branched off there (fu_walk), when its fu_alt entries were taken */
+	uint64_t gen;         /* fu.gen when memo[cur] was filled */
+	int cur, nmemo;       /* memo[cur][0..nmemo): the last stack; memo[!cur]: the next one */
 	int next_stack;
 	/* Recording pays only if stacks come back: once FU_STACKS stacks were recorded (the ring
 	 * came round: not a program's first stacks), if fewer than half of FU_MEMO_WINDOW walks
 	 * were mostly remembered frames (more distinct stacks than FU_STACKS, taken in turn),
 	 * recording stops for FU_MEMO_PAUSE walks (the stacks kept are still found). */
-	uint32_t window_walks, window_good, pause;
+	uint32_t pause;
+	_Atomic uint64_t stacks, frames, memo_hits, memo_frames, memo_diffs, memo_pauses;
+	uint32_t window_walks, window_good;
 	uint64_t remembered;  /* stacks recorded so far */
+	struct fu_thread *next;
+	struct fu_memo memo[2][FU_MEMO];
 };
+_Static_assert(offsetof(struct fu_thread, next) == 128, "fu_thread: a walk's fields in two lines");
 
 static struct {
 	pthread_mutex_t lock;                 /* miss path: rules, cache writes, threads */
@@ -804,9 +809,10 @@ static bool fu_recheck_modules(void)
 
 static struct fu_thread *__attribute__((noinline)) fu_thread_init(void)
 {
-	struct fu_thread *t = calloc(1, sizeof(*t));
+	struct fu_thread *t = aligned_alloc(64, sizeof(*t));
 	if (!t)
 		return NULL;
+	memset(t, 0, sizeof(*t));
 	pthread_attr_t attr;
 	void *addr;
 	size_t size;
@@ -1054,6 +1060,10 @@ static bool __attribute__((noinline)) fu_follow(struct fu_thread *t, const struc
 	uintptr_t ra = w->ra, fp = w->fp, sp = w->sp;
 	bool goes_on = false;
 	__builtin_prefetch(s->alt);   /* beside the header fu_entry read: where s branches */
+	/* s's base and length in registers: the stores to pcs could alias them otherwise (two
+	 * loads a frame fewer) */
+	uintptr_t base = s->base;
+	int sn = s->n;
 	for (;;) {
 		const struct fu_sframe *f = &s->f[k];
 		pcs[n++] = f->ra;
@@ -1062,7 +1072,7 @@ static bool __attribute__((noinline)) fu_follow(struct fu_thread *t, const struc
 			break;
 		}
 		const struct fu_sframe *g = f + 1;
-		uintptr_t cfa = s->base + g->sp;
+		uintptr_t cfa = base + g->sp;
 		ra = *(const uintptr_t *)(cfa + (intptr_t)f->ra_off);
 		if (f->flags & FU_SF_RESTORE)
 			fp = *(const uintptr_t *)(cfa + (intptr_t)f->fp_off);
@@ -1070,7 +1080,7 @@ static bool __attribute__((noinline)) fu_follow(struct fu_thread *t, const struc
 			/* A stack that branched off s here before, else unwinding goes on from the
 			 * state just read (and this walk is kept, with where it branched off). */
 			m->diffs++;
-			sp = s->base + g->sp;
+			sp = cfa;
 			uint32_t si = (uint32_t)(s - t->stacks_memo);
 			if (m->nseg < FU_SEGMENTS)
 				m->segs[m->nseg] = (struct fu_segment){ s, k0, n0, n };
@@ -1085,6 +1095,8 @@ static bool __attribute__((noinline)) fu_follow(struct fu_thread *t, const struc
 			if (s2) {
 				__builtin_prefetch(s2->alt);
 				s = s2;
+				base = s->base;
+				sn = s->n;
 				k = k0 = k2;
 				if (n >= max)
 					break;
@@ -1098,7 +1110,7 @@ static bool __attribute__((noinline)) fu_follow(struct fu_thread *t, const struc
 			goes_on = true;
 			break;
 		}
-		if (++k == s->n) {  /* remembered open: goes on from f[n] */
+		if (++k == sn) {  /* remembered open: goes on from f[n] */
 			goes_on = true;
 			break;
 		}
