@@ -228,10 +228,11 @@ struct fu_thread {
 	 * were mostly remembered frames (more distinct stacks than FU_STACKS, taken in turn),
 	 * recording stops for FU_MEMO_PAUSE walks (the stacks kept are still found). */
 	uint32_t pause;
-	_Atomic uint64_t stacks, frames, memo_hits, memo_frames, memo_diffs, memo_pauses;
+	_Atomic uint64_t stacks, frames, memo_hits, memo_frames, memo_diffs, memo_chained;
 	uint32_t window_walks, window_good;
-	uint64_t remembered;  /* stacks recorded so far */
+	_Atomic uint64_t memo_pauses;
 	struct fu_thread *next;
+	uint64_t remembered;  /* stacks recorded so far */
 	struct fu_memo memo[2][FU_MEMO];
 };
 _Static_assert(offsetof(struct fu_thread, next) == 128, "fu_thread: a walk's fields in two lines");
@@ -1329,7 +1330,7 @@ static void fu_walk_keep(struct fu_walk_state *w, int n, uintptr_t ra, uintptr_t
  * remembered stack (the last one it followed, to its end, and the frames before agree), so the
  * same token means the same frames while that stack is kept (its version changes when its slot
  * is reused). */
-static uint64_t fu_walk_token(const struct fu_thread *t, const uintptr_t *pcs, int n,
+static uint64_t fu_walk_token(struct fu_thread *t, const uintptr_t *pcs, int n,
 			      const struct fu_memo_use *m)
 {
 	if (m->nseg <= 0 || m->nseg > FU_SEGMENTS || (uint64_t)n != m->frames)
@@ -1338,7 +1339,9 @@ static uint64_t fu_walk_token(const struct fu_thread *t, const uintptr_t *pcs, i
 	const struct fu_stack *s = sg->s;
 	if (sg->n1 != n || sg->k0 != sg->n0)
 		return 0;
-	if (!fu_chain(t, m))   /* else compared: s's frames before the segment were not read */
+	if (fu_chain(t, m))    /* else compared: s's frames before the segment were not read */
+		fu_count(&t->memo_chained, 1);
+	else
 		for (int i = 0; i < sg->n0; i++)
 			if (pcs[i] != s->f[i].ra)
 				return 0;
@@ -1477,6 +1480,7 @@ struct fu_stats fu_stats(void)
 		s.memo_frames += atomic_load_explicit(&t->memo_frames, memory_order_relaxed);
 		s.memo_diffs += atomic_load_explicit(&t->memo_diffs, memory_order_relaxed);
 		s.memo_pauses += atomic_load_explicit(&t->memo_pauses, memory_order_relaxed);
+		s.memo_chained += atomic_load_explicit(&t->memo_chained, memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&fu.lock);
 	return s;
