@@ -48,23 +48,28 @@ trap 'rm -rf "$DIR"' EXIT
 mkdir -p "$DIR/out" "$DIR/base"
 
 # The previous library: its sources at BASE_REV (every .c of profiler/inject: fastunwind.c
-# too), built as profiler/inject/build.mk does.
+# too, and base/pywalk.c where the library compiles it in), built as profiler/inject/build.mk
+# does.
 BASE=
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 CUPTI_DIR=$(dirname "$(ls "$CUDA_HOME"/lib64/libcupti.so.13 "$CUDA_HOME"/lib/libcupti.so.13 2>/dev/null | head -n 1)")
 # (every .c of profiler/inject: cupti.c, and fastunwind.c from issue 20 on; the TLS dialect where
 # its build.mk asks for it)
 TLS=
+PYWALK=
+git cat-file -e "$BASE_REV:profiler/base/pywalk.c" 2>/dev/null && PYWALK="profiler/base/pywalk.c profiler/base/pywalk.h"
 if git cat-file -e "$BASE_REV" 2>/dev/null &&
-   git archive "$BASE_REV" profiler/inject | tar -x -C "$DIR/base" &&
+   git archive "$BASE_REV" profiler/inject $PYWALK | tar -x -C "$DIR/base" &&
    { ! grep -q mtls-dialect=gnu2 "$DIR/base/profiler/inject/build.mk" 2>/dev/null ||
      [ "$(uname -m)" != x86_64 ] || TLS=-mtls-dialect=gnu2; } &&
    cc -O2 -g -std=gnu11 -D_GNU_SOURCE -pthread -fPIC -fvisibility=hidden $TLS -I"$DIR/base/profiler" \
       -isystem "$CUDA_HOME/include" -shared -Wl,--as-needed -o "$DIR/base/libcsampler-cupti.so" \
-      "$DIR/base/profiler/inject/"*.c -L"$CUPTI_DIR" -l:libcupti.so.13 -lunwind 2>"$DIR/base/err"; then
+      "$DIR/base/profiler/inject/"*.c ${PYWALK:+"$DIR/base/profiler/base/pywalk.c"} \
+      -L"$CUPTI_DIR" -l:libcupti.so.13 -lunwind 2>"$DIR/base/err"; then
 	BASE=$DIR/base/libcsampler-cupti.so
 else
-	echo "bench-gpu-launch: could not build the library of $BASE_REV: previous columns left out" >&2
+	echo "bench-gpu-launch: could not build the library of $BASE_REV: previous columns left out" \
+	     "($(head -c 300 "$DIR/base/err" 2>/dev/null))" >&2
 fi
 
 # configurations: label, library (none, new, base), environment

@@ -145,23 +145,24 @@ _Static_assert(sizeof(struct inj_token_id) <= FU_TOKEN_DATA, "inj_token_id fits 
 struct inj_thread {
 	/* The owner's line, read and written at every API call (the writer only reads head). */
 	_Atomic uint64_t head __attribute__((aligned(64)));
+	uint64_t tail_seen;              /* tail as last read: room is known without reading the
+					  * writer's line (inj_ring_room) */
 	int depth;                       /* subscribed API calls open on this thread */
-	uint32_t ncalls;
-	uint32_t outer_corr;             /* correlation id of the outermost one */
-	uint32_t outer_stack;            /* its stack id */
 	uint32_t stab_gen;               /* bumped at each reset of the table (protocol.h's
 					  * in-flight slots point into the arena) */
 	uint32_t tid;
 	_Atomic uint64_t launches;
 	/* the open calls' spans, by nesting depth: written as GPU_REC_CALL at their EXIT (the
-	 * outermost's in the owner's line) */
+	 * outermost's in the owner's line; its correlation id and stack are those of the
+	 * outermost call, which nested calls compare with and inherit) */
 	struct inj_span {
 		uint64_t start;
 		uint32_t correlation, stack;
 		uint16_t cbid, domain, recorded;
 	} spans[INJ_SPAN_DEPTH];
 	uint32_t npy, py_flags;          /* the Python frames of the last capture (py[] below) */
-	/* the writer's line: it publishes tail after each drain */
+	/* the writer's line: it publishes tail after each drain (the owner reads it only when
+	 * tail_seen says the ring is full) */
 	_Atomic uint64_t tail __attribute__((aligned(64)));
 	_Atomic int in_use;              /* a live thread owns this slot */
 	struct inj_thread *next;         /* global list, push-only */
@@ -177,6 +178,9 @@ struct inj_thread {
 	struct gpu_py_frame py[GPU_MAX_PY_FRAMES];
 	uint8_t ring[INJ_RING] __attribute__((aligned(64)));
 };
+
+_Static_assert(offsetof(struct inj_thread, spans[1]) <= 64,
+	       "inj_thread: what every API call reads and writes in one cache line");
 
 struct inj_range { uintptr_t lo, hi; };
 
@@ -201,8 +205,10 @@ struct inj_ctx {
 	int floor;                       /* enum inj_floor */
 	int max_frames;
 	int fd;
-	/* the API call clock: CLOCK_MONOTONIC, or the stand-in's scripted clock (inj_clock_init) */
-	uint64_t (*test_clock)(void);
+	int py_active;                   /* CPython's layout is known here (py below) */
+	/* the API call clock: CLOCK_MONOTONIC, or the stand-in's scripted clock while the int this
+	 * points at is set (inj_clock_init; test_clock is beside the pool below) */
+	const int *test_clock_on;
 	unsigned flush_ms;
 	uint32_t cupti_version;
 	CUpti_SubscriberHandle subscriber;
@@ -215,6 +221,7 @@ struct inj_ctx {
 	struct inj_range skip[INJ_MAX_SKIP_RANGES];
 	int nskip;
 	uint32_t stack_limit;            /* stacks a thread's table takes before it starts again */
+	uint64_t (*test_clock)(void);
 	/* CUPTI buffer pool: bit i set = buffer i free */
 	uint8_t *pool;
 	_Atomic uint32_t pool_free;
@@ -242,13 +249,14 @@ struct inj_ctx {
 	int clock_set, setup_done, hooks_set;
 	/* CPython in this process (inj_py_init): its layout, from CSAMPLER_GPU_PYTHON */
 	struct {
-		int active;
 		uint32_t off[GPU_PY_NFIELDS];
 		struct pywalk_layout walk;   /* the frame fields of off[] */
 		void *(*this_tstate)(void);  /* PyGILState_GetThisThreadState */
 		uintptr_t code_type;         /* &PyCode_Type */
 	} py;
 };
+
+_Static_assert(offsetof(struct inj_ctx, threads) == 64, "inj_ctx: what every API call reads in one cache line");
 
 static struct inj_ctx inj = { .fd = -1, .stack_limit = INJ_STACK_SLOTS * 3 / 4,
 	.flush_lock = PTHREAD_MUTEX_INITIALIZER, .marker_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -280,10 +288,12 @@ static uint64_t CUPTIAPI inj_timestamp(void)
 
 /* An API call's ENTER and EXIT times: one vDSO clock read each (the clock CUPTI's records use:
  * inj_timestamp). cuptiGetTimestamp only serves the start-up clock check. A test stand-in may
- * export standin_clock (looked up once, inj_clock_init): its scripted time when not 0. */
+ * export standin_clock and standin_clock_scripted (looked up once, inj_clock_init): once the
+ * flag is set, the scripted time when not 0. Until then (the launch benchmark) a call costs a
+ * load here, not a call into the stand-in that the real CUPTI would not have. */
 static inline uint64_t inj_api_now(void)
 {
-	if (__builtin_expect(inj.test_clock != NULL, 0)) {
+	if (__builtin_expect(inj.test_clock_on != NULL, 0) && *inj.test_clock_on) {
 		uint64_t t = inj.test_clock();
 		if (t)
 			return t;
@@ -296,6 +306,9 @@ static void inj_clock_init(void)
 	void *h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
 	if (h) {
 		*(void **)&inj.test_clock = dlsym(h, "standin_clock");
+		const int *on = dlsym(h, "standin_clock_scripted");
+		if (inj.test_clock && on)
+			inj.test_clock_on = on;
 		dlclose(h);
 	}
 }
@@ -422,8 +435,10 @@ static void inj_count(_Atomic uint64_t *c, uint64_t n)
 static inline int inj_ring_room(struct inj_thread *t, size_t len)
 {
 	uint64_t head = atomic_load_explicit(&t->head, memory_order_relaxed);
-	uint64_t tail = atomic_load_explicit(&t->tail, memory_order_acquire);
-	return head - tail + len <= INJ_RING ? 0 : -1;
+	if (__builtin_expect(head - t->tail_seen + len <= INJ_RING, 1))
+		return 0;
+	t->tail_seen = atomic_load_explicit(&t->tail, memory_order_acquire);
+	return head - t->tail_seen + len <= INJ_RING ? 0 : -1;
 }
 
 /* Copy len bytes at the ring's head (unpublished until inj_ring_publish). */
@@ -551,10 +566,10 @@ static void inj_py_walk(struct inj_thread *t)
 	const uint32_t *o = inj.py.off;
 	struct pywalk_frame fr[GPU_MAX_PY_FRAMES];
 
+	if (!inj.py_active)
+		return;   /* npy stays 0: set once at start, never unset */
 	t->npy = 0;
 	t->py_flags = 0;
-	if (!inj.py.active)
-		return;
 	uintptr_t ts = (uintptr_t)inj.py.this_tstate();
 	if (!ts || ts & 7)
 		return;
@@ -802,18 +817,24 @@ static void inj_append_call(struct inj_thread *t, const struct inj_span *sp, uin
 	inj_ring_put(t, &at, &r, sizeof(r));
 	inj_ring_publish(t, at);
 	inj_count(&t->launches, 1);
+	/* the ring's next line, for writing, while the program runs until its next call: the
+	 * ring comes round every 32k calls, so each of its lines left the caches since */
+	__builtin_prefetch(t->ring + (size_t)((at + 64) % INJ_RING), 1);
 }
 
 /* A kernel launch enters the in-flight table (protocol.h): one cache line, by correlation id,
  * marked odd while it is written so that a dump that stopped this thread in the middle passes
  * it over. No lock, no locked instruction, no system call; the stack is pointed at, in this
- * thread's table (e; frames 0 when it has none), not copied. */
+ * thread's table (e; frames 0 when it has none), not copied. The line is only written: seq
+ * comes from the correlation id (2c + 1 while written, 2c + 2 after), not from its last value,
+ * so no load waits for the line (the writer thread wrote it last, on the other CPU); the stores
+ * wait in the store buffer instead. */
 static void inj_inflight_enter(struct inj_thread *t, const CUpti_CallbackData *cb, uint64_t start,
 			       const struct inj_stack_ref *e)
 {
 	struct gpu_inflight_table *ft = &csampler_gpu_inflight;
 	struct gpu_inflight_slot *sl = &ft->slots[cb->correlationId % GPU_INFLIGHT_SLOTS];
-	uint32_t seq = __atomic_load_n(&sl->seq, __ATOMIC_RELAXED) | 1;
+	uint32_t seq = cb->correlationId * 2 + 1;
 	__atomic_store_n(&sl->seq, seq, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	/* the writer thread reads correlation and writes state (inj_kernel): atomic, relaxed */
@@ -862,7 +883,7 @@ static void inj_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 	int d = t->depth++;
 	/* Nested in a recorded call with the same correlation id (cudaLaunchKernel ->
 	 * cuLaunchKernel, with both domains subscribed): nothing to add. */
-	if (d > 0 && cb->correlationId == t->outer_corr) {
+	if (d > 0 && cb->correlationId == t->spans[0].correlation) {
 		if (d < INJ_SPAN_DEPTH)
 			t->spans[d].recorded = 0;
 		return;
@@ -882,28 +903,25 @@ static void inj_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 	if (d > 0) {
 		/* A call with its own correlation id inside an outer one: the outer call's stack,
 		 * so that activity keyed on this id still finds its launch. */
-		stack = t->outer_stack;
+		stack = t->spans[0].stack;
 	} else if (inj.max_frames > 0) {
 		int first = 0;
 		uint16_t flags = 0;
 		uint64_t token = 0;
 		int n = inj_capture(t, &first, &flags, &token);
 		stack = inj_captured_id(t, token, first, n, flags, &at, &ref);
-		t->outer_stack = stack;
 	}
-	if (d == 0) {
-		t->outer_corr = cb->correlationId;
-		if (cb->symbolName)
-			inj_inflight_enter(t, cb, start, &ref);
-	}
+	if (d == 0 && cb->symbolName)
+		inj_inflight_enter(t, cb, start, &ref);
 	inj_api_name(t, dom, cbid, cb->functionName, &at);
 	if (at != atomic_load_explicit(&t->head, memory_order_relaxed))
 		inj_ring_publish(t, at);   /* the stack and name, before the call that uses them */
 	if (d < INJ_SPAN_DEPTH)
 		t->spans[d] = (struct inj_span){ start, cb->correlationId, stack, (uint16_t)cbid,
 						 dom, 1 };
-	/* the ENTER's own time, from one call in 64 (a clock read is a tenth of the budget) */
-	if (!(++t->ncalls & 63))
+	/* the ENTER's own time, from one call in 64 (a clock read is a tenth of the budget): the
+	 * calls recorded so far count them */
+	if (!(atomic_load_explicit(&t->launches, memory_order_relaxed) & 63))
 		inj_count(&t->capture_ns, 64 * (inj_now() - start));
 }
 
@@ -955,7 +973,8 @@ static void inj_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 		struct gpu_graph_node n;
 	} r = { .h = { .type = GPU_REC_GRAPH_NODE, .size = sizeof(r) },
 		.n = { .time = start, .node_id = node_id,
-		       .correlation = t->depth > 0 ? t->outer_corr : 0, .stack = stack } };
+		       .correlation = t->depth > 0 ? t->spans[0].correlation : 0,
+		       .stack = stack } };
 	_Static_assert(sizeof(r) % 8 == 0, "gpu_graph_node record padded");
 	if (inj_ring_room(t, (size_t)(at - atomic_load_explicit(&t->head, memory_order_relaxed)) +
 			  sizeof(r))) {
@@ -1728,7 +1747,7 @@ static void inj_py_init(void)
 			inj.py.walk.frame_read = pywalk_frame_read(&inj.py.walk);
 			*(void **)&inj.py.this_tstate = tstate;
 			inj.py.code_type = (uintptr_t)code_type;
-			inj.py.active = 1;
+			inj.py_active = 1;
 			return;
 		}
 		s = *end ? end + 1 : end;

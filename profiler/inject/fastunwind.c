@@ -79,6 +79,7 @@ enum {
 	FU_STACKS = 256,               /* stacks remembered per thread (round robin) */
 	FU_PROBE_BITS = 13,            /* the (return address, SP) -> remembered frame table */
 	FU_BRANCHES = 8,               /* branches off remembered stacks kept per walk */
+	FU_ALTS = 7,                   /* branches kept in the stack branched off (fu_alt) */
 	FU_SEGMENTS = 16,              /* runs of remembered frames a walk can keep */
 	FU_MEMO_WINDOW = 64,           /* walks per look at whether the stack memo pays */
 	FU_MEMO_PAUSE = 4096,          /* walks without recording when it does not */
@@ -169,8 +170,23 @@ struct fu_sframe {
 };
 _Static_assert(sizeof(struct fu_sframe) == 16, "fu_sframe: four to a cache line");
 
+/* A stack that branched off a remembered one (fu_remember): where the walk that recorded it
+ * left the stack it followed, and where it goes on. Kept in the stack left (fu_stack.alt), so
+ * that a walk that differs there finds it on a line fetched beside that stack's header instead
+ * of behind a look in fu_thread.branch (one dependent cache miss less a branch when launches
+ * are far apart). The 32 bits of RA are a hint: fu_entry checks the whole state. */
+struct fu_alt {
+	uint32_t ra_lo;          /* the return address the walk read at frame k (low 32 bits) */
+	uint8_t k;               /* the frame of this stack whose state differed */
+	uint8_t n;               /* the frame of stack idx with that state */
+	uint8_t idx;             /* the stack that branched off (fu_thread.stacks_memo index) */
+	uint8_t used;
+};
+_Static_assert(FU_STACKS <= 256 && FU_STACK_FRAMES < 256, "fu_alt: bytes for idx, k and n");
+
 /* The header is one cache line with the caller's data (fu_token_data), which a walk that ends
- * in this stack has just read: what the caller keeps under the token costs no other line. */
+ * in this stack has just read: what the caller keeps under the token costs no other line. The
+ * next line holds the stacks that branched off this one (prefetched when it is followed). */
 struct fu_stack {
 	uint64_t gen;            /* fu.gen of the walk */
 	uintptr_t base;          /* the walk's first SP: the frames' addresses are offsets from it */
@@ -178,34 +194,48 @@ struct fu_stack {
 	int n;                   /* frames (pcs); 0: empty */
 	bool stopped;            /* the last frame's rule stopped (no f[n]); else f[n] is the state
 				  * after the last step: RA 0 ends the stack, anything else goes on */
+	/* has_parent: frames 0..parent_n are those of stack `parent` while its version is
+	 * parent_version (the walk that recorded this one took them from it: fu_chain) */
+	bool has_parent;
+	uint8_t parent, parent_n;
+	uint32_t parent_version;
 	uint64_t user[FU_TOKEN_DATA / 8] __attribute__((aligned(32)));   /* fu_token_data */
-	struct fu_sframe f[FU_STACK_FRAMES + 1];
+	struct fu_alt alt[FU_ALTS] __attribute__((aligned(64)));
+	uint32_t alt_next;       /* the entry replaced next when all are used */
+	struct fu_sframe f[FU_STACK_FRAMES + 1] __attribute__((aligned(64)));
 	uintptr_t fp[FU_STACK_FRAMES + 1];   /* RBP at each frame (compared where live) */
 };
-_Static_assert(offsetof(struct fu_stack, f) == 64, "fu_stack: the header in one cache line");
+_Static_assert(offsetof(struct fu_stack, alt) == 64 && offsetof(struct fu_stack, f) == 128,
+	       "fu_stack: the header in one cache line, the branches in the next");
 
-/* One per thread that ever unwound, never freed (the counters outlive the thread). */
+/* One per thread that ever unwound, never freed (the counters outlive the thread). What every
+ * walk reads and writes is in its first two cache lines (the memo of the last stack is read
+ * only by walks that do not meet a remembered stack). */
 struct fu_thread {
-	uintptr_t lo, hi;     /* the stack; hi == 0: unknown, every stack falls back */
-	_Atomic uint64_t stacks, frames, memo_hits, memo_frames, memo_diffs, memo_pauses;
-	struct fu_thread *next;
-	uint64_t gen;         /* fu.gen when memo[cur] was filled */
-	int cur, nmemo;       /* memo[cur][0..nmemo): the last stack; memo[!cur]: the next one */
-	struct fu_memo memo[2][FU_MEMO];
+	uintptr_t lo __attribute__((aligned(64)));   /* the stack; hi == 0: unknown, every */
+	uintptr_t hi;                                /* stack falls back */
 	/* the stack memo (mapped at the first walk; NULL: none): stacks[next_stack] is the one
 	 * being recorded */
 	struct fu_stack *stacks_memo;
 	uint32_t *probe;      /* hash of (RA, SP) -> 1 + stack << 8 | frame; 0: empty */
 	uint32_t *branch;     /* hash of (stack, frame, RA) -> the same, for another stack that
-			       * branched off there (fu_walk) */
+			       * branched off there (fu_walk), when its fu_alt entries were taken */
+	uint64_t gen;         /* fu.gen when memo[cur] was filled */
+	int cur, nmemo;       /* memo[cur][0..nmemo): the last stack; memo[!cur]: the next one */
 	int next_stack;
 	/* Recording pays only if stacks come back: once FU_STACKS stacks were recorded (the ring
 	 * came round: not a program's first stacks), if fewer than half of FU_MEMO_WINDOW walks
 	 * were mostly remembered frames (more distinct stacks than FU_STACKS, taken in turn),
 	 * recording stops for FU_MEMO_PAUSE walks (the stacks kept are still found). */
-	uint32_t window_walks, window_good, pause;
+	uint32_t pause;
+	_Atomic uint64_t stacks, frames, memo_hits, memo_frames, memo_diffs, memo_chained;
+	uint32_t window_walks, window_good;
+	_Atomic uint64_t memo_pauses;
+	struct fu_thread *next;
 	uint64_t remembered;  /* stacks recorded so far */
+	struct fu_memo memo[2][FU_MEMO];
 };
+_Static_assert(offsetof(struct fu_thread, next) == 128, "fu_thread: a walk's fields in two lines");
 
 static struct {
 	pthread_mutex_t lock;                 /* miss path: rules, cache writes, threads */
@@ -780,9 +810,10 @@ static bool fu_recheck_modules(void)
 
 static struct fu_thread *__attribute__((noinline)) fu_thread_init(void)
 {
-	struct fu_thread *t = calloc(1, sizeof(*t));
+	struct fu_thread *t = aligned_alloc(64, sizeof(*t));
 	if (!t)
 		return NULL;
+	memset(t, 0, sizeof(*t));
 	pthread_attr_t attr;
 	void *addr;
 	size_t size;
@@ -883,6 +914,36 @@ static inline size_t fu_branch_slot(uint32_t s, int k, uintptr_t ra)
 	return (h ^ h >> FU_PROBE_BITS ^ h >> (2 * FU_PROBE_BITS)) & ((1u << FU_PROBE_BITS) - 1);
 }
 
+/* The stack that branched off s at its frame k to return address ra, as its fu_alt says: a
+ * probe/branch table entry (1 + stack << 8 | frame) for fu_entry to check, or 0. */
+static inline uint32_t fu_alt_find(const struct fu_stack *s, int k, uintptr_t ra)
+{
+	for (int i = 0; i < FU_ALTS; i++) {
+		const struct fu_alt *a = &s->alt[i];
+		if (a->used && a->k == k && a->ra_lo == (uint32_t)ra)
+			return 1 + ((uint32_t)a->idx << 8 | a->n);
+	}
+	return 0;
+}
+
+/* Keep in s that stack idx branched off it at frame k to ra, where idx has frame n: the entry
+ * for the same (k, ra) if there is one, else a free one, else the oldest. */
+static void fu_alt_put(struct fu_stack *s, int k, uintptr_t ra, uint32_t idx, int n)
+{
+	int free = -1, i;
+	for (i = 0; i < FU_ALTS; i++) {
+		if (!s->alt[i].used) {
+			if (free < 0)
+				free = i;
+		} else if (s->alt[i].k == k && s->alt[i].ra_lo == (uint32_t)ra) {
+			break;
+		}
+	}
+	if (i == FU_ALTS)
+		i = free >= 0 ? free : (int)(s->alt_next++ % FU_ALTS);
+	s->alt[i] = (struct fu_alt){ (uint32_t)ra, (uint8_t)k, (uint8_t)n, (uint8_t)idx, 1 };
+}
+
 /* Frames n0..n1 of a walk taken from s->f[k0..]. */
 struct fu_segment {
 	const struct fu_stack *s;
@@ -952,15 +1013,21 @@ static void __attribute__((noinline, cold)) fu_remember(struct fu_thread *t, str
 	rec->stopped = stopped;
 	rec->gen = gen;
 	rec->version++;
+	memset(rec->alt, 0, sizeof(rec->alt));   /* the slot's last stack's branches */
+	rec->alt_next = 0;
 	uint32_t idx = (uint32_t)(rec - t->stacks_memo);
 	for (int i = 0; i < n; i++)
 		if (!(rec->f[i].flags & FU_SF_COPIED))
 			t->probe[fu_probe_slot(rec->f[i].ra, rec->base + rec->f[i].sp)] =
 				1 + (idx << 8 | (uint32_t)i);
-	for (int i = 0; i < nb; i++)
-		if (b[i].n < n && b[i].s != idx)
-			t->branch[fu_branch_slot(b[i].s, b[i].k, b[i].ra)] =
-				1 + (idx << 8 | (uint32_t)b[i].n);
+	/* in the stack branched off (found first), and in the table (when its entries are all
+	 * taken by other branches) */
+	for (int i = 0; i < nb; i++) {
+		if (b[i].n >= n || b[i].s == idx)
+			continue;
+		fu_alt_put(&t->stacks_memo[b[i].s], b[i].k, b[i].ra, idx, b[i].n);
+		t->branch[fu_branch_slot(b[i].s, b[i].k, b[i].ra)] = 1 + (idx << 8 | (uint32_t)b[i].n);
+	}
 	t->next_stack = (t->next_stack + 1) % FU_STACKS;
 	t->remembered++;
 }
@@ -993,6 +1060,11 @@ static bool __attribute__((noinline)) fu_follow(struct fu_thread *t, const struc
 	int n = w->n, n0 = n, k0 = k, nh = n;
 	uintptr_t ra = w->ra, fp = w->fp, sp = w->sp;
 	bool goes_on = false;
+	__builtin_prefetch(s->alt);   /* beside the header fu_entry read: where s branches */
+	/* s's base and length in registers: the stores to pcs could alias them otherwise (two
+	 * loads a frame fewer) */
+	uintptr_t base = s->base;
+	int sn = s->n;
 	for (;;) {
 		const struct fu_sframe *f = &s->f[k];
 		pcs[n++] = f->ra;
@@ -1001,7 +1073,7 @@ static bool __attribute__((noinline)) fu_follow(struct fu_thread *t, const struc
 			break;
 		}
 		const struct fu_sframe *g = f + 1;
-		uintptr_t cfa = s->base + g->sp;
+		uintptr_t cfa = base + g->sp;
 		ra = *(const uintptr_t *)(cfa + (intptr_t)f->ra_off);
 		if (f->flags & FU_SF_RESTORE)
 			fp = *(const uintptr_t *)(cfa + (intptr_t)f->fp_off);
@@ -1009,17 +1081,23 @@ static bool __attribute__((noinline)) fu_follow(struct fu_thread *t, const struc
 			/* A stack that branched off s here before, else unwinding goes on from the
 			 * state just read (and this walk is kept, with where it branched off). */
 			m->diffs++;
-			sp = s->base + g->sp;
+			sp = cfa;
 			uint32_t si = (uint32_t)(s - t->stacks_memo);
 			if (m->nseg < FU_SEGMENTS)
 				m->segs[m->nseg] = (struct fu_segment){ s, k0, n0, n };
 			m->nseg++;
 			n0 = n;
 			int k2;
-			uint32_t e = t->branch[fu_branch_slot(si, k + 1, ra)];
-			const struct fu_stack *s2 = fu_entry(t, e, ra, sp, fp, gen, slot, &k2);
+			const struct fu_stack *s2 = fu_entry(t, fu_alt_find(s, k + 1, ra), ra, sp, fp,
+							     gen, slot, &k2);
+			if (!s2)
+				s2 = fu_entry(t, t->branch[fu_branch_slot(si, k + 1, ra)], ra, sp, fp,
+					      gen, slot, &k2);
 			if (s2) {
+				__builtin_prefetch(s2->alt);
 				s = s2;
+				base = s->base;
+				sn = s->n;
 				k = k0 = k2;
 				if (n >= max)
 					break;
@@ -1033,7 +1111,7 @@ static bool __attribute__((noinline)) fu_follow(struct fu_thread *t, const struc
 			goes_on = true;
 			break;
 		}
-		if (++k == s->n) {  /* remembered open: goes on from f[n] */
+		if (++k == sn) {  /* remembered open: goes on from f[n] */
 			goes_on = true;
 			break;
 		}
@@ -1173,6 +1251,24 @@ fu_step(struct fu_walk_state *w, struct fu_rule r, struct fu_sframe *f, uintptr_
 	return *ra ? FU_ON : FU_END;
 }
 
+/* Whether the walk's frames 0..n1 of its last segment are exactly that segment's stack's
+ * f[0..n1): it followed one stack from frame 0 (the root), then stacks each recorded by a walk
+ * that took its frames up to there from the one before (has_parent, and that stack's version
+ * unchanged since), each entered at its own frame index. Reads only the headers fu_entry read. */
+static bool fu_chain(const struct fu_thread *t, const struct fu_memo_use *m)
+{
+	if (m->nseg <= 0 || m->nseg > FU_SEGMENTS || m->segs[0].n0 != 0 || m->segs[0].k0 != 0)
+		return false;
+	for (int g = 1; g < m->nseg; g++) {
+		const struct fu_segment *a = &m->segs[g - 1], *b = &m->segs[g];
+		const struct fu_stack *s = b->s;
+		if (b->k0 != b->n0 || a->n1 != b->n0 || !s->has_parent || s->parent_n != b->n0 ||
+		    &t->stacks_memo[s->parent] != a->s || s->parent_version != a->s->version)
+			return false;
+	}
+	return true;
+}
+
 /* The end of a walk of n frames that stopped in state (ra, sp, fp) (stopped: its last rule
  * stopped): what the stack memo keeps of it, whether recording pays, the thread's last stack.
  * hit: the walk met a remembered stack; m: what it took from the memo. */
@@ -1192,6 +1288,15 @@ static void fu_walk_keep(struct fu_walk_state *w, int n, uintptr_t ra, uintptr_t
 			slot->fp[n] = fp;
 		}
 		slot->base = w->sp0;
+		/* the frames taken from the memo were those of one chain (fu_chain): the stack
+		 * keeps where they came from, so that a later walk's token needs no compare */
+		slot->has_parent = m->nseg > 0 && fu_chain(t, m);
+		if (slot->has_parent) {
+			const struct fu_segment *sg = &m->segs[m->nseg - 1];
+			slot->parent = (uint8_t)(sg->s - t->stacks_memo);
+			slot->parent_n = (uint8_t)sg->n1;
+			slot->parent_version = sg->s->version;
+		}
 		fu_fill_segments(slot, n, stopped, m->segs, m->nseg);
 		fu_remember(t, slot, n, stopped, w->gen, m->branches, m->nbranch);
 	}
@@ -1225,7 +1330,7 @@ static void fu_walk_keep(struct fu_walk_state *w, int n, uintptr_t ra, uintptr_t
  * remembered stack (the last one it followed, to its end, and the frames before agree), so the
  * same token means the same frames while that stack is kept (its version changes when its slot
  * is reused). */
-static uint64_t fu_walk_token(const struct fu_thread *t, const uintptr_t *pcs, int n,
+static uint64_t fu_walk_token(struct fu_thread *t, const uintptr_t *pcs, int n,
 			      const struct fu_memo_use *m)
 {
 	if (m->nseg <= 0 || m->nseg > FU_SEGMENTS || (uint64_t)n != m->frames)
@@ -1234,9 +1339,12 @@ static uint64_t fu_walk_token(const struct fu_thread *t, const uintptr_t *pcs, i
 	const struct fu_stack *s = sg->s;
 	if (sg->n1 != n || sg->k0 != sg->n0)
 		return 0;
-	for (int i = 0; i < sg->n0; i++)
-		if (pcs[i] != s->f[i].ra)
-			return 0;
+	if (fu_chain(t, m))    /* else compared: s's frames before the segment were not read */
+		fu_count(&t->memo_chained, 1);
+	else
+		for (int i = 0; i < sg->n0; i++)
+			if (pcs[i] != s->f[i].ra)
+				return 0;
 	return (uint64_t)s->version << 16 | (uint64_t)(s - t->stacks_memo) << 8 | (uint64_t)n;
 }
 
@@ -1372,6 +1480,7 @@ struct fu_stats fu_stats(void)
 		s.memo_frames += atomic_load_explicit(&t->memo_frames, memory_order_relaxed);
 		s.memo_diffs += atomic_load_explicit(&t->memo_diffs, memory_order_relaxed);
 		s.memo_pauses += atomic_load_explicit(&t->memo_pauses, memory_order_relaxed);
+		s.memo_chained += atomic_load_explicit(&t->memo_chained, memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&fu.lock);
 	return s;

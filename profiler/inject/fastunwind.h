@@ -43,6 +43,8 @@ struct fu_stats {
 	uint64_t memo_frames; /* frames taken from remembered stacks (checked, not unwound) */
 	uint64_t memo_diffs;  /* remembered stacks left where a frame differed */
 	uint64_t memo_pauses; /* times recording stopped for a while: stacks did not come back */
+	uint64_t memo_chained;/* tokens given without comparing frames: the walk followed stacks
+			       * each recorded from the one before (fu_chain, fastunwind.c) */
 };
 
 /* Counters since the process started, summed over threads (racy reads of live threads: fine for

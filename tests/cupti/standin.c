@@ -12,7 +12,8 @@
  * cuptiActivityEnableLatencyTimestamps(1) (else CUPTI_TIMESTAMP_UNKNOWN); NVTX marker records
  * carry the low 32 bits of pthread_self() as their thread id, not the OS thread id.
  * standin_clock (not CUPTI's): the scripted time of the call being made on this thread, else 0;
- * the library reads it at a call's ENTER and EXIT when the stand-in exports it.
+ * the library reads it at a call's ENTER and EXIT when the stand-in exports it and
+ * standin_clock_scripted (an int, set once a call had scripted times) is set.
  *
  * Environment (failure modes of the real thing):
  *   STANDIN_SUBSCRIBE=busy       cuptiSubscribe_v2: MULTIPLE_SUBSCRIBERS, "Nsight Systems 2025.5"
@@ -346,20 +347,21 @@ static void standin_fire(CUpti_CallbackDomain domain, uint32_t cbid, const char 
 	st.callback(st.userdata, domain, cbid, &cb);
 }
 
-/* Set once a call with scripted times was made: until then (the benchmark) the library's clock
- * reads cost it no thread-local lookup here. */
-static int standin_scripted_any;
+/* Set once a call with scripted times was made: until then (the benchmark) the library reads
+ * this flag and makes no call here (inj_api_now), and a library that calls standin_clock
+ * anyway (before 2026-11-27) gets 0 without a thread-local lookup. */
+STANDIN_EXPORT int standin_clock_scripted;
 
 STANDIN_EXPORT uint64_t standin_clock(void)
 {
-	return __builtin_expect(standin_scripted_any, 0) ? standin_scripted_now : 0;
+	return __builtin_expect(standin_clock_scripted, 0) ? standin_scripted_now : 0;
 }
 
 STANDIN_EXPORT void standin_call(const struct standin_call *c)
 {
 	uint32_t dcorr = c->driver_corr ? c->driver_corr : c->corr;
-	if (c->enter_ns && !standin_scripted_any)
-		standin_scripted_any = 1;
+	if (c->enter_ns && !standin_clock_scripted)
+		standin_clock_scripted = 1;
 	standin_scripted_now = c->enter_ns;
 	standin_fire(CUPTI_CB_DOMAIN_RUNTIME_API, c->runtime_cbid, c->runtime_name, c->symbol,
 		     c->corr, CUPTI_API_ENTER);

@@ -61,14 +61,15 @@ __attribute__((noinline)) int fu_capture(struct fu_cap *c)
 	return c->nu + c->ns + c->nf;
 }
 
-/* A frame that calls on from one of two call sites (fu_toggle): stacks that differ in this
- * frame's return address alone, every frame inside it at the same SP (the stack memo's
- * verification must see the difference). */
+/* A frame that calls on from one of two call sites (fu_toggle, or bit n % 32 of fu_bits): stacks
+ * that differ in this frame's return address alone, every frame inside it at the same SP (the
+ * stack memo's verification must see the difference). */
 static volatile int fu_toggle;
+static volatile unsigned fu_bits;
 __attribute__((noinline)) int fu_two_sites(const char *pat, int n, struct fu_cap *c)
 {
 	int v;
-	if (fu_toggle) {
+	if (fu_toggle || ((fu_bits >> (n % 32)) & 1)) {
 		v = n ? fu_next(pat, n - 1, c) : fu_capture(c);
 		fu_sink += v + 1;
 	} else {
@@ -252,12 +253,138 @@ static void check_memo_case(const char *name, const char *pat, int depth, int ou
 	report(name, ok, why);
 }
 
+/* A token from a chain of stacks (fu_chain) while the stack a chain starts from is replaced:
+ * in a thread of its own (its stack memo fresh, no pause yet), A (no 'm' frame toggled) is kept
+ * in slot s, B (the frame at n = 20 toggled) branches off A into the next slot and its second
+ * walk has a token from the chain A -> B; unrelated stacks take the slots after until slot s is
+ * the one recorded next, then A' (n = 2 toggled: other inner frames, the same state from n = 20
+ * out) takes slot s. C (both toggled) then shares its frames from n = 20 out with B and its
+ * inner ones with A', so it must not get B's token (nor A''s). Every stack as libunwind gives
+ * it, the same token always the same frames, and B's second walk's token from the chain
+ * (fu_stats.memo_chained). White box: a token's bits 8-15 are the slot
+ * of the stack it names (fu_walk_token), which tells which slot an unrelated stack took (its
+ * second walk, remembered whole). */
+enum { BRANCH_DEPTH = 26, BRANCH_CAPS = 7, BRANCH_MAX_OTHERS = 1000 };
+
+struct branch_run {
+	struct fu_cap *caps[BRANCH_CAPS];
+	int ncaps, ok;
+	int unset;            /* the scene was not set (a probe table collision, ASLR): try again */
+	char why[512];
+};
+
+static uint64_t branch_walk(struct branch_run *b, unsigned bits)
+{
+	if (!b->ok || b->ncaps == BRANCH_CAPS)
+		return 0;
+	struct fu_cap *c = b->caps[b->ncaps] = calloc(1, sizeof(*c));
+	c->max = FU_CAP_MAX;
+	c->with_token = 1;
+	fu_bits = bits;
+	fu_next("mo", BRANCH_DEPTH, c);
+	fu_bits = 0;
+	b->ok = agree(c, BRANCH_DEPTH + 2, b->why, sizeof(b->why));
+	for (int k = 0; k < b->ncaps && b->ok && c->token; k++)
+		if (b->caps[k]->token == c->token && (b->caps[k]->nf != c->nf ||
+		    memcmp(b->caps[k]->f, c->f, sizeof(c->f[0]) * (size_t)c->nf))) {
+			snprintf(b->why, sizeof(b->why), "walks %d and %d (toggled %#x): the same token, "
+				 "other frames", k, b->ncaps, bits);
+			b->ok = 0;
+		}
+	b->ncaps++;
+	return c->token;
+}
+
+/* An unrelated stack (the i-th), walked twice: the slot the first walk took, or -1. */
+static int branch_other(struct branch_run *b, int i)
+{
+	/* without frame pointers, no Python: kept whole */
+	static const char *const pats[] = { "o", "ol", "ob", "lo", "bo", "lb", "bl", "olb" };
+	int slot = -1;
+	for (int rep = 0; rep < 2 && b->ok; rep++) {
+		struct fu_cap *c = calloc(1, sizeof(*c));
+		c->max = FU_CAP_MAX;
+		c->with_token = rep;
+		int depth = 30 + i % 40;
+		fu_next(pats[i / 40 % 8], depth, c);
+		b->ok = agree(c, depth + 2, b->why, sizeof(b->why));
+		if (rep && c->token)
+			slot = (int)(c->token >> 8 & 0xff);
+		free(c);
+	}
+	return slot;
+}
+
+/* One call site for each kind of walk: the outer frames of every walk of a path are the same,
+ * so only the stacks meant to be kept take a slot. */
+static void *branch_main(void *arg)
+{
+	struct branch_run *b = arg;
+	const unsigned A = 0, B = 1u << 20, A2 = 1u << 2, C = A2 | B;
+	static const unsigned walks[BRANCH_CAPS] = { A, A, B, B, A2, C, C };
+	uint64_t a = 0;
+	fu_toggle = 0;   /* the bits alone choose */
+	for (int k = 0; k < BRANCH_CAPS && b->ok; k++) {
+		uint64_t token = branch_walk(b, walks[k]);
+		if (k == 1)
+			a = token;
+		if (k != 3)
+			continue;
+		int i = 0;
+		while (b->ok && a && i < BRANCH_MAX_OTHERS &&
+		       branch_other(b, i) != (int)((a >> 8 & 0xff) + 255) % 256)
+			i++;
+		if (b->ok && (!a || i == BRANCH_MAX_OTHERS)) {
+			snprintf(b->why, sizeof(b->why), "%s", a ? "unrelated stacks never came round to "
+				 "A's slot" : "A's second walk had no token");
+			b->unset = 1;
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
+/* Up to three threads: a frame of A whose probe slot a later frame of A takes (addresses vary
+ * from run to run) leaves A's second walk without a token, and the scene is set again. */
+static void check_memo_branches(void)
+{
+	struct branch_run *b = calloc(1, sizeof(*b));
+	struct fu_stats s0 = fu_stats();
+	for (int try = 0; try < 3 && (!try || (b->ok && b->unset)); try++) {
+		for (int i = 0; i < b->ncaps; i++)
+			free(b->caps[i]);
+		memset(b, 0, sizeof(*b));
+		b->ok = 1;
+		pthread_t th;
+		if (pthread_create(&th, NULL, branch_main, b) || pthread_join(th, NULL)) {
+			snprintf(b->why, sizeof(b->why), "pthread_create failed");
+			b->ok = 0;
+		}
+	}
+	if (b->ok && b->unset)
+		b->ok = 0;   /* three times: not chance */
+	struct fu_stats s1 = fu_stats();
+	if (b->ok && s1.fallbacks != s0.fallbacks) {
+		snprintf(b->why, sizeof(b->why), "fell back to libunwind");
+		b->ok = 0;
+	}
+	if (b->ok && s1.memo_chained == s0.memo_chained) {
+		snprintf(b->why, sizeof(b->why), "no token from a chain of stacks (B's second walk)");
+		b->ok = 0;
+	}
+	report("stack memo: a chain's first stack replaced (tokens)", b->ok, b->why);
+	for (int i = 0; i < b->ncaps; i++)
+		free(b->caps[i]);
+	free(b);
+}
+
 static void check_memo(void)
 {
 	check_memo_case("stack memo: the same stack again", "ofA", 40, 0, 0);
 	check_memo_case("stack memo: only the outermost frame differs", "ofA", 40, 1, 0);
 	check_memo_case("stack memo: one middle frame differs", "oAoAmfo", 30, 0, 1);
 	check_memo_case("stack memo: outer and middle frames differ", "mlAobo", 35, 1, 1);
+	check_memo_branches();
 	/* More distinct stacks than the memo keeps (256): once it came round, recording pauses;
 	 * every stack still exact. */
 	{
