@@ -136,28 +136,17 @@ static bool gpu_is_sync_api(const struct profile *p, const struct profile_gpu_ac
 	return l && strstr(profile_str(p, l->api), profile_gpu_vendor(p, a->pid)->sync_api_word);
 }
 
-static int cmp_u64(const void *x, const void *y)
-{
-	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-	return a < b ? -1 : a > b;
-}
+CS_CMP_FN(cmp_u64, uint64_t, CS_CMP(*a, *b))
 
 
 /* ---- the kernel table ---- */
 
 struct gpu_kdur { uint32_t name; uint64_t ns; };
 
-static int cmp_kdur(const void *x, const void *y)
-{
-	const struct gpu_kdur *a = x, *b = y;
-	return CS_CMP(a->name, b->name);
-}
+CS_CMP_FN(cmp_kdur, struct gpu_kdur, CS_CMP(a->name, b->name))
 
-static int cmp_kernel_stat(const void *x, const void *y)
-{
-	const struct gpu_kernel_stat *a = x, *b = y;
-	return CS_CMP(b->total_ns, a->total_ns) ?: strcmp(a->name, b->name);
-}
+CS_CMP_FN(cmp_kernel_stat, struct gpu_kernel_stat,
+	CS_CMP(b->total_ns, a->total_ns) ?: strcmp(a->name, b->name))
 
 static const char *gpu_own(struct gpu_analysis *a, char *s)
 {
@@ -228,12 +217,9 @@ static void gpu_kernel_table(struct gpu_ctx *c)
 
 /* ---- copies ---- */
 
-static int cmp_copy(const void *x, const void *y)
-{
-	const struct gpu_copy_stat *a = x, *b = y;
-	return CS_CMP(b->total_ns, a->total_ns) ?: CS_CMP(a->kind, b->kind) ?:
-	       CS_CMP(a->copy_kind, b->copy_kind);
-}
+CS_CMP_FN(cmp_copy, struct gpu_copy_stat,
+	CS_CMP(b->total_ns, a->total_ns) ?: CS_CMP(a->kind, b->kind) ?:
+	CS_CMP(a->copy_kind, b->copy_kind))
 
 static void gpu_copy_table(struct gpu_ctx *c)
 {
@@ -281,26 +267,15 @@ static void gpu_copy_table(struct gpu_ctx *c)
 
 /* ---- utilisation ---- */
 
-static int cmp_item_stream(const void *x, const void *y)
-{
-	const struct gpu_item *a = x, *b = y;
-	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->device, b->device) ?:
-	       CS_CMP(a->context, b->context) ?: CS_CMP(a->stream, b->stream) ?:
-	       CS_CMP(a->start, b->start);
-}
+CS_CMP_FN(cmp_item_stream, struct gpu_item,
+	CS_CMP(a->pid, b->pid) ?: CS_CMP(a->device, b->device) ?: CS_CMP(a->context, b->context) ?:
+	CS_CMP(a->stream, b->stream) ?: CS_CMP(a->start, b->start))
 
-static int cmp_item_device(const void *x, const void *y)
-{
-	const struct gpu_item *a = x, *b = y;
-	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->device, b->device) ?: CS_CMP(a->start, b->start) ?:
-	       0;
-}
+CS_CMP_FN(cmp_item_device, struct gpu_item,
+	CS_CMP(a->pid, b->pid) ?: CS_CMP(a->device, b->device) ?: CS_CMP(a->start, b->start) ?: 0)
 
-static int cmp_item_end(const void *x, const void *y)
-{
-	const struct gpu_item *a = x, *b = y;
-	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->end, b->end) ?: CS_CMP(a->start, b->start);
-}
+CS_CMP_FN(cmp_item_end, struct gpu_item,
+	CS_CMP(a->pid, b->pid) ?: CS_CMP(a->end, b->end) ?: CS_CMP(a->start, b->start))
 
 /* Rows of items (sorted by `same`'s key, then start): the union of each run's intervals. */
 static void gpu_util_rows(struct gpu_ctx *c, bool per_stream, struct gpu_util **rows, size_t *n)
@@ -340,18 +315,11 @@ static void gpu_util_rows(struct gpu_ctx *c, bool per_stream, struct gpu_util **
 
 /* ---- synchronisation ---- */
 
-static int cmp_wait_thread(const void *x, const void *y)
-{
-	const struct gpu_wait *a = x, *b = y;
-	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->tid, b->tid) ?: CS_CMP(a->start, b->start);
-}
+CS_CMP_FN(cmp_wait_thread, struct gpu_wait,
+	CS_CMP(a->pid, b->pid) ?: CS_CMP(a->tid, b->tid) ?: CS_CMP(a->start, b->start))
 
-static int cmp_sync_thread(const void *x, const void *y)
-{
-	const struct gpu_sync_thread *a = x, *b = y;
-	return CS_CMP(b->blocked_ns, a->blocked_ns) ?: CS_CMP(a->pid, b->pid) ?:
-	       CS_CMP(a->tid, b->tid);
-}
+CS_CMP_FN(cmp_sync_thread, struct gpu_sync_thread,
+	CS_CMP(b->blocked_ns, a->blocked_ns) ?: CS_CMP(a->pid, b->pid) ?: CS_CMP(a->tid, b->tid))
 
 static int cmp_blame(const void *x, const void *y)
 {
@@ -441,26 +409,16 @@ static void gpu_sync(struct gpu_ctx *c)
 
 /* ---- latency ---- */
 
-static int cmp_waiter(const void *x, const void *y)
-{
-	const struct gpu_waiter *a = x, *b = y;
-	return CS_CMP(b->latency_ns, a->latency_ns) ?: CS_CMP(a->start, b->start) ?:
-	       CS_CMP(a->pid, b->pid);
-}
+CS_CMP_FN(cmp_waiter, struct gpu_waiter,
+	CS_CMP(b->latency_ns, a->latency_ns) ?: CS_CMP(a->start, b->start) ?:
+	CS_CMP(a->pid, b->pid))
 
-static int cmp_waiter_pid(const void *x, const void *y)
-{
-	const struct gpu_waiter *a = x, *b = y;
-	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->latency_ns, b->latency_ns);
-}
+CS_CMP_FN(cmp_waiter_pid, struct gpu_waiter,
+	CS_CMP(a->pid, b->pid) ?: CS_CMP(a->latency_ns, b->latency_ns))
 
 struct gpu_api_end { uint64_t key, end; };   /* key: pid << 32 | correlation */
 
-static int cmp_api_end(const void *x, const void *y)
-{
-	const struct gpu_api_end *a = x, *b = y;
-	return CS_CMP(a->key, b->key);
-}
+CS_CMP_FN(cmp_api_end, struct gpu_api_end, CS_CMP(a->key, b->key))
 
 /* Launch-queue latency: from the kernel's queued timestamp (CUPTI's latency timestamps, record
  * --gpu-latency), else from the end of the API call that launched it (its EXIT: the call
@@ -540,18 +498,10 @@ static void gpu_latency(struct gpu_ctx *c)
 
 struct gpu_sdur { uint32_t pid, stack; uint64_t ns; };
 
-static int cmp_sdur(const void *x, const void *y)
-{
-	const struct gpu_sdur *a = x, *b = y;
-	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->stack, b->stack);
-}
+CS_CMP_FN(cmp_sdur, struct gpu_sdur, CS_CMP(a->pid, b->pid) ?: CS_CMP(a->stack, b->stack))
 
-static int cmp_site(const void *x, const void *y)
-{
-	const struct gpu_site *a = x, *b = y;
-	return CS_CMP(b->gpu_ns, a->gpu_ns) ?: CS_CMP(a->pid, b->pid) ?: CS_CMP(a->stack, b->stack) ?:
-	       0;
-}
+CS_CMP_FN(cmp_site, struct gpu_site,
+	CS_CMP(b->gpu_ns, a->gpu_ns) ?: CS_CMP(a->pid, b->pid) ?: CS_CMP(a->stack, b->stack) ?: 0)
 
 static void gpu_sites(struct gpu_ctx *c)
 {
@@ -588,12 +538,8 @@ static void gpu_sites(struct gpu_ctx *c)
 
 /* ---- NVTX ---- */
 
-static int cmp_range(const void *x, const void *y)
-{
-	const struct gpu_range *a = x, *b = y;
-	return CS_CMP(b->total_ns, a->total_ns) ?: CS_CMP(b->marks, a->marks) ?:
-	       strcmp(a->name, b->name);
-}
+CS_CMP_FN(cmp_range, struct gpu_range,
+	CS_CMP(b->total_ns, a->total_ns) ?: CS_CMP(b->marks, a->marks) ?: strcmp(a->name, b->name))
 
 static void gpu_ranges(struct gpu_ctx *c)
 {
@@ -666,11 +612,7 @@ static bool gpu_system_frame(const struct profile *p, const struct profile_frame
 	return false;
 }
 
-static int cmp_fn_tally(const void *x, const void *y)
-{
-	const struct gpu_fn_tally *a = x, *b = y;
-	return CS_CMP(a->name, b->name);
-}
+CS_CMP_FN(cmp_fn_tally, struct gpu_fn_tally, CS_CMP(a->name, b->name))
 
 static void gpu_verdict_cause(struct gpu_ctx *c, struct gpu_verdict *v)
 {
@@ -892,11 +834,7 @@ static void gpu_verdicts(struct gpu_ctx *c)
 	}
 }
 
-static int cmp_proc(const void *x, const void *y)
-{
-	const struct gpu_proc *a = x, *b = y;
-	return CS_CMP(a->pid, b->pid);
-}
+CS_CMP_FN(cmp_proc, struct gpu_proc, CS_CMP(a->pid, b->pid))
 
 /* ---- collection ---- */
 

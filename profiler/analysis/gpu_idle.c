@@ -138,25 +138,14 @@ static void idle_collect(struct idle_ctx *c)
 	}
 }
 
-static int cmp_item(const void *x, const void *y)
-{
-	const struct idle_item *a = x, *b = y;
-	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->device, b->device) ?: CS_CMP(a->start, b->start) ?:
-	       0;
-}
+CS_CMP_FN(cmp_item, struct idle_item,
+	CS_CMP(a->pid, b->pid) ?: CS_CMP(a->device, b->device) ?: CS_CMP(a->start, b->start) ?: 0)
 
-static int cmp_span(const void *x, const void *y)
-{
-	const struct idle_span *a = x, *b = y;
-	return CS_CMP(a->tid, b->tid) ?: CS_CMP(a->pid, b->pid) ?: CS_CMP(a->start, b->start);
-}
+CS_CMP_FN(cmp_span, struct idle_span,
+	CS_CMP(a->tid, b->tid) ?: CS_CMP(a->pid, b->pid) ?: CS_CMP(a->start, b->start))
 
-static int cmp_interval(const void *x, const void *y)
-{
-	const struct gpu_idle_interval *a = x, *b = y;
-	return CS_CMP(a->start, b->start) ?: CS_CMP(a->pid, b->pid) ?: CS_CMP(a->device, b->device) ?:
-	       0;
-}
+CS_CMP_FN(cmp_interval, struct gpu_idle_interval,
+	CS_CMP(a->start, b->start) ?: CS_CMP(a->pid, b->pid) ?: CS_CMP(a->device, b->device) ?: 0)
 
 static void idle_add_interval(struct idle_ctx *c, uint32_t pid, uint32_t device, uint64_t s,
 			      uint64_t e)
@@ -229,11 +218,7 @@ struct idle_tally {       /* one stack's weight within an interval or a time ran
 	uint64_t weight;
 };
 
-static int cmp_tally(const void *x, const void *y)
-{
-	const struct idle_tally *a = x, *b = y;
-	return CS_CMP(a->stack, b->stack);
-}
+CS_CMP_FN(cmp_tally, struct idle_tally, CS_CMP(a->stack, b->stack))
 
 /* The stack with most idle ns among n tallies (sorted here); ties go to the lower id. */
 static uint32_t idle_top_of(struct idle_tally *t, size_t n)
@@ -303,11 +288,8 @@ static int cmp_sample_key(const void *x, const void *y, void *arg)
 	       0;
 }
 
-static int cmp_sample_time(const void *x, const void *y)
-{
-	const struct gpu_idle_sample *a = x, *b = y;
-	return CS_CMP(a->sample, b->sample) ?: CS_CMP(a->interval, b->interval);
-}
+CS_CMP_FN(cmp_sample_time, struct gpu_idle_sample,
+	CS_CMP(a->sample, b->sample) ?: CS_CMP(a->interval, b->interval))
 
 static int cmp_stack_ns(const void *x, const void *y)
 {

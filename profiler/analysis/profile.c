@@ -396,28 +396,17 @@ static uint32_t load_intern(struct load *l, char *s)
 	return (uint32_t)p->nstrings++;
 }
 
-static int cmp_comm(const void *a, const void *b)
-{
-	const struct load_comm *x = a, *y = b;
-	return CS_CMP(x->tid, y->tid) ?: CS_CMP(x->seq, y->seq);
-}
+CS_CMP_FN(cmp_comm, struct load_comm, CS_CMP(a->tid, b->tid) ?: CS_CMP(a->seq, b->seq))
 
-static int cmp_sample_time(const void *a, const void *b)
-{
-	const struct profile_sample *x = a, *y = b;
-	return CS_CMP(x->time, y->time) ?: CS_CMP(x->tid, y->tid);
-}
+CS_CMP_FN(cmp_sample_time, struct profile_sample,
+	CS_CMP(a->time, b->time) ?: CS_CMP(a->tid, b->tid))
 
 struct tid_key {
 	uint32_t pid, tid;
 	uint64_t samples;
 };
 
-static int cmp_tid(const void *a, const void *b)
-{
-	const struct tid_key *x = a, *y = b;
-	return CS_CMP(x->pid, y->pid) ?: CS_CMP(x->tid, y->tid);
-}
+CS_CMP_FN(cmp_tid, struct tid_key, CS_CMP(a->pid, b->pid) ?: CS_CMP(a->tid, b->tid))
 
 static uint32_t load_comm_of(const struct load *l, uint32_t tid)
 {
@@ -428,11 +417,7 @@ static uint32_t load_comm_of(const struct load *l, uint32_t tid)
 	return 0;
 }
 
-static int cmp_label(const void *a, const void *b)
-{
-	const struct profile_label *x = a, *y = b;
-	return CS_CMP(x->id, y->id);
-}
+CS_CMP_FN(cmp_label, struct profile_label, CS_CMP(a->id, b->id))
 
 /* Labels sorted by id (merge writes one per id; of duplicates one is kept), the header's rank
  * and host, and every process' rank, host and original pid. */
@@ -479,30 +464,21 @@ int32_t profile_rank_of(const struct profile *p, uint32_t pid)
 	return lb ? lb->rank : p->rank;
 }
 
-static int cmp_gpu_launch(const void *a, const void *b)
-{
-	const struct profile_gpu_launch *x = a, *y = b;
-	return CS_CMP(x->pid, y->pid) ?: CS_CMP(x->correlation, y->correlation) ?:
-	       CS_CMP(x->time, y->time);
-}
+CS_CMP_FN(cmp_gpu_launch, struct profile_gpu_launch,
+	CS_CMP(a->pid, b->pid) ?: CS_CMP(a->correlation, b->correlation) ?:
+	CS_CMP(a->time, b->time))
 
-static int cmp_gpu_activity(const void *a, const void *b)
-{
-	const struct profile_gpu_activity *x = a, *y = b;
-	return CS_CMP(x->start, y->start) ?: CS_CMP(x->pid, y->pid) ?:
-	       CS_CMP(x->correlation, y->correlation);
-}
+CS_CMP_FN(cmp_gpu_activity, struct profile_gpu_activity,
+	CS_CMP(a->start, b->start) ?: CS_CMP(a->pid, b->pid) ?:
+	CS_CMP(a->correlation, b->correlation))
 
 struct gpu_node_key {
 	uint32_t pid, launch;
 	uint64_t node;
 };
 
-static int cmp_gpu_node(const void *a, const void *b)
-{
-	const struct gpu_node_key *x = a, *y = b;
-	return CS_CMP(x->pid, y->pid) ?: CS_CMP(x->node, y->node) ?: CS_CMP(x->launch, y->launch);
-}
+CS_CMP_FN(cmp_gpu_node, struct gpu_node_key,
+	CS_CMP(a->pid, b->pid) ?: CS_CMP(a->node, b->node) ?: CS_CMP(a->launch, b->launch))
 
 static size_t gpu_launch_lower(const struct profile *p, uint32_t pid, uint32_t correlation)
 {

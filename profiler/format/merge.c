@@ -296,17 +296,9 @@ static const char *merge_header(const struct merge_input *in, const char *key)
 	return NULL;
 }
 
-static int merge_task_cmp(const void *a, const void *b)
-{
-	const struct merge_task *x = a, *y = b;
-	return CS_CMP(x->id, y->id);
-}
+CS_CMP_FN(merge_task_cmp, struct merge_task, CS_CMP(a->id, b->id))
 
-static int merge_u32_cmp(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return CS_CMP(x, y);
-}
+CS_CMP_FN(merge_u32_cmp, uint32_t, CS_CMP(*a, *b))
 
 /* Header values, clocks, and each input's task ids in the output. */
 static int merge_plan(struct merge *m)
