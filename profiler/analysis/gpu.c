@@ -30,8 +30,7 @@ struct gpu_wait {
 };
 
 struct gpu_proc {
-	uint32_t pid;
-	uint64_t first, last;       /* window */
+	struct gpu_window w;        /* first: gpu_window_of finds it by pid */
 	uint64_t kernels, kernel_ns;
 };
 
@@ -122,12 +121,7 @@ static bool gpu_pass(const struct gpu_ctx *c, const struct profile_gpu_activity 
 
 static struct gpu_proc *gpu_proc_of(struct gpu_ctx *c, uint32_t pid)
 {
-	for (size_t i = 0; i < c->nprocs; i++)
-		if (c->procs[i].pid == pid)
-			return &c->procs[i];
-	cs_grow(&c->procs, &c->procs_cap, c->nprocs + 1, sizeof(*c->procs));
-	c->procs[c->nprocs] = (struct gpu_proc){ .pid = pid, .first = UINT64_MAX };
-	return &c->procs[c->nprocs++];
+	return gpu_window_of(&c->procs, &c->nprocs, &c->procs_cap, sizeof(*c->procs), pid);
 }
 
 static bool gpu_is_sync_api(const struct profile *p, const struct profile_gpu_activity *a)
@@ -277,6 +271,27 @@ CS_CMP_FN(cmp_item_device, struct gpu_item,
 CS_CMP_FN(cmp_item_end, struct gpu_item,
 	CS_CMP(a->pid, b->pid) ?: CS_CMP(a->end, b->end) ?: CS_CMP(a->start, b->start))
 
+/* The union of intervals given in order of start: its length is busy plus the open run
+ * [s, e). The utilisation (busy time of a device or stream) and the time a thread was
+ * blocked in synchronisation are both such a union. */
+struct gpu_union { uint64_t s, e, busy; };
+
+static void gpu_union_add(struct gpu_union *u, uint64_t start, uint64_t end)
+{
+	if (start > u->e) {
+		u->busy += u->e - u->s;
+		u->s = start;
+		u->e = end;
+	} else if (end > u->e) {
+		u->e = end;
+	}
+}
+
+static uint64_t gpu_union_ns(const struct gpu_union *u)
+{
+	return u->busy + (u->e - u->s);
+}
+
 /* Rows of items (sorted by `same`'s key, then start): the union of each run's intervals. */
 static void gpu_util_rows(struct gpu_ctx *c, bool per_stream, struct gpu_util **rows, size_t *n)
 {
@@ -286,7 +301,7 @@ static void gpu_util_rows(struct gpu_ctx *c, bool per_stream, struct gpu_util **
 		struct gpu_util u = { .pid = f->pid, .device = f->device,
 				      .context = per_stream ? f->context : 0,
 				      .stream = per_stream ? f->stream : GPU_ALL_STREAMS };
-		uint64_t cur_s = f->start, cur_e = f->end;
+		struct gpu_union un = { .s = f->start, .e = f->end };
 		size_t j = i;
 		for (; j < c->nitems; j++) {
 			const struct gpu_item *it = &c->items[j];
@@ -295,17 +310,11 @@ static void gpu_util_rows(struct gpu_ctx *c, bool per_stream, struct gpu_util **
 				break;
 			u.items++;
 			u.work_ns += it->end - it->start;
-			if (it->start > cur_e) {
-				u.busy_ns += cur_e - cur_s;
-				cur_s = it->start;
-				cur_e = it->end;
-			} else if (it->end > cur_e) {
-				cur_e = it->end;
-			}
+			gpu_union_add(&un, it->start, it->end);
 		}
-		u.busy_ns += cur_e - cur_s;
+		u.busy_ns = gpu_union_ns(&un);
 		struct gpu_proc *pr = gpu_proc_of(c, f->pid);
-		u.window_ns = pr->last > pr->first ? pr->last - pr->first : 0;
+		u.window_ns = gpu_window_ns(&pr->w);
 		u.percent = u.window_ns ? 100.0 * (double)u.busy_ns / (double)u.window_ns : 0.0;
 		cs_grow(rows, &cap, *n + 1, sizeof(**rows));
 		(*rows)[(*n)++] = u;
@@ -360,20 +369,14 @@ static void gpu_sync(struct gpu_ctx *c)
 	for (size_t i = 0; i < c->nwaits;) {
 		const struct gpu_wait *f = &c->waits[i];
 		struct gpu_sync_thread t = { .pid = f->pid, .tid = f->tid };
-		uint64_t cs = f->start, ce = f->end;
+		struct gpu_union un = { .s = f->start, .e = f->end };
 		size_t j = i;
 		for (; j < c->nwaits && c->waits[j].pid == f->pid && c->waits[j].tid == f->tid; j++) {
 			const struct gpu_wait *w = &c->waits[j];
 			t.waits++;
-			if (w->start > ce) {
-				t.blocked_ns += ce - cs;
-				cs = w->start;
-				ce = w->end;
-			} else if (w->end > ce) {
-				ce = w->end;
-			}
+			gpu_union_add(&un, w->start, w->end);
 		}
-		t.blocked_ns += ce - cs;
+		t.blocked_ns = gpu_union_ns(&un);
 		cs_grow(&o->sync_threads, &cap, o->nsync_threads + 1, sizeof(*o->sync_threads));
 		o->sync_threads[o->nsync_threads++] = t;
 		o->blocked_ns += t.blocked_ns;
@@ -775,23 +778,23 @@ static void gpu_verdicts(struct gpu_ctx *c)
 	o->verdicts = cs_calloc(c->nprocs + 1, sizeof(*o->verdicts));
 	for (size_t i = 0; i < c->nprocs; i++) {
 		const struct gpu_proc *pr = &c->procs[i];
-		struct gpu_verdict v = { .pid = pr->pid, .comm = gpu_comm(p, pr->pid, 0, true),
+		struct gpu_verdict v = { .pid = pr->w.pid, .comm = gpu_comm(p, pr->w.pid, 0, true),
 					 .kernels = pr->kernels, .kernel_ns = pr->kernel_ns };
-		v.window_ns = pr->last > pr->first ? pr->last - pr->first : 0;
+		v.window_ns = gpu_window_ns(&pr->w);
 		for (size_t k = 0; k < o->ndevices; k++)
-			if (o->devices[k].pid == pr->pid && o->devices[k].busy_ns > v.busy_ns) {
+			if (o->devices[k].pid == pr->w.pid && o->devices[k].busy_ns > v.busy_ns) {
 				v.busy_ns = o->devices[k].busy_ns;
 				v.device = o->devices[k].device;
 			}
 		for (size_t k = 0; k < o->nsync_threads; k++)
-			if (o->sync_threads[k].pid == pr->pid) { /* sorted: the first is the longest */
+			if (o->sync_threads[k].pid == pr->w.pid) { /* sorted: the first is the longest */
 				v.blocked_ns = o->sync_threads[k].blocked_ns;
 				v.blocked_tid = o->sync_threads[k].tid;
 				break;
 			}
 		size_t lo = 0, n = 0;
 		for (size_t k = 0; k < c->nlat; k++)
-			if (c->lat[k].pid == pr->pid) {
+			if (c->lat[k].pid == pr->w.pid) {
 				if (!n++)
 					lo = k;
 			}
@@ -801,7 +804,7 @@ static void gpu_verdicts(struct gpu_ctx *c)
 		for (size_t k = 0; k < o->nblames; k++) {
 			uint64_t ns = 0;
 			for (size_t b = 0; b < c->nblamed; b++)
-				if (c->blamed[b].pid == pr->pid && c->blamed[b].name == o->blames[k].name)
+				if (c->blamed[b].pid == pr->w.pid && c->blamed[b].name == o->blames[k].name)
 					ns += c->blamed[b].ns;
 			if (ns > best && o->blames[k].name) {
 				best = ns;
@@ -834,7 +837,7 @@ static void gpu_verdicts(struct gpu_ctx *c)
 	}
 }
 
-CS_CMP_FN(cmp_proc, struct gpu_proc, CS_CMP(a->pid, b->pid))
+CS_CMP_FN(cmp_proc, struct gpu_proc, CS_CMP(a->w.pid, b->w.pid))
 
 /* ---- collection ---- */
 
@@ -859,10 +862,7 @@ static void gpu_collect(struct gpu_ctx *c)
 			continue;
 		o->activities++;
 		struct gpu_proc *pr = gpu_proc_of(c, a->pid);
-		if (a->start < pr->first)
-			pr->first = a->start;
-		if (a->end > pr->last)
-			pr->last = a->end;
+		gpu_window_widen(&pr->w, a->start, a->end);
 		switch (a->kind) {
 		case PROFILE_GPU_KERNEL:
 		case PROFILE_GPU_MEMCPY:
