@@ -290,11 +290,7 @@ static int load_task_label(struct load *l, const uint8_t *d, size_t len)
 static int load_record(void *arg, uint16_t type, const uint8_t *d, size_t len)
 {
 	struct load *l = arg;
-	union {
-		struct df_mmap mmap;
-		struct df_lost lost;
-		struct df_end end;
-	} r;
+	union df_record r;
 
 	switch (type) {
 	case DF_HEADER_KV:

@@ -89,13 +89,7 @@ static int merge_corrupt(const struct merge_input *in, const char *what)
 /* The records that name tasks: each id seen, as a process or a thread id. */
 static int merge_scan_tasks(struct merge_input *in, uint16_t type, const uint8_t *d, size_t len)
 {
-	union {
-		struct df_comm comm;
-		struct df_mmap mmap;
-		struct df_task task;
-		struct df_sample sample;
-		struct df_raw_sample raw;
-	} r;
+	union df_record r;
 	uint32_t pid, tid;
 
 	switch (type) {
@@ -138,13 +132,7 @@ static int merge_scan_tasks(struct merge_input *in, uint16_t type, const uint8_t
  * numbered from 0 (strings from 1) in order, each use in range. */
 static int merge_scan_ids(struct merge_input *in, uint16_t type, const uint8_t *d, size_t len)
 {
-	union {
-		struct df_string str;
-		struct df_module module;
-		struct df_loc loc;
-		struct df_stack stack;
-		struct df_symbol sym;
-	} r;
+	union df_record r;
 
 	switch (type) {
 	case DF_STRING:
@@ -187,13 +175,7 @@ static int merge_scan_ids(struct merge_input *in, uint16_t type, const uint8_t *
  * (counted in bad_gpu), as profile_load() skips it. */
 static int merge_scan_gpu(struct merge_input *in, uint16_t type, const uint8_t *d, size_t len)
 {
-	union {
-		struct df_gpu_launch launch;
-		struct df_gpu_activity act;
-		struct df_gpu_info info;
-		struct df_gpu_note note;
-		struct df_task_label label;
-	} r;
+	union df_record r;
 
 	switch (type) {
 	case DF_GPU_LAUNCH:
@@ -238,11 +220,7 @@ static int merge_scan_gpu(struct merge_input *in, uint16_t type, const uint8_t *
 static int merge_scan(void *arg, uint16_t type, const uint8_t *d, size_t len)
 {
 	struct merge_input *in = arg;
-	union {
-		struct df_header_kv kv;
-		struct df_lost lost;
-		struct df_end end;
-	} r;
+	union df_record r;
 
 	switch (type) {
 	case DF_HEADER_KV:
@@ -412,15 +390,7 @@ static uint32_t merge_str(struct merge *m, struct merge_input *in, uint32_t id)
 static void merge_copy_tasks(struct merge_input *in, uint16_t type, const uint8_t *d,
 			     size_t len, uint8_t *b)
 {
-	union {
-		struct df_comm comm;
-		struct df_mmap mmap;
-		struct df_task task;
-		struct df_lost lost;
-		struct df_raw_sample raw;
-		struct df_gpu_info info;
-		struct df_gpu_note note;
-	} r;
+	union df_record r;
 
 	switch (type) {
 	case DF_COMM:
@@ -470,13 +440,7 @@ static void merge_copy_tasks(struct merge_input *in, uint16_t type, const uint8_
 static void merge_copy_ids(struct merge *m, struct merge_input *in, uint16_t type,
 			   const uint8_t *d, size_t len, uint8_t *b)
 {
-	union {
-		struct df_module module;
-		struct df_loc loc;
-		struct df_stack stack;
-		struct df_sample sample;
-		struct df_symbol sym;
-	} r;
+	union df_record r;
 
 	switch (type) {
 	case DF_MODULE:
@@ -537,11 +501,7 @@ static void merge_copy_ids(struct merge *m, struct merge_input *in, uint16_t typ
 static void merge_copy_gpu(struct merge *m, struct merge_input *in, uint16_t type,
 			   const uint8_t *d, size_t len, uint8_t *b)
 {
-	union {
-		struct df_gpu_launch launch;
-		struct df_gpu_activity act;
-		struct df_task_label label;
-	} r;
+	union df_record r;
 
 	switch (type) {
 	case DF_GPU_LAUNCH:

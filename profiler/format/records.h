@@ -145,6 +145,29 @@ struct df_gpu_note {    /* DF_GPU_NOTE */
 #define DF_GPU_NOTE_FIXED 8
 DF_FIXED_ENDS_AT(struct df_gpu_note, severity, DF_GPU_NOTE_FIXED);
 
+/* Any one decoded record, for a reader that switches on the type (the loader, merge): one
+ * union instead of one per switch. */
+union df_record {
+	struct df_header_kv kv;
+	struct df_string str;
+	struct df_comm comm;
+	struct df_mmap mmap;
+	struct df_task task;
+	struct df_lost lost;
+	struct df_module module;
+	struct df_loc loc;
+	struct df_stack stack;
+	struct df_sample sample;
+	struct df_symbol sym;
+	struct df_end end;
+	struct df_raw_sample raw;
+	struct df_gpu_launch launch;
+	struct df_gpu_activity act;
+	struct df_gpu_info info;
+	struct df_gpu_note note;
+	struct df_task_label label;
+};
+
 /* ---- decoding: 0, or -EINVAL when the record is malformed ---- */
 int df_decode_header_kv(const uint8_t *d, size_t len, struct df_header_kv *out);
 int df_decode_string(const uint8_t *d, size_t len, struct df_string *out);
