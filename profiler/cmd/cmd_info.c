@@ -307,14 +307,7 @@ int cmd_info(int argc, char **argv)
 		OPTS_HELP_ROW,
 		OPTS_END_ROW,
 	};
-	const struct opts_command cmd = {
-		.name = "info",
-		.usage = "usage: csampler info [-i FILE] [--format text|json] [--gpu-records]\n",
-		.about = "Show a data file's header and counts: samples, lost samples, duration, samples\n"
-			 "per thread and per process, GPU records by kind, drops and the clock check.\n",
-		.man = "csampler-info",
-		.options = options,
-	};
+	const struct opts_command cmd = cmd_describe("info", options);
 	struct profile *p;
 	int first, err = opts_parse(&cmd, argc, argv, &first);
 

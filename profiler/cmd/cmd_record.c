@@ -262,16 +262,7 @@ static int record_parse_args(int argc, char **argv, struct record_opts *o, const
 		OPTS_HELP_ROW,
 		OPTS_END_ROW,
 	};
-	const struct opts_command cmd = {
-		.name = "record",
-		.usage = "usage: csampler record [options] -- COMMAND [ARGS...]\n"
-			 "       csampler record [options] -p PID[,PID...] [--duration SEC]\n"
-			 "       csampler record --mode bpf -a|--cgroup PATH [--duration SEC]\n",
-		.man = "csampler-record",
-		.options = options,
-		/* the first operand starts the command, as in perf record */
-		.flags = OPTS_STOP_AT_OPERAND,
-	};
+	const struct opts_command cmd = cmd_describe("record", options);
 	int first, err = opts_parse(&cmd, argc, argv, &first);
 
 	o->pids = pids.pids;

@@ -370,7 +370,10 @@ void opts_usage(const struct opts_command *c, FILE *f)
 	opts_rows(f, c->options, c->options, column);
 	if (c->footer)
 		fprintf(f, "\n%s", c->footer);
-	fprintf(f, "\nThe manual: man %s\n", c->man);
+	if (c->man)
+		fprintf(f, "\nThe manual: man %s\n", c->man);
+	else
+		fprintf(f, "\nThe manual: man csampler-%s\n", c->name);
 }
 
 /* ---- shared rows ---- */

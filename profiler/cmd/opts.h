@@ -81,7 +81,7 @@ struct opts_command {
 	const char *usage;          /* "usage: ..." lines, each ending in '\n' */
 	const char *about;          /* what the command does: lines after usage, or NULL */
 	const char *footer;         /* lines after the options (keys, exit status), or NULL */
-	const char *man;            /* the man page, "csampler-report" */
+	const char *man;            /* the man page; NULL: "csampler-" and the name */
 	const struct opts_option *options;
 	unsigned flags;             /* OPTS_STOP_AT_OPERAND, OPTS_ONE_DASH_LONG */
 };
