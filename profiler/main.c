@@ -22,7 +22,6 @@ int main(int argc, char **argv)
 		OPTS_INT_ROW('q', "quiet", &cs_quiet, 1, "print no summary or progress on standard error"),
 		OPTS_CALL_ROW(0, "version", NULL, NULL, csampler_version_option,
 			      "print csampler's version"),
-		OPTS_HELP_ROW,
 		OPTS_END_ROW,
 	};
 	cs_buf_printf(&commands, "commands:\n");

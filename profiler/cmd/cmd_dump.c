@@ -84,7 +84,6 @@ int cmd_dump(int argc, char **argv)
 		{ .kind = OPTS_CALL, .long_name = "timeout", .value = &o, .arg = "MS",
 		  .call = dump_number_option, .number = 1,
 		  .help = "give up on a thread that does not stop within MS (default 1000)" },
-		OPTS_HELP_ROW,
 		OPTS_END_ROW,
 	};
 	const struct opts_command cmd = cmd_describe("dump", options);

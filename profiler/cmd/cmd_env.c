@@ -20,7 +20,6 @@ int cmd_env(int argc, char **argv)
 	const struct opts_option options[] = {
 		OPTS_FLAG_ROW(0, "print", &print,
 			      "print the variables (shell syntax) instead of running a command"),
-		OPTS_HELP_ROW,
 		OPTS_END_ROW,
 	};
 	const struct opts_command cmd = cmd_describe("env", options);

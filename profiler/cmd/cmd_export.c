@@ -55,7 +55,6 @@ static int export_parse_args(int argc, char **argv, struct export_args *a)
 		OPTS_STRING_ROW('i', "input", &input, "FILE",
 				"data file to read (default ./csampler.data)"),
 		OPTS_INCLUDE_ROW(opts_filter_options, &a->filter),
-		OPTS_HELP_ROW,
 		OPTS_END_ROW,
 	};
 	const struct opts_command cmd = cmd_describe("export", options);

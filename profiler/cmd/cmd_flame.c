@@ -173,7 +173,6 @@ static void flame_rows(struct flame_args *a, enum flame_mode mode, struct opts_o
 		{ FLAME_BOTH, OPTS_INCLUDE_ROW(opts_filter_options, &o->filter) },
 		{ FLAME_BOTH, OPTS_FLAG_ROW(0, "dump-layout", &o->dump_layout,
 			"print the frames' geometry as text instead of the SVG") },
-		{ FLAME_BOTH, OPTS_HELP_ROW },
 	};
 	size_t k = 0;
 

@@ -37,7 +37,6 @@ static int folded_parse_args(int argc, char **argv, const char **input, struct f
 		OPTS_FLAG_ROW(0, "python-only", python_only,
 			      "stacks keep only their Python frames under the root, as\n"
 			      "py-spy shows them (samples without any: the root alone)"),
-		OPTS_HELP_ROW,
 		OPTS_END_ROW,
 	};
 	const struct opts_command cmd = cmd_describe("folded", options);

@@ -304,7 +304,6 @@ int cmd_info(int argc, char **argv)
 		OPTS_CALL_ROW('f', "format", &json, "FMT", opts_json_call, "'text' (default) or 'json'"),
 		OPTS_FLAG_ROW(0, "gpu-records", &gpu_records,
 			      "list every GPU record with its launch stack"),
-		OPTS_HELP_ROW,
 		OPTS_END_ROW,
 	};
 	const struct opts_command cmd = cmd_describe("info", options);

@@ -17,7 +17,6 @@ int cmd_merge(int argc, char **argv)
 		OPTS_STRING_ROW('o', "output", &output, "FILE",
 				"the merged file (required; an existing one becomes FILE.old)"),
 		OPTS_FLAG_ROW(0, "no-compress", &no_compress, "write uncompressed chunks"),
-		OPTS_HELP_ROW,
 		OPTS_END_ROW,
 	};
 	const struct opts_command cmd = cmd_describe("merge", options);

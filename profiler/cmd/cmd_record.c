@@ -259,7 +259,6 @@ static int record_parse_args(int argc, char **argv, struct record_opts *o, const
 			      "also sample threads off the CPU (blocked, sleeping, waiting):\n"
 			      "wall-clock time, each stack ending in [off-cpu: SYSCALL]"),
 		OPTS_INT_ROW('q', "quiet", &cs_quiet, 1, "no summary, no live status line"),
-		OPTS_HELP_ROW,
 		OPTS_END_ROW,
 	};
 	const struct opts_command cmd = cmd_describe("record", options);

@@ -115,7 +115,6 @@ static int report_parse_args(int argc, char **argv, struct report_args *a)
 				"and thread, the change in share (points, as 'csampler diff')\n"
 				"and in CPU ms per second, largest first, with the noise floor;\n"
 				"as 'report --compare BASE.data NEW.data'"),
-		OPTS_HELP_ROW,
 		OPTS_END_ROW,
 	};
 	const struct opts_command cmd = cmd_describe("report", options);

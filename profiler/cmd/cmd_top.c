@@ -386,7 +386,6 @@ static int top_parse_args(int argc, char **argv, struct top_args *a)
 		{ .kind = OPTS_CALL, .long_name = "mode", .value = &a->o->sampler.mode,
 		  .arg = "auto|perf|ptrace", .call = record_sampler_mode_call, .number = 1,
 		  .help = "sampling backend, as in record" },
-		OPTS_HELP_ROW,
 		OPTS_END_ROW,
 	};
 	const struct opts_command cmd = cmd_describe("top", options);

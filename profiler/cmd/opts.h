@@ -22,7 +22,8 @@ enum opts_kind {
 	OPTS_INT,       /* value: int *, set to the row's number (--cpu, --gpu: one field) */
 	OPTS_STRING,    /* value: const char **, set to the option's value */
 	OPTS_CALL,      /* call(cmd, row, option's value, value) */
-	OPTS_HELP,      /* print --help on standard output; opts_parse returns 1 */
+	OPTS_HELP,      /* print --help on standard output; opts_parse returns 1 (every
+			 * command has -h, --help after its own rows: tables leave it out) */
 	OPTS_INCLUDE,   /* rows of another table (table), whose calls get this row's value */
 };
 
