@@ -189,6 +189,22 @@ int df_decode_gpu_info(const uint8_t *d, size_t len, struct df_gpu_info *out);
 int df_decode_gpu_note(const uint8_t *d, size_t len, struct df_gpu_note *out);
 int df_decode_task_label(const uint8_t *d, size_t len, struct df_task_label *out);
 
+/* ---- any record: one decoder and one id check for every reader (the loader, merge) ---- */
+/* Decode a record of type into r (its member of that type: kv, str, comm, ... label; a raw
+ * sample's time, pid and tid only). 0, -EINVAL when it is malformed, -ENOENT for a type
+ * without a layout here (one of a newer csampler). */
+int df_decode_record(uint16_t type, const uint8_t *d, size_t len, union df_record *r);
+/* What a reader has defined so far: the ids a record may use or must define next. */
+struct df_ids {
+	uint32_t strings, modules, locs, stacks;
+};
+/* Whether decoded record r keeps the file's order of ids: a string, location or stack defines
+ * the next id, a module the next or an earlier one, and a location, stack, sample, symbol or
+ * task label names only ids defined before it. 0, or -EINVAL. */
+int df_check_record(uint16_t type, const union df_record *r, const struct df_ids *ids);
+/* The record type's name in messages ("sample", "GPU launch"), or "unknown". */
+const char *df_record_name(uint16_t type);
+
 /* Location i (< s->n) of a decoded stack; frame i (< s->n) of a decoded symbol. */
 uint32_t df_stack_loc(const struct df_stack *s, uint32_t i);
 struct df_symbol_frame df_symbol_at(const struct df_symbol *s, uint32_t i);
