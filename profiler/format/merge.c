@@ -87,33 +87,54 @@ static int merge_corrupt(const struct merge_input *in, const char *what)
 /* ---- pass 1: check an input and learn its tasks ---- */
 
 /* The records that name tasks: each id seen, as a process or a thread id. */
-static void merge_scan_tasks(struct merge_input *in, uint16_t type, const union df_record *r)
+/* A process and one of its threads, seen. */
+static void merge_scan_task(struct merge_input *in, uint32_t pid, uint32_t tid)
 {
-	uint32_t pid, tid;
+	merge_set_add(&in->tasks, pid, true);
+	merge_set_add(&in->tasks, tid, false);
+}
 
+/* Where a record of one thread (comm, mmap, sample, raw sample) holds its pid, tid and time,
+ * and how many of its first bytes are fixed fields; false for another type. */
+static bool merge_task_fields(uint16_t type, union df_record *r, uint32_t **pid, uint32_t **tid,
+			      uint64_t **time, size_t *fixed)
+{
 	switch (type) {
 	case DF_COMM:
-		pid = r->comm.pid, tid = r->comm.tid;
-		break;
+		*pid = &r->comm.pid, *tid = &r->comm.tid, *time = &r->comm.time;
+		*fixed = DF_COMM_FIXED;
+		return true;
 	case DF_MMAP:
-		pid = r->mmap.pid, tid = r->mmap.tid;
-		break;
-	case DF_FORK:
-	case DF_EXIT:
+		*pid = &r->mmap.pid, *tid = &r->mmap.tid, *time = &r->mmap.time;
+		*fixed = DF_MMAP_FIXED;
+		return true;
+	case DF_SAMPLE:
+		*pid = &r->sample.pid, *tid = &r->sample.tid, *time = &r->sample.time;
+		*fixed = DF_SAMPLE_SIZE;
+		return true;
+	case DF_RAW_SAMPLE:
+		*pid = &r->raw.pid, *tid = &r->raw.tid, *time = &r->raw.time;
+		*fixed = DF_RAW_SAMPLE_TASK;
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void merge_scan_tasks(struct merge_input *in, uint16_t type, union df_record *r)
+{
+	uint32_t *pid, *tid;
+	uint64_t *time;
+	size_t fixed;
+
+	if (merge_task_fields(type, r, &pid, &tid, &time, &fixed)) {
+		merge_scan_task(in, *pid, *tid);
+	} else if (type == DF_FORK || type == DF_EXIT) {
 		merge_set_add(&in->tasks, r->task.pid, true);
 		merge_set_add(&in->tasks, r->task.ppid, true);
 		merge_set_add(&in->tasks, r->task.tid, false);
 		merge_set_add(&in->tasks, r->task.ptid, false);
-		return;
-	case DF_SAMPLE:
-		pid = r->sample.pid, tid = r->sample.tid;
-		break;
-	default: /* DF_RAW_SAMPLE */
-		pid = r->raw.pid, tid = r->raw.tid;
-		break;
 	}
-	merge_set_add(&in->tasks, pid, true);
-	merge_set_add(&in->tasks, tid, false);
 }
 
 /* The records that define ids (strings, modules, locations, stacks): counted, as
@@ -136,30 +157,26 @@ static void merge_scan_gpu(struct merge_input *in, uint16_t type, const union df
 {
 	switch (type) {
 	case DF_GPU_LAUNCH:
-		if (r->launch.stack >= in->nstacks || r->launch.api >= in->nstrings) {
+		if (r->launch.stack >= in->nstacks || r->launch.api >= in->nstrings)
 			in->bad_gpu++;
-			return;
-		}
-		merge_set_add(&in->tasks, r->launch.pid, true);
-		merge_set_add(&in->tasks, r->launch.tid, false);
+		else
+			merge_scan_task(in, r->launch.pid, r->launch.tid);
 		return;
 	case DF_GPU_ACTIVITY:
-		if (r->act.name >= in->nstrings) {
+		if (r->act.name >= in->nstrings)
 			in->bad_gpu++;
-			return;
-		}
-		merge_set_add(&in->tasks, r->act.pid, true);
-		merge_set_add(&in->tasks, r->act.tid, false);
+		else
+			merge_scan_task(in, r->act.pid, r->act.tid);
 		return;
 	case DF_GPU_INFO:
-		merge_set_add(&in->tasks, r->info.pid, true);
-		return;
 	case DF_GPU_NOTE:
-		merge_set_add(&in->tasks, r->note.pid, true);
+		merge_set_add(&in->tasks, type == DF_GPU_INFO ? r->info.pid : r->note.pid, true);
 		return;
-	default: /* DF_TASK_LABEL */
+	case DF_TASK_LABEL:
 		merge_set_add(&in->tasks, r->label.id, r->label.flags & DF_TASK_LABEL_PROCESS);
 		merge_set_add(&in->labelled, r->label.id, false);
+		return;
+	default:
 		return;
 	}
 }
@@ -190,23 +207,10 @@ static int merge_scan(void *arg, uint16_t type, const uint8_t *d, size_t len)
 		in->end_time = r.end.end_time;
 		in->end_flags = r.end.flags;
 		break;
-	case DF_COMM:
-	case DF_MMAP:
-	case DF_FORK:
-	case DF_EXIT:
-	case DF_SAMPLE:
-	case DF_RAW_SAMPLE:
+	default: /* each takes its own types */
 		merge_scan_tasks(in, type, &r);
-		break;
-	case DF_GPU_LAUNCH:
-	case DF_GPU_ACTIVITY:
-	case DF_GPU_INFO:
-	case DF_GPU_NOTE:
-	case DF_TASK_LABEL:
-		merge_scan_gpu(in, type, &r);
-		break;
-	default: /* DF_LOST, and the records of ids */
 		merge_scan_ids(in, type, &r);
+		merge_scan_gpu(in, type, &r);
 		break;
 	}
 	return 0;
@@ -336,15 +340,16 @@ static uint32_t merge_str(struct merge *m, struct merge_input *in, uint32_t id)
 static void merge_copy_tasks(struct merge_input *in, uint16_t type, union df_record *r,
 			     size_t len, uint8_t *b)
 {
+	uint32_t *pid, *tid;
+	uint64_t *time;
+	size_t fixed;
+
+	if (merge_task_fields(type, r, &pid, &tid, &time, &fixed)) {
+		merge_task_time(in, pid, tid, time);
+		df_encode_fixed(b, r, fixed);   /* each struct is the union's start */
+		return;
+	}
 	switch (type) {
-	case DF_COMM:
-		merge_task_time(in, &r->comm.pid, &r->comm.tid, &r->comm.time);
-		df_encode_fixed(b, &r->comm, DF_COMM_FIXED);
-		break;
-	case DF_MMAP:
-		merge_task_time(in, &r->mmap.pid, &r->mmap.tid, &r->mmap.time);
-		df_encode_fixed(b, &r->mmap, DF_MMAP_FIXED);
-		break;
 	case DF_FORK:
 	case DF_EXIT:
 		r->task = (struct df_task){
@@ -356,10 +361,6 @@ static void merge_copy_tasks(struct merge_input *in, uint16_t type, union df_rec
 	case DF_LOST:
 		r->lost.time = merge_time(in, r->lost.time);
 		df_encode_fixed(b, &r->lost, DF_LOST_SIZE);
-		break;
-	case DF_RAW_SAMPLE:
-		merge_task_time(in, &r->raw.pid, &r->raw.tid, &r->raw.time);
-		df_encode_fixed(b, &r->raw, DF_RAW_SAMPLE_TASK);
 		break;
 	case DF_GPU_INFO:
 		r->info.pid = merge_task_id(in, r->info.pid);
