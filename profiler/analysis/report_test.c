@@ -22,13 +22,13 @@ static void build_report_profile(struct pbuild *b)
 	pb_header(b, "rate_hz", "999");
 	pb_header(b, "callgraph", "dwarf");
 	pb_header(b, "stack_size", "8192");
+	static const struct fx_run runs[] = {
+		{ 0, 100, 50, 0 }, { 2, 101, 30, 0 }, { 1, 100, 10, 0 }, { 3, 100, 10, 0 },
+		{ 4, 101, 5, PROFILE_SAMPLE_STACK_FULL },
+	};
 	uint32_t s[5];
 	fx_app(b, "leaf_c;copy_user_[k]", s);
-	pb_samples(b, 100, 100, s[0], 50, 0);
-	pb_samples(b, 100, 101, s[2], 30, 0);
-	pb_samples(b, 100, 100, s[1], 10, 0);
-	pb_samples(b, 100, 100, s[3], 10, 0);
-	pb_samples(b, 100, 101, s[4], 5, PROFILE_SAMPLE_STACK_FULL);
+	fx_app_runs(b, s, runs, sizeof(runs) / sizeof(runs[0]));
 	b->p.lost = 2;
 }
 

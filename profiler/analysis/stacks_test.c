@@ -22,14 +22,13 @@
 static void build_app(struct pbuild *b)
 {
 	pb_init(b);
+	static const struct fx_run runs[] = {
+		{ 0, 100, 25, 0 }, { 2, 101, 30, 0 }, { 0, 100, 25, 0 }, { 1, 100, 10, 0 },
+		{ 3, 100, 10, 0 }, { 4, 101, 5, 0 },
+	};
 	uint32_t s[5];
 	fx_app(b, "leaf_c", s);
-	pb_samples(b, 100, 100, s[0], 25, 0);
-	pb_samples(b, 100, 101, s[2], 30, 0);
-	pb_samples(b, 100, 100, s[0], 25, 0);
-	pb_samples(b, 100, 100, s[1], 10, 0);
-	pb_samples(b, 100, 100, s[3], 10, 0);
-	pb_samples(b, 100, 101, s[4], 5, 0);
+	fx_app_runs(b, s, runs, sizeof(runs) / sizeof(runs[0]));
 }
 
 /* The prologue of most tests: build's profile into b, aggregated without a filter into r. */
