@@ -67,6 +67,17 @@ void unit_stderr_end(char *out, size_t len)
 		fclose(f);
 }
 
+void unit_contains_all(const char *file, int line, const char *text, const char *const *needles)
+{
+	for (; *needles; needles++) {
+		if (text && strstr(text, *needles))
+			continue;
+		fprintf(stderr, "%s:%d: the text lacks \"%s\"; it is:\n%s\n", file, line, *needles,
+			text ? text : "(null)");
+		exit(1);
+	}
+}
+
 static int unit_cmp(const void *a, const void *b)
 {
 	return strcmp(((const struct unit_entry *)a)->name, ((const struct unit_entry *)b)->name);

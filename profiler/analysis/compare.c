@@ -109,11 +109,8 @@ static size_t compare_merge(struct compare_result *c, struct compare_entry *e, s
 	return nrows;
 }
 
-static int compare_thread_cmp(const void *x, const void *y)
-{
-	const struct stacks_thread *a = x, *b = y;
-	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->tid, b->tid);
-}
+CS_CMP_FN(compare_thread_cmp, struct stacks_thread,
+	CS_CMP(a->pid, b->pid) ?: CS_CMP(a->tid, b->tid))
 
 /* The threads of side s as entries labelled by name (a thread never named takes its
  * process' name) and, from the second thread of that name on in (pid, tid) order, " #k". */

@@ -394,11 +394,7 @@ static void filter_add_step_window(struct filter_ctx *c, size_t *cap, uint32_t p
 		.hi = s->steps[sp->first + last - 1].end };
 }
 
-static int cmp_step_window(const void *x, const void *y)
-{
-	const struct filter_step_window *a = x, *b = y;
-	return a->pid < b->pid ? -1 : a->pid > b->pid;
-}
+CS_CMP_FN(cmp_step_window, struct filter_step_window, a->pid < b->pid ? -1 : a->pid > b->pid)
 
 /* --steps: find the steps (on the whole file) and each process' window. */
 static int filter_steps(struct filter_ctx *c, const char *name)

@@ -18,6 +18,14 @@
  * The tests add the samples. */
 void fx_app(struct pbuild *b, const char *rec_leaf, uint32_t s[5]);
 
+/* A run of samples of the app's process (pid 100): count samples of thread tid on stack
+ * s[stack] of fx_app, with the sample flags. */
+struct fx_run {
+	uint32_t stack, tid, count, flags;
+};
+/* The runs[0..n) in order, each after the last (times follow pb_samples). */
+void fx_app_runs(struct pbuild *b, const uint32_t s[5], const struct fx_run *runs, size_t n);
+
 /* fold_write_folded's text for p with o (NULL: the defaults); the caller frees it. */
 char *fx_folded(const struct profile *p, const struct fold_opts *o);
 

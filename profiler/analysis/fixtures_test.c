@@ -27,6 +27,12 @@ void fx_app(struct pbuild *b, const char *rec_leaf, uint32_t s[5])
 	pb_module(b, "/opt/libfoo.so", PROFILE_MODULE_NO_CFI | PROFILE_MODULE_NO_SYMBOLS);
 }
 
+void fx_app_runs(struct pbuild *b, const uint32_t s[5], const struct fx_run *runs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		pb_samples(b, 100, runs[i].tid, s[runs[i].stack], runs[i].count, runs[i].flags);
+}
+
 char *fx_folded(const struct profile *p, const struct fold_opts *o)
 {
 	char *text = NULL;

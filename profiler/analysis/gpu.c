@@ -30,8 +30,7 @@ struct gpu_wait {
 };
 
 struct gpu_proc {
-	uint32_t pid;
-	uint64_t first, last;       /* window */
+	struct gpu_window w;        /* first: gpu_window_of finds it by pid */
 	uint64_t kernels, kernel_ns;
 };
 
@@ -122,12 +121,7 @@ static bool gpu_pass(const struct gpu_ctx *c, const struct profile_gpu_activity 
 
 static struct gpu_proc *gpu_proc_of(struct gpu_ctx *c, uint32_t pid)
 {
-	for (size_t i = 0; i < c->nprocs; i++)
-		if (c->procs[i].pid == pid)
-			return &c->procs[i];
-	cs_grow(&c->procs, &c->procs_cap, c->nprocs + 1, sizeof(*c->procs));
-	c->procs[c->nprocs] = (struct gpu_proc){ .pid = pid, .first = UINT64_MAX };
-	return &c->procs[c->nprocs++];
+	return gpu_window_of(&c->procs, &c->nprocs, &c->procs_cap, sizeof(*c->procs), pid);
 }
 
 static bool gpu_is_sync_api(const struct profile *p, const struct profile_gpu_activity *a)
@@ -136,28 +130,17 @@ static bool gpu_is_sync_api(const struct profile *p, const struct profile_gpu_ac
 	return l && strstr(profile_str(p, l->api), profile_gpu_vendor(p, a->pid)->sync_api_word);
 }
 
-static int cmp_u64(const void *x, const void *y)
-{
-	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-	return a < b ? -1 : a > b;
-}
+CS_CMP_FN(cmp_u64, uint64_t, CS_CMP(*a, *b))
 
 
 /* ---- the kernel table ---- */
 
 struct gpu_kdur { uint32_t name; uint64_t ns; };
 
-static int cmp_kdur(const void *x, const void *y)
-{
-	const struct gpu_kdur *a = x, *b = y;
-	return CS_CMP(a->name, b->name);
-}
+CS_CMP_FN(cmp_kdur, struct gpu_kdur, CS_CMP(a->name, b->name))
 
-static int cmp_kernel_stat(const void *x, const void *y)
-{
-	const struct gpu_kernel_stat *a = x, *b = y;
-	return CS_CMP(b->total_ns, a->total_ns) ?: strcmp(a->name, b->name);
-}
+CS_CMP_FN(cmp_kernel_stat, struct gpu_kernel_stat,
+	CS_CMP(b->total_ns, a->total_ns) ?: strcmp(a->name, b->name))
 
 static const char *gpu_own(struct gpu_analysis *a, char *s)
 {
@@ -228,12 +211,9 @@ static void gpu_kernel_table(struct gpu_ctx *c)
 
 /* ---- copies ---- */
 
-static int cmp_copy(const void *x, const void *y)
-{
-	const struct gpu_copy_stat *a = x, *b = y;
-	return CS_CMP(b->total_ns, a->total_ns) ?: CS_CMP(a->kind, b->kind) ?:
-	       CS_CMP(a->copy_kind, b->copy_kind);
-}
+CS_CMP_FN(cmp_copy, struct gpu_copy_stat,
+	CS_CMP(b->total_ns, a->total_ns) ?: CS_CMP(a->kind, b->kind) ?:
+	CS_CMP(a->copy_kind, b->copy_kind))
 
 static void gpu_copy_table(struct gpu_ctx *c)
 {
@@ -281,25 +261,35 @@ static void gpu_copy_table(struct gpu_ctx *c)
 
 /* ---- utilisation ---- */
 
-static int cmp_item_stream(const void *x, const void *y)
+CS_CMP_FN(cmp_item_stream, struct gpu_item,
+	CS_CMP(a->pid, b->pid) ?: CS_CMP(a->device, b->device) ?: CS_CMP(a->context, b->context) ?:
+	CS_CMP(a->stream, b->stream) ?: CS_CMP(a->start, b->start))
+
+CS_CMP_FN(cmp_item_device, struct gpu_item,
+	CS_CMP(a->pid, b->pid) ?: CS_CMP(a->device, b->device) ?: CS_CMP(a->start, b->start) ?: 0)
+
+CS_CMP_FN(cmp_item_end, struct gpu_item,
+	CS_CMP(a->pid, b->pid) ?: CS_CMP(a->end, b->end) ?: CS_CMP(a->start, b->start))
+
+/* The union of intervals given in order of start: its length is busy plus the open run
+ * [s, e). The utilisation (busy time of a device or stream) and the time a thread was
+ * blocked in synchronisation are both such a union. */
+struct gpu_union { uint64_t s, e, busy; };
+
+static void gpu_union_add(struct gpu_union *u, uint64_t start, uint64_t end)
 {
-	const struct gpu_item *a = x, *b = y;
-	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->device, b->device) ?:
-	       CS_CMP(a->context, b->context) ?: CS_CMP(a->stream, b->stream) ?:
-	       CS_CMP(a->start, b->start);
+	if (start > u->e) {
+		u->busy += u->e - u->s;
+		u->s = start;
+		u->e = end;
+	} else if (end > u->e) {
+		u->e = end;
+	}
 }
 
-static int cmp_item_device(const void *x, const void *y)
+static uint64_t gpu_union_ns(const struct gpu_union *u)
 {
-	const struct gpu_item *a = x, *b = y;
-	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->device, b->device) ?: CS_CMP(a->start, b->start) ?:
-	       0;
-}
-
-static int cmp_item_end(const void *x, const void *y)
-{
-	const struct gpu_item *a = x, *b = y;
-	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->end, b->end) ?: CS_CMP(a->start, b->start);
+	return u->busy + (u->e - u->s);
 }
 
 /* Rows of items (sorted by `same`'s key, then start): the union of each run's intervals. */
@@ -311,7 +301,7 @@ static void gpu_util_rows(struct gpu_ctx *c, bool per_stream, struct gpu_util **
 		struct gpu_util u = { .pid = f->pid, .device = f->device,
 				      .context = per_stream ? f->context : 0,
 				      .stream = per_stream ? f->stream : GPU_ALL_STREAMS };
-		uint64_t cur_s = f->start, cur_e = f->end;
+		struct gpu_union un = { .s = f->start, .e = f->end };
 		size_t j = i;
 		for (; j < c->nitems; j++) {
 			const struct gpu_item *it = &c->items[j];
@@ -320,17 +310,11 @@ static void gpu_util_rows(struct gpu_ctx *c, bool per_stream, struct gpu_util **
 				break;
 			u.items++;
 			u.work_ns += it->end - it->start;
-			if (it->start > cur_e) {
-				u.busy_ns += cur_e - cur_s;
-				cur_s = it->start;
-				cur_e = it->end;
-			} else if (it->end > cur_e) {
-				cur_e = it->end;
-			}
+			gpu_union_add(&un, it->start, it->end);
 		}
-		u.busy_ns += cur_e - cur_s;
+		u.busy_ns = gpu_union_ns(&un);
 		struct gpu_proc *pr = gpu_proc_of(c, f->pid);
-		u.window_ns = pr->last > pr->first ? pr->last - pr->first : 0;
+		u.window_ns = gpu_window_ns(&pr->w);
 		u.percent = u.window_ns ? 100.0 * (double)u.busy_ns / (double)u.window_ns : 0.0;
 		cs_grow(rows, &cap, *n + 1, sizeof(**rows));
 		(*rows)[(*n)++] = u;
@@ -340,18 +324,11 @@ static void gpu_util_rows(struct gpu_ctx *c, bool per_stream, struct gpu_util **
 
 /* ---- synchronisation ---- */
 
-static int cmp_wait_thread(const void *x, const void *y)
-{
-	const struct gpu_wait *a = x, *b = y;
-	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->tid, b->tid) ?: CS_CMP(a->start, b->start);
-}
+CS_CMP_FN(cmp_wait_thread, struct gpu_wait,
+	CS_CMP(a->pid, b->pid) ?: CS_CMP(a->tid, b->tid) ?: CS_CMP(a->start, b->start))
 
-static int cmp_sync_thread(const void *x, const void *y)
-{
-	const struct gpu_sync_thread *a = x, *b = y;
-	return CS_CMP(b->blocked_ns, a->blocked_ns) ?: CS_CMP(a->pid, b->pid) ?:
-	       CS_CMP(a->tid, b->tid);
-}
+CS_CMP_FN(cmp_sync_thread, struct gpu_sync_thread,
+	CS_CMP(b->blocked_ns, a->blocked_ns) ?: CS_CMP(a->pid, b->pid) ?: CS_CMP(a->tid, b->tid))
 
 static int cmp_blame(const void *x, const void *y)
 {
@@ -392,20 +369,14 @@ static void gpu_sync(struct gpu_ctx *c)
 	for (size_t i = 0; i < c->nwaits;) {
 		const struct gpu_wait *f = &c->waits[i];
 		struct gpu_sync_thread t = { .pid = f->pid, .tid = f->tid };
-		uint64_t cs = f->start, ce = f->end;
+		struct gpu_union un = { .s = f->start, .e = f->end };
 		size_t j = i;
 		for (; j < c->nwaits && c->waits[j].pid == f->pid && c->waits[j].tid == f->tid; j++) {
 			const struct gpu_wait *w = &c->waits[j];
 			t.waits++;
-			if (w->start > ce) {
-				t.blocked_ns += ce - cs;
-				cs = w->start;
-				ce = w->end;
-			} else if (w->end > ce) {
-				ce = w->end;
-			}
+			gpu_union_add(&un, w->start, w->end);
 		}
-		t.blocked_ns += ce - cs;
+		t.blocked_ns = gpu_union_ns(&un);
 		cs_grow(&o->sync_threads, &cap, o->nsync_threads + 1, sizeof(*o->sync_threads));
 		o->sync_threads[o->nsync_threads++] = t;
 		o->blocked_ns += t.blocked_ns;
@@ -441,26 +412,16 @@ static void gpu_sync(struct gpu_ctx *c)
 
 /* ---- latency ---- */
 
-static int cmp_waiter(const void *x, const void *y)
-{
-	const struct gpu_waiter *a = x, *b = y;
-	return CS_CMP(b->latency_ns, a->latency_ns) ?: CS_CMP(a->start, b->start) ?:
-	       CS_CMP(a->pid, b->pid);
-}
+CS_CMP_FN(cmp_waiter, struct gpu_waiter,
+	CS_CMP(b->latency_ns, a->latency_ns) ?: CS_CMP(a->start, b->start) ?:
+	CS_CMP(a->pid, b->pid))
 
-static int cmp_waiter_pid(const void *x, const void *y)
-{
-	const struct gpu_waiter *a = x, *b = y;
-	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->latency_ns, b->latency_ns);
-}
+CS_CMP_FN(cmp_waiter_pid, struct gpu_waiter,
+	CS_CMP(a->pid, b->pid) ?: CS_CMP(a->latency_ns, b->latency_ns))
 
 struct gpu_api_end { uint64_t key, end; };   /* key: pid << 32 | correlation */
 
-static int cmp_api_end(const void *x, const void *y)
-{
-	const struct gpu_api_end *a = x, *b = y;
-	return CS_CMP(a->key, b->key);
-}
+CS_CMP_FN(cmp_api_end, struct gpu_api_end, CS_CMP(a->key, b->key))
 
 /* Launch-queue latency: from the kernel's queued timestamp (CUPTI's latency timestamps, record
  * --gpu-latency), else from the end of the API call that launched it (its EXIT: the call
@@ -540,18 +501,10 @@ static void gpu_latency(struct gpu_ctx *c)
 
 struct gpu_sdur { uint32_t pid, stack; uint64_t ns; };
 
-static int cmp_sdur(const void *x, const void *y)
-{
-	const struct gpu_sdur *a = x, *b = y;
-	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->stack, b->stack);
-}
+CS_CMP_FN(cmp_sdur, struct gpu_sdur, CS_CMP(a->pid, b->pid) ?: CS_CMP(a->stack, b->stack))
 
-static int cmp_site(const void *x, const void *y)
-{
-	const struct gpu_site *a = x, *b = y;
-	return CS_CMP(b->gpu_ns, a->gpu_ns) ?: CS_CMP(a->pid, b->pid) ?: CS_CMP(a->stack, b->stack) ?:
-	       0;
-}
+CS_CMP_FN(cmp_site, struct gpu_site,
+	CS_CMP(b->gpu_ns, a->gpu_ns) ?: CS_CMP(a->pid, b->pid) ?: CS_CMP(a->stack, b->stack) ?: 0)
 
 static void gpu_sites(struct gpu_ctx *c)
 {
@@ -588,12 +541,8 @@ static void gpu_sites(struct gpu_ctx *c)
 
 /* ---- NVTX ---- */
 
-static int cmp_range(const void *x, const void *y)
-{
-	const struct gpu_range *a = x, *b = y;
-	return CS_CMP(b->total_ns, a->total_ns) ?: CS_CMP(b->marks, a->marks) ?:
-	       strcmp(a->name, b->name);
-}
+CS_CMP_FN(cmp_range, struct gpu_range,
+	CS_CMP(b->total_ns, a->total_ns) ?: CS_CMP(b->marks, a->marks) ?: strcmp(a->name, b->name))
 
 static void gpu_ranges(struct gpu_ctx *c)
 {
@@ -666,11 +615,7 @@ static bool gpu_system_frame(const struct profile *p, const struct profile_frame
 	return false;
 }
 
-static int cmp_fn_tally(const void *x, const void *y)
-{
-	const struct gpu_fn_tally *a = x, *b = y;
-	return CS_CMP(a->name, b->name);
-}
+CS_CMP_FN(cmp_fn_tally, struct gpu_fn_tally, CS_CMP(a->name, b->name))
 
 static void gpu_verdict_cause(struct gpu_ctx *c, struct gpu_verdict *v)
 {
@@ -833,23 +778,23 @@ static void gpu_verdicts(struct gpu_ctx *c)
 	o->verdicts = cs_calloc(c->nprocs + 1, sizeof(*o->verdicts));
 	for (size_t i = 0; i < c->nprocs; i++) {
 		const struct gpu_proc *pr = &c->procs[i];
-		struct gpu_verdict v = { .pid = pr->pid, .comm = gpu_comm(p, pr->pid, 0, true),
+		struct gpu_verdict v = { .pid = pr->w.pid, .comm = gpu_comm(p, pr->w.pid, 0, true),
 					 .kernels = pr->kernels, .kernel_ns = pr->kernel_ns };
-		v.window_ns = pr->last > pr->first ? pr->last - pr->first : 0;
+		v.window_ns = gpu_window_ns(&pr->w);
 		for (size_t k = 0; k < o->ndevices; k++)
-			if (o->devices[k].pid == pr->pid && o->devices[k].busy_ns > v.busy_ns) {
+			if (o->devices[k].pid == pr->w.pid && o->devices[k].busy_ns > v.busy_ns) {
 				v.busy_ns = o->devices[k].busy_ns;
 				v.device = o->devices[k].device;
 			}
 		for (size_t k = 0; k < o->nsync_threads; k++)
-			if (o->sync_threads[k].pid == pr->pid) { /* sorted: the first is the longest */
+			if (o->sync_threads[k].pid == pr->w.pid) { /* sorted: the first is the longest */
 				v.blocked_ns = o->sync_threads[k].blocked_ns;
 				v.blocked_tid = o->sync_threads[k].tid;
 				break;
 			}
 		size_t lo = 0, n = 0;
 		for (size_t k = 0; k < c->nlat; k++)
-			if (c->lat[k].pid == pr->pid) {
+			if (c->lat[k].pid == pr->w.pid) {
 				if (!n++)
 					lo = k;
 			}
@@ -859,7 +804,7 @@ static void gpu_verdicts(struct gpu_ctx *c)
 		for (size_t k = 0; k < o->nblames; k++) {
 			uint64_t ns = 0;
 			for (size_t b = 0; b < c->nblamed; b++)
-				if (c->blamed[b].pid == pr->pid && c->blamed[b].name == o->blames[k].name)
+				if (c->blamed[b].pid == pr->w.pid && c->blamed[b].name == o->blames[k].name)
 					ns += c->blamed[b].ns;
 			if (ns > best && o->blames[k].name) {
 				best = ns;
@@ -892,11 +837,7 @@ static void gpu_verdicts(struct gpu_ctx *c)
 	}
 }
 
-static int cmp_proc(const void *x, const void *y)
-{
-	const struct gpu_proc *a = x, *b = y;
-	return CS_CMP(a->pid, b->pid);
-}
+CS_CMP_FN(cmp_proc, struct gpu_proc, CS_CMP(a->w.pid, b->w.pid))
 
 /* ---- collection ---- */
 
@@ -921,10 +862,7 @@ static void gpu_collect(struct gpu_ctx *c)
 			continue;
 		o->activities++;
 		struct gpu_proc *pr = gpu_proc_of(c, a->pid);
-		if (a->start < pr->first)
-			pr->first = a->start;
-		if (a->end > pr->last)
-			pr->last = a->end;
+		gpu_window_widen(&pr->w, a->start, a->end);
 		switch (a->kind) {
 		case PROFILE_GPU_KERNEL:
 		case PROFILE_GPU_MEMCPY:

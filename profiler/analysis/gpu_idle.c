@@ -31,17 +31,12 @@ struct idle_span {        /* an API call or a sync record of one thread */
 	bool sync;
 };
 
-struct idle_window {
-	uint32_t pid;
-	uint64_t first, last;
-};
-
 struct idle_ctx {
 	const struct profile *p;
 	int64_t pid;
 	struct idle_item *items; size_t nitems, items_cap;
 	struct idle_span *spans; size_t nspans, spans_cap;
-	struct idle_window *windows; size_t nwindows, windows_cap;
+	struct gpu_window *windows; size_t nwindows, windows_cap;
 	struct gpu_idle *out;
 	size_t intervals_cap, samples_cap;
 	/* csampler's own GPU writer threads (named "csampler-gpu" by lib/libcsampler-cupti.so):
@@ -85,14 +80,38 @@ static const struct profile_gpu_launch *idle_launch(const struct profile *p,
 	return NULL;
 }
 
-static struct idle_window *idle_window_of(struct idle_ctx *c, uint32_t pid)
+void *gpu_window_of(void *arr, size_t *n, size_t *cap, size_t elem, uint32_t pid)
 {
-	for (size_t i = 0; i < c->nwindows; i++)
-		if (c->windows[i].pid == pid)
-			return &c->windows[i];
-	cs_grow(&c->windows, &c->windows_cap, c->nwindows + 1, sizeof(*c->windows));
-	c->windows[c->nwindows] = (struct idle_window){ .pid = pid, .first = UINT64_MAX };
-	return &c->windows[c->nwindows++];
+	char **base = arr;
+	for (size_t i = 0; i < *n; i++) {
+		struct gpu_window *w = (struct gpu_window *)(*base + i * elem);
+		if (w->pid == pid)
+			return w;
+	}
+	cs_grow(arr, cap, *n + 1, elem);
+	struct gpu_window *w = (struct gpu_window *)(*base + (*n)++ * elem);
+	memset(w, 0, elem);
+	w->pid = pid;
+	w->first = UINT64_MAX;
+	return w;
+}
+
+void gpu_window_widen(struct gpu_window *w, uint64_t start, uint64_t end)
+{
+	if (start < w->first)
+		w->first = start;
+	if (end > w->last)
+		w->last = end;
+}
+
+uint64_t gpu_window_ns(const struct gpu_window *w)
+{
+	return w->last > w->first ? w->last - w->first : 0;
+}
+
+static struct gpu_window *idle_window_of(struct idle_ctx *c, uint32_t pid)
+{
+	return gpu_window_of(&c->windows, &c->nwindows, &c->windows_cap, sizeof(*c->windows), pid);
 }
 
 /* The window, device work and spans, as gpu.c's utilisation table sees them. */
@@ -105,11 +124,7 @@ static void idle_collect(struct idle_ctx *c)
 			continue;
 		if (c->pid >= 0 && (int64_t)a->pid != c->pid)
 			continue;
-		struct idle_window *w = idle_window_of(c, a->pid);
-		if (a->start < w->first)
-			w->first = a->start;
-		if (a->end > w->last)
-			w->last = a->end;
+		gpu_window_widen(idle_window_of(c, a->pid), a->start, a->end);
 		const struct profile_gpu_launch *l = idle_launch(p, a);
 		switch (a->kind) {
 		case PROFILE_GPU_KERNEL:
@@ -138,25 +153,14 @@ static void idle_collect(struct idle_ctx *c)
 	}
 }
 
-static int cmp_item(const void *x, const void *y)
-{
-	const struct idle_item *a = x, *b = y;
-	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->device, b->device) ?: CS_CMP(a->start, b->start) ?:
-	       0;
-}
+CS_CMP_FN(cmp_item, struct idle_item,
+	CS_CMP(a->pid, b->pid) ?: CS_CMP(a->device, b->device) ?: CS_CMP(a->start, b->start) ?: 0)
 
-static int cmp_span(const void *x, const void *y)
-{
-	const struct idle_span *a = x, *b = y;
-	return CS_CMP(a->tid, b->tid) ?: CS_CMP(a->pid, b->pid) ?: CS_CMP(a->start, b->start);
-}
+CS_CMP_FN(cmp_span, struct idle_span,
+	CS_CMP(a->tid, b->tid) ?: CS_CMP(a->pid, b->pid) ?: CS_CMP(a->start, b->start))
 
-static int cmp_interval(const void *x, const void *y)
-{
-	const struct gpu_idle_interval *a = x, *b = y;
-	return CS_CMP(a->start, b->start) ?: CS_CMP(a->pid, b->pid) ?: CS_CMP(a->device, b->device) ?:
-	       0;
-}
+CS_CMP_FN(cmp_interval, struct gpu_idle_interval,
+	CS_CMP(a->start, b->start) ?: CS_CMP(a->pid, b->pid) ?: CS_CMP(a->device, b->device) ?: 0)
 
 static void idle_add_interval(struct idle_ctx *c, uint32_t pid, uint32_t device, uint64_t s,
 			      uint64_t e)
@@ -178,7 +182,7 @@ static void idle_intervals(struct idle_ctx *c)
 	cs_qsort(c->items, c->nitems, sizeof(*c->items), cmp_item);
 	for (size_t i = 0; i < c->nitems;) {
 		const struct idle_item *f = &c->items[i];
-		const struct idle_window *w = idle_window_of(c, f->pid);
+		const struct gpu_window *w = idle_window_of(c, f->pid);
 		uint64_t cursor = w->first;  /* end of the busy time so far */
 		size_t j = i;
 		for (; j < c->nitems && c->items[j].pid == f->pid && c->items[j].device == f->device;
@@ -229,11 +233,7 @@ struct idle_tally {       /* one stack's weight within an interval or a time ran
 	uint64_t weight;
 };
 
-static int cmp_tally(const void *x, const void *y)
-{
-	const struct idle_tally *a = x, *b = y;
-	return CS_CMP(a->stack, b->stack);
-}
+CS_CMP_FN(cmp_tally, struct idle_tally, CS_CMP(a->stack, b->stack))
 
 /* The stack with most idle ns among n tallies (sorted here); ties go to the lower id. */
 static uint32_t idle_top_of(struct idle_tally *t, size_t n)
@@ -303,11 +303,8 @@ static int cmp_sample_key(const void *x, const void *y, void *arg)
 	       0;
 }
 
-static int cmp_sample_time(const void *x, const void *y)
-{
-	const struct gpu_idle_sample *a = x, *b = y;
-	return CS_CMP(a->sample, b->sample) ?: CS_CMP(a->interval, b->interval);
-}
+CS_CMP_FN(cmp_sample_time, struct gpu_idle_sample,
+	CS_CMP(a->sample, b->sample) ?: CS_CMP(a->interval, b->interval))
 
 static int cmp_stack_ns(const void *x, const void *y)
 {

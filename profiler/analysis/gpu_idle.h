@@ -33,6 +33,22 @@ enum gpu_idle_class {
 
 #define GPU_IDLE_NO_STACK UINT32_MAX
 
+/* The span of one process' GPU work, from its first start to its last end: the window that
+ * gpu.c's utilisation and verdicts and this file's idle time are measured against. */
+struct gpu_window {
+	uint32_t pid;
+	uint64_t first, last;    /* UINT64_MAX and 0 while empty */
+};
+
+/* The element of (*arr)[0..*n) (elements of elem bytes that begin with a struct gpu_window)
+ * whose window is pid's; appended, zeroed and with an empty window, when there is none. arr
+ * is the address of the array pointer, grown through cs_grow. */
+void *gpu_window_of(void *arr, size_t *n, size_t *cap, size_t elem, uint32_t pid);
+/* Widen w to hold [start, end]. */
+void gpu_window_widen(struct gpu_window *w, uint64_t start, uint64_t end);
+/* last - first, 0 for an empty window. */
+uint64_t gpu_window_ns(const struct gpu_window *w);
+
 struct gpu_idle_interval {
 	uint32_t pid, device;
 	uint64_t start, end;     /* CLOCK_MONOTONIC ns, end > start */

@@ -68,57 +68,46 @@ static int load_corrupt(struct load *l, const char *what)
 	return cs_error(EINVAL, "%s: corrupt %s record", l->path, what);
 }
 
-static int load_header_kv(struct load *l, const uint8_t *d, size_t len)
+/* The handlers below take a record df_decode_record decoded and df_check_record found in
+ * order (load_record). */
+
+static void load_header_kv(struct load *l, const union df_record *r)
 {
-	struct profile *p = l->p;
-	struct df_header_kv kv;
-	if (df_decode_header_kv(d, len, &kv))
-		return load_corrupt(l, "header");
-	*CS_PUSH(p->header, p->nheader, l->cap_header) =
-		(struct profile_kv){ cs_strdup(kv.key), cs_strdup(kv.value) };
-	return 0;
+	*CS_PUSH(l->p->header, l->p->nheader, l->cap_header) =
+		(struct profile_kv){ cs_strdup(r->kv.key), cs_strdup(r->kv.value) };
 }
 
-static int load_string(struct load *l, const uint8_t *d, size_t len)
+static void load_string(struct load *l, const union df_record *r)
 {
-	struct profile *p = l->p;
-	struct df_string str;
-	if (df_decode_string(d, len, &str) || str.id != p->nstrings)
-		return load_corrupt(l, "string");
-	*CS_PUSH(p->strings, p->nstrings, l->cap_strings) = cs_strdup(str.text);
-	return 0;
+	*CS_PUSH(l->p->strings, l->p->nstrings, l->cap_strings) = cs_strdup(r->str.text);
 }
 
-static int load_comm(struct load *l, const uint8_t *d, size_t len)
+static void load_comm(struct load *l, const union df_record *r)
 {
-	struct df_comm c;
-	if (df_decode_comm(d, len, &c))
-		return load_corrupt(l, "comm");
+	const struct df_comm *c = &r->comm;
 	cs_grow(&l->comms, &l->cap_comms, l->ncomms + 1, sizeof(*l->comms));
-	l->comms[l->ncomms] = (struct load_comm){ .pid = c.pid, .tid = c.tid, .seq = l->ncomms,
-						   .name = cs_strdup(c.name) };
+	l->comms[l->ncomms] = (struct load_comm){ .pid = c->pid, .tid = c->tid, .seq = l->ncomms,
+						   .name = cs_strdup(c->name) };
 	l->ncomms++;
-	return 0;
 }
 
-/* DF_FORK (a new process: pid == tid != ppid) and DF_EXIT. */
-static int load_task(struct load *l, uint16_t type, const uint8_t *d, size_t len)
+/* DF_FORK of a new process: pid == tid != ppid. */
+static void load_fork(struct load *l, const union df_record *r)
 {
-	struct df_task t;
-	if (df_decode_task(d, len, &t))
-		return load_corrupt(l, type == DF_FORK ? "fork" : "exit");
-	if (type == DF_FORK && t.pid == t.tid && t.pid != t.ppid) {
-		*CS_PUSH(l->forks, l->nforks, l->cap_forks) = (struct load_fork){ t.pid, t.ppid };
-	}
-	return 0;
+	if (r->task.pid == r->task.tid && r->task.pid != r->task.ppid)
+		*CS_PUSH(l->forks, l->nforks, l->cap_forks) =
+			(struct load_fork){ r->task.pid, r->task.ppid };
 }
 
-static int load_module(struct load *l, const uint8_t *d, size_t len)
+static void load_lost(struct load *l, const union df_record *r)
+{
+	l->p->lost += r->lost.count;
+}
+
+static void load_module(struct load *l, const union df_record *r)
 {
 	struct profile *p = l->p;
-	struct df_module m;
-	if (df_decode_module(d, len, &m) || m.id > p->nmodules)
-		return load_corrupt(l, "module");
+	struct df_module m = r->module;
 	if (m.id == p->nmodules) {
 		cs_grow(&p->modules, &l->cap_modules, p->nmodules + 1, sizeof(*p->modules));
 		cs_grow(&l->module_names, &l->cap_module_names, 2 * (p->nmodules + 1),
@@ -132,80 +121,57 @@ static int load_module(struct load *l, const uint8_t *d, size_t len)
 	l->module_names[2 * m.id] = cs_strdup(m.path);
 	l->module_names[2 * m.id + 1] = cs_strdup(m.build_id);
 	p->modules[m.id].flags = m.flags;
-	return 0;
 }
 
-static int load_loc(struct load *l, const uint8_t *d, size_t len)
+static void load_loc(struct load *l, const union df_record *r)
 {
-	struct df_loc loc;
-	if (df_decode_loc(d, len, &loc) || loc.id != l->nlocs || loc.module >= l->p->nmodules)
-		return load_corrupt(l, "location");
 	*CS_PUSH(l->locs, l->nlocs, l->cap_locs) = (struct load_loc){
-		.module = loc.module, .offset = loc.offset, .flags = loc.flags };
-	return 0;
+		.module = r->loc.module, .offset = r->loc.offset, .flags = r->loc.flags };
 }
 
-static int load_stack(struct load *l, const uint8_t *d, size_t len)
+static void load_stack(struct load *l, const union df_record *rec)
 {
+	const struct df_stack *st = &rec->stack;
 	struct profile *p = l->p;
-	struct df_stack st;
-	if (df_decode_stack(d, len, &st) || st.id != p->nstacks)
-		return load_corrupt(l, "stack");
-	cs_grow(&l->stack_locs, &l->cap_stack_locs, l->nstack_locs + st.n, sizeof(uint32_t));
-	for (uint32_t i = 0; i < st.n; i++) {
-		uint32_t loc = df_stack_loc(&st, i);
-		if (loc >= l->nlocs)
-			return load_corrupt(l, "stack");
-		l->stack_locs[l->nstack_locs + i] = loc;
-	}
+	cs_grow(&l->stack_locs, &l->cap_stack_locs, l->nstack_locs + st->n, sizeof(uint32_t));
+	for (uint32_t i = 0; i < st->n; i++)
+		l->stack_locs[l->nstack_locs + i] = df_stack_loc(st, i);
 	*CS_PUSH(p->stacks, p->nstacks, l->cap_stacks) =
-		(struct profile_stack){ (uint32_t)l->nstack_locs, st.n };
-	l->nstack_locs += st.n;
-	return 0;
+		(struct profile_stack){ (uint32_t)l->nstack_locs, st->n };
+	l->nstack_locs += st->n;
 }
 
-static int load_sample(struct load *l, const uint8_t *d, size_t len)
+static void load_sample(struct load *l, const union df_record *rec)
 {
+	const struct df_sample *r = &rec->sample;
 	struct profile *p = l->p;
-	struct df_sample r;
-	if (df_decode_sample(d, len, &r) || r.stack >= p->nstacks)
-		return load_corrupt(l, "sample");
-	struct profile_sample s = { .time = r.time, .pid = r.pid, .tid = r.tid, .cpu = r.cpu,
-				    .stack = r.stack, .flags = r.flags, .weight = r.weight };
+	struct profile_sample s = { .time = r->time, .pid = r->pid, .tid = r->tid, .cpu = r->cpu,
+				    .stack = r->stack, .flags = r->flags, .weight = r->weight };
 	*CS_PUSH(p->samples, p->nsamples_records, l->cap_samples) = s;
 	p->nsamples += s.weight;
-	return 0;
 }
 
-static int load_symbol(struct load *l, const uint8_t *d, size_t len)
+static void load_symbol(struct load *l, const union df_record *r)
 {
-	struct profile *p = l->p;
-	struct df_symbol sym;
-	if (df_decode_symbol(d, len, &sym) || sym.loc >= l->nlocs)
-		return load_corrupt(l, "symbol");
-	cs_grow(&l->syms, &l->cap_syms, l->nsyms + sym.n, sizeof(*l->syms));
-	for (uint32_t i = 0; i < sym.n; i++) {
-		struct df_symbol_frame f = df_symbol_at(&sym, i);
-		if (f.name >= p->nstrings || f.file >= p->nstrings)
-			return load_corrupt(l, "symbol");
+	const struct df_symbol *sym = &r->sym;
+	cs_grow(&l->syms, &l->cap_syms, l->nsyms + sym->n, sizeof(*l->syms));
+	for (uint32_t i = 0; i < sym->n; i++) {
+		struct df_symbol_frame f = df_symbol_at(sym, i);
 		l->syms[l->nsyms + i] = (struct load_sym){ f.name, f.file, f.line, f.flags };
 	}
-	l->locs[sym.loc].sym_first = (uint32_t)l->nsyms;
-	l->locs[sym.loc].sym_n = sym.n;
-	l->nsyms += sym.n;
-	return 0;
+	l->locs[sym->loc].sym_first = (uint32_t)l->nsyms;
+	l->locs[sym->loc].sym_n = sym->n;
+	l->nsyms += sym->n;
 }
 
 /* The GPU records are optional: one that does not fit is skipped, the CPU profile loads. */
-static int load_gpu_launch(struct load *l, const uint8_t *d, size_t len)
+static void load_gpu_launch(struct load *l, const union df_record *r)
 {
 	struct profile *p = l->p;
-	struct df_gpu_launch g;
-	if (df_decode_gpu_launch(d, len, &g))
-		return load_corrupt(l, "GPU launch");
+	const struct df_gpu_launch g = r->launch;
 	if (g.stack >= p->nstacks || g.api >= p->nstrings) {
 		l->gpu_bad++;
-		return 0;
+		return;
 	}
 	struct profile_gpu_launch *out =
 		CS_PUSH(p->gpu_launches, p->ngpu_launches, l->cap_gpu_launches);
@@ -213,20 +179,17 @@ static int load_gpu_launch(struct load *l, const uint8_t *d, size_t len)
 		.time = g.time, .pid = g.pid, .tid = g.tid, .correlation = g.correlation,
 		.stack = g.stack, .api = g.api, .cbid = g.cbid, .domain = g.domain,
 		.flags = g.flags, .graph_node_id = g.graph_node_id };
-	return 0;
 }
 
-static int load_gpu_activity(struct load *l, const uint8_t *d, size_t len)
+static void load_gpu_activity(struct load *l, const union df_record *r)
 {
 	struct profile *p = l->p;
-	struct df_gpu_activity g;
-	if (df_decode_gpu_activity(d, len, &g))
-		return load_corrupt(l, "GPU activity");
+	const struct df_gpu_activity g = r->act;
 	if (g.kind == 0 || g.kind >= PROFILE_GPU_NKINDS)
-		return 0; /* a kind of a newer csampler */
+		return; /* a kind of a newer csampler */
 	if (g.name >= p->nstrings) {
 		l->gpu_bad++;
-		return 0;
+		return;
 	}
 	cs_grow(&p->gpu_activities, &l->cap_gpu_activities, p->ngpu_activities + 1,
 		sizeof(*p->gpu_activities));
@@ -240,15 +203,12 @@ static int load_gpu_activity(struct load *l, const uint8_t *d, size_t len)
 		.launch = PROFILE_GPU_NO_LAUNCH, .node_launch = PROFILE_GPU_NO_LAUNCH };
 	memcpy(a->grid, g.grid, sizeof(a->grid));
 	memcpy(a->block, g.block, sizeof(a->block));
-	return 0;
 }
 
-static int load_gpu_info(struct load *l, const uint8_t *d, size_t len)
+static void load_gpu_info(struct load *l, const union df_record *r)
 {
 	struct profile *p = l->p;
-	struct df_gpu_info g;
-	if (df_decode_gpu_info(d, len, &g))
-		return load_corrupt(l, "GPU info");
+	const struct df_gpu_info g = r->info;
 	struct profile_gpu_process *out =
 		CS_PUSH(p->gpu_processes, p->ngpu_processes, l->cap_gpu_processes);
 	*out = (struct profile_gpu_process){
@@ -260,95 +220,68 @@ static int load_gpu_info(struct load *l, const uint8_t *d, size_t len)
 		.flush_timeouts = g.flush_timeouts, .write_errors = g.write_errors,
 		.capture_ns = g.capture_ns, .flags = g.flags, .bad_records = g.bad_records,
 		.vendor = g.vendor };
-	return 0;
 }
 
-static int load_gpu_note(struct load *l, const uint8_t *d, size_t len)
+static void load_gpu_note(struct load *l, const union df_record *r)
 {
+	const struct df_gpu_note *n = &r->note;
 	struct profile *p = l->p;
-	struct df_gpu_note n;
-	if (df_decode_gpu_note(d, len, &n))
-		return load_corrupt(l, "GPU note");
 	cs_grow(&p->gpu_notes, &l->cap_gpu_notes, p->ngpu_notes + 1, sizeof(*p->gpu_notes));
-	*CS_PUSH(l->gpu_note_texts, l->nnote_texts, l->cap_note_texts) = cs_strdup(n.text);
-	p->gpu_notes[p->ngpu_notes++] = (struct profile_gpu_note){ n.pid, n.severity, 0 };
-	return 0;
+	*CS_PUSH(l->gpu_note_texts, l->nnote_texts, l->cap_note_texts) = cs_strdup(n->text);
+	p->gpu_notes[p->ngpu_notes++] = (struct profile_gpu_note){ n->pid, n->severity, 0 };
 }
 
-static int load_task_label(struct load *l, const uint8_t *d, size_t len)
+static void load_task_label(struct load *l, const union df_record *r)
 {
+	const struct df_task_label *t = &r->label;
 	struct profile *p = l->p;
-	struct df_task_label t;
-	if (df_decode_task_label(d, len, &t) || t.host >= p->nstrings)
-		return load_corrupt(l, "task label");
 	*CS_PUSH(p->labels, p->nlabels, l->cap_labels) = (struct profile_label){
-		.id = t.id, .orig_id = t.orig_id, .rank = t.rank < 0 ? -1 : t.rank,
-		.input = t.input, .host = t.host, .flags = t.flags };
-	return 0;
+		.id = t->id, .orig_id = t->orig_id, .rank = t->rank < 0 ? -1 : t->rank,
+		.input = t->input, .host = t->host, .flags = t->flags };
 }
 
+static void load_end(struct load *l, const union df_record *r)
+{
+	l->end_time = r->end.end_time;
+	l->symbolized = r->end.flags & 1;
+}
+
+/* What keeps each record type (by type; DF_MMAP and DF_EXIT are read to check them, nothing
+ * kept; DF_RAW_SAMPLE is counted by load_record). */
+static void (*const load_apply[DF_TASK_LABEL + 1])(struct load *, const union df_record *) = {
+	[DF_HEADER_KV] = load_header_kv, [DF_STRING] = load_string, [DF_COMM] = load_comm,
+	[DF_FORK] = load_fork, [DF_LOST] = load_lost, [DF_MODULE] = load_module,
+	[DF_LOC] = load_loc, [DF_STACK] = load_stack, [DF_SAMPLE] = load_sample,
+	[DF_SYMBOL] = load_symbol, [DF_END] = load_end, [DF_GPU_LAUNCH] = load_gpu_launch,
+	[DF_GPU_ACTIVITY] = load_gpu_activity, [DF_GPU_INFO] = load_gpu_info,
+	[DF_GPU_NOTE] = load_gpu_note, [DF_TASK_LABEL] = load_task_label,
+};
+
+/* One record: decoded and checked through format/records.c (as merge does), then kept. */
 static int load_record(void *arg, uint16_t type, const uint8_t *d, size_t len)
 {
 	struct load *l = arg;
-	union {
-		struct df_mmap mmap;
-		struct df_lost lost;
-		struct df_end end;
-	} r;
+	const struct df_ids ids = { (uint32_t)l->p->nstrings, (uint32_t)l->p->nmodules,
+				    (uint32_t)l->nlocs, (uint32_t)l->p->nstacks };
+	union df_record r;
+	int err;
 
-	switch (type) {
-	case DF_HEADER_KV:
-		return load_header_kv(l, d, len);
-	case DF_STRING:
-		return load_string(l, d, len);
-	case DF_COMM:
-		return load_comm(l, d, len);
-	case DF_MMAP:
-		return df_decode_mmap(d, len, &r.mmap) ? load_corrupt(l, "mmap") : 0;
-	case DF_FORK:
-	case DF_EXIT:
-		return load_task(l, type, d, len);
-	case DF_LOST:
-		if (df_decode_lost(d, len, &r.lost))
-			return load_corrupt(l, "lost");
-		l->p->lost += r.lost.count;
-		return 0;
-	case DF_MODULE:
-		return load_module(l, d, len);
-	case DF_LOC:
-		return load_loc(l, d, len);
-	case DF_STACK:
-		return load_stack(l, d, len);
-	case DF_SAMPLE:
-		return load_sample(l, d, len);
-	case DF_SYMBOL:
-		return load_symbol(l, d, len);
-	case DF_GPU_LAUNCH:
-		return load_gpu_launch(l, d, len);
-	case DF_GPU_ACTIVITY:
-		return load_gpu_activity(l, d, len);
-	case DF_GPU_INFO:
-		return load_gpu_info(l, d, len);
-	case DF_GPU_NOTE:
-		return load_gpu_note(l, d, len);
-	case DF_TASK_LABEL:
-		return load_task_label(l, d, len);
-	case DF_END:
-		if (df_decode_end(d, len, &r.end))
-			return load_corrupt(l, "end");
-		l->end_time = r.end.end_time;
-		l->symbolized = r.end.flags & 1;
-		return 0;
-	case DF_RAW_SAMPLE:
+	if (type == DF_RAW_SAMPLE) {
 		l->p->nraw_samples++; /* counted so info can say the file holds stack memory */
 		return 0;
-	default:
-		if (type < 128)
-			return cs_error(EPROTONOSUPPORT,
-					"%s: unknown record type %u: written by a newer csampler?",
-					l->path, type);
-		return 0; /* optional record: skip */
 	}
+	err = df_decode_record(type, d, len, &r);
+	if (err == -ENOENT && type < 128)
+		return cs_error(EPROTONOSUPPORT,
+				"%s: unknown record type %u: written by a newer csampler?", l->path,
+				type);
+	if (err == -ENOENT)
+		return 0; /* optional record: skip */
+	if (err || df_check_record(type, &r, &ids))
+		return load_corrupt(l, df_record_name(type));
+	if (type < sizeof(load_apply) / sizeof(load_apply[0]) && load_apply[type])
+		load_apply[type](l, &r);
+	return 0;
 }
 
 /* ---- string lookup for names the loader makes up ---- */
@@ -396,28 +329,17 @@ static uint32_t load_intern(struct load *l, char *s)
 	return (uint32_t)p->nstrings++;
 }
 
-static int cmp_comm(const void *a, const void *b)
-{
-	const struct load_comm *x = a, *y = b;
-	return CS_CMP(x->tid, y->tid) ?: CS_CMP(x->seq, y->seq);
-}
+CS_CMP_FN(cmp_comm, struct load_comm, CS_CMP(a->tid, b->tid) ?: CS_CMP(a->seq, b->seq))
 
-static int cmp_sample_time(const void *a, const void *b)
-{
-	const struct profile_sample *x = a, *y = b;
-	return CS_CMP(x->time, y->time) ?: CS_CMP(x->tid, y->tid);
-}
+CS_CMP_FN(cmp_sample_time, struct profile_sample,
+	CS_CMP(a->time, b->time) ?: CS_CMP(a->tid, b->tid))
 
 struct tid_key {
 	uint32_t pid, tid;
 	uint64_t samples;
 };
 
-static int cmp_tid(const void *a, const void *b)
-{
-	const struct tid_key *x = a, *y = b;
-	return CS_CMP(x->pid, y->pid) ?: CS_CMP(x->tid, y->tid);
-}
+CS_CMP_FN(cmp_tid, struct tid_key, CS_CMP(a->pid, b->pid) ?: CS_CMP(a->tid, b->tid))
 
 static uint32_t load_comm_of(const struct load *l, uint32_t tid)
 {
@@ -428,11 +350,7 @@ static uint32_t load_comm_of(const struct load *l, uint32_t tid)
 	return 0;
 }
 
-static int cmp_label(const void *a, const void *b)
-{
-	const struct profile_label *x = a, *y = b;
-	return CS_CMP(x->id, y->id);
-}
+CS_CMP_FN(cmp_label, struct profile_label, CS_CMP(a->id, b->id))
 
 /* Labels sorted by id (merge writes one per id; of duplicates one is kept), the header's rank
  * and host, and every process' rank, host and original pid. */
@@ -479,30 +397,21 @@ int32_t profile_rank_of(const struct profile *p, uint32_t pid)
 	return lb ? lb->rank : p->rank;
 }
 
-static int cmp_gpu_launch(const void *a, const void *b)
-{
-	const struct profile_gpu_launch *x = a, *y = b;
-	return CS_CMP(x->pid, y->pid) ?: CS_CMP(x->correlation, y->correlation) ?:
-	       CS_CMP(x->time, y->time);
-}
+CS_CMP_FN(cmp_gpu_launch, struct profile_gpu_launch,
+	CS_CMP(a->pid, b->pid) ?: CS_CMP(a->correlation, b->correlation) ?:
+	CS_CMP(a->time, b->time))
 
-static int cmp_gpu_activity(const void *a, const void *b)
-{
-	const struct profile_gpu_activity *x = a, *y = b;
-	return CS_CMP(x->start, y->start) ?: CS_CMP(x->pid, y->pid) ?:
-	       CS_CMP(x->correlation, y->correlation);
-}
+CS_CMP_FN(cmp_gpu_activity, struct profile_gpu_activity,
+	CS_CMP(a->start, b->start) ?: CS_CMP(a->pid, b->pid) ?:
+	CS_CMP(a->correlation, b->correlation))
 
 struct gpu_node_key {
 	uint32_t pid, launch;
 	uint64_t node;
 };
 
-static int cmp_gpu_node(const void *a, const void *b)
-{
-	const struct gpu_node_key *x = a, *y = b;
-	return CS_CMP(x->pid, y->pid) ?: CS_CMP(x->node, y->node) ?: CS_CMP(x->launch, y->launch);
-}
+CS_CMP_FN(cmp_gpu_node, struct gpu_node_key,
+	CS_CMP(a->pid, b->pid) ?: CS_CMP(a->node, b->node) ?: CS_CMP(a->launch, b->launch))
 
 static size_t gpu_launch_lower(const struct profile *p, uint32_t pid, uint32_t correlation)
 {

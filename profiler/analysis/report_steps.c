@@ -298,17 +298,9 @@ struct rs_rank {
 	double per;                  /* divisor of its function times: steps, or seconds */
 };
 
-static int cmp_rank(const void *x, const void *y)
-{
-	const struct rs_rank *a = x, *b = y;
-	return CS_CMP(a->rank, b->rank);
-}
+CS_CMP_FN(cmp_rank, struct rs_rank, CS_CMP(a->rank, b->rank))
 
-static int cmp_double(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-	return CS_CMP(a, b);
-}
+CS_CMP_FN(cmp_double, double, CS_CMP(*a, *b))
 
 /* Nearest-rank median (the lower one of an even count). */
 static double rs_median(double *v, size_t n)
@@ -337,11 +329,8 @@ struct rs_ranks {
 	size_t nfns;
 };
 
-static int cmp_fn_excess(const void *x, const void *y)
-{
-	const struct rs_fn *a = x, *b = y;
-	return CS_CMP(b->excess_ns, a->excess_ns) ?: CS_CMP(a->name, b->name);
-}
+CS_CMP_FN(cmp_fn_excess, struct rs_fn,
+	CS_CMP(b->excess_ns, a->excess_ns) ?: CS_CMP(a->name, b->name))
 
 static size_t rs_rank_index(const struct rs_rank *r, size_t n, int32_t rank)
 {
@@ -407,11 +396,7 @@ struct rs_triple {
 	uint64_t weight;
 };
 
-static int cmp_triple(const void *x, const void *y)
-{
-	const struct rs_triple *a = x, *b = y;
-	return CS_CMP(a->rank, b->rank) ?: CS_CMP(a->stack, b->stack);
-}
+CS_CMP_FN(cmp_triple, struct rs_triple, CS_CMP(a->rank, b->rank) ?: CS_CMP(a->stack, b->stack))
 
 static size_t rs_excess(const struct profile *p, const struct rs_rank *rk, size_t nr, size_t s,
 			uint64_t period_ns, struct rs_fn *out)

@@ -22,13 +22,13 @@ static void build_report_profile(struct pbuild *b)
 	pb_header(b, "rate_hz", "999");
 	pb_header(b, "callgraph", "dwarf");
 	pb_header(b, "stack_size", "8192");
+	static const struct fx_run runs[] = {
+		{ 0, 100, 50, 0 }, { 2, 101, 30, 0 }, { 1, 100, 10, 0 }, { 3, 100, 10, 0 },
+		{ 4, 101, 5, PROFILE_SAMPLE_STACK_FULL },
+	};
 	uint32_t s[5];
 	fx_app(b, "leaf_c;copy_user_[k]", s);
-	pb_samples(b, 100, 100, s[0], 50, 0);
-	pb_samples(b, 100, 101, s[2], 30, 0);
-	pb_samples(b, 100, 100, s[1], 10, 0);
-	pb_samples(b, 100, 100, s[3], 10, 0);
-	pb_samples(b, 100, 101, s[4], 5, PROFILE_SAMPLE_STACK_FULL);
+	fx_app_runs(b, s, runs, sizeof(runs) / sizeof(runs[0]));
 	b->p.lost = 2;
 }
 
@@ -243,21 +243,23 @@ UNIT_TEST(report_json_escaping_and_empty)
 	b.p.frames[0].name = pb_str(&b, "tab\there\nnewline");
 	o.format = REPORT_JSON;
 	char *text = render(&b.p, &o);
-	UNIT_ASSERT(strstr(text, "\"name\":\"std::map<int, \\\"x\\\">::at\""));
-	UNIT_ASSERT(strstr(text, "\"file\":\"src\\\\a.cc\""));
-	UNIT_ASSERT(strstr(text, "\"name\":\"tab\\u0009here\\u000anewline\""));
-	UNIT_ASSERT(strstr(text, "\"comm\":\"we\\\"ird\\\\name\""));
-	UNIT_ASSERT(strstr(text, "\"command\":null,\"cmdline\":null"));
-	UNIT_ASSERT(strstr(text, "\"rate_hz\":null"));
+	UNIT_ASSERT_CONTAINS_ALL(text,
+		"\"name\":\"std::map<int, \\\"x\\\">::at\"",
+		"\"file\":\"src\\\\a.cc\"",
+		"\"name\":\"tab\\u0009here\\u000anewline\"",
+		"\"comm\":\"we\\\"ird\\\\name\"",
+		"\"command\":null,\"cmdline\":null",
+		"\"rate_hz\":null");
 	free(text);
 	pb_free(&b);
 
 	pb_init(&b);
 	text = render(&b.p, &o);
-	UNIT_ASSERT(strstr(text, "\"samples\":0,"));
-	UNIT_ASSERT(strstr(text, "\"functions\":[\n],"));
-	UNIT_ASSERT(strstr(text, "\"complete_pct\":0.00"));
-	UNIT_ASSERT(strstr(text, "\"stack_size\":null,\"suggested_stack_size\":null"));
+	UNIT_ASSERT_CONTAINS_ALL(text,
+		"\"samples\":0,",
+		"\"functions\":[\n],",
+		"\"complete_pct\":0.00",
+		"\"stack_size\":null,\"suggested_stack_size\":null");
 	free(text);
 	o.format = REPORT_TEXT;
 	text = render(&b.p, &o);

@@ -414,69 +414,39 @@ static void stacks_pick_hot_lines(struct stacks_agg *g)
 }
 
 /* The tables' orders: the largest count first (CS_CMP(b, a): descending), then by name. */
-static int stacks_cmp_process(const void *x, const void *y)
-{
-	const struct stacks_process *a = x, *b = y;
-	return CS_CMP(b->samples, a->samples) ?: CS_CMP(a->pid, b->pid);
-}
+CS_CMP_FN(stacks_cmp_process, struct stacks_process,
+	CS_CMP(b->samples, a->samples) ?: CS_CMP(a->pid, b->pid))
 
-static int stacks_cmp_thread(const void *x, const void *y)
-{
-	const struct stacks_thread *a = x, *b = y;
-	return CS_CMP(b->samples, a->samples) ?: CS_CMP(a->pid, b->pid) ?: CS_CMP(a->tid, b->tid);
-}
+CS_CMP_FN(stacks_cmp_thread, struct stacks_thread,
+	CS_CMP(b->samples, a->samples) ?: CS_CMP(a->pid, b->pid) ?: CS_CMP(a->tid, b->tid))
 
-static int stacks_cmp_library(const void *x, const void *y)
-{
-	const struct stacks_library *a = x, *b = y;
-	return CS_CMP(b->self, a->self) ?: CS_CMP(b->total, a->total) ?: strcmp(a->path, b->path);
-}
+CS_CMP_FN(stacks_cmp_library, struct stacks_library,
+	CS_CMP(b->self, a->self) ?: CS_CMP(b->total, a->total) ?: strcmp(a->path, b->path))
 
-static int stacks_cmp_lacking(const void *x, const void *y)
-{
-	const struct stacks_library *a = x, *b = y;
-	return CS_CMP(b->total, a->total) ?: strcmp(a->path, b->path);
-}
+CS_CMP_FN(stacks_cmp_lacking, struct stacks_library,
+	CS_CMP(b->total, a->total) ?: strcmp(a->path, b->path))
 
-static int stacks_cmp_stop(const void *x, const void *y)
-{
-	const struct stacks_stop *a = x, *b = y;
-	return CS_CMP(b->samples, a->samples) ?: strcmp(a->name, b->name) ?:
-	       strcmp(a->module, b->module);
-}
+CS_CMP_FN(stacks_cmp_stop, struct stacks_stop,
+	CS_CMP(b->samples, a->samples) ?: strcmp(a->name, b->name) ?: strcmp(a->module, b->module))
 
 static int stacks_cmp_func_names(const struct stacks_function *a, const struct stacks_function *b)
 {
 	return strcmp(a->name, b->name) ?: strcmp(a->module, b->module);
 }
 
-static int stacks_cmp_self(const void *x, const void *y)
-{
-	const struct stacks_function *a = x, *b = y;
-	return CS_CMP(b->self, a->self) ?: CS_CMP(b->total, a->total) ?:
-	       stacks_cmp_func_names(a, b);
-}
+CS_CMP_FN(stacks_cmp_self, struct stacks_function,
+	CS_CMP(b->self, a->self) ?: CS_CMP(b->total, a->total) ?: stacks_cmp_func_names(a, b))
 
-static int stacks_cmp_total(const void *x, const void *y)
-{
-	const struct stacks_function *a = x, *b = y;
-	return CS_CMP(b->total, a->total) ?: CS_CMP(b->self, a->self) ?:
-	       stacks_cmp_func_names(a, b);
-}
+CS_CMP_FN(stacks_cmp_total, struct stacks_function,
+	CS_CMP(b->total, a->total) ?: CS_CMP(b->self, a->self) ?: stacks_cmp_func_names(a, b))
 
-static int stacks_cmp_python_self(const void *x, const void *y)
-{
-	const struct stacks_function *a = x, *b = y;
-	return CS_CMP(b->python_self, a->python_self) ?: CS_CMP(b->total, a->total) ?:
-	       stacks_cmp_func_names(a, b);
-}
+CS_CMP_FN(stacks_cmp_python_self, struct stacks_function,
+	CS_CMP(b->python_self, a->python_self) ?: CS_CMP(b->total, a->total) ?:
+	stacks_cmp_func_names(a, b))
 
-static int stacks_cmp_python_total(const void *x, const void *y)
-{
-	const struct stacks_function *a = x, *b = y;
-	return CS_CMP(b->total, a->total) ?: CS_CMP(b->python_self, a->python_self) ?:
-	       stacks_cmp_func_names(a, b);
-}
+CS_CMP_FN(stacks_cmp_python_total, struct stacks_function,
+	CS_CMP(b->total, a->total) ?: CS_CMP(b->python_self, a->python_self) ?:
+	stacks_cmp_func_names(a, b))
 
 size_t stacks_python_functions(const struct stacks_report *r, enum stacks_sort by,
 			       struct stacks_function **out)

@@ -22,14 +22,20 @@
 static void build_app(struct pbuild *b)
 {
 	pb_init(b);
+	static const struct fx_run runs[] = {
+		{ 0, 100, 25, 0 }, { 2, 101, 30, 0 }, { 0, 100, 25, 0 }, { 1, 100, 10, 0 },
+		{ 3, 100, 10, 0 }, { 4, 101, 5, 0 },
+	};
 	uint32_t s[5];
 	fx_app(b, "leaf_c", s);
-	pb_samples(b, 100, 100, s[0], 25, 0);
-	pb_samples(b, 100, 101, s[2], 30, 0);
-	pb_samples(b, 100, 100, s[0], 25, 0);
-	pb_samples(b, 100, 100, s[1], 10, 0);
-	pb_samples(b, 100, 100, s[3], 10, 0);
-	pb_samples(b, 100, 101, s[4], 5, 0);
+	fx_app_runs(b, s, runs, sizeof(runs) / sizeof(runs[0]));
+}
+
+/* The prologue of most tests: build's profile into b, aggregated without a filter into r. */
+static void aggregated(void (*build)(struct pbuild *), struct pbuild *b, struct stacks_report *r)
+{
+	build(b);
+	UNIT_ASSERT(stacks_aggregate(&b->p, NULL, r) == 0);
 }
 
 static const struct stacks_function *find_func(const struct stacks_report *r, const char *name)
@@ -44,8 +50,7 @@ UNIT_TEST(stacks_self_total)
 {
 	struct pbuild b;
 	struct stacks_report r;
-	build_app(&b);
-	UNIT_ASSERT(stacks_aggregate(&b.p, NULL, &r) == 0);
+	aggregated(build_app, &b, &r);
 	UNIT_ASSERT_EQ_INT(r.samples, 105);
 
 	const struct stacks_function *f = find_func(&r, "work_a");
@@ -88,8 +93,7 @@ UNIT_TEST(stacks_hot_lines)
 {
 	struct pbuild b;
 	struct stacks_report r;
-	build_app(&b);
-	UNIT_ASSERT(stacks_aggregate(&b.p, NULL, &r) == 0);
+	aggregated(build_app, &b, &r);
 	const struct stacks_function *f = find_func(&r, "work_a");
 	UNIT_ASSERT(f && f->hot_file && !strcmp(f->hot_file, "a.c"));
 	UNIT_ASSERT_EQ_INT(f->hot_line, 10);
@@ -109,8 +113,7 @@ UNIT_TEST(stacks_breakdowns)
 {
 	struct pbuild b;
 	struct stacks_report r;
-	build_app(&b);
-	UNIT_ASSERT(stacks_aggregate(&b.p, NULL, &r) == 0);
+	aggregated(build_app, &b, &r);
 	UNIT_ASSERT_EQ_INT(r.nprocesses, 1);
 	UNIT_ASSERT(r.processes[0].pid == 100 && !strcmp(r.processes[0].comm, "app"));
 	UNIT_ASSERT_EQ_INT(r.processes[0].samples, 105);
@@ -139,8 +142,7 @@ UNIT_TEST(stacks_unwind_quality)
 {
 	struct pbuild b;
 	struct stacks_report r;
-	build_app(&b);
-	UNIT_ASSERT(stacks_aggregate(&b.p, NULL, &r) == 0);
+	aggregated(build_app, &b, &r);
 	UNIT_ASSERT_EQ_INT(r.unwind.complete, 100);
 	UNIT_ASSERT(r.unwind.complete_pct > 95.23 && r.unwind.complete_pct < 95.24);
 	UNIT_ASSERT_EQ_INT(r.unwind.nstops, 1);
@@ -578,8 +580,7 @@ UNIT_TEST(stacks_python_self_total)
 {
 	struct pbuild b;
 	struct stacks_report r;
-	build_python(&b);
-	UNIT_ASSERT(stacks_aggregate(&b.p, NULL, &r) == 0);
+	aggregated(build_python, &b, &r);
 	UNIT_ASSERT_EQ_INT(r.samples, 18);
 	UNIT_ASSERT_EQ_INT(r.python_samples, 15);
 	const struct stacks_function *f = find_func(&r, "f"), *rec = find_func(&r, "rec"),

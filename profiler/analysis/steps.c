@@ -301,11 +301,7 @@ const struct steps_proc *steps_of(const struct steps *s, uint32_t pid)
 
 /* ---- measuring ---- */
 
-static int cmp_u64(const void *x, const void *y)
-{
-	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-	return a < b ? -1 : a > b;
-}
+CS_CMP_FN(cmp_u64, uint64_t, CS_CMP(*a, *b))
 
 uint64_t steps_percentile(uint64_t *v, size_t n, double q)
 {

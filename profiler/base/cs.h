@@ -34,6 +34,18 @@ extern int cs_quiet; /* set by -q: cs_info prints nothing (the only process-wide
  * and CS_CMP(b->n, a->n) sorts by n descending. Each argument is evaluated twice. */
 #define CS_CMP(a, b) (((a) > (b)) - ((a) < (b)))
 
+/* CS_CMP_FN(name, type, expr) defines the qsort comparator `static int name(const void *,
+ * const void *)` over elements of TYPE: EXPR sees the two as `const TYPE *a, *b` and is
+ * usually a CS_CMP chain,
+ *     CS_CMP_FN(cmp_thread, struct thread, CS_CMP(b->n, a->n) ?: CS_CMP(a->tid, b->tid))
+ * One definition serves every table's order, so a comparator is its keys and nothing else. */
+#define CS_CMP_FN(name, type, expr)                                             \
+	static int name(const void *cs_cmp_x_, const void *cs_cmp_y_)          \
+	{                                                                       \
+		const type *a = cs_cmp_x_, *b = cs_cmp_y_;                      \
+		return expr;                                                    \
+	}
+
 /* Little-endian loads from a byte buffer at any alignment (data files and perf's records are
  * little endian, as x86-64 is). */
 static inline uint32_t cs_rd32(const void *p)

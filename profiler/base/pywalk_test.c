@@ -44,6 +44,24 @@ static uint64_t pywalk_test_addr(const struct pywalk_test_frame *f)
 	return (uint64_t)(uintptr_t)f;
 }
 
+/* A walker of layout L over the test frames through r, into out[0..max), passing at most depth
+ * frames: every test's set-up. */
+static struct pywalk pywalk_test_walker(const struct pywalk_layout *L, struct pywalk_test_reader *r,
+					struct pywalk_frame *out, int max, int depth)
+{
+	return (struct pywalk){ .L = L, .read = pywalk_test_read, .arg = r, .out = out, .max = max,
+				.max_depth = depth };
+}
+
+/* w again, empty, to stop at the end of the first activation. */
+static struct pywalk pywalk_test_one_activation(const struct pywalk *w)
+{
+	struct pywalk one = *w;
+	one.n = 0;
+	one.one_activation = true;
+	return one;
+}
+
 UNIT_TEST(pywalk_frame_read_covers_every_field)
 {
 	UNIT_ASSERT_EQ_INT(pywalk_frame_read(&pywalk_test_311), 26);
@@ -62,8 +80,7 @@ UNIT_TEST(pywalk_311_runs_end_at_entry_frames)
 	f[1].is_entry = f[3].is_entry = 1;
 	struct pywalk_test_reader r = { 0 };
 	struct pywalk_frame out[8];
-	struct pywalk w = { .L = &pywalk_test_311, .read = pywalk_test_read, .arg = &r, .out = out,
-			    .max = 8, .max_depth = 8 };
+	struct pywalk w = pywalk_test_walker(&pywalk_test_311, &r, out, 8, 8);
 	UNIT_ASSERT_EQ_INT(pywalk_walk(&w, pywalk_test_addr(&f[0])), PYWALK_CHAIN_END);
 	UNIT_ASSERT_EQ_INT(w.n, 4);
 	UNIT_ASSERT_EQ_INT(r.reads, 4);
@@ -71,9 +88,7 @@ UNIT_TEST(pywalk_311_runs_end_at_entry_frames)
 	UNIT_ASSERT(!(out[0].flags & PYWALK_ENTRY) && (out[1].flags & PYWALK_ENTRY) &&
 		    (out[3].flags & PYWALK_ENTRY));
 	/* one activation: stops at f1, gives what it links to */
-	struct pywalk one = w;
-	one.n = 0;
-	one.one_activation = true;
+	struct pywalk one = pywalk_test_one_activation(&w);
 	UNIT_ASSERT_EQ_INT(pywalk_walk(&one, pywalk_test_addr(&f[0])), PYWALK_ACT_END);
 	UNIT_ASSERT_EQ_INT(one.n, 2);
 	UNIT_ASSERT(one.entry_prev == pywalk_test_addr(&f[2]) && one.entry_at == pywalk_test_addr(&f[1]));
@@ -90,16 +105,13 @@ UNIT_TEST(pywalk_312_shims_end_runs)
 	f1.previous = pywalk_test_addr(&s2);
 	struct pywalk_test_reader r = { 0 };
 	struct pywalk_frame out[8];
-	struct pywalk w = { .L = &pywalk_test_312, .read = pywalk_test_read, .arg = &r, .out = out,
-			    .max = 8, .max_depth = 8 };
+	struct pywalk w = pywalk_test_walker(&pywalk_test_312, &r, out, 8, 8);
 	UNIT_ASSERT_EQ_INT(pywalk_walk(&w, pywalk_test_addr(&f0)), PYWALK_CHAIN_END);
 	UNIT_ASSERT_EQ_INT(w.n, 3);
 	UNIT_ASSERT(out[0].code == 0x2000 && (out[0].flags & PYWALK_ENTRY));
 	UNIT_ASSERT(out[1].code == 0 && (out[1].flags & PYWALK_ENTRY)); /* s1's empty run */
 	UNIT_ASSERT(out[2].code == 0x2100 && (out[2].flags & PYWALK_ENTRY));
-	struct pywalk one = w;
-	one.n = 0;
-	one.one_activation = true;
+	struct pywalk one = pywalk_test_one_activation(&w);
 	UNIT_ASSERT_EQ_INT(pywalk_walk(&one, pywalk_test_addr(&f0)), PYWALK_ACT_END);
 	UNIT_ASSERT_EQ_INT(one.n, 1);
 	UNIT_ASSERT(one.entry_at == pywalk_test_addr(&s0) && one.entry_prev == pywalk_test_addr(&s1));
@@ -110,8 +122,8 @@ UNIT_TEST(pywalk_generator_that_yielded_ends_its_activation)
 	struct pywalk_test_frame g = { .code = 0x3000, .owner = 1 };
 	struct pywalk_test_reader r = { 0 };
 	struct pywalk_frame out[4];
-	struct pywalk w = { .L = &pywalk_test_312, .read = pywalk_test_read, .arg = &r, .out = out,
-			    .max = 4, .max_depth = 4, .one_activation = true };
+	struct pywalk w = pywalk_test_walker(&pywalk_test_312, &r, out, 4, 4);
+	w.one_activation = true;
 	UNIT_ASSERT_EQ_INT(pywalk_walk(&w, pywalk_test_addr(&g)), PYWALK_ACT_END);
 	UNIT_ASSERT(w.n == 1 && (out[0].flags & PYWALK_GENERATOR) && w.entry_prev == 0);
 	/* not a generator: the chain just ends, no activation end */
@@ -133,8 +145,7 @@ UNIT_TEST(pywalk_bounds_failures_and_check)
 	f[1].previous = pywalk_test_addr(&f[2]);
 	struct pywalk_test_reader r = { 0 };
 	struct pywalk_frame out[4];
-	struct pywalk w = { .L = &pywalk_test_311, .read = pywalk_test_read, .arg = &r, .out = out,
-			    .max = 2, .max_depth = 8 };
+	struct pywalk w = pywalk_test_walker(&pywalk_test_311, &r, out, 2, 8);
 	UNIT_ASSERT_EQ_INT(pywalk_walk(&w, pywalk_test_addr(&f[0])), PYWALK_TRUNCATED);
 	UNIT_ASSERT_EQ_INT(w.n, 2);
 	w.n = 0, w.max = 4, w.max_depth = 1;

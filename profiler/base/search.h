@@ -17,6 +17,24 @@
 #include <stdint.h>
 #include <string.h>
 
+/* The element of v[0..n) (size bytes each) whose const char * at offset equals name, or NULL:
+ * the lookup of the small tables by name (subcommands, export formats). Through
+ *   e = CS_FIND_NAME(table, n, name_field, name); */
+static inline const void *cs_find_name(const void *v, size_t n, size_t size, size_t offset,
+				       const char *name)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *e = (const char *)v + i * size, *s;
+		memcpy(&s, e + offset, sizeof(s));
+		if (s && !strcmp(s, name))
+			return e;
+	}
+	return NULL;
+}
+#define CS_FIND_NAME(v, n, field, name)                                                    \
+	((__typeof__(&(v)[0]))cs_find_name((v), (n), sizeof((v)[0]),                      \
+					   offsetof(__typeof__((v)[0]), field), (name)))
+
 /* One key of a lexicographic comparison: an unsigned field of width bytes at offset. */
 struct cs_key {
 	size_t offset, width;

@@ -19,6 +19,12 @@ const char *unit_tmpdir(void);
 void unit_stderr_begin(void);
 void unit_stderr_end(char *out, size_t len);
 
+/* Fail the test (named by file and line) unless text holds every string of needles, a NULL-ended
+ * list; the message names the first one missing and prints the text. */
+void unit_contains_all(const char *file, int line, const char *text, const char *const *needles);
+#define UNIT_ASSERT_CONTAINS_ALL(text, ...) \
+	unit_contains_all(__FILE__, __LINE__, (text), (const char *const[]){ __VA_ARGS__, NULL })
+
 #define UNIT_TEST(name)                                                           \
 	static void unit_test_##name(void);                                         \
 	__attribute__((constructor)) static void unit_register_##name(void)         \

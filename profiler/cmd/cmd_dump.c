@@ -84,21 +84,9 @@ int cmd_dump(int argc, char **argv)
 		{ .kind = OPTS_CALL, .long_name = "timeout", .value = &o, .arg = "MS",
 		  .call = dump_number_option, .number = 1,
 		  .help = "give up on a thread that does not stop within MS (default 1000)" },
-		OPTS_HELP_ROW,
 		OPTS_END_ROW,
 	};
-	const struct opts_command cmd = {
-		.name = "dump",
-		.usage = "usage: csampler dump -p PID[,PID...] [options]\n"
-			 "       csampler dump --cgroup PATH [options]\n",
-		.about = "Stop each process for the moment its threads are read (in parallel), print every thread's\n"
-			 "stack (native and Python frames) and state, the GPU kernels launched and not finished\n"
-			 "(processes with csampler's GPU library), and a summary of identical stacks across processes.\n",
-		.footer = "Exit status: 0 when at least one process was read (the others are named on stderr),\n"
-			  "125 when none could be.\n",
-		.man = "csampler-dump",
-		.options = options,
-	};
+	const struct opts_command cmd = cmd_describe("dump", options);
 	int first, ret = opts_parse(&cmd, argc, argv, &first);
 
 	if (!ret && first < argc)

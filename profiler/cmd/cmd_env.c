@@ -20,19 +20,9 @@ int cmd_env(int argc, char **argv)
 	const struct opts_option options[] = {
 		OPTS_FLAG_ROW(0, "print", &print,
 			      "print the variables (shell syntax) instead of running a command"),
-		OPTS_HELP_ROW,
 		OPTS_END_ROW,
 	};
-	const struct opts_command cmd = {
-		.name = "env",
-		.usage = "usage: csampler env [--print] -- COMMAND [ARGS...]\n",
-		.about = "Run COMMAND with CUDA GPU capture set up (CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH,\n"
-			 "CSAMPLER_GPU_DIR), so that 'csampler record -p PID' later also records its GPU work.\n"
-			 "Records go to $CSAMPLER_GPU_DIR, or /tmp/csampler-gpu-UID (made private to you).\n",
-		.man = "csampler-env",
-		.options = options,
-		.flags = OPTS_STOP_AT_OPERAND,
-	};
+	const struct opts_command cmd = cmd_describe("env", options);
 	int i, err = opts_parse(&cmd, argc, argv, &i);
 
 	if (err)

@@ -55,17 +55,9 @@ static int export_parse_args(int argc, char **argv, struct export_args *a)
 		OPTS_STRING_ROW('i', "input", &input, "FILE",
 				"data file to read (default ./csampler.data)"),
 		OPTS_INCLUDE_ROW(opts_filter_options, &a->filter),
-		OPTS_HELP_ROW,
 		OPTS_END_ROW,
 	};
-	const struct opts_command cmd = {
-		.name = "export",
-		.usage = "usage: csampler export [--format NAME] [-o FILE] [-i FILE] [--pid PID] [--tid TID]\n"
-			 "                       [--comm NAME] [--rank N] [--time SPEC]\n",
-		.about = "Write a profile in another tool's format.\n",
-		.man = "csampler-export",
-		.options = options,
-	};
+	const struct opts_command cmd = cmd_describe("export", options);
 	int first, err = opts_parse(&cmd, argc, argv, &first);
 
 	cs_buf_free(&format_help);

@@ -173,7 +173,6 @@ static void flame_rows(struct flame_args *a, enum flame_mode mode, struct opts_o
 		{ FLAME_BOTH, OPTS_INCLUDE_ROW(opts_filter_options, &o->filter) },
 		{ FLAME_BOTH, OPTS_FLAG_ROW(0, "dump-layout", &o->dump_layout,
 			"print the frames' geometry as text instead of the SVG") },
-		{ FLAME_BOTH, OPTS_HELP_ROW },
 	};
 	size_t k = 0;
 
@@ -190,25 +189,11 @@ static int flame_parse_args(int argc, char **argv, enum flame_mode mode, struct 
 	struct flame_args a = { .o = o };
 	struct opts_option options[48];
 	bool diff = mode == FLAME_MODE_DIFF;
-	const struct opts_command cmd = {
-		.name = diff ? "diff" : "flame",
-		.usage = diff ? "usage: csampler diff [OPTIONS] BEFORE AFTER > diff.svg\n"
-			      : "usage: csampler flame [OPTIONS] [FILE...] > flame.svg\n",
-		.about = diff ? "A differential flame graph on AFTER's shape: red grew, blue shrank, the\n"
-				"deeper the colour the larger the change in share of the total (AFTER's\n"
-				"share minus BEFORE's, in points: the change of 'csampler report --compare').\n"
-				"BEFORE and AFTER are csampler data files or folded stacks.\n"
-			      : "An interactive flame graph from csampler data files or folded stacks\n"
-				"(\"root;...;leaf COUNT\" lines), given as FILEs or on standard input (default:\n"
-				"./csampler.data). Options are flamegraph.pl's, with one or two dashes.\n",
-		.man = diff ? "csampler-diff" : "csampler-flame",
-		.options = options,
-		.flags = OPTS_ONE_DASH_LONG,
-	};
 	int first, err;
 
 	flame_opts_init(o);
 	flame_rows(&a, mode, options, sizeof(options) / sizeof(options[0]));
+	const struct opts_command cmd = cmd_describe(diff ? "diff" : "flame", options);
 	err = opts_parse(&cmd, argc, argv, &first);
 	for (int i = first; !err && i < argc; i++)
 		flame_add_input(&a, argv[i]);

@@ -37,20 +37,9 @@ static int folded_parse_args(int argc, char **argv, const char **input, struct f
 		OPTS_FLAG_ROW(0, "python-only", python_only,
 			      "stacks keep only their Python frames under the root, as\n"
 			      "py-spy shows them (samples without any: the root alone)"),
-		OPTS_HELP_ROW,
 		OPTS_END_ROW,
 	};
-	const struct opts_command cmd = {
-		.name = "folded",
-		.usage = "usage: csampler folded [-i FILE] [--cpu|--gpu|--both|--gpu-idle] [--per-thread]\n"
-			 "                       [--pid PID] [--tid TID] [--comm NAME] [--rank N] [--time SPEC]\n"
-			 "                       [--python-only]\n",
-		.about = "Print the recorded stacks as folded text, one 'root;...;leaf COUNT' line per\n"
-			 "distinct stack, with the annotations _[k] (kernel), _[i] (inlined), _[j] (JIT);\n"
-			 "Python frames read 'function (file.py:line)' as py-spy writes them.\n",
-		.man = "csampler-folded",
-		.options = options,
-	};
+	const struct opts_command cmd = cmd_describe("folded", options);
 	int first, err = opts_parse(&cmd, argc, argv, &first);
 
 	o->source = source;

@@ -242,14 +242,23 @@ static void info_text(const struct profile *p, const char *path)
 	info_gpu_text(p);
 }
 
+/* What a process and a thread both say: two ids (the task's and its parent's or process'), the
+ * name (string comm of profile p) and the samples. */
+static void info_task_json(struct json_writer *w, const char *key, uint32_t id,
+			   const char *parent_key, uint32_t parent, const struct profile *p,
+			   uint32_t comm, uint64_t samples)
+{
+	json_u64(w, key, id);
+	json_u64(w, parent_key, parent);
+	json_str(w, "comm", profile_str(p, comm));
+	json_u64(w, "samples", samples);
+}
+
 /* arg: the profile, whose strings name the process and its host. */
 static void info_process_json(struct json_writer *w, const void *row, const void *arg)
 {
 	const struct profile_process *pr = row;
-	json_u64(w, "pid", pr->pid);
-	json_u64(w, "ppid", pr->ppid);
-	json_str(w, "comm", profile_str(arg, pr->comm));
-	json_u64(w, "samples", pr->samples);
+	info_task_json(w, "pid", pr->pid, "ppid", pr->ppid, arg, pr->comm, pr->samples);
 	if (pr->rank >= 0)
 		json_i64(w, "rank", pr->rank);
 	else
@@ -262,10 +271,7 @@ static void info_process_json(struct json_writer *w, const void *row, const void
 static void info_thread_json(struct json_writer *w, const void *row, const void *arg)
 {
 	const struct profile_thread *t = row;
-	json_u64(w, "tid", t->tid);
-	json_u64(w, "pid", t->pid);
-	json_str(w, "comm", profile_str(arg, t->comm));
-	json_u64(w, "samples", t->samples);
+	info_task_json(w, "tid", t->tid, "pid", t->pid, arg, t->comm, t->samples);
 }
 
 static void info_json(const struct profile *p, const char *path)
@@ -304,17 +310,9 @@ int cmd_info(int argc, char **argv)
 		OPTS_CALL_ROW('f', "format", &json, "FMT", opts_json_call, "'text' (default) or 'json'"),
 		OPTS_FLAG_ROW(0, "gpu-records", &gpu_records,
 			      "list every GPU record with its launch stack"),
-		OPTS_HELP_ROW,
 		OPTS_END_ROW,
 	};
-	const struct opts_command cmd = {
-		.name = "info",
-		.usage = "usage: csampler info [-i FILE] [--format text|json] [--gpu-records]\n",
-		.about = "Show a data file's header and counts: samples, lost samples, duration, samples\n"
-			 "per thread and per process, GPU records by kind, drops and the clock check.\n",
-		.man = "csampler-info",
-		.options = options,
-	};
+	const struct opts_command cmd = cmd_describe("info", options);
 	struct profile *p;
 	int first, err = opts_parse(&cmd, argc, argv, &first);
 

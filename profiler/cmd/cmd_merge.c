@@ -17,19 +17,9 @@ int cmd_merge(int argc, char **argv)
 		OPTS_STRING_ROW('o', "output", &output, "FILE",
 				"the merged file (required; an existing one becomes FILE.old)"),
 		OPTS_FLAG_ROW(0, "no-compress", &no_compress, "write uncompressed chunks"),
-		OPTS_HELP_ROW,
 		OPTS_END_ROW,
 	};
-	const struct opts_command cmd = {
-		.name = "merge",
-		.usage = "usage: csampler merge -o OUTPUT [--no-compress] INPUT...\n",
-		.about = "Join data files (one per rank of a torchrun or MPI run, from one host or many) into\n"
-			 "one: every process is kept apart and labelled with its rank and host; pids that\n"
-			 "clash between inputs are renumbered from 4194304 up, the original kept beside.\n"
-			 "Readers select ranks with --rank N.\n",
-		.man = "csampler-merge",
-		.options = options,
-	};
+	const struct opts_command cmd = cmd_describe("merge", options);
 	int optind, err = opts_parse(&cmd, argc, argv, &optind);
 
 	if (err)

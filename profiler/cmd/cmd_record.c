@@ -259,19 +259,9 @@ static int record_parse_args(int argc, char **argv, struct record_opts *o, const
 			      "also sample threads off the CPU (blocked, sleeping, waiting):\n"
 			      "wall-clock time, each stack ending in [off-cpu: SYSCALL]"),
 		OPTS_INT_ROW('q', "quiet", &cs_quiet, 1, "no summary, no live status line"),
-		OPTS_HELP_ROW,
 		OPTS_END_ROW,
 	};
-	const struct opts_command cmd = {
-		.name = "record",
-		.usage = "usage: csampler record [options] -- COMMAND [ARGS...]\n"
-			 "       csampler record [options] -p PID[,PID...] [--duration SEC]\n"
-			 "       csampler record --mode bpf -a|--cgroup PATH [--duration SEC]\n",
-		.man = "csampler-record",
-		.options = options,
-		/* the first operand starts the command, as in perf record */
-		.flags = OPTS_STOP_AT_OPERAND,
-	};
+	const struct opts_command cmd = cmd_describe("record", options);
 	int first, err = opts_parse(&cmd, argc, argv, &first);
 
 	o->pids = pids.pids;

@@ -115,22 +115,9 @@ static int report_parse_args(int argc, char **argv, struct report_args *a)
 				"and thread, the change in share (points, as 'csampler diff')\n"
 				"and in CPU ms per second, largest first, with the noise floor;\n"
 				"as 'report --compare BASE.data NEW.data'"),
-		OPTS_HELP_ROW,
 		OPTS_END_ROW,
 	};
-	const struct opts_command cmd = {
-		.name = "report",
-		.usage = "usage: csampler report [-i FILE] [--sort self|total] [--limit N] [--pid PID]\n"
-			 "                       [--tid TID] [--comm NAME] [--rank N] [--time SPEC]\n"
-			 "                       [--format text|json] [--stdio] [--python-only]\n"
-			 "                       [--compare BASE] [--steps [A-B]] [--step SPEC] [--ranks]\n",
-		.about = "Print the top functions by self and total samples, per-process, per-thread and\n"
-			 "per-library breakdowns, the hottest source lines and the unwind quality; with\n"
-			 "GPU records, the kernel table, copies, utilisation, synchronisation and what it\n"
-			 "waited for, launch-queue latency, launch sites, NVTX ranges and a verdict.\n",
-		.man = "csampler-report",
-		.options = options,
-	};
+	const struct opts_command cmd = cmd_describe("report", options);
 	int first, err = opts_parse(&cmd, argc, argv, &first);
 
 	return err ? err : opts_input(&cmd, argc, argv, first, a->input, &a->o->input);

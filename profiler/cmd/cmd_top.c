@@ -386,21 +386,9 @@ static int top_parse_args(int argc, char **argv, struct top_args *a)
 		{ .kind = OPTS_CALL, .long_name = "mode", .value = &a->o->sampler.mode,
 		  .arg = "auto|perf|ptrace", .call = record_sampler_mode_call, .number = 1,
 		  .help = "sampling backend, as in record" },
-		OPTS_HELP_ROW,
 		OPTS_END_ROW,
 	};
-	const struct opts_command cmd = {
-		.name = "top",
-		.usage = "usage: csampler top [options] -p PID[,PID...]\n"
-			 "       csampler top [options] -- COMMAND [ARGS...]\n",
-		.about = "A live view: the top functions by self and total samples (Python frames included),\n"
-			 "refreshed every second, and the GPU kernels by GPU time when GPU records flow.\n",
-		.footer = "Keys: q quit, s sort by self/total, t threads, g GPU kernels/CPU functions, p or space\n"
-			  "pause. NO_COLOR=1 draws without colour.\n",
-		.man = "csampler-top",
-		.options = options,
-		.flags = OPTS_STOP_AT_OPERAND,
-	};
+	const struct opts_command cmd = cmd_describe("top", options);
 	int first, err = opts_parse(&cmd, argc, argv, &first);
 
 	a->o->pids = pids.pids;

@@ -6,6 +6,26 @@
 
 #include <stddef.h>
 
+#include "cmd/opts.h"
+
+/* One row per subcommand (commands.c, in the order `csampler --help` lists them). */
+struct cmd_entry {
+	const char *name;            /* "report" */
+	int (*run)(int argc, char **argv);
+	const char *summary;         /* its line in `csampler --help` */
+	const char *usage;           /* what its --help prints: "usage: ..." lines, */
+	const char *about;           /* what it does (or NULL), */
+	const char *footer;          /* and lines after the options (or NULL) */
+	unsigned flags;              /* OPTS_STOP_AT_OPERAND, OPTS_ONE_DASH_LONG */
+};
+extern const struct cmd_entry cmd_entries[];
+extern const size_t cmd_nentries;
+/* The row of subcommand name, or NULL. */
+const struct cmd_entry *cmd_find(const char *name);
+/* The opts_command of subcommand name over its option table: its row's texts and flags, its
+ * man page csampler-NAME (opts_usage). */
+struct opts_command cmd_describe(const char *name, const struct opts_option *options);
+
 int cmd_record(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_report(int argc, char **argv);

@@ -116,6 +116,8 @@ static int opts_find_long(const struct opts_command *c, const char *name, size_t
 
 /* ---- applying a row ---- */
 
+static void opts_usage_whole(const struct opts_command *c, FILE *f);
+
 static int opts_apply(struct opts_state *s, const struct opts_hit *h, const char *value)
 {
 	const struct opts_option *row = h->row;
@@ -133,7 +135,7 @@ static int opts_apply(struct opts_state *s, const struct opts_hit *h, const char
 	case OPTS_CALL:
 		return row->call(s->c->name, row, value, h->target);
 	case OPTS_HELP:
-		opts_usage(s->c, stdout);
+		opts_usage_whole(s->c, stdout);
 		return 1;
 	default:
 		return 0;
@@ -248,8 +250,26 @@ static int opts_option_arg(struct opts_state *s, const char *a)
 	return opts_short(s, a);
 }
 
-int opts_parse(const struct opts_command *c, int argc, char **argv, int *first)
+/* Every command's -h, --help, after its own rows: the commands' tables leave it out. */
+static const struct opts_option opts_help_rows[] = { OPTS_HELP_ROW, OPTS_END_ROW };
+
+/* c with its table followed by the help row: whole, whose table is rows[0..3). */
+static void opts_whole(const struct opts_command *c, struct opts_command *whole,
+		       struct opts_option rows[3])
 {
+	rows[0] = (struct opts_option)OPTS_INCLUDE_ROW(c->options, NULL);
+	rows[1] = (struct opts_option)OPTS_INCLUDE_ROW(opts_help_rows, NULL);
+	rows[2] = (struct opts_option)OPTS_END_ROW;
+	*whole = *c;
+	whole->options = rows;
+}
+
+int opts_parse(const struct opts_command *c_given, int argc, char **argv, int *first)
+{
+	struct opts_option rows[3];
+	struct opts_command whole;
+	const struct opts_command *c = &whole;
+	opts_whole(c_given, &whole, rows);
 	struct opts_state s = { .c = c, .argc = argc, .argv = argv };
 	int err = 0, dashdash = 0, stop = argc;
 
@@ -359,7 +379,8 @@ static void opts_rows(FILE *f, const struct opts_option *top, const struct opts_
 	}
 }
 
-void opts_usage(const struct opts_command *c, FILE *f)
+/* --help of c, whose table holds the help row (opts_whole). */
+static void opts_usage_whole(const struct opts_command *c, FILE *f)
 {
 	int column = opts_column(c->options) + 1;
 
@@ -370,7 +391,18 @@ void opts_usage(const struct opts_command *c, FILE *f)
 	opts_rows(f, c->options, c->options, column);
 	if (c->footer)
 		fprintf(f, "\n%s", c->footer);
-	fprintf(f, "\nThe manual: man %s\n", c->man);
+	if (c->man)
+		fprintf(f, "\nThe manual: man %s\n", c->man);
+	else
+		fprintf(f, "\nThe manual: man csampler-%s\n", c->name);
+}
+
+void opts_usage(const struct opts_command *c, FILE *f)
+{
+	struct opts_option rows[3];
+	struct opts_command whole;
+	opts_whole(c, &whole, rows);
+	opts_usage_whole(&whole, f);
 }
 
 /* ---- shared rows ---- */

@@ -22,7 +22,8 @@ enum opts_kind {
 	OPTS_INT,       /* value: int *, set to the row's number (--cpu, --gpu: one field) */
 	OPTS_STRING,    /* value: const char **, set to the option's value */
 	OPTS_CALL,      /* call(cmd, row, option's value, value) */
-	OPTS_HELP,      /* print --help on standard output; opts_parse returns 1 */
+	OPTS_HELP,      /* print --help on standard output; opts_parse returns 1 (every
+			 * command has -h, --help after its own rows: tables leave it out) */
 	OPTS_INCLUDE,   /* rows of another table (table), whose calls get this row's value */
 };
 
@@ -81,7 +82,7 @@ struct opts_command {
 	const char *usage;          /* "usage: ..." lines, each ending in '\n' */
 	const char *about;          /* what the command does: lines after usage, or NULL */
 	const char *footer;         /* lines after the options (keys, exit status), or NULL */
-	const char *man;            /* the man page, "csampler-report" */
+	const char *man;            /* the man page; NULL: "csampler-" and the name */
 	const struct opts_option *options;
 	unsigned flags;             /* OPTS_STOP_AT_OPERAND, OPTS_ONE_DASH_LONG */
 };

@@ -52,7 +52,6 @@ static int opts_t_parse(char **argv, unsigned flags, struct opts_t *t, int *firs
 		/* over the filters' --rank, as diff's --rank A,B */
 		OPTS_STRING_ROW(0, "rank", &t->rank, "N|A,B", "ranks"),
 		OPTS_INCLUDE_ROW(opts_filter_options, &t->filter),
-		OPTS_HELP_ROW,
 		OPTS_END_ROW,
 	};
 	const struct opts_command cmd = { .name = "t", .usage = "usage: t\n", .man = "t-man",
@@ -172,7 +171,6 @@ UNIT_TEST(opts_help_from_the_table)
 		  .call = opts_t_number, .help = "image width", .flags = OPTS_DEFAULT_DOUBLE },
 		OPTS_FLAG_ROW(0, "tid", &tid, "hides the filter's"),
 		OPTS_INCLUDE_ROW(opts_filter_options, NULL),
-		OPTS_HELP_ROW,
 		OPTS_END_ROW,
 	};
 	const struct opts_command cmd = { .name = "t", .usage = "usage: t [OPTIONS]\n",

@@ -229,32 +229,18 @@ static bool chrome_span_thread(const struct profile *p, const struct profile_gpu
 	return *tid != 0;
 }
 
-static int cmp_slice_thread(const void *x, const void *y)
-{
-	const struct chrome_slice *a = x, *b = y;
-	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->tid, b->tid) ?: CS_CMP(a->start, b->start) ?:
-	       CS_CMP(b->end, a->end) ?: CS_CMP(a->kind, b->kind) ?: CS_CMP(a->ref, b->ref);
-}
+CS_CMP_FN(cmp_slice_thread, struct chrome_slice,
+	CS_CMP(a->pid, b->pid) ?: CS_CMP(a->tid, b->tid) ?: CS_CMP(a->start, b->start) ?:
+	CS_CMP(b->end, a->end) ?: CS_CMP(a->kind, b->kind) ?: CS_CMP(a->ref, b->ref))
 
 /* Order of emission on a track: by start, the enclosing (longer, outer) slice first. */
-static int cmp_slice_time(const void *x, const void *y)
-{
-	const struct chrome_slice *a = x, *b = y;
-	return CS_CMP(a->start, b->start) ?: CS_CMP(b->end, a->end) ?: CS_CMP(a->kind, b->kind) ?:
-	       CS_CMP(a->depth, b->depth);
-}
+CS_CMP_FN(cmp_slice_time, struct chrome_slice,
+	CS_CMP(a->start, b->start) ?: CS_CMP(b->end, a->end) ?: CS_CMP(a->kind, b->kind) ?:
+	CS_CMP(a->depth, b->depth))
 
-static int cmp_u32(const void *x, const void *y)
-{
-	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-	return CS_CMP(a, b);
-}
+CS_CMP_FN(cmp_u32, uint32_t, CS_CMP(*a, *b))
 
-static int cmp_u64(const void *x, const void *y)
-{
-	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-	return CS_CMP(a, b);
-}
+CS_CMP_FN(cmp_u64, uint64_t, CS_CMP(*a, *b))
 
 /* Indexes of samples or launches ordered by (pid, tid, time), then index (qsort_r's arg: the
  * profile). */
@@ -527,11 +513,7 @@ static uint32_t chrome_gpu_pid(struct chrome_ctx *c, uint32_t pid, uint32_t devi
 	return 0;
 }
 
-static int cmp_gpu(const void *x, const void *y)
-{
-	const struct chrome_gpu *a = x, *b = y;
-	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->device, b->device);
-}
+CS_CMP_FN(cmp_gpu, struct chrome_gpu, CS_CMP(a->pid, b->pid) ?: CS_CMP(a->device, b->device))
 
 /* The launch that made activity a (its graph node's, for a graph kernel without one). */
 static uint32_t chrome_launch_of(const struct profile_gpu_activity *a)

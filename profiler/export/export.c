@@ -1,6 +1,7 @@
 /* export.c: the table of export formats (export.h). A new format is one row here and its
  * writer in its own file of this folder. */
 #include "export/export.h"
+#include "base/search.h"
 
 #include <string.h>
 
@@ -16,8 +17,5 @@ const size_t export_nformats = sizeof(export_formats) / sizeof(export_formats[0]
 
 const struct export_format *export_find(const char *name)
 {
-	for (size_t i = 0; i < export_nformats; i++)
-		if (!strcmp(export_formats[i].name, name))
-			return &export_formats[i];
-	return NULL;
+	return CS_FIND_NAME(export_formats, export_nformats, name, name);
 }

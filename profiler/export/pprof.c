@@ -281,18 +281,11 @@ static int pprof_gzip(FILE *f, const void *data, size_t len)
 	return 0;
 }
 
-static int pprof_row_cmp(const void *x, const void *y)
-{
-	const struct pprof_row *a = x, *b = y;
-	return CS_CMP(a->stack, b->stack) ?: CS_CMP(a->leaf, b->leaf) ?: CS_CMP(a->pid, b->pid) ?:
-	       CS_CMP(a->tid, b->tid);
-}
+CS_CMP_FN(pprof_row_cmp, struct pprof_row,
+	CS_CMP(a->stack, b->stack) ?: CS_CMP(a->leaf, b->leaf) ?: CS_CMP(a->pid, b->pid) ?:
+	CS_CMP(a->tid, b->tid))
 
-static int pprof_thread_cmp(const void *x, const void *y)
-{
-	const struct profile_thread *a = x, *b = y;
-	return CS_CMP(a->pid, b->pid) ?: CS_CMP(a->tid, b->tid);
-}
+CS_CMP_FN(pprof_thread_cmp, struct profile_thread, CS_CMP(a->pid, b->pid) ?: CS_CMP(a->tid, b->tid))
 
 /* The row of (stack, leaf, pid, tid) in *rows, made (zeroed) the first time: one hash lookup
  * per sample record, however many there are. */

@@ -87,205 +87,133 @@ static int merge_corrupt(const struct merge_input *in, const char *what)
 /* ---- pass 1: check an input and learn its tasks ---- */
 
 /* The records that name tasks: each id seen, as a process or a thread id. */
-static int merge_scan_tasks(struct merge_input *in, uint16_t type, const uint8_t *d, size_t len)
+/* A process and one of its threads, seen. */
+static void merge_scan_task(struct merge_input *in, uint32_t pid, uint32_t tid)
 {
-	union {
-		struct df_comm comm;
-		struct df_mmap mmap;
-		struct df_task task;
-		struct df_sample sample;
-		struct df_raw_sample raw;
-	} r;
-	uint32_t pid, tid;
-
-	switch (type) {
-	case DF_COMM:
-		if (df_decode_comm(d, len, &r.comm))
-			return merge_corrupt(in, "comm");
-		pid = r.comm.pid, tid = r.comm.tid;
-		break;
-	case DF_MMAP:
-		if (df_decode_mmap(d, len, &r.mmap))
-			return merge_corrupt(in, "mmap");
-		pid = r.mmap.pid, tid = r.mmap.tid;
-		break;
-	case DF_FORK:
-	case DF_EXIT:
-		if (df_decode_task(d, len, &r.task))
-			return merge_corrupt(in, "fork");
-		merge_set_add(&in->tasks, r.task.pid, true);
-		merge_set_add(&in->tasks, r.task.ppid, true);
-		merge_set_add(&in->tasks, r.task.tid, false);
-		merge_set_add(&in->tasks, r.task.ptid, false);
-		return 0;
-	case DF_SAMPLE:
-		if (df_decode_sample(d, len, &r.sample) || r.sample.stack >= in->nstacks)
-			return merge_corrupt(in, "sample");
-		pid = r.sample.pid, tid = r.sample.tid;
-		break;
-	default: /* DF_RAW_SAMPLE */
-		if (df_decode_raw_sample_task(d, len, &r.raw))
-			return merge_corrupt(in, "raw sample");
-		pid = r.raw.pid, tid = r.raw.tid;
-		break;
-	}
 	merge_set_add(&in->tasks, pid, true);
 	merge_set_add(&in->tasks, tid, false);
-	return 0;
 }
 
-/* The records that define ids (strings, modules, locations, stacks) or use them (symbols):
- * numbered from 0 (strings from 1) in order, each use in range. */
-static int merge_scan_ids(struct merge_input *in, uint16_t type, const uint8_t *d, size_t len)
+/* Where a record of one thread (comm, mmap, sample, raw sample) holds its pid, tid and time,
+ * and how many of its first bytes are fixed fields; false for another type. */
+static bool merge_task_fields(uint16_t type, union df_record *r, uint32_t **pid, uint32_t **tid,
+			      uint64_t **time, size_t *fixed)
 {
-	union {
-		struct df_string str;
-		struct df_module module;
-		struct df_loc loc;
-		struct df_stack stack;
-		struct df_symbol sym;
-	} r;
-
 	switch (type) {
-	case DF_STRING:
-		if (df_decode_string(d, len, &r.str) || r.str.id != in->nstrings)
-			return merge_corrupt(in, "string");
-		in->nstrings++;
-		return 0;
-	case DF_MODULE:
-		if (df_decode_module(d, len, &r.module) || r.module.id > in->nmodules)
-			return merge_corrupt(in, "module");
-		in->nmodules += r.module.id == in->nmodules;
-		return 0;
-	case DF_LOC:
-		if (df_decode_loc(d, len, &r.loc) || r.loc.id != in->nlocs ||
-		    r.loc.module >= in->nmodules)
-			return merge_corrupt(in, "location");
-		in->nlocs++;
-		return 0;
-	case DF_STACK:
-		if (df_decode_stack(d, len, &r.stack) || r.stack.id != in->nstacks)
-			return merge_corrupt(in, "stack");
-		for (uint32_t i = 0; i < r.stack.n; i++)
-			if (df_stack_loc(&r.stack, i) >= in->nlocs)
-				return merge_corrupt(in, "stack");
-		in->nstacks++;
-		return 0;
-	default: /* DF_SYMBOL */
-		if (df_decode_symbol(d, len, &r.sym) || r.sym.loc >= in->nlocs)
-			return merge_corrupt(in, "symbol");
-		for (uint32_t i = 0; i < r.sym.n; i++) {
-			struct df_symbol_frame f = df_symbol_at(&r.sym, i);
-			if (f.name >= in->nstrings || f.file >= in->nstrings)
-				return merge_corrupt(in, "symbol");
-		}
-		return 0;
+	case DF_COMM:
+		*pid = &r->comm.pid, *tid = &r->comm.tid, *time = &r->comm.time;
+		*fixed = DF_COMM_FIXED;
+		return true;
+	case DF_MMAP:
+		*pid = &r->mmap.pid, *tid = &r->mmap.tid, *time = &r->mmap.time;
+		*fixed = DF_MMAP_FIXED;
+		return true;
+	case DF_SAMPLE:
+		*pid = &r->sample.pid, *tid = &r->sample.tid, *time = &r->sample.time;
+		*fixed = DF_SAMPLE_SIZE;
+		return true;
+	case DF_RAW_SAMPLE:
+		*pid = &r->raw.pid, *tid = &r->raw.tid, *time = &r->raw.time;
+		*fixed = DF_RAW_SAMPLE_TASK;
+		return true;
+	default:
+		return false;
 	}
+}
+
+static void merge_scan_tasks(struct merge_input *in, uint16_t type, union df_record *r)
+{
+	uint32_t *pid, *tid;
+	uint64_t *time;
+	size_t fixed;
+
+	if (merge_task_fields(type, r, &pid, &tid, &time, &fixed)) {
+		merge_scan_task(in, *pid, *tid);
+	} else if (type == DF_FORK || type == DF_EXIT) {
+		merge_set_add(&in->tasks, r->task.pid, true);
+		merge_set_add(&in->tasks, r->task.ppid, true);
+		merge_set_add(&in->tasks, r->task.tid, false);
+		merge_set_add(&in->tasks, r->task.ptid, false);
+	}
+}
+
+/* The records that define ids (strings, modules, locations, stacks): counted, as
+ * df_check_record checks the next ones against them. */
+static void merge_scan_ids(struct merge_input *in, uint16_t type, const union df_record *r)
+{
+	if (type == DF_STRING)
+		in->nstrings++;
+	else if (type == DF_MODULE)
+		in->nmodules += r->module.id == in->nmodules;
+	else if (type == DF_LOC)
+		in->nlocs++;
+	else if (type == DF_STACK)
+		in->nstacks++;
 }
 
 /* The GPU records and task labels. A GPU record whose stack or string is missing is left out
  * (counted in bad_gpu), as profile_load() skips it. */
-static int merge_scan_gpu(struct merge_input *in, uint16_t type, const uint8_t *d, size_t len)
+static void merge_scan_gpu(struct merge_input *in, uint16_t type, const union df_record *r)
 {
-	union {
-		struct df_gpu_launch launch;
-		struct df_gpu_activity act;
-		struct df_gpu_info info;
-		struct df_gpu_note note;
-		struct df_task_label label;
-	} r;
-
 	switch (type) {
 	case DF_GPU_LAUNCH:
-		if (df_decode_gpu_launch(d, len, &r.launch))
-			return merge_corrupt(in, "GPU launch");
-		if (r.launch.stack >= in->nstacks || r.launch.api >= in->nstrings) {
+		if (r->launch.stack >= in->nstacks || r->launch.api >= in->nstrings)
 			in->bad_gpu++;
-			return 0;
-		}
-		merge_set_add(&in->tasks, r.launch.pid, true);
-		merge_set_add(&in->tasks, r.launch.tid, false);
-		return 0;
+		else
+			merge_scan_task(in, r->launch.pid, r->launch.tid);
+		return;
 	case DF_GPU_ACTIVITY:
-		if (df_decode_gpu_activity(d, len, &r.act))
-			return merge_corrupt(in, "GPU activity");
-		if (r.act.name >= in->nstrings) {
+		if (r->act.name >= in->nstrings)
 			in->bad_gpu++;
-			return 0;
-		}
-		merge_set_add(&in->tasks, r.act.pid, true);
-		merge_set_add(&in->tasks, r.act.tid, false);
-		return 0;
+		else
+			merge_scan_task(in, r->act.pid, r->act.tid);
+		return;
 	case DF_GPU_INFO:
-		if (df_decode_gpu_info(d, len, &r.info))
-			return merge_corrupt(in, "GPU info");
-		merge_set_add(&in->tasks, r.info.pid, true);
-		return 0;
 	case DF_GPU_NOTE:
-		if (df_decode_gpu_note(d, len, &r.note))
-			return merge_corrupt(in, "GPU note");
-		merge_set_add(&in->tasks, r.note.pid, true);
-		return 0;
-	default: /* DF_TASK_LABEL */
-		if (df_decode_task_label(d, len, &r.label) || r.label.host >= in->nstrings)
-			return merge_corrupt(in, "task label");
-		merge_set_add(&in->tasks, r.label.id, r.label.flags & DF_TASK_LABEL_PROCESS);
-		merge_set_add(&in->labelled, r.label.id, false);
-		return 0;
+		merge_set_add(&in->tasks, type == DF_GPU_INFO ? r->info.pid : r->note.pid, true);
+		return;
+	case DF_TASK_LABEL:
+		merge_set_add(&in->tasks, r->label.id, r->label.flags & DF_TASK_LABEL_PROCESS);
+		merge_set_add(&in->labelled, r->label.id, false);
+		return;
+	default:
+		return;
 	}
 }
 
+/* One record of pass 1: decoded and checked through format/records.c (as the loader does). */
 static int merge_scan(void *arg, uint16_t type, const uint8_t *d, size_t len)
 {
 	struct merge_input *in = arg;
-	union {
-		struct df_header_kv kv;
-		struct df_lost lost;
-		struct df_end end;
-	} r;
+	const struct df_ids ids = { in->nstrings, in->nmodules, in->nlocs, in->nstacks };
+	union df_record r;
+	int err = df_decode_record(type, d, len, &r);
 
+	if (err == -ENOENT && type < 128)
+		return cs_error(EPROTONOSUPPORT, "merge: %s: unknown record type %u: written by "
+				"a newer csampler?", in->path, type);
+	if (err == -ENOENT)
+		return 0;
+	if (err || df_check_record(type, &r, &ids))
+		return merge_corrupt(in, df_record_name(type));
 	switch (type) {
 	case DF_HEADER_KV:
-		if (df_decode_header_kv(d, len, &r.kv))
-			return merge_corrupt(in, "header");
 		*CS_PUSH(in->header, in->nheader, in->cap_header) =
 			(struct merge_kv){ cs_strdup(r.kv.key), cs_strdup(r.kv.value) };
-		return 0;
-	case DF_LOST:
-		return df_decode_lost(d, len, &r.lost) ? merge_corrupt(in, "lost") : 0;
+		break;
 	case DF_END:
-		if (df_decode_end(d, len, &r.end))
-			return merge_corrupt(in, "end");
 		in->samples = r.end.samples;
 		in->lost = r.end.lost;
 		in->end_time = r.end.end_time;
 		in->end_flags = r.end.flags;
-		return 0;
-	case DF_COMM:
-	case DF_MMAP:
-	case DF_FORK:
-	case DF_EXIT:
-	case DF_SAMPLE:
-	case DF_RAW_SAMPLE:
-		return merge_scan_tasks(in, type, d, len);
-	case DF_STRING:
-	case DF_MODULE:
-	case DF_LOC:
-	case DF_STACK:
-	case DF_SYMBOL:
-		return merge_scan_ids(in, type, d, len);
-	case DF_GPU_LAUNCH:
-	case DF_GPU_ACTIVITY:
-	case DF_GPU_INFO:
-	case DF_GPU_NOTE:
-	case DF_TASK_LABEL:
-		return merge_scan_gpu(in, type, d, len);
-	default:
-		if (type < 128)
-			return cs_error(EPROTONOSUPPORT, "merge: %s: unknown record type %u: written by "
-					"a newer csampler?", in->path, type);
-		return 0;
+		break;
+	default: /* each takes its own types */
+		merge_scan_tasks(in, type, &r);
+		merge_scan_ids(in, type, &r);
+		merge_scan_gpu(in, type, &r);
+		break;
 	}
+	return 0;
 }
 
 static const char *merge_header(const struct merge_input *in, const char *key)
@@ -296,17 +224,9 @@ static const char *merge_header(const struct merge_input *in, const char *key)
 	return NULL;
 }
 
-static int merge_task_cmp(const void *a, const void *b)
-{
-	const struct merge_task *x = a, *y = b;
-	return CS_CMP(x->id, y->id);
-}
+CS_CMP_FN(merge_task_cmp, struct merge_task, CS_CMP(a->id, b->id))
 
-static int merge_u32_cmp(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return CS_CMP(x, y);
-}
+CS_CMP_FN(merge_u32_cmp, uint32_t, CS_CMP(*a, *b))
 
 /* Header values, clocks, and each input's task ids in the output. */
 static int merge_plan(struct merge *m)
@@ -417,58 +337,38 @@ static uint32_t merge_str(struct merge *m, struct merge_input *in, uint32_t id)
 
 /* The records of tasks: ids renumbered, times moved, over a copy b of the payload (its tail,
  * if any, kept). Pass 1 checked every record. */
-static void merge_copy_tasks(struct merge_input *in, uint16_t type, const uint8_t *d,
+static void merge_copy_tasks(struct merge_input *in, uint16_t type, union df_record *r,
 			     size_t len, uint8_t *b)
 {
-	union {
-		struct df_comm comm;
-		struct df_mmap mmap;
-		struct df_task task;
-		struct df_lost lost;
-		struct df_raw_sample raw;
-		struct df_gpu_info info;
-		struct df_gpu_note note;
-	} r;
+	uint32_t *pid, *tid;
+	uint64_t *time;
+	size_t fixed;
 
+	if (merge_task_fields(type, r, &pid, &tid, &time, &fixed)) {
+		merge_task_time(in, pid, tid, time);
+		df_encode_fixed(b, r, fixed);   /* each struct is the union's start */
+		return;
+	}
 	switch (type) {
-	case DF_COMM:
-		df_decode_comm(d, len, &r.comm);
-		merge_task_time(in, &r.comm.pid, &r.comm.tid, &r.comm.time);
-		df_encode_fixed(b, &r.comm, DF_COMM_FIXED);
-		break;
-	case DF_MMAP:
-		df_decode_mmap(d, len, &r.mmap);
-		merge_task_time(in, &r.mmap.pid, &r.mmap.tid, &r.mmap.time);
-		df_encode_fixed(b, &r.mmap, DF_MMAP_FIXED);
-		break;
 	case DF_FORK:
 	case DF_EXIT:
-		df_decode_task(d, len, &r.task);
-		r.task = (struct df_task){
-			.pid = merge_task_id(in, r.task.pid), .ppid = merge_task_id(in, r.task.ppid),
-			.tid = merge_task_id(in, r.task.tid), .ptid = merge_task_id(in, r.task.ptid),
-			.time = merge_time(in, r.task.time) };
-		df_encode_fixed(b, &r.task, DF_TASK_SIZE);
+		r->task = (struct df_task){
+			.pid = merge_task_id(in, r->task.pid), .ppid = merge_task_id(in, r->task.ppid),
+			.tid = merge_task_id(in, r->task.tid), .ptid = merge_task_id(in, r->task.ptid),
+			.time = merge_time(in, r->task.time) };
+		df_encode_fixed(b, &r->task, DF_TASK_SIZE);
 		break;
 	case DF_LOST:
-		df_decode_lost(d, len, &r.lost);
-		r.lost.time = merge_time(in, r.lost.time);
-		df_encode_fixed(b, &r.lost, DF_LOST_SIZE);
-		break;
-	case DF_RAW_SAMPLE:
-		df_decode_raw_sample_task(d, len, &r.raw);
-		merge_task_time(in, &r.raw.pid, &r.raw.tid, &r.raw.time);
-		df_encode_fixed(b, &r.raw, DF_RAW_SAMPLE_TASK);
+		r->lost.time = merge_time(in, r->lost.time);
+		df_encode_fixed(b, &r->lost, DF_LOST_SIZE);
 		break;
 	case DF_GPU_INFO:
-		df_decode_gpu_info(d, len, &r.info);
-		r.info.pid = merge_task_id(in, r.info.pid);
-		df_encode_fixed(b, &r.info, sizeof(r.info));
+		r->info.pid = merge_task_id(in, r->info.pid);
+		df_encode_fixed(b, &r->info, sizeof(r->info));
 		break;
 	case DF_GPU_NOTE:
-		df_decode_gpu_note(d, len, &r.note);
-		r.note.pid = merge_task_id(in, r.note.pid);
-		df_encode_fixed(b, &r.note, DF_GPU_NOTE_FIXED);
+		r->note.pid = merge_task_id(in, r->note.pid);
+		df_encode_fixed(b, &r->note, DF_GPU_NOTE_FIXED);
 		break;
 	}
 }
@@ -476,64 +376,51 @@ static void merge_copy_tasks(struct merge_input *in, uint16_t type, const uint8_
 /* The records of ids: modules, locations, stacks and samples numbered after the earlier
  * inputs', strings through the output's table. */
 static void merge_copy_ids(struct merge *m, struct merge_input *in, uint16_t type,
-			   const uint8_t *d, size_t len, uint8_t *b)
+			   union df_record *r, size_t len, uint8_t *b)
 {
-	union {
-		struct df_module module;
-		struct df_loc loc;
-		struct df_stack stack;
-		struct df_sample sample;
-		struct df_symbol sym;
-	} r;
-
 	switch (type) {
 	case DF_MODULE:
-		df_decode_module(d, len, &r.module);
-		if (r.module.id == in->nmodules2) {
+		if (r->module.id == in->nmodules2) {
 			in->module_map = cs_realloc(in->module_map,
-						    (r.module.id + 1) * sizeof(uint32_t));
-			in->module_map[r.module.id] = m->out_modules++;
+						    (r->module.id + 1) * sizeof(uint32_t));
+			in->module_map[r->module.id] = m->out_modules++;
 			in->nmodules2++;
 		}
-		r.module.id = in->module_map[r.module.id];
-		df_encode_fixed(b, &r.module, DF_MODULE_FIXED);
+		r->module.id = in->module_map[r->module.id];
+		df_encode_fixed(b, &r->module, DF_MODULE_FIXED);
 		df_put(m->w, type, b, len);
 		break;
 	case DF_LOC:
-		df_decode_loc(d, len, &r.loc);
-		r.loc.id += in->loc_base;
-		r.loc.module = in->module_map[r.loc.module];
-		df_encode_fixed(b, &r.loc, DF_LOC_SIZE);
+		r->loc.id += in->loc_base;
+		r->loc.module = in->module_map[r->loc.module];
+		df_encode_fixed(b, &r->loc, DF_LOC_SIZE);
 		m->out_locs++;
 		df_put(m->w, type, b, len);
 		break;
 	case DF_STACK: {
-		df_decode_stack(d, len, &r.stack);
-		uint32_t *locs = cs_malloc(((size_t)r.stack.n + 1) * sizeof(uint32_t));
-		for (uint32_t i = 0; i < r.stack.n; i++)
-			locs[i] = in->loc_base + df_stack_loc(&r.stack, i);
-		df_put_stack(m->w, in->stack_base + r.stack.id, locs, r.stack.n);
+		uint32_t *locs = cs_malloc(((size_t)r->stack.n + 1) * sizeof(uint32_t));
+		for (uint32_t i = 0; i < r->stack.n; i++)
+			locs[i] = in->loc_base + df_stack_loc(&r->stack, i);
+		df_put_stack(m->w, in->stack_base + r->stack.id, locs, r->stack.n);
 		free(locs);
 		m->out_stacks++;
 		in->nstacks2++;
 		break;
 	}
 	case DF_SAMPLE:
-		df_decode_sample(d, len, &r.sample);
-		merge_task_time(in, &r.sample.pid, &r.sample.tid, &r.sample.time);
-		r.sample.stack += in->stack_base;
-		df_encode_fixed(b, &r.sample, DF_SAMPLE_SIZE);
+		merge_task_time(in, &r->sample.pid, &r->sample.tid, &r->sample.time);
+		r->sample.stack += in->stack_base;
+		df_encode_fixed(b, &r->sample, DF_SAMPLE_SIZE);
 		df_put(m->w, type, b, len);
 		break;
 	case DF_SYMBOL: {
-		df_decode_symbol(d, len, &r.sym);
-		struct df_symbol_frame *f = cs_malloc(r.sym.n * sizeof(*f));
-		for (uint32_t i = 0; i < r.sym.n; i++) {
-			f[i] = df_symbol_at(&r.sym, i);
+		struct df_symbol_frame *f = cs_malloc(r->sym.n * sizeof(*f));
+		for (uint32_t i = 0; i < r->sym.n; i++) {
+			f[i] = df_symbol_at(&r->sym, i);
 			f[i].name = merge_str(m, in, f[i].name);
 			f[i].file = merge_str(m, in, f[i].file);
 		}
-		df_put_symbol(m->w, in->loc_base + r.sym.loc, f, r.sym.n);
+		df_put_symbol(m->w, in->loc_base + r->sym.loc, f, r->sym.n);
 		free(f);
 		break;
 	}
@@ -543,45 +430,36 @@ static void merge_copy_ids(struct merge *m, struct merge_input *in, uint16_t typ
 /* The GPU records and task labels: tasks, times, stacks and strings renumbered. A record
  * longer than its struct keeps its tail. */
 static void merge_copy_gpu(struct merge *m, struct merge_input *in, uint16_t type,
-			   const uint8_t *d, size_t len, uint8_t *b)
+			   union df_record *r, size_t len, uint8_t *b)
 {
-	union {
-		struct df_gpu_launch launch;
-		struct df_gpu_activity act;
-		struct df_task_label label;
-	} r;
-
 	switch (type) {
 	case DF_GPU_LAUNCH:
-		df_decode_gpu_launch(d, len, &r.launch);
-		if (r.launch.stack >= in->nstacks2 || r.launch.api >= in->nstrings2)
+		if (r->launch.stack >= in->nstacks2 || r->launch.api >= in->nstrings2)
 			return;   /* left out in pass 1's count too */
-		r.launch.time = merge_time(in, r.launch.time);
-		r.launch.pid = merge_task_id(in, r.launch.pid);
-		r.launch.tid = merge_task_id(in, r.launch.tid);
-		r.launch.stack += in->stack_base;
-		r.launch.api = merge_str(m, in, r.launch.api);
-		memcpy(b, &r.launch, sizeof(r.launch));
+		r->launch.time = merge_time(in, r->launch.time);
+		r->launch.pid = merge_task_id(in, r->launch.pid);
+		r->launch.tid = merge_task_id(in, r->launch.tid);
+		r->launch.stack += in->stack_base;
+		r->launch.api = merge_str(m, in, r->launch.api);
+		memcpy(b, &r->launch, sizeof(r->launch));
 		break;
 	case DF_GPU_ACTIVITY:
-		df_decode_gpu_activity(d, len, &r.act);
-		if (r.act.name >= in->nstrings2)
+		if (r->act.name >= in->nstrings2)
 			return;
-		r.act.pid = merge_task_id(in, r.act.pid);
-		r.act.tid = merge_task_id(in, r.act.tid);
-		r.act.start = merge_time(in, r.act.start);
-		r.act.end = merge_time(in, r.act.end);
-		r.act.queued = merge_time(in, r.act.queued);
-		r.act.submitted = merge_time(in, r.act.submitted);
-		r.act.name = merge_str(m, in, r.act.name);
-		memcpy(b, &r.act, sizeof(r.act));
+		r->act.pid = merge_task_id(in, r->act.pid);
+		r->act.tid = merge_task_id(in, r->act.tid);
+		r->act.start = merge_time(in, r->act.start);
+		r->act.end = merge_time(in, r->act.end);
+		r->act.queued = merge_time(in, r->act.queued);
+		r->act.submitted = merge_time(in, r->act.submitted);
+		r->act.name = merge_str(m, in, r->act.name);
+		memcpy(b, &r->act, sizeof(r->act));
 		break;
 	default: /* DF_TASK_LABEL: an input that was merged: its labels stay, renumbered */
-		df_decode_task_label(d, len, &r.label);
-		r.label.id = merge_task_id(in, r.label.id);
-		r.label.host = merge_str(m, in, r.label.host);
-		r.label.input = (uint32_t)in->index;
-		memcpy(b, &r.label, sizeof(r.label));
+		r->label.id = merge_task_id(in, r->label.id);
+		r->label.host = merge_str(m, in, r->label.host);
+		r->label.input = (uint32_t)in->index;
+		memcpy(b, &r->label, sizeof(r->label));
 		break;
 	}
 	df_put(m->w, type, b, len);
@@ -592,17 +470,17 @@ static int merge_copy(void *arg, uint16_t type, const uint8_t *d, size_t len)
 	struct merge *m = arg;
 	struct merge_input *in = &m->in[m->cur];
 	uint8_t *b = cs_malloc(len + 1);
-	struct df_string str;
+	union df_record r;
 
 	memcpy(b, d, len);
+	df_decode_record(type, d, len, &r); /* pass 1 checked it (-ENOENT: skipped below) */
 	switch (type) {
 	case DF_HEADER_KV:
 	case DF_END:
 		break;   /* written once for the whole output */
 	case DF_STRING:
-		df_decode_string(d, len, &str);
 		cs_grow(&in->strings, &in->cap_strings, in->nstrings2 + 1, sizeof(char *));
-		in->strings[in->nstrings2] = cs_strdup(str.text);
+		in->strings[in->nstrings2] = cs_strdup(r.str.text);
 		in->nstrings2++;
 		break;
 	case DF_COMM:
@@ -613,7 +491,7 @@ static int merge_copy(void *arg, uint16_t type, const uint8_t *d, size_t len)
 	case DF_RAW_SAMPLE:
 	case DF_GPU_INFO:
 	case DF_GPU_NOTE:
-		merge_copy_tasks(in, type, d, len, b);
+		merge_copy_tasks(in, type, &r, len, b);
 		df_put(m->w, type, b, len);
 		break;
 	case DF_MODULE:
@@ -621,12 +499,12 @@ static int merge_copy(void *arg, uint16_t type, const uint8_t *d, size_t len)
 	case DF_STACK:
 	case DF_SAMPLE:
 	case DF_SYMBOL:
-		merge_copy_ids(m, in, type, d, len, b);
+		merge_copy_ids(m, in, type, &r, len, b);
 		break;
 	case DF_GPU_LAUNCH:
 	case DF_GPU_ACTIVITY:
 	case DF_TASK_LABEL:
-		merge_copy_gpu(m, in, type, d, len, b);
+		merge_copy_gpu(m, in, type, &r, len, b);
 		break;
 	default:
 		m->skipped_types[type - 128 < 256 ? type - 128 : 255]++;

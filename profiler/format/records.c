@@ -143,6 +143,126 @@ int df_decode_raw_sample_task(const uint8_t *d, size_t len, struct df_raw_sample
 	return df_get_fixed(d, len, DF_RAW_SAMPLE_TASK, 0, out, sizeof(*out));
 }
 
+/* ---- any record ---- */
+
+/* df_decode_record's table: each type's name and its decoder, called on the union's member.
+ * Indexed by DF_KIND_INDEX: the types from 1 and from DF_RAW_SAMPLE, packed. */
+#define DF_KIND_INDEX(t) \
+	((t) < DF_RAW_SAMPLE ? (size_t)(t) : (size_t)(t) - DF_RAW_SAMPLE + DF_END + 1)
+#define DF_DECODE_ANY(fn, member)                                                  \
+	static int fn##_any(const uint8_t *d, size_t len, union df_record *r)     \
+	{                                                                          \
+		return fn(d, len, &r->member);                                     \
+	}
+DF_DECODE_ANY(df_decode_header_kv, kv)
+DF_DECODE_ANY(df_decode_string, str)
+DF_DECODE_ANY(df_decode_comm, comm)
+DF_DECODE_ANY(df_decode_mmap, mmap)
+DF_DECODE_ANY(df_decode_task, task)
+DF_DECODE_ANY(df_decode_lost, lost)
+DF_DECODE_ANY(df_decode_module, module)
+DF_DECODE_ANY(df_decode_loc, loc)
+DF_DECODE_ANY(df_decode_stack, stack)
+DF_DECODE_ANY(df_decode_sample, sample)
+DF_DECODE_ANY(df_decode_symbol, sym)
+DF_DECODE_ANY(df_decode_end, end)
+DF_DECODE_ANY(df_decode_raw_sample_task, raw)
+DF_DECODE_ANY(df_decode_gpu_launch, launch)
+DF_DECODE_ANY(df_decode_gpu_activity, act)
+DF_DECODE_ANY(df_decode_gpu_info, info)
+DF_DECODE_ANY(df_decode_gpu_note, note)
+DF_DECODE_ANY(df_decode_task_label, label)
+
+static const struct df_record_kind {
+	const char *name;
+	int (*decode)(const uint8_t *d, size_t len, union df_record *r);
+} df_record_kinds[] = {
+	[DF_KIND_INDEX(DF_HEADER_KV)] = { "header", df_decode_header_kv_any },
+	[DF_KIND_INDEX(DF_COMM)] = { "comm", df_decode_comm_any },
+	[DF_KIND_INDEX(DF_MMAP)] = { "mmap", df_decode_mmap_any },
+	[DF_KIND_INDEX(DF_FORK)] = { "fork", df_decode_task_any },
+	[DF_KIND_INDEX(DF_EXIT)] = { "exit", df_decode_task_any },
+	[DF_KIND_INDEX(DF_LOST)] = { "lost", df_decode_lost_any },
+	[DF_KIND_INDEX(DF_MODULE)] = { "module", df_decode_module_any },
+	[DF_KIND_INDEX(DF_LOC)] = { "location", df_decode_loc_any },
+	[DF_KIND_INDEX(DF_STACK)] = { "stack", df_decode_stack_any },
+	[DF_KIND_INDEX(DF_SAMPLE)] = { "sample", df_decode_sample_any },
+	[DF_KIND_INDEX(DF_STRING)] = { "string", df_decode_string_any },
+	[DF_KIND_INDEX(DF_SYMBOL)] = { "symbol", df_decode_symbol_any },
+	[DF_KIND_INDEX(DF_END)] = { "end", df_decode_end_any },
+	[DF_KIND_INDEX(DF_RAW_SAMPLE)] = { "raw sample", df_decode_raw_sample_task_any },
+	[DF_KIND_INDEX(DF_GPU_LAUNCH)] = { "GPU launch", df_decode_gpu_launch_any },
+	[DF_KIND_INDEX(DF_GPU_ACTIVITY)] = { "GPU activity", df_decode_gpu_activity_any },
+	[DF_KIND_INDEX(DF_GPU_INFO)] = { "GPU info", df_decode_gpu_info_any },
+	[DF_KIND_INDEX(DF_GPU_NOTE)] = { "GPU note", df_decode_gpu_note_any },
+	[DF_KIND_INDEX(DF_TASK_LABEL)] = { "task label", df_decode_task_label_any },
+};
+
+static const struct df_record_kind *df_record_kind(uint16_t type)
+{
+	size_t i = DF_KIND_INDEX(type);
+	if (!type || (type > DF_END && type < DF_RAW_SAMPLE) ||
+	    i >= sizeof(df_record_kinds) / sizeof(df_record_kinds[0]) || !df_record_kinds[i].name)
+		return NULL;
+	return &df_record_kinds[i];
+}
+
+int df_decode_record(uint16_t type, const uint8_t *d, size_t len, union df_record *r)
+{
+	const struct df_record_kind *k = df_record_kind(type);
+	return k ? k->decode(d, len, r) : -ENOENT;
+}
+
+const char *df_record_name(uint16_t type)
+{
+	const struct df_record_kind *k = df_record_kind(type);
+	return k ? k->name : "unknown";
+}
+
+static int df_check_symbol(const struct df_symbol *sym, const struct df_ids *ids)
+{
+	if (sym->loc >= ids->locs)
+		return -EINVAL;
+	for (uint32_t i = 0; i < sym->n; i++) {
+		struct df_symbol_frame f = df_symbol_at(sym, i);
+		if (f.name >= ids->strings || f.file >= ids->strings)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+int df_check_record(uint16_t type, const union df_record *r, const struct df_ids *ids)
+{
+	bool ok = true;
+	switch (type) {
+	case DF_STRING:
+		ok = r->str.id == ids->strings;
+		break;
+	case DF_MODULE:
+		ok = r->module.id <= ids->modules;
+		break;
+	case DF_LOC:
+		ok = r->loc.id == ids->locs && r->loc.module < ids->modules;
+		break;
+	case DF_STACK:
+		ok = r->stack.id == ids->stacks;
+		for (uint32_t i = 0; ok && i < r->stack.n; i++)
+			ok = df_stack_loc(&r->stack, i) < ids->locs;
+		break;
+	case DF_SAMPLE:
+		ok = r->sample.stack < ids->stacks;
+		break;
+	case DF_SYMBOL:
+		return df_check_symbol(&r->sym, ids);
+	case DF_TASK_LABEL:
+		ok = r->label.host < ids->strings;
+		break;
+	default:
+		break;
+	}
+	return ok ? 0 : -EINVAL;
+}
+
 /* ---- encoding ---- */
 
 void df_encode_fixed(uint8_t *b, const void *record, size_t fixed)

@@ -145,6 +145,29 @@ struct df_gpu_note {    /* DF_GPU_NOTE */
 #define DF_GPU_NOTE_FIXED 8
 DF_FIXED_ENDS_AT(struct df_gpu_note, severity, DF_GPU_NOTE_FIXED);
 
+/* Any one decoded record, for a reader that switches on the type (the loader, merge): one
+ * union instead of one per switch. */
+union df_record {
+	struct df_header_kv kv;
+	struct df_string str;
+	struct df_comm comm;
+	struct df_mmap mmap;
+	struct df_task task;
+	struct df_lost lost;
+	struct df_module module;
+	struct df_loc loc;
+	struct df_stack stack;
+	struct df_sample sample;
+	struct df_symbol sym;
+	struct df_end end;
+	struct df_raw_sample raw;
+	struct df_gpu_launch launch;
+	struct df_gpu_activity act;
+	struct df_gpu_info info;
+	struct df_gpu_note note;
+	struct df_task_label label;
+};
+
 /* ---- decoding: 0, or -EINVAL when the record is malformed ---- */
 int df_decode_header_kv(const uint8_t *d, size_t len, struct df_header_kv *out);
 int df_decode_string(const uint8_t *d, size_t len, struct df_string *out);
@@ -165,6 +188,22 @@ int df_decode_gpu_activity(const uint8_t *d, size_t len, struct df_gpu_activity 
 int df_decode_gpu_info(const uint8_t *d, size_t len, struct df_gpu_info *out);
 int df_decode_gpu_note(const uint8_t *d, size_t len, struct df_gpu_note *out);
 int df_decode_task_label(const uint8_t *d, size_t len, struct df_task_label *out);
+
+/* ---- any record: one decoder and one id check for every reader (the loader, merge) ---- */
+/* Decode a record of type into r (its member of that type: kv, str, comm, ... label; a raw
+ * sample's time, pid and tid only). 0, -EINVAL when it is malformed, -ENOENT for a type
+ * without a layout here (one of a newer csampler). */
+int df_decode_record(uint16_t type, const uint8_t *d, size_t len, union df_record *r);
+/* What a reader has defined so far: the ids a record may use or must define next. */
+struct df_ids {
+	uint32_t strings, modules, locs, stacks;
+};
+/* Whether decoded record r keeps the file's order of ids: a string, location or stack defines
+ * the next id, a module the next or an earlier one, and a location, stack, sample, symbol or
+ * task label names only ids defined before it. 0, or -EINVAL. */
+int df_check_record(uint16_t type, const union df_record *r, const struct df_ids *ids);
+/* The record type's name in messages ("sample", "GPU launch"), or "unknown". */
+const char *df_record_name(uint16_t type);
 
 /* Location i (< s->n) of a decoded stack; frame i (< s->n) of a decoded symbol. */
 uint32_t df_stack_loc(const struct df_stack *s, uint32_t i);

@@ -288,6 +288,63 @@ UNIT_TEST(records_malformed_refused)
 	UNIT_ASSERT(df_decode_module(b, 12, &module) == 0 && !strcmp(module.build_id, ""));
 }
 
+/* Any record by its type (the loader's and merge's one decoder): decoded into its member of the
+ * union, refused when malformed, -ENOENT for a type without a layout; names for messages; and
+ * the id order every reader checks. */
+UNIT_TEST(records_any_type_decoded_and_checked)
+{
+	uint8_t b[64] = { 0 };
+	union df_record r;
+
+	UNIT_ASSERT(df_decode_record(DF_SAMPLE, b, DF_SAMPLE_SIZE - 1, &r) == -EINVAL);
+	UNIT_ASSERT(df_decode_record(14, b, sizeof(b), &r) == -ENOENT);
+	UNIT_ASSERT(df_decode_record(0, b, sizeof(b), &r) == -ENOENT);
+	UNIT_ASSERT(df_decode_record(DF_TASK_LABEL + 1, b, sizeof(b), &r) == -ENOENT);
+	UNIT_ASSERT(!strcmp(df_record_name(DF_EXIT), "exit"));
+	UNIT_ASSERT(!strcmp(df_record_name(DF_LOC), "location"));
+	UNIT_ASSERT(!strcmp(df_record_name(DF_GPU_LAUNCH), "GPU launch"));
+	UNIT_ASSERT(!strcmp(df_record_name(99), "unknown"));
+
+	/* stack 4 of locations 1, 2, 7 */
+	b[0] = 4, b[4] = 3, b[8] = 1, b[12] = 2, b[16] = 7;
+	UNIT_ASSERT(df_decode_record(DF_STACK, b, 8 + 12, &r) == 0 && r.stack.n == 3);
+	struct df_ids ids = { .strings = 3, .modules = 1, .locs = 8, .stacks = 4 };
+	UNIT_ASSERT(df_check_record(DF_STACK, &r, &ids) == 0);
+	ids.locs = 7;    /* location 7 not defined yet */
+	UNIT_ASSERT(df_check_record(DF_STACK, &r, &ids) == -EINVAL);
+	ids.locs = 8, ids.stacks = 5;   /* not the next stack id */
+	UNIT_ASSERT(df_check_record(DF_STACK, &r, &ids) == -EINVAL);
+
+	r.str = (struct df_string){ .id = 3, .text = "x" };
+	UNIT_ASSERT(df_check_record(DF_STRING, &r, &ids) == 0);
+	r.str.id = 2;
+	UNIT_ASSERT(df_check_record(DF_STRING, &r, &ids) == -EINVAL);
+	r.module = (struct df_module){ .id = 1 };   /* the next module, or an earlier one again */
+	UNIT_ASSERT(df_check_record(DF_MODULE, &r, &ids) == 0);
+	r.module.id = 2;
+	UNIT_ASSERT(df_check_record(DF_MODULE, &r, &ids) == -EINVAL);
+	r.loc = (struct df_loc){ .id = 8, .module = 0 };
+	UNIT_ASSERT(df_check_record(DF_LOC, &r, &ids) == 0);
+	r.loc.module = 1;
+	UNIT_ASSERT(df_check_record(DF_LOC, &r, &ids) == -EINVAL);
+	r.sample = (struct df_sample){ .stack = 4 };
+	UNIT_ASSERT(df_check_record(DF_SAMPLE, &r, &ids) == 0);
+	r.sample.stack = 5;
+	UNIT_ASSERT(df_check_record(DF_SAMPLE, &r, &ids) == -EINVAL);
+	r.label = (struct df_task_label){ .host = 3 };
+	UNIT_ASSERT(df_check_record(DF_TASK_LABEL, &r, &ids) == -EINVAL);
+	/* symbol of location 0, one frame naming strings 1 and 2, then string 3 */
+	memset(b, 0, sizeof(b));
+	b[4] = 1, b[8] = 1, b[12] = 2;
+	UNIT_ASSERT(df_decode_record(DF_SYMBOL, b, 8 + 16, &r) == 0);
+	UNIT_ASSERT(df_check_record(DF_SYMBOL, &r, &ids) == 0);
+	b[12] = 3;
+	UNIT_ASSERT(df_decode_record(DF_SYMBOL, b, 8 + 16, &r) == 0);
+	UNIT_ASSERT(df_check_record(DF_SYMBOL, &r, &ids) == -EINVAL);
+	/* types without ids pass */
+	UNIT_ASSERT(df_check_record(DF_LOST, &r, &ids) == 0);
+}
+
 /* merge rewrites the fixed fields over a copy of a record: a tail it does not know stays. */
 UNIT_TEST(records_encode_keeps_tail)
 {

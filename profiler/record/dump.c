@@ -369,12 +369,8 @@ static void dump_thread_stack(struct unwind_ctx *u, const struct dump_opts *o,
 	dump_name(u, locs, n, 1, out);
 }
 
-static int dump_kernel_cmp(const void *a, const void *b)
-{
-	const struct dump_gpu_kernel *x = a, *y = b;
-	return x->age_ns < y->age_ns ? 1 : x->age_ns > y->age_ns ? -1 :
-	       x->correlation < y->correlation ? -1 : x->correlation > y->correlation;
-}
+CS_CMP_FN(dump_kernel_cmp, struct dump_gpu_kernel,
+	CS_CMP(b->age_ns, a->age_ns) ?: CS_CMP(a->correlation, b->correlation))
 
 static void dump_gpu_kernels(struct unwind_ctx *u, const struct dump_opts *o, struct dump_raw *raw,
 			     uint64_t now, struct dump_process *p)
@@ -416,17 +412,9 @@ static void dump_gpu_kernels(struct unwind_ctx *u, const struct dump_opts *o, st
 	cs_qsort(p->kernels, p->nkernels, sizeof(*p->kernels), dump_kernel_cmp);
 }
 
-static int dump_pid_cmp(const void *a, const void *b)
-{
-	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
-	return CS_CMP(x, y);
-}
+CS_CMP_FN(dump_pid_cmp, pid_t, CS_CMP(*a, *b))
 
-static int dump_tid_cmp(const void *a, const void *b)
-{
-	const struct dump_thread *x = a, *y = b;
-	return CS_CMP(x->tid, y->tid);
-}
+CS_CMP_FN(dump_tid_cmp, struct dump_thread, CS_CMP(a->tid, b->tid))
 
 /* The processes of cgroup path (as /proc/PID/cgroup shows it, or under /sys/fs/cgroup). 0, or
  * -errno after printing one line. */

@@ -119,12 +119,8 @@ static char *dump_key(const struct dump_thread *t)
 	return b.data;
 }
 
-static int dump_group_cmp(const void *a, const void *b)
-{
-	const struct dump_group *x = a, *y = b;
-	return CS_CMP(y->npids, x->npids) ?: CS_CMP(y->nthreads, x->nthreads) ?:
-	       strcmp(x->key, y->key);
-}
+CS_CMP_FN(dump_group_cmp, struct dump_group,
+	CS_CMP(b->npids, a->npids) ?: CS_CMP(b->nthreads, a->nthreads) ?: strcmp(a->key, b->key))
 
 void dump_summarize(const struct dump_result *r, struct dump_summary *s)
 {

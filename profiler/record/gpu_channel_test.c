@@ -143,13 +143,20 @@ static void quiet_end(int saved)
 	close(saved);
 }
 
-/* Write the file of build_file images times over into b (a process that exec'd writes a
- * second header) and read it into c and info. */
-static void read_built(struct cs_buf *b, int images, struct collect *c, struct df_gpu_info *info)
+/* What most channel tests hold: the file, what the sink collected, and the reader's counters. */
+struct chan {
+	struct cs_buf b;
+	struct collect c;
+	struct df_gpu_info info;
+};
+
+/* Write the file of build_file images times over into x->b (a process that exec'd writes a
+ * second header) and read it into x->c and x->info. */
+static void read_built(struct chan *x, int images)
 {
 	for (int i = 0; i < images; i++)
-		build_file(b);
-	gpu_channel_buffer(b->data, b->len, 42, &c_sink, c, info);
+		build_file(&x->b);
+	gpu_channel_buffer(x->b.data, x->b.len, 42, &c_sink, &x->c, &x->info);
 }
 
 /* Read d[0..len) afresh into c and info, the reader's warnings silenced. */
@@ -173,31 +180,29 @@ static void expect_refused(const void *d, size_t len)
 
 UNIT_TEST(gpu_channel_decodes_exactly)
 {
-	struct cs_buf b = { 0 };
-	struct collect c = { 0 };
-	struct df_gpu_info info;
-	read_built(&b, 1, &c, &info);
-	UNIT_ASSERT_EQ_INT(c.launches, 3);
-	UNIT_ASSERT_EQ_INT(c.last_corr, 9);
-	UNIT_ASSERT_EQ_INT(c.pcs_sum, 3 * (0x401000 + 0x402000 + 0x403000));
-	UNIT_ASSERT(!strcmp(c.api, "cudaLaunchKernel"));
-	UNIT_ASSERT_EQ_INT(c.npy, 2);
-	UNIT_ASSERT_EQ_INT(c.py_sum, 0x7f0010 + 3 + 0x7f0020 + 5 + GPU_PYF_ENTRY + 2 * GPU_PY_TRUNCATED);
-	UNIT_ASSERT_EQ_INT(c.activities, 6);   /* the calls' spans, 2 kernels, a copy */
-	UNIT_ASSERT_EQ_INT(c.kinds[DF_GPU_API], 3);
-	UNIT_ASSERT_EQ_INT(c.kinds[DF_GPU_KERNEL], 2);
-	UNIT_ASSERT_EQ_INT(c.kinds[DF_GPU_MEMCPY], 1);
-	UNIT_ASSERT_EQ_INT(c.kernel_ns, 900);
-	UNIT_ASSERT(!strcmp(c.kname, "render(float*)"));
-	UNIT_ASSERT(c.notes == 1 && !strcmp(c.note, "hello"));
-	UNIT_ASSERT_EQ_INT(info.cupti_version, 130001);
-	UNIT_ASSERT_EQ_INT(info.clock_offset_ns, -100);
-	UNIT_ASSERT_EQ_INT(info.dropped, 4);
-	UNIT_ASSERT_EQ_INT(info.lost_timestamps, 1);
-	UNIT_ASSERT_EQ_INT(info.bad_records, 0);
-	UNIT_ASSERT(!(info.flags & (DF_GPU_INFO_CUT | DF_GPU_INFO_CORRUPT)));
-	UNIT_ASSERT(info.flags & DF_GPU_INFO_HAVE_INFO && info.flags & DF_GPU_INFO_HAVE_STATS);
-	cs_buf_free(&b);
+	struct chan x = { 0 };
+	read_built(&x, 1);
+	UNIT_ASSERT_EQ_INT(x.c.launches, 3);
+	UNIT_ASSERT_EQ_INT(x.c.last_corr, 9);
+	UNIT_ASSERT_EQ_INT(x.c.pcs_sum, 3 * (0x401000 + 0x402000 + 0x403000));
+	UNIT_ASSERT(!strcmp(x.c.api, "cudaLaunchKernel"));
+	UNIT_ASSERT_EQ_INT(x.c.npy, 2);
+	UNIT_ASSERT_EQ_INT(x.c.py_sum, 0x7f0010 + 3 + 0x7f0020 + 5 + GPU_PYF_ENTRY + 2 * GPU_PY_TRUNCATED);
+	UNIT_ASSERT_EQ_INT(x.c.activities, 6);   /* the calls' spans, 2 kernels, a copy */
+	UNIT_ASSERT_EQ_INT(x.c.kinds[DF_GPU_API], 3);
+	UNIT_ASSERT_EQ_INT(x.c.kinds[DF_GPU_KERNEL], 2);
+	UNIT_ASSERT_EQ_INT(x.c.kinds[DF_GPU_MEMCPY], 1);
+	UNIT_ASSERT_EQ_INT(x.c.kernel_ns, 900);
+	UNIT_ASSERT(!strcmp(x.c.kname, "render(float*)"));
+	UNIT_ASSERT(x.c.notes == 1 && !strcmp(x.c.note, "hello"));
+	UNIT_ASSERT_EQ_INT(x.info.cupti_version, 130001);
+	UNIT_ASSERT_EQ_INT(x.info.clock_offset_ns, -100);
+	UNIT_ASSERT_EQ_INT(x.info.dropped, 4);
+	UNIT_ASSERT_EQ_INT(x.info.lost_timestamps, 1);
+	UNIT_ASSERT_EQ_INT(x.info.bad_records, 0);
+	UNIT_ASSERT(!(x.info.flags & (DF_GPU_INFO_CUT | DF_GPU_INFO_CORRUPT)));
+	UNIT_ASSERT(x.info.flags & DF_GPU_INFO_HAVE_INFO && x.info.flags & DF_GPU_INFO_HAVE_STATS);
+	cs_buf_free(&x.b);
 }
 
 /* A file cut anywhere gives the complete records before the cut, and says it was cut. */
@@ -255,65 +260,59 @@ UNIT_TEST(gpu_channel_fuzz)
 
 UNIT_TEST(gpu_channel_framing_errors)
 {
-	struct cs_buf b = { 0 };
-	struct collect c = { 0 };
-	struct df_gpu_info info;
-	build_file(&b);
-	size_t good = b.len;
+	struct chan x = { 0 };
+	build_file(&x.b);
+	size_t good = x.b.len;
 	struct gpu_rec bad = { GPU_REC_KERNEL, 0, 12 }; /* not a multiple of 8 */
-	cs_buf_put(&b, &bad, sizeof(bad));
-	cs_buf_put(&b, "xxxxxxxxxxxxxxxx", 16);
-	read_quietly(b.data, b.len, &c, &info);
-	UNIT_ASSERT(info.flags & DF_GPU_INFO_CORRUPT);
-	UNIT_ASSERT_EQ_INT(c.launches, 3);
+	cs_buf_put(&x.b, &bad, sizeof(bad));
+	cs_buf_put(&x.b, "xxxxxxxxxxxxxxxx", 16);
+	read_quietly(x.b.data, x.b.len, &x.c, &x.info);
+	UNIT_ASSERT(x.info.flags & DF_GPU_INFO_CORRUPT);
+	UNIT_ASSERT_EQ_INT(x.c.launches, 3);
 	/* a record whose name does not fit in its size: skipped, counted, reading goes on */
-	b.len = good;
+	x.b.len = good;
 	struct gpu_marker m = { .start = 1, .end = 2, .name_len = 4000 };
-	buf_rec(&b, GPU_REC_MARKER, &m, sizeof(m), NULL, 0);
+	buf_rec(&x.b, GPU_REC_MARKER, &m, sizeof(m), NULL, 0);
 	struct gpu_sync y = { .start = 10, .end = 20 };
-	buf_rec(&b, GPU_REC_SYNC, &y, sizeof(y), NULL, 0);
-	read_quietly(b.data, b.len, &c, &info);
-	UNIT_ASSERT_EQ_INT(info.bad_records, 1);
-	UNIT_ASSERT_EQ_INT(c.kinds[DF_GPU_SYNC], 1);
-	UNIT_ASSERT(!(info.flags & DF_GPU_INFO_CORRUPT));
+	buf_rec(&x.b, GPU_REC_SYNC, &y, sizeof(y), NULL, 0);
+	read_quietly(x.b.data, x.b.len, &x.c, &x.info);
+	UNIT_ASSERT_EQ_INT(x.info.bad_records, 1);
+	UNIT_ASSERT_EQ_INT(x.c.kinds[DF_GPU_SYNC], 1);
+	UNIT_ASSERT(!(x.info.flags & DF_GPU_INFO_CORRUPT));
 	/* a foreign file */
 	expect_refused("CSAMPLERxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 40);
-	cs_buf_free(&b);
+	cs_buf_free(&x.b);
 }
 
 /* Protocol 3's references: a call naming a stack never written is skipped and counted; a file
  * of another protocol version stops with one line, nothing read. */
 UNIT_TEST(gpu_channel_stack_refs_and_version)
 {
-	struct cs_buf b = { 0 };
-	struct collect c = { 0 };
-	struct df_gpu_info info;
-	build_file(&b);
+	struct chan x = { 0 };
+	build_file(&x.b);
 	struct gpu_call call = { .start = 2000, .duration = 5, .correlation = 99, .stack = 77,
 				 .cbid = 211, .domain = 1 };
-	buf_rec(&b, GPU_REC_CALL, &call, sizeof(call), NULL, 0);
+	buf_rec(&x.b, GPU_REC_CALL, &call, sizeof(call), NULL, 0);
 	call.stack = 0;   /* no stack: a launch without frames */
-	buf_rec(&b, GPU_REC_CALL, &call, sizeof(call), NULL, 0);
-	gpu_channel_buffer(b.data, b.len, 42, &c_sink, &c, &info);
-	UNIT_ASSERT_EQ_INT(info.bad_records, 1);
-	UNIT_ASSERT_EQ_INT(c.launches, 4);
-	UNIT_ASSERT_EQ_INT(c.last_corr, 99);
-	((struct gpu_file_header *)b.data)->version = 2;
-	expect_refused(b.data, b.len);
-	cs_buf_free(&b);
+	buf_rec(&x.b, GPU_REC_CALL, &call, sizeof(call), NULL, 0);
+	gpu_channel_buffer(x.b.data, x.b.len, 42, &c_sink, &x.c, &x.info);
+	UNIT_ASSERT_EQ_INT(x.info.bad_records, 1);
+	UNIT_ASSERT_EQ_INT(x.c.launches, 4);
+	UNIT_ASSERT_EQ_INT(x.c.last_corr, 99);
+	((struct gpu_file_header *)x.b.data)->version = 2;
+	expect_refused(x.b.data, x.b.len);
+	cs_buf_free(&x.b);
 }
 
 /* A second header in the same file (the process exec'd): counters of both images add up. */
 UNIT_TEST(gpu_channel_second_image)
 {
-	struct cs_buf b = { 0 };
-	struct collect c = { 0 };
-	struct df_gpu_info info;
-	read_built(&b, 2, &c, &info);
-	UNIT_ASSERT_EQ_INT(c.launches, 6);
-	UNIT_ASSERT_EQ_INT(info.dropped, 8);
-	UNIT_ASSERT_EQ_INT(info.bad_records, 0);
-	cs_buf_free(&b);
+	struct chan x = { 0 };
+	read_built(&x, 2);
+	UNIT_ASSERT_EQ_INT(x.c.launches, 6);
+	UNIT_ASSERT_EQ_INT(x.info.dropped, 8);
+	UNIT_ASSERT_EQ_INT(x.info.bad_records, 0);
+	cs_buf_free(&x.b);
 }
 
 /* ---- the data file's GPU records through profile_load ---- */
@@ -326,6 +325,18 @@ static void put_stack(struct df_writer *w, uint32_t id, uint32_t loc)
 
 /* Two processes' launches under two stacks, their kernels, a graph kernel, a kind from the
  * future, a longer record, a process' info and a note. */
+/* The file's end record (5000 ns, finalized), then close it and free its string table. */
+static void put_end_and_close(struct df_writer *w, struct df_strtab *t)
+{
+	struct {
+		uint64_t samples, lost, end_time;
+		uint32_t flags;
+	} __attribute__((packed)) e = { 0, 0, 5000, 1 };
+	df_put(w, DF_END, &e, sizeof(e));
+	UNIT_ASSERT(df_writer_close(w) == 0);
+	df_strtab_free(t);
+}
+
 static void write_roundtrip(const char *path)
 {
 	struct df_writer *w;
@@ -381,13 +392,7 @@ static void write_roundtrip(const char *path)
 	df_put(w, DF_GPU_INFO, &info, DF_GPU_INFO_V1_SIZE); /* before the vendor field: CUDA's */
 	uint32_t nh[2] = { 11, 1 };
 	df_put2(w, DF_GPU_NOTE, nh, sizeof(nh), "held by Nsight", 15);
-	struct {
-		uint64_t samples, lost, end_time;
-		uint32_t flags;
-	} __attribute__((packed)) e = { 0, 0, 5000, 1 };
-	df_put(w, DF_END, &e, sizeof(e));
-	UNIT_ASSERT(df_writer_close(w) == 0);
-	df_strtab_free(t);
+	put_end_and_close(w, t);
 }
 
 UNIT_TEST(gpu_profile_roundtrip)
@@ -532,13 +537,7 @@ static void write_untrimmed(const char *path, uint32_t version)
 				      .start = 1000, .end = 1100,
 				      .name = df_strtab_id(t, w, "blur_kernel(float*, int)") };
 	df_put(w, DF_GPU_ACTIVITY, &ka, sizeof(ka));
-	struct {
-		uint64_t samples, lost, end_time;
-		uint32_t flags;
-	} __attribute__((packed)) e = { 0, 0, 5000, 1 };
-	df_put(w, DF_END, &e, sizeof(e));
-	UNIT_ASSERT(df_writer_close(w) == 0);
-	df_strtab_free(t);
+	put_end_and_close(w, t);
 }
 
 /* write_untrimmed as version, loaded: its 6 launches. */

@@ -270,17 +270,11 @@ static size_t live_top(void *all, size_t n, size_t size, int (*cmp)(const void *
 	return n;
 }
 
-static int live_fn_cmp_self(const void *a, const void *b)
-{
-	const struct live_fn *x = a, *y = b;
-	return CS_CMP(y->self, x->self) ?: CS_CMP(y->total, x->total) ?: strcmp(x->name, y->name);
-}
+CS_CMP_FN(live_fn_cmp_self, struct live_fn,
+	CS_CMP(b->self, a->self) ?: CS_CMP(b->total, a->total) ?: strcmp(a->name, b->name))
 
-static int live_fn_cmp_total(const void *a, const void *b)
-{
-	const struct live_fn *x = a, *y = b;
-	return CS_CMP(y->total, x->total) ?: CS_CMP(y->self, x->self) ?: strcmp(x->name, y->name);
-}
+CS_CMP_FN(live_fn_cmp_total, struct live_fn,
+	CS_CMP(b->total, a->total) ?: CS_CMP(b->self, a->self) ?: strcmp(a->name, b->name))
 
 size_t live_functions(struct live *l, uint32_t tid, enum live_sort sort, struct live_fn *out,
 		      size_t max)
@@ -298,11 +292,8 @@ size_t live_functions(struct live *l, uint32_t tid, enum live_sort sort, struct 
 			sort == LIVE_SORT_TOTAL ? live_fn_cmp_total : live_fn_cmp_self, out, max);
 }
 
-static int live_thread_cmp(const void *a, const void *b)
-{
-	const struct live_thread *x = a, *y = b;
-	return CS_CMP(y->samples, x->samples) ?: CS_CMP(x->tid, y->tid);
-}
+CS_CMP_FN(live_thread_cmp, struct live_thread,
+	CS_CMP(b->samples, a->samples) ?: CS_CMP(a->tid, b->tid))
 
 size_t live_threads(struct live *l, struct live_thread *out, size_t max)
 {
@@ -329,11 +320,8 @@ size_t live_threads(struct live *l, struct live_thread *out, size_t max)
 	return n;
 }
 
-static int live_kernel_cmp(const void *a, const void *b)
-{
-	const struct live_kernel *x = a, *y = b;
-	return CS_CMP(y->total_ns, x->total_ns) ?: strcmp(x->name, y->name);
-}
+CS_CMP_FN(live_kernel_cmp, struct live_kernel,
+	CS_CMP(b->total_ns, a->total_ns) ?: strcmp(a->name, b->name))
 
 size_t live_kernels(struct live *l, struct live_kernel *out, size_t max)
 {

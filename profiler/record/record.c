@@ -981,11 +981,7 @@ static void record_print_cost(struct record *r)
 		fprintf(stderr, "csampler: %s\n", line);
 }
 
-static int record_cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return x < y ? -1 : x > y;
-}
+CS_CMP_FN(record_cmp_u32, uint32_t, CS_CMP(*a, *b))
 
 /* Python frames: how many samples had every activation's frames read as of the sample, why
  * the others were not, how long after the sample they were read, and what it cost. */

@@ -78,11 +78,7 @@ static const char *sym_unnamed(struct unwind_ctx *ctx, const struct unwind_modul
 /* ------------------------------------------------------------------------------------------ */
 /* Kernel: /proc/kallsyms */
 
-static int sym_kallsym_cmp(const void *a, const void *b)
-{
-	const struct kallsym *x = a, *y = b;
-	return CS_CMP(x->addr, y->addr);
-}
+CS_CMP_FN(sym_kallsym_cmp, struct kallsym, CS_CMP(a->addr, b->addr))
 
 /* Read /proc/kallsyms once. The text is kept (ctx->kallsyms_text) and the names point into it:
  * interning some 200k names would cost more than every lookup of a profile together. */
@@ -145,11 +141,7 @@ static const char *sym_kernel_name(struct unwind_ctx *ctx, uint64_t addr)
 /* ------------------------------------------------------------------------------------------ */
 /* JIT code: /tmp/perf-PID.map ("START SIZE name" per line, hex) */
 
-static int sym_jit_cmp(const void *a, const void *b)
-{
-	const struct jit_sym *x = a, *y = b;
-	return CS_CMP(x->start, y->start);
-}
+CS_CMP_FN(sym_jit_cmp, struct jit_sym, CS_CMP(a->start, b->start))
 
 /* (Re)read the perf map of m when it changed since the last read. */
 static void sym_load_jit_map(struct unwind_ctx *ctx, struct unwind_module_priv *m)
