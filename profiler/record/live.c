@@ -94,12 +94,7 @@ void live_free(struct live *l)
 	cs_hash_free(&l->funcs_by_key);
 	cs_hash_free(&l->counts_by_key);
 	cs_hash_free(&l->kernels_by_name);
-	free(l->funcs);
-	free(l->locs);
-	free(l->stacks);
-	free(l->counts);
-	free(l->kernels);
-	free(l);
+	CS_FREE_ALL(l->funcs, l->locs, l->stacks, l->counts, l->kernels, l);
 }
 
 static uint32_t live_func_id(struct live *l, const char *name, const char *where, bool python)

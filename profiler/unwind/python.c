@@ -2404,18 +2404,9 @@ static void py_release(struct unwind_ctx *ctx)
 			py_proc_free(st->procs.slots[i].item);
 	cs_hash_free(&st->procs);
 	cs_hash_free(&st->frame_ids);
-	free(st->frames);
-	free(st->mods);
-	free(st->ids);
-	free(st->entry);
-	free(st->raw);
-	free(st->blocks);
-	free(st->code_bufs);
-	free(st->anchor);
-	free(st->recipes);
-	free(st->wheres);
+	CS_FREE_ALL(st->frames, st->mods, st->ids, st->entry, st->raw, st->blocks, st->code_bufs,
+		    st->anchor, st->recipes, st->wheres, st->out);
 	pthread_mutex_destroy(&st->recipes_lock);
-	free(st->out);
 	free(st);
 	ctx->python = NULL;
 }
