@@ -1,5 +1,5 @@
 /* sampler.c: the backend-independent half of the sampler: picking the backend (--mode, or
- * auto's walk down the ordered list of backends), dispatching through its ops table, the batch of
+ * auto's walk down the ordered list of backends: bpf, perf events, ptrace), dispatching through its ops table, the batch of
  * copied-out events both backends fill, and the /proc readers that describe a process that
  * existed before sampling started. */
 #include "sampler/backend.h"
@@ -61,7 +61,8 @@ static int sampler_refused_twice(int perf_err, int ptrace_err, pid_t pid, bool a
 			why_ptrace);
 }
 
-/* The backends in the order auto mode tries them (those with not_auto set are skipped). */
+/* The backends in the order auto mode tries them: bpf where permitted and suited to the
+ * options, else perf events, else ptrace. */
 static const struct sampler_ops *const sampler_backends[] = {
 	&sampler_bpf_ops,
 	&sampler_perf_ops,
@@ -98,7 +99,7 @@ uint64_t sampler_max_rate(enum sampler_mode mode)
 		return ops->max_rate();
 	uint64_t max = 0;
 	for (size_t i = 0; i < SAMPLER_NBACKENDS; i++)
-		if (!sampler_backends[i]->not_auto && sampler_backends[i]->max_rate() > max)
+		if (sampler_backends[i]->max_rate() > max)
 			max = sampler_backends[i]->max_rate();
 	return max;
 }
@@ -115,6 +116,24 @@ static void choice_add(char *buf, size_t len, const char *name, const char *what
 	size_t n = strlen(buf);
 	if (n < len)
 		snprintf(buf + n, len - n, "; %s %s%s", name, what, why);
+}
+
+/* A failed start of a backend auto goes on from (bpf: the verifier, missing BTF, locked memory):
+ * one line with the cause, and the choice says it. A target that is gone (ESRCH) is left to the
+ * next backend to explain; a failure already said in one line is not said again. */
+static void sampler_auto_failed(const struct sampler_ops *ops, int err, char *choice, size_t len)
+{
+	char cause[192] = "";
+	bool said = err & SAMPLER_SAID_BIT;
+	err &= ~SAMPLER_SAID_BIT;
+	if (ops->open_cause)
+		ops->open_cause(err, cause, sizeof(cause));
+	else
+		snprintf(cause, sizeof(cause), "%s", strerror(err));
+	choice_add(choice, len, ops->name, "failed: ", cause);
+	if (!said && err != ESRCH)
+		cs_warn("%s: could not start (%s): sampling with perf events instead (--mode %s says more, --mode perf says nothing)",
+			ops->name, cause, ops->name);
 }
 
 static int sampler_open_any(struct sampler **out, const struct sampler_opts *opts, pid_t child,
@@ -142,8 +161,9 @@ static int sampler_open_any(struct sampler **out, const struct sampler_opts *opt
 	snprintf(choice, sizeof(choice), "auto");
 	for (size_t i = 0; i < SAMPLER_NBACKENDS; i++) {
 		const struct sampler_ops *ops = sampler_backends[i];
-		if (ops->not_auto) {
-			choice_add(choice, sizeof(choice), ops->name, "", ops->not_auto);
+		const char *unsuited = ops->unsuited ? ops->unsuited(opts) : NULL;
+		if (unsuited) {
+			choice_add(choice, sizeof(choice), ops->name, "not used: ", unsuited);
 			continue;
 		}
 		if (ops->refused && ops->refused(opts, why, sizeof(why))) {
@@ -157,6 +177,10 @@ static int sampler_open_any(struct sampler **out, const struct sampler_opts *opt
 				cs_warn("perf_event_open is refused (%s): sampling with ptrace instead, which stops each running thread for a few microseconds per sample (--mode ptrace to say so, see csampler-record(1))",
 					sampler_refusal_cause(perf_err));
 			return 0;
+		}
+		if (ops->auto_falls_back) {
+			sampler_auto_failed(ops, -ret, choice, sizeof(choice));
+			continue;
 		}
 		if (-ret & SAMPLER_SAID_BIT)
 			return -(-ret & ~SAMPLER_SAID_BIT);

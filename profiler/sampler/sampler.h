@@ -38,6 +38,7 @@ struct sampler_opts {
 	uint32_t mmap_pages;      /* ring buffer pages per CPU (power of two) */
 	bool all;                 /* record -a: every process (bpf only) */
 	const char *cgroup;       /* --cgroup PATH: the processes under one cgroup (bpf only) */
+	bool keep_raw;            /* record --keep-raw: the stack copies are kept (not bpf) */
 	/* ptrace: called while a sampled thread is stopped, after its stack was copied (got
 	 * bytes from sp into stack): may copy more of its memory as it is at the stop into buf
 	 * (cap bytes), delivered with the sample (sample.mem); returns the bytes written. perf:
