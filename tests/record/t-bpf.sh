@@ -5,8 +5,10 @@
 # signals (t-signals), faults (t-faults), the known-split accuracy with >= 99% complete stacks
 # (t-accuracy), JIT code (t-jit) and Python frames (t-python); t-idle runs --idle with bpf
 # itself. Then what is its own: complete stacks of a program without frame pointers, the same records as perf mode and no more bytes per sample, `info` naming the backend and why,
-# record -a, --cgroup, and the refusal as an unprivileged user (one line, and auto still
-# records with perf events). Where BPF is refused here, each part says SKIPPED with the reason.
+# auto's choice (bpf as root; perf events with --keep-raw or -g fp, and after a bpf start that
+# fails: CSAMPLER_BPF_BTF at a missing file or one that is not BTF, one warning line), record -a,
+# --cgroup, and the refusal as an unprivileged user (one line, and auto records with perf events,
+# saying why). Where BPF is refused here, each part says SKIPPED with the reason.
 source "$CSAMPLER_ROOT/tests/lib.sh"
 C=$CSAMPLER
 # the unwind-row cache of this run only (not ~/.cache/csampler)
