@@ -119,9 +119,12 @@ static void choice_add(char *buf, size_t len, const char *name, const char *what
 }
 
 /* A failed start of a backend auto goes on from (bpf: the verifier, missing BTF, locked memory):
- * one line with the cause, and the choice says it. A target that is gone (ESRCH) is left to the
- * next backend to explain; a failure already said in one line is not said again. */
-static void sampler_auto_failed(const struct sampler_ops *ops, int err, char *choice, size_t len)
+ * the choice says it, and *warn (len bytes) gets the one line to print if the next backend
+ * records; a refused perf_event_open says its own line instead (a seccomp filter refuses both).
+ * A target that is gone (ESRCH) is left to the next backend to explain; a failure already said
+ * in one line is not said again. */
+static void sampler_auto_failed(const struct sampler_ops *ops, int err, char *choice, size_t len,
+				char *warn, size_t wlen)
 {
 	char cause[192] = "";
 	bool said = err & SAMPLER_SAID_BIT;
@@ -132,8 +135,8 @@ static void sampler_auto_failed(const struct sampler_ops *ops, int err, char *ch
 		snprintf(cause, sizeof(cause), "%s", strerror(err));
 	choice_add(choice, len, ops->name, "failed: ", cause);
 	if (!said && err != ESRCH)
-		cs_warn("%s: could not start (%s): sampling with perf events instead (--mode %s says more, --mode perf says nothing)",
-			ops->name, cause, ops->name);
+		snprintf(warn, wlen, "%s: could not start (%s): sampling with perf events instead (--mode %s says more, --mode perf says nothing)",
+			 ops->name, cause, ops->name);
 }
 
 static int sampler_open_any(struct sampler **out, const struct sampler_opts *opts, pid_t child,
@@ -141,7 +144,7 @@ static int sampler_open_any(struct sampler **out, const struct sampler_opts *opt
 {
 	bool attach = pids != NULL;
 	pid_t first = attach ? pids[0] : child;
-	char choice[384], why[192];
+	char choice[384], why[192], warn[384] = "";
 	int ret, perf_err = 0;
 
 	if (opts->mode != SAMPLER_MODE_AUTO) {
@@ -176,10 +179,12 @@ static int sampler_open_any(struct sampler **out, const struct sampler_opts *opt
 			if (perf_err && ops == &sampler_ptrace_ops)
 				cs_warn("perf_event_open is refused (%s): sampling with ptrace instead, which stops each running thread for a few microseconds per sample (--mode ptrace to say so, see csampler-record(1))",
 					sampler_refusal_cause(perf_err));
+			else if (warn[0])
+				cs_warn("%s", warn);
 			return 0;
 		}
 		if (ops->auto_falls_back) {
-			sampler_auto_failed(ops, -ret, choice, sizeof(choice));
+			sampler_auto_failed(ops, -ret, choice, sizeof(choice), warn, sizeof(warn));
 			continue;
 		}
 		if (-ret & SAMPLER_SAID_BIT)
