@@ -255,8 +255,12 @@ static int bpf_open(struct sampler **out, const struct sampler_opts *opts, pid_t
 	}
 	if (s->debug)
 		bpf_program__set_log_level(s->skel->progs.csb_sample, 4); /* the verifier's stats */
-	if ((ret = sampler_bpf__load(s->skel)))
+	/* libbpf says ESRCH when it finds no usable kernel BTF: ENODATA here, so that ESRCH
+	 * keeps meaning a target that is gone */
+	if ((ret = sampler_bpf__load(s->skel))) {
+		ret = ret == -ESRCH ? -ENODATA : ret;
 		goto fail;
+	}
 	uint8_t one = 1;
 	int tfd = bpf_map__fd(s->skel->maps.targets);
 	for (size_t i = 0; i < npids; i++)
@@ -414,8 +418,8 @@ static void bpf_close(struct sampler *base)
 	free(s);
 }
 
-/* The cause of a failed bpf_open, from its error and what is missing here: libbpf says
- * ESRCH when it finds no kernel BTF, the verifier EINVAL/E2BIG/EACCES, the memory cgroup or
+/* The cause of a failed bpf_open, from its error and what is missing here: ENODATA when
+ * libbpf finds no kernel BTF (its ESRCH, renamed by bpf_open), the verifier EINVAL/E2BIG/EACCES, the memory cgroup or
  * RLIMIT_MEMLOCK (before 5.11) ENOMEM/EPERM, a full map or log ENOSPC. */
 static void bpf_open_cause(int err, char *buf, size_t len)
 {
@@ -429,8 +433,10 @@ static void bpf_open_cause(int err, char *buf, size_t len)
 	if (access(btf, R_OK))
 		snprintf(buf, len, "no kernel BTF: %s: %s (a kernel built with CONFIG_DEBUG_INFO_BTF, or CSAMPLER_BPF_BTF=FILE)",
 			 btf, strerror(errno));
-	else if (err == ESRCH)
+	else if (err == ENODATA)
 		snprintf(buf, len, "libbpf found no usable kernel BTF in %s (CSAMPLER_BPF_BTF=FILE names another)", btf);
+	else if (err == ESRCH)
+		snprintf(buf, len, "a target is gone (no such process)");
 	else if ((err == ENOMEM || err == EPERM) && !getrlimit(RLIMIT_MEMLOCK, &ml) &&
 		 ml.rlim_cur != RLIM_INFINITY && ml.rlim_cur < (64u << 20))
 		snprintf(buf, len, "%s: locked memory, 'ulimit -l' is %llu KiB (raise it, or the memory cgroup's limit)",
@@ -453,6 +459,8 @@ static int bpf_open_error(int err, pid_t pid, bool attach)
 	char why[256];
 	if (!bpf_permitted(why, sizeof(why)))
 		return cs_error(err, "bpf: the BPF backend %s: run as root or give csampler CAP_BPF and CAP_PERFMON, or use --mode perf", why);
+	if (err == ESRCH)
+		return cs_error(err, "bpf: no such process %d: check the PID with ps", (int)pid);
 	bpf_open_cause(err, why, sizeof(why));
 	return cs_error(err, "bpf: loading the BPF program: %s; or use --mode perf", why);
 }
