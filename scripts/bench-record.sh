@@ -11,7 +11,9 @@
 # script's last frame for perf) and the recorder's CPU per sample: csampler's own CPU time, plus
 # in bpf mode the BPF program's run time (kernel.bpf_stats_enabled is set to 1 for the run and
 # put back; csampler reads bpf_prog_info's run_time_ns), and perf's user+system time.
-#   ROUNDS=3 UNITS=600 RATE=999 scripts/bench-record.sh
+# Then bpf mode's steady state (fixed cost, marginal cost per sample, cost per idle second), with
+# BASE=path another csampler beside it, and `record -a` over 8 busy processes.
+#   ROUNDS=3 UNITS=600 RATE=999 [BASE=/tmp/old/bin/csampler] scripts/bench-record.sh
 set -eu
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
@@ -57,6 +59,8 @@ fi
 PTIME=""
 [ -x /usr/bin/time ] && PTIME="/usr/bin/time -f cpu=%U+%S"
 
+# ROUNDS=0: only the sections below
+if [ "$ROUNDS" -gt 0 ]; then
 for r in $(seq "$ROUNDS"); do
 	run plain $WORK
 	run csampler "$CSAMPLER" record -q -F "$RATE" -o "$W/c.data" -- $WORK
@@ -129,6 +133,51 @@ if [ "$BPF" = 1 ]; then
 fi
 row "perf dwarf (8 KiB)" perf8k "$p8_samples" "$p8_lost" "$W/p8.data" "$(p_complete "$W/p8.data")" "$(p_cpu_us perf8k "$p8_samples")"
 row "perf dwarf,32768" perf32k "$p32_samples" "$p32_lost" "$W/p32.data" "$(p_complete "$W/p32.data")" "$(p_cpu_us perf32k "$p32_samples")"
+fi
+
+# The steady state of bpf mode: a short and a long launch run of the workload (SHORT_UNITS and
+# LONG_UNITS), STEADY_ROUNDS times interleaved, for $CSAMPLER and, with BASE=path to another
+# csampler (the previous version), for that one too. The short run's cost is mostly fixed
+# (loading the program, symbolization's setup); the marginal cost per sample is the long run's
+# CPU (csampler's own plus the BPF program's) minus the short run's, over the difference in
+# samples. Idle runs (`sleep 0` and `sleep IDLE_SECONDS`, no samples) give the cost per second
+# of waiting.
+steady() { # NAME BINARY: appends "kind samples cpu_s" lines to $W/steady-NAME
+	local u
+	for u in "${SHORT_UNITS:-300}" "${LONG_UNITS:-3000}"; do
+		"$2" record --mode bpf -F "$RATE" -o "$W/s.data" -- build/bench/deepwork "$u" 2 2>&1 >/dev/null | awk -v k="$u" '
+			/ samples, / { s = $2 }
+			/^csampler: own CPU/ { cpu = $4 }
+			/program run time/ { for (i = 1; i <= NF; i++) if ($i == "time") { us = $(i + 1); runs = $(i + 6) } bpf = us * runs / 1e6 }
+			END { print k, s, cpu, bpf }' >>"$W/steady-$1"
+	done
+	for u in 0 "${IDLE_SECONDS:-10}"; do
+		"$2" record --mode bpf -o "$W/s.data" -- sleep "$u" 2>&1 >/dev/null |
+			awk -v u="$u" '/^csampler: own CPU/ { print "sleep" u, 0, $4, 0 }' >>"$W/steady-$1"
+	done
+}
+if [ "$BPF" = 1 ] && [ "${STEADY_ROUNDS:-2}" -gt 0 ]; then
+	for r in $(seq "${STEADY_ROUNDS:-2}"); do
+		steady new "$CSAMPLER"
+		[ -n "${BASE:-}" ] && steady base "$BASE"
+	done
+	printf '
+bpf mode, steady state: deepwork %s and %s units, %s rounds interleaved (means), load %s\n' \
+		"${SHORT_UNITS:-300}" "${LONG_UNITS:-3000}" "${STEADY_ROUNDS:-2}" "$(cut -d' ' -f1-3 /proc/loadavg)"
+	printf '%-28s %9s %12s %9s %12s %14s %14s %12s\n' csampler "short: n" "CPU (ms)" "long: n" "CPU (ms)" "fixed (ms)" "marginal/sample" "idle (ms/s)"
+	for k in new${BASE:+ base}; do
+		awk -v name="$([ "$k" = new ] && echo "$CSAMPLER" || echo "$BASE")" -v short="${SHORT_UNITS:-300}" -v idle_s="${IDLE_SECONDS:-10}" '
+			$1 == short { ns++; s1 += $2; c1 += $3 + $4; u1 += $3 } $1 == "sleep0" { n0++; c0 += $3 }
+			$1 == "sleep" idle_s { ni++; ci += $3 }
+			$1 !~ /^sleep/ && $1 != short { nl++; s2 += $2; c2 += $3 + $4; u2 += $3 }
+			END { s1 /= ns; c1 /= ns; u1 /= ns; s2 /= nl; c2 /= nl; u2 /= nl; ci /= ni; c0 /= n0
+				m = (c2 - c1) / (s2 - s1) * 1e6; mu = (u2 - u1) / (s2 - s1) * 1e6
+				# fixed: the short run less its samples at the marginal cost; idle: sleep N less
+				# sleep 0, per second
+				printf "%-28s %9d %12.0f %9d %12.0f %14.0f %8.1f us (%.1f user space) %8.1f\n", name, s1, c1 * 1e3, s2, c2 * 1e3,
+					(c1 - s1 * m / 1e6) * 1e3, m, mu, (ci - c0) / idle_s * 1e3 }' "$W/steady-$k"
+	done
+fi
 
 # 8 busy processes (deepwork, one thread each) recorded for ALL_SECONDS, ALL_ROUNDS times
 # interleaved: `--mode bpf -a` (every process of the machine) with an empty unwind-row cache, then
@@ -136,7 +185,7 @@ row "perf dwarf,32768" perf32k "$p32_samples" "$p32_lost" "$W/p32.data" "$(p_com
 # comes: it cannot record every process). Each: samples, lost, csampler's whole cost (its own
 # CPU time, plus the BPF program's run time on every CPU in bpf mode) per sample and as a share
 # of the machine's CPU time over the run.
-if [ "$BPF" = 1 ]; then
+if [ "$BPF" = 1 ] && [ "${ALL_ROUNDS:-2}" -gt 0 ]; then
 	pids=()
 	for i in 1 2 3 4 5 6 7 8; do build/bench/deepwork 100000 1 >/dev/null 2>&1 & pids+=($!); done
 	sleep 0.5

@@ -249,8 +249,9 @@ static int record_parse_args(int argc, char **argv, struct record_opts *o, const
 			      "queue latency, at about 1.5% more run time on a launch-bound\n"
 			      "program; without, latency counts from the launch call's return"),
 		OPTS_CALL_ROW(0, "mode", &o->sampler.mode, "MODE", record_sampler_mode_call,
-			      "auto (default: perf events, else ptrace), perf, ptrace or bpf\n"
-			      "(stacks walked in the kernel; root or CAP_BPF+CAP_PERFMON)"),
+			      "auto (default: bpf where permitted, else perf events, else\n"
+			      "ptrace), perf, ptrace or bpf (stacks walked in the kernel;\n"
+			      "root or CAP_BPF+CAP_PERFMON)"),
 		OPTS_FLAG_ROW('a', "all-processes", &o->sampler.all,
 			      "every process of the machine (bpf), until --duration or ^C"),
 		RECORD_ROW(0, "cgroup", RECORD_OPT_CGROUP, "PATH",
@@ -294,6 +295,7 @@ static int record_check_opts(struct record_opts *o, const char *rate_arg)
 		if (o->sampler.idle)
 			return cs_error(EINVAL, "--idle samples the threads of given processes: not with %s", what);
 	}
+	o->sampler.keep_raw = o->keep_raw; /* auto then leaves bpf out */
 	if (o->keep_raw && o->sampler.mode == SAMPLER_MODE_BPF)
 		return cs_error(EINVAL, "--keep-raw keeps stack copies, and bpf mode takes none (the kernel walks the stacks): use --mode perf to keep them");
 	if (o->sampler.callgraph == SAMPLER_CALLGRAPH_FP && o->sampler.mode == SAMPLER_MODE_BPF)

@@ -94,6 +94,7 @@ struct record {
 				    * RECORD_PY_DELAYS samples with an interpreter activation */
 	uint64_t npy_delay;
 	int python_seen;           /* a sample ran Python code (atomic: the reader thread reads it) */
+	int python_mapped;         /* a target mapped a file named python* or libpython* (atomic) */
 	uint64_t gpu_py_merged, gpu_py_unread;     /* launches with Python frames: named, not */
 	struct cs_map tids, pids;   /* tids/pids seen in samples: (id, 0) -> 0; .n counts them */
 	uint64_t start_ns, last_flush_ns, last_symbolize_ns;
@@ -307,6 +308,15 @@ static int record_python(struct record *r, const struct sampler_event *ev, struc
 		break;
 	}
 	return n;
+}
+
+/* Whether a mapped file looks like a CPython interpreter (python3.12, libpython3.11.so.1.0):
+ * then the reader collects often from the start, for its Python frames (record_reader). */
+static bool record_python_path(const char *path)
+{
+	const char *b = path ? strrchr(path, '/') : NULL;
+	b = b ? b + 1 : path;
+	return b && (!strncmp(b, "python", 6) || !strncmp(b, "libpython", 9));
 }
 
 /* A stack the kernel walked (bpf): the user frames it found by frame-pointer steps are marked
@@ -660,6 +670,8 @@ static int record_event(void *arg, const struct sampler_event *ev)
 						     ev->mmap.flags, ev->mmap.path });
 		unwind_mmap(r->unwind, ev->pid, ev->mmap.start, ev->mmap.len, ev->mmap.pgoff,
 			    ev->mmap.prot, ev->mmap.path);
+		if (!r->python_mapped && record_python_path(ev->mmap.path))
+			__atomic_store_n(&r->python_mapped, 1, __ATOMIC_RELAXED);
 		break;
 	}
 	case SAMPLER_EV_COMM: {
@@ -1080,9 +1092,13 @@ static void *record_reader(void *arg)
 		 * keeps that close to when the sample was taken (unwind/python.h). Every 1 ms
 		 * once a sample ran Python code: a median of 0.6 ms from sample to read, against
 		 * 2.5 ms every 5 ms, and a third of the samples whose frames were popped before
-		 * the read (README); every 5 ms until then, as it costs wake-ups. */
+		 * the read (README); every 5 ms once a target mapped an interpreter, as it costs
+		 * wake-ups; else every 50 ms (the rings wake the reader when a quarter full): each
+		 * wake-up of the reader and the main thread cost some 30 us of CPU on a 2-vCPU VM,
+		 * most of what a long bpf recording of a native program spent (README). */
 		int wait_ms = r->o->no_python ? 50
-			      : __atomic_load_n(&r->python_seen, __ATOMIC_RELAXED) ? 1 : 5;
+			      : __atomic_load_n(&r->python_seen, __ATOMIC_RELAXED) ? 1
+			      : __atomic_load_n(&r->python_mapped, __ATOMIC_RELAXED) ? 5 : 50;
 		poll(fds, (nfds_t)n, wait_ms);
 		for (int i = 0; i < nwatched; i++)
 			if (fds[i].revents & (POLLHUP | POLLERR))

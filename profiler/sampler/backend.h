@@ -15,8 +15,14 @@
 struct sampler_ops {
 	const char *name;         /* "perf_event_open", "ptrace", "bpf" */
 	enum sampler_mode mode;   /* the --mode that names it */
-	/* Why auto mode does not try it (NULL: it does), for `info` and the end-of-record line. */
-	const char *not_auto;
+	/* Why auto mode does not try it with these options (NULL: it does), for `info` and the
+	 * end-of-record line; optional. */
+	const char *(*unsuited)(const struct sampler_opts *opts);
+	/* Whether auto mode goes on to the next backend after any failed start of this one (a
+	 * one-line warning names the cause, open_cause), not only after a refusal. */
+	bool auto_falls_back;
+	/* The cause of a failed open_* (err), in words, for that warning; optional. */
+	void (*open_cause)(int err, char *buf, size_t len);
 	/* Whether it is refused here before trying (not built in, no privilege), and why (why,
 	 * len); optional: NULL when only opening tells. */
 	bool (*refused)(const struct sampler_opts *opts, char *why, size_t len);
@@ -112,6 +118,8 @@ void bpf_python_describe(struct bpf_python *p, char *buf, size_t len);
 void bpf_python_free(struct bpf_python *p);
 /* Whether --mode bpf is refused before trying (not built in, no privilege), and why. */
 bool sampler_bpf_refused(const struct sampler_opts *opts, char *why, size_t len);
+/* Why auto does not use bpf with these options (--keep-raw, -g fp), else NULL. */
+const char *sampler_bpf_unsuited(const struct sampler_opts *opts);
 
 /* Where the cgroup v2 hierarchy is mounted (/sys/fs/cgroup, or /sys/fs/cgroup/unified on a
  * hybrid layout): 0, or -ENOENT. */

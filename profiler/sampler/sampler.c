@@ -1,5 +1,5 @@
 /* sampler.c: the backend-independent half of the sampler: picking the backend (--mode, or
- * auto's walk down the ordered list of backends), dispatching through its ops table, the batch of
+ * auto's walk down the ordered list of backends: bpf, perf events, ptrace), dispatching through its ops table, the batch of
  * copied-out events both backends fill, and the /proc readers that describe a process that
  * existed before sampling started. */
 #include "sampler/backend.h"
@@ -61,7 +61,8 @@ static int sampler_refused_twice(int perf_err, int ptrace_err, pid_t pid, bool a
 			why_ptrace);
 }
 
-/* The backends in the order auto mode tries them (those with not_auto set are skipped). */
+/* The backends in the order auto mode tries them: bpf where permitted and suited to the
+ * options, else perf events, else ptrace. */
 static const struct sampler_ops *const sampler_backends[] = {
 	&sampler_bpf_ops,
 	&sampler_perf_ops,
@@ -98,7 +99,7 @@ uint64_t sampler_max_rate(enum sampler_mode mode)
 		return ops->max_rate();
 	uint64_t max = 0;
 	for (size_t i = 0; i < SAMPLER_NBACKENDS; i++)
-		if (!sampler_backends[i]->not_auto && sampler_backends[i]->max_rate() > max)
+		if (sampler_backends[i]->max_rate() > max)
 			max = sampler_backends[i]->max_rate();
 	return max;
 }
@@ -117,12 +118,33 @@ static void choice_add(char *buf, size_t len, const char *name, const char *what
 		snprintf(buf + n, len - n, "; %s %s%s", name, what, why);
 }
 
+/* A failed start of a backend auto goes on from (bpf: the verifier, missing BTF, locked memory):
+ * the choice says it, and *warn (len bytes) gets the one line to print if the next backend
+ * records; a refused perf_event_open says its own line instead (a seccomp filter refuses both).
+ * A target that is gone (ESRCH) is left to the next backend to explain; a failure already said
+ * in one line is not said again. */
+static void sampler_auto_failed(const struct sampler_ops *ops, int err, char *choice, size_t len,
+				char *warn, size_t wlen)
+{
+	char cause[192] = "";
+	bool said = err & SAMPLER_SAID_BIT;
+	err &= ~SAMPLER_SAID_BIT;
+	if (ops->open_cause)
+		ops->open_cause(err, cause, sizeof(cause));
+	else
+		snprintf(cause, sizeof(cause), "%s", strerror(err));
+	choice_add(choice, len, ops->name, "failed: ", cause);
+	if (!said && err != ESRCH)
+		snprintf(warn, wlen, "%s: could not start (%s): sampling with perf events instead (--mode %s says more, --mode perf says nothing)",
+			 ops->name, cause, ops->name);
+}
+
 static int sampler_open_any(struct sampler **out, const struct sampler_opts *opts, pid_t child,
 			    const pid_t *pids, size_t npids)
 {
 	bool attach = pids != NULL;
 	pid_t first = attach ? pids[0] : child;
-	char choice[384], why[192];
+	char choice[384], why[192], warn[384] = "";
 	int ret, perf_err = 0;
 
 	if (opts->mode != SAMPLER_MODE_AUTO) {
@@ -142,8 +164,9 @@ static int sampler_open_any(struct sampler **out, const struct sampler_opts *opt
 	snprintf(choice, sizeof(choice), "auto");
 	for (size_t i = 0; i < SAMPLER_NBACKENDS; i++) {
 		const struct sampler_ops *ops = sampler_backends[i];
-		if (ops->not_auto) {
-			choice_add(choice, sizeof(choice), ops->name, "", ops->not_auto);
+		const char *unsuited = ops->unsuited ? ops->unsuited(opts) : NULL;
+		if (unsuited) {
+			choice_add(choice, sizeof(choice), ops->name, "not used: ", unsuited);
 			continue;
 		}
 		if (ops->refused && ops->refused(opts, why, sizeof(why))) {
@@ -156,7 +179,13 @@ static int sampler_open_any(struct sampler **out, const struct sampler_opts *opt
 			if (perf_err && ops == &sampler_ptrace_ops)
 				cs_warn("perf_event_open is refused (%s): sampling with ptrace instead, which stops each running thread for a few microseconds per sample (--mode ptrace to say so, see csampler-record(1))",
 					sampler_refusal_cause(perf_err));
+			else if (warn[0])
+				cs_warn("%s", warn);
 			return 0;
+		}
+		if (ops->auto_falls_back) {
+			sampler_auto_failed(ops, -ret, choice, sizeof(choice), warn, sizeof(warn));
+			continue;
 		}
 		if (-ret & SAMPLER_SAID_BIT)
 			return -(-ret & ~SAMPLER_SAID_BIT);
@@ -333,9 +362,12 @@ struct sampler_batch *sampler_events_take(struct sampler_events *e)
 	b->npend = e->npend;
 	for (size_t i = 0; i < b->npend; i++)
 		b->nsamples += b->pend[i].ev.type == SAMPLER_EV_SAMPLE;
-	e->arena = (struct cs_buf){ 0 };
-	e->pend = NULL;
-	e->npend = e->cap_pend = 0;
+	/* The next set starts at this one's size: growing from nothing again would copy the
+	 * arena and the array a few times per batch (a few percent of a bpf recording's CPU). */
+	e->arena = (struct cs_buf){ .data = cs_malloc(b->arena.len + 1), .cap = b->arena.len + 1 };
+	e->cap_pend = b->npend;
+	e->pend = cs_malloc(e->cap_pend * sizeof(*e->pend));
+	e->npend = 0;
 	return b;
 }
 

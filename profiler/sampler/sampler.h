@@ -39,6 +39,7 @@ struct sampler_opts {
 	uint32_t mmap_pages;      /* ring buffer pages per CPU (power of two) */
 	bool all;                 /* record -a: every process (bpf only) */
 	const char *cgroup;       /* --cgroup PATH: the processes under one cgroup (bpf only) */
+	bool keep_raw;            /* record --keep-raw: the stack copies are kept (not bpf) */
 	/* ptrace: called while a sampled thread is stopped, after its stack was copied (got
 	 * bytes from sp into stack): may copy more of its memory as it is at the stop into buf
 	 * (cap bytes), delivered with the sample (sample.mem); returns the bytes written. perf:
@@ -175,8 +176,9 @@ bool sampler_has_kernel(const struct sampler *s);
 /* The backend ("perf_event_open", "ptrace") and what a sample measures ("cpu-clock",
  * "cpu-clock+idle", ...), for the data file's header. */
 const char *sampler_name(const struct sampler *s);
-/* Which backend ran and why the others did not ("auto: bpf is not tried by auto: ...; perf
- * refused: ..."), for the header and the end-of-record line. */
+/* Which backend ran and why the others did not ("auto", "auto; bpf not used: --keep-raw ...",
+ * "auto; bpf refused: needs root ...; perf_event_open refused: ..."), for the header and the
+ * end-of-record line. */
 const char *sampler_choice(const struct sampler *s);
 /* The call-graph name of a backend that walks the stacks itself ("bpf"), else NULL. */
 const char *sampler_callgraph(const struct sampler *s);

@@ -27,26 +27,30 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <linux/capability.h>
 
 #include "sampler_bpf.skel.h"
 
-/* Whether this process may load and attach the program: root, or CAP_BPF and CAP_PERFMON (bits
- * 39 and 38 of CapEff). Fills why when not. */
+/* Whether this process may load and attach the program: the kernel's bpf_capable() and
+ * perfmon_capable(), i.e. CAP_BPF (39) or CAP_SYS_ADMIN, and CAP_PERFMON (38) or CAP_SYS_ADMIN,
+ * in the effective set (capget: root normally has them all; a container's root may not).
+ * Fills why when not. */
 static bool bpf_permitted(char *why, size_t len)
 {
-	char buf[4096];
-	unsigned long long eff = 0;
-	if (cs_read_small_file("/proc/self/status", buf, sizeof(buf)) > 0) {
-		const char *p = strstr(buf, "CapEff:");
-		if (p)
-			eff = strtoull(p + 7, NULL, 16);
-	}
-	bool ok = (eff >> 38 & 1) && (eff >> 39 & 1);
-	if (!ok && !(geteuid() == 0 && (eff >> 21 & 1)))  /* CAP_SYS_ADMIN covers both */
-		return snprintf(why, len, "needs root, or CAP_BPF and CAP_PERFMON (this process has neither)"), false;
-	return true;
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = { { 0 } };
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return snprintf(why, len, "needs CAP_BPF and CAP_PERFMON, and capget failed: %s",
+				strerror(errno)), false;
+	uint64_t eff = (uint64_t)data[1].effective << 32 | data[0].effective;
+	bool admin = eff >> CAP_SYS_ADMIN & 1;
+	bool bpf = admin || (eff >> 39 & 1), perfmon = admin || (eff >> 38 & 1);
+	if (bpf && perfmon)
+		return true;
+	snprintf(why, len, "needs root, or CAP_BPF and CAP_PERFMON (this process has %s)",
+		 bpf ? "CAP_BPF only" : perfmon ? "CAP_PERFMON only" : "neither");
+	return false;
 }
-
 
 struct bpf_sampler {
 	struct sampler base;
@@ -229,7 +233,11 @@ static int bpf_open(struct sampler **out, const struct sampler_opts *opts, pid_t
 	s->debug = getenv("CSAMPLER_BPF_DEBUG") != NULL;
 	int ret = 0;
 	libbpf_set_print(bpf_quiet_print);
-	s->skel = sampler_bpf__open();
+	/* CSAMPLER_BPF_BTF: another file of the kernel's types than /sys/kernel/btf/vmlinux (a
+	 * kernel built without it, with one from BTFHub) */
+	const char *btf = getenv("CSAMPLER_BPF_BTF");
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = btf && *btf ? btf : NULL);
+	s->skel = sampler_bpf__open_opts(&oo);
 	if (!s->skel) {
 		ret = -errno;
 		goto fail;
@@ -249,8 +257,12 @@ static int bpf_open(struct sampler **out, const struct sampler_opts *opts, pid_t
 	}
 	if (s->debug)
 		bpf_program__set_log_level(s->skel->progs.csb_sample, 4); /* the verifier's stats */
-	if ((ret = sampler_bpf__load(s->skel)))
+	/* libbpf says ESRCH when it finds no usable kernel BTF: ENODATA here, so that ESRCH
+	 * keeps meaning a target that is gone */
+	if ((ret = sampler_bpf__load(s->skel))) {
+		ret = ret == -ESRCH ? -ENODATA : ret;
 		goto fail;
+	}
 	uint8_t one = 1;
 	int tfd = bpf_map__fd(s->skel->maps.targets);
 	for (size_t i = 0; i < npids; i++)
@@ -430,18 +442,51 @@ static void bpf_close(struct sampler *base)
 	free(s);
 }
 
+/* The cause of a failed bpf_open, from its error and what is missing here: ENODATA when
+ * libbpf finds no kernel BTF (its ESRCH, renamed by bpf_open), the verifier EINVAL/E2BIG/EACCES, the memory cgroup or
+ * RLIMIT_MEMLOCK (before 5.11) ENOMEM/EPERM, a full map or log ENOSPC. */
+static void bpf_open_cause(int err, char *buf, size_t len)
+{
+	const char *btf = getenv("CSAMPLER_BPF_BTF");
+	struct rlimit ml;
+	char msg[128];
+	if (!btf || !*btf)
+		btf = "/sys/kernel/btf/vmlinux";
+	if (!bpf_permitted(buf, len))
+		return;
+	if (access(btf, R_OK))
+		snprintf(buf, len, "no kernel BTF: %s: %s (a kernel built with CONFIG_DEBUG_INFO_BTF, or CSAMPLER_BPF_BTF=FILE)",
+			 btf, strerror(errno));
+	else if (err == ENODATA)
+		snprintf(buf, len, "libbpf found no usable kernel BTF in %s (CSAMPLER_BPF_BTF=FILE names another)", btf);
+	else if (err == ESRCH)
+		snprintf(buf, len, "a target is gone (no such process)");
+	else if ((err == ENOMEM || err == EPERM) && !getrlimit(RLIMIT_MEMLOCK, &ml) &&
+		 ml.rlim_cur != RLIM_INFINITY && ml.rlim_cur < (64u << 20))
+		snprintf(buf, len, "%s: locked memory, 'ulimit -l' is %llu KiB (raise it, or the memory cgroup's limit)",
+			 strerror(err), (unsigned long long)ml.rlim_cur / 1024);
+	else if (err == EPERM || err == EACCES)
+		snprintf(buf, len, "%s: loading or attaching the program is refused (lockdown, seccomp, or the verifier; CSAMPLER_BPF_DEBUG=1 prints libbpf's log)",
+			 strerror(err));
+	else if (err == ENOSPC)
+		snprintf(buf, len, "%s: a map or the verifier's log did not fit (CSAMPLER_BPF_DEBUG=1 prints libbpf's log)",
+			 strerror(err));
+	else if (err >= __LIBBPF_ERRNO__START && !libbpf_strerror(err, msg, sizeof(msg)))
+		snprintf(buf, len, "libbpf: %s (with %s; CSAMPLER_BPF_DEBUG=1 prints libbpf's log)", msg, btf);
+	else
+		snprintf(buf, len, "%s: the kernel refused the program (CSAMPLER_BPF_DEBUG=1 prints the verifier's log)",
+			 strerror(err));
+}
+
 static int bpf_open_error(int err, pid_t pid, bool attach)
 {
-	char why[160];
+	char why[256];
 	if (!bpf_permitted(why, sizeof(why)))
 		return cs_error(err, "bpf: the BPF backend %s: run as root or give csampler CAP_BPF and CAP_PERFMON, or use --mode perf", why);
-	if (err == EPERM || err == EACCES)
-		return cs_error(err, "bpf: loading or attaching the BPF program: %s (a lockdown or a seccomp filter?): use --mode perf, or CSAMPLER_BPF_DEBUG=1 for libbpf's log",
-				strerror(err));
 	if (err == ESRCH)
-		return cs_error(err, "bpf: no such process %d", (int)pid);
-	return cs_error(err, "bpf: loading the BPF program: %s: the kernel refused it (CSAMPLER_BPF_DEBUG=1 prints the verifier's log); use --mode perf",
-			strerror(err));
+		return cs_error(err, "bpf: no such process %d: check the PID with ps", (int)pid);
+	bpf_open_cause(err, why, sizeof(why));
+	return cs_error(err, "bpf: loading the BPF program: %s; or use --mode perf", why);
 }
 
 bool sampler_bpf_refused(const struct sampler_opts *opts, char *why, size_t len)
@@ -472,6 +517,11 @@ bool sampler_bpf_refused(const struct sampler_opts *opts, char *why, size_t len)
 {
 	snprintf(why, len, "built without it (missing at build time: %s)", CSAMPLER_BPF_MISSING);
 	return true;
+}
+
+static void bpf_open_cause(int err, char *buf, size_t len)
+{
+	snprintf(buf, len, "built without it");
 }
 
 static void bpf_nothing(struct sampler *base)
@@ -507,11 +557,24 @@ static bool bpf_has_kernel(const struct sampler *base)
 
 #endif
 
+/* What the options ask for that bpf cannot give, so that auto takes perf events: the kernel
+ * walks the stacks, so there are no stack copies to keep and no perf frame-pointer callchain. */
+const char *sampler_bpf_unsuited(const struct sampler_opts *opts)
+{
+	if (opts->keep_raw)
+		return "--keep-raw keeps stack copies, and bpf takes none (the kernel walks the stacks)";
+	if (opts->callgraph == SAMPLER_CALLGRAPH_FP)
+		return "-g fp asks for perf events' frame-pointer callchains (bpf walks the stacks itself)";
+	return NULL;
+}
+
 const struct sampler_ops sampler_bpf_ops = {
 	.name = "bpf",
 	.mode = SAMPLER_MODE_BPF,
-	.not_auto = "not tried by auto: it needs root, and takes no --keep-raw stack copies and no -g fp (--mode bpf uses it)",
+	.unsuited = sampler_bpf_unsuited,
 	.refused = sampler_bpf_refused,
+	.auto_falls_back = true,
+	.open_cause = bpf_open_cause,
 	.max_rate = sampler_perf_max_rate,
 	.callgraph = "bpf",
 	.open_launch = bpf_open_launch,

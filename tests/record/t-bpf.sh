@@ -5,8 +5,10 @@
 # signals (t-signals), faults (t-faults), the known-split accuracy with >= 99% complete stacks
 # (t-accuracy), JIT code (t-jit) and Python frames (t-python); t-idle runs --idle with bpf
 # itself. Then what is its own: complete stacks of a program without frame pointers, the same records as perf mode and no more bytes per sample, `info` naming the backend and why,
-# record -a, --cgroup, and the refusal as an unprivileged user (one line, and auto still
-# records with perf events). Where BPF is refused here, each part says SKIPPED with the reason.
+# auto's choice (bpf as root; perf events with --keep-raw or -g fp, and after a bpf start that
+# fails: CSAMPLER_BPF_BTF at a missing file or one that is not BTF, one warning line), record -a,
+# --cgroup, and the refusal as an unprivileged user (one line, and auto records with perf events,
+# saying why). Where BPF is refused here, each part says SKIPPED with the reason.
 source "$CSAMPLER_ROOT/tests/lib.sh"
 C=$CSAMPLER
 # the unwind-row cache of this run only (not ~/.cache/csampler)
@@ -26,8 +28,9 @@ if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ]; then
 	# auto as nobody: bpf is not tried, perf events (or ptrace) record the command
 	nobody "$C" record -o "$T/nobody/auto.data" -- "$TPROG/rec-worker" 1 1 >out.txt 2>err.txt
 	rc=$?
-	if [ "$rc" = 0 ] && "$C" info -i "$T/nobody/auto.data" 2>&1 | grep -q "^sampler_choice.*auto"; then
-		pass "bpf: auto as nobody records with $("$C" info -i "$T/nobody/auto.data" | awk '$1 == "sampler" { print $2 }')"
+	if [ "$rc" = 0 ] && "$C" info -i "$T/nobody/auto.data" 2>&1 | grep -q "^sampler_choice  *auto; bpf refused: needs root, or CAP_BPF and CAP_PERFMON" &&
+		! "$C" info -i "$T/nobody/auto.data" | grep -q "^sampler  *bpf"; then
+		pass "bpf: auto as nobody records with $("$C" info -i "$T/nobody/auto.data" | awk '$1 == "sampler" { print $2 }') and says why: $("$C" info -i "$T/nobody/auto.data" | grep '^sampler_choice')"
 	else
 		fail "bpf: auto as nobody: rc $rc, $(head -c 400 err.txt)"
 	fi
@@ -105,12 +108,42 @@ if "$C" info -i bpf.data | grep -q "^sampler  *bpf" && "$C" info -i bpf.data | g
 else
 	fail "bpf: info: $("$C" info -i bpf.data | head -c 400)"
 fi
-"$C" info -i perf.data | grep -q "^sampler_choice.*bpf not tried by auto" 2>/dev/null
-"$C" record -o auto.data -- true >/dev/null 2>&1
-if "$C" info -i auto.data | grep -q "^sampler_choice  *auto; bpf not tried by auto: "; then
-	pass "bpf: auto says why bpf was not used: $("$C" info -i auto.data | grep '^sampler_choice')"
+# auto: bpf where permitted (root here), perf events where the options ask for what bpf cannot do
+"$C" record -o auto.data -- true >/dev/null 2>auto.err
+if "$C" info -i auto.data | grep -q "^sampler  *bpf" && "$C" info -i auto.data | grep -q "^sampler_choice  *auto$" &&
+	grep -q "^csampler: sampled with bpf (auto)" auto.err; then
+	pass "bpf: auto chooses bpf as root: $("$C" info -i auto.data | grep '^sampler_choice')"
 else
-	fail "bpf: auto's choice: $("$C" info -i auto.data | grep sampler)"
+	fail "bpf: auto's choice as root: $("$C" info -i auto.data | grep sampler)"
+fi
+for opt in --keep-raw "-g fp"; do
+	"$C" record $opt -o auto.data -- true >/dev/null 2>auto.err
+	if "$C" info -i auto.data | grep -q "^sampler  *perf_event_open" &&
+		"$C" info -i auto.data | grep -q "^sampler_choice  *auto; bpf not used: ${opt% *}"; then
+		pass "bpf: auto with $opt takes perf events and says why: $("$C" info -i auto.data | grep '^sampler_choice')"
+	else
+		fail "bpf: auto with $opt: $("$C" info -i auto.data | grep sampler) $(head -c 300 auto.err)"
+	fi
+done
+# a refused start (libbpf finds no kernel BTF where CSAMPLER_BPF_BTF points): one line, perf events
+CSAMPLER_BPF_BTF=$T/no-such-btf "$C" record -o auto.data -- "$TPROG/rec-worker" 1 1 >/dev/null 2>auto.err
+rc=$?
+if [ "$rc" = 0 ] && [ "$(grep -c "bpf" auto.err)" = 2 ] &&
+	grep -q "^csampler: warning: bpf: could not start (no kernel BTF: $T/no-such-btf: .*): sampling with perf events instead" auto.err &&
+	"$C" info -i auto.data | grep -q "^sampler  *perf_event_open" &&
+	"$C" info -i auto.data | grep -q "^sampler_choice  *auto; bpf failed: no kernel BTF"; then
+	pass "bpf: a failed bpf start falls back to perf events in one line: $(grep warning auto.err)"
+else
+	fail "bpf: fallback from a failed bpf start: rc $rc, $(head -c 600 auto.err)"
+fi
+# the same with a file that is not BTF: libbpf refuses it, and auto still records
+CSAMPLER_BPF_BTF=/proc/self/status "$C" record -o auto.data -- true >/dev/null 2>auto.err
+rc=$?
+if [ "$rc" = 0 ] && [ "$(grep -c "^csampler: warning: bpf: could not start" auto.err)" = 1 ] &&
+	"$C" info -i auto.data | grep -q "^sampler  *perf_event_open"; then
+	pass "bpf: a BTF file libbpf refuses: one line, perf events: $(grep warning auto.err)"
+else
+	fail "bpf: fallback from an unusable BTF file: rc $rc, $(head -c 600 auto.err)"
 fi
 
 # --- record -a: every process; a worker started beside it is in the file
