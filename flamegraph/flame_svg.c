@@ -164,34 +164,12 @@ static void flame_out_background(struct flame_out *o, const struct flame_layout 
 		      "fill=\"url(#background)\"/>\n", l->geo.width, l->geo.height);
 }
 
-/* The frame data flame.js draws. See flame.js for how it reads each field. */
-static void flame_out_data(struct flame_out *o, const struct flame_tree *t,
-			   const struct flame_layout *l, const struct flame_opts *opts)
+/* The output keys' names and kinds, then their modules and source lines where any has one. */
+static void flame_out_names(struct flame_out *o, const struct flame_tree *t,
+			    const struct flame_layout *l)
 {
-	const struct flame_geometry *g = &l->geo;
 	char buf[64];
 	bool any_module = false, any_src = false;
-
-	cs_buf_printf(&o->b, "{\"v\":1,\"W\":%.0f,\"H\":%.0f,\"fh\":%.10g,\"fs\":%.10g,"
-		      "\"fw\":%.10g,\"xpad\":%.10g,\"ypad1\":%.10g,\"ypad2\":%.10g,\"legendY\":%.10g,"
-		      "\"minpx\":%.10g,\"inverted\":%d,\"diff\":%d,\"negate\":%d,\"random\":%d,"
-		      "\"maxDepth\":%u,\"total\":",
-		      g->width, g->height, g->frame_height, g->fontsize, opts->fontwidth, g->xpad,
-		      g->ypad1, g->ypad2, g->legend_y, l->mincount * g->scale, opts->inverted, l->diff, opts->negate, opts->random,
-		      l->max_depth);
-	flame_out_num(o, l->total);
-	FLAME_PUT(o, ",\"totalBefore\":");
-	flame_out_num(o, l->total_before);
-	FLAME_PUT(o, ",\"palette\":");
-	flame_out_json_str(o, opts->colors);
-	FLAME_PUT(o, ",\"countname\":");
-	flame_out_json_str(o, opts->countname);
-	FLAME_PUT(o, ",\"nametype\":");
-	flame_out_json_str(o, opts->nametype);
-	if (opts->source == FOLD_BOTH)
-		FLAME_PUT(o, ",\"both\":1");
-	if (opts->source == FOLD_GPU_IDLE)   /* calls: the GPU idle ns under each frame */
-		FLAME_PUT(o, ",\"callsname\":\"idle_ns\"");
 
 	FLAME_PUT(o, ",\n\"names\":[");
 	for (size_t i = 0; i < l->nokeys; i++) {
@@ -242,6 +220,35 @@ static void flame_out_data(struct flame_out *o, const struct flame_tree *t,
 		}
 		FLAME_PUT(o, "]");
 	}
+}
+
+/* The frame data flame.js draws. See flame.js for how it reads each field. */
+static void flame_out_data(struct flame_out *o, const struct flame_tree *t,
+			   const struct flame_layout *l, const struct flame_opts *opts)
+{
+	const struct flame_geometry *g = &l->geo;
+	cs_buf_printf(&o->b, "{\"v\":1,\"W\":%.0f,\"H\":%.0f,\"fh\":%.10g,\"fs\":%.10g,"
+		      "\"fw\":%.10g,\"xpad\":%.10g,\"ypad1\":%.10g,\"ypad2\":%.10g,\"legendY\":%.10g,"
+		      "\"minpx\":%.10g,\"inverted\":%d,\"diff\":%d,\"negate\":%d,\"random\":%d,"
+		      "\"maxDepth\":%u,\"total\":",
+		      g->width, g->height, g->frame_height, g->fontsize, opts->fontwidth, g->xpad,
+		      g->ypad1, g->ypad2, g->legend_y, l->mincount * g->scale, opts->inverted, l->diff, opts->negate, opts->random,
+		      l->max_depth);
+	flame_out_num(o, l->total);
+	FLAME_PUT(o, ",\"totalBefore\":");
+	flame_out_num(o, l->total_before);
+	FLAME_PUT(o, ",\"palette\":");
+	flame_out_json_str(o, opts->colors);
+	FLAME_PUT(o, ",\"countname\":");
+	flame_out_json_str(o, opts->countname);
+	FLAME_PUT(o, ",\"nametype\":");
+	flame_out_json_str(o, opts->nametype);
+	if (opts->source == FOLD_BOTH)
+		FLAME_PUT(o, ",\"both\":1");
+	if (opts->source == FOLD_GPU_IDLE)   /* calls: the GPU idle ns under each frame */
+		FLAME_PUT(o, ",\"callsname\":\"idle_ns\"");
+
+	flame_out_names(o, t, l);
 
 	/* depth, name index, count: three numbers a frame, in pre-order. */
 	FLAME_PUT(o, ",\n\"frames\":[");
