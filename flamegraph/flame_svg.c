@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 struct flame_out {
@@ -164,6 +165,22 @@ static void flame_out_background(struct flame_out *o, const struct flame_layout 
 		      "fill=\"url(#background)\"/>\n", l->geo.width, l->geo.height);
 }
 
+/* One number a frame, in pre-order: the double at offset off of each struct flame_frame. */
+static void flame_out_series(struct flame_out *o, const struct flame_layout *l, const char *open,
+			     size_t off)
+{
+	cs_buf_put(&o->b, open, strlen(open));
+	for (size_t i = 0; i < l->nframes; i++) {
+		double v;
+		memcpy(&v, (const char *)&l->frames[i] + off, sizeof(v));
+		if (i)
+			FLAME_PUT(o, ",");
+		flame_out_num(o, v);
+		flame_out_check(o);
+	}
+	FLAME_PUT(o, "]");
+}
+
 /* The output keys' names and kinds, then their modules and source lines where any has one. */
 static void flame_out_names(struct flame_out *o, const struct flame_tree *t,
 			    const struct flame_layout *l)
@@ -264,27 +281,10 @@ static void flame_out_data(struct flame_out *o, const struct flame_tree *t,
 		flame_out_check(o);
 	}
 	FLAME_PUT(o, "]");
-	if (l->diff) {
-		FLAME_PUT(o, ",\n\"before\":[");
-		for (size_t i = 0; i < l->nframes; i++) {
-			if (i)
-				FLAME_PUT(o, ",");
-			flame_out_num(o, l->frames[i].before);
-			flame_out_check(o);
-		}
-		FLAME_PUT(o, "]");
-	}
-	if (t->calls) {
-		/* GPU activities merged into each frame, for the tooltips. */
-		FLAME_PUT(o, ",\n\"calls\":[");
-		for (size_t i = 0; i < l->nframes; i++) {
-			if (i)
-				FLAME_PUT(o, ",");
-			flame_out_num(o, l->frames[i].calls);
-			flame_out_check(o);
-		}
-		FLAME_PUT(o, "]");
-	}
+	if (l->diff)
+		flame_out_series(o, l, ",\n\"before\":[", offsetof(struct flame_frame, before));
+	if (t->calls)   /* GPU activities merged into each frame, for the tooltips */
+		flame_out_series(o, l, ",\n\"calls\":[", offsetof(struct flame_frame, calls));
 	FLAME_PUT(o, "}");
 }
 
