@@ -78,13 +78,15 @@
 #define PY_BLOCK_PAGES 4         /* pages read at once around a frame (frame data is contiguous) */
 #define PY_NBLOCKS 8             /* blocks kept for one sample */
 #define PY_BATCH 64              /* code objects checked in one process_vm_readv */
+#define PY_CAP_CODES 64          /* code object headers py_capture copies at most */
+#define PY_KNOWN_CODES 4096      /* code objects py_capture knows py_merge has cached */
 #define PY_CAP_PAGES 2           /* pages py_capture copies at once around a frame: fewer
 				  * than the reader's blocks, as the thread waits (measured:
 				  * 8.9 KiB a stop on deep.py, 13.7 with 4) */
 #define PY_RECIPES 1024          /* threads py_capture knows how to copy (by tid) */
 #define PY_WHERES 256            /* processes py_where knows (by pid: a collision forgets one,
 				  * whose frames are then read by py_merge only) */
-#define PY_FROZEN_MAX 32         /* blocks of one sample's py_capture copy */
+#define PY_FROZEN_MAX 128        /* blocks of one sample's py_capture copy (frames, code objects) */
 
 /* The versions whose layout is a row of this table; 3.13 is built from _Py_DebugOffsets
  * (py_layout_from_debug). Offsets from each version's headers (pycore_runtime.h,
@@ -325,9 +327,7 @@ struct py_frozen {
  * the frame at its + off_cur (3.11, 3.12); each frame's previous at + off_prev. */
 struct py_recipe {
 	uint32_t pid, tid;
-	uint64_t tstate;
-	uint32_t off_ptr, off_cur, off_prev, frame_read;
-	bool via_cframe;
+	struct py_capture_recipe c;
 };
 
 struct py_proc {
@@ -399,6 +399,10 @@ struct py_state {
 	 * thread at each stop, under recipes_lock */
 	pthread_mutex_t recipes_lock;
 	struct py_recipe *recipes;
+	/* The code objects py_merge has cached (py_known_key, by its hash % PY_KNOWN_CODES),
+	 * written by py_merge, read by py_capture (atomic loads and stores): a sample merged
+	 * late trusts those known before it, so py_capture copies only the others' headers. */
+	uint64_t *known_codes;
 	/* py_where's answers, by pid % PY_WHERES (pid 0: none), under recipes_lock too */
 	struct py_where_slot { uint32_t pid; struct pywalk_where w; } *wheres;
 };
@@ -720,24 +724,57 @@ static bool py_code_same(const struct py_proc *p, const struct py_code *c, const
 	       c->first_traceable == first_traceable;
 }
 
-/* The code object at addr whose header is buf (code_read bytes), found in the cache when it
- * is the same object, else read whole (name, file, line table) and cached; or NULL. */
-static struct py_code *py_code_from(struct unwind_ctx *ctx, struct py_proc *p, uint64_t addr,
-				    const uint8_t *buf)
+/* The known_codes key of the code object at addr of process pid (never 0). */
+static uint64_t py_known_key(uint32_t pid, uint64_t addr)
 {
+	return (addr | 1) ^ ((uint64_t)pid << 44);
+}
+
+/* Record (known) or forget the code object at addr of p as cached, for py_capture. */
+static void py_known_set(struct py_state *st, const struct py_proc *p, uint64_t addr, bool known)
+{
+	uint64_t key = py_known_key(p->pid, addr), *slot;
+
+	slot = &st->known_codes[cs_hash_u64(key) % PY_KNOWN_CODES];
+	if (known)
+		__atomic_store_n(slot, key, __ATOMIC_RELAXED);
+	else if (__atomic_load_n(slot, __ATOMIC_RELAXED) == key)
+		__atomic_store_n(slot, 0, __ATOMIC_RELAXED);
+}
+
+/* Whether the sample's copy holds the header of the code object at addr (py_capture copies
+ * those of the frames it copies), taken within PY_CODE_MAX_AGE_NS of the sample, into buf. */
+static bool py_code_copied(const struct py_proc *p, uint64_t addr, uint8_t *buf)
+{
+	const struct py_frozen *fz = p->frozen;
+
+	return fz && (fz->at_stop || fz->stack->mem_age_ns <= PY_CODE_MAX_AGE_NS) &&
+	       py_frozen_get(fz, addr, buf, p->layout->code_read);
+}
+
+/* The code object at addr whose header is buf (code_read bytes), found in the cache when it
+ * is the same object, else read whole (name, file, line table) and cached; or NULL. A sample
+ * merged late trusts only the code objects known before it, unless the header is as of the
+ * sample (copied: py_code_copied). */
+static struct py_code *py_code_from(struct unwind_ctx *ctx, struct py_proc *p, uint64_t addr,
+				    const uint8_t *buf, bool copied)
+{
+	bool late = p->late && !copied;
+
 	const struct py_layout *L = p->layout;
 
 	if (py_u64(buf, L->ob_type) != p->code_type)
 		return NULL;
 	struct py_code *c = cs_hash_find(&p->codes, cs_hash_u64(addr), py_code_eq, &addr);
 	if (c && py_code_same(p, c, buf))
-		return p->late && c->seen_ns > p->sample_ns ? NULL : c;
+		return late && c->seen_ns > p->sample_ns ? NULL : c;
 	if (c) {
 		/* Freed and reused for another code object. */
 		cs_hash_remove(&p->codes, cs_hash_u64(addr), py_code_eq, &addr);
 		py_code_free(c);
+		py_known_set(ctx->python, p, addr, false);
 	}
-	if (p->late)
+	if (late)
 		return NULL; /* PY_CODE_MAX_AGE_NS */
 	uint64_t qualname = py_u64(buf, L->code_qualname), filename = py_u64(buf, L->code_filename);
 	uint64_t linetable = py_u64(buf, L->code_linetable);
@@ -770,6 +807,7 @@ static struct py_code *py_code_from(struct unwind_ctx *ctx, struct py_proc *p, u
 		}
 	}
 	cs_hash_insert(&p->codes, cs_hash_u64(addr), c);
+	py_known_set(ctx->python, p, addr, true);
 	return c;
 }
 
@@ -779,9 +817,13 @@ static struct py_code *py_code_get(struct unwind_ctx *ctx, struct py_proc *p, ui
 {
 	uint8_t buf[PY_MAX_OBJECT];
 
-	if (addr & 7 || !py_rd(p, addr, buf, p->layout->code_read))
+	if (addr & 7)
 		return NULL;
-	return py_code_from(ctx, p, addr, buf);
+	if (py_code_copied(p, addr, buf))
+		return py_code_from(ctx, p, addr, buf, true);
+	if (!py_rd(p, addr, buf, p->layout->code_read))
+		return NULL;
+	return py_code_from(ctx, p, addr, buf, false);
 }
 
 /* The code object at addr, when it is the one whose fingerprint was fp (PYWALK_CODE_FP) when
@@ -823,6 +865,11 @@ static void py_codes_check(struct unwind_ctx *ctx, struct py_state *st, struct p
 			c = cs_hash_find(&p->codes, cs_hash_u64(a), py_code_eq, &a);
 			if (c && c->checked == st->stamp)
 				continue;
+			if (py_code_copied(p, a, bufs[k])) {
+				if ((c = py_code_from(ctx, p, a, bufs[k], true)))
+					c->checked = st->stamp;
+				continue;
+			}
 			bool dup = false;
 			for (int j = 0; j < k && !dup; j++)
 				dup = addrs[j] == a;
@@ -842,7 +889,7 @@ static void py_codes_check(struct unwind_ctx *ctx, struct py_state *st, struct p
 			st->stats.codes_checked += (uint64_t)k;
 			for (int j = 0; j < k; j++) {
 				/* a code object past a failed one: read alone */
-				struct py_code *c = j < full ? py_code_from(ctx, p, addrs[j], bufs[j])
+				struct py_code *c = j < full ? py_code_from(ctx, p, addrs[j], bufs[j], false)
 							     : py_code_get(ctx, p, addrs[j]);
 				if (c)
 					c->checked = st->stamp;
@@ -1096,8 +1143,12 @@ void py_forget(struct unwind_ctx *ctx, uint32_t pid)
 	struct py_state *st = ctx->python;
 	struct py_proc *p;
 
-	if (st && (p = cs_hash_remove(&st->procs, cs_hash_u64(pid), py_proc_eq, &pid)))
+	if (st && (p = cs_hash_remove(&st->procs, cs_hash_u64(pid), py_proc_eq, &pid))) {
+		for (size_t i = 0; i < p->codes.cap; i++)
+			if (p->codes.slots[i].item)
+				py_known_set(st, p, ((struct py_code *)p->codes.slots[i].item)->addr, false);
 		py_proc_free(p);
+	}
 	if (st) {
 		pthread_mutex_lock(&st->recipes_lock);
 		if (st->wheres[pid % PY_WHERES].pid == pid)
@@ -1722,6 +1773,26 @@ static bool py_walk_returned(struct unwind_ctx *ctx, struct py_state *st, struct
 	return true;
 }
 
+/* 3.12+, a copy taken while the thread ran (perf's reader): the generator's frame was the
+ * current one when the copy began and had yielded when its frame was copied (its previous
+ * cleared), torn between the two. Its caller's frame is read now instead, not from the copy:
+ * the generator's previous when it runs again, else the thread's current frame (then the
+ * caller, or one it called since: py_gen_caller walks out from there). 0 when unreadable. */
+static uint64_t py_gen_torn(struct py_proc *p, uint64_t ts, uint64_t gen_frame)
+{
+	const struct py_layout *L = p->layout;
+	uint64_t v = 0;
+
+	if (py_read(p->pid, gen_frame + L->frame_previous, &v, 8) && v && !(v & 7))
+		return v;
+	if (!py_read(p->pid, ts + (L->tstate_cframe ? L->tstate_cframe : L->tstate_current_frame),
+		     &v, 8) || !v)
+		return 0;
+	if (L->tstate_cframe && !py_read(p->pid, v + L->cframe_current_frame, &v, 8))
+		return 0;
+	return v != gen_frame ? v : 0;
+}
+
 /* 3.12+: a generator run inline, in its caller's activation k, that has yielded since (3.11
  * runs each in an activation of its own, whose entry it is): its caller is found by
  * py_gen_caller and walked on from, or the run is not read. */
@@ -1734,6 +1805,8 @@ static enum py_lost py_gen_inline(struct unwind_ctx *ctx, struct py_state *st, s
 	for (int j = 0; !from && j < a->nnow; j++)
 		if (a->now_addr[j] == a->cf[k])
 			from = a->now_cur[j];
+	if (from == *at)
+		from = py_gen_torn(p, a->ts, *at);
 	caller = from ? py_gen_caller(st, p, *at, from) : 0;
 	if (caller && py_walk_at(ctx, st, p, caller, true, nf, prev, at) &&
 	    (!check || *prev == a->want[k])) {
@@ -1919,10 +1992,12 @@ static void py_recipe_set(struct py_state *st, const struct py_proc *p, uint32_t
 	const struct py_layout *L = p->layout;
 	struct py_recipe r;
 	memset(&r, 0, sizeof(r)); /* compared whole, padding included */
-	r.pid = p->pid, r.tid = tid, r.tstate = ts;
-	r.off_ptr = L->tstate_cframe ? L->tstate_cframe : L->tstate_current_frame;
-	r.off_cur = L->cframe_current_frame, r.via_cframe = L->tstate_cframe != 0;
-	r.off_prev = L->frame_previous, r.frame_read = L->frame_read;
+	r.pid = p->pid, r.tid = tid, r.c.tstate = ts;
+	r.c.off_ptr = L->tstate_cframe ? L->tstate_cframe : L->tstate_current_frame;
+	r.c.off_cur = L->tstate_cframe ? L->cframe_current_frame : UINT32_MAX;
+	r.c.off_prev = L->frame_previous, r.c.frame_read = L->frame_read;
+	r.c.off_code = L->frame_code, r.c.code_read = L->code_read;
+	r.c.known_codes = st->known_codes, r.c.nknown = PY_KNOWN_CODES;
 	struct py_recipe *slot = &st->recipes[tid % PY_RECIPES];
 
 	if (!memcmp(slot, &r, sizeof(r)))
@@ -2191,26 +2266,60 @@ static bool py_cap_u64(struct py_cap *c, uint64_t addr, uint64_t *v)
 	return true;
 }
 
-size_t py_capture_chain(uint32_t pid, uint64_t tstate, uint32_t off_ptr, uint32_t off_cur,
-			uint32_t off_prev, uint32_t frame_read, uint64_t sp, const uint8_t *stack,
-			size_t got, uint8_t *buf, size_t cap)
+/* The headers (len bytes) of the code objects at codes[0, n) into new records, in one
+ * process_vm_readv (it stops at the first that cannot be read: those after it are left out). */
+static void py_cap_codes(struct py_cap *c, const uint64_t *codes, int n, size_t len)
+{
+	struct iovec local[PY_CAP_CODES], remote[PY_CAP_CODES];
+	size_t rec = 16 + ((len + 7) & ~7ull), at = c->used;
+	int k = 0;
+
+	for (int i = 0; i < n && c->cap - at >= rec; i++, k++, at += rec) {
+		memcpy(c->buf + at, &codes[i], 8);
+		memcpy(c->buf + at + 8, &(uint64_t){ len }, 8);
+		local[k] = (struct iovec){ c->buf + at + 16, len };
+		remote[k] = (struct iovec){ (void *)(uintptr_t)codes[i], len };
+	}
+	ssize_t got = k ? process_vm_readv(c->pid, local, (unsigned long)k, remote, (unsigned long)k, 0) : 0;
+	if (got > 0)
+		c->used += rec * (size_t)((size_t)got / len);
+}
+
+size_t py_capture_chain(uint32_t pid, const struct py_capture_recipe *r, uint64_t sp,
+			const uint8_t *stack, size_t got, uint8_t *buf, size_t cap)
 {
 	struct py_cap c = { buf, cap, 0, (pid_t)pid, stack, sp, stack ? got : 0 };
-	uint64_t frame;
+	uint64_t frame, codes[PY_CAP_CODES];
+	int ncodes = 0;
+	bool with_codes = r->code_read && r->code_read <= PY_MAX_OBJECT &&
+			  r->off_code + 8 <= r->frame_read;
 
-	if (!tstate || frame_read > PY_MAX_OBJECT || off_prev + 8 > frame_read ||
-	    !py_cap_u64(&c, tstate + off_ptr, &frame))
+	if (!r->tstate || r->frame_read > PY_MAX_OBJECT || r->off_prev + 8 > r->frame_read ||
+	    !py_cap_u64(&c, r->tstate + r->off_ptr, &frame))
 		return 0;
-	if (off_cur != UINT32_MAX && !py_cap_u64(&c, frame + off_cur, &frame))
+	if (r->off_cur != UINT32_MAX && !py_cap_u64(&c, frame + r->off_cur, &frame))
 		return c.used;
 	/* The chain through each frame's previous, activations and generators included, as
 	 * py_walk_at follows it; bounded as it is. */
 	for (int depth = 0; depth < PY_MAX_FRAMES && frame && !(frame & 7); depth++) {
-		const uint8_t *fb = py_cap_find(&c, frame, frame_read);
-		if (!fb && !(fb = py_cap_read(&c, frame, frame_read, true)))
+		const uint8_t *fb = py_cap_find(&c, frame, r->frame_read);
+		if (!fb && !(fb = py_cap_read(&c, frame, r->frame_read, true)))
 			break;
-		memcpy(&frame, fb + off_prev, 8);
+		uint64_t code;
+		memcpy(&code, fb + r->off_code, 8);
+		bool seen = !with_codes || !code || code & 7 || code >= (1ull << 47);
+		if (!seen && r->known_codes) {
+			uint64_t key = py_known_key(pid, code);
+			seen = __atomic_load_n(&r->known_codes[cs_hash_u64(key) % r->nknown],
+					       __ATOMIC_RELAXED) == key;
+		}
+		for (int i = 0; i < ncodes && !seen; i++)
+			seen = codes[i] == code;
+		if (!seen && ncodes < PY_CAP_CODES)
+			codes[ncodes++] = code;
+		memcpy(&frame, fb + r->off_prev, 8);
 	}
+	py_cap_codes(&c, codes, ncodes, r->code_read);
 	return c.used;
 }
 
@@ -2237,8 +2346,7 @@ size_t py_capture(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, uint64_t s
 	pthread_mutex_unlock(&st->recipes_lock);
 	if (r.pid != pid || r.tid != tid)
 		return 0;
-	return py_capture_chain(pid, r.tstate, r.off_ptr, r.via_cframe ? r.off_cur : UINT32_MAX,
-				r.off_prev, r.frame_read, sp, stack, got, buf, cap);
+	return py_capture_chain(pid, &r.c, sp, stack, got, buf, cap);
 }
 
 void py_stats_get(struct unwind_ctx *ctx, struct py_stats *out)
@@ -2405,7 +2513,7 @@ static void py_release(struct unwind_ctx *ctx)
 	cs_hash_free(&st->procs);
 	cs_hash_free(&st->frame_ids);
 	CS_FREE_ALL(st->frames, st->mods, st->ids, st->entry, st->raw, st->blocks, st->code_bufs,
-		    st->anchor, st->recipes, st->wheres, st->out);
+		    st->anchor, st->recipes, st->wheres, st->known_codes, st->out);
 	pthread_mutex_destroy(&st->recipes_lock);
 	free(st);
 	ctx->python = NULL;
@@ -2425,6 +2533,7 @@ void py_enable(struct unwind_ctx *ctx)
 	st->anchor = cs_malloc(sizeof(*st->anchor));
 	st->recipes = cs_calloc(PY_RECIPES, sizeof(st->recipes[0]));
 	st->wheres = cs_calloc(PY_WHERES, sizeof(st->wheres[0]));
+	st->known_codes = cs_calloc(PY_KNOWN_CODES, sizeof(st->known_codes[0]));
 	pthread_mutex_init(&st->recipes_lock, NULL);
 	/* The merged stack holds at most the native locations plus every Python frame. */
 	st->out = cs_malloc(2 * (PY_MAX_FRAMES + 1024) * sizeof(st->out[0]));

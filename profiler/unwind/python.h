@@ -104,13 +104,25 @@ struct py_stats {
 size_t py_capture(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, uint64_t sp,
 		  const uint8_t *stack, size_t got, uint8_t *buf, size_t cap);
 
-/* py_capture's walk, exposed for the unit tests: in process pid, the frame pointer at tstate +
- * off_ptr (or, off_cur not UINT32_MAX, a pointer there to a struct whose + off_cur is the
- * frame), each frame's previous at + off_prev, frame_read bytes of each copied. Returns the
- * bytes written to buf. */
-size_t py_capture_chain(uint32_t pid, uint64_t tstate, uint32_t off_ptr, uint32_t off_cur,
-			uint32_t off_prev, uint32_t frame_read, uint64_t sp, const uint8_t *stack,
-			size_t got, uint8_t *buf, size_t cap);
+/* What py_capture copies of one thread: the frame pointer at tstate + off_ptr (or, off_cur not
+ * UINT32_MAX, a pointer there to a struct whose + off_cur is the frame), frame_read bytes of
+ * each frame, each frame's previous at + off_prev; with code_read, the header (code_read bytes)
+ * of each frame's code object (at + off_code) too, so that a sample merged late still checks
+ * its code objects as of the copy (the known ones excepted). */
+struct py_capture_recipe {
+	uint64_t tstate;
+	uint32_t off_ptr, off_cur, off_prev, frame_read;
+	uint32_t off_code, code_read;
+	/* code objects whose header is not copied (known to the merge before this sample:
+	 * python.c's known_codes), nknown slots; or NULL */
+	const uint64_t *known_codes;
+	uint32_t nknown;
+};
+
+/* py_capture's walk, exposed for the unit tests: recipe r in process pid. Returns the bytes
+ * written to buf. */
+size_t py_capture_chain(uint32_t pid, const struct py_capture_recipe *r, uint64_t sp,
+			const uint8_t *stack, size_t got, uint8_t *buf, size_t cap);
 
 /* len bytes at addr as py_capture's copy mem (size bytes) holds them into out; false when it
  * does not hold all of them. Exposed for the unit tests. */

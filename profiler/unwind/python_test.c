@@ -308,8 +308,8 @@ UNIT_TEST(python_capture_chain)
 	cf[2] = (uint64_t)(uintptr_t)frame[NF];
 	ts[1] = (uint64_t)(uintptr_t)cf;
 
-	size_t n = py_capture_chain(pid, (uint64_t)(uintptr_t)ts, 8, 16, PREV, READ, 0, NULL, 0,
-				    buf, PY_CAPTURE_MAX);
+	struct py_capture_recipe r = { (uint64_t)(uintptr_t)ts, 8, 16, PREV, READ, 0, 0, NULL, 0 };
+	size_t n = py_capture_chain(pid, &r, 0, NULL, 0, buf, PY_CAPTURE_MAX);
 	UNIT_ASSERT(n > 0 && n <= PY_CAPTURE_MAX);
 	for (int i = 0; i <= NF; i++) /* the program moves on: every frame changes */
 		memset(frame[i], 0xee, 16);
@@ -335,20 +335,68 @@ UNIT_TEST(python_capture_chain)
 		memcpy(frame[i] + PREV, &prev, 8);
 	}
 	ts[1] = (uint64_t)(uintptr_t)frame[NF - 1];
-	n = py_capture_chain(pid, (uint64_t)(uintptr_t)ts, 8, UINT32_MAX, PREV, READ, 0, NULL, 0, buf,
-			     PY_CAPTURE_MAX);
+	r.off_cur = UINT32_MAX;
+	n = py_capture_chain(pid, &r, 0, NULL, 0, buf, PY_CAPTURE_MAX);
 	UNIT_ASSERT(py_capture_get(buf, n, (uint64_t)(uintptr_t)frame[0], &code, 8) && code == 0x2000);
 
 	/* a loop (memory reused while read by another walker): bounded, no hang */
 	uint64_t loop = (uint64_t)(uintptr_t)frame[NF - 1];
 	memcpy(frame[0] + PREV, &loop, 8);
-	n = py_capture_chain(pid, (uint64_t)(uintptr_t)ts, 8, UINT32_MAX, PREV, READ, 0, NULL, 0, buf,
-			     PY_CAPTURE_MAX);
+	r.off_cur = UINT32_MAX;
+	n = py_capture_chain(pid, &r, 0, NULL, 0, buf, PY_CAPTURE_MAX);
 	UNIT_ASSERT(n > 0);
 	/* no thread state: nothing */
-	UNIT_ASSERT(py_capture_chain(pid, 0, 8, UINT32_MAX, PREV, READ, 0, NULL, 0, buf,
-				     PY_CAPTURE_MAX) == 0);
+	r.tstate = 0;
+	UNIT_ASSERT(py_capture_chain(pid, &r, 0, NULL, 0, buf, PY_CAPTURE_MAX) == 0);
 	free(buf);
 	free(gen);
+	free(chunk);
+}
+
+/* py_capture copies the header of each frame's code object once (a sample merged late checks
+ * them as of the copy): ten frames running three code objects; changed afterwards, the copy
+ * still holds each header as it was; a code object that cannot be read is left out, with
+ * those the one read gave up at. */
+UNIT_TEST(python_capture_codes)
+{
+	enum { NF = 10, FSZ = 64, PREV = 8, READ = 32, HDR = 48 };
+	uint8_t *chunk = aligned_alloc(4096, 2 * 4096), *codes = calloc(3, HDR);
+	uint8_t *buf = malloc(PY_CAPTURE_MAX), hdr[HDR];
+	uint64_t ts[2] = { 0 };
+	uint32_t pid = (uint32_t)getpid();
+
+	UNIT_ASSERT(chunk && codes && buf);
+	memset(chunk, 0, 2 * 4096);
+	memset(codes, 0, 3 * HDR);
+	for (int c = 0; c < 3; c++)
+		memset(codes + c * HDR, 'a' + c, HDR);
+	uint8_t *frame[NF];
+	for (int i = 0; i < NF; i++) {
+		frame[i] = chunk + 64 + (size_t)i * FSZ;
+		uint64_t code = (uint64_t)(uintptr_t)(codes + (i % 3) * HDR);
+		uint64_t prev = i ? (uint64_t)(uintptr_t)frame[i - 1] : 0;
+		memcpy(frame[i], &code, 8);
+		memcpy(frame[i] + PREV, &prev, 8);
+	}
+	ts[1] = (uint64_t)(uintptr_t)frame[NF - 1];
+	struct py_capture_recipe r = { (uint64_t)(uintptr_t)ts, 8, UINT32_MAX, PREV, READ, 0, HDR, NULL, 0 };
+	size_t n = py_capture_chain(pid, &r, 0, NULL, 0, buf, PY_CAPTURE_MAX);
+	memset(codes, 'z', 3 * HDR); /* the program moves on */
+	for (int c = 0; c < 3; c++) {
+		UNIT_ASSERT(py_capture_get(buf, n, (uint64_t)(uintptr_t)(codes + c * HDR), hdr, HDR));
+		UNIT_ASSERT(hdr[0] == 'a' + c && hdr[HDR - 1] == 'a' + c);
+	}
+	/* the outermost frame's code object cannot be read: the others are copied still */
+	uint64_t bad = 0x1000;
+	memcpy(frame[0], &bad, 8);
+	n = py_capture_chain(pid, &r, 0, NULL, 0, buf, PY_CAPTURE_MAX);
+	UNIT_ASSERT(py_capture_get(buf, n, (uint64_t)(uintptr_t)codes, hdr, HDR) && hdr[0] == 'z');
+	UNIT_ASSERT(!py_capture_get(buf, n, bad, hdr, 8));
+	/* without code_read: no header */
+	r.code_read = 0;
+	n = py_capture_chain(pid, &r, 0, NULL, 0, buf, PY_CAPTURE_MAX);
+	UNIT_ASSERT(!py_capture_get(buf, n, (uint64_t)(uintptr_t)codes, hdr, HDR));
+	free(buf);
+	free(codes);
 	free(chunk);
 }
