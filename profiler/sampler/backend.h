@@ -88,6 +88,14 @@ void bpf_tables_event(struct bpf_tables *t, const struct sampler_event *ev);
 /* A sample of pid whose walk lacked rows (pcs: its user frames): the files mapped at those
  * pcs are wanted. */
 void bpf_tables_hit(struct bpf_tables *t, uint32_t pid, const uint64_t *pcs, size_t n);
+/* A sample of pid sent with a stack slice (words: the slice): the frames past the one the walk
+ * stopped at are in it, so its words that fall in a file not built yet (return addresses,
+ * mostly) want that file too, at once rather than one file per round of rows (the program's
+ * own, then libc's, ...). Only a process' first BPF_SLICE_SCANS slices are looked at (a JIT
+ * program sends one a sample; its files are wanted by then). */
+void bpf_tables_hit_slice(struct bpf_tables *t, uint32_t pid, const uint64_t *words, size_t n);
+/* Readable when the builder thread has rows for bpf_tables_work to load (-1: none). */
+int bpf_tables_pollfd(const struct bpf_tables *t);
 /* Hand wanted files to the builder thread; load the rows it built and apply their mappings. */
 void bpf_tables_work(struct bpf_tables *t);
 void bpf_tables_describe(struct bpf_tables *t, char *buf, size_t len);

@@ -148,6 +148,9 @@ static int bpf_on_sample(void *ctx, void *data, size_t size)
 	bpf_python_sample(s->python, s->events, pe, r, size);
 	if (r->flags & (CSB_USER_NO_TABLE | CSB_USER_SLICE | CSB_USER_ERROR))
 		bpf_tables_hit(s->tables, r->pid, (const uint64_t *)r->user, r->nuser);
+	if (slice)
+		bpf_tables_hit_slice(s->tables, r->pid, (const uint64_t *)(const void *)sr->stack,
+				     r->slice / 8);
 	s->nsamples++;
 	s->ring_bytes += size;
 	if (s->debug && s->nsamples % 500 == 1)
@@ -308,8 +311,11 @@ static int bpf_pollfds(struct sampler *base, struct pollfd *fds, int max)
 	struct bpf_sampler *s = (struct bpf_sampler *)base;
 	if (max < 1)
 		return 0;
-	fds[0] = (struct pollfd){ .fd = ring_buffer__epoll_fd(s->rb), .events = POLLIN };
-	return 1 + s->side->ops->pollfds(s->side, fds + 1, max - 1);
+	int n = 0;
+	fds[n++] = (struct pollfd){ .fd = ring_buffer__epoll_fd(s->rb), .events = POLLIN };
+	if (bpf_tables_pollfd(s->tables) >= 0 && max > n)
+		fds[n++] = (struct pollfd){ .fd = bpf_tables_pollfd(s->tables), .events = POLLIN };
+	return n + s->side->ops->pollfds(s->side, fds + n, max - n);
 }
 
 /* Whether threads of pid other than its leader still run (a leader may exit before them). */

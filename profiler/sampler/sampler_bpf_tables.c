@@ -28,9 +28,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#define BPF_LATE_HITS 8192 /* pcs of processes not known yet kept for bpf_tables_work */
+#define BPF_SLICE_SCANS 16 /* slices of a process bpf_tables_hit_slice looks at */
+#define BPF_SLICE_WORDS 1024 /* words of a slice it looks at */
 
 /* A file's rows: not built until a sample stops in one of its mappings for want of rows. */
 struct bpf_table_file {
@@ -54,6 +59,7 @@ struct bpf_table_proc {
 	struct csb_proc p;         /* as in the procs map */
 	struct bpf_pending_map *pending;
 	size_t npending, cap_pending;
+	uint32_t slices_scanned;   /* bpf_tables_hit_slice's */
 };
 
 /* A file for the builder thread: opened by the main thread (through a process' root), built or
@@ -73,6 +79,9 @@ struct bpf_tables {
 	bool builder_started, builder_stop;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
+	/* written by the builder thread when it finished a file: the reader, polling it, loads
+	 * the rows at once rather than at its next collection (up to 50 ms later) */
+	int done_fd;
 	struct bpf_build_job *todo, *done;   /* under mu */
 	size_t ntodo, cap_todo, ndone, cap_done;
 	int rows_fd, procs_fd;
@@ -84,6 +93,11 @@ struct bpf_tables {
 	struct bpf_table_proc *procs;
 	size_t nprocs, cap_procs;
 	size_t nwanted;            /* files wanted and not built */
+	/* hits of processes whose mappings this batch has not delivered yet (a process attached
+	 * or forked in the batch being read: its samples are read before its events), tried
+	 * again by bpf_tables_work */
+	struct bpf_late_hit { uint32_t pid; uint64_t pc; } *late;
+	size_t nlate, cap_late;
 	uint64_t build_ns, unsupported, full, cached, hits;
 	bool debug;
 };
@@ -96,10 +110,13 @@ int bpf_tables_new(struct bpf_tables **out, struct bpf_map *rows, struct bpf_map
 	t->debug = getenv("CSAMPLER_BPF_DEBUG") != NULL;
 	pthread_mutex_init(&t->mu, NULL);
 	pthread_cond_init(&t->cv, NULL);
+	t->done_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); /* -1: loaded at the next collection */
 	t->rows = mmap(NULL, (size_t)CSB_MAX_ROWS * sizeof(struct csb_row), PROT_READ | PROT_WRITE,
 		       MAP_SHARED, t->rows_fd, 0);
 	if (t->rows == MAP_FAILED) {
 		int err = errno;
+		if (t->done_fd >= 0)
+			close(t->done_fd);
 		free(t);
 		return SAMPLER_SAID(cs_error(err, "mmap of the BPF unwind rows map: %s", strerror(err)));
 	}
@@ -126,6 +143,8 @@ void bpf_tables_free(struct bpf_tables *t)
 	free(t->done);
 	pthread_mutex_destroy(&t->mu);
 	pthread_cond_destroy(&t->cv);
+	if (t->done_fd >= 0)
+		close(t->done_fd);
 	munmap(t->rows, (size_t)CSB_MAX_ROWS * sizeof(struct csb_row));
 	for (size_t i = 0; i < t->nfiles; i++) {
 		free(t->files[i].segs);
@@ -136,6 +155,7 @@ void bpf_tables_free(struct bpf_tables *t)
 	for (size_t i = 0; i < t->nprocs; i++)
 		free(t->procs[i].pending);
 	free(t->procs);
+	free(t->late);
 	free(t);
 }
 
@@ -252,6 +272,9 @@ static void *bpf_tables_builder(void *arg)
 		pthread_mutex_lock(&t->mu);
 		cs_grow(&t->done, &t->cap_done, t->ndone + 1, sizeof(*t->done));
 		t->done[t->ndone++] = job;
+		if (t->done_fd >= 0 && write(t->done_fd, &(uint64_t){ 1 }, 8) < 0) {
+			/* the counter is full: the reader has a wake-up pending anyway */
+		}
 	}
 	pthread_mutex_unlock(&t->mu);
 	return NULL;
@@ -362,10 +385,22 @@ static void bpf_tables_mmap(struct bpf_tables *t, const struct sampler_event *ev
 							       (uint32_t)(f - t->files) };
 }
 
+int bpf_tables_pollfd(const struct bpf_tables *t)
+{
+	return t->done_fd;
+}
+
 void bpf_tables_hit(struct bpf_tables *t, uint32_t pid, const uint64_t *pcs, size_t n)
 {
 	struct bpf_table_proc *p = bpf_tables_proc(t, pid, false);
-	if (!p || !p->npending)
+	if (!p) {
+		for (size_t i = 0; i < n && t->nlate < BPF_LATE_HITS; i++) {
+			cs_grow(&t->late, &t->cap_late, t->nlate + 1, sizeof(*t->late));
+			t->late[t->nlate++] = (struct bpf_late_hit){ pid, pcs[i] };
+		}
+		return;
+	}
+	if (!p->npending)
 		return;
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = 0; j < p->npending; j++) {
@@ -376,6 +411,15 @@ void bpf_tables_hit(struct bpf_tables *t, uint32_t pid, const uint64_t *pcs, siz
 				t->hits++;
 			}
 		}
+}
+
+void bpf_tables_hit_slice(struct bpf_tables *t, uint32_t pid, const uint64_t *words, size_t n)
+{
+	struct bpf_table_proc *p = bpf_tables_proc(t, pid, false);
+
+	if (p && p->slices_scanned++ >= BPF_SLICE_SCANS)
+		return;
+	bpf_tables_hit(t, pid, words, n < BPF_SLICE_WORDS ? n : BPF_SLICE_WORDS);
 }
 
 /* Every pending mapping of file index fi, in every process, applied. */
@@ -402,6 +446,11 @@ static void bpf_tables_apply_file(struct bpf_tables *t, uint32_t fi)
  * they are the main thread's), and load what it finished. */
 void bpf_tables_work(struct bpf_tables *t)
 {
+	size_t nlate = t->nlate;
+	t->nlate = 0; /* those of processes still unknown are dropped: their samples come again */
+	for (size_t i = 0; i < nlate; i++)
+		if (bpf_tables_proc(t, t->late[i].pid, false))
+			bpf_tables_hit(t, t->late[i].pid, &t->late[i].pc, 1);
 	if (!t->nwanted)
 		return;
 	for (uint32_t fi = 0; fi < t->nfiles; fi++) {
@@ -444,6 +493,10 @@ void bpf_tables_work(struct bpf_tables *t)
 		pthread_cond_signal(&t->cv);
 		pthread_mutex_unlock(&t->mu);
 	}
+	uint64_t wakeups;
+	if (t->done_fd >= 0 && read(t->done_fd, &wakeups, 8) < 0) {
+		/* nothing finished since the last read */
+	}
 	pthread_mutex_lock(&t->mu);
 	struct bpf_build_job *done = t->done;
 	size_t ndone = t->ndone;
@@ -470,6 +523,7 @@ void bpf_tables_event(struct bpf_tables *t, const struct sampler_event *ev)
 	case SAMPLER_EV_COMM:
 		if (ev->comm.exec && (p = bpf_tables_proc(t, ev->pid, false))) {
 			p->npending = 0; /* a new address space */
+			p->slices_scanned = 0;
 			if (p->p.nmaps) {
 				p->p.nmaps = 0;
 				bpf_tables_store(t, p);
