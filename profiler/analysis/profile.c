@@ -623,6 +623,47 @@ static void load_frames(struct load *l)
 	}
 }
 
+bool profile_root_is_entry(const char *root, bool main_thread)
+{
+	/* glibc's entry points under every name its symbol tables give them (the .dynsym alias,
+	 * the debug file's internal names), as they end a fully unwound stack. */
+	static const char *const main_roots[] = {
+		"_start", "__libc_start_main", "__libc_start_main_impl",
+		"__libc_start_main_alias_1", "__libc_start_main_alias_2", "__libc_start_call_main",
+	};
+	static const char *const thread_roots[] = {
+		"clone", "__clone", "__GI___clone", "clone3", "__clone3", "__GI___clone3",
+		"start_thread",
+	};
+	const char *const *names = main_thread ? main_roots : thread_roots;
+	size_t n = main_thread ? sizeof(main_roots) / sizeof(main_roots[0])
+			       : sizeof(thread_roots) / sizeof(thread_roots[0]);
+	size_t len = strcspn(root, "@"); /* "__libc_start_main@@GLIBC_2.34" */
+
+	for (size_t i = 0; i < n; i++)
+		if (strlen(names[i]) == len && !strncmp(names[i], root, len))
+			return true;
+	return false;
+}
+
+/* The frames of a stack (fr, leaf first, n of them) past an entry point are dropped: a thread
+ * sampled before it first ran in user space (in the kernel's ret_from_fork, at clone's return)
+ * has only clone's frame, and a walk past it reads a return address from its fresh stack,
+ * an unnamed frame of no function. Returns the frames kept. */
+static uint32_t load_trim_past_entry(const struct profile *p, const uint32_t *fr, uint32_t n)
+{
+	while (n >= 2) {
+		const struct profile_frame *outer = &p->frames[fr[n - 1]], *entry = &p->frames[fr[n - 2]];
+		const char *name = profile_str(p, entry->name);
+		if (!(outer->flags & PROFILE_FRAME_UNNAMED) || (outer->flags & PROFILE_FRAME_KERNEL) ||
+		    (entry->flags & PROFILE_FRAME_KERNEL) ||
+		    !(profile_root_is_entry(name, true) || profile_root_is_entry(name, false)))
+			break;
+		n--;
+	}
+	return n;
+}
+
 /* Stacks: locations expanded into frames, leaf first; first counted, to refuse a file that
  * expands beyond PROFILE_MAX_STACK_FRAMES before allocating. */
 static int load_expand_stacks(struct load *l)
@@ -650,7 +691,7 @@ static int load_expand_stacks(struct load *l)
 			n += loc->frame_n;
 		}
 		st->first = first;
-		st->nframes = n;
+		st->nframes = load_trim_past_entry(p, p->stack_frames + first, n);
 	}
 	return 0;
 }

@@ -245,6 +245,9 @@ const struct profile_label *profile_label_of(const struct profile *p, uint32_t i
 
 /* Stack id's frames (leaf first), or NULL with *n = 0 for a bad or empty stack id. */
 const uint32_t *profile_stack_frames(const struct profile *p, uint32_t stack, size_t *n);
+/* True when a stack whose outermost frame is named root is complete for a thread that is
+ * (main_thread) or is not the process' main thread: root is one of glibc's entry points. */
+bool profile_root_is_entry(const char *root, bool main_thread);
 /* Frame id, or a frame with no name, module (UINT32_MAX) or flags when id is out of range. */
 const struct profile_frame *profile_frame_at(const struct profile *p, uint32_t id);
 

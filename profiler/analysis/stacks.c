@@ -197,29 +197,6 @@ static struct stacks_trow *stacks_sample_trow(struct stacks_ctx *c, const struct
 	return &c->trows[r];
 }
 
-bool stacks_root_is_complete(const char *root, bool main_thread)
-{
-	/* glibc's entry points under every name its symbol tables give them (the .dynsym alias,
-	 * the debug file's internal names), as they end a fully unwound stack. */
-	static const char *const main_roots[] = {
-		"_start", "__libc_start_main", "__libc_start_main_impl",
-		"__libc_start_main_alias_1", "__libc_start_main_alias_2", "__libc_start_call_main",
-	};
-	static const char *const thread_roots[] = {
-		"clone", "__clone", "__GI___clone", "clone3", "__clone3", "__GI___clone3",
-		"start_thread",
-	};
-	const char *const *names = main_thread ? main_roots : thread_roots;
-	size_t n = main_thread ? sizeof(main_roots) / sizeof(main_roots[0])
-			       : sizeof(thread_roots) / sizeof(thread_roots[0]);
-	size_t len = strcspn(root, "@"); /* "__libc_start_main@@GLIBC_2.34" */
-
-	for (size_t i = 0; i < n; i++)
-		if (strlen(names[i]) == len && !strncmp(names[i], root, len))
-			return true;
-	return false;
-}
-
 static uint8_t stacks_root_class(struct stacks_ctx *c, uint32_t stack)
 {
 	if (stack >= c->p->nstacks)
@@ -233,9 +210,9 @@ static uint8_t stacks_root_class(struct stacks_ctx *c, uint32_t stack)
 		cls |= STACKS_ROOT_EMPTY;
 	} else {
 		const char *root = stacks_str(c, profile_frame_at(c->p, fr[n - 1])->name);
-		if (stacks_root_is_complete(root, true))
+		if (profile_root_is_entry(root, true))
 			cls |= STACKS_ROOT_MAIN;
-		if (stacks_root_is_complete(root, false))
+		if (profile_root_is_entry(root, false))
 			cls |= STACKS_ROOT_THREAD;
 	}
 	c->root_class[stack] = cls;

@@ -149,9 +149,6 @@ size_t stacks_python_functions(const struct stacks_report *r, enum stacks_sort b
 void stacks_python_view(const struct profile *p, struct profile *view);
 void stacks_python_view_free(struct profile *view);
 
-/* True when a stack whose outermost frame is named root is complete for a thread that is
- * (main_thread) or is not the process' main thread. */
-bool stacks_root_is_complete(const char *root, bool main_thread);
 
 /* Parse the value of a --pid or --tid option (opt names it in the message) into *out.
  * Returns 0, or -EINVAL after printing one line saying what is wrong. */

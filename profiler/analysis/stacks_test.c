@@ -161,19 +161,19 @@ UNIT_TEST(stacks_unwind_quality)
 /* A stack is complete only when its root fits the kind of thread it was sampled on. */
 UNIT_TEST(stacks_completeness_rules)
 {
-	UNIT_ASSERT(stacks_root_is_complete("_start", true));
-	UNIT_ASSERT(stacks_root_is_complete("__libc_start_main", true));
-	UNIT_ASSERT(stacks_root_is_complete("__libc_start_main@@GLIBC_2.34", true));
-	UNIT_ASSERT(stacks_root_is_complete("__libc_start_call_main", true));
-	UNIT_ASSERT(stacks_root_is_complete("clone3", false));
-	UNIT_ASSERT(stacks_root_is_complete("__GI___clone3", false));
-	UNIT_ASSERT(stacks_root_is_complete("start_thread", false));
-	UNIT_ASSERT(stacks_root_is_complete("clone", false));
-	UNIT_ASSERT(!stacks_root_is_complete("clone3", true));
-	UNIT_ASSERT(!stacks_root_is_complete("_start", false));
-	UNIT_ASSERT(!stacks_root_is_complete("main", true));
-	UNIT_ASSERT(!stacks_root_is_complete("_start_x", true));
-	UNIT_ASSERT(!stacks_root_is_complete("", true));
+	UNIT_ASSERT(profile_root_is_entry("_start", true));
+	UNIT_ASSERT(profile_root_is_entry("__libc_start_main", true));
+	UNIT_ASSERT(profile_root_is_entry("__libc_start_main@@GLIBC_2.34", true));
+	UNIT_ASSERT(profile_root_is_entry("__libc_start_call_main", true));
+	UNIT_ASSERT(profile_root_is_entry("clone3", false));
+	UNIT_ASSERT(profile_root_is_entry("__GI___clone3", false));
+	UNIT_ASSERT(profile_root_is_entry("start_thread", false));
+	UNIT_ASSERT(profile_root_is_entry("clone", false));
+	UNIT_ASSERT(!profile_root_is_entry("clone3", true));
+	UNIT_ASSERT(!profile_root_is_entry("_start", false));
+	UNIT_ASSERT(!profile_root_is_entry("main", true));
+	UNIT_ASSERT(!profile_root_is_entry("_start_x", true));
+	UNIT_ASSERT(!profile_root_is_entry("", true));
 
 	struct pbuild b;
 	struct stacks_report r;

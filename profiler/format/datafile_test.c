@@ -411,3 +411,51 @@ UNIT_TEST(datafile_through_a_pipe)
 	profile_free(from_pipe);
 	free(path);
 }
+
+/* A frame past an entry point is dropped when loaded (a new thread sampled in ret_from_fork:
+ * the walk went past clone3's frame into its fresh stack), and only then: an unnamed frame
+ * past another function stays, as does one past clone3 that has a name. */
+UNIT_TEST(profile_load_trims_past_entry)
+{
+	char *path = test_path("entry.data");
+	struct df_writer *w;
+	struct df_strtab *t = df_strtab_new();
+	UNIT_ASSERT(df_writer_open(&w, path, false) == 0);
+	put_kv(w, "cmdline", "csampler record -- ./app");
+	put_comm(w, 10, 11, "worker");
+	put_module(w, 0, 0, "/usr/lib/libc.so.6");
+	put_module(w, 1, 0, "//anon");
+	put_module(w, 2, PROFILE_MODULE_KERNEL, "[kernel.kallsyms]");
+	put_loc(w, 0, 0, 0x100);    /* __clone3 */
+	put_loc(w, 1, 1, 0x5570);   /* stale memory: no function */
+	put_loc(w, 2, 2, 0xffff10); /* ret_from_fork */
+	put_loc(w, 3, 0, 0x200);    /* worker_fn */
+	put_loc(w, 4, 0, 0x300);    /* named_after */
+	uint32_t h[2] = { 0, 3 };
+	df_put2(w, DF_STACK, h, sizeof(h), (uint32_t[]){ 2, 0, 1 }, 12);
+	h[0] = 1, h[1] = 2;
+	df_put2(w, DF_STACK, h, sizeof(h), (uint32_t[]){ 3, 1 }, 8);
+	h[0] = 2, h[1] = 2;
+	df_put2(w, DF_STACK, h, sizeof(h), (uint32_t[]){ 0, 4 }, 8);
+	for (uint32_t s = 0; s < 3; s++)
+		put_sample(w, 100 + s, 10, 11, s);
+	const char *names[] = { "__clone3", NULL, "ret_from_fork", "worker_fn", "named_after" };
+	for (uint32_t i = 0; i < 5; i++) {
+		if (!names[i])
+			continue;
+		uint32_t sym[2 + 4] = { i, 1, df_strtab_id(t, w, names[i]), 0, 0,
+					i == 2 ? PROFILE_FRAME_KERNEL : 0 };
+		df_put(w, DF_SYMBOL, sym, sizeof(sym));
+	}
+	UNIT_ASSERT(df_writer_close(w) == 0);
+	df_strtab_free(t);
+
+	struct profile *p = NULL;
+	UNIT_ASSERT(profile_load(path, &p) == 0);
+	UNIT_ASSERT_EQ_INT((int)p->stacks[0].nframes, 2); /* ret_from_fork, __clone3 */
+	UNIT_ASSERT(!strcmp(frame_name(p, 0, 1), "__clone3"));
+	UNIT_ASSERT_EQ_INT((int)p->stacks[1].nframes, 2); /* not past an entry point */
+	UNIT_ASSERT_EQ_INT((int)p->stacks[2].nframes, 2); /* named: kept */
+	profile_free(p);
+	free(path);
+}
