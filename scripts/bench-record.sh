@@ -184,7 +184,9 @@ fi
 # again with the cache that run filled (a second recording on the same machine), and perf mode attached to the 8 (`-p`, the closest it
 # comes: it cannot record every process). Each: samples, lost, csampler's whole cost (its own
 # CPU time, plus the BPF program's run time on every CPU in bpf mode) per sample and as a share
-# of the machine's CPU time over the run.
+# of the machine's CPU time over the run; with BASE=path, that csampler's `-a` too (cache filled).
+# csampler's start-up (loading the program, symbolization's set-up) is a fixed cost: ALL_SECONDS=60
+# shows what a recording left on pays.
 if [ "$BPF" = 1 ] && [ "${ALL_ROUNDS:-2}" -gt 0 ]; then
 	pids=()
 	for i in 1 2 3 4 5 6 7 8; do build/bench/deepwork 100000 1 >/dev/null 2>&1 & pids+=($!); done
@@ -194,13 +196,18 @@ if [ "$BPF" = 1 ] && [ "${ALL_ROUNDS:-2}" -gt 0 ]; then
 		rm -rf "$W/cold"
 		XDG_CACHE_HOME="$W/cold" "$CSAMPLER" record -q -a -F "$RATE" --duration "${ALL_SECONDS:-5}" -o "$W/allc.data" >/dev/null 2>>"$W/all-cold.err" || true
 		XDG_CACHE_HOME="$W/cold" "$CSAMPLER" record -q -a -F "$RATE" --duration "${ALL_SECONDS:-5}" -o "$W/all.data" >/dev/null 2>>"$W/all-warm.err" || true
-		"$CSAMPLER" record -q -F "$RATE" -p "$plist" --duration "${ALL_SECONDS:-5}" -o "$W/allp.data" >/dev/null 2>>"$W/all-perf.err" || true
+		"$CSAMPLER" record -q --mode perf -F "$RATE" -p "$plist" --duration "${ALL_SECONDS:-5}" -o "$W/allp.data" >/dev/null 2>>"$W/all-perf.err" || true
+		if [ -n "${BASE:-}" ]; then # the previous version, its row cache filled by a first run
+			[ "$r" = 1 ] && XDG_CACHE_HOME="$W/basec" "$BASE" record -q -a -F "$RATE" --duration 2 -o "$W/allb.data" >/dev/null 2>&1 || true
+			XDG_CACHE_HOME="$W/basec" "$BASE" record -q -a -F "$RATE" --duration "${ALL_SECONDS:-5}" -o "$W/allb.data" >/dev/null 2>>"$W/all-base.err" || true
+		fi
 	done
 	kill "${pids[@]}" 2>/dev/null || true
 	wait "${pids[@]}" 2>/dev/null || true
 	printf '\n8 busy processes, %s s each, %s rounds interleaved (sums over the rounds):\n' "${ALL_SECONDS:-5}" "${ALL_ROUNDS:-2}"
 	printf '%-34s %8s %6s %13s %13s %11s %9s\n' recording samples lost "csampler CPU" "BPF program" "cpu/sample" "machine"
-	for k in cold:"bpf -a, empty row cache" warm:"bpf -a, row cache filled" perf:"perf mode, -p the 8 pids"; do
+	for k in cold:"bpf -a, empty row cache" warm:"bpf -a, row cache filled" perf:"perf mode, -p the 8 pids" \
+		${BASE:+base:"previous version: bpf -a, cache filled"}; do
 		awk -v cpus="$(nproc)" -v name="${k#*:}" '
 			/ samples, / { for (i = 1; i <= NF; i++) { if ($i == "samples,") s += $(i - 1); if ($i == "lost,") l += $(i - 1); if ($i == "s," && $(i + 2) ~ /KB|MB/) d += $(i - 1) } }
 			/^csampler: own CPU/ { cpu += $4 }

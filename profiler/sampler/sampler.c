@@ -388,43 +388,57 @@ uint64_t sampler_batch_samples(const struct sampler_batch *b)
 	return b->nsamples;
 }
 
+/* Point pe's event at its data in arena (its path, name, stack and frames). */
+static void sampler_pending_resolve(const struct cs_buf *arena, struct sampler_pending *pe)
+{
+	struct sampler_event *ev = &pe->ev;
+	const char *a = pe->off_a != SIZE_MAX ? arena->data + pe->off_a : NULL;
+	switch (ev->type) {
+	case SAMPLER_EV_SAMPLE:
+		ev->sample.snap.stack = (const uint8_t *)a;
+		ev->sample.snap.kernel_ips =
+			pe->off_b != SIZE_MAX ? (const uint64_t *)(arena->data + pe->off_b) : NULL;
+		ev->sample.snap.user_ips =
+			pe->off_c != SIZE_MAX ? (const uint64_t *)(arena->data + pe->off_c) : NULL;
+		ev->sample.mem = pe->off_d != SIZE_MAX ? (const uint8_t *)arena->data + pe->off_d : NULL;
+		if (!ev->sample.mem)
+			ev->sample.mem_size = 0;
+		ev->sample.py = pe->off_e != SIZE_MAX ?
+			(const struct pywalk_frame *)(arena->data + pe->off_e) : NULL;
+		if (!ev->sample.py)
+			ev->sample.npy = 0;
+		/* the frames' code fingerprints follow them */
+		ev->sample.py_fp = ev->sample.py ?
+			(const uint64_t *)(ev->sample.py + ev->sample.npy) : NULL;
+		if (!ev->sample.weight)
+			ev->sample.weight = 1;
+		break;
+	case SAMPLER_EV_MMAP:
+		ev->mmap.path = a ? a : "";
+		break;
+	case SAMPLER_EV_COMM:
+		ev->comm.comm = a ? a : "";
+		break;
+	default:
+		break;
+	}
+}
+
+void sampler_events_each(struct sampler_events *e, sampler_fn fn, void *arg)
+{
+	qsort(e->pend, e->npend, sizeof(*e->pend), cmp_pending);
+	for (size_t i = 0; i < e->npend; i++) {
+		sampler_pending_resolve(&e->arena, &e->pend[i]);
+		fn(arg, &e->pend[i].ev);
+	}
+}
+
 int sampler_batch_deliver(struct sampler_batch *b, sampler_fn fn, void *arg)
 {
 	int ret = 0;
 	for (size_t i = 0; i < b->npend && !ret; i++) {
-		struct sampler_pending *pe = &b->pend[i];
-		struct sampler_event *ev = &pe->ev;
-		const char *a = pe->off_a != SIZE_MAX ? b->arena.data + pe->off_a : NULL;
-		switch (ev->type) {
-		case SAMPLER_EV_SAMPLE:
-			ev->sample.snap.stack = (const uint8_t *)a;
-			ev->sample.snap.kernel_ips =
-				pe->off_b != SIZE_MAX ? (const uint64_t *)(b->arena.data + pe->off_b) : NULL;
-			ev->sample.snap.user_ips =
-				pe->off_c != SIZE_MAX ? (const uint64_t *)(b->arena.data + pe->off_c) : NULL;
-			ev->sample.mem = pe->off_d != SIZE_MAX ? (const uint8_t *)b->arena.data + pe->off_d : NULL;
-			if (!ev->sample.mem)
-				ev->sample.mem_size = 0;
-			ev->sample.py = pe->off_e != SIZE_MAX ?
-				(const struct pywalk_frame *)(b->arena.data + pe->off_e) : NULL;
-			if (!ev->sample.py)
-				ev->sample.npy = 0;
-			/* the frames' code fingerprints follow them */
-			ev->sample.py_fp = ev->sample.py ?
-				(const uint64_t *)(ev->sample.py + ev->sample.npy) : NULL;
-			if (!ev->sample.weight)
-				ev->sample.weight = 1;
-			break;
-		case SAMPLER_EV_MMAP:
-			ev->mmap.path = a ? a : "";
-			break;
-		case SAMPLER_EV_COMM:
-			ev->comm.comm = a ? a : "";
-			break;
-		default:
-			break;
-		}
-		ret = fn(arg, ev);
+		sampler_pending_resolve(&b->arena, &b->pend[i]);
+		ret = fn(arg, &b->pend[i].ev);
 	}
 	return ret;
 }

@@ -68,7 +68,15 @@ struct bpf_sampler {
 	struct bpf_python *python; /* Python frames read at the sample (sampler_bpf_python.c) */
 	bool debug;               /* CSAMPLER_BPF_DEBUG: libbpf's log and some samples */
 	uint64_t open_cpu_ns;     /* this process' CPU time in bpf_open (verifier, maps, events) */
+	uint64_t tables_ns;       /* when bpf_tables_work last ran (cs_monotonic_ns) */
 };
+
+/* How often the tables' work runs while the ring is consumed: samples taken before their
+ * files' rows are in the kernel carry stack slices, which make a consume slow (a tenth of a
+ * millisecond each here, most of it first-touch page faults), and the rows are wanted from the
+ * first such samples. Without this, the first consume of a `record -a` took 0.8-2.5 s of
+ * slices before any rows were loaded. */
+#define BPF_TABLES_EVERY_NS 2000000ull
 
 static uint64_t bpf_self_cpu_ns(void)
 {
@@ -136,6 +144,7 @@ static int bpf_on_sample(void *ctx, void *data, size_t size)
 		ev->sample.snap.stack_size = r->slice;
 		ev->sample.stack_cap = r->slice;
 		s->nslices++;
+		if (getenv("CSDBG")) fprintf(stderr, "SLICE pid %u t %llu ip %#llx nuser %u flags %#x\n", r->pid, (unsigned long long)r->time, (unsigned long long)r->ip, r->nuser, r->flags);
 	} else {
 		if (r->nuser)
 			pe->off_c = sampler_events_keep(s->events, r->user, r->nuser * 8ull);
@@ -153,6 +162,13 @@ static int bpf_on_sample(void *ctx, void *data, size_t size)
 				     r->slice / 8);
 	s->nsamples++;
 	s->ring_bytes += size;
+	if (!(s->nsamples & 15)) {
+		uint64_t now = cs_monotonic_ns();
+		if (now - s->tables_ns >= BPF_TABLES_EVERY_NS) {
+			s->tables_ns = now;
+			bpf_tables_work(s->tables);
+		}
+	}
 	if (s->debug && s->nsamples % 500 == 1)
 		fprintf(stderr, "csampler: bpf debug: sample pid %u tid %u flags %#x, %u kernel and %u user frames, user leaf %#llx\n",
 			r->pid, r->tid, r->flags, r->nkernel, r->nuser,
@@ -333,12 +349,20 @@ static bool bpf_threads_left(pid_t pid)
 	return left;
 }
 
-/* A batch's process events keep the unwind tables in step (bpf_tables_event), and a target
- * that exited leaves the targets map (its pid may be reused by an unrelated process). */
-static int bpf_track(void *arg, const struct sampler_event *ev)
+/* The side band's process events keep the unwind tables in step, before the ring's samples
+ * are read: a process' mappings are known when its first samples want rows. */
+static int bpf_track_tables(void *arg, const struct sampler_event *ev)
 {
 	struct bpf_sampler *s = arg;
 	bpf_tables_event(s->tables, ev);
+	return 0;
+}
+
+/* A batch's process events, in order with its samples: the Python reader's state, and a
+ * target that exited leaves the targets map (its pid may be reused by an unrelated process). */
+static int bpf_track(void *arg, const struct sampler_event *ev)
+{
+	struct bpf_sampler *s = arg;
 	bpf_python_event(s->python, ev);
 	if (ev->type == SAMPLER_EV_EXIT && ev->pid == ev->tid && !bpf_threads_left(ev->pid))
 		bpf_map_delete_elem(bpf_map__fd(s->skel->maps.targets), &ev->pid);
@@ -349,6 +373,7 @@ static struct sampler_batch *bpf_collect(struct sampler *base)
 {
 	struct bpf_sampler *s = (struct bpf_sampler *)base;
 	s->events = sampler_perf_fill(s->side);
+	sampler_events_each(s->events, bpf_track_tables, s);
 	ring_buffer__consume(s->rb);
 	uint64_t lost = bpf_stat_sum(s, CSB_STAT_LOST);
 	if (lost > s->lost_seen) {
