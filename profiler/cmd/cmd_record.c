@@ -161,6 +161,7 @@ static int record_value_option(const char *cmd, const struct opts_option *row, c
 		if (cs_parse_u64(arg, &v) || v == 0 || (v & (v - 1)) || v > (1u << 20))
 			return cs_error(EINVAL, "invalid ring buffer size '-m %s': give a power of two number of pages, e.g. 256", arg);
 		o->sampler.mmap_pages = (uint32_t)v;
+		o->sampler.mmap_pages_given = true;
 		return 0;
 	case RECORD_OPT_DURATION:
 		if (cs_parse_double(arg, &d) || d <= 0 || d > 1e7)

@@ -37,6 +37,7 @@ struct sampler_opts {
 	enum sampler_callgraph callgraph;
 	uint32_t stack_size;      /* bytes of user stack per sample (dwarf) */
 	uint32_t mmap_pages;      /* ring buffer pages per CPU (power of two) */
+	bool mmap_pages_given;    /* -m was given (bpf mode sizes its ring itself otherwise) */
 	bool all;                 /* record -a: every process (bpf only) */
 	const char *cgroup;       /* --cgroup PATH: the processes under one cgroup (bpf only) */
 	bool keep_raw;            /* record --keep-raw: the stack copies are kept (not bpf) */

@@ -26,6 +26,7 @@ const volatile __u64 filter_cgroup_id;
 const volatile __u32 filter_cgroup_level;
 const volatile __u32 self_pid;      /* csampler itself: never sampled */
 const volatile __u32 launch_pid;    /* launch mode: sampled from its exec on */
+const volatile __u64 wake_bytes = CSB_RING_BYTES / 4; /* a quarter of the ring: the reader is woken */
 const volatile __u32 slice_bytes = 8192; /* stack sent where the walk failed without rows */
 
 struct {
@@ -45,6 +46,8 @@ struct sample_buf {
 	struct csb_sample s;
 	struct csb_pyframe tail[CSB_PY_MAX];
 	__u64 tail_acts[CSB_PY_MAX_ACTS];
+	__u64 tail_kernel[CSB_MAX_KERNEL];
+	__u64 kstack[CSB_MAX_KERNEL];   /* the kernel frames, copied after the others at the end */
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -197,7 +200,7 @@ static __always_inline void stat_done(struct csb_sample *s, __u64 t0)
  * when the ring is a quarter full, not each time (a wakeup per sample cost microseconds). */
 static __always_inline __u64 wakeup_flag(void)
 {
-	return bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > CSB_RING_BYTES / 4
+	return bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > wake_bytes
 		       ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
@@ -382,7 +385,8 @@ static __always_inline void user_regs(struct bpf_perf_event_data *ctx, struct ta
 /* Submit sample s with a slice of the user stack, for a walk that found no rows where it
  * failed (a file whose rows are not loaded yet, JIT code): user space's unwinder goes on from
  * the slice. Always 0, the program's answer. */
-static __always_inline int submit_with_slice(struct csb_sample *s, struct py_buf *pb, __u64 t0)
+static __always_inline int submit_with_slice(struct csb_sample *s, const __u64 *kstack,
+					     struct py_buf *pb, __u64 t0)
 {
 	/* The slice reaches up to the first page that cannot be read (the stack's top may be
 	 * nearer than slice_bytes), and is read straight into the ring's record. */
@@ -431,6 +435,11 @@ static __always_inline int submit_with_slice(struct csb_sample *s, struct py_buf
 		nacts = CSB_PY_MAX_ACTS;
 	if (pb && nacts)
 		bpf_probe_read_kernel(r->py_acts, nacts * 8, pb->acts);
+	__u32 nkernel = s->nkernel;
+	if (nkernel > CSB_MAX_KERNEL)
+		nkernel = CSB_MAX_KERNEL;
+	if (nkernel)
+		bpf_probe_read_kernel(r->kernel, nkernel * 8, kstack);
 	bpf_probe_read_kernel(&r->head, sizeof(r->head), s);
 	bpf_ringbuf_submit(r, wakeup_flag());
 	stat_add(CSB_STAT_SAMPLES);
@@ -652,7 +661,7 @@ int csb_sample(struct bpf_perf_event_data *ctx)
 	__u64 cs = *(volatile __u64 *)&ctx->regs.cs;
 	bool in_kernel = (cs & 3) == 0;
 	if (in_kernel) {
-		long got = bpf_get_stack(ctx, s->kernel, sizeof(s->kernel), 0);
+		long got = bpf_get_stack(ctx, sb->kstack, sizeof(sb->kstack), 0);
 		if (got > 0)
 			s->nkernel = (__u32)got / 8;
 	}
@@ -682,7 +691,7 @@ int csb_sample(struct bpf_perf_event_data *ctx)
 	if (pp && pb)
 		py_read(pp, pb, id, s);
 	if (slice)
-		return submit_with_slice(s, pb, t0);
+		return submit_with_slice(s, sb->kstack, pb, t0);
 	__u32 nuser = s->nuser & 0xff, npy = s->npy;
 	if (npy > CSB_PY_MAX)
 		npy = CSB_PY_MAX;
@@ -691,12 +700,23 @@ int csb_sample(struct bpf_perf_event_data *ctx)
 	if (nacts > CSB_PY_MAX_ACTS)
 		nacts = CSB_PY_MAX_ACTS;
 	__u64 actbytes = (__u64)nacts * 8;
-	/* the Python frames follow user[nuser], their activations' current frames follow them */
+	__u32 nkernel = s->nkernel;
+	if (nkernel > CSB_MAX_KERNEL)
+		nkernel = CSB_MAX_KERNEL;
+	__u64 kbytes = (__u64)nkernel * 8;
+	s->npy = npy;
+	s->py_nacts = nacts;
+	s->nkernel = nkernel;
+	/* the Python frames follow user[nuser], their activations' current frames follow them,
+	 * then the kernel frames (CSB_KERNEL_AT) */
 	if (pb && pybytes && pybytes <= sizeof(sb->tail))
 		bpf_probe_read_kernel((__u8 *)s->user + nuser * 8, pybytes, pb->f);
 	if (pb && actbytes && pybytes <= sizeof(sb->tail) && actbytes <= sizeof(sb->tail_acts))
 		bpf_probe_read_kernel((__u8 *)s->user + nuser * 8 + pybytes, actbytes, pb->acts);
-	__u64 size = offsetof(struct csb_sample, user) + (__u64)nuser * 8 + pybytes + actbytes;
+	if (kbytes && pybytes <= sizeof(sb->tail) && actbytes <= sizeof(sb->tail_acts) &&
+	    kbytes <= sizeof(sb->tail_kernel))
+		bpf_probe_read_kernel((__u8 *)s->user + nuser * 8 + pybytes + actbytes, kbytes, sb->kstack);
+	__u64 size = offsetof(struct csb_sample, user) + (__u64)nuser * 8 + pybytes + actbytes + kbytes;
 	if (size > sizeof(*sb))
 		size = sizeof(*sb);
 	if (bpf_ringbuf_output(&samples, sb, size, wakeup_flag()))

@@ -17,7 +17,7 @@
 				    * step beyond them stops there, cut (and goes with a slice) */
 #define CSB_MAX_MAPS 256           /* executable file mappings per process with a table */
 #define CSB_MAX_ROWS (8u << 20)    /* unwind rows of every file, 8 bytes each (64 MiB) */
-#define CSB_RING_BYTES (16u << 20) /* the sample ring buffer */
+#define CSB_RING_BYTES (4u << 20)  /* the sample ring buffer, before bpf_open sizes it */
 
 /* csb_sample.flags: how the user stack walk ended */
 #define CSB_USER_COMPLETE 0x1  /* reached the outermost frame's row (RA undefined) */
@@ -59,9 +59,16 @@ struct csb_sample {
 				    * native activation (its _PyCFrame's), innermost first: where
 				    * each activation's frames begin, read at the sample too */
 	__u64 fp_mask[2];          /* bit i: user[i] was found by a frame-pointer step (i < 128) */
-	__u64 kernel[CSB_MAX_KERNEL];
 	__u64 user[CSB_MAX_USER];  /* leaf first: the sampled PC, then return addresses */
 };
+
+/* Where a record's nkernel kernel frames are: in a slice record, its kernel[]; in the others,
+ * after the user frames, the Python frames and their activations, so that a record is as long
+ * as what it holds (a fixed kernel[] in the head was 1 KiB a sample, mostly empty: writing
+ * the ring was most of the program's run time on this VM, some 3.5 us a KiB). */
+#define CSB_KERNEL_AT(nuser, npy, nacts) \
+	(offsetof(struct csb_sample, user) + (nuser) * 8ull + \
+	 (npy) * (unsigned long long)sizeof(struct csb_pyframe) + (nacts) * 8ull)
 
 /* One _PyInterpreterFrame as read: its code object (f_code, 3.13's f_executable), instruction
  * (prev_instr, 3.13's instr_ptr) and link: previous frame's address (bits 0-47), is_entry (3.11,
@@ -99,6 +106,7 @@ struct csb_pyproc {
  * frames. */
 struct csb_slice_sample {
 	struct csb_sample head;
+	__u64 kernel[CSB_MAX_KERNEL];      /* head.nkernel kernel frames */
 	struct csb_pyframe py[CSB_PY_MAX]; /* head.npy Python frames (the others: after user[]) */
 	__u64 py_acts[CSB_PY_MAX_ACTS];    /* head.py_nacts activations' current frames */
 	__u8 stack[CSB_SLICE_MAX];
