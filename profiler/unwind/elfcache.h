@@ -120,7 +120,8 @@ struct unwind_ctx {
 	void (*release_symbols)(struct unwind_ctx *ctx);
 	struct kallsym *kallsyms;
 	size_t nkallsyms;
-	char *kallsyms_text;     /* /proc/kallsyms as read, NUL-separated */
+	char *kallsyms_text;     /* /proc/kallsyms as read, NUL-separated (mapped) */
+	size_t kallsyms_text_size; /* its mapping's size */
 	bool kallsyms_loaded;
 	struct cs_hash sym_cache;
 	struct sym_cache_entry *sym_entries;
