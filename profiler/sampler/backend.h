@@ -98,6 +98,14 @@ void bpf_tables_hit_slice(struct bpf_tables *t, uint32_t pid, const uint64_t *wo
 int bpf_tables_pollfd(const struct bpf_tables *t);
 /* Hand wanted files to the builder thread; load the rows it built and apply their mappings. */
 void bpf_tables_work(struct bpf_tables *t);
+/* The rows of each file the known processes map whose rows are in the on-disk cache (an
+ * earlier recording's samples wanted them), without waiting for a sample to want them: loaded
+ * into the kernel at once when now (before the first sample), else handed to the builder
+ * thread (a process mapping them since), so that their first samples are walked in the kernel
+ * instead of carrying stack slices. Files without an entry wait for a sample to want them, as
+ * before (building every mapped file's rows took seconds under record -a). Each file is
+ * looked for once. */
+void bpf_tables_preload(struct bpf_tables *t, bool now);
 void bpf_tables_describe(struct bpf_tables *t, char *buf, size_t len);
 void bpf_tables_free(struct bpf_tables *t);
 /* The BPF backend's Python part (sampler_bpf_python.c): pyprocs is the program's map of the
@@ -146,6 +154,7 @@ struct sampler_pending {
 	size_t off_a, off_b, off_c; /* stack bytes / path / comm; kernel ips; user ips */
 	size_t off_d;             /* a sample's stop_copy bytes */
 	size_t off_e;             /* a sample's Python frames (bpf) */
+	bool seen;                /* passed to sampler_events_each's fn already */
 };
 
 struct sampler_events {
@@ -160,8 +169,9 @@ size_t sampler_events_keep(struct sampler_events *e, const void *data, size_t le
 /* Sort what was pushed by time and hand it over as a batch (NULL when nothing was); e starts
  * empty again. */
 struct sampler_batch *sampler_events_take(struct sampler_events *e);
-/* Sort what was pushed so far by time and call fn for each, before the set is taken (a
- * backend that keeps state in step with the side band before it reads samples). */
+/* Sort what was pushed so far by time and call fn for each not passed to it by an earlier
+ * call, before the set is taken (a backend that keeps state in step with the side band before
+ * it reads samples). */
 void sampler_events_each(struct sampler_events *e, sampler_fn fn, void *arg);
 void sampler_events_free(struct sampler_events *e);
 

@@ -428,6 +428,9 @@ void sampler_events_each(struct sampler_events *e, sampler_fn fn, void *arg)
 {
 	qsort(e->pend, e->npend, sizeof(*e->pend), cmp_pending);
 	for (size_t i = 0; i < e->npend; i++) {
+		if (e->pend[i].seen)
+			continue;
+		e->pend[i].seen = true;
 		sampler_pending_resolve(&e->arena, &e->pend[i]);
 		fn(arg, &e->pend[i].ev);
 	}

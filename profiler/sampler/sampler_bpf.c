@@ -247,6 +247,15 @@ static int bpf_cgroup_id(const char *path, uint64_t *id, uint32_t *level)
 	return 0;
 }
 
+/* The side band's process events keep the unwind tables in step, before the ring's samples
+ * are read: a process' mappings are known when its first samples want rows. */
+static int bpf_track_tables(void *arg, const struct sampler_event *ev)
+{
+	struct bpf_sampler *s = arg;
+	bpf_tables_event(s->tables, ev);
+	return 0;
+}
+
 /* The sample ring's size: one ring for every CPU's samples, -m pages a CPU (default 8 MiB a
  * CPU, as perf mode's rings), from 1 MiB to 256 MiB (1 GiB when -m asks), a power of two.
  * Each sample writes the next stretch of the ring, and on a VM where a first touch of a page
@@ -330,6 +339,12 @@ static int bpf_open(struct sampler **out, const struct sampler_opts *opts, pid_t
 	/* the side band before the samples: a process' mappings are known before its first */
 	if ((ret = sampler_perf_open_sideband(&s->side, opts, child, pids, npids)))
 		goto fail;
+	/* attached: the processes there are now (the side band's first fill reads them from
+	 * /proc) and their files' cached rows, in the kernel before the first sample */
+	if (!child) {
+		sampler_events_each(sampler_perf_fill(s->side), bpf_track_tables, s);
+		bpf_tables_preload(s->tables, true);
+	}
 	if ((ret = bpf_open_events(s)))
 		goto fail;
 	s->open_cpu_ns = bpf_self_cpu_ns() - s->open_cpu_ns;
@@ -378,15 +393,6 @@ static bool bpf_threads_left(pid_t pid)
 	return left;
 }
 
-/* The side band's process events keep the unwind tables in step, before the ring's samples
- * are read: a process' mappings are known when its first samples want rows. */
-static int bpf_track_tables(void *arg, const struct sampler_event *ev)
-{
-	struct bpf_sampler *s = arg;
-	bpf_tables_event(s->tables, ev);
-	return 0;
-}
-
 /* A batch's process events, in order with its samples: the Python reader's state, and a
  * target that exited leaves the targets map (its pid may be reused by an unrelated process). */
 static int bpf_track(void *arg, const struct sampler_event *ev)
@@ -403,6 +409,7 @@ static struct sampler_batch *bpf_collect(struct sampler *base)
 	struct bpf_sampler *s = (struct bpf_sampler *)base;
 	s->events = sampler_perf_fill(s->side);
 	sampler_events_each(s->events, bpf_track_tables, s);
+	bpf_tables_preload(s->tables, false);
 	ring_buffer__consume(s->rb);
 	uint64_t lost = bpf_stat_sum(s, CSB_STAT_LOST);
 	if (lost > s->lost_seen) {

@@ -43,6 +43,7 @@ struct bpf_table_file {
 	ino_t ino;
 	char *path;                /* as the first mapping named it (in that process' root) */
 	bool built, wanted, queued; /* queued: with the builder thread */
+	bool cache_checked;        /* bpf_tables_preload looked for its rows in the cache */
 	uint32_t first, count;     /* count 0: no table (no .eh_frame_hdr, or the rows are full) */
 	struct cfitable_segment *segs;
 	size_t nsegs;
@@ -99,6 +100,7 @@ struct bpf_tables {
 	struct bpf_late_hit { uint32_t pid; uint64_t pc; } *late;
 	size_t nlate, cap_late;
 	uint64_t build_ns, unsupported, full, cached, hits;
+	uint64_t preloaded;        /* files whose cached rows bpf_tables_preload took */
 	bool debug;
 };
 
@@ -442,6 +444,46 @@ static void bpf_tables_apply_file(struct bpf_tables *t, uint32_t fi)
 	}
 }
 
+/* A process that maps file fi (a pending mapping of it), whose root opens it; 0: none. */
+static uint32_t bpf_tables_mapper(const struct bpf_tables *t, uint32_t fi)
+{
+	for (size_t i = 0; i < t->nprocs; i++)
+		for (size_t j = 0; j < t->procs[i].npending; j++)
+			if (t->procs[i].pending[j].file == fi)
+				return t->procs[i].pid;
+	return 0;
+}
+
+void bpf_tables_preload(struct bpf_tables *t, bool now)
+{
+	for (uint32_t fi = 0; fi < t->nfiles; fi++) {
+		struct bpf_table_file *f = &t->files[fi];
+		if (f->cache_checked || f->built || f->wanted || f->queued)
+			continue;
+		uint32_t pid = bpf_tables_mapper(t, fi);
+		int fd = pid ? bpf_tables_open(f, pid) : -1;
+		if (fd < 0)
+			continue;
+		f->cache_checked = true;
+		bool cached = cfitable_cached(fd);
+		if (!cached || !now) {
+			close(fd);
+			if (cached) { /* the builder thread reads it: the reader drains meanwhile */
+				f->wanted = true;
+				t->nwanted++;
+				t->preloaded++;
+			}
+			continue; /* not cached: built when a sample wants it */
+		}
+		struct bpf_build_job job = { .file = fi, .fd = fd };
+		bpf_tables_run_job(&job);
+		bpf_tables_load(t, f, &job);
+		cfitable_free(&job.ct);
+		bpf_tables_apply_file(t, fi);
+		t->preloaded++;
+	}
+}
+
 /* Hand the wanted files to the builder thread (started at the first; signals blocked there:
  * they are the main thread's), and load what it finished. */
 void bpf_tables_work(struct bpf_tables *t)
@@ -457,12 +499,7 @@ void bpf_tables_work(struct bpf_tables *t)
 		struct bpf_table_file *f = &t->files[fi];
 		if (!f->wanted || f->built || f->queued)
 			continue;
-		/* opened through the root of a process that maps it */
-		uint32_t pid = 0;
-		for (size_t i = 0; i < t->nprocs && !pid; i++)
-			for (size_t j = 0; j < t->procs[i].npending && !pid; j++)
-				if (t->procs[i].pending[j].file == fi)
-					pid = t->procs[i].pid;
+		uint32_t pid = bpf_tables_mapper(t, fi);
 		int fd = pid ? bpf_tables_open(f, pid) : -1;
 		if (fd < 0) {
 			t->nwanted--;
@@ -560,8 +597,8 @@ void bpf_tables_describe(struct bpf_tables *t, char *buf, size_t len)
 		with += t->files[i].count != 0;
 		built += t->files[i].built;
 	}
-	snprintf(buf, len, "unwind tables: rows for %zu of %zu mapped files (those samples needed, %llu from the cache), %u rows (%.1f MB), built in %.0f ms%s%s",
-		 with, t->nfiles, (unsigned long long)t->cached, t->nrows,
+	snprintf(buf, len, "unwind tables: rows for %zu of %zu mapped files (those samples needed or the cache held, %llu from the cache, %llu of them without waiting for a sample), %u rows (%.1f MB), built in %.0f ms%s%s",
+		 with, t->nfiles, (unsigned long long)t->cached, (unsigned long long)t->preloaded, t->nrows,
 		 (double)t->nrows * sizeof(struct csb_row) / 1e6, (double)t->build_ns / 1e6,
 		 t->full ? ", some files did not fit" : "", t->nwanted ? ", some files still waiting" : "");
 }

@@ -48,6 +48,9 @@ int cfitable_build(int fd, struct cfitable *t);
  * else ~/.cache/csampler/cfi-v1; CSAMPLER_CFI_CACHE=0 turns it off): the rows built by an
  * earlier run for the same file (device, inode, size, mtime), else built and stored. */
 int cfitable_build_cached(int fd, struct cfitable *t, bool *from_cache);
+/* Whether the cache has an entry for the file open at fd (cfitable_build_cached would read it
+ * instead of building). */
+bool cfitable_cached(int fd);
 void cfitable_free(struct cfitable *t);
 
 /* The load bias of a mapping of the file at start, from file offset pgoff: addresses in it are

@@ -157,6 +157,14 @@ static void cfitable_cache_write(const char *path, struct cfitable_cache_head h,
 	cs_buf_free(&b);
 }
 
+bool cfitable_cached(int fd)
+{
+	struct stat st;
+	char path[4200];
+	return fstat(fd, &st) == 0 && cfitable_cache_path(&st, path, sizeof(path)) == 0 &&
+	       access(path, R_OK) == 0;
+}
+
 int cfitable_build_cached(int fd, struct cfitable *t, bool *from_cache)
 {
 	struct stat st;

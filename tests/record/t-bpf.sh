@@ -99,6 +99,22 @@ if grep -q "from the cache" bpf2.err && ! grep -q ", 0 from the cache" bpf2.err 
 else
 	fail "bpf: second run: $complete2% complete, $(grep -o 'unwind tables: [^;]*' bpf2.err)"
 fi
+# attached a second time: the rows of the target's files are in the cache, so they are in the
+# kernel before its first sample, and no sample carries a stack slice
+mkfifo pfifo
+"$TPROG/rec-spinner" pfifo preply.txt &
+ppid=$!
+sleep 0.3
+"$C" record --mode bpf -p "$ppid" --duration 1 -o pre1.data >/dev/null 2>pre1.err
+"$C" record --mode bpf -p "$ppid" --duration 1 -o pre2.data >/dev/null 2>pre2.err
+kill "$ppid"
+wait "$ppid" 2>/dev/null
+if grep -q ", [1-9][0-9]* of them without waiting for a sample" pre2.err &&
+	grep -q "[1-9][0-9]* samples walked in the kernel ([^)]*), 0 of them completed from a stack slice" pre2.err; then
+	pass "bpf: attached again, the cached rows are loaded before the first sample: no slices ($(grep -o 'unwind tables: [^;]*' pre2.err))"
+else
+	fail "bpf: attached again: $(grep '^csampler: bpf:' pre2.err | head -c 400) (first run: $(grep -o '[0-9]* of them completed[^;]*' pre1.err))"
+fi
 ls "$XDG_CACHE_HOME"/csampler/cfi-v1/*.rows.* >/dev/null 2>&1 && fail "bpf: temporary files left in the row cache" ||
 	pass "bpf: no temporary files left in the row cache"
 # the same records: every reader works, and the same functions lead
