@@ -152,7 +152,6 @@ static int bpf_on_sample(void *ctx, void *data, size_t size)
 		ev->sample.snap.stack_size = r->slice;
 		ev->sample.stack_cap = r->slice;
 		s->nslices++;
-		if (getenv("CSDBG")) fprintf(stderr, "SLICE pid %u t %llu ip %#llx nuser %u flags %#x\n", r->pid, (unsigned long long)r->time, (unsigned long long)r->ip, r->nuser, r->flags);
 	} else {
 		if (r->nuser)
 			pe->off_c = sampler_events_keep(s->events, r->user, r->nuser * 8ull);

@@ -454,17 +454,27 @@ static uint32_t bpf_tables_mapper(const struct bpf_tables *t, uint32_t fi)
 	return 0;
 }
 
+/* A job's rows into the map, and every pending mapping of its file applied. */
+static void bpf_tables_finish(struct bpf_tables *t, struct bpf_build_job *job)
+{
+	bpf_tables_load(t, &t->files[job->file], job);
+	cfitable_free(&job->ct);
+	bpf_tables_apply_file(t, job->file);
+}
+
 void bpf_tables_preload(struct bpf_tables *t, bool now)
 {
 	for (uint32_t fi = 0; fi < t->nfiles; fi++) {
 		struct bpf_table_file *f = &t->files[fi];
 		if (f->cache_checked || f->built || f->wanted || f->queued)
 			continue;
+		/* looked at once, on the collect path: a file no process maps any more is not
+		 * searched for again at every collection */
+		f->cache_checked = true;
 		uint32_t pid = bpf_tables_mapper(t, fi);
 		int fd = pid ? bpf_tables_open(f, pid) : -1;
 		if (fd < 0)
 			continue;
-		f->cache_checked = true;
 		bool cached = cfitable_cached(fd);
 		if (!cached || !now) {
 			close(fd);
@@ -477,9 +487,7 @@ void bpf_tables_preload(struct bpf_tables *t, bool now)
 		}
 		struct bpf_build_job job = { .file = fi, .fd = fd };
 		bpf_tables_run_job(&job);
-		bpf_tables_load(t, f, &job);
-		cfitable_free(&job.ct);
-		bpf_tables_apply_file(t, fi);
+		bpf_tables_finish(t, &job);
 		t->preloaded++;
 	}
 }
@@ -541,11 +549,8 @@ void bpf_tables_work(struct bpf_tables *t)
 	t->ndone = t->cap_done = 0;
 	pthread_mutex_unlock(&t->mu);
 	for (size_t i = 0; i < ndone; i++) {
-		struct bpf_table_file *f = &t->files[done[i].file];
-		bpf_tables_load(t, f, &done[i]);
-		cfitable_free(&done[i].ct);
+		bpf_tables_finish(t, &done[i]);
 		t->nwanted--;
-		bpf_tables_apply_file(t, done[i].file);
 	}
 	free(done);
 }
