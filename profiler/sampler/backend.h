@@ -169,9 +169,10 @@ size_t sampler_events_keep(struct sampler_events *e, const void *data, size_t le
 /* Sort what was pushed by time and hand it over as a batch (NULL when nothing was); e starts
  * empty again. */
 struct sampler_batch *sampler_events_take(struct sampler_events *e);
-/* Sort what was pushed so far by time and call fn for each not passed to it by an earlier
- * call, before the set is taken (a backend that keeps state in step with the side band before
- * it reads samples). */
+/* Sort what was pushed so far by time and call fn for each side-band event (not the samples:
+ * they are only complete when the set is taken) not passed to it by an earlier call, before
+ * the set is taken (a backend that keeps state in step with the side band before it reads
+ * samples). */
 void sampler_events_each(struct sampler_events *e, sampler_fn fn, void *arg);
 void sampler_events_free(struct sampler_events *e);
 

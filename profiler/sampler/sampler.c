@@ -428,7 +428,7 @@ void sampler_events_each(struct sampler_events *e, sampler_fn fn, void *arg)
 {
 	qsort(e->pend, e->npend, sizeof(*e->pend), cmp_pending);
 	for (size_t i = 0; i < e->npend; i++) {
-		if (e->pend[i].seen)
+		if (e->pend[i].seen || e->pend[i].ev.type == SAMPLER_EV_SAMPLE)
 			continue;
 		e->pend[i].seen = true;
 		sampler_pending_resolve(&e->arena, &e->pend[i]);
