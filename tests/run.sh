@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 export CSAMPLER_ROOT=$PWD
 mkdir -p tests/out
 pass=0 fail=0 skip=0
+failures=tests/out/failures.txt # every FAIL line with its log's last lines, repeated at the end
+: >"$failures"
 run_one() {
 	local name=$1; shift
 	local log=tests/out/$(echo "$name" | tr '/ ' '__').log
@@ -22,8 +24,11 @@ run_one() {
 		echo "FAIL: $name: exited with status $rc (log: $log)"
 		tail -n 5 "$log" | sed 's/^/    /'
 		f=1
+		{ echo "FAIL: $name: exited with status $rc"; tail -n 12 "$log" | sed 's/^/    /'; } >>"$failures"
 	elif [ "$f" != 0 ]; then
 		echo "    (log: $log)"
+		# each FAIL with the lines the script printed around it (its figures, its diagnosis)
+		grep -B 4 -A 8 '^FAIL:' "$log" | grep -v '^\(PASS\|SKIPPED\):' >>"$failures"
 	fi
 	pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
 }
@@ -37,6 +42,11 @@ for t in tests/t-*.sh tests/*/t-*.sh; do
 	case "$t" in *"${TEST_FILTER:-}"*) ;; *) continue ;; esac
 	run_one "$t" "$t"
 done
+# a CI log is often cut in the middle: the failures again, just above the count
+if [ -s "$failures" ]; then
+	echo "---- the failures again, with what their scripts printed around them ----"
+	cat "$failures"
+fi
 if [ "$skip" -gt 0 ]; then
 	echo "$pass passed, $fail failed, $skip skipped"
 else

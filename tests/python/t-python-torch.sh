@@ -90,8 +90,8 @@ pysplit() { # folded -> "fn share" lines (%, of the samples under train_step), t
 # (one torch thread in both: with two, the main thread's waits on the other vary with the load)
 if "$CSAMPLER" record -q --mode perf -o perf1.data -- "$PY" "$SRC/torch_train.py" 4 1 >/dev/null 2>perf1.err &&
 	"$CSAMPLER" record -q --mode ptrace -o pt.data -- "$PY" "$SRC/torch_train.py" 4 1 >/dev/null 2>pt.err; then
-	"$CSAMPLER" folded -i perf1.data >perf1.folded 2>/dev/null
-	"$CSAMPLER" folded -i pt.data >pt.folded 2>/dev/null
+	"$CSAMPLER" folded -i perf1.data >perf1.folded 2>perf1.ferr
+	"$CSAMPLER" folded -i pt.data >pt.folded 2>pt.ferr
 	pysplit perf1.folded >split.perf
 	pysplit pt.folded >split.pt
 	worst=$(join <(grep -v '^#' split.perf | sort) <(grep -v '^#' split.pt | sort) -a1 -a2 -e 0 -o 0,1.2,2.2 |
@@ -102,7 +102,11 @@ if "$CSAMPLER" record -q --mode perf -o perf1.data -- "$PY" "$SRC/torch_train.py
 		read -r _ l t <<<"$(grep '^#lost' split.${m%:*})"
 		awk -v l="$l" -v t="$t" -v p="${m#*:}" 'BEGIN { exit !(t > 200 && 100 * l <= p * t) }' &&
 			pass "python-torch: ${m%:*}: Python frames not read in $l of $t training samples (<= ${m#*:}%)" ||
-			fail "python-torch: ${m%:*}: Python frames not read in $l of $t training samples (> ${m#*:}%)"
+			{ fail "python-torch: ${m%:*}: Python frames not read in $l of $t training samples (> ${m#*:}%)"
+			  f=perf1; [ "${m%:*}" = pt ] && f=pt
+			  echo "    $f: $(awk '{ n += $NF } END { print n + 0 }' $f.folded) samples in all; its record's last lines:"
+			  tail -n 4 $f.err | sed 's/^/    /'; head -n 2 $f.ferr | sed "s/^/    folded: /"
+			  echo "    its heaviest stacks:"; awk '{ print $NF, substr($0, 1, 200) }' $f.folded | sort -nr | head -3 | sed 's/^/    /'; }
 	done
 elif grep -qiE 'ptrace.*(not permitted|refus|denied|unavailable)' pt.err; then
 	skip "python-torch: --mode ptrace: ptrace is refused here: $(head -1 pt.err)"
