@@ -26,6 +26,9 @@ uint32_t pywalk_frame_read(const struct pywalk_layout *L)
  * whether the walk stops there (one_activation). */
 static bool pywalk_shim(struct pywalk *w, uint64_t addr, uint64_t prev, int run_first)
 {
+	if (w->shims && w->nshims < w->max_shims)
+		w->shims[w->nshims] = addr;
+	w->nshims++;
 	if (w->one_activation) {
 		w->entry_prev = prev;
 		w->entry_at = addr;
@@ -63,14 +66,14 @@ enum pywalk_end pywalk_walk(struct pywalk *w, uint64_t frame)
 		}
 		uint8_t owner = fb[L->frame_owner];
 		uint64_t prev = pywalk_u64(fb, L->frame_previous);
-		if (L->owner_cstack && owner == L->owner_cstack) {
+		if (pywalk_is_shim(L, owner)) {
 			if (pywalk_shim(w, frame, prev, run_first))
 				return PYWALK_ACT_END;
 			run_first = w->n;
 			frame = prev;
 			continue;
 		}
-		uint64_t code = pywalk_u64(fb, L->frame_code);
+		uint64_t code = pywalk_u64(fb, L->frame_code) & ~(uint64_t)L->code_tag;
 		if (!code || code & 7 || code >= (1ull << 47))
 			return PYWALK_BROKEN; /* not a frame (any more) */
 		uint8_t flags = owner == L->owner_generator ? PYWALK_GENERATOR : 0;

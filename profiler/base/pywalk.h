@@ -5,8 +5,8 @@
  *
  * The chain: each _PyInterpreterFrame links to the frame that called it (previous); one native
  * _PyEval_EvalFrameDefault call (an activation) runs a run of them, whose outermost is marked:
- * 3.11 sets is_entry on it, 3.12+ push a shim frame owned by the C stack (FRAME_OWNED_BY_CSTACK)
- * under it. The walk gives each frame's code object and instruction, innermost first, with
+ * 3.11 sets is_entry on it, 3.12+ push a shim frame owned by the C stack (FRAME_OWNED_BY_CSTACK;
+ * 3.14: FRAME_OWNED_BY_INTERPRETER) under it. The walk gives each frame's code object and instruction, innermost first, with
  * PYWALK_ENTRY on the outermost of each run; an activation whose run shows no frame (its shim
  * only) gets one frame of code 0. What a code object is, is the caller's to check. */
 #ifndef CSAMPLER_PYWALK_H
@@ -25,7 +25,11 @@ struct pywalk_layout {
 	uint32_t frame_is_entry;        /* bool (3.11); 0: none */
 	uint32_t frame_owner;           /* char */
 	uint8_t owner_generator;        /* FRAME_OWNED_BY_GENERATOR */
-	uint8_t owner_cstack;           /* FRAME_OWNED_BY_CSTACK (3.12+); 0: none */
+	uint8_t owner_cstack;           /* FRAME_OWNED_BY_CSTACK (3.12, 3.13), the first owner
+					 * that is no Python frame (3.14: INTERPRETER, an
+					 * activation's entry frame; CSTACK after it); 0: none */
+	uint8_t code_tag;               /* low bits of frame_code that are tags, cleared (3.14's
+					 * _PyStackRef: 1; 0 before) */
 	uint32_t frame_read;            /* bytes read of a frame: pywalk_frame_read() */
 };
 
@@ -80,6 +84,11 @@ struct pywalk {
 	 * generator that yielded; PYWALK_PREV_UNKNOWN), and the address where the run ended (its
 	 * entry frame, or its shim) */
 	uint64_t entry_prev, entry_at;
+	/* optional (not one_activation): where each shim the walk passed is (3.12+: a local of
+	 * the native activation that ran the run it ends), outermost last; nshims counted even
+	 * past max_shims */
+	uint64_t *shims;
+	int nshims, max_shims;
 };
 
 /* Where a process' thread states and their frame chains are, for a reader outside the
@@ -96,6 +105,11 @@ struct pywalk_where {
 	uint64_t known_ns;              /* when the recorder learned it (CLOCK_MONOTONIC) */
 };
 
+/* Whether a frame whose owner is owner is a shim (no Python frame of its own). */
+static inline int pywalk_is_shim(const struct pywalk_layout *L, uint8_t owner)
+{
+	return L->owner_cstack && owner >= L->owner_cstack;
+}
 /* A code object's fingerprint: its co_qualname and co_filename pointers, folded (the BPF
  * program computes the same). The strings live as long as the code object: an object at the
  * same address with the same fingerprint names the same function in the same file. */

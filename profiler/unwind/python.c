@@ -147,6 +147,26 @@ enum {
 	PY_DBG13_SIZE = 584,
 };
 
+/* _Py_DebugOffsets as 3.14 lays it out (Include/internal/pycore_debug_offsets.h, read from
+ * Debian's libpython3.14-dev 3.14.10 with offsetof): its sections grew fields (the
+ * interpreter's GIL and code generation, the thread's datastack chunk, the frame's
+ * stackpointer and tlbc index, the code object's co_tlbc), so every offset past the header
+ * moved. */
+enum {
+	PY_DBG14_RUNTIME_INTERP_HEAD = 40,
+	PY_DBG14_INTERP_NEXT = 64, PY_DBG14_INTERP_THREADS_HEAD = 72,
+	PY_DBG14_TSTATE_NEXT = 192, PY_DBG14_TSTATE_CURRENT_FRAME = 208,
+	PY_DBG14_TSTATE_NATIVE_TID = 224,
+	PY_DBG14_FRAME_PREVIOUS = 256, PY_DBG14_FRAME_EXECUTABLE = 264, PY_DBG14_FRAME_INSTR = 272,
+	PY_DBG14_FRAME_LOCALSPLUS = 280, PY_DBG14_FRAME_OWNER = 288,
+	PY_DBG14_CODE_FILENAME = 320, PY_DBG14_CODE_QUALNAME = 336, PY_DBG14_CODE_LINETABLE = 344,
+	PY_DBG14_CODE_FIRSTLINENO = 352, PY_DBG14_CODE_CODE = 384,
+	PY_DBG14_OB_TYPE = 408,
+	PY_DBG14_BYTES_SIZE = 600, PY_DBG14_BYTES_DATA = 608,
+	PY_DBG14_STR_STATE = 624, PY_DBG14_STR_LENGTH = 632, PY_DBG14_STR_ASCII_SIZE = 640,
+	PY_DBG14_SIZE = 760,
+};
+
 static uint32_t py_max_u32(uint32_t a, uint32_t b)
 {
 	return a > b ? a : b;
@@ -198,12 +218,46 @@ static const struct { uint16_t dbg, field; } py_dbg13_fields[] = {
 	PY_DBG13_TO(PY_DBG13_STR_ASCII_SIZE, str_ascii_data),
 };
 
-/* 3.13: the layout from the interpreter's _Py_DebugOffsets. Every offset csampler uses is
- * taken from it, but two it does not give: _co_firsttraceable (only used to hide a frame still
- * being set up; 3.13's headers: 184) and the owner values (3.13's pycore_frame.h). */
+/* Which field of struct py_layout each of 3.14's _Py_DebugOffsets gives. */
+#define PY_DBG14_TO(dbg, field) { dbg, offsetof(struct py_layout, field) }
+static const struct { uint16_t dbg, field; } py_dbg14_fields[] = {
+	PY_DBG14_TO(PY_DBG14_RUNTIME_INTERP_HEAD, runtime_interp_head),
+	PY_DBG14_TO(PY_DBG14_INTERP_NEXT, interp_next),
+	PY_DBG14_TO(PY_DBG14_INTERP_THREADS_HEAD, interp_threads_head),
+	PY_DBG14_TO(PY_DBG14_TSTATE_NEXT, tstate_next),
+	PY_DBG14_TO(PY_DBG14_TSTATE_CURRENT_FRAME, tstate_current_frame),
+	PY_DBG14_TO(PY_DBG14_TSTATE_NATIVE_TID, tstate_native_tid),
+	PY_DBG14_TO(PY_DBG14_FRAME_EXECUTABLE, frame_code),
+	PY_DBG14_TO(PY_DBG14_FRAME_PREVIOUS, frame_previous),
+	PY_DBG14_TO(PY_DBG14_FRAME_INSTR, frame_instr),
+	PY_DBG14_TO(PY_DBG14_FRAME_OWNER, frame_owner),
+	PY_DBG14_TO(PY_DBG14_FRAME_LOCALSPLUS, frame_localsplus),
+	PY_DBG14_TO(PY_DBG14_CODE_QUALNAME, code_qualname),
+	PY_DBG14_TO(PY_DBG14_CODE_FILENAME, code_filename),
+	PY_DBG14_TO(PY_DBG14_CODE_FIRSTLINENO, code_firstlineno),
+	PY_DBG14_TO(PY_DBG14_CODE_LINETABLE, code_linetable),
+	PY_DBG14_TO(PY_DBG14_CODE_CODE, code_code),
+	PY_DBG14_TO(PY_DBG14_OB_TYPE, ob_type),
+	PY_DBG14_TO(PY_DBG14_BYTES_SIZE, var_size),
+	PY_DBG14_TO(PY_DBG14_BYTES_DATA, bytes_data),
+	PY_DBG14_TO(PY_DBG14_STR_LENGTH, str_length),
+	PY_DBG14_TO(PY_DBG14_STR_STATE, str_state),
+	PY_DBG14_TO(PY_DBG14_STR_ASCII_SIZE, str_ascii_data),
+};
+
+/* 3.13 and 3.14: the layout from the interpreter's _Py_DebugOffsets. Every offset csampler
+ * uses is taken from it, but a few it does not give: _co_firsttraceable (only used to hide a
+ * frame still being set up; the headers: 184 in 3.13, 192 in 3.14), the owner values
+ * (pycore_frame.h; 3.14's pycore_interpframe_structs.h, where an activation's entry frame is
+ * owned by the interpreter, 3, and FRAME_OWNED_BY_CSTACK is 4) and 3.14's tag bit of
+ * f_executable (a _PyStackRef, pycore_stackref.h's Py_TAG_BITS). 3.14's frame has a
+ * stackpointer where 3.13's has stacktop: a yielded generator's caller is not looked for
+ * there (frame_stacktop 0). */
 static int py_layout_from_debug(uint32_t version, const uint8_t *d, size_t n, struct py_layout *L)
 {
-	if (!d || n < PY_DBG13_SIZE || memcmp(d + PY_DBG13_COOKIE, "xdebugpy", 8))
+	bool v14 = (version >> 16) == 0x030e;
+	size_t need = v14 ? PY_DBG14_SIZE : PY_DBG13_SIZE;
+	if (!d || n < need || memcmp(d + PY_DBG13_COOKIE, "xdebugpy", 8))
 		return -EINVAL;
 	uint64_t dv = py_dbg_u64(d, PY_DBG13_VERSION);
 	if ((dv >> 16) != (version >> 16))
@@ -211,20 +265,27 @@ static int py_layout_from_debug(uint32_t version, const uint8_t *d, size_t n, st
 	if (py_dbg_u64(d, PY_DBG13_FREE_THREADED))
 		return -ENOTSUP;
 	*L = (struct py_layout){
-		.hex_min = version & 0xffff0000u, .hex_max = version | 0xffffu, .name = "3.13",
-		.owner_generator = 1, .owner_cstack = 3,
-		/* not in the debug offsets: 3.13's pycore_frame.h and pycore_genobject.h */
-		.frame_stacktop = 64, .gen_iframe = 72, .code_firsttraceable = 184,
+		.hex_min = version & 0xffff0000u, .hex_max = version | 0xffffu,
+		.name = v14 ? "3.14" : "3.13",
+		.owner_generator = 1, .owner_cstack = 3, .code_tag = v14 ? 1 : 0,
+		/* not in the debug offsets: pycore_frame.h (3.14: pycore_interpframe_structs.h),
+		 * pycore_genobject.h and pycore_code.h */
+		.frame_stacktop = v14 ? 0 : 64, .gen_iframe = 72,
+		.code_firsttraceable = v14 ? 192 : 184,
 		.line = py_linetable_line_311,
 	};
-	for (size_t i = 0; i < sizeof(py_dbg13_fields) / sizeof(py_dbg13_fields[0]); i++) {
-		uint64_t v = py_dbg_u64(d, py_dbg13_fields[i].dbg);
+	size_t nfields = v14 ? sizeof(py_dbg14_fields) / sizeof(py_dbg14_fields[0])
+			     : sizeof(py_dbg13_fields) / sizeof(py_dbg13_fields[0]);
+	for (size_t i = 0; i < nfields; i++) {
+		uint16_t dbg = v14 ? py_dbg14_fields[i].dbg : py_dbg13_fields[i].dbg;
+		uint16_t field = v14 ? py_dbg14_fields[i].field : py_dbg13_fields[i].field;
+		uint64_t v = py_dbg_u64(d, dbg);
 		/* Field offsets within a structure (the interpreter state is some KiB): a value
 		 * past 1 MiB is not one. The objects read whole are bounded by py_layout_for. */
 		if (v > (1u << 20))
 			return -EINVAL;
 		uint32_t v32 = (uint32_t)v;
-		memcpy((uint8_t *)L + py_dbg13_fields[i].field, &v32, sizeof(v32));
+		memcpy((uint8_t *)L + field, &v32, sizeof(v32));
 	}
 	/* co_framesize follows co_firstlineno; PyCompactUnicodeObject is PyASCIIObject, then
 	 * utf8_length and utf8 */
@@ -235,8 +296,9 @@ static int py_layout_from_debug(uint32_t version, const uint8_t *d, size_t n, st
 
 size_t py_layout_debug_size(uint32_t version)
 {
-	/* 3.14 and later: only the header (cookie, version, free_threaded), to say why */
-	return (version >> 16) == 0x030d ? PY_DBG13_SIZE : version >= 0x030e0000 ? 24 : 0;
+	/* 3.15 and later: only the header (cookie, version, free_threaded), to say why */
+	return (version >> 16) == 0x030d ? PY_DBG13_SIZE : (version >> 16) == 0x030e ? PY_DBG14_SIZE
+	       : version >= 0x030f0000 ? 24 : 0;
 }
 
 bool py_is_free_threaded(uint32_t version, const uint8_t *debug, size_t ndebug, const char *path)
@@ -265,7 +327,7 @@ int py_layout_for(uint32_t version, const uint8_t *debug, size_t ndebug, struct 
 			*out = py_layouts[i];
 			err = 0;
 		}
-	if ((version >> 16) == 0x030d)
+	if ((version >> 16) == 0x030d || (version >> 16) == 0x030e)
 		err = py_layout_from_debug(version, debug, ndebug, out);
 	if (!err) {
 		/* Every field is read from a buffer of PY_MAX_OBJECT bytes. */
@@ -632,6 +694,18 @@ static uint64_t py_u64(const uint8_t *b, uint32_t off)
 	uint64_t v;
 	memcpy(&v, b + off, sizeof(v));
 	return v;
+}
+
+/* A frame's code object pointer from its f_code/f_executable field v (3.14: untagged). */
+static uint64_t py_code_ptr(const struct py_layout *L, uint64_t v)
+{
+	return v & ~(uint64_t)L->code_tag;
+}
+
+/* Whether a frame with this owner is a shim, no Python frame (3.12+). */
+static bool py_is_shim(const struct py_layout *L, uint8_t owner)
+{
+	return L->owner_cstack && owner >= L->owner_cstack;
 }
 
 static uint32_t py_u32(const uint8_t *b, uint32_t off)
@@ -1111,9 +1185,9 @@ static struct py_proc *py_proc_get(struct unwind_ctx *ctx, struct py_state *st, 
 					version >> 24, (version >> 16) & 255, pid);
 			else if (!version)
 				cs_warn("python of unknown version (pid %u) is not supported (CPython "
-					"3.11 to 3.13): its stacks stay native", pid);
+					"3.11 to 3.14): its stacks stay native", pid);
 			else if (err == -ENOTSUP)
-				cs_warn("python %u.%u (pid %u) is not supported (CPython 3.11 to 3.13, "
+				cs_warn("python %u.%u (pid %u) is not supported (CPython 3.11 to 3.14, "
 					"not free-threaded): its stacks stay native", version >> 24,
 					(version >> 16) & 255, pid);
 			else
@@ -1128,7 +1202,8 @@ static struct py_proc *py_proc_get(struct unwind_ctx *ctx, struct py_state *st, 
 		.frame_code = p->own.frame_code, .frame_previous = p->own.frame_previous,
 		.frame_instr = p->own.frame_instr, .frame_is_entry = p->own.frame_is_entry,
 		.frame_owner = p->own.frame_owner, .owner_generator = p->own.owner_generator,
-		.owner_cstack = p->own.owner_cstack, .frame_read = p->own.frame_read };
+		.owner_cstack = p->own.owner_cstack, .code_tag = p->own.code_tag,
+		.frame_read = p->own.frame_read };
 	p->runtime = mi->runtime + bias;
 	p->code_type = mi->code_type + bias;
 	p->unicode_type = mi->unicode_type + bias;
@@ -1220,12 +1295,12 @@ static enum pywalk_check py_walk_check(void *arg, uint64_t addr, uint8_t *fb, bo
 	const struct py_layout *L = a->p->layout;
 	const struct py_stack *s = a->st->copy;
 
-	if (!L->owner_cstack || fb[L->frame_owner] == L->owner_cstack || !s ||
+	if (!L->owner_cstack || py_is_shim(L, fb[L->frame_owner]) || !s ||
 	    addr - s->addr >= s->size)
 		return PYWALK_TAKE;
 	if (!py_rd(a->p, addr, fb, L->frame_read))
 		return PYWALK_FAIL;
-	return fb[L->frame_owner] != L->owner_cstack && in_run ? PYWALK_STOP_UNKNOWN : PYWALK_TAKE;
+	return !py_is_shim(L, fb[L->frame_owner]) && in_run ? PYWALK_STOP_UNKNOWN : PYWALK_TAKE;
 }
 
 /* Walk Python frames outward from frame (pywalk) into st->raw/st->ids/st->entry from *n (ids
@@ -1509,10 +1584,10 @@ static bool py_shim_chain_ok(const struct py_layout *L, const struct py_stack *s
 		uint64_t cfa = py_act_cfa(locs, n, acts[k]), exe, prev;
 		uint8_t owner;
 		if (!cfa || cfa < off || !py_stack_u8(s, cfa - off + L->frame_owner, &owner) ||
-		    owner != L->owner_cstack ||
+		    !py_is_shim(L, owner) ||
 		    !py_stack_u64(s, cfa - off + L->frame_previous, &prev) || prev & 7)
 			return false;
-		if (none && (!py_stack_u64(s, cfa - off + L->frame_code, &exe) || exe != none))
+		if (none && (!py_stack_u64(s, cfa - off + L->frame_code, &exe) || py_code_ptr(L, exe) != none))
 			return false;
 		if (k + 1 < nacts ? !prev : complete && prev)
 			return false;
@@ -1554,7 +1629,7 @@ static uint64_t py_gen_caller(struct py_state *st, struct py_proc *p, uint64_t g
 		uint8_t fb[PY_MAX_OBJECT];
 		if (frame == g || !py_frame_bytes(st, p, frame, fb, L->frame_read))
 			return 0;
-		if (fb[L->frame_owner] == L->owner_cstack)
+		if (py_is_shim(L, fb[L->frame_owner]))
 			return 0; /* the activation's first frame passed */
 		int32_t top = (int32_t)py_u32(fb, L->frame_stacktop);
 		/* stacktop is kept when the frame calls; while it runs it may be stale: then the
@@ -1588,9 +1663,9 @@ static bool py_returning_frame(struct py_state *st, struct py_proc *p, uint64_t 
 		uint8_t fb[PY_MAX_OBJECT];
 		if (!py_frozen_get(p->frozen, x, fb, L->frame_read))
 			return false; /* only as of the sample */
-		uint64_t code = py_u64(fb, L->frame_code);
+		uint64_t code = py_code_ptr(L, py_u64(fb, L->frame_code));
 		if (py_u64(fb, L->frame_previous) != shim || !code || code & 7 ||
-		    code >= (1ull << 47) || fb[L->frame_owner] == L->owner_cstack)
+		    code >= (1ull << 47) || py_is_shim(L, fb[L->frame_owner]))
 			continue;
 		st->raw[*nf] = (struct pywalk_frame){ code, py_u64(fb, L->frame_instr), fb[L->frame_owner], 0 };
 		st->ids[*nf] = 0;
@@ -1761,12 +1836,12 @@ static bool py_walk_returned(struct unwind_ctx *ctx, struct py_state *st, struct
 
 	*nf = start;
 	if (!py_frame_bytes(st, p, a->cur[1], fb, L->frame_read) ||
-	    !(code1 = py_u64(fb, L->frame_code)) || code1 & 7 ||
+	    !(code1 = py_code_ptr(L, py_u64(fb, L->frame_code))) || code1 & 7 ||
 	    !(c1 = py_code_get(ctx, p, code1)) || !c1->framesize)
 		return false;
 	x = a->cur[1] + 8ull * c1->framesize;
 	if (!py_frame_bytes(st, p, x, fb, L->frame_read) || !py_u64(fb, L->frame_previous) ||
-	    fb[L->frame_owner] == L->owner_cstack || !py_walk_at(ctx, st, p, x, true, nf, prev, at) ||
+	    py_is_shim(L, fb[L->frame_owner]) || !py_walk_at(ctx, st, p, x, true, nf, prev, at) ||
 	    !(*at == a->cf[0] || *prev == PY_PREV_UNKNOWN || *prev == a->want[0]))
 		return false;
 	a->frame_now = 0; /* not confirmed */
@@ -1996,7 +2071,7 @@ static void py_recipe_set(struct py_state *st, const struct py_proc *p, uint32_t
 	r.c.off_ptr = L->tstate_cframe ? L->tstate_cframe : L->tstate_current_frame;
 	r.c.off_cur = L->tstate_cframe ? L->cframe_current_frame : UINT32_MAX;
 	r.c.off_prev = L->frame_previous, r.c.frame_read = L->frame_read;
-	r.c.off_code = L->frame_code, r.c.code_read = L->code_read;
+	r.c.off_code = L->frame_code, r.c.code_read = L->code_read, r.c.code_tag = L->code_tag;
 	r.c.known_codes = st->known_codes, r.c.nknown = PY_KNOWN_CODES;
 	struct py_recipe *slot = &st->recipes[tid % PY_RECIPES];
 
@@ -2114,6 +2189,141 @@ static void py_frozen_use(struct py_state *st, struct py_proc *p, const struct p
 		st->stats.copied_running++;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* 3.14 whose interpreter loop has no symbol: activations found by their entry frames */
+
+/* Whether locs[0, n) run in a 3.14+ runtime (module *runtime_module), not merged yet. */
+static bool py_find_runtime_314(struct unwind_ctx *ctx, struct py_state *st,
+				const struct unwind_loc *locs, int n, uint32_t *runtime_module)
+{
+	for (int i = 0; i < n; i++) {
+		if (locs[i].module == st->module)
+			return false; /* merged already */
+		struct py_module_info *mi = py_module_info(ctx, st, locs[i].module);
+		if (mi->state == 2 && mi->version >= 0x030e0000) {
+			*runtime_module = locs[i].module;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The native frame of locs[from, n) whose stack frame [sp, CFA) holds addr, or -1. Frames
+ * without a stack pointer (the kernel's, first) are passed. */
+static int py_frame_holding(const struct unwind_loc *locs, int n, int from, uint64_t addr)
+{
+	for (int i = from; i + 1 < n; i++) {
+		if (!locs[i].sp)
+			continue;
+		if (!locs[i + 1].sp)
+			return -1;
+		if (addr >= locs[i].sp && addr < locs[i + 1].sp)
+			return i;
+	}
+	return -1;
+}
+
+/* A 3.14 build whose _PyEval_EvalFrameDefault is a small wrapper around the interpreter loop,
+ * which runs under a local symbol (Debian's 3.14.10, GCC 16 with LTO, stripped: the loop is an
+ * LTO clone), so no native frame is an activation by its address. What still marks one is its
+ * entry frame: a local of the loop's C frame, owned by the interpreter, linked into the
+ * thread's chain under the run it runs. So the chain is walked first (as of the sample: at the
+ * stop under ptrace, the reader's copy in perf mode, else now), and each shim it passes is
+ * looked for in the native frames' stack frames ([sp, CFA)): the frame that holds it is that
+ * activation, replaced by its run as _PyEval_EvalFrameDefault's frame is in 3.13. (A
+ * tail-calling build, each bytecode a function of its own, would keep the running bytecode's
+ * frame above the run.) Shims outside the sampled stack (an activation entered after the
+ * sample, or past a truncated stack) place nothing. Returns the new count of locs; *result as
+ * py_merge's. */
+static int py_merge_by_shims(struct unwind_ctx *ctx, struct py_state *st, struct py_proc **pp,
+			     uint32_t pid, uint32_t tid, const struct py_stack *stack,
+			     struct unwind_loc *locs, int n, int max, uint32_t runtime_module,
+			     enum py_merge_result *result)
+{
+	struct py_proc *p = py_proc_get(ctx, st, pid, runtime_module, &st->mods[runtime_module]);
+
+	if (p->state != PY_PROC_READY)
+		return n; /* py_proc_get warned once; nothing is known to be Python here */
+	st->stamp++;
+	st->nblocks = 0;
+	st->copy = stack;
+	*pp = p;
+	py_frozen_use(st, p, stack);
+	p->late = stack && stack->age_ns > PY_CODE_MAX_AGE_NS;
+	if (p->late)
+		p->sample_ns = cs_monotonic_ns() - stack->age_ns;
+	const struct py_layout *L = p->layout;
+	uint64_t ts = py_thread_state(p, tid), frame;
+	if (!ts || !py_rd_ptr(p, ts + L->tstate_current_frame, &frame) || !frame)
+		return n; /* no Python thread state, or no Python running in it */
+	py_recipe_set(st, p, tid, ts);
+	uint64_t taken = !stack ? 0 : !p->frozen ? stack->age_ns
+				: p->frozen->at_stop ? 0 : stack->mem_age_ns;
+	st->stats.samples++;
+	if (taken > PY_MAX_AGE_NS) {
+		*result = PY_MERGE_UNREADABLE;
+		st->stats.lost[PY_LOST_LATE]++;
+		return n;
+	}
+	uint64_t shims[PY_MAX_FRAMES];
+	struct py_walk_arg a = { st, p };
+	struct pywalk w = { .L = &p->walk, .read = py_walk_read, .check = py_walk_check,
+			    .arg = &a, .out = st->raw, .max = PY_MAX_FRAMES,
+			    .max_depth = PY_MAX_FRAMES, .shims = shims, .max_shims = PY_MAX_FRAMES };
+	enum pywalk_end end = pywalk_walk(&w, frame);
+	for (int i = 0; i < w.n; i++) {
+		st->ids[i] = st->raw[i].code ? 0 : UINT32_MAX;
+		st->entry[i] = (st->raw[i].flags & PYWALK_ENTRY) != 0;
+	}
+	if ((end != PYWALK_CHAIN_END && !w.nshims) || !py_name_frames(ctx, st, p, 0, w.n)) {
+		*result = PY_MERGE_UNREADABLE;
+		st->stats.lost[PY_LOST_READ]++;
+		return n;
+	}
+	int run_start[PY_MAX_FRAMES + 1];
+	int nruns = py_runs_from_entries(st, w.n, run_start);
+	int nshims = w.nshims < PY_MAX_FRAMES ? w.nshims : PY_MAX_FRAMES;
+	/* each run (innermost first) ends at shim r: the native frame to put it in place of */
+	int act_of_run[PY_MAX_FRAMES], placed = 0, unplaced = 0, from = 0;
+	for (int r = 0; r < nruns; r++) {
+		act_of_run[r] = -1;
+		int i = r < nshims ? py_frame_holding(locs, n, from, shims[r]) : -1;
+		if (i < 0)
+			continue; /* not in the sampled stack */
+		from = i + 1;
+		if (locs[i].module == runtime_module) {
+			act_of_run[r] = i;
+			placed++;
+		} else {
+			unplaced++; /* a shim in another module's frame: not as it was */
+		}
+	}
+	if (!placed && !unplaced)
+		return n; /* no activation of the chain in this stack: native code only */
+	st->stats.acts += (uint64_t)(placed + unplaced);
+	int out = 0, r = 0;
+	for (int i = 0; i < n; i++) {
+		while (r < nruns && (act_of_run[r] < 0 || act_of_run[r] < i))
+			r++;
+		if (r < nruns && act_of_run[r] == i && py_put_run(st, run_start, r, &out, max)) {
+			r++;
+			continue;
+		}
+		if (out < max)
+			st->out[out++] = locs[i];
+	}
+	memcpy(locs, st->out, (size_t)out * sizeof(*locs));
+	if (unplaced) {
+		*result = PY_MERGE_UNREADABLE;
+		st->stats.samples_partial++;
+		st->stats.lost[PY_LOST_POPPED] += (uint64_t)unplaced;
+	} else {
+		*result = PY_MERGE_OK;
+		st->stats.samples_exact++;
+	}
+	return out;
+}
+
 static int py_merge_sample(struct unwind_ctx *ctx, struct py_proc **pp, uint32_t pid,
 			   uint32_t tid, const struct py_stack *stack, struct unwind_loc *locs,
 			   int n, int max, enum py_merge_result *result)
@@ -2127,8 +2337,12 @@ static int py_merge_sample(struct unwind_ctx *ctx, struct py_proc **pp, uint32_t
 		return n;
 	/* The native interpreter activations, innermost first. */
 	nacts = py_find_acts(ctx, st, locs, n, acts, &runtime_module);
-	if (!nacts)
+	if (!nacts) {
+		if (py_find_runtime_314(ctx, st, locs, n, &runtime_module))
+			return py_merge_by_shims(ctx, st, pp, pid, tid, stack, locs, n, max,
+						 runtime_module, result);
 		return n;
+	}
 	st->stamp++;
 	st->nblocks = 0; /* what was read for the previous sample is stale */
 	st->copy = stack;
@@ -2307,6 +2521,7 @@ size_t py_capture_chain(uint32_t pid, const struct py_capture_recipe *r, uint64_
 			break;
 		uint64_t code;
 		memcpy(&code, fb + r->off_code, 8);
+		code &= ~(uint64_t)r->code_tag;
 		bool seen = !with_codes || !code || code & 7 || code >= (1ull << 47);
 		if (!seen && r->known_codes) {
 			uint64_t key = py_known_key(pid, code);

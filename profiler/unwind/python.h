@@ -117,6 +117,7 @@ struct py_capture_recipe {
 	 * python.c's known_codes), nknown slots; or NULL */
 	const uint64_t *known_codes;
 	uint32_t nknown;
+	uint32_t code_tag;             /* tag bits of the code pointer (3.14), cleared */
 };
 
 /* py_capture's walk, exposed for the unit tests: recipe r in process pid. Returns the bytes
@@ -217,7 +218,9 @@ struct py_layout {
 	uint32_t gen_iframe;           /* PyGenObject.gi_iframe: a generator's own frame (3.12+) */
 	uint8_t owner_generator;       /* FRAME_OWNED_BY_GENERATOR */
 	uint8_t owner_cstack;          /* FRAME_OWNED_BY_CSTACK: the shim frame an activation
-					* pushes under its first frame (3.12+; 0: none) */
+					* pushes under its first frame (3.12+; 0: none); 3.14:
+					* FRAME_OWNED_BY_INTERPRETER, the first of two shim owners */
+	uint8_t code_tag;              /* tag bits of frame_code, cleared (3.14: _PyStackRef) */
 	uint32_t code_qualname, code_filename, code_firstlineno, code_linetable;
 	uint32_t code_code;            /* co_code_adaptive: the first code unit */
 	uint32_t code_framesize;       /* co_framesize (int, words; 3.13; 0: not used) */

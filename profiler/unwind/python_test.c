@@ -68,13 +68,15 @@ UNIT_TEST(python_layout_versions)
 	UNIT_ASSERT_EQ_INT(py_layout_for(0x030c01f0, NULL, 0, &L), 0);
 	UNIT_ASSERT(L.frame_is_entry == 0 && L.owner_cstack == 3 && L.frame_previous == 8 &&
 		    L.str_ascii_data == 40);
-	/* before 3.11, after 3.13, unknown: not supported */
+	/* before 3.11, after 3.14, unknown: not supported; 3.14 without its debug offsets: not
+	 * read */
 	UNIT_ASSERT_EQ_INT(py_layout_for(0x030a0df0, NULL, 0, &L), -ENOTSUP);
-	UNIT_ASSERT_EQ_INT(py_layout_for(0x030e00f0, NULL, 0, &L), -ENOTSUP);
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030f00a0, NULL, 0, &L), -ENOTSUP);
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030e00f0, NULL, 0, &L), -EINVAL);
 	UNIT_ASSERT_EQ_INT(py_layout_for(0x02070000, NULL, 0, &L), -ENOTSUP);
 	UNIT_ASSERT_EQ_INT(py_layout_for(0, NULL, 0, &L), -ENOTSUP);
 	UNIT_ASSERT_EQ_INT(py_layout_debug_size(0x030b07f0), 0);
-	UNIT_ASSERT_EQ_INT(py_layout_debug_size(0x030e00f0), 24); /* the header: free-threaded? */
+	UNIT_ASSERT_EQ_INT(py_layout_debug_size(0x030f00a0), 24); /* the header: free-threaded? */
 }
 
 static void py_test_put(uint8_t *d, size_t off, uint64_t v)
@@ -111,6 +113,69 @@ static size_t py_test_debug13(uint8_t *d)
 	py_test_put(d, 552, 16);   /* unicode_object.length */
 	py_test_put(d, 560, 40);   /* unicode_object.asciiobject_size */
 	return n;
+}
+
+/* A 3.14 _Py_DebugOffsets with the values Debian's 3.14.10 has (x86-64, read from its
+ * _PyRuntime's initial value in the binary), at the offsets 3.14 lays them. */
+static size_t py_test_debug14(uint8_t *d)
+{
+	size_t n = py_layout_debug_size(0x030e0af0);
+	memset(d, 0, n);
+	memcpy(d, "xdebugpy", 8);
+	py_test_put(d, 8, 0x030e0af0);
+	py_test_put(d, 40, 808);   /* runtime_state.interpreters_head */
+	py_test_put(d, 64, 7272);  /* interpreter_state.next */
+	py_test_put(d, 72, 7344);  /* interpreter_state.threads_head */
+	py_test_put(d, 192, 8);    /* thread_state.next */
+	py_test_put(d, 208, 72);   /* thread_state.current_frame */
+	py_test_put(d, 224, 160);  /* thread_state.native_thread_id */
+	py_test_put(d, 256, 8);    /* interpreter_frame.previous */
+	py_test_put(d, 264, 0);    /* interpreter_frame.executable */
+	py_test_put(d, 272, 56);   /* interpreter_frame.instr_ptr */
+	py_test_put(d, 280, 80);   /* interpreter_frame.localsplus */
+	py_test_put(d, 288, 74);   /* interpreter_frame.owner */
+	py_test_put(d, 320, 112);  /* code_object.filename */
+	py_test_put(d, 336, 128);  /* code_object.qualname */
+	py_test_put(d, 344, 136);  /* code_object.linetable */
+	py_test_put(d, 352, 68);   /* code_object.firstlineno */
+	py_test_put(d, 384, 208);  /* code_object.co_code_adaptive */
+	py_test_put(d, 408, 8);    /* pyobject.ob_type */
+	py_test_put(d, 600, 16);   /* bytes_object.ob_size */
+	py_test_put(d, 608, 32);   /* bytes_object.ob_sval */
+	py_test_put(d, 624, 32);   /* unicode_object.state */
+	py_test_put(d, 632, 16);   /* unicode_object.length */
+	py_test_put(d, 640, 40);   /* unicode_object.asciiobject_size */
+	return n;
+}
+
+/* 3.14: its own _Py_DebugOffsets layout, the tag bit of f_executable, the interpreter-owned
+ * entry frame as the first shim owner; a 3.13 blob is not taken for one. */
+UNIT_TEST(python_layout_debug_offsets_314)
+{
+	uint8_t d[1024];
+	struct py_layout L;
+	size_t n = py_test_debug14(d);
+
+	UNIT_ASSERT(n >= 760 && n <= sizeof(d));
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030e0af0, d, n - 1, &L), -EINVAL);
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030e0af0, d, n, &L), 0);
+	UNIT_ASSERT(L.runtime_interp_head == 808 && L.interp_next == 7272 &&
+		    L.interp_threads_head == 7344 && L.tstate_next == 8 &&
+		    L.tstate_current_frame == 72 && L.tstate_native_tid == 160 &&
+		    L.frame_previous == 8 && L.frame_code == 0 && L.frame_instr == 56 &&
+		    L.frame_owner == 74 && L.code_filename == 112 && L.code_qualname == 128 &&
+		    L.code_linetable == 136 && L.code_firstlineno == 68 && L.code_code == 208 &&
+		    L.str_ascii_data == 40 && L.str_compact_data == 56 && L.var_size == 16 &&
+		    L.bytes_data == 32);
+	UNIT_ASSERT(L.owner_cstack == 3 && L.code_tag == 1 && L.frame_stacktop == 0 &&
+		    L.code_firsttraceable == 192 && L.tstate_cframe == 0);
+	/* 3.13's blob in a 3.14 binary: the version does not match */
+	uint8_t d13[1024];
+	size_t n13 = py_test_debug13(d13);
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030e0af0, d13, n13 > n ? n13 : n, &L), -EINVAL);
+	/* 3.13 keeps its own: no tag */
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030d00f0, d13, n13, &L), 0);
+	UNIT_ASSERT(L.code_tag == 0 && L.frame_stacktop == 64);
 }
 
 UNIT_TEST(python_layout_debug_offsets)
@@ -228,14 +293,20 @@ UNIT_TEST(python_free_threaded_dispatch)
 	py_test_put(dbg, 16, 1); /* free_threaded */
 	UNIT_ASSERT(py_is_free_threaded(0x030d00f0, dbg, nd, "/usr/bin/python3.13"));
 	UNIT_ASSERT_EQ_INT(py_layout_for(0x030d00f0, dbg, nd, &L), -ENOTSUP);
-	/* 3.14's header is read (24 bytes) only to say so */
-	UNIT_ASSERT_EQ_INT(py_layout_debug_size(0x030e00f0), 24);
-	py_test_put(dbg, 8, 0x030e00f0);
-	UNIT_ASSERT(py_is_free_threaded(0x030e00f0, dbg, 24, "/usr/bin/python3.14"));
-	UNIT_ASSERT_EQ_INT(py_layout_for(0x030e00f0, dbg, 24, &L), -ENOTSUP);
+	/* 3.15's header is read (24 bytes) only to say so */
+	UNIT_ASSERT_EQ_INT(py_layout_debug_size(0x030f00a0), 24);
+	py_test_put(dbg, 8, 0x030f00a0);
+	UNIT_ASSERT(py_is_free_threaded(0x030f00a0, dbg, 24, "/usr/bin/python3.15"));
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030f00a0, dbg, 24, &L), -ENOTSUP);
+	/* a free-threaded 3.14, told by its whole debug offsets */
+	uint8_t d14[1024];
+	size_t n14 = py_test_debug14(d14);
+	py_test_put(d14, 16, 1);
+	UNIT_ASSERT(py_is_free_threaded(0x030e0af0, d14, n14, "/usr/bin/python3.14"));
+	UNIT_ASSERT_EQ_INT(py_layout_for(0x030e0af0, d14, n14, &L), -ENOTSUP);
 	/* a cookie that does not check says nothing */
 	dbg[0] = 'X';
-	UNIT_ASSERT(!py_is_free_threaded(0x030e00f0, dbg, 24, "/usr/bin/python3.14"));
+	UNIT_ASSERT(!py_is_free_threaded(0x030f00a0, dbg, 24, "/usr/bin/python3.15"));
 }
 
 /* 3.13's anchor: the entry shim frame each _PyEval_EvalFrameDefault activation keeps in its C

@@ -4,11 +4,11 @@ source "$CSAMPLER_ROOT/tests/lib.sh"
 SRC="$CSAMPLER_ROOT/tests/python"
 
 # find_python 3.12: the real interpreter binary of that version (Debian's first, then
-# /usr/local's, then pyenv's), or nothing
+# /usr/local's, then pyenv's, then scripts/get-python3.14.sh's), or nothing
 find_python() {
 	local v=$1 c real
 	for c in "$(command -v "python$v" 2>/dev/null)" /usr/bin/python$v /usr/local/bin/python$v \
-		"$HOME"/.pyenv/versions/$v.*/bin/python$v; do
+		"$HOME"/.pyenv/versions/$v.*/bin/python$v /opt/csampler-python$v/usr/bin/python$v; do
 		[ -n "$c" ] && [ -x "$c" ] || continue
 		real=$("$c" -c "import sys; assert '%d.%d' % sys.version_info[:2] == '$v'; print(sys.executable)" 2>/dev/null) || continue
 		[ -x "$real" ] && { echo "$real"; return; }
