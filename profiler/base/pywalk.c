@@ -38,7 +38,7 @@ static bool pywalk_shim(struct pywalk *w, uint64_t addr, uint64_t prev, int run_
 		w->out[w->n - 1].flags |= PYWALK_ENTRY;
 	else if (w->n < w->max)
 		/* no frame shown in this activation: a run of its own */
-		w->out[w->n++] = (struct pywalk_frame){ 0, 0, 0, PYWALK_ENTRY };
+		w->out[w->n++] = (struct pywalk_frame){ 0, 0, 0, PYWALK_ENTRY, 0 };
 	return false;
 }
 
@@ -80,7 +80,7 @@ enum pywalk_end pywalk_walk(struct pywalk *w, uint64_t frame)
 		if (L->frame_is_entry && fb[L->frame_is_entry])
 			flags |= PYWALK_ENTRY;
 		w->out[w->n++] = (struct pywalk_frame){ code, pywalk_u64(fb, L->frame_instr), owner,
-							flags };
+							flags, 0 };
 		if (flags & PYWALK_ENTRY)
 			run_first = w->n;
 		/* one_activation: a generator that yielded since has no previous frame (3.12+: nor

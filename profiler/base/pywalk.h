@@ -1,4 +1,4 @@
-/* pywalk.h: the one walk of a CPython (3.11-3.13) interpreter frame chain, parameterised by how
+/* pywalk.h: the one walk of a CPython (3.11-3.14) interpreter frame chain, parameterised by how
  * a frame is read. Compiled into the recorder (unwind/python.c reads another process, or a copy
  * of its memory) and into the in-target library (inject/cupti.c reads its own thread's chain in
  * place), as uftrace compiles its utils into libmcount: libc only, nothing that prints.
@@ -44,6 +44,9 @@ enum pywalk_frame_flags {
 struct pywalk_frame {
 	uint64_t code, instr;           /* code 0: an activation that shows no frame */
 	uint8_t owner, flags;
+	uint16_t act;                   /* set by the bpf backend for 3.14: 1 + the index of the
+					 * user frame (leaf 0) whose stack frame holds the entry
+					 * frame of this frame's activation; 0: not known */
 };
 
 /* Read len bytes at addr into buf; false when they cannot be. */
@@ -102,6 +105,8 @@ struct pywalk_where {
 	uint32_t tstate_current_frame;  /* 3.13 (tstate_cframe 0) */
 	uint32_t code_qualname, code_filename; /* PyCodeObject.co_qualname, co_filename */
 	struct pywalk_layout walk;
+	bool want_sps;                  /* activations are found by where their entry frames are
+					 * (3.14): the frames' stack pointers are needed */
 	uint64_t known_ns;              /* when the recorder learned it (CLOCK_MONOTONIC) */
 };
 

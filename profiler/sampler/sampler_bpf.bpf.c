@@ -47,7 +47,9 @@ struct sample_buf {
 	struct csb_pyframe tail[CSB_PY_MAX];
 	__u64 tail_acts[CSB_PY_MAX_ACTS];
 	__u64 tail_kernel[CSB_MAX_KERNEL];
+	__u64 tail_sps[CSB_MAX_USER];
 	__u64 kstack[CSB_MAX_KERNEL];   /* the kernel frames, copied after the others at the end */
+	__u64 sps[CSB_MAX_USER + 1];    /* each user frame's sp (CSB_USER_SPS), copied after them */
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -162,6 +164,7 @@ __noinline long read_user8(struct window_range *wr, __u64 addr, __u64 *out)
 struct walk {
 	__u64 ip, sp, bp;
 	struct csb_sample *s;
+	__u64 *sps;                     /* each frame's sp, or NULL (CSB_USER_SPS) */
 	struct csb_proc *proc;
 	/* the mapping of the last frame (a caller is mostly in its callee's file), and the last
 	 * frame's row by its pc (recursion repeats return addresses): copies, not pointers */
@@ -296,6 +299,8 @@ static long walk_frame(__u32 i, void *arg)
 	}
 	s->user[n] = w->ip;
 	s->nuser = n + 1;
+	if (w->sps)
+		w->sps[n] = w->sp;
 
 	/* A caller's entry is a return address: its rule is the call's, one byte before. */
 	__u64 pc = n ? w->ip - 1 : w->ip, cfa, ra = 0, bp = w->bp;
@@ -560,7 +565,7 @@ static long py_step(__u32 i, void *arg)
 	if (pp->frame_is_entry && pb->fb[pp->frame_is_entry & (CSB_PY_FRAME_READ - 1)])
 		link |= CSB_PYLINK_ENTRY;
 	struct csb_pyframe *f = &pb->f[w->n & (CSB_PY_MAX - 1)];
-	__u64 code = fb_u64(pb, pp->frame_code);
+	__u64 code = fb_u64(pb, pp->frame_code) & ~(__u64)pp->code_tag;
 	if (code != w->last_code) {
 		w->last_code = code;
 		/* its name and file (base/pywalk.h's PYWALK_CODE_FP: the same formula) */
@@ -666,6 +671,7 @@ int csb_sample(struct bpf_perf_event_data *ctx)
 			s->nkernel = (__u32)got / 8;
 	}
 	struct task_struct *task = bpf_get_current_task_btf();
+	struct csb_pyproc *pp = task->mm ? bpf_map_lookup_elem(&pyprocs, &tgid) : NULL;
 	if (!task->mm) {
 		s->flags |= CSB_KERNEL_THREAD;
 	} else {
@@ -674,6 +680,7 @@ int csb_sample(struct bpf_perf_event_data *ctx)
 		s->sp = w->sp;
 		s->bp = w->bp;
 		w->s = s;
+		w->sps = pp && pp->want_sps ? sb->sps : NULL;
 		w->proc = bpf_map_lookup_elem(&procs, &tgid);
 		bpf_loop(CSB_MAX_USER + 1, walk_frame, w, 0);
 	}
@@ -686,7 +693,6 @@ int csb_sample(struct bpf_perf_event_data *ctx)
 	 * frames the program read too (submit_with_slice). */
 	bool slice = (((s->flags & CSB_USER_NO_TABLE) && !(s->flags & CSB_USER_COMPLETE)) ||
 		      (s->flags & CSB_USER_TRUNCATED)) && slice_bytes;
-	struct csb_pyproc *pp = task->mm ? bpf_map_lookup_elem(&pyprocs, &tgid) : NULL;
 	struct py_buf *pb = bpf_map_lookup_elem(&pyscratch, &zero);
 	if (pp && pb)
 		py_read(pp, pb, id, s);
@@ -716,7 +722,18 @@ int csb_sample(struct bpf_perf_event_data *ctx)
 	if (kbytes && pybytes <= sizeof(sb->tail) && actbytes <= sizeof(sb->tail_acts) &&
 	    kbytes <= sizeof(sb->tail_kernel))
 		bpf_probe_read_kernel((__u8 *)s->user + nuser * 8 + pybytes + actbytes, kbytes, sb->kstack);
-	__u64 size = offsetof(struct csb_sample, user) + (__u64)nuser * 8 + pybytes + actbytes + kbytes;
+	/* then each user frame's sp, for a process that wants them */
+	__u64 spbytes = w->sps ? (__u64)nuser * 8 : 0;
+	if (spbytes && pybytes <= sizeof(sb->tail) && actbytes <= sizeof(sb->tail_acts) &&
+	    kbytes <= sizeof(sb->tail_kernel) && spbytes <= sizeof(sb->tail_sps)) {
+		bpf_probe_read_kernel((__u8 *)s->user + nuser * 8 + pybytes + actbytes + kbytes,
+				      spbytes, sb->sps);
+		s->flags |= CSB_USER_SPS;
+	} else {
+		spbytes = 0;
+	}
+	__u64 size = offsetof(struct csb_sample, user) + (__u64)nuser * 8 + pybytes + actbytes +
+		     kbytes + spbytes;
 	if (size > sizeof(*sb))
 		size = sizeof(*sb);
 	if (bpf_ringbuf_output(&samples, sb, size, wakeup_flag()))

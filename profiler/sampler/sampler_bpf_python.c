@@ -123,12 +123,41 @@ int bpf_python_walk(const struct csb_sample *r, size_t size, const struct pywalk
 				  (const uint64_t *)((const uint8_t *)r + at_acts), r->py_nacts, false };
 	if (!bpf_py_acts_ok(&rd, r->py_state == CSB_PY_TRUNCATED))
 		return -EAGAIN;
+	uint64_t shims[CSB_PY_MAX];
 	struct pywalk w = { .L = L, .read = bpf_py_frame_read, .arg = &rd, .out = out,
-			    .max = CSB_PY_MAX, .max_depth = CSB_PY_MAX + 1 };
+			    .max = CSB_PY_MAX, .max_depth = CSB_PY_MAX + 1, .shims = shims,
+			    .max_shims = CSB_PY_MAX };
 	enum pywalk_end end = pywalk_walk(&w, r->py_first);
 	bool cut = r->py_state == CSB_PY_TRUNCATED && (end == PYWALK_BROKEN || end == PYWALK_TRUNCATED);
 	if (end != PYWALK_CHAIN_END && !cut)
 		return -EINVAL; /* a frame that is none (being set up or torn down at the sample) */
+	for (int i = 0; i < w.n; i++)
+		out[i].act = 0;
+	/* 3.14: each run's activation is the user frame whose stack frame ([sp, CFA), the CFA
+	 * being its caller's sp) holds the run's shim */
+	size_t at_sps = CSB_KERNEL_AT(r->nuser, r->npy, r->py_nacts) + r->nkernel * 8ull;
+	if ((r->flags & CSB_USER_SPS) && !sliced && size >= at_sps + r->nuser * 8ull) {
+		const uint64_t *sps = (const uint64_t *)((const uint8_t *)r + at_sps);
+		int run = 0, first = 0;
+		uint32_t u = 0;
+		for (int i = 0; i < w.n; i++) {
+			if (!(out[i].flags & PYWALK_ENTRY) && i + 1 < w.n)
+				continue;
+			/* frames [first, i] are run `run`, ended by shims[run] */
+			uint64_t shim = run < w.nshims && run < CSB_PY_MAX ? shims[run] : 0;
+			while (shim && u + 1 < r->nuser && !(shim >= sps[u] && shim < sps[u + 1]))
+				u++;
+			if (shim && u + 1 < r->nuser && u + 1 <= UINT16_MAX)
+				for (int k = first; k <= i; k++)
+					out[k].act = (uint16_t)(u + 1);
+			if (!(shim && u + 1 < r->nuser))
+				u = r->nuser; /* not in the sampled stack: nor are the outer ones */
+			else
+				u++;
+			run++;
+			first = i + 1;
+		}
+	}
 	/* the walk gives the frames the program read in their order, less the shims */
 	for (uint32_t i = 0, k = 0; i < (uint32_t)w.n; i++) {
 		fp[i] = 0;
@@ -273,7 +302,7 @@ void bpf_python_work(struct bpf_python *p)
 			.frame_instr = w.walk.frame_instr, .frame_is_entry = w.walk.frame_is_entry,
 			.frame_owner = w.walk.frame_owner, .frame_read = w.walk.frame_read,
 			.code_qualname = w.code_qualname, .code_filename = w.code_filename,
-			.gen = ++p->gen };
+			.gen = ++p->gen, .code_tag = w.walk.code_tag, .want_sps = w.want_sps };
 		if (v.frame_read > CSB_PY_FRAME_READ)
 			continue;  /* a layout the program cannot hold: read by the recorder */
 		pp->written = bpf_map_update_elem(p->map_fd, &pid, &v, BPF_ANY) == 0;

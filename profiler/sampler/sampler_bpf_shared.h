@@ -33,6 +33,10 @@
 				* for user space's unwinder */
 
 #define CSB_SLICE_RECORD 0x100 /* the record is a struct csb_slice_sample */
+#define CSB_USER_SPS 0x200     /* nuser stack pointers follow the kernel frames, one per user
+				* frame (its callee's CFA; the leaf's sp first): a process whose
+				* Python activations are found by where their entry frames are
+				* (csb_pyproc.want_sps, CPython 3.14) */
 
 #define CSB_SLICE_MAX 32768        /* bytes of stack in such a record, at most */
 
@@ -98,6 +102,8 @@ struct csb_pyproc {
 	__u32 frame_read;          /* bytes read of a frame, <= CSB_PY_FRAME_READ */
 	__u32 code_qualname, code_filename; /* PyCodeObject.co_qualname, co_filename */
 	__u32 gen;                 /* changes when the process' entry is written again */
+	__u32 code_tag;            /* tag bits of the frame's code pointer, cleared (3.14) */
+	__u32 want_sps;            /* records carry the user frames' stack pointers (CSB_USER_SPS) */
 };
 #define CSB_PY_FRAME_READ 128
 

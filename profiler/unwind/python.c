@@ -1125,6 +1125,8 @@ static void py_where_set(struct py_state *st, const struct py_proc *p)
 		.tstate_current_frame = L->tstate_current_frame, .code_qualname = L->code_qualname,
 		.code_filename = L->code_filename,
 		.walk = p->walk,
+		/* 3.14: activations found by their entry frames (py_merge_by_shims) */
+		.want_sps = L->hex_min >= 0x030e0000,
 		.known_ns = cs_monotonic_ns() } };
 
 	pthread_mutex_lock(&st->recipes_lock);
@@ -1667,7 +1669,7 @@ static bool py_returning_frame(struct py_state *st, struct py_proc *p, uint64_t 
 		if (py_u64(fb, L->frame_previous) != shim || !code || code & 7 ||
 		    code >= (1ull << 47) || py_is_shim(L, fb[L->frame_owner]))
 			continue;
-		st->raw[*nf] = (struct pywalk_frame){ code, py_u64(fb, L->frame_instr), fb[L->frame_owner], 0 };
+		st->raw[*nf] = (struct pywalk_frame){ code, py_u64(fb, L->frame_instr), fb[L->frame_owner], 0, 0 };
 		st->ids[*nf] = 0;
 		st->entry[(*nf)++] = 0;
 		return true;
@@ -2208,6 +2210,27 @@ static bool py_find_runtime_314(struct unwind_ctx *ctx, struct py_state *st,
 	return false;
 }
 
+/* Write locs[0, n) with run r in place of locs[act_of_run[r]] (runs innermost first, their
+ * activations ascending; -1: not placed). Returns the new count. */
+static int py_put_runs_at(struct py_state *st, struct unwind_loc *locs, int n, int max,
+			  const int *run_start, int nruns, const int *act_of_run)
+{
+	int out = 0, r = 0;
+
+	for (int i = 0; i < n; i++) {
+		while (r < nruns && act_of_run[r] < i)
+			r++;
+		if (r < nruns && act_of_run[r] == i && py_put_run(st, run_start, r, &out, max)) {
+			r++;
+			continue;
+		}
+		if (out < max)
+			st->out[out++] = locs[i];
+	}
+	memcpy(locs, st->out, (size_t)out * sizeof(*locs));
+	return out;
+}
+
 /* The native frame of locs[from, n) whose stack frame [sp, CFA) holds addr, or -1. Frames
  * without a stack pointer (the kernel's, first) are passed. */
 static int py_frame_holding(const struct unwind_loc *locs, int n, int from, uint64_t addr)
@@ -2301,18 +2324,7 @@ static int py_merge_by_shims(struct unwind_ctx *ctx, struct py_state *st, struct
 	if (!placed && !unplaced)
 		return n; /* no activation of the chain in this stack: native code only */
 	st->stats.acts += (uint64_t)(placed + unplaced);
-	int out = 0, r = 0;
-	for (int i = 0; i < n; i++) {
-		while (r < nruns && (act_of_run[r] < 0 || act_of_run[r] < i))
-			r++;
-		if (r < nruns && act_of_run[r] == i && py_put_run(st, run_start, r, &out, max)) {
-			r++;
-			continue;
-		}
-		if (out < max)
-			st->out[out++] = locs[i];
-	}
-	memcpy(locs, st->out, (size_t)out * sizeof(*locs));
+	int out = py_put_runs_at(st, locs, n, max, run_start, nruns, act_of_run);
 	if (unplaced) {
 		*result = PY_MERGE_UNREADABLE;
 		st->stats.samples_partial++;
@@ -2598,16 +2610,20 @@ static int py_merge_frames_n(struct unwind_ctx *ctx, uint32_t pid, const struct 
 	if (!st || n <= 0 || nframes <= 0)
 		return n;
 	nacts = py_find_acts(ctx, st, locs, n, acts, &runtime_module);
-	if (!nacts)
+	/* 3.14 whose interpreter loop has no symbol: each frame says which user frame ran it */
+	bool by_act = !nacts && py_find_runtime_314(ctx, st, locs, n, &runtime_module);
+	if (!nacts && !by_act)
 		return n;
 	struct py_proc *p = py_proc_ready(ctx, st, pid, runtime_module, result);
 	if (!p)
 		return n;
 	const struct py_layout *L = p->layout;
+	uint16_t act_of[PY_MAX_FRAMES];
 	int nf = 0;
 	/* The same choices as py_walk, from what the library read. */
 	for (int i = 0; i < nframes && nf < PY_MAX_FRAMES; i++) {
 		const struct py_ext_frame *f = &frames[i];
+		act_of[nf] = f->act;
 		if (!f->code) {
 			st->ids[nf] = UINT32_MAX;
 			st->entry[nf++] = 1;
@@ -2634,6 +2650,28 @@ static int py_merge_frames_n(struct unwind_ctx *ctx, uint32_t pid, const struct 
 	}
 	int run_start[PY_MAX_FRAMES + 1], shift_runs, shift_acts;
 	int nruns = py_runs_from_entries(st, nf, run_start);
+	if (by_act) {
+		/* user frame u is locs[nkernel + u] (the kernel's first, then the user's, one
+		 * each); a run without one (past the sampled stack) is not placed */
+		int nkernel = 0, act_of_run[PY_MAX_FRAMES], placed = 0, last = -1;
+		while (nkernel < n && locs[nkernel].module == ctx->kernel_module)
+			nkernel++;
+		for (int r = 0; r < nruns; r++) {
+			int a = act_of[run_start[r]] ? nkernel + act_of[run_start[r]] - 1 : -1;
+			bool ok = a > last && a < n && locs[a].module == runtime_module;
+			act_of_run[r] = ok ? a : -1;
+			if (ok) {
+				placed++;
+				last = a;
+			} else if (a >= 0) {
+				(*native)++;
+			}
+		}
+		if (!placed && !*native)
+			return n;
+		*result = *native ? PY_MERGE_UNREADABLE : PY_MERGE_OK;
+		return py_put_runs_at(st, locs, n, max, run_start, nruns, act_of_run);
+	}
 	/* Read at the launch by the thread itself: one run per activation, unless one side was
 	 * cut at its outer end (then the inner ends match). */
 	*result = nruns == nacts ? PY_MERGE_OK : PY_MERGE_CHANGED;
@@ -2659,6 +2697,7 @@ int py_merge_walked(struct unwind_ctx *ctx, uint32_t pid, const struct pywalk_fr
 		cut = true;
 	}
 	uint64_t code0_off = p->layout->code_code;
+	bool any_act = false;
 	for (int i = 0; i < nfr; i++) {
 		uint64_t code0 = fr[i].code + code0_off, instr = fr[i].instr;
 		/* before the first unit: a frame just pushed (3.11, 3.12 start at unit -1) */
@@ -2666,8 +2705,14 @@ int py_merge_walked(struct unwind_ctx *ctx, uint32_t pid, const struct pywalk_fr
 			      : (instr - code0) / 2 < UINT32_MAX ? (uint32_t)((instr - code0) / 2) : UINT32_MAX;
 		f[i] = (struct py_ext_frame){ fr[i].code, unit, (fr[i].flags & PYWALK_ENTRY) != 0,
 					      (fr[i].flags & PYWALK_GENERATOR) != 0,
-					      fp ? fp[i] : 0 };
+					      fp ? fp[i] : 0, fr[i].act };
+		any_act |= fr[i].act != 0;
 	}
+	/* 3.14 (activations found by their entry frames) with no frame placed: a record without
+	 * its frames' stack pointers (a stack slice, unwound here): the caller reads them as perf
+	 * mode does, where the frames' stack pointers are known */
+	if (p->layout->hex_min >= 0x030e0000 && nfr > 0 && !any_act)
+		return -1;
 	/* code objects are read now: one the sample ran may have been freed since (as py_merge
 	 * does for a sample merged late, PY_CODE_MAX_AGE_NS) */
 	p->late = age_ns > PY_CODE_MAX_AGE_NS;

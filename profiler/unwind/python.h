@@ -153,6 +153,7 @@ struct py_ext_frame {
 	bool generator;                 /* owned by a generator: always shown */
 	uint64_t fp;                    /* its code object's PYWALK_CODE_FP when read (bpf: at the
 					 * sample), checked against the one named; 0: unknown */
+	uint16_t act;                   /* pywalk_frame's act (bpf, 3.14); 0: not known */
 };
 
 /* Merge frames[0, nframes) (innermost first, read exactly at the time of locs' stack by the

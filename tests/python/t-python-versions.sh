@@ -18,8 +18,9 @@ split_of() { # folded file -> "hot rec comp total"
 }
 
 # 3.14 (Debian's build: its interpreter loop has no symbol, so activations are found by their
-# entry frames, python.c's py_merge_by_shims) under perf events and ptrace.
-for vm in 3.12 3.13 3.14/perf 3.14/ptrace; do
+# entry frames, python.c's py_merge_by_shims) under each backend: perf, ptrace, bpf (where the program sends each
+# user frame's stack pointer with the frames it read, CSB_USER_SPS).
+for vm in 3.12 3.13 3.14/perf 3.14/ptrace 3.14/bpf; do
 	v=${vm%%/*} mode=${vm#*/} mopt=()
 	[ "$mode" = "$vm" ] && mode="" || mopt=(--mode "$mode")
 	PY=$(find_python "$v")
