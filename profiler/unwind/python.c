@@ -2277,8 +2277,9 @@ static int py_merge_by_shims(struct unwind_ctx *ctx, struct py_state *st, struct
 		p->sample_ns = cs_monotonic_ns() - stack->age_ns;
 	const struct py_layout *L = p->layout;
 	uint64_t ts = py_thread_state(p, tid), frame;
-	if (!ts || !py_rd_ptr(p, ts + L->tstate_current_frame, &frame) || !frame)
-		return n; /* no Python thread state, or no Python running in it */
+	if (!ts || !py_rd_ptr(p, ts + L->tstate_current_frame, &frame) || !frame) {
+			return n; /* no Python thread state, or no Python running in it */
+	}
 	py_recipe_set(st, p, tid, ts);
 	uint64_t taken = !stack ? 0 : !p->frozen ? stack->age_ns
 				: p->frozen->at_stop ? 0 : stack->mem_age_ns;
@@ -2290,10 +2291,73 @@ static int py_merge_by_shims(struct unwind_ctx *ctx, struct py_state *st, struct
 	}
 	uint64_t shims[PY_MAX_FRAMES];
 	struct py_walk_arg a = { st, p };
-	struct pywalk w = { .L = &p->walk, .read = py_walk_read, .check = py_walk_check,
-			    .arg = &a, .out = st->raw, .max = PY_MAX_FRAMES,
-			    .max_depth = PY_MAX_FRAMES, .shims = shims, .max_shims = PY_MAX_FRAMES };
-	enum pywalk_end end = pywalk_walk(&w, frame);
+	struct pywalk w;
+	enum pywalk_end end;
+	bool inner_unread = false;
+	for (int attempt = 0;; attempt++) {
+		w = (struct pywalk){ .L = &p->walk, .read = py_walk_read, .check = py_walk_check,
+				     .arg = &a, .out = st->raw, .max = PY_MAX_FRAMES,
+				     .max_depth = PY_MAX_FRAMES, .shims = shims,
+				     .max_shims = PY_MAX_FRAMES };
+		end = pywalk_walk(&w, frame);
+		/* Torn: read while the innermost activation changed (copied by perf's reader, or
+		 * read now: later than the sample), a frame being set up or cleared (its
+		 * f_executable NULL), or a generator that yielded in between (its previous
+		 * cleared, no shim under it). Its frames are not as of the sample: the chain is
+		 * read again as it is now, for the outer activations' shims (they still hold
+		 * what they ran when they called in), and the innermost shows as not read. */
+		bool torn = end != PYWALK_CHAIN_END ||
+			    (!w.nshims && w.n && (st->raw[w.n - 1].flags & PYWALK_GENERATOR));
+		if (!torn || attempt == 2 || (p->frozen && p->frozen->at_stop))
+			break;
+		/* A frame being pushed or cleared when read (f_executable NULL) is passed: the
+		 * frames it links to are the activation's as they were read (perf mode reads
+		 * after the sample in any case). */
+		uint8_t fb[PY_MAX_OBJECT];
+		uint64_t prev;
+		if (attempt == 0 && end == PYWALK_BROKEN && !w.n &&
+		    py_frame_bytes(st, p, frame, fb, L->frame_read) &&
+		    !py_code_ptr(L, py_u64(fb, L->frame_code)) && !py_is_shim(L, fb[L->frame_owner]) &&
+		    (prev = py_u64(fb, L->frame_previous)) && !(prev & 7)) {
+			frame = prev;
+			continue;
+		}
+		/* A generator that yielded between the copy's first read and its frame's: its
+		 * frames were the thread's innermost as read, and its caller is the thread's
+		 * current frame now (3.13's py_gen_torn does the same): the caller's chain, read
+		 * now, goes under them (once, whatever the live chain starts with). */
+		uint64_t now;
+		if (attempt == 0 && end == PYWALK_CHAIN_END && !w.nshims && w.n &&
+		    (st->raw[w.n - 1].flags & PYWALK_GENERATOR) && w.n < PY_MAX_FRAMES) {
+			int kept = w.n;
+			p->frozen = NULL;
+			st->nblocks = 0;
+			if (py_rd_ptr(p, ts + L->tstate_current_frame, &now) && now) {
+				struct pywalk w2 = w;
+				w2.n = kept;
+				w2.nshims = 0;
+				enum pywalk_end e2 = pywalk_walk(&w2, now);
+				/* the generator may run again: its frame is first then */
+				if (e2 == PYWALK_CHAIN_END && w2.nshims && w2.n > kept &&
+				    st->raw[kept].code == st->raw[kept - 1].code) {
+					memmove(&st->raw[kept], &st->raw[kept + 1],
+						(size_t)(w2.n - kept - 1) * sizeof(st->raw[0]));
+					w2.n--;
+				}
+				if (e2 == PYWALK_CHAIN_END && w2.nshims) {
+					w = w2;
+					end = e2;
+					break;
+				}
+			}
+			w.n = kept;
+		}
+		inner_unread = true;
+		p->frozen = NULL;
+		st->nblocks = 0;
+		if (!py_rd_ptr(p, ts + L->tstate_current_frame, &frame) || !frame)
+			break;
+	}
 	for (int i = 0; i < w.n; i++) {
 		st->ids[i] = st->raw[i].code ? 0 : UINT32_MAX;
 		st->entry[i] = (st->raw[i].flags & PYWALK_ENTRY) != 0;
@@ -2321,9 +2385,12 @@ static int py_merge_by_shims(struct unwind_ctx *ctx, struct py_state *st, struct
 			unplaced++; /* a shim in another module's frame: not as it was */
 		}
 	}
-	if (!placed && !unplaced)
-		return n; /* no activation of the chain in this stack: native code only */
+	if (!placed && !unplaced) {
+			return n; /* no activation of the chain in this stack: native code only */
+	}
 	st->stats.acts += (uint64_t)(placed + unplaced);
+	if (inner_unread && act_of_run[0] >= 0 && nruns > 0)
+		py_run_unread(st, run_start, 0, py_marker_id(ctx, st), PY_LOST_POPPED, &unplaced);
 	int out = py_put_runs_at(st, locs, n, max, run_start, nruns, act_of_run);
 	if (unplaced) {
 		*result = PY_MERGE_UNREADABLE;

@@ -379,7 +379,7 @@ UNIT_TEST(python_capture_chain)
 	cf[2] = (uint64_t)(uintptr_t)frame[NF];
 	ts[1] = (uint64_t)(uintptr_t)cf;
 
-	struct py_capture_recipe r = { (uint64_t)(uintptr_t)ts, 8, 16, PREV, READ, 0, 0, NULL, 0 };
+	struct py_capture_recipe r = { (uint64_t)(uintptr_t)ts, 8, 16, PREV, READ, 0, 0, NULL, 0, 0 };
 	size_t n = py_capture_chain(pid, &r, 0, NULL, 0, buf, PY_CAPTURE_MAX);
 	UNIT_ASSERT(n > 0 && n <= PY_CAPTURE_MAX);
 	for (int i = 0; i <= NF; i++) /* the program moves on: every frame changes */
@@ -450,7 +450,7 @@ UNIT_TEST(python_capture_codes)
 		memcpy(frame[i] + PREV, &prev, 8);
 	}
 	ts[1] = (uint64_t)(uintptr_t)frame[NF - 1];
-	struct py_capture_recipe r = { (uint64_t)(uintptr_t)ts, 8, UINT32_MAX, PREV, READ, 0, HDR, NULL, 0 };
+	struct py_capture_recipe r = { (uint64_t)(uintptr_t)ts, 8, UINT32_MAX, PREV, READ, 0, HDR, NULL, 0, 0 };
 	size_t n = py_capture_chain(pid, &r, 0, NULL, 0, buf, PY_CAPTURE_MAX);
 	memset(codes, 'z', 3 * HDR); /* the program moves on */
 	for (int c = 0; c < 3; c++) {

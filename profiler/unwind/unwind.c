@@ -720,6 +720,25 @@ static const Dwfl_Thread_Callbacks unwind_thread_callbacks = {
 	.set_initial_registers = unwind_set_initial_registers,
 };
 
+/* Whether map i is a second mapping of its file's code at another bias than the file's
+ * largest executable mapping (the library's text): libffi 3.4+'s static trampolines map a page
+ * of libffi.so's text again, below the library, for each closure table. Reported first (by
+ * address, when the maps are reported again), such an alias took the module's place and the
+ * library itself, clashing with it, had no CFI: ctypes callbacks' stacks stopped in
+ * ffi_closure_unix64 (CPython 3.14 with Debian unstable's libffi 3.5, under ptrace). The alias
+ * is not reported: the trampoline never shows as a frame (it jumps to ffi_closure_unix64,
+ * whose CFI covers what it pushed). */
+static bool unwind_map_is_alias(const struct unwind_space *sp, size_t i)
+{
+	const struct unwind_map *m = &sp->maps[i], *text = m;
+
+	for (size_t j = 0; j < sp->nmaps; j++)
+		if (sp->maps[j].file == m->file &&
+		    sp->maps[j].end - sp->maps[j].start > text->end - text->start)
+			text = &sp->maps[j];
+	return text->bias != m->bias;
+}
+
 /* Bring sp's Dwfl up to date with its maps and attach it. Returns false if it cannot unwind. */
 static bool unwind_space_sync(struct unwind_space *sp, uint32_t pid)
 {
@@ -743,7 +762,9 @@ static bool unwind_space_sync(struct unwind_space *sp, uint32_t pid)
 			if (!m->file || (m->reported && !sp->needs_rebuild))
 				continue;
 			/* Overlapping or clashing reports fail; the map then has no CFI. */
-			elfcache_report_file(sp->dwfl, ctx->modules[m->module]->path, m->file, m->bias);
+			if (!unwind_map_is_alias(sp, i))
+				elfcache_report_file(sp->dwfl, ctx->modules[m->module]->path, m->file,
+						     m->bias);
 			m->reported = true;
 		}
 		dwfl_report_end(sp->dwfl, NULL, NULL);

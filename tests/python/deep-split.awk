@@ -20,7 +20,11 @@
 		if (fr[i] ~ /^(gen_values|key_of|cmp_cb|spin_plain) \(/) { leaf = fr[i]; sub(/ .*/, "", leaf) }
 	}
 	if (ph == "") {
-		if (lost && line ~ /_PyEval_EvalFrameDefault/ && line !~ /\(/ &&
+		# not read at all: the interpreter's frame left (3.11-3.13), or (3.14, whose
+		# interpreter loop has no name) the module's code run with no Python frame under
+		# PyEval_EvalCode, or only the marker frame there
+		if (((lost && line ~ /_PyEval_EvalFrameDefault/ && line !~ /\(/) ||
+		     (line ~ /;PyEval_EvalCode;/ && line !~ /_PyEval_EvalFrameDefault|\.py:[0-9]/)) &&
 		    line !~ /Py_InitializeFromConfig|pymain_init|import_find_and_load|Py_FinalizeEx|PyImport_/) {
 			run += n; lost_run += n
 		}
