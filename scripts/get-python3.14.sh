@@ -6,6 +6,8 @@
 # interpreter is pointed at it (patchelf: its ELF interpreter and an rpath), so it runs beside
 # Debian 12's libc without touching it.
 #   scripts/get-python3.14.sh [DIR]   (default /opt/csampler-python3.14)
+#   WITH_DEBUG=1 scripts/get-python3.14.sh   also its debug build, python3.14d (90 MB more):
+#                                           one that keeps _PyEval_EvalFrameDefault's symbol
 # Prints the interpreter's path. tests/python/t-python-versions.sh finds it there; where it is
 # absent (CI), the 3.14 checks are SKIPPED with this script's name.
 set -eu
@@ -15,7 +17,9 @@ pkgs="python3.14-minimal libpython3.14-minimal libpython3.14-stdlib python3.14 l
       libexpat1 zlib1g libzstd1 libffi8 libbz2-1.0 liblzma5 libssl3t64 libuuid1 libsqlite3-0
       libtinfo6 libncursesw6 libreadline8t64"
 py=$dir/usr/bin/python3.14
-if [ -x "$py" ] && "$py" -c 'import zlib, threading' 2>/dev/null; then
+[ "${WITH_DEBUG:-}" = 1 ] && pkgs="$pkgs python3.14-dbg libpython3.14-dbg"
+if [ -x "$py" ] && "$py" -c 'import zlib, threading' 2>/dev/null &&
+	{ [ "${WITH_DEBUG:-}" != 1 ] || [ -x "$dir/usr/bin/python3.14d" ]; }; then
 	echo "$py"
 	exit 0
 fi
@@ -45,7 +49,9 @@ for p in $pkgs; do
 	dpkg-deb -x "$work/p.deb" "$dir"
 done
 lib=$dir/usr/lib/x86_64-linux-gnu
-patchelf --set-interpreter "$lib/ld-linux-x86-64.so.2" --force-rpath --set-rpath "$lib" "$py"
+for exe in "$py" "$dir/usr/bin/python3.14d"; do
+	[ -f "$exe" ] && patchelf --set-interpreter "$lib/ld-linux-x86-64.so.2" --force-rpath --set-rpath "$lib" "$exe"
+done
 if ! "$py" -c 'import zlib, threading' >/dev/null; then
 	echo "get-python3.14: $py was installed but does not run" >&2
 	exit 1
