@@ -46,10 +46,11 @@ struct sample_buf {
 	struct csb_sample s;
 	struct csb_pyframe tail[CSB_PY_MAX];
 	__u64 tail_acts[CSB_PY_MAX_ACTS];
-	__u64 tail_kernel[CSB_MAX_KERNEL];
-	__u64 tail_sps[CSB_MAX_USER];
-	__u64 kstack[CSB_MAX_KERNEL];   /* the kernel frames, copied after the others at the end */
-	__u64 sps[CSB_MAX_USER + 1];    /* each user frame's sp (CSB_USER_SPS), copied after them */
+	__u64 tail_kernel[CSB_MAX_KERNEL + CSB_MAX_USER];
+	/* the kernel frames, copied after the others at the end; then (CSB_USER_SPS) each user
+	 * frame's sp, written by the walk right after them, so that one copy takes both (a copy
+	 * of its own doubled the states the verifier walks) */
+	__u64 kstack[CSB_MAX_KERNEL + CSB_MAX_USER + 1];
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -164,7 +165,8 @@ __noinline long read_user8(struct window_range *wr, __u64 addr, __u64 *out)
 struct walk {
 	__u64 ip, sp, bp;
 	struct csb_sample *s;
-	__u64 *sps;                     /* each frame's sp, or NULL (CSB_USER_SPS) */
+	__u64 *sps;                     /* each frame's sp, after the kernel frames (sent for
+					 * CSB_USER_SPS) */
 	struct csb_proc *proc;
 	/* the mapping of the last frame (a caller is mostly in its callee's file), and the last
 	 * frame's row by its pc (recursion repeats return addresses): copies, not pointers */
@@ -299,8 +301,7 @@ static long walk_frame(__u32 i, void *arg)
 	}
 	s->user[n] = w->ip;
 	s->nuser = n + 1;
-	if (w->sps)
-		w->sps[n] = w->sp;
+	w->sps[n & 0xff] = w->sp; /* (always: a branch here would double the verifier's states) */
 
 	/* A caller's entry is a return address: its rule is the call's, one byte before. */
 	__u64 pc = n ? w->ip - 1 : w->ip, cfa, ra = 0, bp = w->bp;
@@ -666,12 +667,11 @@ int csb_sample(struct bpf_perf_event_data *ctx)
 	__u64 cs = *(volatile __u64 *)&ctx->regs.cs;
 	bool in_kernel = (cs & 3) == 0;
 	if (in_kernel) {
-		long got = bpf_get_stack(ctx, sb->kstack, sizeof(sb->kstack), 0);
+		long got = bpf_get_stack(ctx, sb->kstack, CSB_MAX_KERNEL * 8, 0);
 		if (got > 0)
 			s->nkernel = (__u32)got / 8;
 	}
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct csb_pyproc *pp = task->mm ? bpf_map_lookup_elem(&pyprocs, &tgid) : NULL;
 	if (!task->mm) {
 		s->flags |= CSB_KERNEL_THREAD;
 	} else {
@@ -680,7 +680,7 @@ int csb_sample(struct bpf_perf_event_data *ctx)
 		s->sp = w->sp;
 		s->bp = w->bp;
 		w->s = s;
-		w->sps = pp && pp->want_sps ? sb->sps : NULL;
+		w->sps = sb->kstack + (s->nkernel & CSB_MAX_KERNEL);
 		w->proc = bpf_map_lookup_elem(&procs, &tgid);
 		bpf_loop(CSB_MAX_USER + 1, walk_frame, w, 0);
 	}
@@ -693,6 +693,7 @@ int csb_sample(struct bpf_perf_event_data *ctx)
 	 * frames the program read too (submit_with_slice). */
 	bool slice = (((s->flags & CSB_USER_NO_TABLE) && !(s->flags & CSB_USER_COMPLETE)) ||
 		      (s->flags & CSB_USER_TRUNCATED)) && slice_bytes;
+	struct csb_pyproc *pp = task->mm ? bpf_map_lookup_elem(&pyprocs, &tgid) : NULL;
 	struct py_buf *pb = bpf_map_lookup_elem(&pyscratch, &zero);
 	if (pp && pb)
 		py_read(pp, pb, id, s);
@@ -709,31 +710,24 @@ int csb_sample(struct bpf_perf_event_data *ctx)
 	__u32 nkernel = s->nkernel;
 	if (nkernel > CSB_MAX_KERNEL)
 		nkernel = CSB_MAX_KERNEL;
-	__u64 kbytes = (__u64)nkernel * 8;
+	/* the kernel frames, then (a process that wants them) the user frames' sps */
+	__u64 want = pp && pp->want_sps ? 1 : 0;
+	__u64 kbytes = ((__u64)nkernel + nuser * want) * 8;
+	s->flags |= CSB_USER_SPS * (__u32)want;
 	s->npy = npy;
 	s->py_nacts = nacts;
 	s->nkernel = nkernel;
 	/* the Python frames follow user[nuser], their activations' current frames follow them,
 	 * then the kernel frames (CSB_KERNEL_AT) */
-	if (pb && pybytes && pybytes <= sizeof(sb->tail))
+	/* (each length is bounded by its clamp above, which the verifier follows: the tails of
+	 * sample_buf hold the most of each) */
+	if (pb && pybytes)
 		bpf_probe_read_kernel((__u8 *)s->user + nuser * 8, pybytes, pb->f);
-	if (pb && actbytes && pybytes <= sizeof(sb->tail) && actbytes <= sizeof(sb->tail_acts))
+	if (pb && actbytes)
 		bpf_probe_read_kernel((__u8 *)s->user + nuser * 8 + pybytes, actbytes, pb->acts);
-	if (kbytes && pybytes <= sizeof(sb->tail) && actbytes <= sizeof(sb->tail_acts) &&
-	    kbytes <= sizeof(sb->tail_kernel))
+	if (kbytes)
 		bpf_probe_read_kernel((__u8 *)s->user + nuser * 8 + pybytes + actbytes, kbytes, sb->kstack);
-	/* then each user frame's sp, for a process that wants them */
-	__u64 spbytes = w->sps ? (__u64)nuser * 8 : 0;
-	if (spbytes && pybytes <= sizeof(sb->tail) && actbytes <= sizeof(sb->tail_acts) &&
-	    kbytes <= sizeof(sb->tail_kernel) && spbytes <= sizeof(sb->tail_sps)) {
-		bpf_probe_read_kernel((__u8 *)s->user + nuser * 8 + pybytes + actbytes + kbytes,
-				      spbytes, sb->sps);
-		s->flags |= CSB_USER_SPS;
-	} else {
-		spbytes = 0;
-	}
-	__u64 size = offsetof(struct csb_sample, user) + (__u64)nuser * 8 + pybytes + actbytes +
-		     kbytes + spbytes;
+	__u64 size = offsetof(struct csb_sample, user) + (__u64)nuser * 8 + pybytes + actbytes + kbytes;
 	if (size > sizeof(*sb))
 		size = sizeof(*sb);
 	if (bpf_ringbuf_output(&samples, sb, size, wakeup_flag()))
