@@ -546,9 +546,10 @@ static enum pywalk_check inj_py_check(void *arg, uint64_t addr, uint8_t *fb, boo
 	uintptr_t code;
 
 	(void)arg, (void)addr, (void)in_run;
-	if (L->owner_cstack && fb[L->frame_owner] == L->owner_cstack)
+	if (pywalk_is_shim(L, fb[L->frame_owner]))
 		return PYWALK_TAKE;
 	memcpy(&code, fb + L->frame_code, sizeof(code));
+	code &= ~(uintptr_t)L->code_tag;
 	return code && !(code & 7) && inj_py_ptr(code + inj.py.off[GPU_PY_OB_TYPE]) == inj.py.code_type
 		       ? PYWALK_TAKE : PYWALK_FAIL;
 }
@@ -573,12 +574,14 @@ static void inj_py_walk(struct inj_thread *t)
 	uintptr_t ts = (uintptr_t)inj.py.this_tstate();
 	if (!ts || ts & 7)
 		return;
+	/* 3.11, 3.12: the frame is the thread's _PyCFrame's; 3.13+: the thread state's own */
 	uintptr_t cframe = inj_py_ptr(ts + o[GPU_PY_TSTATE_CFRAME]);
 	if (!cframe || cframe & 7)
 		return;
+	uintptr_t frame = o[GPU_PY_DIRECT] ? cframe : inj_py_ptr(cframe + o[GPU_PY_CFRAME_CURRENT_FRAME]);
 	struct pywalk w = { .L = &inj.py.walk, .read = inj_py_read, .check = inj_py_check,
 			    .out = fr, .max = GPU_MAX_PY_FRAMES, .max_depth = 4 * GPU_MAX_PY_FRAMES };
-	enum pywalk_end end = pywalk_walk(&w, inj_py_ptr(cframe + o[GPU_PY_CFRAME_CURRENT_FRAME]));
+	enum pywalk_end end = pywalk_walk(&w, frame);
 	for (int i = 0; i < w.n; i++) {
 		uintptr_t code0 = fr[i].code + o[GPU_PY_CODE_CODE], instr = fr[i].instr;
 		uint32_t unit = fr[i].code && instr >= code0 && (instr - code0) / 2 < UINT32_MAX ?
@@ -1716,10 +1719,19 @@ static void inj_py_init(void)
 	const void *ver = dlsym(RTLD_DEFAULT, "Py_Version");
 	void *tstate = dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
 	void *code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
+	/* 3.13+: the interpreter's own _Py_DebugOffsets, at the start of _PyRuntime */
+	const uint8_t *runtime = dlsym(RTLD_DEFAULT, "_PyRuntime");
 	if (!s || !ver || !tstate || !code_type)
 		return;
 	uint32_t version;
 	memcpy(&version, ver, sizeof(version));   /* PY_VERSION_HEX, little-endian */
+	uint64_t dbg_version = 0, dbg_free_threaded = 1;
+	bool dbg_ok = runtime && !memcmp(runtime, "xdebugpy", 8);
+	if (dbg_ok) {
+		memcpy(&dbg_version, runtime + 8, 8);
+		memcpy(&dbg_free_threaded, runtime + 16, 8);
+		dbg_ok = (dbg_version >> 16) == (version >> 16) && !dbg_free_threaded;
+	}
 	while (*s) {
 		char *end;
 		unsigned long v = strtoul(s, &end, 16);
@@ -1727,9 +1739,20 @@ static void inj_py_init(void)
 		uint32_t off[GPU_PY_NFIELDS];
 		for (int i = 0; i < GPU_PY_NFIELDS && ok; i++) {
 			s = end + 1;
-			unsigned long x = strtoul(s, &end, 10);
-			ok = end != s && x < 4096 && (i + 1 < GPU_PY_NFIELDS ? *end == ',' :
-						      (*end == ';' || !*end));
+			bool at = *s == '@';
+			unsigned long x = strtoul(s + at, &end, 10);
+			ok = end != s + at && (i + 1 < GPU_PY_NFIELDS ? *end == ',' :
+					       (*end == ';' || !*end));
+			if (ok && at && v == version >> 16) {
+				/* where the process' debug offsets hold it: read there (only for
+				 * this process' version, whose debug offsets were checked) */
+				uint64_t y = 0;
+				ok = dbg_ok && x + 8 <= 4096;
+				if (ok)
+					memcpy(&y, runtime + x, 8);
+				x = ok ? (unsigned long)y : 4096;
+			}
+			ok = ok && x < 4096;
 			off[i] = (uint32_t)x;
 		}
 		if (!ok)
@@ -1743,7 +1766,8 @@ static void inj_py_init(void)
 				.frame_is_entry = off[GPU_PY_FRAME_IS_ENTRY],
 				.frame_owner = off[GPU_PY_FRAME_OWNER],
 				.owner_generator = (uint8_t)off[GPU_PY_OWNER_GENERATOR],
-				.owner_cstack = (uint8_t)off[GPU_PY_OWNER_CSTACK] };
+				.owner_cstack = (uint8_t)off[GPU_PY_OWNER_CSTACK],
+				.code_tag = (uint8_t)off[GPU_PY_CODE_TAG] };
 			inj.py.walk.frame_read = pywalk_frame_read(&inj.py.walk);
 			*(void **)&inj.py.this_tstate = tstate;
 			inj.py.code_type = (uintptr_t)code_type;

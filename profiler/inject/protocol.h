@@ -160,19 +160,23 @@ struct gpu_graph_node {
 	uint32_t stack;            /* GPU_REC_STACK id, 0: none */
 };
 
-/* Python frames of the launching thread (CPython 3.11, 3.12), read by the library in place at
- * the launch: innermost first, as its interpreter frame chain links them. The recorder names
- * the code objects (reading them from the process) and puts each native activation's run in
- * place of its _PyEval_EvalFrameDefault frame.
+/* Python frames of the launching thread (CPython 3.11 to 3.14), read by the library in place
+ * at the launch: innermost first, as its interpreter frame chain links them. The recorder
+ * names the code objects (reading them from the process) and puts each native activation's run
+ * in place of its _PyEval_EvalFrameDefault frame.
  *
  * CSAMPLER_GPU_PYTHON gives the layouts, one per minor version, from the recorder's table
- * (unwind/python.c): "V:o1,o2,...;V:..." with V the version as hex (30b: 3.11) and the offsets
- * in the order of enum gpu_py_field. The library walks only when the process' Py_Version has
- * a row there. */
+ * (unwind/python.c): "V:o1,o2,...;V:..." with V the version as hex (30b: 3.11) and the values
+ * in the order of enum gpu_py_field. A value "@N" (3.13, 3.14) is the one the process' own
+ * _Py_DebugOffsets holds N bytes into _PyRuntime (its cookie and version checked first). The
+ * library walks only when the process' Py_Version has a row there. DIRECT: the thread state
+ * holds the current frame at TSTATE_CFRAME (3.13+), not a _PyCFrame; CODE_TAG: tag bits of
+ * the frame's code pointer (3.14's _PyStackRef). */
 enum gpu_py_field {
 	GPU_PY_TSTATE_CFRAME, GPU_PY_CFRAME_CURRENT_FRAME, GPU_PY_FRAME_CODE,
 	GPU_PY_FRAME_PREVIOUS, GPU_PY_FRAME_INSTR, GPU_PY_FRAME_IS_ENTRY, GPU_PY_FRAME_OWNER,
 	GPU_PY_OWNER_GENERATOR, GPU_PY_OWNER_CSTACK, GPU_PY_CODE_CODE, GPU_PY_OB_TYPE,
+	GPU_PY_CODE_TAG, GPU_PY_DIRECT,
 	GPU_PY_NFIELDS
 };
 

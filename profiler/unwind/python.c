@@ -2810,19 +2810,34 @@ int py_merge_walked(struct unwind_ctx *ctx, uint32_t pid, const struct pywalk_fr
 int py_layouts_env(char *out, size_t len)
 {
 	size_t k = 0;
+	int w;
 
 	for (size_t i = 0; i < sizeof(py_layouts) / sizeof(py_layouts[0]); i++) {
 		const struct py_layout *L = &py_layouts[i];
 		/* inject/protocol.h's enum gpu_py_field order */
-		int w = snprintf(out + k, len - k, "%s%x:%u,%u,%u,%u,%u,%u,%u,%u,%u,%u,%u",
-				 i ? ";" : "", L->hex_min >> 16, L->tstate_cframe,
-				 L->cframe_current_frame, L->frame_code, L->frame_previous,
-				 L->frame_instr, L->frame_is_entry, L->frame_owner,
-				 L->owner_generator, L->owner_cstack, L->code_code, L->ob_type);
+		w = snprintf(out + k, len - k, "%s%x:%u,%u,%u,%u,%u,%u,%u,%u,%u,%u,%u,0,0",
+			     i ? ";" : "", L->hex_min >> 16, L->tstate_cframe,
+			     L->cframe_current_frame, L->frame_code, L->frame_previous,
+			     L->frame_instr, L->frame_is_entry, L->frame_owner,
+			     L->owner_generator, L->owner_cstack, L->code_code, L->ob_type);
 		if (w < 0 || (size_t)w >= len - k)
 			return -ENOSPC;
 		k += (size_t)w;
 	}
+	/* 3.13 and 3.14: where the process' own _Py_DebugOffsets hold each offset (@N); the
+	 * owner values and 3.14's tag, which they do not hold, as py_layout_from_debug has them */
+	w = snprintf(out + k, len - k,
+		     ";30d:@%u,0,@%u,@%u,@%u,0,@%u,1,3,@%u,@%u,0,1"
+		     ";30e:@%u,0,@%u,@%u,@%u,0,@%u,1,3,@%u,@%u,1,1",
+		     PY_DBG13_TSTATE_CURRENT_FRAME, PY_DBG13_FRAME_EXECUTABLE,
+		     PY_DBG13_FRAME_PREVIOUS, PY_DBG13_FRAME_INSTR, PY_DBG13_FRAME_OWNER,
+		     PY_DBG13_CODE_CODE, PY_DBG13_OB_TYPE,
+		     PY_DBG14_TSTATE_CURRENT_FRAME, PY_DBG14_FRAME_EXECUTABLE,
+		     PY_DBG14_FRAME_PREVIOUS, PY_DBG14_FRAME_INSTR, PY_DBG14_FRAME_OWNER,
+		     PY_DBG14_CODE_CODE, PY_DBG14_OB_TYPE);
+	if (w < 0 || (size_t)w >= len - k)
+		return -ENOSPC;
+	k += (size_t)w;
 	return (int)k;
 }
 

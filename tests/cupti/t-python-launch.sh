@@ -4,9 +4,14 @@
 # (libpylaunch.so, the stand-in libcupti behind it), so each launch's native stack runs through
 # _PyEval_EvalFrameDefault; recorded with `csampler record --gpu on`, every kernel must sit
 # under the Python functions that launched it, with their lines (folded --gpu, flame --gpu),
-# in place of the interpreter's native frames. CPython 3.11 only (the version tested here);
-# 3.12 has a layout row but is untested with this script; other versions are skipped.
-. "$(dirname "$0")/../lib.sh"
+# in place of the interpreter's native frames. CPython 3.11 (Debian's) in full; then, where
+# installed, 3.12 and 3.13 (pyenv's) and 3.14's debug build (scripts/get-python3.14.sh with
+# WITH_DEBUG=1), whose layouts the library reads from the process' own _Py_DebugOffsets: the
+# same kernels under the same Python frames. Debian's stripped 3.14 (its interpreter loop has
+# no symbol, and the library's unwinder gives no stack pointers to find its activations by)
+# keeps native launch stacks: checked to be native, never wrong.
+CSAMPLER_ROOT=${CSAMPLER_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+. "$CSAMPLER_ROOT/tests/python/lib-python.sh" # lib.sh, and find_python
 export LC_ALL=C
 LIB=$CSAMPLER_ROOT/lib/libcsampler-cupti.so
 PYLIB=$CSAMPLER_ROOT/bin/tests/cupti/libpylaunch.so
@@ -70,6 +75,37 @@ if grep -F "train_step (" folded.txt | grep -q "_PyEval_EvalFrameDefault"; then
 else
 	pass "python-launch/replaced: the interpreter activation replaced by its Python frames"
 fi
+# The other versions: the same paths, no interpreter frame left.
+for v in 3.12 3.13 3.14d 3.14; do
+	case $v in
+	3.14d) P=$(find_python 3.14); P=${P:+${P%/*}/python3.14d} ;;
+	*) P=$(find_python "$v") ;;
+	esac
+	if [ -z "$P" ] || [ ! -x "$P" ]; then
+		skip "python-launch/$v: CPython $v is not installed here$(case $v in 3.14*) echo " (scripts/get-python3.14.sh)" ;; esac)"
+		continue
+	fi
+	LD_LIBRARY_PATH=$STANDIN "$CSAMPLER" record --gpu on -o "g$v.data" -- "$P" "$SCRIPT" "$PYLIB" \
+		>/dev/null 2>"rec$v.err" || { fail "python-launch/$v: record: $(tail -n 2 "rec$v.err")"; continue; }
+	"$CSAMPLER" folded -i "g$v.data" --gpu >"folded$v.txt" 2>/dev/null
+	vpaths=$(awk '/\[gpu\] / { n = split($0, f, ";"); k = f[n]; sub(/^\[gpu\] /, "", k); sub(/ [0-9]+$/, "", k)
+		py = ""; for (i = 1; i < n; i++) if (f[i] ~ /launch\.py:[0-9]+\)$/) { s = f[i]; sub(/\/.*\//, "", s); py = py (py ? ";" : "") s }
+		print k, (py ? py : "native") }' "folded$v.txt")
+	if [ "$v" = 3.14 ]; then
+		if [ -n "$vpaths" ] && ! echo "$vpaths" | grep -qv " native$"; then
+			pass "python-launch/3.14: Debian's stripped 3.14: every launch stack native ($(echo "$vpaths" | wc -l) kernel paths), none filed under Python frames"
+		else
+			fail "python-launch/3.14: [$(echo "$vpaths" | tr '\n' '|')]"
+		fi
+		continue
+	fi
+	if echo "$vpaths" | grep -qx "$fwd" && echo "$vpaths" | grep -qx "$bwd" &&
+		echo "$vpaths" | grep -qx "$fwd_last" && ! grep -F "train_step (" "folded$v.txt" | grep -q "_PyEval_EvalFrameDefault;"; then
+		pass "python-launch/$v: kernels under <module>;main;train_step;forward|backward;launch, no interpreter frame left"
+	else
+		fail "python-launch/$v: got [$(echo "$vpaths" | tr '\n' '|')]"
+	fi
+done
 "$CSAMPLER" flame --gpu --dump-layout --minwidth 0 g.data >f.layout 2>flame.err ||
 	fail "python-launch/flame: $(cat flame.err)"
 # the Python frame forward and the kernel drawn above it: same x, the same 1 ms of GPU time
