@@ -562,10 +562,33 @@ static enum pywalk_check inj_py_check(void *arg, uint64_t addr, uint8_t *fb, boo
  * followed, and the layout is the one of the running version (inj_py_init). CPython has no
  * API to read its frames without the GIL, and the launching thread need not hold it (ctypes,
  * PyTorch's GIL-free paths). */
-static void inj_py_walk(struct inj_thread *t)
+/* 3.14 (whose interpreter loop may have no symbol): the native frame of pcs[0, n) that holds
+ * each entry frame (shim), found without the frames' stack pointers: scanning up the stack from
+ * the shim, the first return address met is the one the frame holding it pushed when it called
+ * in (the frames' return addresses lie in order on the stack, each at the top of its callee's
+ * frame), so that frame is the one before it. Returns 1 + its index in pcs, or 0: not found
+ * within its window or the thread's stack. from: the index to start looking at. */
+static uint16_t inj_py_act_of(uintptr_t shim, const uint64_t *pcs, int n, int *from,
+			      uintptr_t stack_hi)
+{
+	enum { WINDOW = 4096 };   /* the interpreter loop's frame is under 1 KiB */
+	uintptr_t end = shim + WINDOW < stack_hi ? shim + WINDOW : stack_hi;
+	for (uintptr_t a = (shim + 7) & ~(uintptr_t)7; a + 8 <= end; a += 8) {
+		uintptr_t v = inj_py_ptr(a);
+		for (int j = *from; j < n && j < *from + 64; j++)
+			if (v == pcs[j]) {
+				*from = j + 1;
+				return j >= 1 && j <= UINT16_MAX ? (uint16_t)j : 0;
+			}
+	}
+	return 0;
+}
+
+static void inj_py_walk(struct inj_thread *t, int npcs)
 {
 	const uint32_t *o = inj.py.off;
 	struct pywalk_frame fr[GPU_MAX_PY_FRAMES];
+	uintptr_t shims[GPU_MAX_PY_FRAMES];
 
 	if (!inj.py_active)
 		return;   /* npy stays 0: set once at start, never unset */
@@ -579,16 +602,31 @@ static void inj_py_walk(struct inj_thread *t)
 	if (!cframe || cframe & 7)
 		return;
 	uintptr_t frame = o[GPU_PY_DIRECT] ? cframe : inj_py_ptr(cframe + o[GPU_PY_CFRAME_CURRENT_FRAME]);
+	_Static_assert(sizeof(uintptr_t) == sizeof(uint64_t), "shim addresses");
 	struct pywalk w = { .L = &inj.py.walk, .read = inj_py_read, .check = inj_py_check,
-			    .out = fr, .max = GPU_MAX_PY_FRAMES, .max_depth = 4 * GPU_MAX_PY_FRAMES };
+			    .out = fr, .max = GPU_MAX_PY_FRAMES, .max_depth = 4 * GPU_MAX_PY_FRAMES,
+			    .shims = (uint64_t *)shims, .max_shims = GPU_MAX_PY_FRAMES };
 	enum pywalk_end end = pywalk_walk(&w, frame);
+	/* 3.14: each run's activation by where its shim is (the recorder cannot tell its native
+	 * frame by name when the loop has no symbol) */
+	uintptr_t stack_lo, stack_hi;
+	bool acts = inj.py.walk.code_tag && fu_stack_bounds(&stack_lo, &stack_hi) == 0;
+	int run = 0, from = 1;
+	uint16_t act = 0;
 	for (int i = 0; i < w.n; i++) {
 		uintptr_t code0 = fr[i].code + o[GPU_PY_CODE_CODE], instr = fr[i].instr;
 		uint32_t unit = fr[i].code && instr >= code0 && (instr - code0) / 2 < UINT32_MAX ?
 				(uint32_t)((instr - code0) / 2) : UINT32_MAX;
 		uint16_t fl = (fr[i].flags & PYWALK_ENTRY ? GPU_PYF_ENTRY : 0) |
 			      (fr[i].flags & PYWALK_GENERATOR ? GPU_PYF_GENERATOR : 0);
-		t->py[i] = (struct gpu_py_frame){ fr[i].code, unit, fl, 0 };
+		if (acts && (i == 0 || (fr[i - 1].flags & PYWALK_ENTRY))) {
+			/* the first frame of run `run`: its shim is shims[run] */
+			uintptr_t sh = run < w.nshims && run < GPU_MAX_PY_FRAMES ? shims[run] : 0;
+			act = sh >= stack_lo && sh < stack_hi ?
+			      inj_py_act_of(sh, t->pcs, npcs, &from, stack_hi) : 0;
+			run++;
+		}
+		t->py[i] = (struct gpu_py_frame){ fr[i].code, unit, fl, act };
 	}
 	t->npy = (uint32_t)w.n;
 	t->py_flags = end == PYWALK_TRUNCATED ? GPU_PY_TRUNCATED : end == PYWALK_BROKEN ? GPU_PY_BROKEN : 0;
@@ -603,7 +641,7 @@ static int __attribute__((noinline)) inj_capture(struct inj_thread *t, int *firs
 	int want = inj.max_frames + INJ_SKIP_FRAMES;
 	_Static_assert(sizeof(uintptr_t) == sizeof(t->pcs[0]), "pcs are addresses");
 	int n = fu_backtrace_token((uintptr_t *)t->pcs, want, token);
-	inj_py_walk(t);
+	inj_py_walk(t, n);
 	if (t->npy) {
 		*token = 0;   /* the id depends on the Python frames too */
 	} else if (*token) {
@@ -615,6 +653,9 @@ static int __attribute__((noinline)) inj_capture(struct inj_thread *t, int *firs
 	while (i < n && i < INJ_SKIP_FRAMES && inj_skipped_pc((uintptr_t)t->pcs[i]))
 		i++;
 	*first = i;
+	/* the activations' indexes, in the frames the record keeps (from the first on) */
+	for (uint32_t k = 0; k < t->npy; k++)
+		t->py[k].act = t->py[k].act > i ? (uint16_t)(t->py[k].act - i) : 0;
 	int count = n - i;
 	if (count > inj.max_frames)
 		count = inj.max_frames;

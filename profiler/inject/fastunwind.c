@@ -1486,6 +1486,16 @@ struct fu_stats fu_stats(void)
 	return s;
 }
 
+int fu_stack_bounds(uintptr_t *lo, uintptr_t *hi)
+{
+	const struct fu_thread *t = fu_self;
+	if (!t || !t->hi)
+		return -1;
+	*lo = t->lo;
+	*hi = t->hi;
+	return 0;
+}
+
 #else  /* not x86-64 Linux: libunwind, with the same convention and counters */
 
 static _Atomic uint64_t fu_nstacks;
@@ -1535,5 +1545,11 @@ void fu_flush(void)
 void fu_set_stack_memo(int on)
 {
 	(void)on;
+}
+
+int fu_stack_bounds(uintptr_t *lo, uintptr_t *hi)
+{
+	(void)lo, (void)hi;
+	return -1;
 }
 #endif

@@ -55,6 +55,10 @@ struct fu_stats fu_stats(void);
  * the same addresses (a lookup that misses notices dlopen/dlclose by itself). */
 void fu_flush(void);
 
+/* The calling thread's stack, [*lo, *hi), as its first fu_backtrace read it: 0, or -1 when not
+ * known (no walk on this thread yet, or not x86-64). */
+int fu_stack_bounds(uintptr_t *lo, uintptr_t *hi);
+
 /* Turn the stack memo off (0) or on (1, the default), process-wide: for tests and benchmarks
  * (CSAMPLER_GPU_STACK_MEMO=0). Stacks are the same either way. */
 void fu_set_stack_memo(int on);

@@ -194,7 +194,9 @@ struct gpu_py_frame {
 	uint64_t code;             /* PyCodeObject address; 0: an activation with no frame shown */
 	uint32_t unit;             /* code unit index of the instruction; UINT32_MAX: unknown */
 	uint16_t flags;            /* enum gpu_py_frame_flags */
-	uint16_t reserved;
+	uint16_t act;              /* 1 + the index, in the record's frames, of the native frame
+				    * whose stack frame holds this frame's activation's entry frame
+				    * (3.14, whose interpreter loop may have no symbol); 0: not known */
 };
 
 struct gpu_kernel {
