@@ -1,6 +1,7 @@
 /* sampler_bpf_python_test.c: unit tests of bpf_python_walk, the user-space half of the Python
  * frames the BPF program reads at the sample: hand-made ring records in 3.11's and 3.12's frame
- * layouts, walked by base/pywalk.c into runs per native activation. */
+ * layouts (and 3.14's, with its user frames' stack pointers), walked by base/pywalk.c into runs
+ * per native activation. */
 #include "sampler/backend.h"
 #include "sampler/sampler_bpf_shared.h"
 
@@ -109,4 +110,55 @@ UNIT_TEST(bpf_python_walk_312_shims)
 	UNIT_ASSERT(out[0].code == 0xa000 && (out[0].flags & PYWALK_ENTRY));
 	UNIT_ASSERT(out[1].code == 0xb000 && (out[1].flags & PYWALK_ENTRY));
 	UNIT_ASSERT(fp[0] == 0x100 && fp[1] == 0x102);
+}
+
+/* 3.14: f_executable tagged (bit 0), shims owned by the interpreter (3) or the C stack (4), and
+ * (CSB_USER_SPS) each user frame's sp after the kernel frames: each run's activation is the user
+ * frame whose [sp, caller's sp) holds its shim; a shim past the sampled stack places nothing. */
+UNIT_TEST(bpf_python_walk_314_acts)
+{
+	static const struct pywalk_layout L314 = { .frame_code = 0, .frame_previous = 8,
+		.frame_instr = 56, .frame_owner = 74, .owner_generator = 1, .owner_cstack = 3,
+		.code_tag = 1, .frame_read = 75 };
+	enum { NUSER = 4, NPY = 4 };
+	uint8_t b[sizeof(struct csb_sample) + NPY * sizeof(struct csb_pyframe) + NUSER * 8];
+	uint64_t addrs[NPY] = { 0x1000, 0x7900, 0x2000, 0x7e00 };
+	uint64_t code[NPY] = { 0xa001, 0x9001, 0xb001, 0x9001 }, fp[CSB_PY_MAX];
+	uint8_t owner[NPY] = { 0, 3, 0, 4 };
+	uint64_t sps[NUSER] = { 0x7000, 0x7800, 0x7c00, 0x8000 };
+	struct pywalk_frame out[CSB_PY_MAX];
+
+	for (int pass = 0; pass < 2; pass++) {
+		memset(b, 0, sizeof(b));
+		struct csb_sample *r = (struct csb_sample *)b;
+		r->nuser = NUSER;
+		r->npy = NPY;
+		r->py_state = CSB_PY_END;
+		r->py_first = addrs[0];
+		r->flags = CSB_USER_SPS;
+		size_t at = offsetof(struct csb_sample, user) + NUSER * 8;
+		struct csb_pyframe *f = (struct csb_pyframe *)(b + at);
+		for (int i = 0; i < NPY; i++)
+			f[i] = (struct csb_pyframe){ code[i], (code[i] & ~1ull) + 0x40,
+				(i + 1 < NPY ? addrs[i + 1] : 0) |
+				(uint64_t)owner[i] << CSB_PYLINK_OWNER_SHIFT, 0x100 + (uint64_t)i };
+		size_t at_sps = CSB_KERNEL_AT(NUSER, NPY, 0);
+		memcpy(b + at_sps, sps, sizeof(sps));
+		size_t size = at_sps + sizeof(sps);
+		UNIT_ASSERT_EQ_INT(bpf_python_walk(r, size, &L314, out, fp), 2);
+		UNIT_ASSERT(out[0].code == 0xa000 && out[1].code == 0xb000);
+		UNIT_ASSERT((out[0].flags & PYWALK_ENTRY) && (out[1].flags & PYWALK_ENTRY));
+		if (pass == 0) {
+			UNIT_ASSERT_EQ_INT(out[0].act, 2); /* 0x7900 in user frame 1's [0x7800, 0x7c00) */
+			UNIT_ASSERT_EQ_INT(out[1].act, 3); /* 0x7e00 in user frame 2's */
+			/* without the stack pointers: nothing placed */
+			r->flags = 0;
+			UNIT_ASSERT_EQ_INT(bpf_python_walk(r, size, &L314, out, fp), 2);
+			UNIT_ASSERT(out[0].act == 0 && out[1].act == 0);
+			addrs[3] = 0x9000; /* the outer shim past the sampled stack */
+		} else {
+			UNIT_ASSERT_EQ_INT(out[0].act, 2);
+			UNIT_ASSERT_EQ_INT(out[1].act, 0);
+		}
+	}
 }
