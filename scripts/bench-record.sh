@@ -186,10 +186,17 @@ fi
 # CPU time, plus the BPF program's run time on every CPU in bpf mode) per sample and as a share
 # of the machine's CPU time over the run; with BASE=path, that csampler's `-a` too (cache filled).
 # csampler's start-up (loading the program, symbolization's set-up) is a fixed cost: ALL_SECONDS=60
-# shows what a recording left on pays.
+# shows what a recording left on pays. ALL_PYTHON=N makes N of the 8 Python loops instead
+# (tests/python/split.py on /usr/bin/python3): a node of Python jobs.
 if [ "$BPF" = 1 ] && [ "${ALL_ROUNDS:-2}" -gt 0 ]; then
 	pids=()
-	for i in 1 2 3 4 5 6 7 8; do build/bench/deepwork 100000 1 >/dev/null 2>&1 & pids+=($!); done
+	for i in 1 2 3 4 5 6 7 8; do
+		if [ "$i" -le "${ALL_PYTHON:-0}" ]; then
+			/usr/bin/python3 tests/python/split.py 100000 >/dev/null 2>&1 & pids+=($!)
+		else
+			build/bench/deepwork 100000 1 >/dev/null 2>&1 & pids+=($!)
+		fi
+	done
 	sleep 0.5
 	plist=$(IFS=,; echo "${pids[*]}")
 	for r in $(seq "${ALL_ROUNDS:-2}"); do

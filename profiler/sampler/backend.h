@@ -33,6 +33,9 @@ struct sampler_ops {
 	bool holds_threads;
 	/* The header's callgraph for a backend that walks the stacks itself ("bpf"), else NULL. */
 	const char *callgraph;
+	/* Whether it reads the Python frames at the sample itself (bpf, once told where they
+	 * are): the recorder need not collect often to read them soon after the sample. */
+	bool python_at_sample;
 	/* Open quietly: return -errno and leave the one-line message to explain_open_error,
 	 * so that a refusal in auto mode can fall back instead of failing. */
 	int (*open_launch)(struct sampler **out, const struct sampler_opts *opts, pid_t child);

@@ -272,6 +272,11 @@ bool sampler_holds_threads(const struct sampler *s)
 	return s->ops->holds_threads;
 }
 
+bool sampler_python_at_sample(const struct sampler *s)
+{
+	return s->ops->python_at_sample;
+}
+
 const char *sampler_kernel_note(const struct sampler *s)
 {
 	/* ptrace never sees kernel frames; perf events lose them to perf_event_paranoid */

@@ -185,6 +185,8 @@ const char *sampler_choice(const struct sampler *s);
 const char *sampler_callgraph(const struct sampler *s);
 /* Whether the backend holds the targets' threads stopped while open (ptrace). */
 bool sampler_holds_threads(const struct sampler *s);
+/* Whether the backend reads Python frames at the sample itself (bpf). */
+bool sampler_python_at_sample(const struct sampler *s);
 /* The line to print when kernel frames are not captured although the backend could, or NULL. */
 const char *sampler_kernel_note(const struct sampler *s);
 const char *sampler_event_name(const struct sampler *s);

@@ -643,6 +643,7 @@ const struct sampler_ops sampler_bpf_ops = {
 	.open_cause = bpf_open_cause,
 	.max_rate = sampler_perf_max_rate,
 	.callgraph = "bpf",
+	.python_at_sample = true,
 	.open_launch = bpf_open_launch,
 	.open_attach = bpf_open_attach,
 	.explain_open_error = bpf_open_error,

@@ -43,6 +43,8 @@
 #define PT_COMM_REFRESH_NS 1000000000ull
 #define PT_MAX_PENDING_BYTES (256u << 20) /* beyond this, samples are dropped (LOST) */
 #define PT_DETACH_WAIT_NS 2000000000ull
+#define PT_INTERRUPT_AGAIN_NS 50000000ull /* a PTRACE_INTERRUPT whose stop is not reported
+					   * by then is sent again (pt_tick) */
 
 struct pt_map {
 	uint64_t start, end, pgoff, path_hash;
@@ -114,6 +116,7 @@ struct ptrace_sampler {
 	/* cost of the stops, for the end-of-run line */
 	uint64_t nstops, stop_ns_total, stop_ns_max; /* from the stop's report to the resume */
 	uint64_t reach_ns_total;  /* from PTRACE_INTERRUPT to the stop's report */
+	uint64_t interrupts_again; /* PTRACE_INTERRUPTs sent again (PT_INTERRUPT_AGAIN_NS) */
 	struct sampler_idle_sink idle_sink; /* --idle: off-CPU samples into events */
 	uint64_t syscalls_restarted; /* aborted by a stop with EINTR, restarted */
 };
@@ -504,8 +507,20 @@ static void pt_tick(struct ptrace_sampler *s, uint64_t now, uint32_t wall_period
 	for (size_t i = 0; i < s->nthreads; i++) {
 		struct pt_thread *t = &s->threads[i];
 		struct pt_process *p = pt_process(s, t->pid, false);
-		if (!p || !p->sampling || t->interrupt_pending || t->listening)
+		if (!p || !p->sampling || t->listening)
 			continue;
+		/* An interrupt whose stop never came would leave the thread unsampled for the
+		 * rest of the run (seen once in about ten runs of the PyTorch loop under ptrace,
+		 * and in CI: the stops ended during torch's import). Sent again, it stops the
+		 * thread; a second interrupt of one still on its way asks for the same stop. */
+		if (t->interrupt_pending) {
+			if (now - t->interrupt_ns > PT_INTERRUPT_AGAIN_NS &&
+			    ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) == 0) {
+				t->interrupt_ns = now;
+				s->interrupts_again++;
+			}
+			continue;
+		}
 		/* Like perf's cpu-clock, a thread is sampled once per period of CPU time it used:
 		 * schedstat tells exactly how much it ran since the last tick, so a thread that was
 		 * only runnable (more threads than CPUs) is not stopped, and a sample taken after
@@ -1094,6 +1109,10 @@ static void pt_describe(struct sampler *base, char *buf, size_t len)
 	if (s->copies && n > 0 && (size_t)n < len)
 		n += snprintf(buf + n, len - (size_t)n, "; %llu samples with their Python frames copied at the stop (%.1f KiB each)",
 			      (unsigned long long)s->copies, (double)s->copy_bytes / (double)s->copies / 1024);
+	if (s->interrupts_again && n > 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, "; %llu interrupts sent again (no stop within %llu ms)",
+			      (unsigned long long)s->interrupts_again,
+			      (unsigned long long)(PT_INTERRUPT_AGAIN_NS / 1000000));
 	if (s->syscalls_restarted && n > 0 && (size_t)n < len)
 		n += snprintf(buf + n, len - (size_t)n, "; %llu system calls a stop aborted with EINTR restarted",
 			      (unsigned long long)s->syscalls_restarted);

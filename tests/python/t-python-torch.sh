@@ -98,6 +98,7 @@ if "$CSAMPLER" record -q --mode perf -o perf1.data -- "$PY" "$SRC/torch_train.py
 		awk '{ d = $2 - $3; if (d < 0) d = -d; if (d > w) { w = d; f = $1 } } END { printf "%.2f %s\n", w, f }')
 	echo "    Python split, perf vs ptrace: $(sort -k2 -nr split.perf | grep -v '^#' | head -4 | tr '\n' ' ')| $(sort -k2 -nr split.pt | grep -v '^#' | head -4 | tr '\n' ' ')"
 	echo "    (largest difference ${worst% *} points, ${worst#* }: a figure, not asserted; see above)"
+	echo "    $(grep -o 'ptrace: [0-9]* stops.*' pt.err)"
 	for m in perf:6 pt:1; do
 		read -r _ l t <<<"$(grep '^#lost' split.${m%:*})"
 		awk -v l="$l" -v t="$t" -v p="${m#*:}" 'BEGIN { exit !(t > 200 && 100 * l <= p * t) }' &&
