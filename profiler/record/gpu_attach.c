@@ -441,11 +441,14 @@ static int ga_interrupt(struct ga_thread *t, char *why, size_t whylen)
 			       "and attach again", strsignal(sig), (int)t->pid);
 			return -EAGAIN;
 		}
-		/* a signal on its way to the thread: delivered when we let it go */
+		/* a signal on its way to the thread: delivered when we let it go. Its stop took our
+		 * interrupt (the kernel clears a pending one at any trap): asked again, or we would
+		 * wait for a stop that never comes */
 		if (!t->pending_sig)
 			t->pending_sig = sig;
 		else
 			syscall(SYS_tgkill, t->pid, t->tid, sig);
+		ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL);
 		ptrace(PTRACE_CONT, t->tid, NULL, NULL);
 	}
 }
