@@ -705,6 +705,12 @@ static void pt_handle(struct ptrace_sampler *s, pid_t tid, int status)
 	 * (a PyTorch run under ptrace lost every sample after torch's import, once in about ten
 	 * here and in CI: torch's import creates threads). */
 	if (event != PTRACE_EVENT_STOP && t->interrupt_pending) {
+		/* the thread is stopped all the same: its sample is taken in this stop (a clone's
+		 * or a signal's: its registers are the thread's own), so that the periods it was
+		 * due for are not lost; not at an exec (the old image is gone) */
+		struct pt_process *p = pt_process(s, t->pid, false);
+		if (event != PTRACE_EVENT_EXEC && p && p->sampling && !t->listening)
+			pt_take_sample(s, t, p, now);
 		t->interrupt_pending = false;
 		s->interrupts_consumed++;
 	}
