@@ -693,6 +693,18 @@ int sym_resolve(struct unwind_ctx *ctx, struct unwind_loc loc, bool is_caller,
 	return n;
 }
 
+void sym_prepare(struct unwind_ctx *ctx, const char *const *paths, size_t npaths, bool kernel)
+{
+	ctx->release_symbols = sym_release;
+	if (kernel && !ctx->kallsyms_loaded)
+		sym_load_kallsyms(ctx);
+	for (size_t i = 0; i < npaths; i++) {
+		struct elf_file *f = elfcache_file_open(ctx, 0, 0, 0, paths[i]);
+		if (f && !f->sym_tried)
+			sym_file_setup(ctx, f, paths[i]);
+	}
+}
+
 /* Installed as ctx->release_symbols: unwind_free calls it. */
 static void sym_release(struct unwind_ctx *ctx)
 {

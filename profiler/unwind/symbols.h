@@ -26,4 +26,12 @@ struct sym_frame {
 int sym_resolve(struct unwind_ctx *ctx, struct unwind_loc loc, bool is_caller,
 		struct sym_frame *frames, int max);
 
+/* Do now the one-time work of naming locations in the files at paths (their symbol tables, their
+ * debug files found, the DWARF sections decompressed: 0.1 s of CPU for Debian's libc) and,
+ * with kernel, read /proc/kallsyms: what sym_resolve would otherwise do at the first location
+ * in each, while the target runs. For the files a command about to be launched will map (files
+ * are cached by inode and build id, so its mappings find the work done). A file that cannot be
+ * opened is passed over: it will be named as usual, or not at all. */
+void sym_prepare(struct unwind_ctx *ctx, const char *const *paths, size_t npaths, bool kernel);
+
 #endif

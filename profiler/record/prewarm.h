@@ -1,0 +1,24 @@
+/* prewarm.h: the symbolizer's one-time work (kallsyms, the symbol tables and debug files of the
+ * files a command will map) done in a thread before a launched command runs, so that it is not
+ * taken from the command's CPU time (prewarm.c). */
+#ifndef CSAMPLER_PREWARM_H
+#define CSAMPLER_PREWARM_H
+
+#include <stdbool.h>
+
+#include "unwind/unwind.h"
+
+struct prewarm;
+
+/* Start preparing, in a thread, the files command (argv[0] of a launch) will map, and with
+ * kernel /proc/kallsyms. ctx is the thread's until prewarm_finish: the caller touches nothing
+ * of it meanwhile. 0 (*out set), or -errno when the thread could not start (nothing done). */
+int prewarm_start(struct prewarm **out, struct unwind_ctx *ctx, const char *command, bool kernel);
+/* Whether the kernel's symbols are worth reading before the launch: root, and kallsyms shows
+ * root its addresses (kernel.kptr_restrict below 2). Otherwise they are read at the first kernel
+ * frame, if any (and a warning says why they show as addresses). */
+bool prewarm_kernel_wanted(void);
+/* Wait for the thread and free p (NULL: nothing). */
+void prewarm_finish(struct prewarm *p);
+
+#endif
