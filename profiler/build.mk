@@ -20,7 +20,7 @@ PROFILER_SRCS := profiler/main.c \
 	$(PROFILER_ANALYSIS:%=profiler/analysis/%.c) $(PROFILER_EXPORT:%=profiler/export/%.c)
 PROFILER_TESTS := cmd/opts base/cs base/json base/search base/hash base/gpu_vendor base/pywalk format/datafile format/records unwind/unwind unwind/symbols sampler/sampler_ptrace \
 	analysis/profile_builder analysis/fixtures analysis/filter analysis/stacks analysis/fold_gpu analysis/report \
-	analysis/gpu analysis/gpu_idle analysis/steps record/gpu_channel record/output record/status record/dump record/live unwind/python unwind/jit analysis/compare \
+	analysis/gpu analysis/gpu_idle analysis/steps record/gpu_channel record/output record/prewarm record/status record/dump record/live unwind/python unwind/jit analysis/compare \
 	export/pprof unwind/offcpu unwind/cfitable sampler/sampler sampler/sampler_bpf_python
 PROFILER_OBJS      := $(PROFILER_SRCS:%.c=$(BUILD)/%.o)
 PROFILER_TEST_OBJS := $(PROFILER_TESTS:%=$(BUILD)/profiler/%_test.o)

@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # bench-record.sh: the cost of recording, side by side in one run. A CPU-bound workload
 # (scripts/bench/deepwork.c: 2 threads, stacks 5-50 frames deep, -fomit-frame-pointer) runs
-# plain, under `csampler record` (its default 32 KiB stack copy, and 8 KiB like perf's), and
-# under `perf record --call-graph dwarf` (its default 8 KiB stack copy, and 32 KiB like
-# csampler's default) at the same rate, ROUNDS times interleaved; and `csampler record --mode
-# bpf` (stacks walked in the kernel) where BPF is permitted (root, or CAP_BPF and CAP_PERFMON).
+# plain, under `csampler record --mode perf` (its default 32 KiB stack copy, and 8 KiB like
+# perf's), and under `perf record --call-graph dwarf` (its default 8 KiB stack copy, and 32 KiB
+# like csampler's default) at the same rate, ROUNDS times interleaved; and `csampler record
+# --mode bpf` (stacks walked in the kernel; what `--mode auto`, the default, picks where BPF is
+# permitted: root, or CAP_BPF and CAP_PERFMON).
 # Prints the median run time of the workload itself (its slowdown), the median wall time of the
 # whole command (with the profiler's own work after the workload ends), samples, lost samples,
 # bytes on disk per sample, complete stacks (reaching _start or clone: csampler's report; perf
 # script's last frame for perf) and the recorder's CPU per sample: csampler's own CPU time, plus
 # in bpf mode the BPF program's run time (kernel.bpf_stats_enabled is set to 1 for the run and
 # put back; csampler reads bpf_prog_info's run_time_ns), and perf's user+system time.
-# Then bpf mode's steady state (fixed cost, marginal cost per sample, cost per idle second), with
-# BASE=path another csampler beside it, and `record -a` over 8 busy processes.
+# With BASE=path another csampler (the previous version) runs beside it in the same rounds, in
+# perf and bpf modes. Then bpf mode's steady state (fixed cost, marginal cost per sample, cost per
+# idle second), BASE beside it too, and `record -a` over 8 busy processes.
 #   ROUNDS=3 UNITS=600 RATE=999 [BASE=/tmp/old/bin/csampler] scripts/bench-record.sh
 set -eu
 cd "$(dirname "$0")/.."
@@ -61,11 +63,18 @@ PTIME=""
 
 # ROUNDS=0: only the sections below
 if [ "$ROUNDS" -gt 0 ]; then
+# One run first, not counted: it builds the workload's unwind rows into the bench's row cache,
+# which every bpf run of the rounds then reads (the first round's would otherwise pay for it).
+[ "$BPF" = 1 ] && "$CSAMPLER" record -q --mode bpf -F "$RATE" -o "$W/warm.data" -- $WORK >/dev/null 2>&1
 for r in $(seq "$ROUNDS"); do
 	run plain $WORK
-	run csampler "$CSAMPLER" record -q -F "$RATE" -o "$W/c.data" -- $WORK
-	run csampler8k "$CSAMPLER" record -q -F "$RATE" --stack-size 8192 -o "$W/c8.data" -- $WORK
+	run csampler "$CSAMPLER" record -q --mode perf -F "$RATE" -o "$W/c.data" -- $WORK
+	run csampler8k "$CSAMPLER" record -q --mode perf -F "$RATE" --stack-size 8192 -o "$W/c8.data" -- $WORK
 	[ "$BPF" = 1 ] && run csamplerbpf "$CSAMPLER" record -q --mode bpf -F "$RATE" -o "$W/cb.data" -- $WORK
+	if [ -n "${BASE:-}" ]; then
+		run basecs "$BASE" record -q --mode perf -F "$RATE" -o "$W/bc.data" -- $WORK
+		[ "$BPF" = 1 ] && run basebpf "$BASE" record -q --mode bpf -F "$RATE" -o "$W/bb.data" -- $WORK
+	fi
 	run perf8k $PTIME "$PERF" record -q --call-graph dwarf -F "$RATE" -o "$W/p8.data" -- $WORK
 	run perf32k $PTIME "$PERF" record -q --call-graph dwarf,32768 -F "$RATE" -o "$W/p32.data" -- $WORK
 done
@@ -118,8 +127,8 @@ row() { # name times samples lost file complete cpu_us
 	printf '%-26s %10.3f %8.3fx %10.3f %9s %7s %12s %8s%% %8s us\n' "$1" "$t" "$(echo "$t / $plain_t" | bc -l)" "$w" "$3" "$4" "$bytes" "${6:--}" "${7:--}"
 }
 printf '%-26s %10.3f %8.3fx %10.3f\n' plain "$plain_t" 1 "$(cut -d' ' -f2 "$W/plain.times" | median)"
-row "csampler record (32 KiB)" csampler "$c_samples" "$c_lost" "$W/c.data" "$(c_complete "$W/c.data")" "$(c_cpu_us csampler "$c_samples")"
-row "csampler --stack-size 8192" csampler8k "$c8_samples" "$c8_lost" "$W/c8.data" "$(c_complete "$W/c8.data")" "$(c_cpu_us csampler8k "$c8_samples")"
+row "csampler --mode perf" csampler "$c_samples" "$c_lost" "$W/c.data" "$(c_complete "$W/c.data")" "$(c_cpu_us csampler "$c_samples")"
+row "  --stack-size 8192" csampler8k "$c8_samples" "$c8_lost" "$W/c8.data" "$(c_complete "$W/c8.data")" "$(c_cpu_us csampler8k "$c8_samples")"
 if [ "$BPF" = 1 ]; then
 	cb_samples=$(info_field "$W/cb.data" samples)
 	cb_lost=$(info_field "$W/cb.data" lost)
@@ -130,6 +139,14 @@ if [ "$BPF" = 1 ]; then
 		/completed from a stack slice/ { for (i = 1; i <= NF; i++) if ($i == "completed") sl += $(i - 3) }
 		END { printf "  (bpf: user space %.1f us, BPF program %.1f us per sample; %.1f%% of samples sent a stack slice)\n",
 			cpu * 1e6 / (n * r), bpf * 1e6 / (n * r), 100 * sl / (n * r) }' "$W/csamplerbpf.errs"
+fi
+if [ -n "${BASE:-}" ]; then
+	bc_samples=$(info_field "$W/bc.data" samples)
+	row "previous --mode perf" basecs "$bc_samples" "$(info_field "$W/bc.data" lost)" "$W/bc.data" "$(c_complete "$W/bc.data")" "$(c_cpu_us basecs "$bc_samples")"
+	if [ "$BPF" = 1 ]; then
+		bb_samples=$(info_field "$W/bb.data" samples)
+		row "previous --mode bpf" basebpf "$bb_samples" "$(info_field "$W/bb.data" lost)" "$W/bb.data" "$(c_complete "$W/bb.data")" "$(c_cpu_us basebpf "$bb_samples")"
+	fi
 fi
 row "perf dwarf (8 KiB)" perf8k "$p8_samples" "$p8_lost" "$W/p8.data" "$(p_complete "$W/p8.data")" "$(p_cpu_us perf8k "$p8_samples")"
 row "perf dwarf,32768" perf32k "$p32_samples" "$p32_lost" "$W/p32.data" "$(p_complete "$W/p32.data")" "$(p_cpu_us perf32k "$p32_samples")"

@@ -28,25 +28,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define PREWARM_MAX_FILES 24
-
 struct prewarm {
 	struct unwind_ctx *ctx;
 	pthread_t thread;
 	bool running;
 	bool kernel;
-	size_t npaths;
-	char *paths[PREWARM_MAX_FILES];
+	struct prewarm_files files;
 };
 
-static void prewarm_add(struct prewarm *p, const char *path)
+static void prewarm_add(struct prewarm_files *l, const char *path)
 {
-	if (p->npaths == PREWARM_MAX_FILES)
+	if (l->n == PREWARM_MAX_FILES)
 		return;
-	for (size_t i = 0; i < p->npaths; i++)
-		if (!strcmp(p->paths[i], path))
+	for (size_t i = 0; i < l->n; i++)
+		if (!strcmp(l->paths[i], path))
 			return;
-	p->paths[p->npaths++] = cs_strdup(path);
+	l->paths[l->n++] = cs_strdup(path);
 }
 
 /* name as execvp finds it: itself when it holds a slash, else the first executable regular
@@ -99,7 +96,7 @@ static char *prewarm_interpreter(const char *path)
 }
 
 struct prewarm_loaded {
-	struct prewarm *p;
+	struct prewarm_files *l;
 	const char *soname;
 };
 
@@ -111,12 +108,12 @@ static int prewarm_own_library(struct dl_phdr_info *info, size_t size, void *arg
 	const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
 	if (!base || strcmp(base + 1, l->soname))
 		return 0;
-	prewarm_add(l->p, info->dlpi_name);
+	prewarm_add(l->l, info->dlpi_name);
 	return 1;
 }
 
 /* The dynamic loader and needed libraries of the ELF executable at path. */
-static void prewarm_add_dependencies(struct prewarm *p, const char *path)
+static void prewarm_add_dependencies(struct prewarm_files *l, const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -134,7 +131,7 @@ static void prewarm_add_dependencies(struct prewarm *p, const char *path)
 			continue;
 		interp[ph.p_filesz] = 0;
 		if (strlen(interp) + 1 == ph.p_filesz)
-			prewarm_add(p, interp);
+			prewarm_add(l, interp);
 	}
 	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(e, scn));) {
 		GElf_Shdr sh;
@@ -148,9 +145,9 @@ static void prewarm_add_dependencies(struct prewarm *p, const char *path)
 				break;
 			const char *name = dyn.d_tag == DT_NEEDED ?
 					   elf_strptr(e, sh.sh_link, dyn.d_un.d_val) : NULL;
-			struct prewarm_loaded l = { p, name };
+			struct prewarm_loaded own = { l, name };
 			if (name && !strchr(name, '/'))
-				dl_iterate_phdr(prewarm_own_library, &l);
+				dl_iterate_phdr(prewarm_own_library, &own);
 		}
 	}
 out:
@@ -174,15 +171,13 @@ bool prewarm_kernel_wanted(void)
 static void *prewarm_main(void *arg)
 {
 	struct prewarm *p = arg;
-	sym_prepare(p->ctx, (const char *const *)p->paths, p->npaths, p->kernel);
+	sym_prepare(p->ctx, (const char *const *)p->files.paths, p->files.n, p->kernel);
 	return NULL;
 }
 
-int prewarm_start(struct prewarm **out, struct unwind_ctx *ctx, const char *command, bool kernel)
+void prewarm_files(const char *command, struct prewarm_files *out)
 {
-	struct prewarm *p = cs_calloc(1, sizeof(*p));
-	p->ctx = ctx;
-	p->kernel = kernel;
+	out->n = 0;
 	char *exe = prewarm_find(command);
 	char *interp = exe ? prewarm_interpreter(exe) : NULL;
 	if (interp) {
@@ -190,11 +185,26 @@ int prewarm_start(struct prewarm **out, struct unwind_ctx *ctx, const char *comm
 		exe = interp;
 	}
 	if (exe) {
-		prewarm_add(p, exe);
+		prewarm_add(out, exe);
 		elf_version(EV_CURRENT);
-		prewarm_add_dependencies(p, exe);
+		prewarm_add_dependencies(out, exe);
 		free(exe);
 	}
+}
+
+void prewarm_files_free(struct prewarm_files *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->paths[i]);
+	l->n = 0;
+}
+
+int prewarm_start(struct prewarm **out, struct unwind_ctx *ctx, const char *command, bool kernel)
+{
+	struct prewarm *p = cs_calloc(1, sizeof(*p));
+	p->ctx = ctx;
+	p->kernel = kernel;
+	prewarm_files(command, &p->files);
 	/* every signal blocked: the recorder's handlers are for its main thread */
 	sigset_t all, old;
 	sigfillset(&all);
@@ -217,7 +227,6 @@ void prewarm_finish(struct prewarm *p)
 		return;
 	if (p->running)
 		pthread_join(p->thread, NULL);
-	for (size_t i = 0; i < p->npaths; i++)
-		free(p->paths[i]);
+	prewarm_files_free(&p->files);
 	free(p);
 }

@@ -10,6 +10,18 @@
 
 struct prewarm;
 
+#define PREWARM_MAX_FILES 24
+
+/* The files command will map, as far as can be told before it runs: its executable (found on
+ * PATH as execvp finds it; for a script, its interpreter), the dynamic loader it names, and the
+ * libraries it needs that the recorder has loaded under the same name. */
+struct prewarm_files {
+	size_t n;
+	char *paths[PREWARM_MAX_FILES];
+};
+void prewarm_files(const char *command, struct prewarm_files *out);
+void prewarm_files_free(struct prewarm_files *l);
+
 /* Start preparing, in a thread, the files command (argv[0] of a launch) will map, and with
  * kernel /proc/kallsyms. ctx is the thread's until prewarm_finish: the caller touches nothing
  * of it meanwhile. 0 (*out set), or -errno when the thread could not start (nothing done). */

@@ -67,7 +67,8 @@ struct bpf_sampler {
 	struct bpf_tables *tables;
 	struct bpf_python *python; /* Python frames read at the sample (sampler_bpf_python.c) */
 	bool debug;               /* CSAMPLER_BPF_DEBUG: libbpf's log and some samples */
-	uint64_t open_cpu_ns;     /* this process' CPU time in bpf_open (verifier, maps, events) */
+	uint64_t open_cpu_ns;     /* the opening thread's CPU time in bpf_open (verifier, maps,
+				   * events; not the recorder's other threads meanwhile) */
 	uint64_t tables_ns;       /* when bpf_tables_work last ran (cs_monotonic_ns) */
 };
 
@@ -81,7 +82,7 @@ struct bpf_sampler {
 static uint64_t bpf_self_cpu_ns(void)
 {
 	struct rusage ru;
-	if (getrusage(RUSAGE_SELF, &ru))
+	if (getrusage(RUSAGE_THREAD, &ru))
 		return 0;
 	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ull +
 	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
