@@ -148,6 +148,11 @@ if [ -n "${BASE:-}" ]; then
 		row "previous --mode bpf" basebpf "$bb_samples" "$(info_field "$W/bb.data" lost)" "$W/bb.data" "$(c_complete "$W/bb.data")" "$(c_cpu_us basebpf "$bb_samples")"
 	fi
 fi
+# csampler's own CPU while the workload ran (its summary's line; versions before it print none)
+c_during() { [ -f "$W/$1.errs" ] || { printf -; return; }; awk '/^csampler: own CPU while the command ran:/ { s += $8; n++ } END { if (n) printf "%.0f ms", 1000 * s / n; else printf "-" }' "$W/$1.errs"; }
+during="perf mode $(c_during csampler), bpf $(c_during csamplerbpf)"
+[ -n "${BASE:-}" ] && during="$during; previous: perf mode $(c_during basecs), bpf $(c_during basebpf)"
+printf '  (csampler'"'"'s own CPU while the workload ran, mean of a run: %s)\n' "$during"
 row "perf dwarf (8 KiB)" perf8k "$p8_samples" "$p8_lost" "$W/p8.data" "$(p_complete "$W/p8.data")" "$(p_cpu_us perf8k "$p8_samples")"
 row "perf dwarf,32768" perf32k "$p32_samples" "$p32_lost" "$W/p32.data" "$(p_complete "$W/p32.data")" "$(p_cpu_us perf32k "$p32_samples")"
 fi

@@ -112,6 +112,9 @@ struct record {
 	int child_status;           /* as a shell reports it: 128+N for death by signal N */
 	int child_signal;           /* the signal the command died of, or 0 */
 	bool child_exited;
+	/* launch mode: csampler's CPU time when the command was let go, and when it ended (0: not
+	 * yet): what the recorder took while the command ran (record_print_cost) */
+	uint64_t cpu_at_go_ns, cpu_at_exit_ns;
 	int *target_pidfds;         /* -1: exited; RECORD_NO_PIDFD: alive, watched through /proc */
 	size_t ntargets_alive;
 	uint64_t run_start_ns;      /* csampler's own start, for its CPU share of the wall time */
@@ -872,9 +875,19 @@ static int pidfd_open_compat(pid_t pid)
 	return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
+static uint64_t record_self_cpu_ns(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) < 0)
+		return 0;
+	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ull +
+	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
+}
+
 static void record_child_done(struct record *r, int st)
 {
 	r->child_exited = true;
+	r->cpu_at_exit_ns = record_self_cpu_ns();
 	r->child_signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
 	r->child_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
@@ -987,6 +1000,13 @@ static void record_print_cost(struct record *r)
 		fprintf(stderr, ", %.1f%% of the target's %.2f s CPU\n", 100.0 * own / target, target);
 	else
 		fprintf(stderr, ", the target used under 0.01 s CPU\n");
+	/* Launch mode: how much of it was taken while the command ran (the rest came before,
+	 * opening the sampler and preparing symbols, or after, naming the last locations) */
+	if (r->cpu_at_go_ns && r->cpu_at_exit_ns >= r->cpu_at_go_ns)
+		fprintf(stderr, "csampler: own CPU while the command ran: %.2f s (%.2f s before it "
+			"started, %.2f s since it ended)\n",
+			(double)(r->cpu_at_exit_ns - r->cpu_at_go_ns) / 1e9, (double)r->cpu_at_go_ns / 1e9,
+			own - (double)r->cpu_at_exit_ns / 1e9);
 	fprintf(stderr, "csampler: sampled with %s (%s)\n", sampler_name(r->sampler),
 		sampler_choice(r->sampler));
 	char line[1024];
@@ -1543,6 +1563,7 @@ static int record_go(struct record *r, int *go_fd, int err_fd, int *status)
 	int e = 0;
 	ssize_t got;
 
+	r->cpu_at_go_ns = record_self_cpu_ns();
 	if (write(*go_fd, "g", 1) != 1) {
 		cs_error(errno, "cannot start the command: %s", strerror(errno));
 		return -1;

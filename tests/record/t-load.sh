@@ -56,6 +56,19 @@ load() {
 	local cost
 	cost=$(grep -E "^csampler: own CPU [0-9.]+ s \(user [0-9.]+, system [0-9.]+\): [0-9.]+% of the [0-9.]+ s wall time, [0-9.]+% of the target's [0-9.]+ s CPU$" "$err")
 	[ -n "$cost" ] && pass "$name: ${cost#csampler: }" || fail "$name: no own-CPU line: $(head -c 400 "$err")"
+	# ... and, when the command ended within the recording, how much of it came while it ran:
+	# the three parts add up to the whole (each rounded to 10 ms)
+	local during own
+	if [ -z "$*" ]; then
+		during=$(grep -E "^csampler: own CPU while the command ran: [0-9.]+ s \([0-9.]+ s before it started, -?[0-9.]+ s since it ended\)$" "$err")
+		own=$(echo "$cost" | sed -E 's/^csampler: own CPU ([0-9.]+) s.*/\1/')
+		if [ -n "$during" ] && echo "$during" | sed -E 's/[^0-9.-]+/ /g' |
+			awk -v own="$own" '{ d = $1 + $2 + $3 - own; exit !(d < 0.03 && d > -0.03) }'; then
+			pass "$name: ${during#csampler: }"
+		else
+			fail "$name: own CPU ${own} s, and while the command ran: '${during}'"
+		fi
+	fi
 	prefix_readable "$name" "$data" 100 complete "$pct"
 }
 
