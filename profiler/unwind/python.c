@@ -128,44 +128,66 @@ static const struct py_layout py_layouts[] = {
 	},
 };
 
-/* _Py_DebugOffsets as 3.13 lays it out (Include/internal/pycore_runtime.h): the byte offsets
- * of the fields csampler takes from it. The struct itself changes between minor versions
- * (3.14 adds fields inside its sections), so only 3.13's is read. */
-enum {
-	PY_DBG13_COOKIE = 0, PY_DBG13_VERSION = 8, PY_DBG13_FREE_THREADED = 16,
-	PY_DBG13_RUNTIME_INTERP_HEAD = 40,
-	PY_DBG13_INTERP_NEXT = 64, PY_DBG13_INTERP_THREADS_HEAD = 72,
-	PY_DBG13_TSTATE_NEXT = 168, PY_DBG13_TSTATE_CURRENT_FRAME = 184,
-	PY_DBG13_TSTATE_NATIVE_TID = 200,
-	PY_DBG13_FRAME_PREVIOUS = 232, PY_DBG13_FRAME_EXECUTABLE = 240, PY_DBG13_FRAME_INSTR = 248,
-	PY_DBG13_FRAME_LOCALSPLUS = 256, PY_DBG13_FRAME_OWNER = 264,
-	PY_DBG13_CODE_FILENAME = 280, PY_DBG13_CODE_QUALNAME = 296, PY_DBG13_CODE_LINETABLE = 304,
-	PY_DBG13_CODE_FIRSTLINENO = 312, PY_DBG13_CODE_CODE = 344,
-	PY_DBG13_OB_TYPE = 360,
-	PY_DBG13_BYTES_SIZE = 520, PY_DBG13_BYTES_DATA = 528,
-	PY_DBG13_STR_STATE = 544, PY_DBG13_STR_LENGTH = 552, PY_DBG13_STR_ASCII_SIZE = 560,
-	PY_DBG13_SIZE = 584,
+/* _Py_DebugOffsets: its header (cookie "xdebugpy", version, free_threaded) is the same in 3.13
+ * and 3.14; the rest is read where each version lays it: 3.13's Include/internal/pycore_runtime.h,
+ * and 3.14's Include/internal/pycore_debug_offsets.h (read from Debian's libpython3.14-dev
+ * 3.14.10 with offsetof), whose sections grew fields (the interpreter's GIL and code
+ * generation, the thread's datastack chunk, the frame's stackpointer and tlbc index, the code
+ * object's co_tlbc), so that every offset past the header moved. */
+enum { PY_DBG_COOKIE = 0, PY_DBG_VERSION = 8, PY_DBG_FREE_THREADED = 16 };
+enum py_dbg_version { PY_DBG_313, PY_DBG_314, PY_DBG_VERSIONS };
+static const uint16_t py_dbg_size[PY_DBG_VERSIONS] = { 584, 760 };
+
+/* The fields csampler takes from it: where each lies, by version, and which field of struct
+ * py_layout it gives. */
+enum py_dbg_field {
+	PY_DBG_RUNTIME_INTERP_HEAD, PY_DBG_INTERP_NEXT, PY_DBG_INTERP_THREADS_HEAD,
+	PY_DBG_TSTATE_NEXT, PY_DBG_TSTATE_CURRENT_FRAME, PY_DBG_TSTATE_NATIVE_TID,
+	PY_DBG_FRAME_EXECUTABLE, PY_DBG_FRAME_PREVIOUS, PY_DBG_FRAME_INSTR, PY_DBG_FRAME_OWNER,
+	PY_DBG_FRAME_LOCALSPLUS, PY_DBG_CODE_QUALNAME, PY_DBG_CODE_FILENAME,
+	PY_DBG_CODE_FIRSTLINENO, PY_DBG_CODE_LINETABLE, PY_DBG_CODE_CODE, PY_DBG_OB_TYPE,
+	PY_DBG_BYTES_SIZE, PY_DBG_BYTES_DATA, PY_DBG_STR_LENGTH, PY_DBG_STR_STATE,
+	PY_DBG_STR_ASCII_SIZE, PY_DBG_NFIELDS
+};
+#define PY_DBG_AT(name, field, v313, v314) [name] = { offsetof(struct py_layout, field), { v313, v314 } }
+static const struct {
+	uint16_t field;                  /* offsetof(struct py_layout, ...) */
+	uint16_t at[PY_DBG_VERSIONS];    /* its offset in _Py_DebugOffsets */
+} py_dbg_fields[PY_DBG_NFIELDS] = {
+	PY_DBG_AT(PY_DBG_RUNTIME_INTERP_HEAD, runtime_interp_head, 40, 40),
+	PY_DBG_AT(PY_DBG_INTERP_NEXT, interp_next, 64, 64),
+	PY_DBG_AT(PY_DBG_INTERP_THREADS_HEAD, interp_threads_head, 72, 72),
+	PY_DBG_AT(PY_DBG_TSTATE_NEXT, tstate_next, 168, 192),
+	PY_DBG_AT(PY_DBG_TSTATE_CURRENT_FRAME, tstate_current_frame, 184, 208),
+	PY_DBG_AT(PY_DBG_TSTATE_NATIVE_TID, tstate_native_tid, 200, 224),
+	PY_DBG_AT(PY_DBG_FRAME_EXECUTABLE, frame_code, 240, 264),
+	PY_DBG_AT(PY_DBG_FRAME_PREVIOUS, frame_previous, 232, 256),
+	PY_DBG_AT(PY_DBG_FRAME_INSTR, frame_instr, 248, 272),
+	PY_DBG_AT(PY_DBG_FRAME_OWNER, frame_owner, 264, 288),
+	PY_DBG_AT(PY_DBG_FRAME_LOCALSPLUS, frame_localsplus, 256, 280),
+	PY_DBG_AT(PY_DBG_CODE_QUALNAME, code_qualname, 296, 336),
+	PY_DBG_AT(PY_DBG_CODE_FILENAME, code_filename, 280, 320),
+	PY_DBG_AT(PY_DBG_CODE_FIRSTLINENO, code_firstlineno, 312, 352),
+	PY_DBG_AT(PY_DBG_CODE_LINETABLE, code_linetable, 304, 344),
+	PY_DBG_AT(PY_DBG_CODE_CODE, code_code, 344, 384),
+	PY_DBG_AT(PY_DBG_OB_TYPE, ob_type, 360, 408),
+	PY_DBG_AT(PY_DBG_BYTES_SIZE, var_size, 520, 600),
+	PY_DBG_AT(PY_DBG_BYTES_DATA, bytes_data, 528, 608),
+	PY_DBG_AT(PY_DBG_STR_LENGTH, str_length, 552, 632),
+	PY_DBG_AT(PY_DBG_STR_STATE, str_state, 544, 624),
+	PY_DBG_AT(PY_DBG_STR_ASCII_SIZE, str_ascii_data, 560, 640),
 };
 
-/* _Py_DebugOffsets as 3.14 lays it out (Include/internal/pycore_debug_offsets.h, read from
- * Debian's libpython3.14-dev 3.14.10 with offsetof): its sections grew fields (the
- * interpreter's GIL and code generation, the thread's datastack chunk, the frame's
- * stackpointer and tlbc index, the code object's co_tlbc), so every offset past the header
- * moved. */
-enum {
-	PY_DBG14_RUNTIME_INTERP_HEAD = 40,
-	PY_DBG14_INTERP_NEXT = 64, PY_DBG14_INTERP_THREADS_HEAD = 72,
-	PY_DBG14_TSTATE_NEXT = 192, PY_DBG14_TSTATE_CURRENT_FRAME = 208,
-	PY_DBG14_TSTATE_NATIVE_TID = 224,
-	PY_DBG14_FRAME_PREVIOUS = 256, PY_DBG14_FRAME_EXECUTABLE = 264, PY_DBG14_FRAME_INSTR = 272,
-	PY_DBG14_FRAME_LOCALSPLUS = 280, PY_DBG14_FRAME_OWNER = 288,
-	PY_DBG14_CODE_FILENAME = 320, PY_DBG14_CODE_QUALNAME = 336, PY_DBG14_CODE_LINETABLE = 344,
-	PY_DBG14_CODE_FIRSTLINENO = 352, PY_DBG14_CODE_CODE = 384,
-	PY_DBG14_OB_TYPE = 408,
-	PY_DBG14_BYTES_SIZE = 600, PY_DBG14_BYTES_DATA = 608,
-	PY_DBG14_STR_STATE = 624, PY_DBG14_STR_LENGTH = 632, PY_DBG14_STR_ASCII_SIZE = 640,
-	PY_DBG14_SIZE = 760,
-};
+static unsigned py_dbg_at(int v, enum py_dbg_field f)
+{
+	return py_dbg_fields[f].at[v];
+}
+
+/* Which layout of _Py_DebugOffsets a version has, or -1 (before 3.13, or 3.15 and later). */
+static int py_dbg_version_of(uint32_t version)
+{
+	return (version >> 16) == 0x030d ? PY_DBG_313 : (version >> 16) == 0x030e ? PY_DBG_314 : -1;
+}
 
 static uint32_t py_max_u32(uint32_t a, uint32_t b)
 {
@@ -191,60 +213,6 @@ static uint64_t py_dbg_u64(const uint8_t *d, size_t off)
 	return v;
 }
 
-/* Which field of struct py_layout each of 3.13's _Py_DebugOffsets gives. */
-#define PY_DBG13_TO(dbg, field) { dbg, offsetof(struct py_layout, field) }
-static const struct { uint16_t dbg, field; } py_dbg13_fields[] = {
-	PY_DBG13_TO(PY_DBG13_RUNTIME_INTERP_HEAD, runtime_interp_head),
-	PY_DBG13_TO(PY_DBG13_INTERP_NEXT, interp_next),
-	PY_DBG13_TO(PY_DBG13_INTERP_THREADS_HEAD, interp_threads_head),
-	PY_DBG13_TO(PY_DBG13_TSTATE_NEXT, tstate_next),
-	PY_DBG13_TO(PY_DBG13_TSTATE_CURRENT_FRAME, tstate_current_frame),
-	PY_DBG13_TO(PY_DBG13_TSTATE_NATIVE_TID, tstate_native_tid),
-	PY_DBG13_TO(PY_DBG13_FRAME_EXECUTABLE, frame_code),
-	PY_DBG13_TO(PY_DBG13_FRAME_PREVIOUS, frame_previous),
-	PY_DBG13_TO(PY_DBG13_FRAME_INSTR, frame_instr),
-	PY_DBG13_TO(PY_DBG13_FRAME_OWNER, frame_owner),
-	PY_DBG13_TO(PY_DBG13_FRAME_LOCALSPLUS, frame_localsplus),
-	PY_DBG13_TO(PY_DBG13_CODE_QUALNAME, code_qualname),
-	PY_DBG13_TO(PY_DBG13_CODE_FILENAME, code_filename),
-	PY_DBG13_TO(PY_DBG13_CODE_FIRSTLINENO, code_firstlineno),
-	PY_DBG13_TO(PY_DBG13_CODE_LINETABLE, code_linetable),
-	PY_DBG13_TO(PY_DBG13_CODE_CODE, code_code),
-	PY_DBG13_TO(PY_DBG13_OB_TYPE, ob_type),
-	PY_DBG13_TO(PY_DBG13_BYTES_SIZE, var_size),
-	PY_DBG13_TO(PY_DBG13_BYTES_DATA, bytes_data),
-	PY_DBG13_TO(PY_DBG13_STR_LENGTH, str_length),
-	PY_DBG13_TO(PY_DBG13_STR_STATE, str_state),
-	PY_DBG13_TO(PY_DBG13_STR_ASCII_SIZE, str_ascii_data),
-};
-
-/* Which field of struct py_layout each of 3.14's _Py_DebugOffsets gives. */
-#define PY_DBG14_TO(dbg, field) { dbg, offsetof(struct py_layout, field) }
-static const struct { uint16_t dbg, field; } py_dbg14_fields[] = {
-	PY_DBG14_TO(PY_DBG14_RUNTIME_INTERP_HEAD, runtime_interp_head),
-	PY_DBG14_TO(PY_DBG14_INTERP_NEXT, interp_next),
-	PY_DBG14_TO(PY_DBG14_INTERP_THREADS_HEAD, interp_threads_head),
-	PY_DBG14_TO(PY_DBG14_TSTATE_NEXT, tstate_next),
-	PY_DBG14_TO(PY_DBG14_TSTATE_CURRENT_FRAME, tstate_current_frame),
-	PY_DBG14_TO(PY_DBG14_TSTATE_NATIVE_TID, tstate_native_tid),
-	PY_DBG14_TO(PY_DBG14_FRAME_EXECUTABLE, frame_code),
-	PY_DBG14_TO(PY_DBG14_FRAME_PREVIOUS, frame_previous),
-	PY_DBG14_TO(PY_DBG14_FRAME_INSTR, frame_instr),
-	PY_DBG14_TO(PY_DBG14_FRAME_OWNER, frame_owner),
-	PY_DBG14_TO(PY_DBG14_FRAME_LOCALSPLUS, frame_localsplus),
-	PY_DBG14_TO(PY_DBG14_CODE_QUALNAME, code_qualname),
-	PY_DBG14_TO(PY_DBG14_CODE_FILENAME, code_filename),
-	PY_DBG14_TO(PY_DBG14_CODE_FIRSTLINENO, code_firstlineno),
-	PY_DBG14_TO(PY_DBG14_CODE_LINETABLE, code_linetable),
-	PY_DBG14_TO(PY_DBG14_CODE_CODE, code_code),
-	PY_DBG14_TO(PY_DBG14_OB_TYPE, ob_type),
-	PY_DBG14_TO(PY_DBG14_BYTES_SIZE, var_size),
-	PY_DBG14_TO(PY_DBG14_BYTES_DATA, bytes_data),
-	PY_DBG14_TO(PY_DBG14_STR_LENGTH, str_length),
-	PY_DBG14_TO(PY_DBG14_STR_STATE, str_state),
-	PY_DBG14_TO(PY_DBG14_STR_ASCII_SIZE, str_ascii_data),
-};
-
 /* 3.13 and 3.14: the layout from the interpreter's _Py_DebugOffsets. Every offset csampler
  * uses is taken from it, but a few it does not give: _co_firsttraceable (only used to hide a
  * frame still being set up; the headers: 184 in 3.13, 192 in 3.14), the owner values
@@ -255,14 +223,14 @@ static const struct { uint16_t dbg, field; } py_dbg14_fields[] = {
  * there (frame_stacktop 0). */
 static int py_layout_from_debug(uint32_t version, const uint8_t *d, size_t n, struct py_layout *L)
 {
-	bool v14 = (version >> 16) == 0x030e;
-	size_t need = v14 ? PY_DBG14_SIZE : PY_DBG13_SIZE;
-	if (!d || n < need || memcmp(d + PY_DBG13_COOKIE, "xdebugpy", 8))
+	int v = py_dbg_version_of(version);
+	bool v14 = v == PY_DBG_314;
+	if (v < 0 || !d || n < py_dbg_size[v] || memcmp(d + PY_DBG_COOKIE, "xdebugpy", 8))
 		return -EINVAL;
-	uint64_t dv = py_dbg_u64(d, PY_DBG13_VERSION);
+	uint64_t dv = py_dbg_u64(d, PY_DBG_VERSION);
 	if ((dv >> 16) != (version >> 16))
 		return -EINVAL; /* not the version the binary says: not trusted */
-	if (py_dbg_u64(d, PY_DBG13_FREE_THREADED))
+	if (py_dbg_u64(d, PY_DBG_FREE_THREADED))
 		return -ENOTSUP;
 	*L = (struct py_layout){
 		.hex_min = version & 0xffff0000u, .hex_max = version | 0xffffu,
@@ -274,18 +242,14 @@ static int py_layout_from_debug(uint32_t version, const uint8_t *d, size_t n, st
 		.code_firsttraceable = v14 ? 192 : 184,
 		.line = py_linetable_line_311,
 	};
-	size_t nfields = v14 ? sizeof(py_dbg14_fields) / sizeof(py_dbg14_fields[0])
-			     : sizeof(py_dbg13_fields) / sizeof(py_dbg13_fields[0]);
-	for (size_t i = 0; i < nfields; i++) {
-		uint16_t dbg = v14 ? py_dbg14_fields[i].dbg : py_dbg13_fields[i].dbg;
-		uint16_t field = v14 ? py_dbg14_fields[i].field : py_dbg13_fields[i].field;
-		uint64_t v = py_dbg_u64(d, dbg);
+	for (size_t i = 0; i < PY_DBG_NFIELDS; i++) {
+		uint64_t value = py_dbg_u64(d, py_dbg_fields[i].at[v]);
 		/* Field offsets within a structure (the interpreter state is some KiB): a value
 		 * past 1 MiB is not one. The objects read whole are bounded by py_layout_for. */
-		if (v > (1u << 20))
+		if (value > (1u << 20))
 			return -EINVAL;
-		uint32_t v32 = (uint32_t)v;
-		memcpy((uint8_t *)L + field, &v32, sizeof(v32));
+		uint32_t v32 = (uint32_t)value;
+		memcpy((uint8_t *)L + py_dbg_fields[i].field, &v32, sizeof(v32));
 	}
 	/* co_framesize follows co_firstlineno; PyCompactUnicodeObject is PyASCIIObject, then
 	 * utf8_length and utf8 */
@@ -297,15 +261,15 @@ static int py_layout_from_debug(uint32_t version, const uint8_t *d, size_t n, st
 size_t py_layout_debug_size(uint32_t version)
 {
 	/* 3.15 and later: only the header (cookie, version, free_threaded), to say why */
-	return (version >> 16) == 0x030d ? PY_DBG13_SIZE : (version >> 16) == 0x030e ? PY_DBG14_SIZE
-	       : version >= 0x030f0000 ? 24 : 0;
+	int v = py_dbg_version_of(version);
+	return v >= 0 ? py_dbg_size[v] : version >= 0x030f0000 ? 24 : 0;
 }
 
 bool py_is_free_threaded(uint32_t version, const uint8_t *debug, size_t ndebug, const char *path)
 {
 	/* _Py_DebugOffsets (3.13+) starts with the cookie, the version and free_threaded */
 	if (version >= 0x030d0000 && debug && ndebug >= 24 && !memcmp(debug, "xdebugpy", 8) &&
-	    py_dbg_u64(debug, PY_DBG13_FREE_THREADED))
+	    py_dbg_u64(debug, PY_DBG_FREE_THREADED))
 		return true;
 	/* python3.13t, libpython3.14t.so.1.0: the ABI flag "t" after the version */
 	const char *b = path ? strrchr(path, '/') : NULL, *v;
@@ -2246,6 +2210,22 @@ static int py_frame_holding(const struct unwind_loc *locs, int n, int from, uint
 	return -1;
 }
 
+/* Where this sample's frames come from: its copy (ptrace's stop, perf's reader) where it has
+ * them, else the process now; a sample read late trusts only code objects cached before it. */
+static void py_sample_source(struct py_state *st, struct py_proc *p, const struct py_stack *stack)
+{
+	py_frozen_use(st, p, stack);
+	p->late = stack && stack->age_ns > PY_CODE_MAX_AGE_NS;
+	if (p->late)
+		p->sample_ns = cs_monotonic_ns() - stack->age_ns;
+}
+
+/* How long after the sample its frames were taken: at the stop (0), by perf's reader, or now. */
+static uint64_t py_sample_taken_ns(const struct py_proc *p, const struct py_stack *stack)
+{
+	return !stack ? 0 : !p->frozen ? stack->age_ns : p->frozen->at_stop ? 0 : stack->mem_age_ns;
+}
+
 /* A 3.14 build whose _PyEval_EvalFrameDefault is a small wrapper around the interpreter loop,
  * which runs under a local symbol (Debian's 3.14.10, GCC 16 with LTO, stripped: the loop is an
  * LTO clone), so no native frame is an activation by its address. What still marks one is its
@@ -2271,18 +2251,13 @@ static int py_merge_by_shims(struct unwind_ctx *ctx, struct py_state *st, struct
 	st->nblocks = 0;
 	st->copy = stack;
 	*pp = p;
-	py_frozen_use(st, p, stack);
-	p->late = stack && stack->age_ns > PY_CODE_MAX_AGE_NS;
-	if (p->late)
-		p->sample_ns = cs_monotonic_ns() - stack->age_ns;
+	py_sample_source(st, p, stack);
 	const struct py_layout *L = p->layout;
 	uint64_t ts = py_thread_state(p, tid), frame;
-	if (!ts || !py_rd_ptr(p, ts + L->tstate_current_frame, &frame) || !frame) {
-			return n; /* no Python thread state, or no Python running in it */
-	}
+	if (!ts || !py_rd_ptr(p, ts + L->tstate_current_frame, &frame) || !frame)
+		return n; /* no Python thread state, or no Python running in it */
 	py_recipe_set(st, p, tid, ts);
-	uint64_t taken = !stack ? 0 : !p->frozen ? stack->age_ns
-				: p->frozen->at_stop ? 0 : stack->mem_age_ns;
+	uint64_t taken = py_sample_taken_ns(p, stack);
 	st->stats.samples++;
 	if (taken > PY_MAX_AGE_NS) {
 		*result = PY_MERGE_UNREADABLE;
@@ -2435,10 +2410,7 @@ static int py_merge_sample(struct unwind_ctx *ctx, struct py_proc **pp, uint32_t
 		return n;
 	}
 	*pp = p;
-	py_frozen_use(st, p, stack);
-	p->late = stack && stack->age_ns > PY_CODE_MAX_AGE_NS;
-	if (p->late)
-		p->sample_ns = cs_monotonic_ns() - stack->age_ns;
+	py_sample_source(st, p, stack);
 	uint64_t ts = py_thread_state(p, tid);
 	if (!ts) {
 		*result = PY_MERGE_UNREADABLE;
@@ -2446,9 +2418,7 @@ static int py_merge_sample(struct unwind_ctx *ctx, struct py_proc **pp, uint32_t
 		return n;
 	}
 	py_recipe_set(st, p, tid, ts);
-	/* the frames are as of when they were taken: at the stop, by perf's reader, or now */
-	uint64_t taken = !stack ? 0 : !p->frozen ? stack->age_ns
-				: p->frozen->at_stop ? 0 : stack->mem_age_ns;
+	uint64_t taken = py_sample_taken_ns(p, stack);
 	if (taken > PY_MAX_AGE_NS) {
 		*result = PY_MERGE_UNREADABLE;
 		st->stats.lost[PY_LOST_LATE] += (uint64_t)nacts;
@@ -2826,18 +2796,17 @@ int py_layouts_env(char *out, size_t len)
 	}
 	/* 3.13 and 3.14: where the process' own _Py_DebugOffsets hold each offset (@N); the
 	 * owner values and 3.14's tag, which they do not hold, as py_layout_from_debug has them */
-	w = snprintf(out + k, len - k,
-		     ";30d:@%u,0,@%u,@%u,@%u,0,@%u,1,3,@%u,@%u,0,1"
-		     ";30e:@%u,0,@%u,@%u,@%u,0,@%u,1,3,@%u,@%u,1,1",
-		     PY_DBG13_TSTATE_CURRENT_FRAME, PY_DBG13_FRAME_EXECUTABLE,
-		     PY_DBG13_FRAME_PREVIOUS, PY_DBG13_FRAME_INSTR, PY_DBG13_FRAME_OWNER,
-		     PY_DBG13_CODE_CODE, PY_DBG13_OB_TYPE,
-		     PY_DBG14_TSTATE_CURRENT_FRAME, PY_DBG14_FRAME_EXECUTABLE,
-		     PY_DBG14_FRAME_PREVIOUS, PY_DBG14_FRAME_INSTR, PY_DBG14_FRAME_OWNER,
-		     PY_DBG14_CODE_CODE, PY_DBG14_OB_TYPE);
-	if (w < 0 || (size_t)w >= len - k)
-		return -ENOSPC;
-	k += (size_t)w;
+	for (int v = 0; v < PY_DBG_VERSIONS; v++) {
+		w = snprintf(out + k, len - k, ";%x:@%u,0,@%u,@%u,@%u,0,@%u,1,3,@%u,@%u,%d,1",
+			     v == PY_DBG_314 ? 0x30e : 0x30d, py_dbg_at(v, PY_DBG_TSTATE_CURRENT_FRAME),
+			     py_dbg_at(v, PY_DBG_FRAME_EXECUTABLE), py_dbg_at(v, PY_DBG_FRAME_PREVIOUS),
+			     py_dbg_at(v, PY_DBG_FRAME_INSTR), py_dbg_at(v, PY_DBG_FRAME_OWNER),
+			     py_dbg_at(v, PY_DBG_CODE_CODE), py_dbg_at(v, PY_DBG_OB_TYPE),
+			     v == PY_DBG_314);
+		if (w < 0 || (size_t)w >= len - k)
+			return -ENOSPC;
+		k += (size_t)w;
+	}
 	return (int)k;
 }
 

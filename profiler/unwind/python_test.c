@@ -84,68 +84,59 @@ static void py_test_put(uint8_t *d, size_t off, uint64_t v)
 	memcpy(d + off, &v, 8);
 }
 
-/* A 3.13 _Py_DebugOffsets with the values 3.13.0 has (x86-64), at the offsets 3.13 lays them. */
-static size_t py_test_debug13(uint8_t *d)
+/* _Py_DebugOffsets as 3.13.0 (x86-64) and Debian's 3.14.10 (read from its _PyRuntime's initial
+ * value in the binary) have them: each field's offset in the version's layout and its value,
+ * written here from the headers, apart from python.c's table. */
+static const struct {
+	uint16_t at13, at14;
+	uint64_t v13, v14;
+} py_test_dbg[] = {
+	{ 40, 40, 632, 808 },     /* runtime_state.interpreters_head */
+	{ 64, 64, 7264, 7272 },   /* interpreter_state.next */
+	{ 72, 72, 7344, 7344 },   /* interpreter_state.threads_head */
+	{ 168, 192, 8, 8 },       /* thread_state.next */
+	{ 184, 208, 72, 72 },     /* thread_state.current_frame */
+	{ 200, 224, 160, 160 },   /* thread_state.native_thread_id */
+	{ 232, 256, 8, 8 },       /* interpreter_frame.previous */
+	{ 240, 264, 0, 0 },       /* interpreter_frame.executable */
+	{ 248, 272, 56, 56 },     /* interpreter_frame.instr_ptr */
+	{ 256, 280, 0, 80 },      /* interpreter_frame.localsplus (3.13: left 0) */
+	{ 264, 288, 70, 74 },     /* interpreter_frame.owner */
+	{ 280, 320, 112, 112 },   /* code_object.filename */
+	{ 296, 336, 136, 128 },   /* code_object.qualname */
+	{ 304, 344, 128, 136 },   /* code_object.linetable */
+	{ 312, 352, 68, 68 },     /* code_object.firstlineno */
+	{ 344, 384, 200, 208 },   /* code_object.co_code_adaptive */
+	{ 360, 408, 8, 8 },       /* pyobject.ob_type */
+	{ 520, 600, 16, 16 },     /* bytes_object.ob_size */
+	{ 528, 608, 32, 32 },     /* bytes_object.ob_sval */
+	{ 544, 624, 32, 32 },     /* unicode_object.state */
+	{ 552, 632, 16, 16 },     /* unicode_object.length */
+	{ 560, 640, 40, 40 },     /* unicode_object.asciiobject_size */
+};
+
+/* That blob of version 0x030d00f0 or 0x030e0af0 in d; returns its size. */
+static size_t py_test_debug(uint8_t *d, uint32_t version)
 {
-	size_t n = py_layout_debug_size(0x030d00f0);
+	bool v14 = (version >> 16) == 0x030e;
+	size_t n = py_layout_debug_size(version);
 	memset(d, 0, n);
 	memcpy(d, "xdebugpy", 8);
-	py_test_put(d, 8, 0x030d00f0);
-	py_test_put(d, 40, 632);   /* runtime_state.interpreters_head */
-	py_test_put(d, 64, 7264);  /* interpreter_state.next */
-	py_test_put(d, 72, 7344);  /* interpreter_state.threads_head */
-	py_test_put(d, 168, 8);    /* thread_state.next */
-	py_test_put(d, 184, 72);   /* thread_state.current_frame */
-	py_test_put(d, 200, 160);  /* thread_state.native_thread_id */
-	py_test_put(d, 232, 8);    /* interpreter_frame.previous */
-	py_test_put(d, 240, 0);    /* interpreter_frame.executable */
-	py_test_put(d, 248, 56);   /* interpreter_frame.instr_ptr */
-	py_test_put(d, 264, 70);   /* interpreter_frame.owner */
-	py_test_put(d, 280, 112);  /* code_object.filename */
-	py_test_put(d, 296, 136);  /* code_object.qualname */
-	py_test_put(d, 304, 128);  /* code_object.linetable */
-	py_test_put(d, 312, 68);   /* code_object.firstlineno */
-	py_test_put(d, 344, 200);  /* code_object.co_code_adaptive */
-	py_test_put(d, 360, 8);    /* pyobject.ob_type */
-	py_test_put(d, 520, 16);   /* bytes_object.ob_size */
-	py_test_put(d, 528, 32);   /* bytes_object.ob_sval */
-	py_test_put(d, 544, 32);   /* unicode_object.state */
-	py_test_put(d, 552, 16);   /* unicode_object.length */
-	py_test_put(d, 560, 40);   /* unicode_object.asciiobject_size */
+	py_test_put(d, 8, version);
+	for (size_t i = 0; i < sizeof(py_test_dbg) / sizeof(py_test_dbg[0]); i++)
+		py_test_put(d, v14 ? py_test_dbg[i].at14 : py_test_dbg[i].at13,
+			    v14 ? py_test_dbg[i].v14 : py_test_dbg[i].v13);
 	return n;
 }
 
-/* A 3.14 _Py_DebugOffsets with the values Debian's 3.14.10 has (x86-64, read from its
- * _PyRuntime's initial value in the binary), at the offsets 3.14 lays them. */
+static size_t py_test_debug13(uint8_t *d)
+{
+	return py_test_debug(d, 0x030d00f0);
+}
+
 static size_t py_test_debug14(uint8_t *d)
 {
-	size_t n = py_layout_debug_size(0x030e0af0);
-	memset(d, 0, n);
-	memcpy(d, "xdebugpy", 8);
-	py_test_put(d, 8, 0x030e0af0);
-	py_test_put(d, 40, 808);   /* runtime_state.interpreters_head */
-	py_test_put(d, 64, 7272);  /* interpreter_state.next */
-	py_test_put(d, 72, 7344);  /* interpreter_state.threads_head */
-	py_test_put(d, 192, 8);    /* thread_state.next */
-	py_test_put(d, 208, 72);   /* thread_state.current_frame */
-	py_test_put(d, 224, 160);  /* thread_state.native_thread_id */
-	py_test_put(d, 256, 8);    /* interpreter_frame.previous */
-	py_test_put(d, 264, 0);    /* interpreter_frame.executable */
-	py_test_put(d, 272, 56);   /* interpreter_frame.instr_ptr */
-	py_test_put(d, 280, 80);   /* interpreter_frame.localsplus */
-	py_test_put(d, 288, 74);   /* interpreter_frame.owner */
-	py_test_put(d, 320, 112);  /* code_object.filename */
-	py_test_put(d, 336, 128);  /* code_object.qualname */
-	py_test_put(d, 344, 136);  /* code_object.linetable */
-	py_test_put(d, 352, 68);   /* code_object.firstlineno */
-	py_test_put(d, 384, 208);  /* code_object.co_code_adaptive */
-	py_test_put(d, 408, 8);    /* pyobject.ob_type */
-	py_test_put(d, 600, 16);   /* bytes_object.ob_size */
-	py_test_put(d, 608, 32);   /* bytes_object.ob_sval */
-	py_test_put(d, 624, 32);   /* unicode_object.state */
-	py_test_put(d, 632, 16);   /* unicode_object.length */
-	py_test_put(d, 640, 40);   /* unicode_object.asciiobject_size */
-	return n;
+	return py_test_debug(d, 0x030e0af0);
 }
 
 /* 3.14: its own _Py_DebugOffsets layout, the tag bit of f_executable, the interpreter-owned
