@@ -107,7 +107,7 @@ p_complete() {
 # BPF program's run time in bpf mode), perf's GNU time line
 c_cpu_us() { # NAME SAMPLES_PER_RUN
 	awk -v n="$2" -v r="$ROUNDS" '
-		/^csampler: own CPU/ { cpu += $4 }
+		/^csampler: own CPU [0-9]/ { cpu += $4 }
 		/program run time/ { for (i = 1; i <= NF; i++) if ($i == "time") { us = $(i + 1); runs = $(i + 6) } bpf += us * runs / 1e6 }
 		END { printf "%.1f", n ? (cpu + bpf) * 1e6 / (n * r) : 0 }' "$W/$1.errs"
 }
@@ -134,7 +134,7 @@ if [ "$BPF" = 1 ]; then
 	cb_lost=$(info_field "$W/cb.data" lost)
 	row "csampler --mode bpf" csamplerbpf "$cb_samples" "$cb_lost" "$W/cb.data" "$(c_complete "$W/cb.data")" "$(c_cpu_us csamplerbpf "$cb_samples")"
 	awk -v n="$cb_samples" -v r="$ROUNDS" '
-		/^csampler: own CPU/ { cpu += $4 }
+		/^csampler: own CPU [0-9]/ { cpu += $4 }
 		/program run time/ { for (i = 1; i <= NF; i++) if ($i == "time") { us = $(i + 1); runs = $(i + 6) } bpf += us * runs / 1e6 }
 		/completed from a stack slice/ { for (i = 1; i <= NF; i++) if ($i == "completed") sl += $(i - 3) }
 		END { printf "  (bpf: user space %.1f us, BPF program %.1f us per sample; %.1f%% of samples sent a stack slice)\n",
@@ -149,10 +149,16 @@ if [ -n "${BASE:-}" ]; then
 	fi
 fi
 # csampler's own CPU while the workload ran (its summary's line; versions before it print none)
-c_during() { [ -f "$W/$1.errs" ] || { printf -; return; }; awk '/^csampler: own CPU while the command ran:/ { s += $8; n++ } END { if (n) printf "%.0f ms", 1000 * s / n; else printf "-" }' "$W/$1.errs"; }
+c_during() {
+	[ -f "$W/$1.errs" ] || { printf -; return; }
+	awk '/^csampler: own CPU while the command ran:/ { v[++n] = $8 }
+		END { if (!n) { printf "-"; exit }
+			for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+			printf "%.0f ms (%.0f-%.0f)", 1000 * ((n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2), 1000 * v[1], 1000 * v[n] }' "$W/$1.errs"
+}
 during="perf mode $(c_during csampler), bpf $(c_during csamplerbpf)"
 [ -n "${BASE:-}" ] && during="$during; previous: perf mode $(c_during basecs), bpf $(c_during basebpf)"
-printf '  (csampler'"'"'s own CPU while the workload ran, mean of a run: %s)\n' "$during"
+printf '  (csampler'"'"'s own CPU while the workload ran, median (min-max) of the runs: %s)\n' "$during"
 row "perf dwarf (8 KiB)" perf8k "$p8_samples" "$p8_lost" "$W/p8.data" "$(p_complete "$W/p8.data")" "$(p_cpu_us perf8k "$p8_samples")"
 row "perf dwarf,32768" perf32k "$p32_samples" "$p32_lost" "$W/p32.data" "$(p_complete "$W/p32.data")" "$(p_cpu_us perf32k "$p32_samples")"
 fi
@@ -169,13 +175,13 @@ steady() { # NAME BINARY: appends "kind samples cpu_s" lines to $W/steady-NAME
 	for u in "${SHORT_UNITS:-300}" "${LONG_UNITS:-3000}"; do
 		"$2" record --mode bpf -F "$RATE" -o "$W/s.data" -- build/bench/deepwork "$u" 2 2>&1 >/dev/null | awk -v k="$u" '
 			/ samples, / { s = $2 }
-			/^csampler: own CPU/ { cpu = $4 }
+			/^csampler: own CPU [0-9]/ { cpu = $4 }
 			/program run time/ { for (i = 1; i <= NF; i++) if ($i == "time") { us = $(i + 1); runs = $(i + 6) } bpf = us * runs / 1e6 }
 			END { print k, s, cpu, bpf }' >>"$W/steady-$1"
 	done
 	for u in 0 "${IDLE_SECONDS:-10}"; do
 		"$2" record --mode bpf -o "$W/s.data" -- sleep "$u" 2>&1 >/dev/null |
-			awk -v u="$u" '/^csampler: own CPU/ { print "sleep" u, 0, $4, 0 }' >>"$W/steady-$1"
+			awk -v u="$u" '/^csampler: own CPU [0-9]/ { print "sleep" u, 0, $4, 0 }' >>"$W/steady-$1"
 	done
 }
 if [ "$BPF" = 1 ] && [ "${STEADY_ROUNDS:-2}" -gt 0 ]; then
@@ -239,7 +245,7 @@ if [ "$BPF" = 1 ] && [ "${ALL_ROUNDS:-2}" -gt 0 ]; then
 		${BASE:+base:"previous version: bpf -a, cache filled"}; do
 		awk -v cpus="$(nproc)" -v name="${k#*:}" '
 			/ samples, / { for (i = 1; i <= NF; i++) { if ($i == "samples,") s += $(i - 1); if ($i == "lost,") l += $(i - 1); if ($i == "s," && $(i + 2) ~ /KB|MB/) d += $(i - 1) } }
-			/^csampler: own CPU/ { cpu += $4 }
+			/^csampler: own CPU [0-9]/ { cpu += $4 }
 			/program run time/ { for (i = 1; i <= NF; i++) if ($i == "time") { us = $(i + 1); runs = $(i + 6) } bpf += us * runs / 1e6 }
 			END { printf "%-34s %8d %6d %11.3f s %11.3f s %8.1f us %8.2f%%\n", name, s, l, cpu, bpf,
 				s ? (cpu + bpf) * 1e6 / s : 0, d ? 100 * (cpu + bpf) / (d * cpus) : 0 }' "$W/all-${k%%:*}.err"

@@ -496,6 +496,14 @@ void bpf_tables_preload(struct bpf_tables *t, bool now)
  * they are the main thread's), and load what it finished. */
 void bpf_tables_work(struct bpf_tables *t)
 {
+	/* The builder's wake-up, read first and always: a job it finished after the last read
+	 * can be taken below with nothing left wanted, and an eventfd left readable would make the
+	 * reader's poll return at once, again and again (a reader thread spinning for the whole
+	 * recording, seen in 4 of 20 launches once it polled every 5 ms at the start) */
+	uint64_t wakeups;
+	if (t->done_fd >= 0 && read(t->done_fd, &wakeups, 8) < 0) {
+		/* nothing finished since the last read */
+	}
 	size_t nlate = t->nlate;
 	t->nlate = 0; /* those of processes still unknown are dropped: their samples come again */
 	for (size_t i = 0; i < nlate; i++)
@@ -537,10 +545,6 @@ void bpf_tables_work(struct bpf_tables *t)
 		t->todo[t->ntodo++] = job;
 		pthread_cond_signal(&t->cv);
 		pthread_mutex_unlock(&t->mu);
-	}
-	uint64_t wakeups;
-	if (t->done_fd >= 0 && read(t->done_fd, &wakeups, 8) < 0) {
-		/* nothing finished since the last read */
 	}
 	pthread_mutex_lock(&t->mu);
 	struct bpf_build_job *done = t->done;
