@@ -3,8 +3,8 @@
  * and, for Debian's libc, 0.1 s of CPU decompressing DWARF sections; the first kernel frame
  * costs reading /proc/kallsyms (0.05-0.1 s). Done while the command runs, as before, that CPU was
  * taken from it: on a machine whose CPUs the command keeps busy, its run was that much slower.
- * Here a thread does it while the sampler opens (the BPF verifier, perf events), and the
- * command is let go once both are done.
+ * Here two threads do it while the sampler opens (the BPF verifier, perf events), one the
+ * kernel's symbols and one the files, and the command is let go once all three are done.
  *
  * The files: the command's executable (found on PATH as execvp finds it; a script's
  * interpreter, through `#!/usr/bin/env NAME` too), its dynamic loader (PT_INTERP), and each
@@ -30,9 +30,8 @@
 
 struct prewarm {
 	struct unwind_ctx *ctx;
-	pthread_t thread;
-	bool running;
-	bool kernel;
+	pthread_t files_thread, kernel_thread;
+	bool files_running, kernel_running;
 	struct prewarm_files files;
 };
 
@@ -168,10 +167,17 @@ bool prewarm_kernel_wanted(void)
 	return geteuid() == 0 && level < '2';
 }
 
-static void *prewarm_main(void *arg)
+static void *prewarm_files_main(void *arg)
 {
 	struct prewarm *p = arg;
-	sym_prepare(p->ctx, (const char *const *)p->files.paths, p->files.n, p->kernel);
+	sym_prepare_files(p->ctx, (const char *const *)p->files.paths, p->files.n);
+	return NULL;
+}
+
+static void *prewarm_kernel_main(void *arg)
+{
+	struct prewarm *p = arg;
+	sym_prepare_kernel(p->ctx);
 	return NULL;
 }
 
@@ -203,30 +209,31 @@ int prewarm_start(struct prewarm **out, struct unwind_ctx *ctx, const char *comm
 {
 	struct prewarm *p = cs_calloc(1, sizeof(*p));
 	p->ctx = ctx;
-	p->kernel = kernel;
 	prewarm_files(command, &p->files);
-	/* every signal blocked: the recorder's handlers are for its main thread */
+	/* two threads (the kernel's symbols and the files touch apart parts of ctx), every signal
+	 * blocked: the recorder's handlers are for its main thread */
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int err = pthread_create(&p->thread, NULL, prewarm_main, p);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (err) {
-		prewarm_finish(p);
-		*out = NULL;
-		return -err;
+	int err = pthread_create(&p->files_thread, NULL, prewarm_files_main, p);
+	p->files_running = !err;
+	if (!err && kernel) {
+		err = pthread_create(&p->kernel_thread, NULL, prewarm_kernel_main, p);
+		p->kernel_running = !err;
 	}
-	p->running = true;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	*out = p;
-	return 0;
+	return -err;
 }
 
 void prewarm_finish(struct prewarm *p)
 {
 	if (!p)
 		return;
-	if (p->running)
-		pthread_join(p->thread, NULL);
+	if (p->files_running)
+		pthread_join(p->files_thread, NULL);
+	if (p->kernel_running)
+		pthread_join(p->kernel_thread, NULL);
 	prewarm_files_free(&p->files);
 	free(p);
 }

@@ -693,16 +693,21 @@ int sym_resolve(struct unwind_ctx *ctx, struct unwind_loc loc, bool is_caller,
 	return n;
 }
 
-void sym_prepare(struct unwind_ctx *ctx, const char *const *paths, size_t npaths, bool kernel)
+void sym_prepare_files(struct unwind_ctx *ctx, const char *const *paths, size_t npaths)
 {
-	ctx->release_symbols = sym_release;
-	if (kernel && !ctx->kallsyms_loaded)
-		sym_load_kallsyms(ctx);
+	__atomic_store_n(&ctx->release_symbols, sym_release, __ATOMIC_RELAXED); /* (both) */
 	for (size_t i = 0; i < npaths; i++) {
 		struct elf_file *f = elfcache_file_open(ctx, 0, 0, 0, paths[i]);
 		if (f && !f->sym_tried)
 			sym_file_setup(ctx, f, paths[i]);
 	}
+}
+
+void sym_prepare_kernel(struct unwind_ctx *ctx)
+{
+	__atomic_store_n(&ctx->release_symbols, sym_release, __ATOMIC_RELAXED);
+	if (!ctx->kallsyms_loaded)
+		sym_load_kallsyms(ctx);
 }
 
 /* Installed as ctx->release_symbols: unwind_free calls it. */

@@ -27,11 +27,13 @@ int sym_resolve(struct unwind_ctx *ctx, struct unwind_loc loc, bool is_caller,
 		struct sym_frame *frames, int max);
 
 /* Do now the one-time work of naming locations in the files at paths (their symbol tables, their
- * debug files found, the DWARF sections decompressed: 0.1 s of CPU for Debian's libc) and,
- * with kernel, read /proc/kallsyms: what sym_resolve would otherwise do at the first location
- * in each, while the target runs. For the files a command about to be launched will map (files
- * are cached by inode and build id, so its mappings find the work done). A file that cannot be
- * opened is passed over: it will be named as usual, or not at all. */
-void sym_prepare(struct unwind_ctx *ctx, const char *const *paths, size_t npaths, bool kernel);
+ * debug files found, the DWARF sections decompressed: 0.1 s of CPU for Debian's libc), or of
+ * naming kernel addresses (reading /proc/kallsyms): what sym_resolve would otherwise do at the
+ * first location in each, while the target runs. For the files a command about to be launched
+ * will map (files are cached by inode and build id, so its mappings find the work done). A file
+ * that cannot be opened is passed over: it will be named as usual, or not at all. The two touch
+ * apart parts of ctx: they may run at once in two threads, while nothing else uses ctx. */
+void sym_prepare_files(struct unwind_ctx *ctx, const char *const *paths, size_t npaths);
+void sym_prepare_kernel(struct unwind_ctx *ctx);
 
 #endif

@@ -198,7 +198,7 @@ static uint32_t unwind_module_id(struct unwind_ctx *ctx, enum unwind_module_kind
 		[UNWIND_MOD_OFFCPU] = PROFILE_MODULE_OFFCPU,
 	};
 	m->pub.flags = kind != UNWIND_MOD_ELF ? kind_flags[kind] :
-		       file->sym_tried ? file->sym_flags : file->section_flags;  /* sym_prepare ran */
+		       file->sym_tried ? file->sym_flags : file->section_flags;  /* sym_prepare_files ran */
 	*CS_PUSH(ctx->modules, ctx->nmodules, ctx->cap_modules) = m;
 	cs_hash_insert(&ctx->modules_by_key, hash, m);
 	return m->id;
