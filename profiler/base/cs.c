@@ -180,6 +180,16 @@ uint64_t cs_realtime_ns(void)
 	return cs_clock_ns(CLOCK_REALTIME);
 }
 
+uint64_t cs_process_cpu_ns(void)
+{
+	return cs_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+}
+
+uint64_t cs_thread_cpu_ns(void)
+{
+	return cs_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
 int cs_parse_u64(const char *s, uint64_t *out)
 {
 	char *end;

@@ -104,6 +104,10 @@ void cs_buf_xml_escape(struct cs_buf *b, const char *s);
 /* Time on CLOCK_MONOTONIC and CLOCK_REALTIME in nanoseconds. */
 uint64_t cs_monotonic_ns(void);
 uint64_t cs_realtime_ns(void);
+/* CPU time in nanoseconds: the whole process' (every thread, those ended too), or the calling
+ * thread's. */
+uint64_t cs_process_cpu_ns(void);
+uint64_t cs_thread_cpu_ns(void);
 
 /* Parse helpers: return 0 or -EINVAL / -ERANGE. */
 int cs_parse_u64(const char *s, uint64_t *out);

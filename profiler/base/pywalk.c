@@ -2,6 +2,7 @@
  * library alike: every read goes through the caller's read function, every step is bounded. */
 #include "base/pywalk.h"
 
+#include <errno.h>
 #include <string.h>
 
 static uint32_t pywalk_max(uint32_t a, uint32_t b)
@@ -20,6 +21,15 @@ uint32_t pywalk_frame_read(const struct pywalk_layout *L)
 {
 	uint32_t n = pywalk_max(pywalk_max(L->frame_code, L->frame_previous), L->frame_instr) + 8;
 	return pywalk_max(n, pywalk_max(L->frame_owner, L->frame_is_entry) + 1);
+}
+
+int pywalk_debug_header(const uint8_t *d, size_t n, uint32_t version)
+{
+	if (!d || n < PYWALK_DEBUG_HEADER || memcmp(d, "xdebugpy", 8))
+		return -EINVAL;
+	if (pywalk_u64(d, 16))
+		return -ENOTSUP;
+	return (pywalk_u64(d, 8) >> 16) == (version >> 16) ? 0 : -EINVAL;
 }
 
 /* 3.12+: the shim under a run's first frame, previous prev, at addr: it ends the run. Returns

@@ -36,6 +36,15 @@ struct pywalk_layout {
 /* The bytes of a frame that hold every field of L (what frame_read should be). */
 uint32_t pywalk_frame_read(const struct pywalk_layout *L);
 
+/* _Py_DebugOffsets (3.13+, at the start of _PyRuntime) begins with a header of the same layout
+ * in every version: the cookie "xdebugpy", the version (PY_VERSION_HEX) and free_threaded. */
+#define PYWALK_DEBUG_HEADER 24
+/* Whether the n bytes at d begin debug offsets the recorder and the library may read for an
+ * interpreter of this version: 0; -EINVAL with no cookie (or under PYWALK_DEBUG_HEADER bytes)
+ * or another minor version than the binary's (not trusted); -ENOTSUP for a free-threaded build
+ * (said first: whatever its version, its layout is not one csampler reads). */
+int pywalk_debug_header(const uint8_t *d, size_t n, uint32_t version);
+
 enum pywalk_frame_flags {
 	PYWALK_ENTRY = 1 << 0,          /* the outermost frame of one native activation */
 	PYWALK_GENERATOR = 1 << 1,      /* owned by a generator */

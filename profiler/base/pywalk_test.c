@@ -4,6 +4,7 @@
 #include "base/pywalk.h"
 #include "base/unit.h"
 
+#include <errno.h>
 #include <string.h>
 
 /* A frame of the tests' own layout: code at 0, previous at 8, instr at 16, owner at 24, is_entry
@@ -171,4 +172,24 @@ UNIT_TEST(pywalk_bounds_failures_and_check)
 	f[1].code = 0x4166;
 	w.n = 0;
 	UNIT_ASSERT_EQ_INT(pywalk_walk(&w, pywalk_test_addr(&f[0])), PYWALK_BROKEN);
+}
+
+/* _Py_DebugOffsets' header, as the recorder and the library check it: the cookie, the binary's
+ * minor version, free-threaded builds refused whatever their version. */
+UNIT_TEST(pywalk_debug_header_checks)
+{
+	uint8_t d[PYWALK_DEBUG_HEADER] = { 0 };
+	uint64_t v = 0x030e0af0, ft = 0;
+	memcpy(d, "xdebugpy", 8);
+	memcpy(d + 8, &v, 8);
+	UNIT_ASSERT_EQ_INT(pywalk_debug_header(d, sizeof(d), 0x030e00f0), 0);
+	UNIT_ASSERT_EQ_INT(pywalk_debug_header(d, sizeof(d) - 1, 0x030e00f0), -EINVAL);
+	UNIT_ASSERT_EQ_INT(pywalk_debug_header(NULL, sizeof(d), 0x030e00f0), -EINVAL);
+	UNIT_ASSERT_EQ_INT(pywalk_debug_header(d, sizeof(d), 0x030d00f0), -EINVAL);
+	ft = 1;
+	memcpy(d + 16, &ft, 8);
+	UNIT_ASSERT_EQ_INT(pywalk_debug_header(d, sizeof(d), 0x030e00f0), -ENOTSUP);
+	UNIT_ASSERT_EQ_INT(pywalk_debug_header(d, sizeof(d), 0x030d00f0), -ENOTSUP);
+	d[0] = 'y';
+	UNIT_ASSERT_EQ_INT(pywalk_debug_header(d, sizeof(d), 0x030e00f0), -EINVAL);
 }

@@ -554,14 +554,6 @@ static enum pywalk_check inj_py_check(void *arg, uint64_t addr, uint8_t *fb, boo
 		       ? PYWALK_TAKE : PYWALK_FAIL;
 }
 
-/* The calling thread's Python frames into t->py, innermost first (protocol.h). The thread's
- * own chain, read in place while the thread is inside this call: nothing else changes it.
- * Only pointers are read (no Python API but PyGILState_GetThisThreadState, which reads a
- * thread-specific key and needs no GIL); the walk (base/pywalk.c, the recorder's too) is
- * bounded, every code object is checked against PyCode_Type before its frame's previous is
- * followed, and the layout is the one of the running version (inj_py_init). CPython has no
- * API to read its frames without the GIL, and the launching thread need not hold it (ctypes,
- * PyTorch's GIL-free paths). */
 /* 3.14 (whose interpreter loop may have no symbol): the native frame of pcs[0, n) that holds
  * each entry frame (shim), found without the frames' stack pointers: scanning up the stack from
  * the shim, the first return address met is the one the frame holding it pushed when it called
@@ -571,11 +563,21 @@ static enum pywalk_check inj_py_check(void *arg, uint64_t addr, uint8_t *fb, boo
 static uint16_t inj_py_act_of(uintptr_t shim, const uint64_t *pcs, int n, int *from,
 			      uintptr_t stack_hi)
 {
-	enum { WINDOW = 4096 };   /* the interpreter loop's frame is under 1 KiB */
+	enum { WINDOW = 4096, CANDIDATES = 64 };   /* the interpreter loop's frame is under 1 KiB */
 	uintptr_t end = shim + WINDOW < stack_hi ? shim + WINDOW : stack_hi;
+	/* the candidates' range first: most words of the window are no return address, and are
+	 * passed with two compares instead of up to 64 (a launch's hot path) */
+	int last = n < *from + CANDIDATES ? n : *from + CANDIDATES;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (int j = *from; j < last; j++) {
+		lo = pcs[j] < lo ? pcs[j] : lo;
+		hi = pcs[j] > hi ? pcs[j] : hi;
+	}
 	for (uintptr_t a = (shim + 7) & ~(uintptr_t)7; a + 8 <= end; a += 8) {
 		uintptr_t v = inj_py_ptr(a);
-		for (int j = *from; j < n && j < *from + 64; j++)
+		if (v < lo || v > hi)
+			continue;
+		for (int j = *from; j < last; j++)
 			if (v == pcs[j]) {
 				*from = j + 1;
 				return j >= 1 && j <= UINT16_MAX ? (uint16_t)j : 0;
@@ -584,6 +586,14 @@ static uint16_t inj_py_act_of(uintptr_t shim, const uint64_t *pcs, int n, int *f
 	return 0;
 }
 
+/* The calling thread's Python frames into t->py, innermost first (protocol.h). The thread's
+ * own chain, read in place while the thread is inside this call: nothing else changes it.
+ * Only pointers are read (no Python API but PyGILState_GetThisThreadState, which reads a
+ * thread-specific key and needs no GIL); the walk (base/pywalk.c, the recorder's too) is
+ * bounded, every code object is checked against PyCode_Type before its frame's previous is
+ * followed, and the layout is the one of the running version (inj_py_init). CPython has no
+ * API to read its frames without the GIL, and the launching thread need not hold it (ctypes,
+ * PyTorch's GIL-free paths). */
 static void inj_py_walk(struct inj_thread *t, int npcs)
 {
 	const uint32_t *o = inj.py.off;
@@ -1766,13 +1776,7 @@ static void inj_py_init(void)
 		return;
 	uint32_t version;
 	memcpy(&version, ver, sizeof(version));   /* PY_VERSION_HEX, little-endian */
-	uint64_t dbg_version = 0, dbg_free_threaded = 1;
-	bool dbg_ok = runtime && !memcmp(runtime, "xdebugpy", 8);
-	if (dbg_ok) {
-		memcpy(&dbg_version, runtime + 8, 8);
-		memcpy(&dbg_free_threaded, runtime + 16, 8);
-		dbg_ok = (dbg_version >> 16) == (version >> 16) && !dbg_free_threaded;
-	}
+	bool dbg_ok = pywalk_debug_header(runtime, PYWALK_DEBUG_HEADER, version) == 0;
 	while (*s) {
 		char *end;
 		unsigned long v = strtoul(s, &end, 16);

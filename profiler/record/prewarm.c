@@ -10,7 +10,8 @@
  * interpreter, through `#!/usr/bin/env NAME` too), its dynamic loader (PT_INTERP), and each
  * library it needs (DT_NEEDED) that the recorder itself has loaded under the same name: the
  * usual libc, libm, libz. A guess about a library only costs the time before the launch:
- * samples are named by the files they were taken in, whatever was prepared. */
+ * samples are named by the files they were taken in, whatever was prepared. The PATH search
+ * is written by hand: libc has no call that says which file execvp would run. */
 #include "record/prewarm.h"
 
 #include "base/cs.h"

@@ -875,19 +875,10 @@ static int pidfd_open_compat(pid_t pid)
 	return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
-static uint64_t record_self_cpu_ns(void)
-{
-	struct rusage ru;
-	if (getrusage(RUSAGE_SELF, &ru) < 0)
-		return 0;
-	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ull +
-	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
-}
-
 static void record_child_done(struct record *r, int st)
 {
 	r->child_exited = true;
-	r->cpu_at_exit_ns = record_self_cpu_ns();
+	r->cpu_at_exit_ns = cs_process_cpu_ns();
 	r->child_signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
 	r->child_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
@@ -1563,7 +1554,7 @@ static int record_go(struct record *r, int *go_fd, int err_fd, int *status)
 	int e = 0;
 	ssize_t got;
 
-	r->cpu_at_go_ns = record_self_cpu_ns();
+	r->cpu_at_go_ns = cs_process_cpu_ns();
 	if (write(*go_fd, "g", 1) != 1) {
 		cs_error(errno, "cannot start the command: %s", strerror(errno));
 		return -1;

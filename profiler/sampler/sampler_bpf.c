@@ -79,14 +79,6 @@ struct bpf_sampler {
  * slices before any rows were loaded. */
 #define BPF_TABLES_EVERY_NS 2000000ull
 
-static uint64_t bpf_self_cpu_ns(void)
-{
-	struct rusage ru;
-	if (getrusage(RUSAGE_THREAD, &ru))
-		return 0;
-	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ull +
-	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
-}
 
 static void bpf_close(struct sampler *base);
 
@@ -280,7 +272,7 @@ static int bpf_open(struct sampler **out, const struct sampler_opts *opts, pid_t
 	if (!bpf_permitted(why, sizeof(why)))
 		return -EPERM;
 	struct bpf_sampler *s = cs_calloc(1, sizeof(*s));
-	s->open_cpu_ns = bpf_self_cpu_ns();
+	s->open_cpu_ns = cs_thread_cpu_ns();
 	s->base.ops = &sampler_bpf_ops;
 	s->base.opts = *opts;
 	s->debug = getenv("CSAMPLER_BPF_DEBUG") != NULL;
@@ -347,7 +339,7 @@ static int bpf_open(struct sampler **out, const struct sampler_opts *opts, pid_t
 	}
 	if ((ret = bpf_open_events(s)))
 		goto fail;
-	s->open_cpu_ns = bpf_self_cpu_ns() - s->open_cpu_ns;
+	s->open_cpu_ns = cs_thread_cpu_ns() - s->open_cpu_ns;
 	*out = &s->base;
 	return 0;
 fail:

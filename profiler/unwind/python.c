@@ -129,12 +129,11 @@ static const struct py_layout py_layouts[] = {
 };
 
 /* _Py_DebugOffsets: its header (cookie "xdebugpy", version, free_threaded) is the same in 3.13
- * and 3.14; the rest is read where each version lays it: 3.13's Include/internal/pycore_runtime.h,
+ * and 3.14 (checked by base/pywalk.c's pywalk_debug_header, as the GPU library checks it); the rest is read where each version lays it: 3.13's Include/internal/pycore_runtime.h,
  * and 3.14's Include/internal/pycore_debug_offsets.h (read from Debian's libpython3.14-dev
  * 3.14.10 with offsetof), whose sections grew fields (the interpreter's GIL and code
  * generation, the thread's datastack chunk, the frame's stackpointer and tlbc index, the code
  * object's co_tlbc), so that every offset past the header moved. */
-enum { PY_DBG_COOKIE = 0, PY_DBG_VERSION = 8, PY_DBG_FREE_THREADED = 16 };
 enum py_dbg_version { PY_DBG_313, PY_DBG_314, PY_DBG_VERSIONS };
 static const uint16_t py_dbg_size[PY_DBG_VERSIONS] = { 584, 760 };
 
@@ -225,13 +224,11 @@ static int py_layout_from_debug(uint32_t version, const uint8_t *d, size_t n, st
 {
 	int v = py_dbg_version_of(version);
 	bool v14 = v == PY_DBG_314;
-	if (v < 0 || !d || n < py_dbg_size[v] || memcmp(d + PY_DBG_COOKIE, "xdebugpy", 8))
+	if (v < 0 || !d || n < py_dbg_size[v])
 		return -EINVAL;
-	uint64_t dv = py_dbg_u64(d, PY_DBG_VERSION);
-	if ((dv >> 16) != (version >> 16))
-		return -EINVAL; /* not the version the binary says: not trusted */
-	if (py_dbg_u64(d, PY_DBG_FREE_THREADED))
-		return -ENOTSUP;
+	int err = pywalk_debug_header(d, n, version);
+	if (err)
+		return err;
 	*L = (struct py_layout){
 		.hex_min = version & 0xffff0000u, .hex_max = version | 0xffffu,
 		.name = v14 ? "3.14" : "3.13",
@@ -262,14 +259,13 @@ size_t py_layout_debug_size(uint32_t version)
 {
 	/* 3.15 and later: only the header (cookie, version, free_threaded), to say why */
 	int v = py_dbg_version_of(version);
-	return v >= 0 ? py_dbg_size[v] : version >= 0x030f0000 ? 24 : 0;
+	return v >= 0 ? py_dbg_size[v] : version >= 0x030f0000 ? PYWALK_DEBUG_HEADER : 0;
 }
 
 bool py_is_free_threaded(uint32_t version, const uint8_t *debug, size_t ndebug, const char *path)
 {
 	/* _Py_DebugOffsets (3.13+) starts with the cookie, the version and free_threaded */
-	if (version >= 0x030d0000 && debug && ndebug >= 24 && !memcmp(debug, "xdebugpy", 8) &&
-	    py_dbg_u64(debug, PY_DBG_FREE_THREADED))
+	if (version >= 0x030d0000 && pywalk_debug_header(debug, ndebug, version) == -ENOTSUP)
 		return true;
 	/* python3.13t, libpython3.14t.so.1.0: the ABI flag "t" after the version */
 	const char *b = path ? strrchr(path, '/') : NULL, *v;
