@@ -2,6 +2,7 @@
 #include "base/cs.h"
 #include "base/unit.h"
 
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,4 +35,20 @@ UNIT_TEST(cs_demangle_names)
 	UNIT_ASSERT(!cs_demangle("main"));          /* not mangled */
 	UNIT_ASSERT(!cs_demangle("_Zbogus@@"));     /* does not demangle */
 	UNIT_ASSERT(!cs_demangle(""));
+}
+
+UNIT_TEST(cs_heap_prepare_keeps_big_blocks_in_the_heap)
+{
+	/* glibc maps a block of 8 MiB of its own and unmaps it at its free by default; prepared,
+	 * it comes from the heap, and the heap keeps it after the free */
+	struct mallinfo2 before = mallinfo2();
+	cs_heap_prepare(4u << 20);
+	struct mallinfo2 prepared = mallinfo2();
+	UNIT_ASSERT(prepared.arena >= before.arena + (4u << 20));
+	char *block = malloc(8u << 20);
+	UNIT_ASSERT(block != NULL);
+	memset(block, 1, 8u << 20);
+	UNIT_ASSERT(mallinfo2().hblkhd == prepared.hblkhd);
+	free(block);
+	UNIT_ASSERT(mallinfo2().arena >= prepared.arena);
 }

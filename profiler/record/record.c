@@ -40,6 +40,7 @@
  * kernel counts what no longer fits in the rings as lost samples (reported, never silent). */
 #define RECORD_QUEUE_MAX_BYTES (1ull << 30)
 #define RECORD_START_NS 250000000ull /* the reader's start-up: collects every 5 ms (record_reader) */
+#define RECORD_HEAP_PREFAULT (24u << 20) /* cs_heap_prepare: what a start-up allocates and frees */
 
 /* Batches of records from the reader thread to the main thread (FIFO). */
 struct record_queued_batch {
@@ -1488,6 +1489,7 @@ static int record_start_launch(struct record *r, bool open_late, int *go_fd, int
 
 	if (record_fork(r, go_fd, err_fd))
 		return -1;
+	cs_heap_prepare(RECORD_HEAP_PREFAULT); /* after the fork: the child does not copy it */
 	/* The symbolizer's one-time work for the command's files, while the sampler opens: not
 	 * taken from the command's CPU once it runs (prewarm.c). */
 	struct prewarm *warm = NULL;
@@ -1698,6 +1700,8 @@ int record_run(const struct record_opts *o, char **written)
 	bool open_late = o->argv && record_output_needs_pid(o->output);
 	if (record_prepare(&r, open_late))
 		goto out;
+	if (!o->argv)
+		cs_heap_prepare(RECORD_HEAP_PREFAULT);
 	if (o->argv ? record_start_launch(&r, open_late, &go_fd, &err_fd)
 		    : record_start_attach(&r))
 		goto out;

@@ -31,6 +31,7 @@ const volatile __u32 slice_bytes = 8192; /* stack sent where the walk failed wit
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* preallocated, 65536 entries took 15 ms to create */
 	__uint(max_entries, 65536);
 	__type(key, __u32);             /* tgid */
 	__type(value, __u8);
