@@ -202,7 +202,7 @@ uint64_t cs_thread_cpu_ns(void)
  * about 0.7 us a page there; in huge pages (THP "madvise", Debian's default) the big copies
  * into them (the BTF read, then copied; kallsyms) cost a third of what they cost in 4 KiB
  * pages. Measured (`record -a --duration 0.2`, 9 interleaved runs, 8 busy processes): own
- * CPU 0.39-0.44 s -> 0.30-0.32 s (medians), 0.24 s with huge pages. */
+ * CPU 0.39-0.44 s -> 0.30-0.32 s (medians), 0.21-0.24 s with huge pages. */
 #define CS_HEAP_MMAP_THRESHOLD (32u << 20) /* glibc's largest */
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23

@@ -40,7 +40,7 @@
  * kernel counts what no longer fits in the rings as lost samples (reported, never silent). */
 #define RECORD_QUEUE_MAX_BYTES (1ull << 30)
 #define RECORD_START_NS 250000000ull /* the reader's start-up: collects every 5 ms (record_reader) */
-#define RECORD_HEAP_PREFAULT (24u << 20) /* cs_heap_prepare: what a start-up allocates and frees */
+#define RECORD_HEAP_PREFAULT (16u << 20) /* cs_heap_prepare: what a start-up allocates and frees */
 
 /* Batches of records from the reader thread to the main thread (FIFO). */
 struct record_queued_batch {
