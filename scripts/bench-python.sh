@@ -72,7 +72,7 @@ run() { # mode -> "loop_cpu_s loop_wall_s recorder_cpu_s samples"
 			"$W/err.$1" | tr -dc '0-9. \n' | tr '\n' ' ' >>"$W/prog.$1" 2>/dev/null || true
 		echo >>"$W/prog.$1"
 		grep -o 'walked in the kernel ([0-9.]* us each' "$W/err.$1" | tr -dc '0-9.\n' >>"$W/each.$1" || true
-		echo "$out $(awk '/own CPU/ { for (i = 1; i <= NF; i++) if ($i == "CPU") { c = $(i + 1); break } }
+		echo "$out $(awk '/own CPU [0-9]/ { for (i = 1; i <= NF; i++) if ($i == "CPU") { c = $(i + 1); break } }
 			/ samples, / { s = $2 } END { print c + 0, s + 0 }' "$W/err.$1")" ;;
 	pyspy) echo "$(py-spy record -r "$RATE" -o "$W/pyspy.txt" -f raw -- "$PY" "$W/loop.py" "$N" "$DEPTH" 2>/dev/null | tail -1) 0 0" ;;
 	esac
