@@ -210,7 +210,7 @@ uint64_t cs_thread_cpu_ns(void)
 
 int cs_prefault(void *p, size_t n)
 {
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t page = (uintptr_t)getpagesize();
 	uintptr_t from = ((uintptr_t)p + page - 1) & ~(page - 1), to = ((uintptr_t)p + n) & ~(page - 1);
 	if (to <= from)
 		return 0;

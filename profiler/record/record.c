@@ -1517,6 +1517,8 @@ static int record_start_attach(struct record *r)
 {
 	const struct record_opts *o = r->o;
 
+	cs_heap_prepare(RECORD_HEAP_PREFAULT);
+
 	for (size_t i = 0; i < o->npids; i++) {
 		r->target_pidfds[i] = pidfd_open_compat(o->pids[i]);
 		if (r->target_pidfds[i] < 0 && errno != ESRCH && record_target_alive(o->pids[i])) {
@@ -1700,8 +1702,6 @@ int record_run(const struct record_opts *o, char **written)
 	bool open_late = o->argv && record_output_needs_pid(o->output);
 	if (record_prepare(&r, open_late))
 		goto out;
-	if (!o->argv)
-		cs_heap_prepare(RECORD_HEAP_PREFAULT);
 	if (o->argv ? record_start_launch(&r, open_late, &go_fd, &err_fd)
 		    : record_start_attach(&r))
 		goto out;

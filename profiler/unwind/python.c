@@ -129,8 +129,9 @@ static const struct py_layout py_layouts[] = {
 };
 
 /* _Py_DebugOffsets: its header (cookie "xdebugpy", version, free_threaded) is the same in 3.13
- * and 3.14 (checked by base/pywalk.c's pywalk_debug_header, as the GPU library checks it); the rest is read where each version lays it: 3.13's Include/internal/pycore_runtime.h,
- * and 3.14's Include/internal/pycore_debug_offsets.h (read from Debian's libpython3.14-dev
+ * and 3.14 (checked by base/pywalk.c's pywalk_debug_header, as the GPU library checks it);
+ * the rest is read where each version lays it: 3.13's Include/internal/pycore_runtime.h, and
+ * 3.14's Include/internal/pycore_debug_offsets.h (read from Debian's libpython3.14-dev
  * 3.14.10 with offsetof), whose sections grew fields (the interpreter's GIL and code
  * generation, the thread's datastack chunk, the frame's stackpointer and tlbc index, the code
  * object's co_tlbc), so that every offset past the header moved. */
