@@ -360,7 +360,7 @@ static void dump_thread_stack(struct unwind_ctx *u, const struct dump_opts *o,
 	if (!o->no_python) {
 		struct py_stack ps = { t->sample.stack, t->sample.regs[UNWIND_REG_SP],
 				       t->sample.stack_size, (flags & UNWIND_COMPLETE) != 0, t->sample.regs, UNWIND_NREGS,
-				       NULL, 0, 0, 0 };
+				       NULL, 0, 0, 0, false };
 		enum py_merge_result res;
 		n = py_merge(u, t->sample.pid, t->sample.tid, t->sample.stack_size ? &ps : NULL, locs,
 			     n, DUMP_MAX_LOCS, &res);

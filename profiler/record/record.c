@@ -270,7 +270,7 @@ static int record_python(struct record *r, const struct sampler_event *ev, struc
 	enum py_merge_result res;
 	struct py_stack stack = { s->stack, s->regs[UNWIND_REG_SP], s->stack_size,
 				  (uflags & UNWIND_COMPLETE) != 0, s->regs, UNWIND_NREGS,
-				  ev->sample.mem, ev->sample.mem_size, 0, ev->sample.mem_age_ns };
+				  ev->sample.mem, ev->sample.mem_size, 0, ev->sample.mem_age_ns, false };
 	bool have_stack = s->stack && s->stack_size && (s->regs_mask & (1ull << UNWIND_REG_SP));
 
 	uint64_t now = cs_monotonic_ns();
@@ -281,11 +281,14 @@ static int record_python(struct record *r, const struct sampler_event *ev, struc
 					 (int)ev->sample.npy,
 					 ev->sample.py_kernel == SAMPLER_PY_CUT, stack.age_ns, locs, n,
 					 RECORD_MAX_LOCS, &res);
+	/* frames the BPF program found torn at the sample are not read later in their place */
+	struct py_stack torn = { .torn = true };
+	bool tried = ev->sample.py_kernel == SAMPLER_PY_FAILED;
 	if (walked >= 0)
 		n = walked;
 	else
-		n = py_merge(r->unwind, ev->pid, ev->tid, have_stack ? &stack : NULL, locs, n,
-			     RECORD_MAX_LOCS, &res);
+		n = py_merge(r->unwind, ev->pid, ev->tid, have_stack ? &stack : tried ? &torn : NULL,
+			     locs, n, RECORD_MAX_LOCS, &res);
 	if (res != PY_MERGE_NONE) {
 		if (!__atomic_load_n(&r->python_seen, __ATOMIC_RELAXED))
 			__atomic_store_n(&r->python_seen, 1, __ATOMIC_RELAXED);

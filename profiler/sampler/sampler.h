@@ -64,8 +64,9 @@ enum sampler_py_kernel {
 	SAMPLER_PY_NOT_READ = 0,  /* nothing: the recorder reads them from the process */
 	SAMPLER_PY_READ,          /* py[0, npy): the whole frame chain as of the sample */
 	SAMPLER_PY_CUT,           /* py[0, npy): its inner part (the chain goes on) */
-	SAMPLER_PY_FAILED,        /* tried and could not (a fault, a slice record, no thread
-				   * state): the recorder reads them from the process */
+	SAMPLER_PY_FAILED,        /* tried and could not (a fault, a chain torn at the sample,
+				   * no thread state): not read later in their place, by count
+				   * (the recorder marks the activations not read) */
 };
 
 enum sampler_event_type {

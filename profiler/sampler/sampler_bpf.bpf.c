@@ -60,11 +60,14 @@ struct {
 	__type(value, struct sample_buf);
 } scratch SEC(".maps");
 
+#define CSB_PY_SCAN_WORDS 256       /* 2 KiB of data stack looked through for a returning frame */
+
 /* The Python frames of the sample being built (then copied after its user frames). */
 struct py_buf {
 	struct csb_pyframe f[CSB_PY_MAX];
 	__u8 fb[CSB_PY_FRAME_READ];     /* the frame being read: its fields at the layout's offsets */
 	__u64 acts[CSB_PY_MAX_ACTS];    /* each activation's current frame (3.11, 3.12) */
+	__u64 win[CSB_PY_SCAN_WORDS];   /* the data stack above an outer frame (py_returning) */
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -610,6 +613,65 @@ static long cf_step(__u32 i, void *arg)
 	return 0;
 }
 
+/* The search of a returning frame's link: the first word of pb->win, from start on, that is
+ * the shim's address. */
+struct ret_scan {
+	struct py_buf *pb;
+	__u64 shim;
+	__u32 start, found;
+};
+
+static long ret_step(__u32 i, void *arg)
+{
+	struct ret_scan *q = arg;
+	if (!q->pb || i < q->start)
+		return 0;
+	if (q->pb->win[i & (CSB_PY_SCAN_WORDS - 1)] != q->shim)
+		return 0;
+	q->found = i;
+	return 1;
+}
+
+/* 3.12+: the chain read begins with a shim (the innermost activation's entry frame), so that
+ * activation had no frame of its own at the sample: its frame was returning, unlinked before
+ * being cleared and popped (RETURN_VALUE sets the current frame to the frame's previous, the
+ * shim, then clears it; its code object and link stay until the next push there). That frame
+ * was pushed on the data stack after outer (the shim's previous: the frame that called into C,
+ * which called back), so it is the first frame above outer that links to the shim (a C stack
+ * address no Python object holds; a stale frame there with the same link is of the same call
+ * path). Returns its address, 0 when none is found in the next 2 KiB. The time is spent only
+ * on such samples (about 1% of a callback's). */
+static __always_inline __u64 py_returning(struct csb_pyproc *pp, struct py_buf *pb, __u64 shim,
+					  __u64 outer)
+{
+	__u32 len = CSB_PY_SCAN_WORDS * 8;
+	if (!outer || outer & 7 || outer > CSB_PYLINK_ADDR || pp->frame_previous > CSB_PY_FRAME_READ - 8 ||
+	    pp->frame_code > CSB_PY_FRAME_READ - 8 || pp->frame_owner >= CSB_PY_FRAME_READ)
+		return 0;
+	if (bpf_probe_read_user(pb->win, len, (void *)outer)) {
+		/* the window passes the data stack chunk's mapping: up to the page's end */
+		len = 4096 - (__u32)(outer & 4095);
+		if (len > CSB_PY_SCAN_WORDS * 8)
+			len = CSB_PY_SCAN_WORDS * 8;
+		if (bpf_probe_read_user(pb->win, len, (void *)outer))
+			return 0;
+	}
+	/* the frame's previous field is at frame_previous: the first frame can start at outer + 8 */
+	struct ret_scan q = { .pb = pb, .shim = shim, .start = (pp->frame_previous + 8) / 8 };
+	bpf_loop(len / 8, ret_step, &q, 0);
+	if (!q.found)
+		return 0;
+	__u64 frame = outer + q.found * 8ull - pp->frame_previous, code;
+	__u32 flen = pp->frame_read;
+	if (flen < 8 || flen > CSB_PY_FRAME_READ || bpf_probe_read_user(pb->fb, flen, (void *)frame))
+		return 0;
+	code = fb_u64(pb, pp->frame_code) & ~(__u64)pp->code_tag;
+	if (!code || code & 7 || code > CSB_PYLINK_ADDR ||
+	    pb->fb[pp->frame_owner & (CSB_PY_FRAME_READ - 1)] >= pp->owner_cstack)
+		return 0;
+	return frame;
+}
+
 /* Read thread id's frame chain into pb->f; fills s->py_state, npy and py_first. */
 static __always_inline void py_read(struct csb_pyproc *pp, struct py_buf *pb, __u64 id,
 				    struct csb_sample *s)
@@ -628,6 +690,17 @@ static __always_inline void py_read(struct csb_pyproc *pp, struct py_buf *pb, __
 	}
 	struct py_walk w = { .pp = pp, .pb = pb, .frame = frame, .state = CSB_PY_TRUNCATED };
 	bpf_loop(CSB_PY_MAX + 1, py_step, &w, 0);
+	__u64 returning = 0;
+	if (pp->owner_cstack && w.n >= 2 && w.state != CSB_PY_FAULT &&
+	    pb->f[0].link >> CSB_PYLINK_OWNER_SHIFT >= pp->owner_cstack)
+		returning = py_returning(pp, pb, frame, pb->f[0].link & CSB_PYLINK_ADDR);
+	if (returning) {
+		/* the chain again, from the returning frame (it links to the shim) */
+		frame = returning;
+		w = (struct py_walk){ .pp = pp, .pb = pb, .frame = frame, .state = CSB_PY_TRUNCATED };
+		bpf_loop(CSB_PY_MAX + 1, py_step, &w, 0);
+		s->flags |= CSB_PY_RETURNING;
+	}
 	s->py_state = w.state;
 	s->npy = w.n;
 	s->py_first = frame;

@@ -194,6 +194,7 @@ struct bpf_python {
 	int nask;
 	uint64_t read, cut, failed, not_read; /* samples by what the program read */
 	uint64_t acts_off;        /* ... failed: an activation's current frame not in the chain */
+	uint64_t returning;       /* ... read: the innermost frame found returning (CSB_PY_RETURNING) */
 	/* a sample's walked frames, then their code objects' PYWALK_CODE_FP (the event's py) */
 	struct pywalk_frame out[CSB_PY_MAX];
 	uint64_t fp[CSB_PY_MAX];
@@ -269,6 +270,7 @@ void bpf_python_sample(struct bpf_python *p, struct sampler_events *events,
 		p->cut++;
 	else
 		p->read++;
+	p->returning += (r->flags & CSB_PY_RETURNING) != 0;
 }
 
 /* Ask the recorder about the processes this batch's samples were not read for, and give the
@@ -302,7 +304,8 @@ void bpf_python_work(struct bpf_python *p)
 			.frame_instr = w.walk.frame_instr, .frame_is_entry = w.walk.frame_is_entry,
 			.frame_owner = w.walk.frame_owner, .frame_read = w.walk.frame_read,
 			.code_qualname = w.code_qualname, .code_filename = w.code_filename,
-			.gen = ++p->gen, .code_tag = w.walk.code_tag, .want_sps = w.want_sps };
+			.gen = ++p->gen, .code_tag = w.walk.code_tag, .want_sps = w.want_sps,
+			.owner_cstack = w.walk.owner_cstack };
 		if (v.frame_read > CSB_PY_FRAME_READ)
 			continue;  /* a layout the program cannot hold: read by the recorder */
 		pp->written = bpf_map_update_elem(p->map_fd, &pid, &v, BPF_ANY) == 0;
@@ -336,8 +339,9 @@ void bpf_python_describe(struct bpf_python *p, char *buf, size_t len)
 		snprintf(buf, len, "%s", "");
 		return;
 	}
-	snprintf(buf, len, "; Python frames read at the sample for %llu samples (%llu of them cut at %d frames), not for %llu (read by the recorder; %llu of them with an activation being entered or left)",
+	snprintf(buf, len, "; Python frames read at the sample for %llu samples (%llu of them cut at %d frames, %llu with a callback returning), not for %llu (torn at the sample, shown not read; %llu of them with an activation being entered or left)",
 		 (unsigned long long)(p->read + p->cut), (unsigned long long)p->cut, CSB_PY_MAX,
+		 (unsigned long long)p->returning,
 		 (unsigned long long)p->failed, (unsigned long long)p->acts_off);
 }
 

@@ -37,6 +37,8 @@
 				* frame (its callee's CFA; the leaf's sp first): a process whose
 				* Python activations are found by where their entry frames are
 				* (csb_pyproc.want_sps, CPython 3.14) */
+#define CSB_PY_RETURNING 0x400 /* the innermost activation's frame was returning (3.12+): unlinked
+				* from the chain, found above the outer frame by its link to the shim */
 
 #define CSB_SLICE_MAX 32768        /* bytes of stack in such a record, at most */
 
@@ -104,6 +106,8 @@ struct csb_pyproc {
 	__u32 gen;                 /* changes when the process' entry is written again */
 	__u32 code_tag;            /* tag bits of the frame's code pointer, cleared (3.14) */
 	__u32 want_sps;            /* records carry the user frames' stack pointers (CSB_USER_SPS) */
+	__u32 owner_cstack;        /* 3.12+: a frame whose owner is this or more is a shim (the
+				    * entry frame on an activation's C stack); 0 before 3.12 */
 };
 #define CSB_PY_FRAME_READ 128
 

@@ -1608,24 +1608,29 @@ static uint64_t py_gen_caller(struct py_state *st, struct py_proc *p, uint64_t g
 	return 0;
 }
 
-/* 3.12+, with the frames copied at the stop: the innermost activation had no frame of its
- * own at the time of the sample (its shim was current): it was returning, its frame unlinked
- * before being cleared and popped (RETURN_VALUE; the frame keeps its code object until the
- * next push there). That frame was pushed on the data stack after the frame the outer
- * activation was running (outer), and still links to this activation's shim (shim, a C stack
- * address no Python object holds): found in the copy above outer, it is shown as the
- * function returning (its line the return). Returns whether it was found. */
+/* 3.12+: the innermost activation had no frame of its own at the time of the sample (its shim
+ * was current): it was returning, its frame unlinked before being cleared and popped
+ * (RETURN_VALUE; the frame keeps its code object and its link until the next push there).
+ * That frame was pushed on the data stack after the frame the outer activation was running
+ * (outer), and links to this activation's shim (shim, a C stack address no Python object
+ * holds): the first such frame above outer is shown as the function returning (its line the
+ * return). With the frames copied at the stop (ptrace) it is read as of the sample
+ * (*exact); else (perf: the reader's copy, or the process now) it is that frame or a later
+ * call's pushed at the same address from the same outer frame, as an innermost activation
+ * that moved on is taken (py_run_verdict). Returns whether it was found. */
 static bool py_returning_frame(struct py_state *st, struct py_proc *p, uint64_t outer,
-			       uint64_t shim, int *nf)
+			       uint64_t shim, int *nf, bool *exact)
 {
 	const struct py_layout *L = p->layout;
 
+	*exact = p->frozen && p->frozen->at_stop;
 	if (*nf >= PY_MAX_FRAMES)
 		return false;
 	for (uint64_t x = outer + 8; x < outer + PY_PAGE; x += 8) {
 		uint8_t fb[PY_MAX_OBJECT];
-		if (!py_frozen_get(p->frozen, x, fb, L->frame_read))
-			return false; /* only as of the sample */
+		if (*exact ? !py_frozen_get(p->frozen, x, fb, L->frame_read)
+			   : !py_frame_bytes(st, p, x, fb, L->frame_read))
+			return false;
 		uint64_t code = py_code_ptr(L, py_u64(fb, L->frame_code));
 		if (py_u64(fb, L->frame_previous) != shim || !code || code & 7 ||
 		    code >= (1ull << 47) || py_is_shim(L, fb[L->frame_owner]))
@@ -1944,10 +1949,14 @@ static int py_runs_anchored(struct unwind_ctx *ctx, struct py_state *st, struct 
 			ok = py_walk_innermost_now(ctx, st, p, a, start[k], &nf, &prev, &at);
 		else
 			ok = py_walk_at(ctx, st, p, a->cur[k], true, &nf, &prev, &at);
-		if (ok && k == 0 && nf == start[k] && nacts > 1 && L->owner_cstack && p->frozen &&
-		    p->frozen->at_stop && prev && prev != PY_PREV_UNKNOWN &&
-		    py_returning_frame(st, p, prev, at, &nf))
-			st->stats.returning++;
+		bool exact;
+		if (ok && k == 0 && nf == start[k] && nacts > 1 && L->owner_cstack && prev &&
+		    prev != PY_PREV_UNKNOWN && py_returning_frame(st, p, prev, at, &nf, &exact)) {
+			if (exact)
+				st->stats.returning++;
+			else
+				st->stats.relinked++;
+		}
 		if (a->shims && k == 0 && !ok && nacts > 1)
 			ok = py_walk_returned(ctx, st, p, a, start[k], &nf, &prev, &at);
 		enum py_lost why = py_run_verdict(ctx, st, p, a, k, start[k], ok, &nf, &prev, &at);
@@ -2256,9 +2265,9 @@ static int py_merge_by_shims(struct unwind_ctx *ctx, struct py_state *st, struct
 	py_recipe_set(st, p, tid, ts);
 	uint64_t taken = py_sample_taken_ns(p, stack);
 	st->stats.samples++;
-	if (taken > PY_MAX_AGE_NS) {
+	if (taken > PY_MAX_AGE_NS || (stack && stack->torn)) {
 		*result = PY_MERGE_UNREADABLE;
-		st->stats.lost[PY_LOST_LATE]++;
+		st->stats.lost[stack && stack->torn ? PY_LOST_READ : PY_LOST_LATE]++;
 		return n;
 	}
 	uint64_t shims[PY_MAX_FRAMES];
@@ -2416,9 +2425,9 @@ static int py_merge_sample(struct unwind_ctx *ctx, struct py_proc **pp, uint32_t
 	}
 	py_recipe_set(st, p, tid, ts);
 	uint64_t taken = py_sample_taken_ns(p, stack);
-	if (taken > PY_MAX_AGE_NS) {
+	if (taken > PY_MAX_AGE_NS || (stack && stack->torn)) {
 		*result = PY_MERGE_UNREADABLE;
-		st->stats.lost[PY_LOST_LATE] += (uint64_t)nacts;
+		st->stats.lost[stack && stack->torn ? PY_LOST_READ : PY_LOST_LATE] += (uint64_t)nacts;
 		return n;
 	}
 	py_learn_anchors(mi, p, stack, locs, n, acts, nacts, ts);

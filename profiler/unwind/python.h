@@ -50,6 +50,10 @@ struct py_stack {
 	uint64_t age_ns;                /* how long after the sample it is merged (0: unknown) */
 	uint64_t mem_age_ns;            /* 0: mem was copied at the stop; else how long after the
 					 * sample, the thread running */
+	bool torn;                      /* the sampler read the frames at the sample (bpf) and
+					 * found them torn (being linked or unlinked): read later,
+					 * by count, they could be of another call, so they are not
+					 * read (PY_LOST_READ) */
 };
 
 /* Why the frames of an interpreter activation were not read (py_stats.lost[]). */
