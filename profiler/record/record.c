@@ -278,7 +278,7 @@ static int record_python(struct record *r, const struct sampler_event *ev, struc
 	int walked = -1;
 	if (ev->sample.py_kernel == SAMPLER_PY_READ || ev->sample.py_kernel == SAMPLER_PY_CUT)
 		walked = py_merge_walked(r->unwind, ev->pid, ev->sample.py, ev->sample.py_fp,
-					 (int)ev->sample.npy,
+					 (int)ev->sample.npy, ev->sample.py_first,
 					 ev->sample.py_kernel == SAMPLER_PY_CUT, stack.age_ns, locs, n,
 					 RECORD_MAX_LOCS, &res);
 	/* frames the BPF program found torn at the sample are not read later in their place */
@@ -1033,7 +1033,8 @@ static void record_print_python(struct record *r)
 		lost += ps.lost[i];
 	cs_info("Python: %llu samples in Python code (%llu with their frames read at the sample in "
 		"the kernel, %llu copied at the stop, "
-		"%llu by the reader after it, %llu in a callback returning, %llu entering one): "
+		"%llu by the reader after it, %llu in a callback returning, %llu entering one, "
+		"%llu with a generator resumed or left, found after it): "
 		"%llu with every frame anchored in the stack copy, "
 		"%llu with frames not read (%llu of %llu activations: %llu popped before the read, "
 		"%llu unreadable, %llu thread not found, %llu unmatched, %llu unsupported, "
@@ -1044,6 +1045,7 @@ static void record_print_python(struct record *r)
 		(unsigned long long)ps.samples, (unsigned long long)ps.at_sample,
 		(unsigned long long)ps.captured,
 		(unsigned long long)ps.copied_running, (unsigned long long)ps.returning, (unsigned long long)ps.entering,
+		(unsigned long long)ps.gen_resumed,
 		(unsigned long long)ps.samples_exact, (unsigned long long)r->py_unread, (unsigned long long)lost,
 		(unsigned long long)ps.acts, (unsigned long long)ps.lost[PY_LOST_POPPED],
 		(unsigned long long)ps.lost[PY_LOST_READ], (unsigned long long)ps.lost[PY_LOST_THREAD],

@@ -111,6 +111,7 @@ struct sampler_event {
 			 * unknown): the code object named later is checked to be the same */
 			const uint64_t *py_fp;
 			uint32_t npy;
+			uint64_t py_first;      /* py[0]'s address at the sample (0: unknown) */
 		} sample;
 		struct {
 			uint64_t start, len, pgoff;

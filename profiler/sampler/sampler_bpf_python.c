@@ -262,6 +262,7 @@ void bpf_python_sample(struct bpf_python *p, struct sampler_events *events,
 	bool cut = r->py_state == CSB_PY_TRUNCATED;
 	ev->sample.py_kernel = cut ? SAMPLER_PY_CUT : SAMPLER_PY_READ;
 	ev->sample.npy = (uint32_t)n;
+	ev->sample.py_first = r->py_first;
 	if (n) {
 		pe->off_e = sampler_events_keep(events, p->out, (size_t)n * sizeof(p->out[0]));
 		sampler_events_keep(events, p->fp, (size_t)n * sizeof(p->fp[0]));

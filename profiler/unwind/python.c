@@ -102,6 +102,7 @@ static const struct py_layout py_layouts[] = {
 		.tstate_root_cframe = 336, .cframe_current_frame = 8, .cframe_previous = 16,
 		.frame_code = 32, .frame_previous = 48, .frame_instr = 56, .frame_is_entry = 68,
 		.frame_owner = 69, .owner_generator = 1,
+		.frame_stacktop = 64, .frame_localsplus = 72, .gen_iframe = 80, .gen_frame_state = 75,
 		.code_qualname = 128, .code_filename = 112, .code_firstlineno = 72,
 		.code_linetable = 136, .code_code = 184, .code_firsttraceable = 168,
 		.ob_type = 8, .var_size = 16, .bytes_data = 32,
@@ -2723,13 +2724,68 @@ static int py_merge_frames_n(struct unwind_ctx *ctx, uint32_t pid, const struct 
 			   native);
 }
 
+#define PY_OP_FOR_ITER_311 93
+#define PY_OP_SEND_311 123
+#define PY_FRAME_SUSPENDED_311 (-1)  /* gi_frame_state */
+#define PY_FRAME_EXECUTING_311 0
+
+/* 3.11, frames read at the sample (bpf): the native stack has one interpreter activation more
+ * than the chain, innermost: one being entered or left while its _PyCFrame is not linked, as
+ * a generator's is at each resume and yield (the prologue and epilogue of
+ * _PyEval_EvalFrameDefault). When the chain's innermost frame (first, running f0 at the
+ * sample) was resuming a generator there (its instruction a FOR_ITER or a SEND, whose
+ * iterator is on its value stack) and its frame still runs that code, the generator is the
+ * one generator object on its value stack (stacktop is stale while the frame runs: 64 slots)
+ * that is running now, resumed by it (its frame links to it), or is suspended at a yield: its
+ * frame is taken, as read after the program moved on (the loop may be at a later item, a
+ * later loop at the same place may iterate another generator). Two such generators, or
+ * none: nothing. Returns whether *out was filled. */
+static bool py_gen_resumed(struct py_proc *p, uint64_t first, const struct pywalk_frame *f0,
+			   struct py_ext_frame *out)
+{
+	const struct py_layout *L = p->layout;
+	uint8_t fb[PY_MAX_OBJECT], op;
+	uint64_t slots[64], found = 0, code = 0, instr = 0;
+
+	if (!L->frame_is_entry || !L->gen_iframe || !L->gen_frame_state || !L->frame_localsplus ||
+	    !first || first & 7 || !f0->code || f0->instr < f0->code + L->code_code)
+		return false;
+	if (!py_rd(p, f0->instr, &op, 1) || (op != PY_OP_FOR_ITER_311 && op != PY_OP_SEND_311) ||
+	    !py_rd(p, first, fb, L->frame_read) ||
+	    py_code_ptr(L, py_u64(fb, L->frame_code)) != f0->code ||
+	    !py_rd(p, first + L->frame_localsplus, slots, sizeof(slots)))
+		return false;
+	for (int i = 0; i < 64; i++) {
+		uint64_t gen = slots[i], g = gen + L->gen_iframe;
+		int8_t state;
+		if (!gen || gen & 7 || gen >= (1ull << 47) || gen + L->gen_iframe == found ||
+		    !py_rd(p, gen + L->gen_frame_state, &state, 1) ||
+		    (state != PY_FRAME_EXECUTING_311 && state != PY_FRAME_SUSPENDED_311) ||
+		    !py_rd(p, g, fb, L->frame_read) || fb[L->frame_owner] != L->owner_generator)
+			continue;
+		uint64_t prev = py_u64(fb, L->frame_previous);
+		if (state == PY_FRAME_EXECUTING_311 ? prev != first : prev != 0)
+			continue; /* running, resumed by another frame */
+		uint64_t c = py_code_ptr(L, py_u64(fb, L->frame_code));
+		if (!c || c & 7 || c >= (1ull << 47) || found)
+			return false; /* two such generators: not known which */
+		found = g, code = c, instr = py_u64(fb, L->frame_instr);
+	}
+	if (!found)
+		return false;
+	uint64_t code0 = code + L->code_code;
+	uint32_t unit = instr < code0 ? 0 : (instr - code0) / 2 < UINT32_MAX ? (uint32_t)((instr - code0) / 2)
+									  : UINT32_MAX;
+	*out = (struct py_ext_frame){ code, unit, true, true, 0, 0 };
+	return true;
+}
+
 int py_merge_walked(struct unwind_ctx *ctx, uint32_t pid, const struct pywalk_frame *fr,
-		    const uint64_t *fp, int nfr, bool cut, uint64_t age_ns, struct unwind_loc *locs,
-		    int n, int max,
-		    enum py_merge_result *result)
+		    const uint64_t *fp, int nfr, uint64_t first, bool cut, uint64_t age_ns,
+		    struct unwind_loc *locs, int n, int max, enum py_merge_result *result)
 {
 	struct py_state *st = ctx->python;
-	struct py_ext_frame f[PY_MAX_WALKED];
+	struct py_ext_frame f[PY_MAX_WALKED + 1];
 
 	*result = PY_MERGE_NONE;
 	struct py_proc *p = st ? cs_hash_find(&st->procs, cs_hash_u64(pid), py_proc_eq, &pid) : NULL;
@@ -2765,10 +2821,29 @@ int py_merge_walked(struct unwind_ctx *ctx, uint32_t pid, const struct pywalk_fr
 	uint32_t runtime_module;
 	int acts[PY_MAX_FRAMES];
 	int native = 0;
+	bool resumed = false;
+	if (nfr > 0 && !cut && p->layout->frame_is_entry && first) {
+		/* 3.11: one activation more than the chain's runs, innermost (py_gen_resumed) */
+		int nruns = 1;
+		for (int i = 0; i + 1 < nfr; i++)
+			nruns += f[i].entry;
+		nacts = py_find_acts(ctx, st, locs, n, acts, &runtime_module);
+		if (nacts == nruns + 1 && py_gen_resumed(p, first, &fr[0], &f[nfr])) {
+			struct py_ext_frame g = f[nfr];
+			memmove(f + 1, f, (size_t)nfr * sizeof(f[0]));
+			f[0] = g;
+			nfr++;
+			resumed = true;
+		}
+	}
 	if (nfr == 0 && (nacts = py_find_acts(ctx, st, locs, n, acts, &runtime_module)) > 0)
 		*result = PY_MERGE_UNREADABLE; /* activations, but no frame linked yet */
 	else
 		n = py_merge_frames_n(ctx, pid, f, nfr, cut, locs, n, max, result, &native);
+	if (resumed && *result == PY_MERGE_OK) {
+		*result = PY_MERGE_CHANGED; /* read after the program moved on */
+		st->stats.gen_resumed++;
+	}
 	/* an activation left native (no run for it: entered or left at the sample) is counted
 	 * as not read, as py_merge counts it */
 	if (native && *result != PY_MERGE_NONE)

@@ -86,6 +86,8 @@ struct py_stats {
 	uint64_t returning;          /* innermost activations shown as their returning frame */
 	uint64_t entering;           /* ... as their one frame, still being set up */
 	uint64_t at_sample;          /* samples whose frames were read at the sample (bpf) */
+	uint64_t gen_resumed;        /* ... of them, 3.11: a generator's activation being entered
+				      * or left, its frame found now (py_gen_resumed) */
 };
 
 /* A sample whose frames were taken later than this after it (read live when merged, the
@@ -176,15 +178,15 @@ int py_merge_frames(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_fr
 int py_where(struct unwind_ctx *ctx, uint32_t pid, struct pywalk_where *out);
 
 /* Merge the frames fr[0, nfr) that base/pywalk.c walked from the chain as it was at the sample
- * (the BPF program read it; cut: at its outer end) into locs[0, n) of pid, as py_merge_frames
- * does; fp (may be NULL): each frame's code object's PYWALK_CODE_FP then (0: unknown), which
+ * (the BPF program read it; cut: at its outer end; first: fr[0]'s address, 0 if unknown) into
+ * locs[0, n) of pid, as py_merge_frames does; fp (may be NULL): each frame's code object's PYWALK_CODE_FP then (0: unknown), which
  * the code object named now must still have (then a cached one is not read again); age_ns:
  * how long after the sample they are named (a code object without fp is trusted as py_merge
  * trusts one then). Returns the new count
  * (*result as py_merge), or -1 when pid's interpreter is not known (then py_merge reads them). */
 int py_merge_walked(struct unwind_ctx *ctx, uint32_t pid, const struct pywalk_frame *fr,
-		    const uint64_t *fp, int nfr, bool cut, uint64_t age_ns, struct unwind_loc *locs, int n, int max,
-		    enum py_merge_result *result);
+		    const uint64_t *fp, int nfr, uint64_t first, bool cut, uint64_t age_ns,
+		    struct unwind_loc *locs, int n, int max, enum py_merge_result *result);
 
 /* CSAMPLER_GPU_PYTHON's value (inject/protocol.h) for the versions of the layout table, in
  * the order of fields[] there; into out (size len). Returns the length, or -ENOSPC. */
@@ -220,7 +222,8 @@ struct py_layout {
 	uint32_t frame_owner;          /* _PyInterpreterFrame.owner (char) */
 	uint32_t frame_stacktop;       /* _PyInterpreterFrame.stacktop (int; 3.12+; 0: none) */
 	uint32_t frame_localsplus;     /* _PyInterpreterFrame.localsplus (3.12+) */
-	uint32_t gen_iframe;           /* PyGenObject.gi_iframe: a generator's own frame (3.12+) */
+	uint32_t gen_iframe;           /* PyGenObject.gi_iframe: a generator's own frame (3.11+) */
+	uint32_t gen_frame_state;      /* PyGenObject.gi_frame_state (int8_t; 3.11; 0: none) */
 	uint8_t owner_generator;       /* FRAME_OWNED_BY_GENERATOR */
 	uint8_t owner_cstack;          /* FRAME_OWNED_BY_CSTACK: the shim frame an activation
 					* pushes under its first frame (3.12+; 0: none); 3.14:
