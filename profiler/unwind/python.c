@@ -415,6 +415,8 @@ struct py_state {
 	struct py_block { uint64_t addr, len; uint8_t data[PY_BLOCK_PAGES * PY_PAGE]; } *blocks;
 	int nblocks;
 	const struct py_stack *copy;   /* the sample's stack copy (may be NULL) */
+	uint64_t cstack_lo, cstack_hi; /* the thread's C stack about the sample's (the copy's
+					* range and PY_CSTACK_BELOW under it; 0, 0: unknown) */
 	struct py_stats stats;
 	uint8_t (*code_bufs)[PY_MAX_OBJECT]; /* PY_BATCH code object headers */
 	struct py_frozen frozen;       /* the sample's memory as of the sample */
@@ -1249,19 +1251,38 @@ static bool py_walk_read(void *arg, uint64_t addr, void *buf, size_t len)
 	return py_frame_bytes(a->st, a->p, addr, buf, len);
 }
 
+#define PY_CSTACK_BELOW (64u << 10)
+
+/* The C stack's range about the sample's stack pointer, for py_walk_check. */
+static void py_cstack_set(struct py_state *st, const struct py_stack *s)
+{
+	st->cstack_lo = st->cstack_hi = 0;
+	if (s && s->size && s->addr > PY_CSTACK_BELOW) {
+		st->cstack_lo = s->addr - PY_CSTACK_BELOW;
+		st->cstack_hi = s->addr + s->size;
+	}
+}
+
 /* A frame in the stack copy that was no shim at the time of the sample: the shim of a later
  * activation at another depth of the C stack (a callback called again since), as the thread
  * has it now; when that is no shim either, that activation has returned too: only a shim lives
- * on the C stack, so the run ended there, entered from an unknown frame. */
+ * on the C stack, so the run ended there, entered from an unknown frame. The same holds below
+ * the copy, up to PY_CSTACK_BELOW under the sampled stack pointer: the shim of a later call
+ * from deeper in C (qsort's comparisons recurse), gone by the time it is read. */
 static enum pywalk_check py_walk_check(void *arg, uint64_t addr, uint8_t *fb, bool in_run)
 {
 	struct py_walk_arg *a = arg;
 	const struct py_layout *L = a->p->layout;
 	const struct py_stack *s = a->st->copy;
 
-	if (!L->owner_cstack || py_is_shim(L, fb[L->frame_owner]) || !s ||
-	    addr - s->addr >= s->size)
+	if (!L->owner_cstack || py_is_shim(L, fb[L->frame_owner]) || addr < a->st->cstack_lo ||
+	    addr >= a->st->cstack_hi)
 		return PYWALK_TAKE;
+	/* read live (3.13's innermost activation, py_walk_innermost_now): a frame on the C stack
+	 * that is no shim is an activation's that returned while the chain was read (its shim's
+	 * memory reused): the walk fails, and is tried again from the current frame */
+	if (!s)
+		return PYWALK_FAIL;
 	if (!py_rd(a->p, addr, fb, L->frame_read))
 		return PYWALK_FAIL;
 	return !py_is_shim(L, fb[L->frame_owner]) && in_run ? PYWALK_STOP_UNKNOWN : PYWALK_TAKE;
@@ -1587,7 +1608,8 @@ static uint64_t py_gen_caller(struct py_state *st, struct py_proc *p, uint64_t g
 	const struct py_layout *L = p->layout;
 	uint64_t gen = g - L->gen_iframe, frame = now_frame;
 
-	if (!L->gen_iframe || !L->frame_localsplus || g < L->gen_iframe)
+	/* 3.11 runs a generator in an activation of its own: not this case */
+	if (L->frame_is_entry || !L->gen_iframe || !L->frame_localsplus || g < L->gen_iframe)
 		return 0;
 	for (int depth = 0; frame && !(frame & 7) && depth < 64; depth++) {
 		uint8_t fb[PY_MAX_OBJECT];
@@ -2257,6 +2279,7 @@ static int py_merge_by_shims(struct unwind_ctx *ctx, struct py_state *st, struct
 	st->stamp++;
 	st->nblocks = 0;
 	st->copy = stack;
+	py_cstack_set(st, stack);
 	*pp = p;
 	py_sample_source(st, p, stack);
 	const struct py_layout *L = p->layout;
@@ -2407,6 +2430,7 @@ static int py_merge_sample(struct unwind_ctx *ctx, struct py_proc **pp, uint32_t
 	st->stamp++;
 	st->nblocks = 0; /* what was read for the previous sample is stale */
 	st->copy = stack;
+	py_cstack_set(st, stack);
 	st->stats.samples++;
 	st->stats.acts += (uint64_t)nacts;
 	struct py_module_info *mi = &st->mods[runtime_module];
