@@ -40,6 +40,8 @@
  * kernel counts what no longer fits in the rings as lost samples (reported, never silent). */
 #define RECORD_QUEUE_MAX_BYTES (1ull << 30)
 #define RECORD_START_NS 250000000ull /* the reader's start-up: collects every 5 ms (record_reader) */
+#define RECORD_BPF_IDLE_MS 200       /* the reader's collection interval, bpf with no Python */
+#define RECORD_LOOP_IDLE_MS 250      /* the main loop's poll timeout when nothing is due sooner */
 #define RECORD_HEAP_PREFAULT (16u << 20) /* cs_heap_prepare: what a start-up allocates and frees */
 
 /* Batches of records from the reader thread to the main thread (FIFO). */
@@ -1119,10 +1121,17 @@ static void *record_reader(void *arg)
 		 * before it knows where they are, and stack slices are read here, so every 20 ms
 		 * (`record -a` over 4 Python loops and 4 native ones, 30 s: 0.80-0.89 s of CPU,
 		 * against 0.98-1.40 every 5 ms and 2.20-2.32 every 1 ms: README). */
-		bool soon = !sampler_python_at_sample(r->sampler);
-		int wait_ms = r->o->no_python ? 50
-			      : __atomic_load_n(&r->python_seen, __ATOMIC_RELAXED) ? (soon ? 1 : 20)
-			      : __atomic_load_n(&r->python_mapped, __ATOMIC_RELAXED) ? 5 : 50;
+		bool at_sample = sampler_python_at_sample(r->sampler);
+		/* bpf with no Python seen: every 200 ms. Nothing then needs a timely read (the
+		 * program walks the stacks; a stack slice carries its bytes), the ring wakes the
+		 * reader a quarter full, and on this VM a wake-up of the reader and of the main
+		 * thread costs far more than the 30 us measured before: the steady state of
+		 * `record -a` over 8 busy processes spent some 45% of csampler's CPU switching
+		 * to and from sleep, 40 wake-ups a second (README "Overhead against perf"). */
+		int idle_ms = at_sample ? RECORD_BPF_IDLE_MS : 50;
+		int wait_ms = r->o->no_python ? idle_ms
+			      : __atomic_load_n(&r->python_seen, __ATOMIC_RELAXED) ? (at_sample ? 20 : 1)
+			      : __atomic_load_n(&r->python_mapped, __ATOMIC_RELAXED) ? 5 : idle_ms;
 		/* The first RECORD_START_NS: every 5 ms, as a launched command maps its files then
 		 * and the bpf backend walks its samples by frame pointers, or sends stack slices,
 		 * until the reader has handed it their rows (every 50 ms: about 120 slices in a 1 s
@@ -1330,6 +1339,21 @@ static void record_targets_gone(struct record *r, const struct pollfd *tfds)
 	}
 }
 
+/* The main loop's poll timeout in ms: 100 while a status line or a live consumer shows the
+ * recording, or it is stopping; else RECORD_LOOP_IDLE_MS (the reader's batches wake it, and
+ * its timed work is every 250 ms), less when the --duration deadline is sooner. */
+static int record_loop_timeout(const struct record *r, uint64_t deadline, bool stopping)
+{
+	int ms = r->status.on || r->o->live || stopping ? 100 : RECORD_LOOP_IDLE_MS;
+	if (deadline) {
+		uint64_t now = cs_monotonic_ns();
+		uint64_t left_ms = now >= deadline ? 0 : (deadline - now) / 1000000 + 1;
+		if (left_ms < (uint64_t)ms)
+			ms = (int)left_ms;
+	}
+	return ms;
+}
+
 static int record_loop(struct record *r)
 {
 	struct pollfd fds[1100];
@@ -1349,7 +1373,7 @@ static int record_loop(struct record *r)
 	for (;;) {
 		struct record_poll_at at;
 		int n = record_poll_fds(r, fds, &at);
-		int pr = poll(fds, (nfds_t)n, 100);
+		int pr = poll(fds, (nfds_t)n, record_loop_timeout(r, deadline, stopping));
 		if (pr < 0 && errno != EINTR) {
 			r->error = cs_error(errno, "poll: %s", strerror(errno));
 			break;
