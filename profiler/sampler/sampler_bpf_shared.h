@@ -162,6 +162,7 @@ enum csb_stat {
 	CSB_STAT_NS,               /* time in the program for the targets' samples, ns */
 	CSB_STAT_PY,               /* samples whose Python frames the program read */
 	CSB_STAT_PY_NS,            /* ... and the time the program took for them, ns */
+	CSB_STAT_SINCE_QUERY,      /* ring bytes written since the ring's fill was last asked */
 	CSB_STAT_N,
 };
 
