@@ -2703,6 +2703,16 @@ static int py_merge_frames_n(struct unwind_ctx *ctx, uint32_t pid, const struct 
 			*result = PY_MERGE_UNREADABLE; /* freed, or the process is gone */
 			return n;
 		}
+		/* 3.12: an activation's shim runs the interpreter's trampoline code object; one
+		 * read while its activation was entered, linked before its owner was stored (the
+		 * compiler orders those stores as it likes), is still a shim: it ends the run
+		 * before it, and is not shown (else the two activations' frames were one run,
+		 * the callback's frames filed under its caller's activation) */
+		if (L->owner_cstack && c->file && !strcmp(c->file, "<shim>")) {
+			if (nf > 0)
+				st->entry[nf - 1] = 1;
+			continue;
+		}
 		bool incomplete = !f->generator && f->unit != UINT32_MAX &&
 				  f->unit < (uint32_t)(c->first_traceable > 0 ? c->first_traceable : 0);
 		if (incomplete && !f->entry)
