@@ -43,7 +43,7 @@
 # and never misplaced. 3.11 enters and leaves a generator's activation at each yield (0.8-1.8%
 # of the Python and generator phases before): the recorder completes such a sample with the
 # generator its caller's FOR_ITER resumes, found now in the caller's value stack (running,
-# linked to it, or suspended: the only one there), as read after the program moved on; 0.2-0.7%
+# linked to it, or suspended: the only one there), as read after the program moved on; 0.1-1.0%
 # are left, and each one-thread run must complete some. A 3.12 or 3.13 callback
 # from C caught returning (its frame unlinked before it is cleared: 1.1-1.7% of the callbacks
 # before) is found by the program above its caller's frame, by its link to the callback's
