@@ -230,7 +230,7 @@ static int record_parse_args(int argc, char **argv, struct record_opts *o, const
 			   "user stack bytes copied per sample in dwarf mode (default 32768,\n"
 			   "max 65528)"),
 		RECORD_ROW('m', "mmap-pages", RECORD_OPT_PAGES, "N",
-			   "ring buffer pages per CPU, a power of two (default 2048; bpf 256)"),
+			   "ring buffer pages per CPU, a power of two (default 2048)"),
 		OPTS_CALL_ROW('p', "pid", &pids, "PID[,PID]", opts_pids_call,
 			      "attach to running processes and all their threads"),
 		RECORD_ROW(0, "duration", RECORD_OPT_DURATION, "SEC", "stop after SEC seconds"),

@@ -1127,7 +1127,8 @@ static void *record_reader(void *arg)
 		 * reader a quarter full, and on this VM a wake-up of the reader and of the main
 		 * thread costs far more than the 30 us measured before: the steady state of
 		 * `record -a` over 8 busy processes spent some 45% of csampler's CPU switching
-		 * to and from sleep, 40 wake-ups a second (README "Overhead against perf"). */
+		 * to and from sleep, 40 wake-ups a second (README, `--mode bpf`: "record -a,
+		 * fifth pass"). */
 		int idle_ms = at_sample ? RECORD_BPF_IDLE_MS : 50;
 		int wait_ms = r->o->no_python ? idle_ms
 			      : __atomic_load_n(&r->python_seen, __ATOMIC_RELAXED) ? (at_sample ? 20 : 1)
@@ -1136,8 +1137,9 @@ static void *record_reader(void *arg)
 		 * and the bpf backend walks its samples by frame pointers, or sends stack slices,
 		 * until the reader has handed it their rows (every 50 ms: about 120 slices in a 1 s
 		 * run of deepwork, 5% of its samples; README) */
-		if (wait_ms > 5 && cs_monotonic_ns() - r->start_ns < RECORD_START_NS)
-			wait_ms = 5;
+		if (wait_ms > 5 && (cs_monotonic_ns() - r->start_ns < RECORD_START_NS ||
+				    sampler_catching_up(r->sampler)))
+			wait_ms = 5; /* and while stack slices come: their rows are being built */
 		poll(fds, (nfds_t)n, wait_ms);
 		for (int i = 0; i < nwatched; i++)
 			if (fds[i].revents & (POLLHUP | POLLERR))

@@ -51,6 +51,10 @@ struct sampler_ops {
 	bool (*has_kernel)(const struct sampler *s);
 	int (*child_exit)(struct sampler *s, pid_t child, int *status); /* optional */
 	void (*describe)(struct sampler *s, char *buf, size_t len);      /* optional */
+	/* Whether the last collection had samples the backend could not finish alone (bpf:
+	 * stack slices, sent until their files' rows are loaded): the reader then collects
+	 * soon again; optional. Called by the thread that collects. */
+	bool (*catching_up)(struct sampler *s);
 	void (*close)(struct sampler *s);
 };
 

@@ -277,6 +277,11 @@ bool sampler_python_at_sample(const struct sampler *s)
 	return s->ops->python_at_sample;
 }
 
+bool sampler_catching_up(struct sampler *s)
+{
+	return s->ops->catching_up && s->ops->catching_up(s);
+}
+
 const char *sampler_kernel_note(const struct sampler *s)
 {
 	/* ptrace never sees kernel frames; perf events lose them to perf_event_paranoid */

@@ -189,6 +189,9 @@ const char *sampler_callgraph(const struct sampler *s);
 bool sampler_holds_threads(const struct sampler *s);
 /* Whether the backend reads Python frames at the sample itself (bpf). */
 bool sampler_python_at_sample(const struct sampler *s);
+/* Whether the last collection had samples the backend could not finish alone (bpf's stack
+ * slices, until their files' rows are loaded): then collect again soon. */
+bool sampler_catching_up(struct sampler *s);
 /* The line to print when kernel frames are not captured although the backend could, or NULL. */
 const char *sampler_kernel_note(const struct sampler *s);
 const char *sampler_event_name(const struct sampler *s);

@@ -64,6 +64,7 @@ struct bpf_sampler {
 	uint64_t lost_seen;       /* the stats map's lost count already reported */
 	uint64_t nsamples, ring_bytes;
 	uint64_t nslices;         /* samples sent with a stack slice (CSB_USER_SLICE) */
+	uint64_t nslices_seen;    /* ... when bpf_catching_up last looked */
 	struct bpf_tables *tables;
 	struct bpf_python *python; /* Python frames read at the sample (sampler_bpf_python.c) */
 	bool debug;               /* CSAMPLER_BPF_DEBUG: libbpf's log and some samples */
@@ -248,25 +249,20 @@ static int bpf_track_tables(void *arg, const struct sampler_event *ev)
 	return 0;
 }
 
-/* The sample ring's size: one ring for every CPU's samples, -m pages a CPU (default 8 MiB a
- * CPU, as perf mode's rings), from 1 MiB to 256 MiB (1 GiB when -m asks), a power of two.
- * Each sample writes the next stretch of the ring, and on a VM where a first touch of a page
- * costs microseconds a smaller ring costs the program less (`-m 512`: 4 MiB here, 3.2 us a
- * sample against 4.5-5.2 with 16 MiB), but it holds fewer of the stack slices that samples
- * taken before their file's rows are loaded carry (README "bpf mode"). */
-/* The one ring's size: -m pages per CPU, or BPF_RING_PAGES: records here are a few hundred
- * bytes (perf mode's carry 32 KiB of stack each), and the ring is the program's working set.
- * Its writes go to memory it has not touched since the last lap, so a smaller ring costs
- * less a sample: on this VM, deepwork over 8 processes at 999 Hz, the program's ring write
- * took 1.77 us a sample with 4 MiB, 1.15 with 2 MiB and 0.76 with 1 MiB (program 3.9, 3.2,
- * 2.8 us), and the default of 2048 pages (16 MiB on 2 CPUs) 1.8. 1 MiB lost 5 samples of a
- * cold start's stack slices, 2 MiB none: 256 pages a CPU. */
-#define BPF_RING_PAGES 256
+/* The sample ring's size: one ring for every CPU's samples, -m pages a CPU (2048 by default,
+ * as perf mode's), from 1 MiB to 256 MiB (1 GiB when -m asks), a power of two. The ring is the
+ * program's working set: its writes go to memory it has not touched since the last lap, so a
+ * smaller ring costs less a sample (on this VM, deepwork over 8 processes at 999 Hz, the ring
+ * write took 1.78 us a sample with 16 MiB and 4 MiB, 1.15 with 2 MiB, 0.76 with 1 MiB). But it
+ * holds fewer of the stack slices (33 KiB each) that samples taken before their file's rows
+ * are loaded carry: with 2 MiB, 2 of 5 cold-cache `record -a` runs lost 21 and 57 samples
+ * (16 MiB: none), even with the reader collecting every 5 ms while slices come
+ * (bpf_catching_up). So the default stays; -m 256 trades a cold start's samples for that. */
 
 static uint64_t bpf_ring_bytes(const struct sampler_opts *opts)
 {
 	int ncpus = libbpf_num_possible_cpus();
-	uint64_t pages = opts->mmap_pages_given && opts->mmap_pages ? opts->mmap_pages : BPF_RING_PAGES;
+	uint64_t pages = opts->mmap_pages ? opts->mmap_pages : 2048;
 	uint64_t want = pages * (uint64_t)getpagesize() * (uint64_t)(ncpus > 0 ? ncpus : 1);
 	uint64_t max = opts->mmap_pages_given ? 1ull << 30 : 256ull << 20, ring = 1ull << 20;
 	while (ring < want && ring < max)
@@ -465,6 +461,15 @@ static void bpf_describe_python(struct bpf_sampler *s, char *buf, size_t len)
 		 (unsigned long long)(walked - pyn));
 }
 
+/* Samples with stack slices came since the last look: their files' rows are being built. */
+static bool bpf_catching_up(struct sampler *base)
+{
+	struct bpf_sampler *s = (struct bpf_sampler *)base;
+	bool soon = s->nslices != s->nslices_seen;
+	s->nslices_seen = s->nslices;
+	return soon;
+}
+
 static void bpf_describe(struct sampler *base, char *buf, size_t len)
 {
 	struct bpf_sampler *s = (struct bpf_sampler *)base;
@@ -621,6 +626,7 @@ static bool bpf_has_kernel(const struct sampler *base)
 #define bpf_disable bpf_nothing
 #define bpf_task_clock_ns bpf_no_clock
 #define bpf_describe NULL
+#define bpf_catching_up NULL
 #define bpf_close bpf_nothing
 
 #endif
@@ -655,5 +661,6 @@ const struct sampler_ops sampler_bpf_ops = {
 	.task_clock_ns = bpf_task_clock_ns,
 	.has_kernel = bpf_has_kernel,
 	.describe = bpf_describe,
+	.catching_up = bpf_catching_up,
 	.close = bpf_close,
 };
