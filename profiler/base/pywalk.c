@@ -76,14 +76,17 @@ enum pywalk_end pywalk_walk(struct pywalk *w, uint64_t frame)
 		}
 		uint8_t owner = fb[L->frame_owner];
 		uint64_t prev = pywalk_u64(fb, L->frame_previous);
-		if (pywalk_is_shim(L, owner)) {
+		uint64_t code = pywalk_u64(fb, L->frame_code) & ~(uint64_t)L->code_tag;
+		bool shim = pywalk_is_shim(L, owner);
+		if (shim && !w->shim_code)
+			w->shim_code = code;
+		if (shim || (L->trampoline && code == L->trampoline)) {
 			if (pywalk_shim(w, frame, prev, run_first))
 				return PYWALK_ACT_END;
 			run_first = w->n;
 			frame = prev;
 			continue;
 		}
-		uint64_t code = pywalk_u64(fb, L->frame_code) & ~(uint64_t)L->code_tag;
 		if (!code || code & 7 || code >= (1ull << 47))
 			return PYWALK_BROKEN; /* not a frame (any more) */
 		uint8_t flags = owner == L->owner_generator ? PYWALK_GENERATOR : 0;

@@ -31,6 +31,12 @@ struct pywalk_layout {
 	uint8_t code_tag;               /* low bits of frame_code that are tags, cleared (3.14's
 					 * _PyStackRef: 1; 0 before) */
 	uint32_t frame_read;            /* bytes read of a frame: pywalk_frame_read() */
+	/* 3.12+: what every shim runs (3.12: the interpreter's trampoline code object; 3.13+:
+	 * None), 0 when not known. A frame running it is a shim whatever its owner byte says:
+	 * one read while its activation was being entered (linked before its owner was stored:
+	 * the compiler orders those stores as it likes) would else join the two activations'
+	 * runs into one, the callback's frames filed under its caller's activation. */
+	uint64_t trampoline;
 };
 
 /* The bytes of a frame that hold every field of L (what frame_read should be). */
@@ -101,6 +107,9 @@ struct pywalk {
 	 * past max_shims */
 	uint64_t *shims;
 	int nshims, max_shims;
+	uint64_t shim_code;             /* out: what the first shim the walk passed (by its owner
+					 * byte) runs, 0 when none: for the caller to learn
+					 * L->trampoline from, once checked */
 };
 
 /* Where a process' thread states and their frame chains are, for a reader outside the

@@ -118,6 +118,36 @@ UNIT_TEST(pywalk_312_shims_end_runs)
 	UNIT_ASSERT(one.entry_at == pywalk_test_addr(&s0) && one.entry_prev == pywalk_test_addr(&s1));
 }
 
+/* A shim read while its activation was being entered, its owner byte not stored yet, runs the
+ * trampoline all the same: with L.trampoline known it ends the run; without, it is taken as a
+ * frame (the two runs joined: what the trampoline check prevents). shim_code reports what the
+ * first shim known by its owner runs. */
+UNIT_TEST(pywalk_trampoline_frame_is_a_shim)
+{
+	struct pywalk_test_frame f0 = { .code = 0x2000 }, f1 = { .code = 0x2100 };
+	struct pywalk_test_frame torn = { .code = 0x9900 }, s1 = { .code = 0x9900, .owner = 3 };
+	f0.previous = pywalk_test_addr(&torn);
+	torn.previous = pywalk_test_addr(&f1);
+	f1.previous = pywalk_test_addr(&s1);
+	struct pywalk_layout L = pywalk_test_312;
+	struct pywalk_test_reader r = { 0 };
+	struct pywalk_frame out[8];
+	struct pywalk w = pywalk_test_walker(&L, &r, out, 8, 8);
+	UNIT_ASSERT_EQ_INT(pywalk_walk(&w, pywalk_test_addr(&f0)), PYWALK_CHAIN_END);
+	UNIT_ASSERT_EQ_INT(w.n, 3); /* unknown: the torn shim shown as a frame */
+	UNIT_ASSERT(out[1].code == 0x9900 && w.shim_code == 0x9900);
+	L.trampoline = w.shim_code;
+	w = pywalk_test_walker(&L, &r, out, 8, 8);
+	UNIT_ASSERT_EQ_INT(pywalk_walk(&w, pywalk_test_addr(&f0)), PYWALK_CHAIN_END);
+	UNIT_ASSERT_EQ_INT(w.n, 2);
+	UNIT_ASSERT(out[0].code == 0x2000 && (out[0].flags & PYWALK_ENTRY));
+	UNIT_ASSERT(out[1].code == 0x2100 && (out[1].flags & PYWALK_ENTRY));
+	struct pywalk one = pywalk_test_one_activation(&w);
+	UNIT_ASSERT_EQ_INT(pywalk_walk(&one, pywalk_test_addr(&f0)), PYWALK_ACT_END);
+	UNIT_ASSERT(one.n == 1 && one.entry_at == pywalk_test_addr(&torn) &&
+		    one.entry_prev == pywalk_test_addr(&f1));
+}
+
 UNIT_TEST(pywalk_generator_that_yielded_ends_its_activation)
 {
 	struct pywalk_test_frame g = { .code = 0x3000, .owner = 1 };

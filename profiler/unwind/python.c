@@ -123,6 +123,7 @@ static const struct py_layout py_layouts[] = {
 		.frame_stacktop = 64, .frame_localsplus = 72, .gen_iframe = 72,
 		.code_qualname = 128, .code_filename = 112, .code_firstlineno = 68,
 		.code_linetable = 136, .code_code = 192, .code_firsttraceable = 176,
+		.code_framesize = 76,
 		.ob_type = 8, .var_size = 16, .bytes_data = 32,
 		.str_length = 16, .str_state = 32, .str_ascii_data = 40, .str_compact_data = 56,
 		.line = py_linetable_line_311,
@@ -1170,10 +1171,13 @@ static struct py_proc *py_proc_get(struct unwind_ctx *ctx, struct py_state *st, 
 		.frame_owner = p->own.frame_owner, .owner_generator = p->own.owner_generator,
 		.owner_cstack = p->own.owner_cstack, .code_tag = p->own.code_tag,
 		.frame_read = p->own.frame_read };
+	p->none = mi->none ? mi->none + bias : 0;
+	/* 3.13+: a shim runs None (3.12's trampoline is learned: py_walk_at) */
+	if (p->own.owner_cstack && p->none)
+		p->walk.trampoline = p->none;
 	p->runtime = mi->runtime + bias;
 	p->code_type = mi->code_type + bias;
 	p->unicode_type = mi->unicode_type + bias;
-	p->none = mi->none ? mi->none + bias : 0;
 	p->state = PY_PROC_READY;
 	py_where_set(st, p);
 	return p;
@@ -1305,6 +1309,12 @@ static bool py_walk_at(struct unwind_ctx *ctx, struct py_state *st, struct py_pr
 			    .max = PY_MAX_FRAMES, .max_depth = PY_MAX_FRAMES };
 	enum pywalk_end end = pywalk_walk(&w, frame);
 
+	/* 3.12: the trampoline, once a shim's code object is read and named so */
+	if (w.shim_code && !p->walk.trampoline && !p->none) {
+		struct py_code *c = py_code_get(ctx, p, w.shim_code);
+		if (c && c->file && !strcmp(c->file, "<shim>"))
+			p->walk.trampoline = w.shim_code;
+	}
 	for (int i = *n; i < w.n; i++) {
 		st->ids[i] = st->raw[i].code ? 0 : UINT32_MAX;
 		st->entry[i] = (st->raw[i].flags & PYWALK_ENTRY) != 0;
@@ -1839,6 +1849,81 @@ static bool py_walk_returned(struct unwind_ctx *ctx, struct py_state *st, struct
 	return true;
 }
 
+/* Whether activation k, read, runs now the frame it ran at the time of the sample (it was
+ * blocked in a call, or came back to the same place). */
+static int py_act_confirmed(const struct py_anchor *a, int k)
+{
+	if (a->shims)
+		return k > 0 || a->frame_now == a->cur[0];
+	for (int j = 0; j < a->nnow; j++)
+		if (a->now_addr[j] == a->cf[k])
+			return a->now_cur[j] == a->cur[k];
+	return 0;
+}
+
+/* 3.11 and 3.12 (anchored by _PyCFrames): the innermost activation, a callback from C that
+ * runs for microseconds, was not read down to the frame the outer one ran at the time of the
+ * sample: it returned since, and its shim (a local of its C frame) was reused, or a later call
+ * pushed its frame at the same address from another depth of the C stack (qsort's comparisons
+ * recurse). The frame at the address its _PyCFrame gave (exact, from the copy) is taken alone
+ * when it is an activation's entry frame (linked to a shim on the C stack) and the outer
+ * activation still runs the frame it ran at the time of the sample (so a frame pushed right
+ * above that one was called from it, through C): that frame, or a later call's from the same
+ * place, counted as read after the program moved on. */
+static bool py_walk_entry_now(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+			      const struct py_anchor *a, int start, int *nf, uint64_t *prev,
+			      uint64_t *at)
+{
+	const struct py_layout *L = p->layout;
+	uint8_t fb[PY_MAX_OBJECT];
+	uint64_t code, link;
+	bool exact;
+
+	if (a->shims || a->nacts < 2 || !a->cur[0] || !st->cstack_lo)
+		return false;
+	uint64_t x = a->cur[0];
+	/* Its current frame its own shim (on the C stack): the activation was leaving (its
+	 * frame popped; or entering, its current frame not yet set, holding the last one's):
+	 * the frame above the outer one that links to that shim, as py_returning_frame takes */
+	if (x >= st->cstack_lo && x < st->cstack_hi) {
+		*nf = start;
+		if (py_returning_frame(st, p, a->want[0], x, nf, &exact)) {
+			st->entry[*nf - 1] = 1;
+			*prev = a->want[0];
+			*at = x;
+			if (exact)
+				st->stats.returning++;
+			else
+				st->stats.relinked++;
+			return true;
+		}
+		/* else the frame pushed right above the outer one (the one entered links to
+		 * the last activation's shim until it is linked to its own) */
+		struct py_code *c1;
+		if (!py_frame_bytes(st, p, a->want[0], fb, L->frame_read) ||
+		    !(code = py_code_ptr(L, py_u64(fb, L->frame_code))) || code & 7 ||
+		    !(c1 = py_code_get(ctx, p, code)) || !c1->framesize)
+			return false;
+		x = a->want[0] + 8ull * c1->framesize;
+	} else if (!py_act_confirmed(a, 1)) {
+		return false;
+	}
+	if (!py_frame_bytes(st, p, x, fb, L->frame_read))
+		return false;
+	code = py_code_ptr(L, py_u64(fb, L->frame_code));
+	link = py_u64(fb, L->frame_previous);
+	if (!code || code & 7 || code >= (1ull << 47) || py_is_shim(L, fb[L->frame_owner]) ||
+	    fb[L->frame_owner] == L->owner_generator || link < st->cstack_lo ||
+	    link >= st->cstack_hi)
+		return false;
+	*nf = start;
+	st->raw[*nf] = (struct pywalk_frame){ code, py_u64(fb, L->frame_instr), fb[L->frame_owner], 0, 0 };
+	st->ids[*nf] = 0;
+	st->entry[(*nf)++] = 1;
+	*prev = PY_PREV_UNKNOWN;
+	return true;
+}
+
 /* 3.12+, a copy taken while the thread ran (perf's reader): the generator's frame was the
  * current one when the copy began and had yielded when its frame was copied (its previous
  * cleared), torn between the two. Its caller's frame is read now instead, not from the copy:
@@ -1849,14 +1934,21 @@ static uint64_t py_gen_torn(struct py_proc *p, uint64_t ts, uint64_t gen_frame)
 	const struct py_layout *L = p->layout;
 	uint64_t v = 0;
 
-	if (py_read(p->pid, gen_frame + L->frame_previous, &v, 8) && v && !(v & 7))
-		return v;
-	if (!py_read(p->pid, ts + (L->tstate_cframe ? L->tstate_cframe : L->tstate_current_frame),
-		     &v, 8) || !v)
-		return 0;
-	if (L->tstate_cframe && !py_read(p->pid, v + L->cframe_current_frame, &v, 8))
-		return 0;
-	return v != gen_frame ? v : 0;
+	/* A generator in a tight loop is resumed and yields again within the two reads (the
+	 * current frame is set after its previous when resumed, before it is cleared when it
+	 * yields): then the pair is read again, a few times. */
+	for (int again = 0; again < 4; again++) {
+		if (py_read(p->pid, gen_frame + L->frame_previous, &v, 8) && v && !(v & 7))
+			return v;
+		if (!py_read(p->pid, ts + (L->tstate_cframe ? L->tstate_cframe :
+				L->tstate_current_frame), &v, 8) || !v)
+			return 0;
+		if (L->tstate_cframe && !py_read(p->pid, v + L->cframe_current_frame, &v, 8))
+			return 0;
+		if (v != gen_frame)
+			return v;
+	}
+	return 0;
 }
 
 /* 3.12+: a generator run inline, in its caller's activation k, that has yielded since (3.11
@@ -1923,24 +2015,16 @@ static enum py_lost py_run_verdict(struct unwind_ctx *ctx, struct py_state *st, 
 	return PY_LOST_N;
 }
 
-/* Whether activation k, read, runs now the frame it ran at the time of the sample (it was
- * blocked in a call, or came back to the same place). */
-static int py_act_confirmed(const struct py_anchor *a, int k)
-{
-	if (a->shims)
-		return k > 0 || a->frame_now == a->cur[0];
-	for (int j = 0; j < a->nnow; j++)
-		if (a->now_addr[j] == a->cf[k])
-			return a->now_cur[j] == a->cur[k];
-	return 0;
-}
-
-/* With the frames copied at the stop, an innermost activation whose one frame is still being
- * set up (before its RESUME: a callback from C being entered) runs that function: shown at its
- * first line rather than left native. */
+/* An innermost activation whose one frame is still being set up (before its RESUME: a
+ * callback from C being entered) runs that function: shown at its first line rather than left
+ * native. With the frames copied at the stop, as of the sample; else (perf's reader) only for a
+ * callback (an activation under an outer one, read as anchored), as read after the program
+ * moved on: that call being entered, or a later one's pushed at the same address from the same
+ * outer frame (a callback from C lasts microseconds; the read comes 0.1 ms or more after). */
 static void py_show_entering(struct py_state *st, struct py_proc *p, const int *start, int nacts)
 {
-	if (!p->frozen || !p->frozen->at_stop || nacts <= 0 || start[1] - start[0] != 1 ||
+	bool at_stop = p->frozen && p->frozen->at_stop;
+	if ((!at_stop && nacts < 2) || nacts <= 0 || start[1] - start[0] != 1 ||
 	    st->ids[start[0]] != UINT32_MAX || !st->raw[start[0]].code)
 		return;
 	uint64_t code = st->raw[start[0]].code;
@@ -1982,6 +2066,10 @@ static int py_runs_anchored(struct unwind_ctx *ctx, struct py_state *st, struct 
 		}
 		if (a->shims && k == 0 && !ok && nacts > 1)
 			ok = py_walk_returned(ctx, st, p, a, start[k], &nf, &prev, &at);
+		if (!a->shims && k == 0 && nacts > 1 &&
+		    (!ok || (prev != a->want[0] && prev != PY_PREV_UNKNOWN && prev)) &&
+		    py_walk_entry_now(ctx, st, p, a, start[k], &nf, &prev, &at))
+			ok = true;
 		enum py_lost why = py_run_verdict(ctx, st, p, a, k, start[k], ok, &nf, &prev, &at);
 		if (why != PY_LOST_N) {
 			nf = start[k];
