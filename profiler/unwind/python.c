@@ -1676,6 +1676,23 @@ static bool py_returning_frame(struct py_state *st, struct py_proc *p, uint64_t 
 	return false;
 }
 
+/* Whether the sample's copy between lo and hi, or its registers, hold a pointer into code
+ * object c (an activation calling out keeps its frame's instruction pointer live across the
+ * call, in a callee-saved register or its own stack frame). */
+static bool py_copy_points_into(const struct py_stack *s, const struct py_layout *L,
+				const struct py_code *c, uint64_t lo, uint64_t hi)
+{
+	uint64_t end = c->addr + L->code_code + 2 * c->ncode, v;
+
+	for (uint64_t x = (lo + 7) & ~7ull; x + 8 <= hi; x += 8)
+		if (py_stack_u64(s, x, &v) && v >= c->addr && v < end)
+			return true;
+	for (int r = 0; s->regs && r < s->nregs; r++)
+		if (s->regs[r] >= c->addr && s->regs[r] < end)
+			return true;
+	return false;
+}
+
 /* An outer activation (blocked in the call that leads to the next inner one at the time of
  * the sample) keeps the instruction pointer of its innermost frame live across that call: in
  * a callee-saved register (then saved by a callee in the stack copy, or still in the sample's
@@ -1707,14 +1724,8 @@ static void py_check_outer(struct py_state *st, struct py_proc *p, const struct 
 		uint64_t lo = k ? locs[acts[k - 1]].sp : s->addr, hi = py_act_cfa(locs, n, acts[k]);
 		if (!c || !c->ncode || !hi || lo < s->addr || hi <= lo)
 			continue;
-		uint64_t end = code + L->code_code + 2 * c->ncode, v;
-		bool found = false;
-		for (uint64_t a = (lo + 7) & ~7ull; a + 8 <= hi && !found; a += 8)
-			found = py_stack_u64(s, a, &v) && v >= code && v < end;
-		for (int r = 0; s->regs && r < s->nregs && !found; r++)
-			found = s->regs[r] >= code && s->regs[r] < end;
 		st->stats.outer_checked++;
-		if (!found)
+		if (!py_copy_points_into(s, L, c, lo, hi))
 			moved = k;
 	}
 	if (moved < 0)
@@ -1784,6 +1795,38 @@ static bool py_anchor_set(struct py_proc *p, const struct py_module_info *mi, ui
 	return true;
 }
 
+/* 3.13: the thread's current frame x is a callback's from C entered since (its one frame read,
+ * its shim gone by the time the walk reached it: the callback returned): the frame that was
+ * running when C was called (the sampled activation's innermost, if it still runs it) is the one
+ * pushed right under x on the data stack, ending where x begins. Looked for down to 4 KiB under
+ * x among frames whose code object is known already (no read of a guessed address), taken when
+ * the sample's copy under the activation's shim points into its code (it was calling out then,
+ * not another function since) and walked from: it must end at the sampled activation's shim. */
+static bool py_walk_under_callback(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+				   const struct py_anchor *a, uint64_t x, int start, int *nf,
+				   uint64_t *prev, uint64_t *at)
+{
+	const struct py_layout *L = p->layout;
+
+	if (!a->s)
+		return false;
+	for (uint64_t y = x - 8; y + 4096 > x && y > 4096; y -= 8) {
+		uint8_t fb[PY_MAX_OBJECT];
+		if (!py_frame_bytes(st, p, y, fb, L->frame_read))
+			return false;
+		uint64_t code = py_code_ptr(L, py_u64(fb, L->frame_code));
+		struct py_code *c = cs_hash_find(&p->codes, cs_hash_u64(code), py_code_eq, &code);
+		if (!c || !c->framesize || y + 8ull * c->framesize != x ||
+		    py_is_shim(L, fb[L->frame_owner]) || fb[L->frame_owner] == L->owner_generator)
+			continue;
+		if (!c->ncode || !py_copy_points_into(a->s, L, c, a->s->addr, a->cf[0]))
+			return false;
+		*nf = start;
+		return py_walk_at(ctx, st, p, y, true, nf, prev, at) && *at == a->cf[0];
+	}
+	return false;
+}
+
 /* 3.13's innermost activation, read as it is now, shims included (those in the copy's range
  * may be of activations entered since): activations entered since are passed over, down to
  * the shim of the one sampled (a->cf[0]). The thread runs meanwhile: a walk caught in a
@@ -1817,9 +1860,18 @@ static bool py_walk_innermost_now(struct unwind_ctx *ctx, struct py_state *st, s
 		a->cur[0] = a->frame_now;
 		ok = py_walk_at(ctx, st, p, a->frame_now, true, nf, prev, at);
 	}
+	/* a callback from C running now, its shim gone (py_walk_under_callback) */
+	if (!ok && *nf - start == 1 && a->frame_now &&
+	    py_walk_under_callback(ctx, st, p, a, a->frame_now, start, nf, prev, at)) {
+		st->stats.relinked++;
+		ok = true;
+	}
 	p->frozen = fz;
 	st->copy = s;
-	return ok && *at == a->cf[0];
+	/* or down to a generator that yielded (its previous cleared): py_gen_inline finds the
+	 * frame that resumed it, from the current frame */
+	return ok && (*at == a->cf[0] ||
+		      (!*prev && *nf > start && st->raw[*nf - 1].owner == p->layout->owner_generator));
 }
 
 /* 3.13: the innermost activation returned since (a callback from C runs for microseconds).
