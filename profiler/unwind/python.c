@@ -1874,6 +1874,23 @@ static bool py_walk_innermost_now(struct unwind_ctx *ctx, struct py_state *st, s
 		      (!*prev && *nf > start && st->raw[*nf - 1].owner == p->layout->owner_generator));
 }
 
+/* Where the frame pushed right after frame f on the data stack begins (f's code object's
+ * co_framesize words on: 3.12+), or 0 when f or its code object cannot be read. */
+static uint64_t py_frame_above(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+			       uint64_t f)
+{
+	const struct py_layout *L = p->layout;
+	uint8_t fb[PY_MAX_OBJECT];
+	uint64_t code;
+	struct py_code *c;
+
+	if (!py_frame_bytes(st, p, f, fb, L->frame_read) ||
+	    !(code = py_code_ptr(L, py_u64(fb, L->frame_code))) || code & 7 ||
+	    !(c = py_code_get(ctx, p, code)) || !c->framesize)
+		return 0;
+	return f + 8ull * c->framesize;
+}
+
 /* 3.13: the innermost activation returned since (a callback from C runs for microseconds).
  * Its entry frame was pushed on the data stack right after the frame the outer activation was
  * running (a->cur[1], exact), and a popped frame keeps its contents until the next push: it is
@@ -1884,16 +1901,10 @@ static bool py_walk_returned(struct unwind_ctx *ctx, struct py_state *st, struct
 {
 	const struct py_layout *L = p->layout;
 	uint8_t fb[PY_MAX_OBJECT];
-	uint64_t code1, x;
-	struct py_code *c1;
+	uint64_t x = py_frame_above(ctx, st, p, a->cur[1]);
 
 	*nf = start;
-	if (!py_frame_bytes(st, p, a->cur[1], fb, L->frame_read) ||
-	    !(code1 = py_code_ptr(L, py_u64(fb, L->frame_code))) || code1 & 7 ||
-	    !(c1 = py_code_get(ctx, p, code1)) || !c1->framesize)
-		return false;
-	x = a->cur[1] + 8ull * c1->framesize;
-	if (!py_frame_bytes(st, p, x, fb, L->frame_read) || !py_u64(fb, L->frame_previous) ||
+	if (!x || !py_frame_bytes(st, p, x, fb, L->frame_read) || !py_u64(fb, L->frame_previous) ||
 	    py_is_shim(L, fb[L->frame_owner]) || !py_walk_at(ctx, st, p, x, true, nf, prev, at) ||
 	    !(*at == a->cf[0] || *prev == PY_PREV_UNKNOWN || *prev == a->want[0]))
 		return false;
@@ -1951,12 +1962,8 @@ static bool py_walk_entry_now(struct unwind_ctx *ctx, struct py_state *st, struc
 		}
 		/* else the frame pushed right above the outer one (the one entered links to
 		 * the last activation's shim until it is linked to its own) */
-		struct py_code *c1;
-		if (!py_frame_bytes(st, p, a->want[0], fb, L->frame_read) ||
-		    !(code = py_code_ptr(L, py_u64(fb, L->frame_code))) || code & 7 ||
-		    !(c1 = py_code_get(ctx, p, code)) || !c1->framesize)
+		if (!(x = py_frame_above(ctx, st, p, a->want[0])))
 			return false;
-		x = a->want[0] + 8ull * c1->framesize;
 	} else if (!py_act_confirmed(a, 1)) {
 		return false;
 	}
