@@ -2798,10 +2798,18 @@ void py_stats_get(struct unwind_ctx *ctx, struct py_stats *out)
 	*out = st ? st->stats : (struct py_stats){ 0 };
 }
 
-/* py_merge_frames, and how many activations kept their native frame in *native. */
+/* The native interpreter activations of a stack, found once (py_find_acts) and handed on. */
+struct py_acts {
+	int n;                         /* -1: not looked for yet */
+	int at[PY_MAX_FRAMES];
+	uint32_t runtime_module;
+};
+
+/* py_merge_frames, and how many activations kept their native frame in *native; acts: the
+ * stack's activations when the caller found them already, else NULL. */
 static int py_merge_frames_n(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_frame *frames,
 			     int nframes, bool outer_cut, struct unwind_loc *locs, int n, int max,
-			     enum py_merge_result *result, int *native);
+			     enum py_merge_result *result, int *native, const struct py_acts *acts);
 
 int py_merge_frames(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_frame *frames,
 		    int nframes, bool outer_cut, struct unwind_loc *locs, int n, int max,
@@ -2809,22 +2817,29 @@ int py_merge_frames(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_fr
 {
 	int native;
 
-	return py_merge_frames_n(ctx, pid, frames, nframes, outer_cut, locs, n, max, result, &native);
+	return py_merge_frames_n(ctx, pid, frames, nframes, outer_cut, locs, n, max, result, &native,
+				 NULL);
 }
 
 static int py_merge_frames_n(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_frame *frames,
 			     int nframes, bool outer_cut, struct unwind_loc *locs, int n, int max,
-			     enum py_merge_result *result, int *native)
+			     enum py_merge_result *result, int *native, const struct py_acts *known)
 {
 	struct py_state *st = ctx->python;
-	int acts[PY_MAX_FRAMES], nacts;
-	uint32_t runtime_module;
+	struct py_acts found;
+	const struct py_acts *A = known;
 
 	*result = PY_MERGE_NONE;
 	*native = 0;
 	if (!st || n <= 0 || nframes <= 0)
 		return n;
-	nacts = py_find_acts(ctx, st, locs, n, acts, &runtime_module);
+	if (!A || A->n < 0) {
+		found.n = py_find_acts(ctx, st, locs, n, found.at, &found.runtime_module);
+		A = &found;
+	}
+	const int *acts = A->at;
+	int nacts = A->n;
+	uint32_t runtime_module = A->runtime_module;
 	/* 3.14 whose interpreter loop has no symbol: each frame says which user frame ran it */
 	bool by_act = !nacts && py_find_runtime_314(ctx, st, locs, n, &runtime_module);
 	if (!nacts && !by_act)
@@ -2998,9 +3013,7 @@ int py_merge_walked(struct unwind_ctx *ctx, uint32_t pid, const struct pywalk_fr
 	p->late = age_ns > PY_CODE_MAX_AGE_NS;
 	if (p->late)
 		p->sample_ns = cs_monotonic_ns() - age_ns;
-	int nacts = 0;
-	uint32_t runtime_module;
-	int acts[PY_MAX_FRAMES];
+	struct py_acts acts = { .n = -1 };
 	int native = 0;
 	bool resumed = false;
 	if (nfr > 0 && !cut && p->layout->frame_is_entry && first) {
@@ -3008,8 +3021,8 @@ int py_merge_walked(struct unwind_ctx *ctx, uint32_t pid, const struct pywalk_fr
 		int nruns = 1;
 		for (int i = 0; i + 1 < nfr; i++)
 			nruns += f[i].entry;
-		nacts = py_find_acts(ctx, st, locs, n, acts, &runtime_module);
-		if (nacts == nruns + 1 && py_gen_resumed(p, first, &fr[0], &f[nfr])) {
+		acts.n = py_find_acts(ctx, st, locs, n, acts.at, &acts.runtime_module);
+		if (acts.n == nruns + 1 && py_gen_resumed(p, first, &fr[0], &f[nfr])) {
 			struct py_ext_frame g = f[nfr];
 			memmove(f + 1, f, (size_t)nfr * sizeof(f[0]));
 			f[0] = g;
@@ -3017,10 +3030,10 @@ int py_merge_walked(struct unwind_ctx *ctx, uint32_t pid, const struct pywalk_fr
 			resumed = true;
 		}
 	}
-	if (nfr == 0 && (nacts = py_find_acts(ctx, st, locs, n, acts, &runtime_module)) > 0)
+	if (nfr == 0 && py_find_acts(ctx, st, locs, n, acts.at, &acts.runtime_module) > 0)
 		*result = PY_MERGE_UNREADABLE; /* activations, but no frame linked yet */
 	else
-		n = py_merge_frames_n(ctx, pid, f, nfr, cut, locs, n, max, result, &native);
+		n = py_merge_frames_n(ctx, pid, f, nfr, cut, locs, n, max, result, &native, &acts);
 	if (resumed && *result == PY_MERGE_OK) {
 		*result = PY_MERGE_CHANGED; /* read after the program moved on */
 		st->stats.gen_resumed++;
