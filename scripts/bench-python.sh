@@ -14,12 +14,14 @@
 # REF (a csampler binary, e.g. main's: /work/main/bin/csampler) adds its `record` with Python
 # frames as one more mode of the same rounds, for a side by side of the recorder's cost.
 # DEPTH sets how deep the loop runs (6 by default; 40 as a training loop's stack).
+# MODE (perf, ptrace, bpf) is given to `record --mode` in the csampler and REF modes; unset,
+# the recorder chooses (auto: bpf as root, else perf events).
 # BPF=1 adds `record --mode bpf` with and without Python frames to the same rounds (the frames
 # read by the BPF program at the sample; needs root), the recorder's CPU per Python sample side
 # by side with perf mode's, and the BPF program's own time per sample with and without Python
 # frames (the summary line's, from bpf_ktime_get_ns; and, with kernel.bpf_stats_enabled set to
 # 1 for the run and restored after, the kernel's run time per run of the program).
-#   ROUNDS=7 N=60000000 RATE=999 DEPTH=6 REF= BPF= PY=/usr/bin/python3 scripts/bench-python.sh
+#   ROUNDS=7 N=60000000 RATE=999 DEPTH=6 REF= BPF= MODE= PY=/usr/bin/python3 scripts/bench-python.sh
 set -eu
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-7}
@@ -30,6 +32,7 @@ PY=${PY:-/usr/bin/python3}
 DEPTH=${DEPTH:-6}
 REF=${REF:-}
 BPF=${BPF:-}
+MODE=${MODE:-}
 W=$(mktemp -d /tmp/csampler-bench-py.XXXXXX)
 STATS0=
 if [ -n "$BPF" ]; then
@@ -65,7 +68,8 @@ run() { # mode -> "loop_cpu_s loop_wall_s recorder_cpu_s samples"
 		local extra="" out bin=$CSAMPLER
 		[ "$1" = native ] || [ "$1" = refnative ] || [ "$1" = bpfnative ] && extra=--no-python
 		[ "$1" = ref ] || [ "$1" = refnative ] && bin=$REF
-		[ "$1" = bpf ] || [ "$1" = bpfnative ] && extra="$extra --mode bpf"
+		if [ "$1" = bpf ] || [ "$1" = bpfnative ]; then extra="$extra --mode bpf"
+		elif [ -n "$MODE" ]; then extra="$extra --mode $MODE"; fi
 		out=$("$bin" record $extra -F "$RATE" -o "$W/$1.data" -- "$PY" "$W/loop.py" "$N" "$DEPTH" 2>"$W/err.$1")
 		# the BPF program's time per sample: with Python frames, without; the kernel's per run
 		grep -o 'program run time [0-9.]* us per run\|program time [0-9.]* us a sample with Python frames ([0-9]*), [0-9.]* us without' \
