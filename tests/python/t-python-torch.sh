@@ -79,9 +79,9 @@ echo "    autograd engine samples: under backward $ok, under another Python fram
 # 20 points from run to run in every backend while its tensors' memory was mapped afresh each
 # step (TinyNet.forward 8.9-25.8%, backward 45.5-65.8%); in malloc's heap (torch_train.py) it
 # holds within about 2 points (three runs each, 2026-11-28: backward 45.8-46.9% under ptrace,
-# 44.8-46.4% under bpf, 44.1-45.8% under perf events), and perf's against ptrace's differed by
-# 1.7, 2.4 and 4.7 points in three pairs (Conv2d._conv_forward 17.7-21.4% under perf events,
-# 15.9-16.7% under ptrace, 17.1-17.7% under bpf): printed as figures; t-python-deep holds each
+# 44.8-46.4% under bpf, 44.1-45.8% under perf events), but one run against another still moves
+# 2-4 points: perf's against ptrace's 1.7-4.7 apart in six pairs, bpf's 0.2-3.6 in three; the
+# means of six runs each within 1.7 points (README): printed as figures; t-python-deep holds each
 # backend to 2 points on programs whose split is known, and the placement checks above hold
 # the frames of this loop.
 pysplit() { # folded -> "fn share" lines (%, of the samples under train_step), then "#lost N total"
