@@ -1172,8 +1172,8 @@ static struct py_proc *py_proc_get(struct unwind_ctx *ctx, struct py_state *st, 
 		.owner_cstack = p->own.owner_cstack, .code_tag = p->own.code_tag,
 		.frame_read = p->own.frame_read };
 	p->none = mi->none ? mi->none + bias : 0;
-	/* 3.13+: a shim runs None (3.12's trampoline is learned: py_walk_at) */
-	if (p->own.owner_cstack && p->none)
+	/* 3.13+: a shim runs None (3.12's trampoline code object is learned: py_walk_at) */
+	if (p->own.owner_cstack && p->own.hex_min >= 0x030d0000 && p->none)
 		p->walk.trampoline = p->none;
 	p->runtime = mi->runtime + bias;
 	p->code_type = mi->code_type + bias;
@@ -1244,8 +1244,10 @@ static uint64_t py_thread_state(struct py_proc *p, uint32_t tid)
 /* pywalk's read and check for process p: frames from the blocks of pages read for the sample
  * (py_frame_bytes). */
 struct py_walk_arg {
+	struct unwind_ctx *ctx;
 	struct py_state *st;
 	struct py_proc *p;
+	uint64_t inner;                /* the frame taken last, on the data stack (0: none) */
 };
 
 static bool py_walk_read(void *arg, uint64_t addr, void *buf, size_t len)
@@ -1278,7 +1280,26 @@ static enum pywalk_check py_walk_check(void *arg, uint64_t addr, uint8_t *fb, bo
 	struct py_walk_arg *a = arg;
 	const struct py_layout *L = a->p->layout;
 	const struct py_stack *s = a->st->copy;
+	uint64_t inner = a->inner;
 
+	a->inner = 0;
+	if (!fb[L->frame_owner] && L->code_framesize) {
+		/* 3.12+: a Python function's frame is pushed on the data stack right where its
+		 * caller's ends (co_framesize words on). A frame that links to one that does not
+		 * end there (nearby: a new chunk may lie anywhere) is of another time: the caller's
+		 * frame was popped and its memory reused since (read after the sample), and the
+		 * run read so far would be filed under another function. */
+		if (in_run && inner > addr && inner - addr < (1u << 20)) {
+			uint64_t code = py_code_ptr(L, py_u64(fb, L->frame_code));
+			const struct py_code *c = cs_hash_find(&a->p->codes, cs_hash_u64(code),
+							       py_code_eq, &code);
+			if (!c && code && !(code & 7) && code < (1ull << 47))
+				c = py_code_get(a->ctx, a->p, code); /* read now, not later to name */
+			if (c && c->framesize && addr + 8ull * c->framesize != inner)
+				return PYWALK_FAIL;
+		}
+		a->inner = addr;
+	}
 	if (!L->owner_cstack || py_is_shim(L, fb[L->frame_owner]) || addr < a->st->cstack_lo ||
 	    addr >= a->st->cstack_hi)
 		return PYWALK_TAKE;
@@ -1303,14 +1324,14 @@ static bool py_walk_at(struct unwind_ctx *ctx, struct py_state *st, struct py_pr
 		       uint64_t frame, bool one_activation, int *n, uint64_t *entry_prev,
 		       uint64_t *entry_at)
 {
-	struct py_walk_arg a = { st, p };
+	struct py_walk_arg a = { ctx, st, p, 0 };
 	struct pywalk w = { .L = &p->walk, .read = py_walk_read, .check = py_walk_check, .arg = &a,
 			    .one_activation = one_activation, .out = st->raw, .n = *n,
 			    .max = PY_MAX_FRAMES, .max_depth = PY_MAX_FRAMES };
 	enum pywalk_end end = pywalk_walk(&w, frame);
 
 	/* 3.12: the trampoline, once a shim's code object is read and named so */
-	if (w.shim_code && !p->walk.trampoline && !p->none) {
+	if (w.shim_code && !p->walk.trampoline && p->layout->hex_min < 0x030d0000) {
 		struct py_code *c = py_code_get(ctx, p, w.shim_code);
 		if (c && c->file && !strcmp(c->file, "<shim>"))
 			p->walk.trampoline = w.shim_code;
@@ -2442,7 +2463,7 @@ static int py_merge_by_shims(struct unwind_ctx *ctx, struct py_state *st, struct
 		return n;
 	}
 	uint64_t shims[PY_MAX_FRAMES];
-	struct py_walk_arg a = { st, p };
+	struct py_walk_arg a = { ctx, st, p, 0 };
 	struct pywalk w;
 	enum pywalk_end end;
 	bool inner_unread = false;
