@@ -20,7 +20,6 @@
  * 64 KiB maximum's copying cost. */
 #define RECORD_DEFAULT_STACK 32768
 #define RECORD_MAX_STACK 65528
-#define RECORD_DEFAULT_PAGES 2048
 #define RECORD_MAX_PIDS 1024 /* record.c polls one pidfd per target */
 
 static int parse_stack_size(const char *s, uint32_t *out)
@@ -111,7 +110,7 @@ void record_default_sampler(struct sampler_opts *s)
 	if (s->mmap_pages)
 		return;
 	/* An unprivileged user may lock perf_event_mlock_kb per CPU (plus RLIMIT_MEMLOCK). */
-	s->mmap_pages = RECORD_DEFAULT_PAGES;
+	s->mmap_pages = SAMPLER_DEFAULT_PAGES;
 	if (geteuid() != 0) {
 		long kb = cs_read_long_file("/proc/sys/kernel/perf_event_mlock_kb", 516);
 		long pages = kb * 1024 / getpagesize() - 1;

@@ -30,6 +30,10 @@ enum sampler_mode {
 	SAMPLER_MODE_BPF,
 };
 
+/* Ring buffer pages per CPU when -m is not given (8 MiB a CPU); an unprivileged user gets
+ * fewer (record_default_sampler). */
+#define SAMPLER_DEFAULT_PAGES 2048
+
 struct sampler_opts {
 	enum sampler_mode mode;
 	bool idle;                /* --idle: also sample threads off the CPU, on the wall clock */
@@ -37,7 +41,7 @@ struct sampler_opts {
 	enum sampler_callgraph callgraph;
 	uint32_t stack_size;      /* bytes of user stack per sample (dwarf) */
 	uint32_t mmap_pages;      /* ring buffer pages per CPU (power of two) */
-	bool mmap_pages_given;    /* -m was given (bpf mode sizes its ring itself otherwise) */
+	bool mmap_pages_given;    /* -m was given (bpf mode then allows a ring over 256 MiB) */
 	bool all;                 /* record -a: every process (bpf only) */
 	const char *cgroup;       /* --cgroup PATH: the processes under one cgroup (bpf only) */
 	bool keep_raw;            /* record --keep-raw: the stack copies are kept (not bpf) */

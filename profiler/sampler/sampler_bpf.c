@@ -262,7 +262,7 @@ static int bpf_track_tables(void *arg, const struct sampler_event *ev)
 static uint64_t bpf_ring_bytes(const struct sampler_opts *opts)
 {
 	int ncpus = libbpf_num_possible_cpus();
-	uint64_t pages = opts->mmap_pages ? opts->mmap_pages : 2048;
+	uint64_t pages = opts->mmap_pages ? opts->mmap_pages : SAMPLER_DEFAULT_PAGES;
 	uint64_t want = pages * (uint64_t)getpagesize() * (uint64_t)(ncpus > 0 ? ncpus : 1);
 	uint64_t max = opts->mmap_pages_given ? 1ull << 30 : 256ull << 20, ring = 1ull << 20;
 	while (ring < want && ring < max)
