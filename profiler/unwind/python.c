@@ -1283,7 +1283,8 @@ static enum pywalk_check py_walk_check(void *arg, uint64_t addr, uint8_t *fb, bo
 	uint64_t inner = a->inner;
 
 	a->inner = 0;
-	if (!fb[L->frame_owner] && L->code_framesize) {
+	/* (frames copied while the thread was stopped are of one time: not checked) */
+	if (!fb[L->frame_owner] && L->code_framesize && !(a->p->frozen && a->p->frozen->at_stop)) {
 		/* 3.12+: a Python function's frame is pushed on the data stack right where its
 		 * caller's ends (co_framesize words on). A frame that links to one that does not
 		 * end there (nearby: a new chunk may lie anywhere) is of another time: the caller's
