@@ -65,6 +65,7 @@ enum pywalk_end pywalk_walk(struct pywalk *w, uint64_t frame)
 			return PYWALK_TRUNCATED;
 		if (frame & 7 || !w->read(w->arg, frame, fb, L->frame_read))
 			return PYWALK_BROKEN;
+		w->last = frame;
 		enum pywalk_check c = w->check ? w->check(w->arg, frame, fb, w->n > run_first)
 					       : PYWALK_TAKE;
 		if (c == PYWALK_FAIL)

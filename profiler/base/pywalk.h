@@ -110,6 +110,7 @@ struct pywalk {
 	uint64_t shim_code;             /* out: what the first shim the walk passed (by its owner
 					 * byte) runs, 0 when none: for the caller to learn
 					 * L->trampoline from, once checked */
+	uint64_t last;                  /* out: the address of the last frame read */
 };
 
 /* Where a process' thread states and their frame chains are, for a reader outside the

@@ -157,9 +157,16 @@ UNIT_TEST(pywalk_generator_that_yielded_ends_its_activation)
 	w.one_activation = true;
 	UNIT_ASSERT_EQ_INT(pywalk_walk(&w, pywalk_test_addr(&g)), PYWALK_ACT_END);
 	UNIT_ASSERT(w.n == 1 && (out[0].flags & PYWALK_GENERATOR) && w.entry_prev == 0);
+	/* a whole walk ending at it gives its address, where its caller is looked for */
+	struct pywalk_test_frame f = { .code = 0x3100, .previous = pywalk_test_addr(&g) };
+	w = pywalk_test_walker(&pywalk_test_312, &r, out, 4, 4);
+	UNIT_ASSERT_EQ_INT(pywalk_walk(&w, pywalk_test_addr(&f)), PYWALK_CHAIN_END);
+	UNIT_ASSERT(w.n == 2 && (out[1].flags & PYWALK_GENERATOR) && !w.nshims);
+	UNIT_ASSERT(w.last == pywalk_test_addr(&g));
 	/* not a generator: the chain just ends, no activation end */
 	g.owner = 0;
 	w.n = 0;
+	w.one_activation = true;
 	UNIT_ASSERT_EQ_INT(pywalk_walk(&w, pywalk_test_addr(&g)), PYWALK_CHAIN_END);
 }
 

@@ -1654,9 +1654,10 @@ static uint64_t py_gen_caller(struct py_state *st, struct py_proc *p, uint64_t g
 		 * slots the loop's iterator stays in are looked at all the same */
 		uint32_t nslots = top > 0 && top <= 256 ? (uint32_t)top : 64;
 		uint64_t slots[256];
+		/* (3.14's value stack holds tagged references, tagged as f_executable is) */
 		if (py_frame_bytes(st, p, frame + L->frame_localsplus, slots, nslots * 8))
 			for (uint32_t i = 0; i < nslots; i++)
-				if (slots[i] == gen)
+				if ((slots[i] & ~(uint64_t)L->code_tag) == gen)
 					return frame;
 		frame = py_u64(fb, L->frame_previous);
 	}
@@ -2424,6 +2425,41 @@ static uint64_t py_sample_taken_ns(const struct py_proc *p, const struct py_stac
 	return !stack ? 0 : !p->frozen ? stack->age_ns : p->frozen->at_stop ? 0 : stack->mem_age_ns;
 }
 
+/* 3.14, the chain read again after a torn read (the innermost activation of the sample
+ * changed since): whether the run now innermost, placed at native frame i, is as it was at the
+ * sample. It is when the sample had native frames under i (the activation was calling out, so
+ * not the one that changed: a callback from that call returned since, or a frame of its
+ * was read being set up) and the sample's copy from its stack pointer to i's CFA, or its
+ * registers, hold a pointer to where the run's innermost frame is now (its instruction, as
+ * py_copy_points_into: kept live across the call), so it was in the same call then. */
+static bool py_act_still_calls(struct py_state *st, struct py_proc *p, const struct py_stack *s,
+			       const struct unwind_loc *locs, int n, int i, int from, int to)
+{
+	bool deeper = false;
+
+	for (int j = 0; j < i && !deeper; j++)
+		deeper = locs[j].sp != 0;
+	if (!s || !deeper)
+		return false;
+	for (int f = from; f < to; f++) {
+		if (st->ids[f] == UINT32_MAX)
+			continue;
+		uint64_t code = st->raw[f].code, instr = st->raw[f].instr, hi = py_act_cfa(locs, n, i), v;
+		const struct py_code *c = code ? cs_hash_find(&p->codes, cs_hash_u64(code), py_code_eq, &code) : NULL;
+		if (!c || !c->ncode || !hi || st->ids[f] == PY_ID_UNREAD)
+			return false;
+		uint64_t lo = instr > 8 ? instr - 8 : 0, up = instr + 24;
+		for (uint64_t x = (s->addr + 7) & ~7ull; x + 8 <= hi; x += 8)
+			if (py_stack_u64(s, x, &v) && v >= lo && v < up)
+				return true;
+		for (int r = 0; s->regs && r < s->nregs; r++)
+			if (s->regs[r] >= lo && s->regs[r] < up)
+				return true;
+		return false;
+	}
+	return false;
+}
+
 /* A 3.14 build whose _PyEval_EvalFrameDefault is a small wrapper around the interpreter loop,
  * which runs under a local symbol (Debian's 3.14.10, GCC 16 with LTO, stripped: the loop is an
  * LTO clone), so no native frame is an activation by its address. What still marks one is its
@@ -2497,27 +2533,30 @@ static int py_merge_by_shims(struct unwind_ctx *ctx, struct py_state *st, struct
 			continue;
 		}
 		/* A generator that yielded between the copy's first read and its frame's: its
-		 * frames were the thread's innermost as read, and its caller is the thread's
-		 * current frame now (3.13's py_gen_torn does the same): the caller's chain, read
-		 * now, goes under them (once, whatever the live chain starts with). */
-		uint64_t now;
+		 * frames were the thread's innermost as read, and its caller is the frame that
+		 * holds it on its value stack (3.13's py_gen_inline does the same), found from the
+		 * thread's current frame now: the caller's chain, read now, goes under them (once,
+		 * whatever the live chain starts with). Not the current frame itself: the program
+		 * may have moved on since (its generator finished, the next phase of deep.py run
+		 * from the same frames' addresses), and no frame that holds it, the run is not
+		 * read. */
+		uint64_t now, caller;
 		if (attempt == 0 && end == PYWALK_CHAIN_END && !w.nshims && w.n &&
 		    (st->raw[w.n - 1].flags & PYWALK_GENERATOR) && w.n < PY_MAX_FRAMES) {
 			int kept = w.n;
 			p->frozen = NULL;
 			st->nblocks = 0;
-			if (py_rd_ptr(p, ts + L->tstate_current_frame, &now) && now) {
+			/* (the generator may run again: its frame is current then, its caller
+			 * the frame it links to) */
+			if (!py_rd_ptr(p, ts + L->tstate_current_frame, &now))
+				now = 0;
+			else if (now && now == w.last)
+				now = py_gen_torn(p, ts, now);
+			if (now && (caller = py_gen_caller(st, p, w.last, now))) {
 				struct pywalk w2 = w;
 				w2.n = kept;
 				w2.nshims = 0;
-				enum pywalk_end e2 = pywalk_walk(&w2, now);
-				/* the generator may run again: its frame is first then */
-				if (e2 == PYWALK_CHAIN_END && w2.nshims && w2.n > kept &&
-				    st->raw[kept].code == st->raw[kept - 1].code) {
-					memmove(&st->raw[kept], &st->raw[kept + 1],
-						(size_t)(w2.n - kept - 1) * sizeof(st->raw[0]));
-					w2.n--;
-				}
+				enum pywalk_end e2 = pywalk_walk(&w2, caller);
 				if (e2 == PYWALK_CHAIN_END && w2.nshims) {
 					w = w2;
 					end = e2;
@@ -2563,7 +2602,8 @@ static int py_merge_by_shims(struct unwind_ctx *ctx, struct py_state *st, struct
 			return n; /* no activation of the chain in this stack: native code only */
 	}
 	st->stats.acts += (uint64_t)(placed + unplaced);
-	if (inner_unread && act_of_run[0] >= 0 && nruns > 0)
+	if (inner_unread && act_of_run[0] >= 0 && nruns > 0 &&
+	    !py_act_still_calls(st, p, stack, locs, n, act_of_run[0], run_start[0], run_start[1]))
 		py_run_unread(st, run_start, 0, py_marker_id(ctx, st), PY_LOST_POPPED, &unplaced);
 	int out = py_put_runs_at(st, locs, n, max, run_start, nruns, act_of_run);
 	if (unplaced) {

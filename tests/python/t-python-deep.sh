@@ -39,10 +39,13 @@
 # README "Python frames" has the figures.
 # 3.14 (scripts/get-python3.14.sh's Debian build, whose interpreter loop has no symbol:
 # activations found by their entry frames): ptrace and bpf read 0 of the phases' samples
-# unread, splits within 0.2 points (1.5 with threads); perf mode 0 in the phases, 0.4-0.7% of
-# the callbacks, 2.8-2.9% of the run (a sample whose chain was torn when read shows the marker
-# frame in place of its innermost activation, here the module's whole stack), splits within
-# 1.1 points: CB 3%, RUN 6%, SPLIT 2.
+# unread, splits within 0.2 points (1.5 with threads); perf mode 0 in the phases, 0.3-0.5% of
+# the callbacks, 0.9-1.7% of the run, splits within 0.7 points: CB 3%, RUN 3%, SPLIT 2. (A
+# sample whose chain was torn when read shows the marker frame in place of its innermost
+# activation, unless that one was calling out at the sample and the copy still points to
+# where it is: 2.2-4% of the run before 2026-11-28's ninth session. A generator that yielded
+# before the read was put under the thread's current frame, its caller or not: CI once filed
+# 8 samples of gen_values under the next phase, one each round.)
 # With --mode bpf (where BPF is permitted, else SKIPPED) the BPF program reads the frame chain at
 # the sample, so nothing moves between sample and read: what is left is the few instructions in
 # which an activation is entered or left while its _PyCFrame or shim is not linked, counted
@@ -160,7 +163,7 @@ for v in ${DEEP_VERSIONS:-debian-3.11 3.11 3.12 3.13 3.14}; do
 	ran=1
 	# limits: callbacks from C, whole run, split points (see the top)
 	lim="3.5 4 2" ptlim="1.5 1 2"
-	case $v in 3.12) lim="3.5 3 2" ;; 3.13) lim="2.5 2.5 2" ;; 3.14) lim="3 6 2" ;; esac
+	case $v in 3.12) lim="3.5 3 2" ;; 3.13) lim="2.5 2.5 2" ;; 3.14) lim="3 3 2" ;; esac
 	check_deep "$v" perf "$PY" "" $lim
 	check_deep "$v" ptrace "$PY" "" $ptlim
 	check_deep "$v" perf "$PY" threads $lim
