@@ -76,6 +76,8 @@ enum pywalk_end pywalk_walk(struct pywalk *w, uint64_t frame)
 			return PYWALK_ACT_END;
 		}
 		uint8_t owner = fb[L->frame_owner];
+		if (pywalk_owner_bad(L, owner))
+			return PYWALK_BROKEN; /* not a frame (any more) */
 		uint64_t prev = pywalk_u64(fb, L->frame_previous);
 		uint64_t code = pywalk_u64(fb, L->frame_code) & ~(uint64_t)L->code_tag;
 		bool shim = pywalk_is_shim(L, owner);

@@ -129,10 +129,18 @@ struct pywalk_where {
 	uint64_t known_ns;              /* when the recorder learned it (CLOCK_MONOTONIC) */
 };
 
-/* Whether a frame whose owner is owner is a shim (no Python frame of its own). */
+/* Whether a frame whose owner is owner is a shim (no Python frame of its own): owner_cstack
+ * or the one after it (3.14's CSTACK), no higher (pywalk_owner_bad). */
 static inline int pywalk_is_shim(const struct pywalk_layout *L, uint8_t owner)
 {
-	return L->owner_cstack && owner >= L->owner_cstack;
+	return L->owner_cstack && owner >= L->owner_cstack && owner <= L->owner_cstack + 1;
+}
+
+/* Whether owner is no frame owner at all (3.12+): memory read where a frame was, now holding
+ * something else (a shim's C stack reused, read after the sample). */
+static inline int pywalk_owner_bad(const struct pywalk_layout *L, uint8_t owner)
+{
+	return L->owner_cstack && owner > L->owner_cstack + 1;
 }
 /* A code object's fingerprint: its co_qualname and co_filename pointers, folded (the BPF
  * program computes the same). The strings live as long as the code object: an object at the

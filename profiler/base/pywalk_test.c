@@ -148,6 +148,30 @@ UNIT_TEST(pywalk_trampoline_frame_is_a_shim)
 		    one.entry_prev == pywalk_test_addr(&f1));
 }
 
+/* 3.12+: owners owner_cstack and the one after (3.14's INTERPRETER and CSTACK) are shims; a
+ * higher byte is no frame's (a shim's C stack reused since, read late): the walk is broken,
+ * where taking it as a shim would have ended the chain there. */
+UNIT_TEST(pywalk_owner_past_the_shims_is_no_frame)
+{
+	struct pywalk_test_frame f0 = { .code = 0x2000 }, f1 = { .code = 0x2100 };
+	struct pywalk_test_frame s0 = { .owner = 4 }, s1 = { .owner = 3 };
+	f0.previous = pywalk_test_addr(&s0);
+	s0.previous = pywalk_test_addr(&f1);
+	f1.previous = pywalk_test_addr(&s1);
+	struct pywalk_test_reader r = { 0 };
+	struct pywalk_frame out[8];
+	struct pywalk w = pywalk_test_walker(&pywalk_test_312, &r, out, 8, 8);
+	UNIT_ASSERT_EQ_INT(pywalk_walk(&w, pywalk_test_addr(&f0)), PYWALK_CHAIN_END);
+	UNIT_ASSERT(w.n == 2 && w.nshims == 2);
+	s0.owner = 239;
+	s0.previous = 0;
+	w = pywalk_test_walker(&pywalk_test_312, &r, out, 8, 8);
+	UNIT_ASSERT_EQ_INT(pywalk_walk(&w, pywalk_test_addr(&f0)), PYWALK_BROKEN);
+	UNIT_ASSERT(w.n == 1 && w.nshims == 0);
+	UNIT_ASSERT(!pywalk_is_shim(&pywalk_test_312, 5) && pywalk_owner_bad(&pywalk_test_312, 5));
+	UNIT_ASSERT(!pywalk_owner_bad(&pywalk_test_311, 239)); /* 3.11: no owner check */
+}
+
 UNIT_TEST(pywalk_generator_that_yielded_ends_its_activation)
 {
 	struct pywalk_test_frame g = { .code = 0x3000, .owner = 1 };

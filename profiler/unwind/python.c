@@ -312,7 +312,9 @@ struct py_module_info {
 					* CFA - cframe_off; 0 while not learned */
 	uint16_t learn_left;           /* samples left to learn it from */
 	uint64_t none;                 /* _Py_NoneStruct (link-time): a 3.13 shim's executable */
-	uint64_t shim_off;             /* 3.13: its entry shim frame local at CFA - shim_off */
+	uint64_t shim_off;             /* 3.13, 3.14: its entry shim frame local at CFA - shim_off */
+	uint64_t shim_cand;            /* 3.14: shim_off as the last samples had it, shim_seen */
+	uint16_t shim_seen;            /* times in a row, learned at 3 */
 };
 
 struct py_code {                       /* a code object seen in a process */
@@ -670,7 +672,8 @@ static uint64_t py_code_ptr(const struct py_layout *L, uint64_t v)
 /* Whether a frame with this owner is a shim, no Python frame (3.12+). */
 static bool py_is_shim(const struct py_layout *L, uint8_t owner)
 {
-	return L->owner_cstack && owner >= L->owner_cstack;
+	/* (as pywalk_is_shim: owner_cstack or the one after it, 3.14's CSTACK) */
+	return L->owner_cstack && owner >= L->owner_cstack && owner <= L->owner_cstack + 1;
 }
 
 static uint32_t py_u32(const uint8_t *b, uint32_t off)
@@ -2425,6 +2428,9 @@ static uint64_t py_sample_taken_ns(const struct py_proc *p, const struct py_stac
 	return !stack ? 0 : !p->frozen ? stack->age_ns : p->frozen->at_stop ? 0 : stack->mem_age_ns;
 }
 
+/* 3.14: shim_off is learned from samples read sooner than this after they were taken */
+#define PY_LEARN_AGE_NS 1000000ull
+
 /* 3.14, the chain read again after a torn read (the innermost activation of the sample
  * changed since): whether the run now innermost, placed at native frame i, is as it was at the
  * sample. It is when the sample had native frames under i (the activation was calling out, so
@@ -2583,30 +2589,58 @@ static int py_merge_by_shims(struct unwind_ctx *ctx, struct py_state *st, struct
 	int run_start[PY_MAX_FRAMES + 1];
 	int nruns = py_runs_from_entries(st, w.n, run_start);
 	int nshims = w.nshims < PY_MAX_FRAMES ? w.nshims : PY_MAX_FRAMES;
-	/* each run (innermost first) ends at shim r: the native frame to put it in place of */
-	int act_of_run[PY_MAX_FRAMES], placed = 0, unplaced = 0, from = 0;
+	/* Each run (innermost first) ends at shim r: the native frame to put it in place of. The
+	 * interpreter keeps its entry frame at one place of its C frame (CFA - shim_off, learned
+	 * from the outermost activation of complete samples): a shim now at a sampled address
+	 * that held another function's frame at the sample (another module's, or this one's at
+	 * another offset: list.sort's, the chain read after deep.py went from sorted's key to
+	 * qsort's callback; qsort's, called back from another depth of its recursion since) is
+	 * not placed. That frame has returned since: so may have the next outer activation
+	 * placed, from the call that frame was in; it gets the marker frame unless the copy
+	 * says it still runs where it is now (py_act_still_calls). */
+	struct py_module_info *mi = &st->mods[runtime_module];
+	int act_of_run[PY_MAX_FRAMES], placed = 0, unplaced = 0, marked = 0, from = 0;
+	uint64_t outer_off = 0;
+	bool moved = false;
+	uint32_t marker = py_marker_id(ctx, st);
 	for (int r = 0; r < nruns; r++) {
 		act_of_run[r] = -1;
 		int i = r < nshims ? py_frame_holding(locs, n, from, shims[r]) : -1;
 		if (i < 0)
 			continue; /* not in the sampled stack */
 		from = i + 1;
-		if (locs[i].module == runtime_module) {
-			act_of_run[r] = i;
-			placed++;
-		} else {
-			unplaced++; /* a shim in another module's frame: not as it was */
+		uint64_t cfa = py_act_cfa(locs, n, i), off = cfa ? cfa - shims[r] : 0;
+		if (getenv("CSAMPLER_PYDBG")) fprintf(stderr, "PYOFF r %d/%d pc %llx off %llx learned %llx\n", r, nruns, (unsigned long long)locs[i].offset, (unsigned long long)off, (unsigned long long)mi->shim_off);
+		if (locs[i].module != runtime_module || (mi->shim_off && off != mi->shim_off)) {
+			unplaced++;
+			moved = true;
+			continue;
 		}
+		act_of_run[r] = i;
+		placed++;
+		outer_off = off;
+		if (moved && !py_act_still_calls(st, p, stack, locs, n, i, run_start[r], run_start[r + 1]))
+			py_run_unread(st, run_start, r, marker, PY_LOST_POPPED, &marked);
+		moved = false;
 	}
 	if (!placed && !unplaced) {
 			return n; /* no activation of the chain in this stack: native code only */
 	}
+	/* (learned from samples read within 1 ms: a process' first ones, read late, have their
+	 * chain of a later time, its shims anywhere) */
+	if (!mi->shim_off && outer_off && stack && stack->complete && !inner_unread && !unplaced &&
+	    taken < PY_LEARN_AGE_NS) {
+		if (outer_off == mi->shim_cand && ++mi->shim_seen >= 8)
+			mi->shim_off = outer_off;
+		else if (outer_off != mi->shim_cand)
+			mi->shim_cand = outer_off, mi->shim_seen = 1;
+	}
 	st->stats.acts += (uint64_t)(placed + unplaced);
-	if (inner_unread && act_of_run[0] >= 0 && nruns > 0 &&
+	if (inner_unread && act_of_run[0] >= 0 && nruns > 0 && st->ids[run_start[0]] != marker &&
 	    !py_act_still_calls(st, p, stack, locs, n, act_of_run[0], run_start[0], run_start[1]))
-		py_run_unread(st, run_start, 0, py_marker_id(ctx, st), PY_LOST_POPPED, &unplaced);
+		py_run_unread(st, run_start, 0, marker, PY_LOST_POPPED, &marked);
 	int out = py_put_runs_at(st, locs, n, max, run_start, nruns, act_of_run);
-	if (unplaced) {
+	if (unplaced || marked) {
 		*result = PY_MERGE_UNREADABLE;
 		st->stats.samples_partial++;
 		st->stats.lost[PY_LOST_POPPED] += (uint64_t)unplaced;

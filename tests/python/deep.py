@@ -4,7 +4,8 @@
 # gen_consume), 20% in key_of (Python called back from C: sorted's key), 20% in cmp_cb (a
 # ctypes callback called by libc's qsort). Each phase runs for its share of the thread's CPU
 # time (what cpu-clock samples), so the split holds on a loaded machine. With "threads" as
-# second argument, the four phases run at once in four threads (each 25%).
+# second argument, the four phases run at once in four threads (each 25%); with "gen", the
+# generator phase alone runs (for events that only it has, counted over more of its time).
 import ctypes
 import sys
 import threading
@@ -100,6 +101,8 @@ def main():
     time.sleep(1.0)
     if len(sys.argv) > 2 and sys.argv[2] == "threads":
         run_threads(seconds)
+    elif len(sys.argv) > 2 and sys.argv[2] == "gen":
+        descend(DEPTH, gen_consume, time.thread_time() + seconds)
     else:
         run_phases(seconds)
 
