@@ -2518,12 +2518,13 @@ static int py_merge_by_shims(struct unwind_ctx *ctx, struct py_state *st, struct
 		end = pywalk_walk(&w, frame);
 		/* Torn: read while the innermost activation changed (copied by perf's reader, or
 		 * read now: later than the sample), a frame being set up or cleared (its
-		 * f_executable NULL), or a generator that yielded in between (its previous
-		 * cleared, no shim under it). Its frames are not as of the sample: the chain is
+		 * f_executable NULL), a generator that yielded in between (its previous
+		 * cleared, no shim under it), or any chain that ends with no shim (the thread's
+		 * first frame is one: a frame read before its previous was linked, or after
+		 * it was cleared). Its frames are not as of the sample: the chain is
 		 * read again as it is now, for the outer activations' shims (they still hold
 		 * what they ran when they called in), and the innermost shows as not read. */
-		bool torn = end != PYWALK_CHAIN_END ||
-			    (!w.nshims && w.n && (st->raw[w.n - 1].flags & PYWALK_GENERATOR));
+		bool torn = end != PYWALK_CHAIN_END || !w.nshims;
 		if (!torn || attempt == 2 || (p->frozen && p->frozen->at_stop))
 			break;
 		/* A frame being pushed or cleared when read (f_executable NULL) is passed: the
