@@ -1260,6 +1260,13 @@ static bool py_walk_read(void *arg, uint64_t addr, void *buf, size_t len)
 	return py_frame_bytes(a->st, a->p, addr, buf, len);
 }
 
+/* 3.12+: where a Python function's frame that begins at f and runs c ends on the data stack
+ * (co_framesize words on), which is where its callee's frame begins; 0 when not known. */
+static uint64_t py_frame_end(const struct py_code *c, uint64_t f)
+{
+	return c && c->framesize ? f + 8ull * c->framesize : 0;
+}
+
 #define PY_CSTACK_BELOW (64u << 10)
 
 /* The C stack's range about the sample's stack pointer, for py_walk_check. */
@@ -1299,7 +1306,8 @@ static enum pywalk_check py_walk_check(void *arg, uint64_t addr, uint8_t *fb, bo
 							       py_code_eq, &code);
 			if (!c && code && !(code & 7) && code < (1ull << 47))
 				c = py_code_get(a->ctx, a->p, code); /* read now, not later to name */
-			if (c && c->framesize && addr + 8ull * c->framesize != inner)
+			uint64_t end = py_frame_end(c, addr);
+			if (end && end != inner)
 				return PYWALK_FAIL;
 		}
 		a->inner = addr;
@@ -1842,7 +1850,7 @@ static bool py_walk_under_callback(struct unwind_ctx *ctx, struct py_state *st, 
 			return false;
 		uint64_t code = py_code_ptr(L, py_u64(fb, L->frame_code));
 		struct py_code *c = cs_hash_find(&p->codes, cs_hash_u64(code), py_code_eq, &code);
-		if (!c || !c->framesize || y + 8ull * c->framesize != x ||
+		if (py_frame_end(c, y) != x || /* (x is a frame: not 0) */
 		    py_is_shim(L, fb[L->frame_owner]) || fb[L->frame_owner] == L->owner_generator)
 			continue;
 		if (!c->ncode || !py_copy_points_into(a->s, L, c, a->s->addr, a->cf[0]))
@@ -1912,9 +1920,9 @@ static uint64_t py_frame_above(struct unwind_ctx *ctx, struct py_state *st, stru
 
 	if (!py_frame_bytes(st, p, f, fb, L->frame_read) ||
 	    !(code = py_code_ptr(L, py_u64(fb, L->frame_code))) || code & 7 ||
-	    !(c = py_code_get(ctx, p, code)) || !c->framesize)
+	    !(c = py_code_get(ctx, p, code)))
 		return 0;
-	return f + 8ull * c->framesize;
+	return py_frame_end(c, f);
 }
 
 /* 3.13: the innermost activation returned since (a callback from C runs for microseconds).
