@@ -39,11 +39,12 @@
 # README "Python frames" has the figures.
 # 3.14 (scripts/get-python3.14.sh's Debian build, whose interpreter loop has no symbol:
 # activations found by their entry frames): ptrace and bpf read 0 of the phases' samples
-# unread, splits within 0.2 points (1.5 with threads); perf mode 0 in the phases, 0.3-0.5% of
-# the callbacks, 0.9-1.7% of the run, splits within 0.7 points: CB 3%, RUN 3%, SPLIT 2. (A
+# unread, splits within 0.2 points (1.5 with threads); perf mode 0 in the phases, 0.4-0.9% of
+# the callbacks, 0.45-0.9% of the run, splits within 0.5 points: CB 3%, RUN 3%, SPLIT 2. (A
 # sample whose chain was torn when read shows the marker frame in place of its innermost
 # activation, unless that one was calling out at the sample and the copy still points to
-# where it is: 2.2-4% of the run before 2026-11-28's ninth session. A generator that yielded
+# where it is; a shim where the interpreter keeps none is not placed, its outer activation
+# checked so: 2.2-4% of the run before 2026-11-28's ninth session. A generator that yielded
 # before the read was put under the thread's current frame, its caller or not: CI once filed
 # 8 samples of gen_values under the next phase, one each round.)
 # With --mode bpf (where BPF is permitted, else SKIPPED) the BPF program reads the frame chain at
