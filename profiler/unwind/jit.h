@@ -56,6 +56,8 @@ struct jit_caller {
 	uint64_t pc, sp, bp;
 	bool have_bp;
 	uint32_t how;
+	bool keep_regs;                 /* the sample's other registers hold (unwind.c: a leaf
+					 * caught at its ret has restored them all) */
 };
 
 enum jit_call_kind { JIT_CALL_NONE, JIT_CALL_DIRECT, JIT_CALL_INDIRECT };

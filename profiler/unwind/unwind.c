@@ -614,9 +614,17 @@ static int unwind_jit_recover(struct unwind_space *sp, struct jit_caller *out)
 /* The initial registers of a pass that resumes at a recovered caller. Callee-saved registers
  * other than rbp after a frame-pointer step are unknown (the frame without CFI may have moved
  * them anywhere) and stay unset: CFI that needs one stops there instead of using a wrong one. */
-static bool unwind_jit_set_registers(Dwfl_Thread *thread, const struct jit_caller *c)
+static bool unwind_jit_set_registers(Dwfl_Thread *thread, const struct unwind_sample *s,
+				     const struct jit_caller *c)
 {
 	Dwarf_Word v = c->sp;
+
+	for (unsigned r = 0; c->keep_regs && r < 17; r++) {
+		unsigned perf = unwind_dwarf_to_perf[r];
+		Dwarf_Word w = s->regs[perf];
+		if ((s->regs_mask & (1ULL << perf)) && !dwfl_thread_state_registers(thread, (int)r, 1, &w))
+			return false;
+	}
 
 	if (!dwfl_thread_state_registers(thread, UNWIND_DWARF_SP, 1, &v))
 		return false;
@@ -701,7 +709,7 @@ static bool unwind_set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
 	const struct unwind_sample *s = sp->cur;
 
 	if (sp->resume)
-		return unwind_jit_set_registers(thread, sp->resume);
+		return unwind_jit_set_registers(thread, s, sp->resume);
 	for (unsigned r = 0; r < 17; r++) {
 		unsigned perf = unwind_dwarf_to_perf[r];
 		if (!(s->regs_mask & (1ULL << perf)))
@@ -819,7 +827,7 @@ static int unwind_frame_cb(Dwfl_Frame *state, void *arg)
 	 * read-failure flags are reset first: afterwards they describe the step just taken. */
 	sp->pass_first = false;
 	sp->read_failed = sp->read_beyond = false;
-	if (!sp->has_jit)
+	if (!sp->has_jit && !sp->resume)
 		goto cfi; /* the common case: no JIT code in this process */
 	if (!dwfl_frame_pc(state, &pc, NULL))
 		return DWARF_CB_ABORT;
@@ -830,7 +838,7 @@ static int unwind_frame_cb(Dwfl_Frame *state, void *arg)
 			sp->locs[sp->n - 1].flags = sp->resume->how;
 		return sp->n >= sp->max ? DWARF_CB_ABORT : DWARF_CB_OK;
 	}
-	if (unwind_jit_stop_here(sp, state, pc, first)) {
+	if (sp->has_jit && unwind_jit_stop_here(sp, state, pc, first)) {
 		/* Pushed as below: an exact pc after kernel frames gets + 1. */
 		unwind_push(sp->ctx, sp->proc, sp, first && sp->n > 0 ? pc + 1 : pc,
 			    unwind_frame_sp(state));
@@ -846,6 +854,35 @@ cfi:
 		pc++;
 	unwind_push(sp->ctx, sp->proc, sp, pc, unwind_frame_sp(state));
 	return sp->n >= sp->max ? DWARF_CB_ABORT : DWARF_CB_OK;
+}
+
+/* A leaf caught at its ret instruction (C3, or F3 C3) in a file's code: by the ABI its
+ * return address is at sp and every callee-saved register holds its caller's value again, so
+ * its caller is taken from that (*out, pc the return address, every other register the
+ * sample's) rather than from its CFI, whose row there may still give a register's slot it
+ * popped already: below the stack pointer, out of the copy (GCC's epilogues in Debian's 3.14
+ * build, a function whose rbp is then lost: the caller's CFA, rbp + 16, was not found and the
+ * stack stopped there). Returns false where that does not hold. */
+static bool unwind_leaf_at_ret(struct unwind_space *sp, const struct unwind_sample *s,
+			       struct jit_caller *out)
+{
+	uint64_t pc = s->regs[UNWIND_PERF_IP], rsp = s->regs[UNWIND_PERF_SP], ret;
+	const struct unwind_map *m = unwind_space_lookup(sp, pc);
+
+	if (!m || !m->file || !m->file->raw || !(m->prot & PROT_EXEC) || s->stack_size < 8)
+		return false;
+	uint64_t off = pc - m->start + m->pgoff;
+	if (off + 2 > m->file->raw_size)
+		return false;
+	const uint8_t *code = m->file->raw + off;
+	if (code[0] != 0xc3 && (code[0] != 0xf3 || code[1] != 0xc3))
+		return false;
+	memcpy(&ret, s->stack, sizeof(ret));
+	if (!unwind_space_lookup(sp, ret - 1))
+		return false;
+	*out = (struct jit_caller){ .pc = ret, .sp = rsp + 8, .bp = s->regs[UNWIND_REG_BP],
+				    .have_bp = (s->regs_mask >> UNWIND_REG_BP) & 1, .keep_regs = true };
+	return true;
 }
 
 /* Whether loc is in a file without CFI (where libdwfl's unwinding stopped). */
@@ -912,7 +949,13 @@ int unwind_sample(struct unwind_ctx *ctx, const struct unwind_sample *s, struct 
 	sp->resume = NULL;
 	sp->pass_first = true;
 	sp->stopped = false;
+	struct jit_caller at_ret;
+	if (unwind_leaf_at_ret(sp, s, &at_ret)) {
+		unwind_push(ctx, p, sp, s->regs[UNWIND_PERF_IP], s->regs[UNWIND_PERF_SP]);
+		sp->resume = &at_ret;
+	}
 	int rc = dwfl_getthread_frames(sp->dwfl, (pid_t)s->tid, unwind_frame_cb, sp);
+	sp->resume = NULL;
 	/* A pass that stopped at a frame without CFI resumes at its recovered caller. */
 	int jit_err = 0;
 	for (int i = 0; sp->stopped && sp->n < max && i < UNWIND_JIT_MAX_RECOVERIES; i++) {
