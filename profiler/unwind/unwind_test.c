@@ -238,6 +238,66 @@ UNIT_TEST(unwind_truncated_copy_is_stack_end)
 	free(snap.stack);
 }
 
+/* A leaf caught at its ret whose CFI row there is stale: it still has the CFA 16 above the
+ * stack pointer, as before its pop (GCC's epilogues in Debian's 3.14 left a popped register's
+ * slot in the row; here the CFA too, so that trusting the row reads a wrong return address). */
+__asm__(".text\n"
+	".globl unwind_test_stale_ret\n"
+	".type unwind_test_stale_ret, @function\n"
+	"unwind_test_stale_ret:\n"
+	"\t.cfi_startproc\n"
+	"\tpushq %rbp\n"
+	"\t.cfi_def_cfa_offset 16\n"
+	"\t.cfi_offset %rbp, -16\n"
+	"\tpopq %rbp\n"
+	".globl unwind_test_stale_ret_at\n"
+	"unwind_test_stale_ret_at:\n"
+	"\tret\n"
+	"\t.cfi_endproc\n"
+	".size unwind_test_stale_ret, .-unwind_test_stale_ret\n");
+extern const char unwind_test_stale_ret_at[];
+
+/* A snapshot as if unwind_test_capture had called unwind_test_stale_ret and the sample caught
+ * it at its ret: the return address pushed under the captured stack pointer, the registers
+ * the caller's (the ABI's state at a ret). Its caller comes from that state, not from the
+ * row: the frames above are the capture's. */
+UNIT_TEST(unwind_leaf_at_ret_uses_the_abi)
+{
+	struct unwind_test_snap snap = { 0 };
+	struct unwind_ctx *ctx;
+	struct unwind_loc locs[128];
+	const char *names[128];
+	uint32_t flags;
+
+	unwind_test_level1(&snap, 1);
+	UNIT_ASSERT_EQ_INT(unwind_new(&ctx), 0);
+	UNIT_ASSERT_EQ_INT(unwind_load_proc_maps(ctx, (uint32_t)getpid()), 0);
+	uint8_t *stack = malloc(snap.stack_size + 8);
+	UNIT_ASSERT(stack != NULL);
+	uint64_t ret = snap.regs[8]; /* in the capture, after its registers were taken */
+	memcpy(stack, &ret, 8);
+	memcpy(stack + 8, snap.stack, snap.stack_size);
+	struct unwind_sample s = unwind_test_sample(&snap);
+	s.stack = stack;
+	s.stack_size = snap.stack_size + 8;
+	s.regs[7] = snap.regs[7] - 8;
+	s.regs[8] = (uint64_t)(uintptr_t)unwind_test_stale_ret_at;
+	int n = unwind_sample(ctx, &s, locs, 128, &flags);
+	UNIT_ASSERT(n >= 6);
+	unwind_test_names(ctx, locs, n, names);
+	for (int i = 0; i < 6; i++)
+		fprintf(stderr, "  #%d %s\n", i, names[i]);
+	UNIT_ASSERT(strncmp(names[0], "unwind_test_stale_ret", 21) == 0);
+	UNIT_ASSERT(strcmp(names[1], "unwind_test_capture") == 0);
+	UNIT_ASSERT(strcmp(names[2], "unwind_test_level3") == 0);
+	UNIT_ASSERT(strcmp(names[3], "unwind_test_level2") == 0);
+	UNIT_ASSERT(strcmp(names[4], "unwind_test_level1") == 0);
+	UNIT_ASSERT(flags & UNWIND_COMPLETE);
+	unwind_free(ctx);
+	free(stack);
+	free(snap.stack);
+}
+
 UNIT_TEST(unwind_kernel_and_fp_chains)
 {
 	struct unwind_ctx *ctx;
