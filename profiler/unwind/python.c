@@ -314,7 +314,7 @@ struct py_module_info {
 	uint64_t none;                 /* _Py_NoneStruct (link-time): a 3.13 shim's executable */
 	uint64_t shim_off;             /* 3.13, 3.14: its entry shim frame local at CFA - shim_off */
 	uint64_t shim_cand;            /* 3.14: shim_off as the last samples had it, shim_seen */
-	uint16_t shim_seen;            /* times in a row, learned at 3 */
+	uint16_t shim_seen;            /* times in a row, learned at 8 */
 };
 
 struct py_code {                       /* a code object seen in a process */
@@ -1710,21 +1710,28 @@ static bool py_returning_frame(struct py_state *st, struct py_proc *p, uint64_t 
 	return false;
 }
 
-/* Whether the sample's copy between lo and hi, or its registers, hold a pointer into code
- * object c (an activation calling out keeps its frame's instruction pointer live across the
- * call, in a callee-saved register or its own stack frame). */
+/* Whether the sample's copy between lo and hi, or its registers, hold a value in [vlo, vhi);
+ * py_copy_points_into: a pointer into code object c (an activation calling out keeps its
+ * frame's instruction pointer live across the call, in a callee-saved register or its own
+ * stack frame). */
+static bool py_copy_holds(const struct py_stack *s, uint64_t vlo, uint64_t vhi, uint64_t lo,
+			  uint64_t hi)
+{
+	uint64_t v;
+
+	for (uint64_t x = (lo + 7) & ~7ull; x + 8 <= hi; x += 8)
+		if (py_stack_u64(s, x, &v) && v >= vlo && v < vhi)
+			return true;
+	for (int r = 0; s->regs && r < s->nregs; r++)
+		if (s->regs[r] >= vlo && s->regs[r] < vhi)
+			return true;
+	return false;
+}
+
 static bool py_copy_points_into(const struct py_stack *s, const struct py_layout *L,
 				const struct py_code *c, uint64_t lo, uint64_t hi)
 {
-	uint64_t end = c->addr + L->code_code + 2 * c->ncode, v;
-
-	for (uint64_t x = (lo + 7) & ~7ull; x + 8 <= hi; x += 8)
-		if (py_stack_u64(s, x, &v) && v >= c->addr && v < end)
-			return true;
-	for (int r = 0; s->regs && r < s->nregs; r++)
-		if (s->regs[r] >= c->addr && s->regs[r] < end)
-			return true;
-	return false;
+	return py_copy_holds(s, c->addr, c->addr + L->code_code + 2 * c->ncode, lo, hi);
 }
 
 /* An outer activation (blocked in the call that leads to the next inner one at the time of
@@ -2458,18 +2465,11 @@ static bool py_act_still_calls(struct py_state *st, struct py_proc *p, const str
 	for (int f = from; f < to; f++) {
 		if (st->ids[f] == UINT32_MAX)
 			continue;
-		uint64_t code = st->raw[f].code, instr = st->raw[f].instr, hi = py_act_cfa(locs, n, i), v;
+		uint64_t code = st->raw[f].code, instr = st->raw[f].instr, hi = py_act_cfa(locs, n, i);
 		const struct py_code *c = code ? cs_hash_find(&p->codes, cs_hash_u64(code), py_code_eq, &code) : NULL;
 		if (!c || !c->ncode || !hi || st->ids[f] == PY_ID_UNREAD)
 			return false;
-		uint64_t lo = instr > 8 ? instr - 8 : 0, up = instr + 24;
-		for (uint64_t x = (s->addr + 7) & ~7ull; x + 8 <= hi; x += 8)
-			if (py_stack_u64(s, x, &v) && v >= lo && v < up)
-				return true;
-		for (int r = 0; s->regs && r < s->nregs; r++)
-			if (s->regs[r] >= lo && s->regs[r] < up)
-				return true;
-		return false;
+		return py_copy_holds(s, instr > 8 ? instr - 8 : 0, instr + 24, s->addr, hi);
 	}
 	return false;
 }
@@ -2619,7 +2619,6 @@ static int py_merge_by_shims(struct unwind_ctx *ctx, struct py_state *st, struct
 			continue; /* not in the sampled stack */
 		from = i + 1;
 		uint64_t cfa = py_act_cfa(locs, n, i), off = cfa ? cfa - shims[r] : 0;
-		if (getenv("CSAMPLER_PYDBG")) fprintf(stderr, "PYOFF r %d/%d pc %llx off %llx learned %llx\n", r, nruns, (unsigned long long)locs[i].offset, (unsigned long long)off, (unsigned long long)mi->shim_off);
 		if (locs[i].module != runtime_module || (mi->shim_off && off != mi->shim_off)) {
 			unplaced++;
 			moved = true;
