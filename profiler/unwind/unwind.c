@@ -878,7 +878,9 @@ static bool unwind_leaf_at_ret(struct unwind_space *sp, const struct unwind_samp
 	if (code[0] != 0xc3 && (code[0] != 0xf3 || code[1] != 0xc3))
 		return false;
 	memcpy(&ret, s->stack, sizeof(ret));
-	if (!unwind_space_lookup(sp, ret - 1))
+	/* a caller in JIT code (no CFI) is left to the pass that recovers past it */
+	const struct unwind_map *caller = unwind_space_lookup(sp, ret - 1);
+	if (!caller || unwind_map_anon(sp, caller))
 		return false;
 	*out = (struct jit_caller){ .pc = ret, .sp = rsp + 8, .bp = s->regs[UNWIND_REG_BP],
 				    .have_bp = (s->regs_mask >> UNWIND_REG_BP) & 1, .keep_regs = true };
