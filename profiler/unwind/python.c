@@ -1302,11 +1302,20 @@ static enum pywalk_check py_walk_check(void *arg, uint64_t addr, uint8_t *fb, bo
 		 * run read so far would be filed under another function. */
 		if (in_run && inner > addr && inner - addr < (1u << 20)) {
 			uint64_t code = py_code_ptr(L, py_u64(fb, L->frame_code));
-			const struct py_code *c = cs_hash_find(&a->p->codes, cs_hash_u64(code),
-							       py_code_eq, &code);
+			struct py_code *c = cs_hash_find(&a->p->codes, cs_hash_u64(code), py_code_eq,
+							 &code);
 			if (!c && code && !(code & 7) && code < (1ull << 47))
 				c = py_code_get(a->ctx, a->p, code); /* read now, not later to name */
 			uint64_t end = py_frame_end(c, addr);
+			/* a cached code object not checked for this sample may be one freed since,
+			 * its address reused by another of another frame size: checked now (a walk
+			 * failing here never gets to py_codes_check, so it would stay wrong for
+			 * every later sample through that function) */
+			if (end && end != inner && c->checked != a->st->stamp &&
+			    (c = py_code_get(a->ctx, a->p, code))) {
+				c->checked = a->st->stamp;
+				end = py_frame_end(c, addr);
+			}
 			if (end && end != inner)
 				return PYWALK_FAIL;
 		}
