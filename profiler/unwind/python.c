@@ -2343,6 +2343,45 @@ static void py_learn_anchors(struct py_module_info *mi, const struct py_proc *p,
 	}
 }
 
+static bool py_gen_resumed(struct py_proc *p, uint64_t first, const struct pywalk_frame *f0,
+			   struct py_ext_frame *out);
+
+/* 3.11: a generator's activation caught being entered or left at the sample (its _PyCFrame
+ * not linked yet, or no more: the chain read has one run fewer than the activations, the
+ * innermost one short) is completed as bpf mode completes it: with the generator that its
+ * caller's FOR_ITER or SEND resumes (py_gen_resumed), put before the chain's nf frames as a
+ * run of its own, as read after the program moved on. Returns whether it was. */
+static bool py_gen_prepend(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+			   uint64_t ts, int *nf)
+{
+	const struct py_layout *L = p->layout;
+	uint64_t cframe, first;
+	struct py_ext_frame g;
+
+	if (!L->frame_is_entry || !L->tstate_cframe || *nf < 1 || *nf >= PY_MAX_FRAMES ||
+	    !st->raw[0].code || !py_rd_ptr(p, ts + L->tstate_cframe, &cframe) ||
+	    !py_rd_ptr(p, cframe + L->cframe_current_frame, &first) ||
+	    !py_gen_resumed(p, first, &st->raw[0], &g))
+		return false;
+	memmove(st->raw + 1, st->raw, (size_t)*nf * sizeof(st->raw[0]));
+	memmove(st->ids + 1, st->ids, (size_t)*nf * sizeof(st->ids[0]));
+	memmove(st->entry + 1, st->entry, (size_t)*nf);
+	st->raw[0] = (struct pywalk_frame){ g.code, g.code + L->code_code + 2ull * g.unit,
+					    (uint8_t)L->owner_generator,
+					    PYWALK_GENERATOR | PYWALK_ENTRY, 0 };
+	st->ids[0] = 0;
+	st->entry[0] = 1;
+	if (!py_name_frames(ctx, st, p, 0, 1)) {
+		memmove(st->raw, st->raw + 1, (size_t)*nf * sizeof(st->raw[0]));
+		memmove(st->ids, st->ids + 1, (size_t)*nf * sizeof(st->ids[0]));
+		memmove(st->entry, st->entry + 1, (size_t)*nf);
+		return false;
+	}
+	(*nf)++;
+	st->stats.gen_resumed++;
+	return true;
+}
+
 /* No anchor in the copy: the chain as it is now, one run per activation, matched by count.
  * Normally one run per activation. If the program moved on between the sample and this read,
  * they differ: the outer frames change least, so aligned from the root when the native unwind
@@ -2361,7 +2400,10 @@ static bool py_runs_by_count(struct unwind_ctx *ctx, struct py_state *st, struct
 		return false;
 	}
 	*nruns = py_runs_from_entries(st, nframes, run_start);
-	*result = *nruns == nacts ? PY_MERGE_OK : PY_MERGE_CHANGED;
+	bool resumed = nacts == *nruns + 1 && py_gen_prepend(ctx, st, p, ts, &nframes);
+	if (resumed)
+		*nruns = py_runs_from_entries(st, nframes, run_start);
+	*result = *nruns == nacts && !resumed ? PY_MERGE_OK : PY_MERGE_CHANGED;
 	py_runs_align(*nruns, nacts, !stack || stack->complete, shift_runs, shift_acts);
 	if (nacts > *nruns)
 		st->stats.lost[PY_LOST_COUNT] += (uint64_t)(nacts - *nruns);
