@@ -529,19 +529,21 @@ static void pt_tick(struct ptrace_sampler *s, uint64_t now, uint32_t wall_period
 		 * schedstat tells exactly how much it ran since the last tick, so a thread that was
 		 * only runnable (more threads than CPUs) is not stopped, and a sample taken after
 		 * missed ticks weighs the periods it stands for. */
-		uint64_t run;
+		uint64_t run, ran_ns = 0;
 		bool have_run = pt_thread_runtime(t, &run);
 		if (have_run) {
 			if (!t->run_known || run < t->run_ns_last) {
 				t->run_known = true;
 				t->run_ns_first = t->run_ns_last = run;
 			}
-			t->credit_ns += run - t->run_ns_last;
+			ran_ns = run - t->run_ns_last;
+			t->credit_ns += ran_ns;
 			t->run_ns_last = run;
 		}
 		bool ran = !have_run || t->credit_ns >= s->period_ns;
 		char state = pt_thread_state(t);
-		if (t->idle_open && (state == 'R' || ran))
+		/* (credit kept from before a wait, below, is no sign that the wait ended) */
+		if (t->idle_open && (state == 'R' || (ran && (!have_run || ran_ns))))
 			sampler_idle_flush_late(&t->idle, &s->idle_sink,
 						wall_periods); /* it ran: its wait ended */
 		if (ran && state == 'R') {
