@@ -1036,7 +1036,8 @@ static void record_print_python(struct record *r)
 	cs_info("Python: %llu samples in Python code (%llu with their frames read at the sample in "
 		"the kernel, %llu copied at the stop, "
 		"%llu by the reader after it, %llu in a callback returning, %llu entering one, "
-		"%llu with a generator resumed or left, found after it): "
+		"%llu with a generator resumed or left, found after it; %llu activations' frames "
+		"taken from a later call from the same frame): "
 		"%llu with every frame anchored in the stack copy, "
 		"%llu with frames not read (%llu of %llu activations: %llu popped before the read, "
 		"%llu unreadable, %llu thread not found, %llu unmatched, %llu unsupported, "
@@ -1047,7 +1048,7 @@ static void record_print_python(struct record *r)
 		(unsigned long long)ps.samples, (unsigned long long)ps.at_sample,
 		(unsigned long long)ps.captured,
 		(unsigned long long)ps.copied_running, (unsigned long long)ps.returning, (unsigned long long)ps.entering,
-		(unsigned long long)ps.gen_resumed,
+		(unsigned long long)ps.gen_resumed, (unsigned long long)ps.relinked,
 		(unsigned long long)ps.samples_exact, (unsigned long long)r->py_unread, (unsigned long long)lost,
 		(unsigned long long)ps.acts, (unsigned long long)ps.lost[PY_LOST_POPPED],
 		(unsigned long long)ps.lost[PY_LOST_READ], (unsigned long long)ps.lost[PY_LOST_THREAD],

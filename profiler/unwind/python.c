@@ -302,6 +302,10 @@ int py_layout_for(uint32_t version, const uint8_t *debug, size_t ndebug, struct 
 	return err;
 }
 
+/* 3.14 whose interpreter loop has no symbol: the call sites of it learned (the wrapper
+ * _PyEval_EvalFrameDefault's, a generator's resume) */
+#define PY_LOOP_CALLERS 4
+
 /* What a module of the unwinder's table is to Python (by module id). */
 struct py_module_info {
 	uint8_t state;                 /* 0 not looked at, 1 not a runtime, 2 a runtime */
@@ -315,6 +319,8 @@ struct py_module_info {
 	uint64_t shim_off;             /* 3.13, 3.14: its entry shim frame local at CFA - shim_off */
 	uint64_t shim_cand;            /* 3.14: shim_off as the last samples had it, shim_seen */
 	uint16_t shim_seen;            /* times in a row, learned at 8 */
+	uint64_t loop_callers[PY_LOOP_CALLERS]; /* 3.14 (bpf): where activations' native frames
+					* were called from (their callers' offsets), as learned */
 };
 
 struct py_code {                       /* a code object seen in a process */
@@ -368,6 +374,7 @@ struct py_proc {
 	uint64_t none;                 /* Py_None in the target, 0 when unknown */
 	struct { uint32_t tid; uint64_t tstate; } tcache[PY_TCACHE];
 	struct cs_hash codes;    /* address -> struct py_code */
+	uint64_t popped_code;    /* the code object py_code_holding found last (a hint) */
 	bool late;                     /* the sample being merged is older than PY_CODE_MAX_AGE_NS */
 	uint64_t sample_ns;            /* ... and when it was taken (CLOCK_MONOTONIC) */
 	struct py_stats *stats;        /* the context's */
@@ -2363,20 +2370,20 @@ static bool py_gen_prepend(struct unwind_ctx *ctx, struct py_state *st, struct p
 	    !py_rd_ptr(p, cframe + L->cframe_current_frame, &first) ||
 	    !py_gen_resumed(p, first, &st->raw[0], &g))
 		return false;
+	struct pywalk_frame gf = { g.code, g.code + L->code_code + 2ull * g.unit,
+				   (uint8_t)L->owner_generator, PYWALK_GENERATOR | PYWALK_ENTRY, 0 };
+	/* Its code object checked first (py_name_frames then names it from the cache), so that a
+	 * generator that cannot be named leaves the chain as it was. */
+	py_codes_check(ctx, st, p, &gf, 1);
+	struct py_code *c = cs_hash_find(&p->codes, cs_hash_u64(gf.code), py_code_eq, &gf.code);
+	if (!c || c->checked != st->stamp)
+		return false;
 	memmove(st->raw + 1, st->raw, (size_t)*nf * sizeof(st->raw[0]));
 	memmove(st->ids + 1, st->ids, (size_t)*nf * sizeof(st->ids[0]));
 	memmove(st->entry + 1, st->entry, (size_t)*nf);
-	st->raw[0] = (struct pywalk_frame){ g.code, g.code + L->code_code + 2ull * g.unit,
-					    (uint8_t)L->owner_generator,
-					    PYWALK_GENERATOR | PYWALK_ENTRY, 0 };
-	st->ids[0] = 0;
+	st->raw[0] = gf;
 	st->entry[0] = 1;
-	if (!py_name_frames(ctx, st, p, 0, 1)) {
-		memmove(st->raw, st->raw + 1, (size_t)*nf * sizeof(st->raw[0]));
-		memmove(st->ids, st->ids + 1, (size_t)*nf * sizeof(st->ids[0]));
-		memmove(st->entry, st->entry + 1, (size_t)*nf);
-		return false;
-	}
+	py_name_frames(ctx, st, p, 0, 1);
 	(*nf)++;
 	st->stats.gen_resumed++;
 	return true;
@@ -2525,53 +2532,193 @@ static bool py_act_still_calls(struct py_state *st, struct py_proc *p, const str
 	return false;
 }
 
-/* A 3.14 build whose _PyEval_EvalFrameDefault is a small wrapper around the interpreter loop,
- * which runs under a local symbol (Debian's 3.14.10, GCC 16 with LTO, stripped: the loop is an
- * LTO clone), so no native frame is an activation by its address. What still marks one is its
- * entry frame: a local of the loop's C frame, owned by the interpreter, linked into the
- * thread's chain under the run it runs. So the chain is walked first (as of the sample: at the
- * stop under ptrace, the reader's copy in perf mode, else now), and each shim it passes is
- * looked for in the native frames' stack frames ([sp, CFA)): the frame that holds it is that
- * activation, replaced by its run as _PyEval_EvalFrameDefault's frame is in 3.13. (A
- * tail-calling build, each bytecode a function of its own, would keep the running bytecode's
- * frame above the run.) Shims outside the sampled stack (an activation entered after the
- * sample, or past a truncated stack) place nothing. Returns the new count of locs; *result as
- * py_merge's. */
-static int py_merge_by_shims(struct unwind_ctx *ctx, struct py_state *st, struct py_proc **pp,
-			     uint32_t pid, uint32_t tid, const struct py_stack *stack,
-			     struct unwind_loc *locs, int n, int max, uint32_t runtime_module,
-			     enum py_merge_result *result)
+/* 3.14: whether native frame j of the sample was an activation: its stack frame held, in the
+ * sample's copy, an entry frame at CFA - shim_off (py_shim_chain_ok: a shim's owner, running
+ * what every shim runs); *prev: the frame it linked to, its caller's innermost then. */
+static bool py_copy_entry_at(const struct py_proc *p, const struct py_stack *s,
+			     const struct unwind_loc *locs, int n, int j, uint64_t shim_off,
+			     uint64_t *prev)
 {
-	struct py_proc *p = py_proc_get(ctx, st, pid, runtime_module, &st->mods[runtime_module]);
+	return s && shim_off && p->walk.trampoline &&
+	       py_shim_chain_ok(p->layout, s, locs, n, &j, 1, shim_off, p->walk.trampoline, false,
+				prev);
+}
 
-	if (p->state != PY_PROC_READY)
-		return n; /* py_proc_get warned once; nothing is known to be Python here */
-	st->stamp++;
-	st->nblocks = 0;
-	st->copy = stack;
-	py_cstack_set(st, stack);
-	*pp = p;
-	py_sample_source(st, p, stack);
+/* 3.14: run r's shim (at shim, read now) is not where the sample's copy had an activation
+ * (the run is of a later call: a callback from C called again since, from another depth of
+ * the C code, the one sampled having returned). The first native frame of locs[from, to) that
+ * was an unplaced activation at the sample (py_copy_entry_at) is that run's when its entry
+ * frame linked to the same caller's frame as the run's shim links to now: the same call site
+ * of the same caller, as 3.13 takes a later call's frames that link as the sampled one did.
+ * Returns that frame, or -1. */
+static int py_act_relink(struct py_state *st, struct py_proc *p, const struct py_stack *s,
+			 const struct unwind_loc *locs, int n, int from, int to,
+			 uint32_t runtime_module, uint64_t shim_off, uint64_t shim)
+{
 	const struct py_layout *L = p->layout;
-	uint64_t ts = py_thread_state(p, tid), frame;
-	if (!ts || !py_rd_ptr(p, ts + L->tstate_current_frame, &frame) || !frame)
-		return n; /* no Python thread state, or no Python running in it */
-	py_recipe_set(st, p, tid, ts);
-	uint64_t taken = py_sample_taken_ns(p, stack);
-	st->stats.samples++;
-	if (taken > PY_MAX_AGE_NS || (stack && stack->torn)) {
-		*result = PY_MERGE_UNREADABLE;
-		st->stats.lost[stack && stack->torn ? PY_LOST_READ : PY_LOST_LATE]++;
-		return n;
+	uint64_t now, then;
+
+	if (!py_rd_ptr(p, shim + L->frame_previous, &now) || !now)
+		return -1;
+	for (int j = from; j < to && j + 1 < n; j++) {
+		if (locs[j].module != runtime_module ||
+		    !py_copy_entry_at(p, s, locs, n, j, shim_off, &then))
+			continue;
+		if (then != now)
+			return -1;
+		st->stats.relinked++;
+		return j;
 	}
-	uint64_t shims[PY_MAX_FRAMES];
-	struct py_walk_arg a = { ctx, st, p, 0 };
+	return -1;
+}
+
+/* The cached code object whose instructions instr points into (p->popped_code first, then
+ * every one), or NULL: for a frame cleared when it was popped (3.14 clears f_executable; its
+ * instruction pointer stays). */
+static const struct py_code *py_code_holding(struct py_proc *p, uint64_t instr)
+{
+	const struct py_layout *L = p->layout;
+	const struct py_code *c = cs_hash_find(&p->codes, cs_hash_u64(p->popped_code), py_code_eq,
+					       &p->popped_code);
+
+	for (size_t i = 0; !(c && c->ncode && instr >= c->addr + L->code_code &&
+			     instr < c->addr + L->code_code + 2 * c->ncode); i++) {
+		if (i == p->codes.cap)
+			return NULL;
+		c = p->codes.slots[i].item;
+	}
+	p->popped_code = c->addr;
+	return c;
+}
+
+/* 3.14: the frame that native activation j ran at the sample (its entry frame at entry, in
+ * the copy, linked to caller frame prev), popped since (a callback from C that returned
+ * before the read). As 3.13's py_walk_under_callback: a Python function's frame is pushed on
+ * the data stack right where its caller's ends, so the callback's first frame was at the end
+ * of prev's, and what is there now is it, or a later call's from the same caller through the
+ * same entry frame address (linked to entry). Taken when its code object is known already (no
+ * read of a guessed address) and the sample's copy under the entry frame points into its code
+ * (it was running, or calling out from, that code then). Named in st->raw's spare slot k.
+ * Returns its frame id, or UINT32_MAX. */
+static uint32_t py_act_popped_frame(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+				    const struct py_stack *s, uint64_t entry, uint64_t prev,
+				    uint64_t outer_cfa, int k)
+{
+	const struct py_layout *L = p->layout;
+	uint8_t fb[PY_MAX_OBJECT];
+	uint64_t code;
+
+	if (k >= PY_MAX_FRAMES || !prev || prev & 7 || !py_frame_bytes(st, p, prev, fb, L->frame_read))
+		return UINT32_MAX;
+	code = py_code_ptr(L, py_u64(fb, L->frame_code));
+	const struct py_code *caller = cs_hash_find(&p->codes, cs_hash_u64(code), py_code_eq, &code);
+	uint64_t x = py_frame_end(caller, prev);
+	/* the caller's frame runs what it ran at the sample: the copy above the entry frame, up
+	 * to the caller's activation's CFA, points into its code (it was calling out from it) */
+	if (!x || !caller->ncode || !py_copy_points_into(s, L, caller, entry, outer_cfa) ||
+	    !py_frame_bytes(st, p, x, fb, L->frame_read) || py_is_shim(L, fb[L->frame_owner]) ||
+	    fb[L->frame_owner] == L->owner_generator)
+		return UINT32_MAX;
+	code = py_code_ptr(L, py_u64(fb, L->frame_code));
+	uint64_t instr = py_u64(fb, L->frame_instr), link = py_u64(fb, L->frame_previous);
+	/* (or a later call's through another entry frame on the C stack, gone or not) */
+	if (link != entry && (link & 7 || link < st->cstack_lo || link >= st->cstack_hi))
+		return UINT32_MAX;
+	const struct py_code *c = code ? cs_hash_find(&p->codes, cs_hash_u64(code), py_code_eq, &code)
+				       : py_code_holding(p, instr);
+	if (!c || !c->ncode || !py_copy_points_into(s, L, c, s->addr, entry))
+		return UINT32_MAX;
+	code = c->addr;
+	st->raw[k] = (struct pywalk_frame){ code, instr, 0, PYWALK_ENTRY, 0 };
+	if (!py_name_frames(ctx, st, p, k, k + 1))
+		return UINT32_MAX;
+	return st->ids[k];
+}
+
+/* 3.14: the native frames of locs[0, n) that were activations at the sample
+ * (py_copy_entry_at) and got no run (not placed: act_of_run[0, nruns)): the frame each ran,
+ * popped before the read, where it is found (py_act_popped_frame; *relinked counts them),
+ * else the marker frame. Spare slot k of st->raw is used. Returns how many got the marker. */
+static int py_mark_unplaced(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+			    const struct py_stack *s, struct unwind_loc *locs, int n,
+			    uint32_t runtime_module, uint64_t shim_off, const int *act_of_run,
+			    int nruns, int k, uint32_t marker)
+{
+	uint64_t prev;
+	int marked = 0;
+
+	for (int j = 0, r = 0; j + 1 < n; j++) {
+		while (r < nruns && act_of_run[r] < j)
+			r++;
+		if ((r < nruns && act_of_run[r] == j) || locs[j].module != runtime_module ||
+		    !py_copy_entry_at(p, s, locs, n, j, shim_off, &prev))
+			continue;
+		/* (act_of_run[r], past j: the next outer activation placed, whose CFA bounds the
+		 * copy that says what its frame ran) */
+		int outer = r < nruns ? act_of_run[r] : -1;
+		st->stats.acts++;
+		uint32_t id = py_act_popped_frame(ctx, st, p, s, py_act_cfa(locs, n, j) - shim_off,
+						  prev, outer >= 0 ? py_act_cfa(locs, n, outer) : 0, k);
+		if (id != UINT32_MAX) {
+			locs[j] = (struct unwind_loc){ st->module, id, 0, 0 };
+			st->stats.relinked++;
+			continue;
+		}
+		locs[j] = (struct unwind_loc){ st->module, marker, 0, 0 };
+		marked++;
+	}
+	return marked;
+}
+
+/* 3.14: a placed run with no frame to show (its shim only, or a frame being set up: a later
+ * call being entered or left when read) would leave the native frame: it shows the frame the
+ * activation ran at the sample where that is found (py_act_popped_frame, in spare slot k),
+ * else the marker (py_run_unread, *marked). */
+static void py_fill_empty_runs(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+			       const struct py_stack *s, const struct unwind_loc *locs, int n,
+			       const int *run_start, int nruns, const int *act_of_run,
+			       uint64_t shim_off, int k, uint32_t marker, int *marked)
+{
+	for (int r = 0; r < nruns; r++) {
+		bool shown = false;
+		uint64_t prev;
+		int i = act_of_run[r];
+		for (int f = run_start[r]; f < run_start[r + 1] && !shown; f++)
+			shown = st->ids[f] != UINT32_MAX && st->ids[f] != PY_ID_UNREAD;
+		if (i < 0 || shown || run_start[r + 1] == run_start[r])
+			continue;
+		int outer = r + 1 < nruns ? act_of_run[r + 1] : -1;
+		uint32_t id = py_copy_entry_at(p, s, locs, n, i, shim_off, &prev)
+				      ? py_act_popped_frame(ctx, st, p, s, py_act_cfa(locs, n, i) - shim_off,
+							    prev, outer >= 0 ? py_act_cfa(locs, n, outer) : 0,
+							    k)
+				      : UINT32_MAX;
+		if (id == UINT32_MAX) {
+			py_run_unread(st, run_start, r, marker, PY_LOST_POPPED, marked);
+			continue;
+		}
+		st->ids[run_start[r]] = id;
+		for (int f = run_start[r] + 1; f < run_start[r + 1]; f++)
+			st->ids[f] = UINT32_MAX;
+		st->stats.relinked++;
+	}
+}
+
+/* 3.14: walk thread state ts's chain from frame into *w (st->raw, shims), as of the sample
+ * where the copy allows: a torn read (see below) is tried again, up to twice, from the frame
+ * current then; *inner_unread says the innermost activation is not as of the sample. Returns
+ * how the walk ended. */
+static enum pywalk_end py_walk_shims(struct py_state *st, struct py_proc *p, uint64_t ts,
+				     uint64_t frame, struct py_walk_arg *a, uint64_t *shims,
+				     struct pywalk *out, bool *inner_unread)
+{
+	const struct py_layout *L = p->layout;
 	struct pywalk w;
 	enum pywalk_end end;
-	bool inner_unread = false;
+
 	for (int attempt = 0;; attempt++) {
 		w = (struct pywalk){ .L = &p->walk, .read = py_walk_read, .check = py_walk_check,
-				     .arg = &a, .out = st->raw, .max = PY_MAX_FRAMES,
+				     .arg = a, .out = st->raw, .max = PY_MAX_FRAMES,
 				     .max_depth = PY_MAX_FRAMES, .shims = shims,
 				     .max_shims = PY_MAX_FRAMES };
 		end = pywalk_walk(&w, frame);
@@ -2631,12 +2778,111 @@ static int py_merge_by_shims(struct unwind_ctx *ctx, struct py_state *st, struct
 			}
 			w.n = kept;
 		}
-		inner_unread = true;
+		*inner_unread = true;
 		p->frozen = NULL;
 		st->nblocks = 0;
 		if (!py_rd_ptr(p, ts + L->tstate_current_frame, &frame) || !frame)
 			break;
 	}
+	*out = w;
+	return end;
+}
+
+/* Where each run of the chain goes, and the counts of py_merge_by_shims. */
+struct py_placement {
+	int placed, unplaced, marked;
+	uint64_t outer_off;            /* CFA - shim of the outermost run placed */
+};
+
+/* 3.14: act_of_run[r], the native frame of locs that run r (ending at shims[r]) goes in place
+ * of (-1: none), as py_merge_by_shims says. */
+static void py_place_runs(struct py_state *st, struct py_proc *p, const struct py_stack *stack,
+			  const struct unwind_loc *locs, int n, uint32_t runtime_module,
+			  const uint64_t *shims, int nshims, const int *run_start, int nruns,
+			  uint32_t marker, int *act_of_run, struct py_placement *pl)
+{
+	const struct py_module_info *mi = &st->mods[runtime_module];
+	int from = 0, placed = 0, unplaced = 0, marked = 0;
+	uint64_t outer_off = 0;
+	bool moved = false;
+
+	for (int r = 0; r < nruns; r++) {
+		act_of_run[r] = -1;
+		int i = r < nshims ? py_frame_holding(locs, n, from, shims[r]) : -1;
+		uint64_t cfa = i >= 0 ? py_act_cfa(locs, n, i) : 0, off = cfa ? cfa - shims[r] : 0;
+		if (i < 0 || locs[i].module != runtime_module || (mi->shim_off && off != mi->shim_off)) {
+			/* not where an activation was at the sample: a later call's, or gone */
+			int j = r < nshims ? py_act_relink(st, p, stack, locs, n, from,
+							   i < 0 ? n : i + 1, runtime_module,
+							   mi->shim_off, shims[r]) : -1;
+			if (j >= 0) {
+				act_of_run[r] = j;
+				placed++;
+				from = j + 1;
+				continue;
+			}
+			if (i < 0)
+				continue; /* not in the sampled stack */
+			from = i + 1;
+			unplaced++;
+			moved = true;
+			continue;
+		}
+		from = i + 1;
+		act_of_run[r] = i;
+		placed++;
+		outer_off = off;
+		if (moved && !py_act_still_calls(st, p, stack, locs, n, i, run_start[r], run_start[r + 1]))
+			py_run_unread(st, run_start, r, marker, PY_LOST_POPPED, &marked);
+		moved = false;
+	}
+	*pl = (struct py_placement){ placed, unplaced, marked, outer_off };
+}
+
+/* A 3.14 build whose _PyEval_EvalFrameDefault is a small wrapper around the interpreter loop,
+ * which runs under a local symbol (Debian's 3.14.10, GCC 16 with LTO, stripped: the loop is an
+ * LTO clone), so no native frame is an activation by its address. What still marks one is its
+ * entry frame: a local of the loop's C frame, owned by the interpreter, linked into the
+ * thread's chain under the run it runs. So the chain is walked first (as of the sample: at the
+ * stop under ptrace, the reader's copy in perf mode, else now), and each shim it passes is
+ * looked for in the native frames' stack frames ([sp, CFA)): the frame that holds it is that
+ * activation, replaced by its run as _PyEval_EvalFrameDefault's frame is in 3.13. (A
+ * tail-calling build, each bytecode a function of its own, would keep the running bytecode's
+ * frame above the run.) Shims outside the sampled stack (an activation entered after the
+ * sample, or past a truncated stack) place nothing. Returns the new count of locs; *result as
+ * py_merge's. */
+static int py_merge_by_shims(struct unwind_ctx *ctx, struct py_state *st, struct py_proc **pp,
+			     uint32_t pid, uint32_t tid, const struct py_stack *stack,
+			     struct unwind_loc *locs, int n, int max, uint32_t runtime_module,
+			     enum py_merge_result *result)
+{
+	struct py_proc *p = py_proc_get(ctx, st, pid, runtime_module, &st->mods[runtime_module]);
+
+	if (p->state != PY_PROC_READY)
+		return n; /* py_proc_get warned once; nothing is known to be Python here */
+	st->stamp++;
+	st->nblocks = 0;
+	st->copy = stack;
+	py_cstack_set(st, stack);
+	*pp = p;
+	py_sample_source(st, p, stack);
+	const struct py_layout *L = p->layout;
+	uint64_t ts = py_thread_state(p, tid), frame;
+	if (!ts || !py_rd_ptr(p, ts + L->tstate_current_frame, &frame) || !frame)
+		return n; /* no Python thread state, or no Python running in it */
+	py_recipe_set(st, p, tid, ts);
+	uint64_t taken = py_sample_taken_ns(p, stack);
+	st->stats.samples++;
+	if (taken > PY_MAX_AGE_NS || (stack && stack->torn)) {
+		*result = PY_MERGE_UNREADABLE;
+		st->stats.lost[stack && stack->torn ? PY_LOST_READ : PY_LOST_LATE]++;
+		return n;
+	}
+	uint64_t shims[PY_MAX_FRAMES];
+	struct py_walk_arg a = { ctx, st, p, 0 };
+	struct pywalk w;
+	bool inner_unread = false;
+	enum pywalk_end end = py_walk_shims(st, p, ts, frame, &a, shims, &w, &inner_unread);
 	for (int i = 0; i < w.n; i++) {
 		st->ids[i] = st->raw[i].code ? 0 : UINT32_MAX;
 		st->entry[i] = (st->raw[i].flags & PYWALK_ENTRY) != 0;
@@ -2659,29 +2905,13 @@ static int py_merge_by_shims(struct unwind_ctx *ctx, struct py_state *st, struct
 	 * placed, from the call that frame was in; it gets the marker frame unless the copy
 	 * says it still runs where it is now (py_act_still_calls). */
 	struct py_module_info *mi = &st->mods[runtime_module];
-	int act_of_run[PY_MAX_FRAMES], placed = 0, unplaced = 0, marked = 0, from = 0;
-	uint64_t outer_off = 0;
-	bool moved = false;
+	int act_of_run[PY_MAX_FRAMES];
 	uint32_t marker = py_marker_id(ctx, st);
-	for (int r = 0; r < nruns; r++) {
-		act_of_run[r] = -1;
-		int i = r < nshims ? py_frame_holding(locs, n, from, shims[r]) : -1;
-		if (i < 0)
-			continue; /* not in the sampled stack */
-		from = i + 1;
-		uint64_t cfa = py_act_cfa(locs, n, i), off = cfa ? cfa - shims[r] : 0;
-		if (locs[i].module != runtime_module || (mi->shim_off && off != mi->shim_off)) {
-			unplaced++;
-			moved = true;
-			continue;
-		}
-		act_of_run[r] = i;
-		placed++;
-		outer_off = off;
-		if (moved && !py_act_still_calls(st, p, stack, locs, n, i, run_start[r], run_start[r + 1]))
-			py_run_unread(st, run_start, r, marker, PY_LOST_POPPED, &marked);
-		moved = false;
-	}
+	struct py_placement pl;
+	py_place_runs(st, p, stack, locs, n, runtime_module, shims, nshims, run_start, nruns, marker,
+		      act_of_run, &pl);
+	int placed = pl.placed, unplaced = pl.unplaced, marked = pl.marked;
+	uint64_t outer_off = pl.outer_off;
 	if (!placed && !unplaced) {
 			return n; /* no activation of the chain in this stack: native code only */
 	}
@@ -2698,6 +2928,16 @@ static int py_merge_by_shims(struct unwind_ctx *ctx, struct py_state *st, struct
 	if (inner_unread && act_of_run[0] >= 0 && nruns > 0 && st->ids[run_start[0]] != marker &&
 	    !py_act_still_calls(st, p, stack, locs, n, act_of_run[0], run_start[0], run_start[1]))
 		py_run_unread(st, run_start, 0, marker, PY_LOST_POPPED, &marked);
+	if (nruns > 0 && act_of_run[0] >= 0)
+		py_show_entering(st, p, run_start, nruns);
+	py_fill_empty_runs(ctx, st, p, stack, locs, n, run_start, nruns, act_of_run, mi->shim_off,
+			   w.n, marker, &marked);
+	/* activations of the sample that got no run: the marker, counted (3.14's interpreter
+	 * loop has no name: a native frame left in their place would not say so) */
+	int missing = py_mark_unplaced(ctx, st, p, stack, locs, n, runtime_module, mi->shim_off,
+				       act_of_run, nruns, w.n, marker);
+	st->stats.lost[PY_LOST_POPPED] += (uint64_t)missing;
+	marked += missing;
 	int out = py_put_runs_at(st, locs, n, max, run_start, nruns, act_of_run);
 	if (unplaced || marked) {
 		*result = PY_MERGE_UNREADABLE;
@@ -2960,6 +3200,56 @@ struct py_acts {
 	uint32_t runtime_module;
 };
 
+/* 3.14 (bpf): the native frame at a ran a run: its caller's offset is a call site of the
+ * interpreter loop (kept, up to PY_LOOP_CALLERS). */
+static void py_loop_caller_learn(struct py_module_info *mi, const struct unwind_loc *locs, int n,
+				 int a)
+{
+	if (a + 1 >= n || locs[a + 1].module != locs[a].module)
+		return;
+	for (int i = 0; i < PY_LOOP_CALLERS; i++) {
+		if (mi->loop_callers[i] == locs[a + 1].offset)
+			return;
+		if (!mi->loop_callers[i]) {
+			mi->loop_callers[i] = locs[a + 1].offset;
+			return;
+		}
+	}
+}
+
+/* 3.14 (bpf): native frames called from a learned call site of the interpreter loop
+ * (py_loop_caller_learn) that ran no run at the sample (an activation being entered or left,
+ * its entry frame not linked: no frame of its own) show the marker frame, counted: a native
+ * frame of a loop without a name would not say so. A placed run that shows no frame (its
+ * entry frame only) gets it too. Returns how many. */
+static int py_mark_unrun_loops(struct py_state *st, const struct py_module_info *mi,
+			       struct unwind_loc *locs, int n, uint32_t runtime_module,
+			       const int *act_of_run, int nruns, const int *run_start,
+			       uint32_t marker)
+{
+	int marked = 0;
+
+	for (int j = 0, r = 0; j + 1 < n; j++) {
+		while (r < nruns && act_of_run[r] < j)
+			r++;
+		bool placed = r < nruns && act_of_run[r] == j, shown = false;
+		for (int f = placed ? run_start[r] : 0; placed && f < run_start[r + 1] && !shown; f++)
+			shown = st->ids[f] != UINT32_MAX && st->ids[f] != PY_ID_UNREAD;
+		if (shown || locs[j].module != runtime_module || locs[j + 1].module != runtime_module)
+			continue;
+		bool loop = false;
+		for (int i = 0; i < PY_LOOP_CALLERS && mi->loop_callers[i] && !loop; i++)
+			loop = mi->loop_callers[i] == locs[j + 1].offset;
+		if (!loop)
+			continue;
+		locs[j] = (struct unwind_loc){ st->module, marker, 0, 0 };
+		st->stats.acts++;
+		st->stats.lost[PY_LOST_COUNT]++;
+		marked++;
+	}
+	return marked;
+}
+
 /* py_merge_frames, and how many activations kept their native frame in *native; acts: the
  * stack's activations when the caller found them already, else NULL. */
 static int py_merge_frames_n(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_frame *frames,
@@ -3058,12 +3348,16 @@ static int py_merge_frames_n(struct unwind_ctx *ctx, uint32_t pid, const struct 
 			if (ok) {
 				placed++;
 				last = a;
+				py_loop_caller_learn(&st->mods[runtime_module], locs, n, a);
 			} else if (a >= 0) {
 				(*native)++;
 			}
 		}
 		if (!placed && !*native)
 			return n;
+		*native += py_mark_unrun_loops(st, &st->mods[runtime_module], locs, n, runtime_module,
+					       act_of_run, nruns, run_start,
+					       py_marker_id(ctx, st));
 		*result = *native ? PY_MERGE_UNREADABLE : PY_MERGE_OK;
 		return py_put_runs_at(st, locs, n, max, run_start, nruns, act_of_run);
 	}

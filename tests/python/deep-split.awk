@@ -1,4 +1,5 @@
-# deep-split.awk: reads `csampler folded` of tests/python/deep.py and prints one line:
+# deep-split.awk: reads `csampler folded` of tests/python/deep.py and prints one line (run
+# with not-read.awk first, the file given twice: awk -f not-read.awk -f deep-split.awk F F):
 #   phased spin gen sort qsort lost_run run lost_phased misplaced lost_callbacks callbacks
 # phased: samples under one of deep.py's four phases (spin_plain, gen_consume, sort_keys,
 # qsort_calls); spin..qsort: each phase's share of them (%); run: the phased ones and those
@@ -12,7 +13,7 @@
 # phases whose Python code is called back from C (sort_keys, qsort_calls). The same holds for `deep.py S threads` (one phase a thread).
 {
 	n = $NF; line = $0; sub(/ [0-9]+$/, "", line)
-	lost = line ~ /_PyEval_EvalFrameDefault|\[Python frames not read\]/
+	lost = frames_not_read(line)
 	m = split(line, fr, ";"); ph = ""; d = 0; leaf = ""
 	for (i = 1; i <= m; i++) {
 		if (fr[i] ~ /^descend \(/) d++
@@ -20,12 +21,8 @@
 		if (fr[i] ~ /^(gen_values|key_of|cmp_cb|spin_plain) \(/) { leaf = fr[i]; sub(/ .*/, "", leaf) }
 	}
 	if (ph == "") {
-		# not read at all: the interpreter's frame left (3.11-3.13), or (3.14, whose
-		# interpreter loop has no name) the module's code run with no Python frame under
-		# PyEval_EvalCode, or only the marker frame there
-		if (((lost && line ~ /_PyEval_EvalFrameDefault/ && line !~ /\(/) ||
-		     (line ~ /;PyEval_EvalCode;/ && line !~ /_PyEval_EvalFrameDefault|\.py:[0-9]/)) &&
-		    line !~ /Py_InitializeFromConfig|pymain_init|import_find_and_load|Py_FinalizeEx|PyImport_/) {
+		# not read at all (not-read.awk)
+		if (not_read_native(line)) {
 			run += n; lost_run += n
 		}
 		next

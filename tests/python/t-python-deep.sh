@@ -38,9 +38,19 @@
 # 0-1.75% and 0.05-1.5%).
 # README "Python frames" has the figures.
 # 3.14 (scripts/get-python3.14.sh's Debian build, whose interpreter loop has no symbol:
-# activations found by their entry frames): ptrace and bpf read 0 of the phases' samples
-# unread, splits within 0.2 points (1.5 with threads); perf mode 0 in the phases, 0.4-0.9% of
-# the callbacks, 0.45-0.9% of the run, splits within 0.5 points: CB 3%, RUN 3%, SPLIT 2. (A
+# activations found by their entry frames). Such a loop's frame left native says nothing, so
+# it is told here by where Python frames go (not-read.awk: the native frame they follow, the
+# loop's caller, then none), and the recorder puts the marker frame there since 2026-11-29's
+# eleventh session: before, this test saw 8 of 3,929 callbacks unread in a perf threads run
+# where 958 of 3,925 were (24%; the recorder's own count said 477), as a callback from C
+# returns before perf's reader copies the frames. Now the frame such an activation ran is
+# taken from the data stack where its caller's ends (py_act_popped_frame, as 3.13's
+# py_walk_under_callback; 3.14 clears a popped frame's code object, so it is found from its
+# instruction pointer) when the sample's copy says the caller and it were running then.
+# Measured in 3 rounds: perf 1.2-2.1% of the callbacks (threads 0.7-0.85%), the run 0.7-1.1%;
+# ptrace 0.4% (0.3-0.5%), the run 0.15% (0.4-0.6%); bpf 0.75-1.1% (1.0-1.35%: a callback's
+# activation caught entering or returning, its entry frame the chain's first, its own frame
+# cleared, which the program does not find): perf CB 3%, RUN 3%; bpf CB 2%; SPLIT 2. (A
 # sample whose chain was torn when read shows the marker frame in place of its innermost
 # activation, unless that one was calling out at the sample and the copy still points to
 # where it is; a shim where the interpreter keeps none is not placed, its outer activation
@@ -58,7 +68,7 @@
 # from C caught returning (its frame unlinked before it is cleared: 1.1-1.7% of the callbacks
 # before) is found by the program above its caller's frame, by its link to the callback's
 # shim: 0.1-0.6% of the callbacks are left (the eval loop's own entry and exit), and each run
-# must find some. Limits: 3.11 phases 1%, CB 1.5%; 3.12, 3.13 phases 1%, CB 1%; RUN 4% (a process' first
+# must find some. Limits: 3.11 phases 1%, CB 1.5%; 3.12, 3.13 phases 1%, CB 1%; 3.14 CB 2% (above); RUN 4% (a process' first
 # samples are read by the recorder until it has found the interpreter: late ones are not read),
 # SPLIT 2. On an overloaded machine (load 12) the recorder once fell over a second behind at
 # start-up and a 3.13 run lost 81 of 1307 phase samples that way, as perf and ptrace failed
@@ -111,19 +121,11 @@ check_reused() {
 		skip "python-deep: $label perf: the allocator did not give the freed code object's address to the next one (nothing to check)"
 		return
 	fi
-	read -r c lost <<<"$("$CSAMPLER" folded -i "$f.data" 2>/dev/null | awk '
-		{ n = $NF; line = $0; sub(/ [0-9]+$/, "", line)
-		  if (line ~ /run_c \(/) { c += n; if (line ~ /\[Python frames not read\]/) lost += n; next }
-		  if (line ~ /run_a \(/) next
-		  if (((line ~ /_PyEval_EvalFrameDefault/ && line !~ /\(/) ||
-		       (line ~ /;PyEval_EvalCode;/ && line !~ /_PyEval_EvalFrameDefault|\.py:[0-9]/) ||
-		       line ~ /\[Python frames not read\]/) &&
-		      line !~ /Py_InitializeFromConfig|pymain_init|import_find_and_load|Py_FinalizeEx|PyImport_/)
-			lost += n }
-		END { printf "%d %d\n", c, lost }')"
+	"$CSAMPLER" folded -i "$f.data" >"$f.folded" 2>/dev/null
+	read -r c lost <<<"$(awk -f "$SRC/not-read.awk" -f "$SRC/reuse-split.awk" "$f.folded" "$f.folded")"
 	[ "${c:-0}" -gt 500 ] && pct_le "$lost" "$((c + lost))" 5 &&
 		pass "python-deep: $label perf, a code object's address reused: $lost of $((c + lost)) samples of the run not read (<= 5%)" ||
-		fail "python-deep: $label perf, a code object's address reused: $lost of $((c + lost)) samples of the run not read, ${c:-0} under run_c (want > 500 and <= 5%)"
+		fail "python-deep: $label perf, a code object's address reused: $lost of $((c + lost)) samples of the run not read, ${c:-0} read under run_c (want > 500 and <= 5%)"
 }
 
 # check LABEL MODE PY ARGS...: record deep.py, assert as above
@@ -146,7 +148,7 @@ check_deep() {
 	fi
 	"$CSAMPLER" folded -i "$f.data" >"$f.folded" 2>/dev/null
 	read -r phased spin gen sort qsort lost_all all lost misplaced lcb cb \
-		<<<"$(awk -f "$SRC/deep-split.awk" "$f.folded")"
+		<<<"$(awk -f "$SRC/not-read.awk" -f "$SRC/deep-split.awk" "$f.folded" "$f.folded")"
 	local want_spin=40 want_rest=20
 	[ -n "$threads" ] && want_spin=25 && want_rest=25
 	echo "    $label $mode${threads:+ threads}: $spin/$gen/$sort/$qsort% of $phased; not read: $lost of them ($((lost - lcb)) in Python/generator phases, $lcb of $cb in callbacks), $lost_all of the run's $all; misplaced $misplaced"
@@ -232,7 +234,7 @@ for v in ${DEEP_VERSIONS:-debian-3.11 3.11 3.12 3.13 3.14}; do
 	# bpf: the frames read in the kernel at the sample (limits at the top)
 	if [ "$bpf_ok" = 1 ]; then
 		bpflim="1.5 4 2 1"
-		case $v in 3.12|3.13|3.14) bpflim="1 4 2 1" ;; esac
+		case $v in 3.12|3.13) bpflim="1 4 2 1" ;; 3.14) bpflim="2 4 2 1" ;; esac
 		want_returning=0
 		case $v in 3.12|3.13) want_returning=1 ;; esac
 		check_deep "$v" bpf "$PY" "" $bpflim
