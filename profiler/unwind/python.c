@@ -2546,25 +2546,30 @@ static bool py_copy_entry_at(const struct py_proc *p, const struct py_stack *s,
 
 /* 3.14: run r's shim (at shim, read now) is not where the sample's copy had an activation
  * (the run is of a later call: a callback from C called again since, from another depth of
- * the C code, the one sampled having returned). The first native frame of locs[from, to) that
- * was an unplaced activation at the sample (py_copy_entry_at) is that run's when its entry
+ * the C code, deeper or not, the one sampled having returned). The first native frame of
+ * locs[from, n) that was an activation at the sample (py_copy_entry_at) is that run's when its entry
  * frame linked to the same caller's frame as the run's shim links to now: the same call site
- * of the same caller, as 3.13 takes a later call's frames that link as the sampled one did.
- * Returns that frame, or -1. */
+ * of the same caller (whose code, caller_code, the copy says it ran then), as 3.13 takes a
+ * later call's frames that link as the sampled one did. Returns that frame, or -1. */
 static int py_act_relink(struct py_state *st, struct py_proc *p, const struct py_stack *s,
-			 const struct unwind_loc *locs, int n, int from, int to,
-			 uint32_t runtime_module, uint64_t shim_off, uint64_t shim)
+			 const struct unwind_loc *locs, int n, int from, uint32_t runtime_module,
+			 uint64_t shim_off, uint64_t shim, uint64_t caller_code)
 {
 	const struct py_layout *L = p->layout;
+	const struct py_code *caller = cs_hash_find(&p->codes, cs_hash_u64(caller_code), py_code_eq,
+						    &caller_code);
 	uint64_t now, then;
 
-	if (!py_rd_ptr(p, shim + L->frame_previous, &now) || !now)
+	if (!caller || !caller->ncode || !py_rd_ptr(p, shim + L->frame_previous, &now) || !now)
 		return -1;
-	for (int j = from; j < to && j + 1 < n; j++) {
+	for (int j = from; j + 1 < n; j++) {
 		if (locs[j].module != runtime_module ||
 		    !py_copy_entry_at(p, s, locs, n, j, shim_off, &then))
 			continue;
-		if (then != now)
+		/* the caller runs what it ran then: the copy above the entry frame points into its
+		 * code (it was calling out from it) */
+		uint64_t entry = py_act_cfa(locs, n, j) - shim_off;
+		if (then != now || !py_copy_points_into(s, L, caller, entry, s->addr + s->size))
 			return -1;
 		st->stats.relinked++;
 		return j;
@@ -2812,9 +2817,11 @@ static void py_place_runs(struct py_state *st, struct py_proc *p, const struct p
 		uint64_t cfa = i >= 0 ? py_act_cfa(locs, n, i) : 0, off = cfa ? cfa - shims[r] : 0;
 		if (i < 0 || locs[i].module != runtime_module || (mi->shim_off && off != mi->shim_off)) {
 			/* not where an activation was at the sample: a later call's, or gone */
-			int j = r < nshims ? py_act_relink(st, p, stack, locs, n, from,
-							   i < 0 ? n : i + 1, runtime_module,
-							   mi->shim_off, shims[r]) : -1;
+			int j = r < nshims && r + 1 < nruns
+					? py_act_relink(st, p, stack, locs, n, from, runtime_module,
+							mi->shim_off, shims[r],
+							st->raw[run_start[r + 1]].code)
+					: -1;
 			if (j >= 0) {
 				act_of_run[r] = j;
 				placed++;
@@ -2925,9 +2932,12 @@ static int py_merge_by_shims(struct unwind_ctx *ctx, struct py_state *st, struct
 			mi->shim_cand = outer_off, mi->shim_seen = 1;
 	}
 	st->stats.acts += (uint64_t)(placed + unplaced);
+	/* an innermost run read after its activation changed: not its frames (py_fill_empty_runs
+	 * then takes the one it ran at the sample, or shows the marker) */
 	if (inner_unread && act_of_run[0] >= 0 && nruns > 0 && st->ids[run_start[0]] != marker &&
 	    !py_act_still_calls(st, p, stack, locs, n, act_of_run[0], run_start[0], run_start[1]))
-		py_run_unread(st, run_start, 0, marker, PY_LOST_POPPED, &marked);
+		for (int f = run_start[0]; f < run_start[1]; f++)
+			st->ids[f] = UINT32_MAX;
 	if (nruns > 0 && act_of_run[0] >= 0)
 		py_show_entering(st, p, run_start, nruns);
 	py_fill_empty_runs(ctx, st, p, stack, locs, n, run_start, nruns, act_of_run, mi->shim_off,
