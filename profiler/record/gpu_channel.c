@@ -803,6 +803,7 @@ int gpu_channel_merge_python(struct unwind_ctx *u, uint32_t pid, const struct gp
 	for (size_t i = 0; i < npy; i++)
 		f[i] = (struct py_ext_frame){ py[i].code, py[i].unit,
 					      (py[i].flags & GPU_PYF_ENTRY) != 0,
-					      (py[i].flags & GPU_PYF_GENERATOR) != 0, 0, py[i].act };
+					      (py[i].flags & GPU_PYF_GENERATOR) != 0, 0, py[i].act,
+					      0, 0 };
 	return py_merge_frames(u, pid, f, (int)npy, cut, locs, n, max, result);
 }

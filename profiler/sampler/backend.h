@@ -126,9 +126,11 @@ void bpf_python_sample(struct bpf_python *p, struct sampler_events *events,
 		       struct sampler_pending *pe, const struct csb_sample *r, size_t size);
 /* The Python frames of ring record r (size bytes) as base/pywalk.c walks them (layout L) into
  * out[CSB_PY_MAX], their code objects' fingerprints into fp[]: 3.11's runs split where the
- * program's _PyCFrames say. Returns the count; -EAGAIN when an activation's current frame is
- * not in the chain (entered or left at the sample), -EINVAL when the record or a frame is not
- * one to use. Exposed for the unit tests. */
+ * program's _PyCFrames say. A run that shows no frame (code 0: its entry frame only, 3.12+)
+ * has that entry frame's address in fp[] and the frame it links to in instr (the recorder
+ * looks there for the frame it ran: py_ext_frame's entry_at, caller_at). Returns the count;
+ * -EAGAIN when an activation's current frame is not in the chain (entered or left at the
+ * sample), -EINVAL when the record or a frame is not one to use. Exposed for the unit tests. */
 struct pywalk_layout;
 struct pywalk_frame;
 int bpf_python_walk(const struct csb_sample *r, size_t size, const struct pywalk_layout *L,

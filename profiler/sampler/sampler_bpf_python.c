@@ -75,6 +75,17 @@ static void bpf_py_put64(uint8_t *buf, size_t len, uint32_t off, uint64_t v)
 		memcpy(buf + off, &v, 8);
 }
 
+/* The previous-frame link of the frame at addr as the program read it, or 0. */
+static uint64_t bpf_py_link_of(const struct bpf_py_read *r, uint64_t addr)
+{
+	uint64_t at = r->first;
+
+	for (uint32_t i = 0; i < r->n; i++, at = r->f[i - 1].link & CSB_PYLINK_ADDR)
+		if (at == addr)
+			return r->f[i].link & CSB_PYLINK_ADDR;
+	return 0;
+}
+
 static bool bpf_py_frame_read(void *arg, uint64_t addr, void *buf, size_t len)
 {
 	struct bpf_py_read *r = arg;
@@ -165,6 +176,15 @@ int bpf_python_walk(const struct csb_sample *r, size_t size, const struct pywalk
 			k++;
 		if (out[i].code && k < rd.n)
 			fp[i] = rd.f[k++].fp;
+	}
+	/* a run of its entry frame only (run r ends at shims[r]): that frame's address, and the
+	 * frame it links to, for the recorder (backend.h) */
+	for (int i = 0, run = 0; i < w.n; i++) {
+		if (!out[i].code && run < w.nshims && run < CSB_PY_MAX) {
+			fp[i] = shims[run];
+			out[i].instr = bpf_py_link_of(&rd, shims[run]);
+		}
+		run += (out[i].flags & PYWALK_ENTRY) != 0 || i + 1 == w.n;
 	}
 	return w.n;
 }

@@ -112,6 +112,26 @@ UNIT_TEST(bpf_python_walk_312_shims)
 	UNIT_ASSERT(fp[0] == 0x100 && fp[1] == 0x102);
 }
 
+/* 3.12+: a chain that begins with a shim (an activation entered or returning at the sample,
+ * with no frame of its own) gives a run of one frame of code 0 whose fp is the shim's address
+ * and whose instr the frame it links to, where the recorder looks for the frame it ran. */
+UNIT_TEST(bpf_python_walk_312_entry_only_run)
+{
+	struct rec x;
+	uint64_t addrs[] = { 0x7f00, 0x2000, 0x7e00 };
+	uint64_t code[] = { 0x9000, 0xb000, 0x9000 }, fp[CSB_PY_MAX];
+	uint8_t owner[] = { 3, 0, 3 };
+	bool entry[] = { false, false, false };
+	uint64_t acts[] = { 0x2000 };
+	struct pywalk_frame out[CSB_PY_MAX];
+	struct csb_sample *r = rec_make(&x, 3, addrs, code, owner, entry, 1, acts);
+
+	UNIT_ASSERT_EQ_INT(bpf_python_walk(r, x.size, &L312, out, fp), 2);
+	UNIT_ASSERT(out[0].code == 0 && (out[0].flags & PYWALK_ENTRY));
+	UNIT_ASSERT(fp[0] == 0x7f00 && out[0].instr == 0x2000);
+	UNIT_ASSERT(out[1].code == 0xb000 && fp[1] == 0x101);
+}
+
 /* 3.14: f_executable tagged (bit 0), shims owned by the interpreter (3) or the C stack (4), and
  * (CSB_USER_SPS) each user frame's sp after the kernel frames: each run's activation is the user
  * frame whose [sp, caller's sp) holds its shim; a shim past the sampled stack places nothing. */

@@ -2597,17 +2597,19 @@ static const struct py_code *py_code_holding(struct py_proc *p, uint64_t instr)
 }
 
 /* 3.14: the frame that native activation j ran at the sample (its entry frame at entry, in
- * the copy, linked to caller frame prev), popped since (a callback from C that returned
+ * the copy s, linked to caller frame prev), popped since (a callback from C that returned
  * before the read). As 3.13's py_walk_under_callback: a Python function's frame is pushed on
  * the data stack right where its caller's ends, so the callback's first frame was at the end
  * of prev's, and what is there now is it, or a later call's from the same caller through the
  * same entry frame address (linked to entry). Taken when its code object is known already (no
  * read of a guessed address) and the sample's copy under the entry frame points into its code
- * (it was running, or calling out from, that code then). Named in st->raw's spare slot k.
- * Returns its frame id, or UINT32_MAX. */
+ * (it was running, or calling out from, that code then), and into the caller's above it, up to
+ * outer_cfa. Without a copy (s NULL: bpf, which read the chain at the sample), the caller's
+ * frame must still run caller_code, what the program read, and the frame link to entry.
+ * Named in st->raw's spare slot k. Returns its frame id, or UINT32_MAX. */
 static uint32_t py_act_popped_frame(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
 				    const struct py_stack *s, uint64_t entry, uint64_t prev,
-				    uint64_t outer_cfa, int k)
+				    uint64_t outer_cfa, uint64_t caller_code, int k)
 {
 	const struct py_layout *L = p->layout;
 	uint8_t fb[PY_MAX_OBJECT];
@@ -2618,20 +2620,20 @@ static uint32_t py_act_popped_frame(struct unwind_ctx *ctx, struct py_state *st,
 	code = py_code_ptr(L, py_u64(fb, L->frame_code));
 	const struct py_code *caller = cs_hash_find(&p->codes, cs_hash_u64(code), py_code_eq, &code);
 	uint64_t x = py_frame_end(caller, prev);
-	/* the caller's frame runs what it ran at the sample: the copy above the entry frame, up
-	 * to the caller's activation's CFA, points into its code (it was calling out from it) */
-	if (!x || !caller->ncode || !py_copy_points_into(s, L, caller, entry, outer_cfa) ||
+	if (!x || !caller->ncode || (caller_code && code != caller_code) ||
+	    (s && !py_copy_points_into(s, L, caller, entry, outer_cfa)) ||
 	    !py_frame_bytes(st, p, x, fb, L->frame_read) || py_is_shim(L, fb[L->frame_owner]) ||
 	    fb[L->frame_owner] == L->owner_generator)
 		return UINT32_MAX;
 	code = py_code_ptr(L, py_u64(fb, L->frame_code));
 	uint64_t instr = py_u64(fb, L->frame_instr), link = py_u64(fb, L->frame_previous);
 	/* (or a later call's through another entry frame on the C stack, gone or not) */
-	if (link != entry && (link & 7 || link < st->cstack_lo || link >= st->cstack_hi))
+	if (link != entry &&
+	    (!s || link & 7 || link < st->cstack_lo || link >= st->cstack_hi))
 		return UINT32_MAX;
 	const struct py_code *c = code ? cs_hash_find(&p->codes, cs_hash_u64(code), py_code_eq, &code)
 				       : py_code_holding(p, instr);
-	if (!c || !c->ncode || !py_copy_points_into(s, L, c, s->addr, entry))
+	if (!c || !c->ncode || (s && !py_copy_points_into(s, L, c, s->addr, entry)))
 		return UINT32_MAX;
 	code = c->addr;
 	st->raw[k] = (struct pywalk_frame){ code, instr, 0, PYWALK_ENTRY, 0 };
@@ -2663,7 +2665,8 @@ static int py_mark_unplaced(struct unwind_ctx *ctx, struct py_state *st, struct 
 		int outer = r < nruns ? act_of_run[r] : -1;
 		st->stats.acts++;
 		uint32_t id = py_act_popped_frame(ctx, st, p, s, py_act_cfa(locs, n, j) - shim_off,
-						  prev, outer >= 0 ? py_act_cfa(locs, n, outer) : 0, k);
+						  prev, outer >= 0 ? py_act_cfa(locs, n, outer) : 0, 0,
+						  k);
 		if (id != UINT32_MAX) {
 			locs[j] = (struct unwind_loc){ st->module, id, 0, 0 };
 			st->stats.relinked++;
@@ -2696,7 +2699,7 @@ static void py_fill_empty_runs(struct unwind_ctx *ctx, struct py_state *st, stru
 		uint32_t id = py_copy_entry_at(p, s, locs, n, i, shim_off, &prev)
 				      ? py_act_popped_frame(ctx, st, p, s, py_act_cfa(locs, n, i) - shim_off,
 							    prev, outer >= 0 ? py_act_cfa(locs, n, outer) : 0,
-							    k)
+							    0, k)
 				      : UINT32_MAX;
 		if (id == UINT32_MAX) {
 			py_run_unread(st, run_start, r, marker, PY_LOST_POPPED, marked);
@@ -3260,6 +3263,39 @@ static int py_mark_unrun_loops(struct py_state *st, const struct py_module_info 
 	return marked;
 }
 
+/* 3.14 read at the sample (bpf): a placed run of its entry frame only (an activation entered
+ * or returning then: its frame popped and cleared, which the program does not take) shows the
+ * frame it ran where it is found now (py_act_popped_frame, without a copy: linked to that
+ * entry frame, its caller still running what the program read), as read after the program
+ * moved on (stats.relinked). frames[src[i]] is the frame of st->ids[i]; spare slot k. */
+static void py_fill_entry_runs(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+			       const struct py_ext_frame *frames, const int *src,
+			       const int *run_start, int nruns, const int *act_of_run, int k)
+{
+	bool fresh = false;
+
+	for (int r = 0; r < nruns; r++) {
+		const struct py_ext_frame *f = &frames[src[run_start[r]]];
+		if (act_of_run[r] < 0 || run_start[r + 1] - run_start[r] != 1 || f->code ||
+		    !f->entry_at || !f->caller_at || r + 1 >= nruns)
+			continue;
+		if (!fresh) {
+			/* what is read now, not a copy: a sample of its own for the code cache */
+			st->stamp++;
+			st->nblocks = 0;
+			st->copy = NULL;
+			p->frozen = NULL;
+			fresh = true;
+		}
+		uint32_t id = py_act_popped_frame(ctx, st, p, NULL, f->entry_at, f->caller_at, 0,
+						  frames[src[run_start[r + 1]]].code, k);
+		if (id != UINT32_MAX && id != PY_ID_UNREAD) {
+			st->ids[run_start[r]] = id;
+			st->stats.relinked++;
+		}
+	}
+}
+
 /* py_merge_frames, and how many activations kept their native frame in *native; acts: the
  * stack's activations when the caller found them already, else NULL. */
 static int py_merge_frames_n(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_frame *frames,
@@ -3304,11 +3340,12 @@ static int py_merge_frames_n(struct unwind_ctx *ctx, uint32_t pid, const struct 
 		return n;
 	const struct py_layout *L = p->layout;
 	uint16_t act_of[PY_MAX_FRAMES];
-	int nf = 0;
+	int nf = 0, src[PY_MAX_FRAMES];
 	/* The same choices as py_walk, from what the library read. */
 	for (int i = 0; i < nframes && nf < PY_MAX_FRAMES; i++) {
 		const struct py_ext_frame *f = &frames[i];
 		act_of[nf] = f->act;
+		src[nf] = i;
 		if (!f->code) {
 			st->ids[nf] = UINT32_MAX;
 			st->entry[nf++] = 1;
@@ -3365,6 +3402,7 @@ static int py_merge_frames_n(struct unwind_ctx *ctx, uint32_t pid, const struct 
 		}
 		if (!placed && !*native)
 			return n;
+		py_fill_entry_runs(ctx, st, p, frames, src, run_start, nruns, act_of_run, nf);
 		*native += py_mark_unrun_loops(st, &st->mods[runtime_module], locs, n, runtime_module,
 					       act_of_run, nruns, run_start,
 					       py_marker_id(ctx, st));
@@ -3431,7 +3469,7 @@ static bool py_gen_resumed(struct py_proc *p, uint64_t first, const struct pywal
 	uint64_t code0 = code + L->code_code;
 	uint32_t unit = instr < code0 ? 0 : (instr - code0) / 2 < UINT32_MAX ? (uint32_t)((instr - code0) / 2)
 									  : UINT32_MAX;
-	*out = (struct py_ext_frame){ code, unit, true, true, 0, 0 };
+	*out = (struct py_ext_frame){ code, unit, true, true, 0, 0, 0, 0 };
 	return true;
 }
 
@@ -3457,9 +3495,13 @@ int py_merge_walked(struct unwind_ctx *ctx, uint32_t pid, const struct pywalk_fr
 		/* before the first unit: a frame just pushed (3.11, 3.12 start at unit -1) */
 		uint32_t unit = !fr[i].code ? UINT32_MAX : instr < code0 ? 0
 			      : (instr - code0) / 2 < UINT32_MAX ? (uint32_t)((instr - code0) / 2) : UINT32_MAX;
+		/* an activation with no frame shown: bpf_python_walk put its entry frame's address
+		 * in fp, and the frame that links to in instr */
+		bool none = !fr[i].code;
 		f[i] = (struct py_ext_frame){ fr[i].code, unit, (fr[i].flags & PYWALK_ENTRY) != 0,
 					      (fr[i].flags & PYWALK_GENERATOR) != 0,
-					      fp ? fp[i] : 0, fr[i].act };
+					      fp && !none ? fp[i] : 0, fr[i].act,
+					      fp && none ? fp[i] : 0, none ? instr : 0 };
 		any_act |= fr[i].act != 0;
 	}
 	/* 3.14 (activations found by their entry frames) with no frame placed: a record without

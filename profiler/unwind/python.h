@@ -160,6 +160,10 @@ struct py_ext_frame {
 	uint64_t fp;                    /* its code object's PYWALK_CODE_FP when read (bpf: at the
 					 * sample), checked against the one named; 0: unknown */
 	uint16_t act;                   /* pywalk_frame's act (bpf, 3.14); 0: not known */
+	/* code 0 (bpf, 3.14: an activation whose chain began with its entry frame at the sample,
+	 * entered or returning): that entry frame's address and the frame it linked to; 0:
+	 * not known */
+	uint64_t entry_at, caller_at;
 };
 
 /* Merge frames[0, nframes) (innermost first, read exactly at the time of locs' stack by the
