@@ -319,7 +319,7 @@ struct py_module_info {
 	uint64_t shim_off;             /* 3.13, 3.14: its entry shim frame local at CFA - shim_off */
 	uint64_t shim_cand;            /* 3.14: shim_off as the last samples had it, shim_seen */
 	uint16_t shim_seen;            /* times in a row, learned at 8 */
-	uint64_t loop_callers[PY_LOOP_CALLERS]; /* 3.14 (bpf): where activations' native frames
+	uint64_t loop_callers[PY_LOOP_CALLERS]; /* 3.14: where activations' native frames
 					* were called from (their callers' offsets), as learned */
 };
 
@@ -2532,6 +2532,56 @@ static bool py_act_still_calls(struct py_state *st, struct py_proc *p, const str
 	return false;
 }
 
+/* 3.14: the native frame at a ran a run: its caller's offset is a call site of the
+ * interpreter loop (kept, up to PY_LOOP_CALLERS). */
+static void py_loop_caller_learn(struct py_module_info *mi, const struct unwind_loc *locs, int n,
+				 int a)
+{
+	if (a + 1 >= n || locs[a + 1].module != locs[a].module)
+		return;
+	for (int i = 0; i < PY_LOOP_CALLERS; i++) {
+		if (mi->loop_callers[i] == locs[a + 1].offset)
+			return;
+		if (!mi->loop_callers[i]) {
+			mi->loop_callers[i] = locs[a + 1].offset;
+			return;
+		}
+	}
+}
+
+/* 3.14: native frames called from a learned call site of the interpreter loop
+ * (py_loop_caller_learn) that ran no run at the sample (an activation being entered or left,
+ * its entry frame not linked: no frame of its own) show the marker frame, counted: a native
+ * frame of a loop without a name would not say so. A placed run that shows no frame (its
+ * entry frame only) gets it too. Returns how many. */
+static int py_mark_unrun_loops(struct py_state *st, const struct py_module_info *mi,
+			       struct unwind_loc *locs, int n, uint32_t runtime_module,
+			       const int *act_of_run, int nruns, const int *run_start,
+			       uint32_t marker)
+{
+	int marked = 0;
+
+	for (int j = 0, r = 0; j + 1 < n; j++) {
+		while (r < nruns && act_of_run[r] < j)
+			r++;
+		bool placed = r < nruns && act_of_run[r] == j, shown = false;
+		for (int f = placed ? run_start[r] : 0; placed && f < run_start[r + 1] && !shown; f++)
+			shown = st->ids[f] != UINT32_MAX && st->ids[f] != PY_ID_UNREAD;
+		if (shown || locs[j].module != runtime_module || locs[j + 1].module != runtime_module)
+			continue;
+		bool loop = false;
+		for (int i = 0; i < PY_LOOP_CALLERS && mi->loop_callers[i] && !loop; i++)
+			loop = mi->loop_callers[i] == locs[j + 1].offset;
+		if (!loop)
+			continue;
+		locs[j] = (struct unwind_loc){ st->module, marker, 0, 0 };
+		st->stats.acts++;
+		st->stats.lost[PY_LOST_COUNT]++;
+		marked++;
+	}
+	return marked;
+}
+
 /* 3.14: whether native frame j of the sample was an activation: its stack frame held, in the
  * sample's copy, an entry frame at CFA - shim_off (py_shim_chain_ok: a shim's owner, running
  * what every shim runs); *prev: the frame it linked to, its caller's innermost then. */
@@ -2949,6 +2999,17 @@ static int py_merge_by_shims(struct unwind_ctx *ctx, struct py_state *st, struct
 	 * loop has no name: a native frame left in their place would not say so) */
 	int missing = py_mark_unplaced(ctx, st, p, stack, locs, n, runtime_module, mi->shim_off,
 				       act_of_run, nruns, w.n, marker);
+	/* and those the copy shows no entry frame for (entered or left at the sample), told by
+	 * the interpreter loop's call sites (as bpf mode's), learned from activations whose
+	 * entry frame the copy holds where the interpreter keeps it (so not from a run placed
+	 * before shim_off was learned, at a frame that only holds a later call's shim) */
+	uint64_t prev;
+	for (int r = 0; r < nruns; r++)
+		if (act_of_run[r] >= 0 &&
+		    py_copy_entry_at(p, stack, locs, n, act_of_run[r], mi->shim_off, &prev))
+			py_loop_caller_learn(mi, locs, n, act_of_run[r]);
+	marked += py_mark_unrun_loops(st, mi, locs, n, runtime_module, act_of_run, nruns,
+				      run_start, marker);
 	st->stats.lost[PY_LOST_POPPED] += (uint64_t)missing;
 	marked += missing;
 	int out = py_put_runs_at(st, locs, n, max, run_start, nruns, act_of_run);
@@ -3212,56 +3273,6 @@ struct py_acts {
 	int at[PY_MAX_FRAMES];
 	uint32_t runtime_module;
 };
-
-/* 3.14 (bpf): the native frame at a ran a run: its caller's offset is a call site of the
- * interpreter loop (kept, up to PY_LOOP_CALLERS). */
-static void py_loop_caller_learn(struct py_module_info *mi, const struct unwind_loc *locs, int n,
-				 int a)
-{
-	if (a + 1 >= n || locs[a + 1].module != locs[a].module)
-		return;
-	for (int i = 0; i < PY_LOOP_CALLERS; i++) {
-		if (mi->loop_callers[i] == locs[a + 1].offset)
-			return;
-		if (!mi->loop_callers[i]) {
-			mi->loop_callers[i] = locs[a + 1].offset;
-			return;
-		}
-	}
-}
-
-/* 3.14 (bpf): native frames called from a learned call site of the interpreter loop
- * (py_loop_caller_learn) that ran no run at the sample (an activation being entered or left,
- * its entry frame not linked: no frame of its own) show the marker frame, counted: a native
- * frame of a loop without a name would not say so. A placed run that shows no frame (its
- * entry frame only) gets it too. Returns how many. */
-static int py_mark_unrun_loops(struct py_state *st, const struct py_module_info *mi,
-			       struct unwind_loc *locs, int n, uint32_t runtime_module,
-			       const int *act_of_run, int nruns, const int *run_start,
-			       uint32_t marker)
-{
-	int marked = 0;
-
-	for (int j = 0, r = 0; j + 1 < n; j++) {
-		while (r < nruns && act_of_run[r] < j)
-			r++;
-		bool placed = r < nruns && act_of_run[r] == j, shown = false;
-		for (int f = placed ? run_start[r] : 0; placed && f < run_start[r + 1] && !shown; f++)
-			shown = st->ids[f] != UINT32_MAX && st->ids[f] != PY_ID_UNREAD;
-		if (shown || locs[j].module != runtime_module || locs[j + 1].module != runtime_module)
-			continue;
-		bool loop = false;
-		for (int i = 0; i < PY_LOOP_CALLERS && mi->loop_callers[i] && !loop; i++)
-			loop = mi->loop_callers[i] == locs[j + 1].offset;
-		if (!loop)
-			continue;
-		locs[j] = (struct unwind_loc){ st->module, marker, 0, 0 };
-		st->stats.acts++;
-		st->stats.lost[PY_LOST_COUNT]++;
-		marked++;
-	}
-	return marked;
-}
 
 /* 3.14 read at the sample (bpf): a placed run of its entry frame only (an activation entered
  * or returning then: its frame popped and cleared, which the program does not take) shows the
