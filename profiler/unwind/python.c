@@ -2899,6 +2899,33 @@ static void py_place_runs(struct py_state *st, struct py_proc *p, const struct p
 	*pl = (struct py_placement){ placed, unplaced, marked, outer_off };
 }
 
+/* 3.14: the activations of the sample that got no run show the frame they ran where it is
+ * found, else the marker, counted (the interpreter loop has no name: a native frame left in
+ * their place would not say so): those whose entry frame the copy holds (py_mark_unplaced),
+ * then those it shows none for (entered or left at the sample), told by the loop's call
+ * sites (py_mark_unrun_loops, as bpf mode's), learned here from the activations whose entry
+ * frame the copy holds where the interpreter keeps it (not from a run placed before
+ * shim_off was learned, at a frame that only holds a later call's shim). Spare slot k.
+ * Returns how many got the marker. */
+static int py_mark_unread_acts(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+			       const struct py_stack *s, struct unwind_loc *locs, int n,
+			       uint32_t runtime_module, const int *act_of_run,
+			       const int *run_start, int nruns, int k, uint32_t marker)
+{
+	struct py_module_info *mi = &st->mods[runtime_module];
+	uint64_t prev;
+	int missing = py_mark_unplaced(ctx, st, p, s, locs, n, runtime_module, mi->shim_off,
+				       act_of_run, nruns, k, marker);
+
+	st->stats.lost[PY_LOST_POPPED] += (uint64_t)missing;
+	for (int r = 0; r < nruns; r++)
+		if (act_of_run[r] >= 0 &&
+		    py_copy_entry_at(p, s, locs, n, act_of_run[r], mi->shim_off, &prev))
+			py_loop_caller_learn(mi, locs, n, act_of_run[r]);
+	return missing + py_mark_unrun_loops(st, mi, locs, n, runtime_module, act_of_run, nruns,
+					     run_start, marker);
+}
+
 /* A 3.14 build whose _PyEval_EvalFrameDefault is a small wrapper around the interpreter loop,
  * which runs under a local symbol (Debian's 3.14.10, GCC 16 with LTO, stripped: the loop is an
  * LTO clone), so no native frame is an activation by its address. What still marks one is its
@@ -2995,23 +3022,8 @@ static int py_merge_by_shims(struct unwind_ctx *ctx, struct py_state *st, struct
 		py_show_entering(st, p, run_start, nruns);
 	py_fill_empty_runs(ctx, st, p, stack, locs, n, run_start, nruns, act_of_run, mi->shim_off,
 			   w.n, marker, &marked);
-	/* activations of the sample that got no run: the marker, counted (3.14's interpreter
-	 * loop has no name: a native frame left in their place would not say so) */
-	int missing = py_mark_unplaced(ctx, st, p, stack, locs, n, runtime_module, mi->shim_off,
-				       act_of_run, nruns, w.n, marker);
-	/* and those the copy shows no entry frame for (entered or left at the sample), told by
-	 * the interpreter loop's call sites (as bpf mode's), learned from activations whose
-	 * entry frame the copy holds where the interpreter keeps it (so not from a run placed
-	 * before shim_off was learned, at a frame that only holds a later call's shim) */
-	uint64_t prev;
-	for (int r = 0; r < nruns; r++)
-		if (act_of_run[r] >= 0 &&
-		    py_copy_entry_at(p, stack, locs, n, act_of_run[r], mi->shim_off, &prev))
-			py_loop_caller_learn(mi, locs, n, act_of_run[r]);
-	marked += py_mark_unrun_loops(st, mi, locs, n, runtime_module, act_of_run, nruns,
-				      run_start, marker);
-	st->stats.lost[PY_LOST_POPPED] += (uint64_t)missing;
-	marked += missing;
+	marked += py_mark_unread_acts(ctx, st, p, stack, locs, n, runtime_module, act_of_run,
+				      run_start, nruns, w.n, marker);
 	int out = py_put_runs_at(st, locs, n, max, run_start, nruns, act_of_run);
 	if (unplaced || marked) {
 		*result = PY_MERGE_UNREADABLE;
@@ -3307,6 +3319,43 @@ static void py_fill_entry_runs(struct unwind_ctx *ctx, struct py_state *st, stru
 	}
 }
 
+/* 3.14 read at the sample (bpf): each run (of st->ids, frames[src[i]] the frame of id i) in
+ * place of the user frame the program found its entry frame in (act_of: 1 + its index after
+ * the kernel's frames; a run without one, past the sampled stack, is not placed), the runs of
+ * an entry frame only completed (py_fill_entry_runs), activations with no run marked
+ * (py_mark_unrun_loops); *native counts the activations left without their frames. Returns
+ * the new count of locs, *result as py_merge's. */
+static int py_put_runs_by_act(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
+			      const struct py_ext_frame *frames, const int *src,
+			      const uint16_t *act_of, const int *run_start, int nruns, int nf,
+			      struct unwind_loc *locs, int n, int max, uint32_t runtime_module,
+			      enum py_merge_result *result, int *native)
+{
+	int nkernel = 0, act_of_run[PY_MAX_FRAMES], placed = 0, last = -1;
+
+	while (nkernel < n && locs[nkernel].module == ctx->kernel_module)
+		nkernel++;
+	for (int r = 0; r < nruns; r++) {
+		int a = act_of[run_start[r]] ? nkernel + act_of[run_start[r]] - 1 : -1;
+		bool ok = a > last && a < n && locs[a].module == runtime_module;
+		act_of_run[r] = ok ? a : -1;
+		if (ok) {
+			placed++;
+			last = a;
+			py_loop_caller_learn(&st->mods[runtime_module], locs, n, a);
+		} else if (a >= 0) {
+			(*native)++;
+		}
+	}
+	if (!placed && !*native)
+		return n;
+	py_fill_entry_runs(ctx, st, p, frames, src, run_start, nruns, act_of_run, nf);
+	*native += py_mark_unrun_loops(st, &st->mods[runtime_module], locs, n, runtime_module,
+				       act_of_run, nruns, run_start, py_marker_id(ctx, st));
+	*result = *native ? PY_MERGE_UNREADABLE : PY_MERGE_OK;
+	return py_put_runs_at(st, locs, n, max, run_start, nruns, act_of_run);
+}
+
 /* py_merge_frames, and how many activations kept their native frame in *native; acts: the
  * stack's activations when the caller found them already, else NULL. */
 static int py_merge_frames_n(struct unwind_ctx *ctx, uint32_t pid, const struct py_ext_frame *frames,
@@ -3393,33 +3442,9 @@ static int py_merge_frames_n(struct unwind_ctx *ctx, uint32_t pid, const struct 
 	}
 	int run_start[PY_MAX_FRAMES + 1], shift_runs, shift_acts;
 	int nruns = py_runs_from_entries(st, nf, run_start);
-	if (by_act) {
-		/* user frame u is locs[nkernel + u] (the kernel's first, then the user's, one
-		 * each); a run without one (past the sampled stack) is not placed */
-		int nkernel = 0, act_of_run[PY_MAX_FRAMES], placed = 0, last = -1;
-		while (nkernel < n && locs[nkernel].module == ctx->kernel_module)
-			nkernel++;
-		for (int r = 0; r < nruns; r++) {
-			int a = act_of[run_start[r]] ? nkernel + act_of[run_start[r]] - 1 : -1;
-			bool ok = a > last && a < n && locs[a].module == runtime_module;
-			act_of_run[r] = ok ? a : -1;
-			if (ok) {
-				placed++;
-				last = a;
-				py_loop_caller_learn(&st->mods[runtime_module], locs, n, a);
-			} else if (a >= 0) {
-				(*native)++;
-			}
-		}
-		if (!placed && !*native)
-			return n;
-		py_fill_entry_runs(ctx, st, p, frames, src, run_start, nruns, act_of_run, nf);
-		*native += py_mark_unrun_loops(st, &st->mods[runtime_module], locs, n, runtime_module,
-					       act_of_run, nruns, run_start,
-					       py_marker_id(ctx, st));
-		*result = *native ? PY_MERGE_UNREADABLE : PY_MERGE_OK;
-		return py_put_runs_at(st, locs, n, max, run_start, nruns, act_of_run);
-	}
+	if (by_act)
+		return py_put_runs_by_act(ctx, st, p, frames, src, act_of, run_start, nruns, nf, locs,
+					  n, max, runtime_module, result, native);
 	/* Read at the launch by the thread itself: one run per activation, unless one side was
 	 * cut at its outer end (then the inner ends match). */
 	*result = nruns == nacts ? PY_MERGE_OK : PY_MERGE_CHANGED;
