@@ -52,7 +52,7 @@
 # at the sample, its frame cleared), without a copy (py_fill_entry_runs); an activation with
 # no entry frame in the copy is told by the loop's call sites (py_mark_unrun_loops), so that
 # report counts what this test counts. Measured in 3 rounds, callbacks from C not read (one
-# thread / four): perf 0.5-1.0% / 0.4-0.7%, the run 0.25-0.65% / 0.8-0.95%; ptrace 0.4-0.5% /
+# thread / four): perf 0.5-1.1% / 0.4-0.75%, the run 0.25-0.65% / 0.8-0.95%; ptrace 0.4-0.5% /
 # 0.15-0.35%; bpf 0.5-0.75% / 0.4-0.75% (what is left: activations with no entry frame linked
 # yet, or whose caller moved on): perf CB 1.5%, RUN 2.5%; bpf CB 2%; SPLIT 2. (A
 # sample whose chain was torn when read shows the marker frame in place of its innermost
