@@ -8,10 +8,11 @@
 # the time of the sample); torch's own threads (OpenMP workers) carry no Python frames; the
 # Python split (one torch thread) is printed beside a --mode ptrace run's (not asserted: it
 # differs by more than 2 points in some pairs of runs: below), with at most 1% (ptrace, whose
-# frames are copied at the stop: 0 measured, 0.7-2.4% when read after it) and 6% (perf) of the
-# training samples without their Python frames (the goal is 1%: measured 0.8-1.5% in perf mode
-# since the loop's steps take 16-20 ms, module calls from C whose frames were popped and
-# reused before the read; 2.1-2.8% before, 0.15-0.3% with its slower steps of 2026-11-28).
+# frames are copied at the stop: 0 measured, 0.7-2.4% when read after it) and 2.5% (perf) of
+# the training samples without their Python frames (the goal is 1%: measured 0.58-0.8% in six
+# runs of 2026-11-29's eleventh session, 0.8-1.5% earlier since the loop's steps take 16-20
+# ms, module calls from C whose frames were popped and reused before the read; 2.1-2.8%
+# before, 0.15-0.3% with its slower steps of 2026-11-28; the limit was 6% until then).
 source "$CSAMPLER_ROOT/tests/python/lib-python.sh"
 
 PY=${TORCH_PYTHON:-/usr/bin/python3}
@@ -73,7 +74,7 @@ echo "    autograd engine samples: under backward $ok, under another Python fram
 # ---- perf mode's and ptrace's runs of the loop, one thread each ----
 # (issue 21) the same loop under --mode perf and --mode ptrace (whose reads happen right after
 # the stop): the share of each Python function (innermost Python frame of the training loop's
-# samples) was to be within 2 points between them, and each leaves at most 6% (perf) and 1%
+# samples) was to be within 2 points between them, and each leaves at most 2.5% (perf) and 1%
 # (ptrace) of those samples without their Python frames (an interpreter frame left, or
 # "[Python frames not read]"). Only the second is asserted. The loop's own split moved up to
 # 20 points from run to run in every backend while its tensors' memory was mapped afresh each
@@ -103,7 +104,7 @@ if "$CSAMPLER" record -q --mode perf -o perf1.data -- "$PY" "$SRC/torch_train.py
 	echo "    Python split, perf vs ptrace: $(sort -k2 -nr split.perf | grep -v '^#' | head -4 | tr '\n' ' ')| $(sort -k2 -nr split.pt | grep -v '^#' | head -4 | tr '\n' ' ')"
 	echo "    (largest difference ${worst% *} points, ${worst#* }: a figure, not asserted; see above)"
 	echo "    $(grep -o 'ptrace: [0-9]* stops.*' pt.err)"
-	for m in perf:6 pt:1; do
+	for m in perf:2.5 pt:1; do
 		read -r _ l t <<<"$(grep '^#lost' split.${m%:*})"
 		awk -v l="$l" -v t="$t" -v p="${m#*:}" 'BEGIN { exit !(t > 200 && 100 * l <= p * t) }' &&
 			pass "python-torch: ${m%:*}: Python frames not read in $l of $t training samples (<= ${m#*:}%)" ||
