@@ -9,8 +9,8 @@
 # Python split (one torch thread) is printed beside a --mode ptrace run's (not asserted: it
 # differs by more than 2 points in some pairs of runs: below), with at most 1% (ptrace, whose
 # frames are copied at the stop: 0 measured, 0.7-2.4% when read after it) and 2.5% (perf) of
-# the training samples without their Python frames (the goal is 1%: measured 0.58-0.8% in six
-# runs of 2026-11-29's eleventh session, 0.8-1.5% earlier since the loop's steps take 16-20
+# the training samples without their Python frames (the goal is 1%: measured 0.58-0.98% in
+# eight runs of 2026-11-29's eleventh session, 0.8-1.5% earlier since the loop's steps take 16-20
 # ms, module calls from C whose frames were popped and reused before the read; 2.1-2.8%
 # before, 0.15-0.3% with its slower steps of 2026-11-28; the limit was 6% until then).
 source "$CSAMPLER_ROOT/tests/python/lib-python.sh"
