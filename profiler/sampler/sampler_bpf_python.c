@@ -75,29 +75,33 @@ static void bpf_py_put64(uint8_t *buf, size_t len, uint32_t off, uint64_t v)
 		memcpy(buf + off, &v, 8);
 }
 
+/* The index in r->f of the frame at addr, following the chain the program read from
+ * r->first, or r->n when it read none there. */
+static uint32_t bpf_py_index_of(const struct bpf_py_read *r, uint64_t addr)
+{
+	uint64_t at = r->first;
+	uint32_t i = 0;
+
+	for (; i < r->n && at != addr; i++)
+		at = r->f[i].link & CSB_PYLINK_ADDR;
+	return at == addr ? i : r->n;
+}
+
 /* The previous-frame link of the frame at addr as the program read it, or 0. */
 static uint64_t bpf_py_link_of(const struct bpf_py_read *r, uint64_t addr)
 {
-	uint64_t at = r->first;
+	uint32_t i = bpf_py_index_of(r, addr);
 
-	for (uint32_t i = 0; i < r->n; i++, at = r->f[i - 1].link & CSB_PYLINK_ADDR)
-		if (at == addr)
-			return r->f[i].link & CSB_PYLINK_ADDR;
-	return 0;
+	return i < r->n ? r->f[i].link & CSB_PYLINK_ADDR : 0;
 }
 
 static bool bpf_py_frame_read(void *arg, uint64_t addr, void *buf, size_t len)
 {
 	struct bpf_py_read *r = arg;
 	const struct pywalk_layout *L = r->L;
-	uint32_t i = r->next;
-	uint64_t at = r->next_addr;
-	if (at != addr) {  /* the walk asks in chain order: this is for any other order */
-		at = r->first;
-		for (i = 0; i < r->n && at != addr; i++)
-			at = r->f[i].link & CSB_PYLINK_ADDR;
-	}
-	if (i >= r->n || at != addr)
+	/* the walk asks in chain order: the index is looked up for any other order */
+	uint32_t i = r->next_addr == addr ? r->next : bpf_py_index_of(r, addr);
+	if (i >= r->n)
 		return false;  /* past what the program read */
 	const struct csb_pyframe *f = &r->f[i];
 	uint8_t *b = buf;

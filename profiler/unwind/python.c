@@ -305,6 +305,7 @@ int py_layout_for(uint32_t version, const uint8_t *debug, size_t ndebug, struct 
 /* 3.14 whose interpreter loop has no symbol: the call sites of it learned (the wrapper
  * _PyEval_EvalFrameDefault's, a generator's resume) */
 #define PY_LOOP_CALLERS 4
+#define PY_POPPED_HINTS 8   /* code objects py_code_holding tries first (a power of two) */
 
 /* What a module of the unwinder's table is to Python (by module id). */
 struct py_module_info {
@@ -374,7 +375,9 @@ struct py_proc {
 	uint64_t none;                 /* Py_None in the target, 0 when unknown */
 	struct { uint32_t tid; uint64_t tstate; } tcache[PY_TCACHE];
 	struct cs_hash codes;    /* address -> struct py_code */
-	uint64_t popped_code;    /* the code object py_code_holding found last (a hint) */
+	/* the code objects py_code_holding found last (hints, newest at popped_next - 1) */
+	uint64_t popped_code[PY_POPPED_HINTS];
+	unsigned popped_next;
 	bool late;                     /* the sample being merged is older than PY_CODE_MAX_AGE_NS */
 	uint64_t sample_ns;            /* ... and when it was taken (CLOCK_MONOTONIC) */
 	struct py_stats *stats;        /* the context's */
@@ -1609,6 +1612,25 @@ static void py_run_unread(struct py_state *st, const int *start, int k, uint32_t
 	(*unread)++;
 }
 
+/* Whether run k (st->ids[start[k], start[k + 1])) shows a frame that was read. */
+static bool py_run_shown(const struct py_state *st, const int *start, int k)
+{
+	for (int f = start[k]; f < start[k + 1]; f++)
+		if (st->ids[f] != UINT32_MAX && st->ids[f] != PY_ID_UNREAD)
+			return true;
+	return false;
+}
+
+/* Run k shows frame id alone: the frame its activation ran at the sample, found after the
+ * program moved on (stats.relinked). */
+static void py_run_take(struct py_state *st, const int *start, int k, uint32_t id)
+{
+	st->ids[start[k]] = id;
+	for (int f = start[k] + 1; f < start[k + 1]; f++)
+		st->ids[f] = UINT32_MAX;
+	st->stats.relinked++;
+}
+
 /* One byte of the sample's stack copy at addr; false outside it. */
 static bool py_stack_u8(const struct py_stack *s, uint64_t addr, uint8_t *v)
 {
@@ -2564,10 +2586,8 @@ static int py_mark_unrun_loops(struct py_state *st, const struct py_module_info 
 	for (int j = 0, r = 0; j + 1 < n; j++) {
 		while (r < nruns && act_of_run[r] < j)
 			r++;
-		bool placed = r < nruns && act_of_run[r] == j, shown = false;
-		for (int f = placed ? run_start[r] : 0; placed && f < run_start[r + 1] && !shown; f++)
-			shown = st->ids[f] != UINT32_MAX && st->ids[f] != PY_ID_UNREAD;
-		if (shown || locs[j].module != runtime_module || locs[j + 1].module != runtime_module)
+		bool placed = r < nruns && act_of_run[r] == j;
+		if ((placed && py_run_shown(st, run_start, r)) || locs[j].module != runtime_module || locs[j + 1].module != runtime_module)
 			continue;
 		bool loop = false;
 		for (int i = 0; i < PY_LOOP_CALLERS && mi->loop_callers[i] && !loop; i++)
@@ -2627,22 +2647,35 @@ static int py_act_relink(struct py_state *st, struct py_proc *p, const struct py
 	return -1;
 }
 
-/* The cached code object whose instructions instr points into (p->popped_code first, then
- * every one), or NULL: for a frame cleared when it was popped (3.14 clears f_executable; its
- * instruction pointer stays). */
+/* Whether cached code object c's instructions hold instr. */
+static bool py_code_holds(const struct py_layout *L, const struct py_code *c, uint64_t instr)
+{
+	return c && c->ncode && instr >= c->addr + L->code_code &&
+	       instr < c->addr + L->code_code + 2 * c->ncode;
+}
+
+/* The cached code object whose instructions instr points into, or NULL: for a frame cleared
+ * when it was popped (3.14 clears f_executable; its instruction pointer stays). The few found
+ * last are tried first (the callbacks a program pops are few: deep.py's four threads hit them
+ * in all but 2 of 100 calls), then every cached one: a scan of the whole cache, which holds
+ * up to thousands in a large program. */
 static const struct py_code *py_code_holding(struct py_proc *p, uint64_t instr)
 {
 	const struct py_layout *L = p->layout;
-	const struct py_code *c = cs_hash_find(&p->codes, cs_hash_u64(p->popped_code), py_code_eq,
-					       &p->popped_code);
+	const struct py_code *c = NULL;
 
-	for (size_t i = 0; !(c && c->ncode && instr >= c->addr + L->code_code &&
-			     instr < c->addr + L->code_code + 2 * c->ncode); i++) {
+	for (unsigned h = 0; h < PY_POPPED_HINTS && !py_code_holds(L, c, instr); h++) {
+		uint64_t code = p->popped_code[(p->popped_next - 1 - h) % PY_POPPED_HINTS];
+		c = code ? cs_hash_find(&p->codes, cs_hash_u64(code), py_code_eq, &code) : NULL;
+	}
+	if (py_code_holds(L, c, instr))
+		return c;
+	for (size_t i = 0; !py_code_holds(L, c, instr); i++) {
 		if (i == p->codes.cap)
 			return NULL;
 		c = p->codes.slots[i].item;
 	}
-	p->popped_code = c->addr;
+	p->popped_code[p->popped_next++ % PY_POPPED_HINTS] = c->addr;
 	return c;
 }
 
@@ -2738,12 +2771,9 @@ static void py_fill_empty_runs(struct unwind_ctx *ctx, struct py_state *st, stru
 			       uint64_t shim_off, int k, uint32_t marker, int *marked)
 {
 	for (int r = 0; r < nruns; r++) {
-		bool shown = false;
 		uint64_t prev;
 		int i = act_of_run[r];
-		for (int f = run_start[r]; f < run_start[r + 1] && !shown; f++)
-			shown = st->ids[f] != UINT32_MAX && st->ids[f] != PY_ID_UNREAD;
-		if (i < 0 || shown || run_start[r + 1] == run_start[r])
+		if (i < 0 || py_run_shown(st, run_start, r) || run_start[r + 1] == run_start[r])
 			continue;
 		int outer = r + 1 < nruns ? act_of_run[r + 1] : -1;
 		uint32_t id = py_copy_entry_at(p, s, locs, n, i, shim_off, &prev)
@@ -2755,10 +2785,7 @@ static void py_fill_empty_runs(struct unwind_ctx *ctx, struct py_state *st, stru
 			py_run_unread(st, run_start, r, marker, PY_LOST_POPPED, marked);
 			continue;
 		}
-		st->ids[run_start[r]] = id;
-		for (int f = run_start[r] + 1; f < run_start[r + 1]; f++)
-			st->ids[f] = UINT32_MAX;
-		st->stats.relinked++;
+		py_run_take(st, run_start, r, id);
 	}
 }
 
@@ -2905,7 +2932,9 @@ static void py_place_runs(struct py_state *st, struct py_proc *p, const struct p
  * then those it shows none for (entered or left at the sample), told by the loop's call
  * sites (py_mark_unrun_loops, as bpf mode's), learned here from the activations whose entry
  * frame the copy holds where the interpreter keeps it (not from a run placed before
- * shim_off was learned, at a frame that only holds a later call's shim). Spare slot k.
+ * shim_off was learned, at a frame that only holds a later call's shim). Two passes, not
+ * one: the second uses the call sites learned from this sample's own activations, and
+ * must see the first's markers (a marked frame is no loop frame's caller). Spare slot k.
  * Returns how many got the marker. */
 static int py_mark_unread_acts(struct unwind_ctx *ctx, struct py_state *st, struct py_proc *p,
 			       const struct py_stack *s, struct unwind_loc *locs, int n,
@@ -3312,10 +3341,8 @@ static void py_fill_entry_runs(struct unwind_ctx *ctx, struct py_state *st, stru
 		}
 		uint32_t id = py_act_popped_frame(ctx, st, p, NULL, f->entry_at, f->caller_at, 0,
 						  frames[src[run_start[r + 1]]].code, k);
-		if (id != UINT32_MAX && id != PY_ID_UNREAD) {
-			st->ids[run_start[r]] = id;
-			st->stats.relinked++;
-		}
+		if (id != UINT32_MAX && id != PY_ID_UNREAD)
+			py_run_take(st, run_start, r, id);
 	}
 }
 

@@ -896,20 +896,28 @@ static bool unwind_loc_no_cfi(const struct unwind_ctx *ctx, const struct unwind_
 	       (m->kind == UNWIND_MOD_ELF && (m->file->section_flags & PROFILE_MODULE_NO_CFI));
 }
 
-int unwind_sample(struct unwind_ctx *ctx, const struct unwind_sample *s, struct unwind_loc *locs,
-		  int max, uint32_t *flags)
+/* The sample's kernel frames into locs[0, max): returns how many. */
+static int unwind_put_kernel(struct unwind_ctx *ctx, const struct unwind_sample *s,
+			     struct unwind_loc *locs, int max)
 {
 	int n = 0;
 
-	*flags = 0;
-	if (max <= 0)
-		return -EINVAL;
 	for (size_t i = 0; i < s->nkernel_ips && n < max; i++) {
 		if (ctx->kernel_module == UINT32_MAX)
 			ctx->kernel_module = unwind_module_id(ctx, UNWIND_MOD_KERNEL, "[kernel.kallsyms]",
 							      NULL, 0);
 		locs[n++] = (struct unwind_loc){ ctx->kernel_module, s->kernel_ips[i], 0, 0 };
 	}
+	return n;
+}
+
+int unwind_sample(struct unwind_ctx *ctx, const struct unwind_sample *s, struct unwind_loc *locs,
+		  int max, uint32_t *flags)
+{
+	*flags = 0;
+	if (max <= 0)
+		return -EINVAL;
+	int n = unwind_put_kernel(ctx, s, locs, max);
 	if (n >= max)
 		return n;
 
