@@ -249,22 +249,23 @@ static int bpf_track_tables(void *arg, const struct sampler_event *ev)
 	return 0;
 }
 
-/* The sample ring's size: one ring for every CPU's samples, -m pages a CPU (2048 by default,
- * as perf mode's), from 1 MiB to 256 MiB (1 GiB when -m asks), a power of two. The ring is the
- * program's working set: its writes go to memory it has not touched since the last lap, so a
- * smaller ring costs less a sample (on this VM, deepwork over 8 processes at 999 Hz, the ring
- * write took 1.78 us a sample with 16 MiB and 4 MiB, 1.15 with 2 MiB, 0.76 with 1 MiB). But it
- * holds fewer of the stack slices (33 KiB each) that samples taken before their file's rows
- * are loaded carry: with 2 MiB, 2 of 5 cold-cache `record -a` runs lost 21 and 57 samples
- * (16 MiB: none), even with the reader collecting every 5 ms while slices come
- * (bpf_catching_up). So the default stays; -m 256 trades a cold start's samples for that. */
+/* The rings' sizes: one ring for every CPU's samples, pages a CPU, from 1 MiB to 256 MiB (1 GiB
+ * when -m asks), a power of two. The ring is the program's working set: its writes go to
+ * memory it has not touched since the last lap, so a smaller ring costs less a sample (on
+ * this VM, deepwork over 8 processes at 999 Hz, the ring write took 1.78 us a sample with
+ * 16 MiB and 4 MiB, 1.15 with 2 MiB, 0.76 with 1 MiB). So the samples' ring has
+ * BPF_SAMPLE_PAGES a CPU (-m: as many as asked), and the samples sent with a stack slice
+ * (33 KiB each, in bursts before a file's rows are loaded) a ring of their own, of
+ * SAMPLER_DEFAULT_PAGES a CPU: when one ring of 256 pages a CPU took both, 2 of 5 cold-cache
+ * `record -a` runs lost 21 and 57 samples (16 MiB: none), even with the reader collecting
+ * every 5 ms while slices come (bpf_catching_up). */
+#define BPF_SAMPLE_PAGES 256
 
-static uint64_t bpf_ring_bytes(const struct sampler_opts *opts)
+static uint64_t bpf_ring_bytes(uint64_t pages, bool given)
 {
 	int ncpus = libbpf_num_possible_cpus();
-	uint64_t pages = opts->mmap_pages ? opts->mmap_pages : SAMPLER_DEFAULT_PAGES;
 	uint64_t want = pages * (uint64_t)getpagesize() * (uint64_t)(ncpus > 0 ? ncpus : 1);
-	uint64_t max = opts->mmap_pages_given ? 1ull << 30 : 256ull << 20, ring = 1ull << 20;
+	uint64_t max = given ? 1ull << 30 : 256ull << 20, ring = 1ull << 20;
 	while (ring < want && ring < max)
 		ring <<= 1;
 	return ring;
@@ -296,10 +297,19 @@ static int bpf_open(struct sampler **out, const struct sampler_opts *opts, pid_t
 	if (!pids && !opts->all && !opts->cgroup)
 		s->skel->rodata->launch_pid = (uint32_t)child; /* a target from its exec on */
 	s->skel->rodata->slice_bytes = opts->stack_size < CSB_SLICE_MAX ? opts->stack_size : CSB_SLICE_MAX;
-	uint64_t ring = bpf_ring_bytes(opts);
-	if ((ret = bpf_map__set_max_entries(s->skel->maps.samples, (uint32_t)ring)))
+	bool given = opts->mmap_pages_given && opts->mmap_pages;
+	uint64_t ring = bpf_ring_bytes(given ? opts->mmap_pages : BPF_SAMPLE_PAGES, given);
+	uint64_t slice_ring = bpf_ring_bytes(SAMPLER_DEFAULT_PAGES, false);
+	if ((ret = bpf_map__set_max_entries(s->skel->maps.samples, (uint32_t)ring)) ||
+	    (ret = bpf_map__set_max_entries(s->skel->maps.slices, (uint32_t)slice_ring)))
 		goto fail;
+	int ncpus = libbpf_num_possible_cpus();
+	if (ncpus > 0 && (ret = bpf_map__set_max_entries(s->skel->maps.row_memo,
+							 (uint32_t)ncpus * CSB_ROW_MEMO_SLOTS)))
+		goto fail;
+	s->skel->rodata->row_memo_cpus = ncpus > 0 ? (uint32_t)ncpus : 1;
 	s->skel->rodata->wake_bytes = ring / 4;
+	s->skel->rodata->slice_wake_bytes = slice_ring / 4;
 	s->skel->rodata->filter_mode = opts->all ? CSB_FILTER_ALL : opts->cgroup ? CSB_FILTER_CGROUP : CSB_FILTER_PIDS;
 	if (opts->cgroup) {
 		uint64_t id;
@@ -330,6 +340,8 @@ static int bpf_open(struct sampler **out, const struct sampler_opts *opts, pid_t
 		ret = -errno;
 		goto fail;
 	}
+	if ((ret = ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.slices), bpf_on_sample, s)))
+		goto fail;
 	if ((ret = bpf_tables_new(&s->tables, s->skel->maps.rows, s->skel->maps.procs)) ||
 	    (ret = bpf_python_new(&s->python, s->skel->maps.pyprocs, opts)))
 		goto fail;

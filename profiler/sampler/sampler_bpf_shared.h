@@ -41,6 +41,7 @@
 				* from the chain, found above the outer frame by its link to the shim */
 
 #define CSB_SLICE_MAX 32768        /* bytes of stack in such a record, at most */
+#define CSB_ROW_MEMO_SLOTS 4096   /* each CPU's memo of rows found (row_memo), a power of two */
 
 /* csb_sample.py_state: the thread's CPython frame chain, read by the program at the sample
  * (a process of the pyprocs map only). Its frames follow user[nuser] in the record: npy
