@@ -1131,9 +1131,18 @@ static void *record_reader(void *arg)
 		 * to and from sleep, 40 wake-ups a second (README, `--mode bpf`: "record -a,
 		 * fifth pass"). */
 		int idle_ms = at_sample ? RECORD_BPF_IDLE_MS : 50;
+		bool py_seen = __atomic_load_n(&r->python_seen, __ATOMIC_RELAXED);
+		bool py_mapped = __atomic_load_n(&r->python_mapped, __ATOMIC_RELAXED);
+		/* (bpf: 20 ms once an interpreter is mapped too, sampled or not: with 5, `record
+		 * -a` over 8 native processes woke 150 times a second for this machine's one
+		 * Python process that no sample had run yet) */
+		/* (and 1 ms is for a backend whose samples do not wake the reader: perf events
+		 * before they copy Python frames. Where each sample wakes it, a timer only woke
+		 * it for nothing while the targets slept: 1,000 times a second) */
 		int wait_ms = r->o->no_python ? idle_ms
-			      : __atomic_load_n(&r->python_seen, __ATOMIC_RELAXED) ? (at_sample ? 20 : 1)
-			      : __atomic_load_n(&r->python_mapped, __ATOMIC_RELAXED) ? 5 : idle_ms;
+			      : at_sample ? (py_seen || py_mapped ? 20 : idle_ms)
+			      : py_seen ? (sampler_wakes_each_sample(r->sampler) ? idle_ms : 1)
+			      : py_mapped ? 5 : idle_ms;
 		/* The first RECORD_START_NS: every 5 ms, as a launched command maps its files then
 		 * and the bpf backend walks its samples by frame pointers, or sends stack slices,
 		 * until the reader has handed it their rows (every 50 ms: about 120 slices in a 1 s

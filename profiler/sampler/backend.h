@@ -55,6 +55,10 @@ struct sampler_ops {
 	 * stack slices, sent until their files' rows are loaded): the reader then collects
 	 * soon again; optional. Called by the thread that collects. */
 	bool (*catching_up)(struct sampler *s);
+	/* Whether each sample wakes the thread that collects, through pollfds (perf events once
+	 * they copy Python frames; ptrace each tick): no timer is needed to collect soon after
+	 * a sample; optional. */
+	bool (*wakes_each_sample)(const struct sampler *s);
 	void (*close)(struct sampler *s);
 };
 

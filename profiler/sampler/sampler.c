@@ -282,6 +282,11 @@ bool sampler_catching_up(struct sampler *s)
 	return s->ops->catching_up && s->ops->catching_up(s);
 }
 
+bool sampler_wakes_each_sample(const struct sampler *s)
+{
+	return s->ops->wakes_each_sample && s->ops->wakes_each_sample(s);
+}
+
 const char *sampler_kernel_note(const struct sampler *s)
 {
 	/* ptrace never sees kernel frames; perf events lose them to perf_event_paranoid */

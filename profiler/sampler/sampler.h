@@ -196,6 +196,9 @@ bool sampler_python_at_sample(const struct sampler *s);
 /* Whether the last collection had samples the backend could not finish alone (bpf's stack
  * slices, until their files' rows are loaded): then collect again soon. */
 bool sampler_catching_up(struct sampler *s);
+/* Whether each sample wakes the collecting thread through sampler_pollfds (then no timer is
+ * needed to collect soon after a sample). */
+bool sampler_wakes_each_sample(const struct sampler *s);
 /* The line to print when kernel frames are not captured although the backend could, or NULL. */
 const char *sampler_kernel_note(const struct sampler *s);
 const char *sampler_event_name(const struct sampler *s);

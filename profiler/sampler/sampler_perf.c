@@ -645,6 +645,13 @@ static int perf_pollfds(struct sampler *base, struct pollfd *fds, int max)
 	return n;
 }
 
+/* Once it copies Python frames, each sample wakes the reader (wakeup_events 1, perf_pollfds). */
+static bool perf_wakes_each_sample(const struct sampler *base)
+{
+	const struct perf_sampler *s = (const struct perf_sampler *)base;
+	return s->copy && s->copying;
+}
+
 static bool perf_has_kernel(const struct sampler *base)
 {
 	const struct perf_sampler *s = (const struct perf_sampler *)base;
@@ -1042,5 +1049,6 @@ const struct sampler_ops sampler_perf_ops = {
 	.task_clock_ns = perf_task_clock_ns,
 	.has_kernel = perf_has_kernel,
 	.describe = perf_describe,
+	.wakes_each_sample = perf_wakes_each_sample,
 	.close = perf_close,
 };

@@ -1191,6 +1191,14 @@ static uint64_t pt_max_rate(void)
 	return 100000;
 }
 
+/* The tracer thread wakes the reader after each tick (pt_wake), and copies Python frames at
+ * the stop itself. */
+static bool pt_wakes_each_sample(const struct sampler *base)
+{
+	(void)base;
+	return true;
+}
+
 const struct sampler_ops sampler_ptrace_ops = {
 	.name = "ptrace",
 	.mode = SAMPLER_MODE_PTRACE,
@@ -1206,5 +1214,6 @@ const struct sampler_ops sampler_ptrace_ops = {
 	.has_kernel = pt_has_kernel,
 	.child_exit = pt_child_exit,
 	.describe = pt_describe,
+	.wakes_each_sample = pt_wakes_each_sample,
 	.close = pt_close,
 };
