@@ -1422,7 +1422,11 @@ static int record_loop(struct record *r)
 		if (at.child >= 0 && (fds[at.child].revents & POLLIN))
 			record_reap_child(r);
 		if (r->child > 0) {
-			record_reap_child(r);
+			/* the pidfd says when the command ends (above): without one, and on each
+			 * timeout as a safety net, ask (a waitpid a batch was a syscall a sample
+			 * once Python frames are read) */
+			if (r->child_pidfd < 0 || pr == 0 || stopping)
+				record_reap_child(r);
 			if (r->child_exited)
 				break;
 			/* after a signal, give the command 3 s to exit before leaving it be */

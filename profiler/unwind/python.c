@@ -2291,6 +2291,7 @@ static void py_recipe_set(struct py_state *st, const struct py_proc *p, uint32_t
 	r.pid = p->pid, r.tid = tid, r.c.tstate = ts;
 	r.c.off_ptr = L->tstate_cframe ? L->tstate_cframe : L->tstate_current_frame;
 	r.c.off_cur = L->tstate_cframe ? L->cframe_current_frame : UINT32_MAX;
+	r.c.off_tid = L->tstate_native_tid;
 	r.c.off_prev = L->frame_previous, r.c.frame_read = L->frame_read;
 	r.c.off_code = L->frame_code, r.c.code_read = L->code_read, r.c.code_tag = L->code_tag;
 	r.c.known_codes = st->known_codes, r.c.nknown = PY_KNOWN_CODES;
@@ -3245,8 +3246,17 @@ size_t py_capture_chain(uint32_t pid, const struct py_capture_recipe *r, uint64_
 	bool with_codes = r->code_read && r->code_read <= PY_MAX_OBJECT &&
 			  r->off_code + 8 <= r->frame_read;
 
-	if (!r->tstate || r->frame_read > PY_MAX_OBJECT || r->off_prev + 8 > r->frame_read ||
-	    !py_cap_u64(&c, r->tstate + r->off_ptr, &frame))
+	if (!r->tstate || r->frame_read > PY_MAX_OBJECT || r->off_prev + 8 > r->frame_read)
+		return 0;
+	/* the thread state's frame pointer and native thread id, in one read where they are
+	 * near (py_thread_state's check then reads no more) */
+	if (r->off_tid) {
+		uint32_t lo = r->off_tid < r->off_ptr ? r->off_tid : r->off_ptr;
+		uint32_t hi = (r->off_tid > r->off_ptr ? r->off_tid : r->off_ptr) + 8;
+		if (hi - lo <= PY_MAX_OBJECT)
+			py_cap_read(&c, r->tstate + lo, hi - lo, false);
+	}
+	if (!py_cap_u64(&c, r->tstate + r->off_ptr, &frame))
 		return 0;
 	if (r->off_cur != UINT32_MAX && !py_cap_u64(&c, frame + r->off_cur, &frame))
 		return c.used;

@@ -124,6 +124,9 @@ struct py_capture_recipe {
 	const uint64_t *known_codes;
 	uint32_t nknown;
 	uint32_t code_tag;             /* tag bits of the code pointer (3.14), cleared */
+	/* the thread state's native thread id (0: none), copied with off_ptr's word in one
+	 * read: the merge checks that the thread state is still the thread's */
+	uint32_t off_tid;
 };
 
 /* py_capture's walk, exposed for the unit tests: recipe r in process pid. Returns the bytes

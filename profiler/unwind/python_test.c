@@ -346,7 +346,8 @@ UNIT_TEST(python_shim_offset)
 /* py_capture's walk (the ptrace stop): a chain of 60 frames of 96 bytes in one data-stack-like
  * block of pages (3.11's and 3.12's way: the thread state points to a _PyCFrame whose
  * current_frame is the innermost frame) under a generator's frame elsewhere, copied from this
- * process; changed afterwards, the copy still holds every frame as it was; the 3.13 way (the
+ * process; changed afterwards, the copy still holds every frame as it was, and the thread
+ * state's native thread id (copied with its frame pointer: off_tid); the 3.13 way (the
  * thread state points to the frame); a chain that loops ends within bounds. */
 UNIT_TEST(python_capture_chain)
 {
@@ -372,13 +373,15 @@ UNIT_TEST(python_capture_chain)
 	cf[2] = (uint64_t)(uintptr_t)frame[NF];
 	ts[1] = (uint64_t)(uintptr_t)cf;
 
-	struct py_capture_recipe r = { (uint64_t)(uintptr_t)ts, 8, 16, PREV, READ, 0, 0, NULL, 0, 0 };
+	ts[3] = 4242; /* its native thread id, copied with the frame pointer (off_tid) */
+	struct py_capture_recipe r = { (uint64_t)(uintptr_t)ts, 8, 16, PREV, READ, 0, 0, NULL, 0, 0, 24 };
 	size_t n = py_capture_chain(pid, &r, 0, NULL, 0, buf, PY_CAPTURE_MAX);
 	UNIT_ASSERT(n > 0 && n <= PY_CAPTURE_MAX);
 	for (int i = 0; i <= NF; i++) /* the program moves on: every frame changes */
 		memset(frame[i], 0xee, 16);
-	ts[1] = 0;
+	ts[1] = ts[3] = 0;
 	uint64_t v, f, code;
+	UNIT_ASSERT(py_capture_get(buf, n, (uint64_t)(uintptr_t)ts + 24, &v, 8) && v == 4242);
 	UNIT_ASSERT(py_capture_get(buf, n, (uint64_t)(uintptr_t)ts + 8, &v, 8));
 	UNIT_ASSERT(v == (uint64_t)(uintptr_t)cf);
 	UNIT_ASSERT(py_capture_get(buf, n, v + 16, &f, 8));
