@@ -1134,11 +1134,11 @@ static void *record_reader(void *arg)
 		bool py_seen = __atomic_load_n(&r->python_seen, __ATOMIC_RELAXED);
 		bool py_mapped = __atomic_load_n(&r->python_mapped, __ATOMIC_RELAXED);
 		/* (bpf: 20 ms once an interpreter is mapped too, sampled or not: with 5, `record
-		 * -a` over 8 native processes woke 150 times a second for this machine's one
-		 * Python process that no sample had run yet) */
-		/* (and 1 ms is for a backend whose samples do not wake the reader: perf events
-		 * before they copy Python frames. Where each sample wakes it, a timer only woke
-		 * it for nothing while the targets slept: 1,000 times a second) */
+		 * -a` over 8 native processes woke 150 times a second for one process that maps
+		 * libpython and runs no Python, perf itself. And 1 ms is for a backend whose
+		 * samples do not wake the reader, perf events before they copy Python frames:
+		 * where each sample wakes it, the timer only woke it for nothing while the
+		 * targets slept, 1,000 times a second) */
 		int wait_ms = r->o->no_python ? idle_ms
 			      : at_sample ? (py_seen || py_mapped ? 20 : idle_ms)
 			      : py_seen ? (sampler_wakes_each_sample(r->sampler) ? idle_ms : 1)
