@@ -99,6 +99,19 @@ if grep -q "from the cache" bpf2.err && ! grep -q ", 0 from the cache" bpf2.err 
 else
 	fail "bpf: second run: $complete2% complete, $(grep -o 'unwind tables: [^;]*' bpf2.err)"
 fi
+# the smallest samples' ring (-m 1: 1 MiB) on an empty row cache: the first samples carry stack
+# slices (33 KiB each), which have a ring of their own, so none is lost and every one completes
+XDG_CACHE_HOME="$T/small-cache" "$C" record --mode bpf -m 1 -o small.data -- "$TPROG/accuracy" \
+	>/dev/null 2>small.err
+"$C" report -i small.data --format json >small.json 2>/dev/null
+complete_small=$(json_get small.json "j.unwind.complete_pct")
+read -r walked_small sliced_small lost_small <<<"$(sed -n 's/.* \([0-9]*\) samples walked in the kernel ([^)]*), \([0-9]*\) of them completed from a stack slice in user space, \([0-9]*\) lost.*/\1 \2 \3/p' small.err | head -n 1)"
+if [ "${sliced_small:-0}" -gt 0 ] && [ "${lost_small:-1}" = 0 ] && grep -q ", 0 lost," small.err &&
+	awk -v c="$complete_small" 'BEGIN { exit !(c >= 99) }'; then
+	pass "bpf: -m 1 on an empty row cache: $sliced_small of $walked_small samples with a slice, 0 lost, $complete_small% complete"
+else
+	fail "bpf: -m 1 on an empty row cache: $(grep -E '^csampler: ([0-9]+ samples|bpf:)' small.err | head -c 500), $complete_small% complete"
+fi
 # attached a second time: the rows of the target's files are in the cache, so they are in the
 # kernel before its first sample, and (almost) no sample carries a stack slice: at most 0.5% of
 # them (the version before preloading sent 64 of about 1,500; one run of this one sent 1 of
