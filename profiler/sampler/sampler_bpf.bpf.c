@@ -126,9 +126,9 @@ struct {
  * in the file: a binary search over a file's tens of thousands of rows takes some 16
  * steps a frame, the memo one lookup. A slice of rows is never rewritten nor reused for
  * another file (sampler_bpf_tables.c appends), so an answer stays true for the recording.
- * CSB_ROW_MEMO_SLOTS a CPU (the loader sizes it: row_memo_cpus): the program does not run twice at
- * once on one CPU, so an entry is never read half written. (One array, not a per-CPU one:
- * the kernel allocates each element of a per-CPU array on its own, 60 ms of start-up here.) */
+ * One array of CSB_ROW_MEMO_SLOTS a CPU, indexed by CPU (the loader sizes it and sets
+ * row_memo_cpus): the program does not run twice at once on one CPU, so an entry is never
+ * read half written. */
 struct row_memo {
 	__u64 key;                 /* ROW_MEMO_KEY(first, rel); 0: empty */
 	struct csb_row row;
@@ -335,7 +335,7 @@ static __always_inline struct csb_row *find_row(__u32 first, __u32 count, __u32 
 /* The row of rel among rows[first, first + count) into *out, from CPU cpu's memo, else found
  * (find_row) and remembered. Returns 0, or 1 when there is none. A global function: the
  * verifier checks it once, not in each of the walk's states (inlined, the memo took the
- * program's verification from 27,000 instructions to 42,000, 50 ms more of start-up). */
+ * program's verification from 27,000 instructions to 42,000, some 60 ms more of start-up). */
 __noinline long row_lookup(__u32 cpu, __u32 first, __u32 count, __u32 rel, struct csb_row *out)
 {
 	__u64 key = ROW_MEMO_KEY(first, rel);
