@@ -15,6 +15,7 @@
 #include "record/gpu_channel.h"
 #include "record/output.h"
 #include "record/prewarm.h"
+#include "record/stackmemo.h"
 #include "record/status.h"
 #include "unwind/python.h"
 #include "unwind/symbols.h"
@@ -91,6 +92,9 @@ struct record {
 	size_t nstacks, cap_stacks;
 	struct cs_hash stack_ids;   /* hash of the loc sequence -> id + 1, as a pointer */
 	struct cs_map gpu_trimmed;  /* (recorded launch stack, vendor) -> the stack kept */
+	struct stackmemo memo;      /* kernel-walked stacks seen: their stack and flags */
+	enum { RECORD_MEMO_ON, RECORD_MEMO_OFF, RECORD_MEMO_CHECK } memo_mode; /* CSAMPLER_STACK_MEMO */
+	uint64_t memo_checked, memo_mismatches; /* check: hits computed again, and differing */
 	/* counts */
 	uint64_t nsamples, lost, stack_full, unwind_errors;
 	uint64_t offcpu_samples;    /* --idle: weight of the off-CPU samples */
@@ -102,6 +106,8 @@ struct record {
 	int python_mapped;         /* a target mapped a file named python* or libpython* (atomic) */
 	uint64_t gpu_py_merged, gpu_py_unread;     /* launches with Python frames: named, not */
 	struct cs_map tids, pids;   /* tids/pids seen in samples: (id, 0) -> 0; .n counts them */
+	uint32_t last_tid, last_pid; /* the last sample's, in tids and pids (if last_set) */
+	bool last_set;
 	uint64_t start_ns, last_flush_ns, last_symbolize_ns;
 	size_t nsymbolized;         /* locations [0, nsymbolized) have their SYMBOL record */
 	/* the reader thread */
@@ -344,11 +350,63 @@ static void record_mark_fp(const struct sampler_event *ev, struct unwind_loc *lo
 	}
 }
 
+/* The sample's key in the stack memo (stackmemo.h): false when it may not be remembered. A
+ * stack the kernel walked (bpf, -g fp) is a function of its addresses and the process'
+ * mappings, unless Python frames (read by the program, or to be read from the process) or
+ * an off-CPU leaf come into it. */
+static bool record_memo_key(struct record *r, const struct sampler_event *ev,
+			    struct stackmemo_key *key)
+{
+	const struct unwind_sample *s = &ev->sample.snap;
+	if (!s->user_ips || ev->sample.offcpu || ev->sample.npy ||
+	    ev->sample.py_kernel != SAMPLER_PY_NOT_READ)
+		return false;
+	uint64_t gen = unwind_proc_generation(r->unwind, ev->pid);
+	return gen && stackmemo_key_make(key, ev->pid, gen, ev->sample.unwind_flags,
+					 ev->sample.user_fp_mask, s->kernel_ips, s->nkernel_ips,
+					 s->user_ips, s->nuser_ips);
+}
+
+/* A sample of stack id stack and flags into the file, and counted. */
+static void record_sample_put(struct record *r, const struct sampler_event *ev, uint32_t stack,
+			      uint32_t flags)
+{
+	if (flags & PROFILE_SAMPLE_UNWIND_ERROR)
+		r->unwind_errors++;
+	if (flags & PROFILE_SAMPLE_STACK_FULL)
+		r->stack_full++;
+	struct df_sample rec = { ev->time, ev->pid, ev->tid, ev->cpu, stack, flags,
+				 ev->sample.weight ? ev->sample.weight : 1 };
+	df_put_sample(r->w, &rec);
+	if (r->o->live && r->o->live->sample)
+		r->o->live->sample(r->o->live->arg, ev->pid, ev->tid, stack, rec.weight);
+	if (r->o->keep_raw && r->o->sampler.callgraph == SAMPLER_CALLGRAPH_DWARF)
+		record_raw(r, ev, flags);
+	r->nsamples++;
+	/* (the same thread as the last sample's, most of the time: no lookup then) */
+	if (!r->last_set || ev->tid != r->last_tid || ev->pid != r->last_pid) {
+		*cs_map_slot(&r->tids, ev->tid, 0) = 0;
+		*cs_map_slot(&r->pids, ev->pid, 0) = 0;
+		r->last_tid = ev->tid;
+		r->last_pid = ev->pid;
+		r->last_set = true;
+	}
+}
+
 static void record_sample(struct record *r, const struct sampler_event *ev)
 {
 	struct unwind_loc locs[RECORD_MAX_LOCS];
 	uint32_t ids[RECORD_MAX_LOCS];
 	uint32_t uflags = 0, flags = 0;
+	struct stackmemo_key key;
+	struct stackmemo_val known;
+	bool memo = r->memo_mode != RECORD_MEMO_OFF && record_memo_key(r, ev, &key);
+
+	bool hit = memo && stackmemo_find(&r->memo, &key, &known);
+	if (hit && r->memo_mode != RECORD_MEMO_CHECK) {
+		record_sample_put(r, ev, known.stack, known.flags);
+		return;
+	}
 	int n = unwind_sample(r->unwind, &ev->sample.snap, locs, RECORD_MAX_LOCS, &uflags);
 
 	if (n < 0) {
@@ -357,6 +415,8 @@ static void record_sample(struct record *r, const struct sampler_event *ev)
 	}
 	uflags |= ev->sample.unwind_flags;
 	record_mark_fp(ev, locs, n);
+	/* remembered only when Python frames cannot come into it (py_merge leaves it as is) */
+	memo = memo && (r->o->no_python || py_stack_native(r->unwind, locs, n));
 	if (!r->o->no_python)
 		n = record_python(r, ev, locs, n, uflags, &flags);
 	if (ev->sample.offcpu) {
@@ -387,7 +447,7 @@ static void record_sample(struct record *r, const struct sampler_event *ev)
 	}
 	uint32_t stack = record_stack(r, ids, (uint32_t)n);
 	if (uflags & (UNWIND_ERROR | UNWIND_NO_MAP))
-		flags |= PROFILE_SAMPLE_UNWIND_ERROR, r->unwind_errors++;
+		flags |= PROFILE_SAMPLE_UNWIND_ERROR;
 	if (uflags & UNWIND_STOP_ANON)
 		flags |= PROFILE_SAMPLE_STOP_ANON;
 	if (uflags & UNWIND_STOP_NO_CFI)
@@ -397,17 +457,16 @@ static void record_sample(struct record *r, const struct sampler_event *ev)
 	/* Only when the unwinder needed stack beyond the copy: a copy that is merely full (the
 	 * thread has more stack than it holds) says nothing about why an unwind stopped. */
 	if (uflags & UNWIND_STACK_END)
-		flags |= PROFILE_SAMPLE_STACK_FULL, r->stack_full++;
-	struct df_sample rec = { ev->time, ev->pid, ev->tid, ev->cpu, stack, flags,
-				 ev->sample.weight ? ev->sample.weight : 1 };
-	df_put_sample(r->w, &rec);
-	if (r->o->live && r->o->live->sample)
-		r->o->live->sample(r->o->live->arg, ev->pid, ev->tid, stack, rec.weight);
-	if (r->o->keep_raw && r->o->sampler.callgraph == SAMPLER_CALLGRAPH_DWARF)
-		record_raw(r, ev, flags);
-	r->nsamples++;
-	*cs_map_slot(&r->tids, ev->tid, 0) = 0;
-	*cs_map_slot(&r->pids, ev->pid, 0) = 0;
+		flags |= PROFILE_SAMPLE_STACK_FULL;
+	if (hit) {
+		/* CSAMPLER_STACK_MEMO=check: what the memo gave against the whole work */
+		r->memo_checked++;
+		if (known.stack != stack || known.flags != flags)
+			r->memo_mismatches++;
+	} else if (memo) {
+		stackmemo_put(&r->memo, &key, (struct stackmemo_val){ stack, flags });
+	}
+	record_sample_put(r, ev, stack, flags);
 }
 
 /* ---- GPU records (gpu_channel.h) ---- */
@@ -1072,6 +1131,10 @@ static void record_print_summary(struct record *r, uint64_t end_ns)
 		r->nsamples ? (double)bytes / (double)r->nsamples : 0.0);
 	record_print_cost(r);
 	record_print_python(r);
+	if (r->memo_mode == RECORD_MEMO_CHECK)
+		cs_info("stack memo check: %llu of %llu samples found in the memo, %llu of them unwound again and different",
+			(unsigned long long)r->memo_checked, (unsigned long long)r->nsamples,
+			(unsigned long long)r->memo_mismatches);
 	if (r->o->sampler.idle)
 		cs_info("--idle: %llu sampling periods off the CPU (blocked or sleeping), marked [off-cpu: SYSCALL]",
 			(unsigned long long)r->offcpu_samples);
@@ -1727,6 +1790,7 @@ static void record_free(struct record *r)
 	free(r->stack_pos);
 	free(r->stack_len);
 	cs_hash_free(&r->stack_ids);
+	stackmemo_free(&r->memo);
 	cs_map_free(&r->tids);
 	cs_map_free(&r->pids);
 	free(r->output);
@@ -1738,6 +1802,14 @@ int record_run(const struct record_opts *o, char **written)
 	int go_fd = -1, err_fd = -1, status = CS_EXIT_ERROR;
 
 	r.run_start_ns = cs_monotonic_ns();
+	const char *memo_env = getenv("CSAMPLER_STACK_MEMO");
+	if (memo_env && !strcmp(memo_env, "0"))
+		r.memo_mode = RECORD_MEMO_OFF;
+	else if (memo_env && !strcmp(memo_env, "check"))
+		r.memo_mode = RECORD_MEMO_CHECK;
+	else if (memo_env && *memo_env && strcmp(memo_env, "1"))
+		cs_warn("CSAMPLER_STACK_MEMO=%s: expected 0 (off), 1 (on) or check; the stack memo stays on",
+			memo_env);
 	r.target_pidfds = cs_calloc(o->npids + 1, sizeof(int));
 	for (size_t i = 0; i < o->npids; i++)
 		r.target_pidfds[i] = -1;

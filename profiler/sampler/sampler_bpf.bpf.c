@@ -154,7 +154,7 @@ struct {
  * from it instead of one bpf_probe_read_user each. */
 #define CSB_WIN 2048
 struct stack_window {
-	__u8 b[CSB_WIN];
+	__u64 w[CSB_WIN / 8];
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -180,7 +180,7 @@ __noinline long read_user8(struct window_range *wr, __u64 addr, __u64 *out)
 	if (!win)
 		return bpf_probe_read_user(out, 8, (void *)addr);
 	if (addr < wr->lo || addr + 8 > wr->hi) {
-		if (bpf_probe_read_user(win->b, CSB_WIN, (void *)addr)) {
+		if (bpf_probe_read_user(win->w, CSB_WIN, (void *)addr)) {
 			wr->lo = wr->hi = 0; /* near the stack's top: one read */
 			return bpf_probe_read_user(out, 8, (void *)addr);
 		}
@@ -188,9 +188,9 @@ __noinline long read_user8(struct window_range *wr, __u64 addr, __u64 *out)
 		wr->hi = addr + CSB_WIN;
 	}
 	__u64 off = addr - wr->lo;
-	if (off > CSB_WIN - 8)
+	if (off > CSB_WIN - 8 || (off & 7))
 		return bpf_probe_read_user(out, 8, (void *)addr);
-	*out = *(__u64 *)&win->b[off];
+	*out = win->w[off / 8];
 	return 0;
 }
 
@@ -405,9 +405,11 @@ static long walk_frame(__u32 i, void *arg)
 			return 1;
 		}
 		cfa = (row.flags & CSB_ROW_CFA_BP ? w->bp : w->sp) + (__s64)row.cfa_off;
-		if (read_user8(&w->wr, cfa - 8, &ra))
-			goto error;
+		/* the saved rbp first: it is below the return address, so that a window read
+		 * for it holds the return address too */
 		if ((row.flags & CSB_ROW_BP_SAVED) && read_user8(&w->wr, cfa + 8 * (__s64)row.bp_off8, &bp))
+			goto error;
+		if (read_user8(&w->wr, cfa - 8, &ra))
 			goto error;
 	} else {
 		/* frame pointers: [bp] is the caller's bp, [bp + 8] the return address */

@@ -108,6 +108,7 @@ struct unwind_ctx {
 	bool vdso_tried;
 
 	struct cs_hash procs; /* pid -> struct unwind_proc */
+	uint64_t maps_gen;    /* the last generation given to a process' mappings */
 	const Dwfl_Callbacks *dwfl_callbacks; /* per-process unwinding Dwfls */
 	const Dwfl_Callbacks *sym_callbacks;  /* per-file symbolization Dwfls */
 

@@ -2257,6 +2257,16 @@ static int py_find_acts(struct unwind_ctx *ctx, struct py_state *st, const struc
 	return nacts;
 }
 
+bool py_stack_native(struct unwind_ctx *ctx, const struct unwind_loc *locs, int n)
+{
+	struct py_state *st = ctx->python;
+
+	for (int i = 0; st && i < n; i++)
+		if (locs[i].module == st->module || py_module_info(ctx, st, locs[i].module)->state == 2)
+			return false;
+	return true;
+}
+
 /* Write locs[0, n) with run a - shift_acts + shift_runs in place of activation a (those
  * outside the runs, or whose run shows no frame, stay native). Returns the new count. */
 static int py_put_runs(struct py_state *st, struct unwind_loc *locs, int n, int max,

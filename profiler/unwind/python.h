@@ -153,6 +153,11 @@ void py_enable(struct unwind_ctx *ctx);
 int py_merge(struct unwind_ctx *ctx, uint32_t pid, uint32_t tid, const struct py_stack *stack,
 	     struct unwind_loc *locs, int n, int max, enum py_merge_result *result);
 
+/* Whether no location of locs[0, n) is in a CPython runtime (a file with the interpreter's
+ * loop), nor a Python frame: py_merge and py_merge_walked leave such a stack as it is, and so
+ * they would every other stack of the same locations (record's stack memo). */
+bool py_stack_native(struct unwind_ctx *ctx, const struct unwind_loc *locs, int n);
+
 /* A Python frame as the GPU library read it in the target at a launch (inject/protocol.h's
  * gpu_py_frame, which unwind/ does not include): a code object and instruction. */
 struct py_ext_frame {

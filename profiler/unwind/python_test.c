@@ -446,7 +446,7 @@ UNIT_TEST(python_capture_codes)
 		memcpy(frame[i] + PREV, &prev, 8);
 	}
 	ts[1] = (uint64_t)(uintptr_t)frame[NF - 1];
-	struct py_capture_recipe r = { (uint64_t)(uintptr_t)ts, 8, UINT32_MAX, PREV, READ, 0, HDR, NULL, 0, 0 };
+	struct py_capture_recipe r = { (uint64_t)(uintptr_t)ts, 8, UINT32_MAX, PREV, READ, 0, HDR, NULL, 0, 0, 0 };
 	size_t n = py_capture_chain(pid, &r, 0, NULL, 0, buf, PY_CAPTURE_MAX);
 	memset(codes, 'z', 3 * HDR); /* the program moves on */
 	for (int c = 0; c < 3; c++) {

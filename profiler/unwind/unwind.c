@@ -80,6 +80,7 @@ struct unwind_proc {
 	uint32_t pid;
 	struct unwind_space *space;
 	uint32_t jit_module;     /* UINT32_MAX until anonymous code is seen */
+	uint64_t gen;            /* changes with its mappings (unwind_proc_generation) */
 };
 
 static bool unwind_proc_eq(const void *item, const void *key)
@@ -120,9 +121,17 @@ static struct unwind_proc *unwind_proc_get(struct unwind_ctx *ctx, uint32_t pid)
 		p->pid = pid;
 		p->space = unwind_space_new(ctx);
 		p->jit_module = UINT32_MAX;
+		p->gen = ++ctx->maps_gen;
 		cs_hash_insert(&ctx->procs, cs_hash_u64(pid), p);
 	}
 	return p;
+}
+
+uint64_t unwind_proc_generation(struct unwind_ctx *ctx, uint32_t pid)
+{
+	const struct unwind_proc *p = unwind_proc_find(ctx, pid);
+
+	return p ? p->gen : 0;
 }
 
 /* Give p a space of its own before changing it (copy on write after fork). */
@@ -389,6 +398,8 @@ int unwind_mmap(struct unwind_ctx *ctx, uint32_t pid, uint64_t start, uint64_t l
 	struct unwind_space *sp = unwind_space_own(p);
 	struct unwind_map m = { .start = start, .end = start + len, .pgoff = pgoff, .prot = prot };
 
+	p->gen = ++ctx->maps_gen;
+
 	if (!len || m.end < start)
 		return -EINVAL;
 	if (!path)
@@ -473,6 +484,7 @@ int unwind_fork(struct unwind_ctx *ctx, uint32_t parent_pid, uint32_t child_pid)
 	}
 	child->space = parent->space;
 	child->space->refs++;
+	child->gen = ++ctx->maps_gen;
 	return 0;
 }
 
@@ -483,6 +495,7 @@ int unwind_exec(struct unwind_ctx *ctx, uint32_t pid)
 	unwind_space_unref(p->space);
 	p->space = unwind_space_new(ctx);
 	p->jit_module = UINT32_MAX;
+	p->gen = ++ctx->maps_gen;
 	return 0;
 }
 

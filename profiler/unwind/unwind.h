@@ -92,6 +92,11 @@ int unwind_exit(struct unwind_ctx *ctx, uint32_t pid);   /* may free per-process
  * process whose events were lost). unwind_sample does this itself for a pid it never saw.
  * Returns 0 or -errno (the process is gone, or not readable). */
 int unwind_load_proc_maps(struct unwind_ctx *ctx, uint32_t pid);
+/* The generation of pid's mappings: it changes with every event above that concerns pid (a
+ * new process, a mapping, an exec), so that what was derived from its addresses under one
+ * generation holds while it is unchanged (record's stack memo). 0 for a pid not known (never
+ * seen, or exited). */
+uint64_t unwind_proc_generation(struct unwind_ctx *ctx, uint32_t pid);
 
 /* Unwind one sample: kernel frames first (leaf first, module = the kernel module), then user
  * frames. A frame in JIT code (anonymous executable memory, no CFI) does not end the stack:

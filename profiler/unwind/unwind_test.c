@@ -366,6 +366,40 @@ UNIT_TEST(unwind_fork_exec_exit)
 	free(snap.stack);
 }
 
+/* Each process' mappings have a generation that every event concerning it changes, and no
+ * event concerning another (record's stack memo keys on it). */
+UNIT_TEST(unwind_proc_generation_follows_events)
+{
+	struct unwind_ctx *ctx;
+	uint32_t a = 0x7ffffff0u, b = 0x7ffffff1u, c = 0x7ffffff2u;
+
+	UNIT_ASSERT_EQ_INT(unwind_new(&ctx), 0);
+	UNIT_ASSERT(unwind_proc_generation(ctx, a) == 0); /* never seen */
+	UNIT_ASSERT_EQ_INT(unwind_mmap(ctx, a, 0x10000, 0x1000, 0, PROT_READ | PROT_EXEC, "//anon"), 0);
+	uint64_t ga = unwind_proc_generation(ctx, a);
+	UNIT_ASSERT(ga != 0);
+	UNIT_ASSERT_EQ_INT(unwind_fork(ctx, a, b), 0);
+	uint64_t gb = unwind_proc_generation(ctx, b);
+	UNIT_ASSERT(gb != 0 && gb != ga);
+	UNIT_ASSERT(unwind_proc_generation(ctx, a) == ga);
+	UNIT_ASSERT_EQ_INT(unwind_fork(ctx, a, a), 0);    /* a thread: nothing changes */
+	UNIT_ASSERT(unwind_proc_generation(ctx, a) == ga);
+	/* even a data mapping (it may replace code) */
+	UNIT_ASSERT_EQ_INT(unwind_mmap(ctx, b, 0x20000, 0x1000, 0, PROT_READ, "/dev/null"), 0);
+	UNIT_ASSERT(unwind_proc_generation(ctx, b) != gb);
+	UNIT_ASSERT(unwind_proc_generation(ctx, a) == ga);
+	gb = unwind_proc_generation(ctx, b);
+	UNIT_ASSERT_EQ_INT(unwind_exec(ctx, b), 0);
+	UNIT_ASSERT(unwind_proc_generation(ctx, b) != gb);
+	UNIT_ASSERT_EQ_INT(unwind_exit(ctx, b), 0);
+	UNIT_ASSERT(unwind_proc_generation(ctx, b) == 0);
+	/* a pid used again is a new process: never a generation seen before */
+	UNIT_ASSERT_EQ_INT(unwind_fork(ctx, a, b), 0);
+	UNIT_ASSERT(unwind_proc_generation(ctx, b) > gb);
+	UNIT_ASSERT(unwind_proc_generation(ctx, c) == 0);
+	unwind_free(ctx);
+}
+
 /* Not a timing assertion: prints the cost of one unwind of a 30-frame stack for the record. */
 UNIT_TEST(unwind_bench_per_sample)
 {

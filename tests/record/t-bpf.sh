@@ -219,6 +219,32 @@ if [ -n "$built" ] && [ "$built" -ge 1 ] && [ "$built" -lt "$mapped" ]; then
 else
 	fail "bpf: record -a rows: $(grep -o 'unwind tables: [^;]*' all.err)"
 fi
+# the recorder's stack memo (record/stackmemo.c): a kernel-walked stack seen before takes the
+# earlier sample's stack id. CSAMPLER_STACK_MEMO=check unwinds every such sample again and
+# counts those that differ: none may, over -a with processes and threads coming and going (their
+# mappings' generations), and most samples of a loop come from the memo; -g fp (perf's
+# frame-pointer callchains) uses it too
+memo_check() { # label, then the record command's arguments
+	local label=$1
+	shift
+	CSAMPLER_STACK_MEMO=check "$C" record "$@" >/dev/null 2>memo.err
+	read -r hits total bad <<<"$(sed -n 's/.*stack memo check: \([0-9]*\) of \([0-9]*\) samples found in the memo, \([0-9]*\) of them.*/\1 \2 \3/p' memo.err)"
+	if [ "${bad:-1}" = 0 ] && [ "${total:-0}" -gt 100 ] && [ $(( ${hits:-0} * 2 )) -gt "$total" ]; then
+		pass "bpf: stack memo, $label: $hits of $total samples from the memo, each the same unwound again"
+	else
+		fail "bpf: stack memo, $label: $(grep -E 'memo|samples,' memo.err | head -c 400)"
+	fi
+}
+( "$TPROG/rec-worker" 1 2 >/dev/null & for i in $(seq 40); do "$TPROG/rec-worker" 1 0 >/dev/null 2>&1; /bin/true; done; wait ) &
+churn=$!
+memo_check "record -a over short-lived processes" -a --duration 1.5 -o memo.data
+wait $churn 2>/dev/null
+memo_check "launch, threads" --mode bpf -o memo.data -- "$TPROG/accuracy"
+memo_check "perf events, -g fp" --mode perf -g fp -o memo.data -- "$TPROG/rec-worker" 2 2
+CSAMPLER_STACK_MEMO=bogus "$C" record --mode bpf -o memo.data -- true >/dev/null 2>memo.err
+grep -q "CSAMPLER_STACK_MEMO=bogus: expected 0 (off), 1 (on) or check" memo.err &&
+	pass "bpf: CSAMPLER_STACK_MEMO with an unknown value: one warning line" ||
+	fail "bpf: CSAMPLER_STACK_MEMO=bogus: $(head -c 300 memo.err)"
 one_line_rc() { "$@" >o.txt 2>e.txt; echo "$? $(grep -c . e.txt)"; }
 [ "$(one_line_rc "$C" record --mode bpf --keep-raw -o x.data -- true)" = "125 1" ] && pass "bpf: --keep-raw: one line ($(cat e.txt))" ||
 	fail "bpf: --keep-raw: $(cat e.txt)"
