@@ -405,11 +405,9 @@ static long walk_frame(__u32 i, void *arg)
 			return 1;
 		}
 		cfa = (row.flags & CSB_ROW_CFA_BP ? w->bp : w->sp) + (__s64)row.cfa_off;
-		/* the saved rbp first: it is below the return address, so that a window read
-		 * for it holds the return address too */
-		if ((row.flags & CSB_ROW_BP_SAVED) && read_user8(&w->wr, cfa + 8 * (__s64)row.bp_off8, &bp))
-			goto error;
 		if (read_user8(&w->wr, cfa - 8, &ra))
+			goto error;
+		if ((row.flags & CSB_ROW_BP_SAVED) && read_user8(&w->wr, cfa + 8 * (__s64)row.bp_off8, &bp))
 			goto error;
 	} else {
 		/* frame pointers: [bp] is the caller's bp, [bp + 8] the return address */

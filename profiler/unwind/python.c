@@ -3394,7 +3394,7 @@ static int py_put_runs_by_act(struct unwind_ctx *ctx, struct py_state *st, struc
 			      struct unwind_loc *locs, int n, int max, uint32_t runtime_module,
 			      enum py_merge_result *result, int *native)
 {
-	int nkernel = 0, act_of_run[PY_MAX_FRAMES], placed = 0, last = -1;
+	int nkernel = 0, act_of_run[PY_MAX_FRAMES] = { 0 }, placed = 0, last = -1;
 
 	while (nkernel < n && locs[nkernel].module == ctx->kernel_module)
 		nkernel++;
@@ -3410,11 +3410,13 @@ static int py_put_runs_by_act(struct unwind_ctx *ctx, struct py_state *st, struc
 			(*native)++;
 		}
 	}
-	if (!placed && !*native)
-		return n;
 	py_fill_entry_runs(ctx, st, p, frames, src, run_start, nruns, act_of_run, nf);
+	/* (with no run placed too: the interpreter's loops the stack shows are then marked and
+	 * counted, as py_merge_by_shims does, never left as native frames in nobody's count) */
 	*native += py_mark_unrun_loops(st, &st->mods[runtime_module], locs, n, runtime_module,
 				       act_of_run, nruns, run_start, py_marker_id(ctx, st));
+	if (!placed && !*native)
+		return n; /* no activation in the stack: nothing of Python's in it */
 	*result = *native ? PY_MERGE_UNREADABLE : PY_MERGE_OK;
 	return py_put_runs_at(st, locs, n, max, run_start, nruns, act_of_run);
 }
