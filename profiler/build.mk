@@ -9,7 +9,7 @@ PROFILER_CMD      := opts opts_filter commands cmd_env cmd_export cmd_flame cmd_
 PROFILER_BASE     := cs json hash gpu_vendor pywalk
 PROFILER_FORMAT   := datafile records merge
 PROFILER_SAMPLER  := sampler sampler_perf sampler_ptrace sampler_bpf sampler_bpf_tables sampler_bpf_python proc idle snapshot
-PROFILER_UNWIND   := elfcache unwind symbols python jit offcpu cfitable cfitable_cache
+PROFILER_UNWIND   := elfcache unwind symbols ksymcache python jit offcpu cfitable cfitable_cache
 PROFILER_RECORD   := record stackmemo prewarm gpu_channel gpu_setup gpu_attach output status dump dump_out live
 PROFILER_ANALYSIS := profile filter stacks fold_frame fold fold_gpu report report_common report_text report_json gpu gpu_idle compare steps report_steps
 PROFILER_EXPORT   := export chrome speedscope pprof
@@ -18,7 +18,7 @@ PROFILER_SRCS := profiler/main.c \
 	$(PROFILER_FORMAT:%=profiler/format/%.c) $(PROFILER_SAMPLER:%=profiler/sampler/%.c) \
 	$(PROFILER_UNWIND:%=profiler/unwind/%.c) $(PROFILER_RECORD:%=profiler/record/%.c) \
 	$(PROFILER_ANALYSIS:%=profiler/analysis/%.c) $(PROFILER_EXPORT:%=profiler/export/%.c)
-PROFILER_TESTS := cmd/opts base/cs base/json base/search base/hash base/gpu_vendor base/pywalk format/datafile format/records unwind/unwind unwind/symbols sampler/sampler_ptrace \
+PROFILER_TESTS := cmd/opts base/cs base/json base/search base/hash base/gpu_vendor base/pywalk format/datafile format/records unwind/unwind unwind/symbols unwind/ksymcache sampler/sampler_ptrace \
 	analysis/profile_builder analysis/fixtures analysis/filter analysis/stacks analysis/fold_gpu analysis/report \
 	analysis/gpu analysis/gpu_idle analysis/steps record/gpu_channel record/stackmemo record/output record/prewarm record/status record/dump record/live unwind/python unwind/jit analysis/compare \
 	export/pprof unwind/offcpu unwind/cfitable sampler/sampler sampler/sampler_bpf_python

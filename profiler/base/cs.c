@@ -5,9 +5,11 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -318,4 +320,33 @@ long cs_read_long_file(const char *path, long dflt)
 uint64_t cs_hash_bytes(const void *p, size_t n, uint64_t seed)
 {
 	return XXH3_64bits_withSeed(p, n, seed);
+}
+
+int cs_cache_dir(const char *sub, const char *off_env, char *buf, size_t len)
+{
+	const char *off = getenv(off_env), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	int n;
+	if (off && !strcmp(off, "0"))
+		return -ENOENT;
+	if (xdg && xdg[0] == '/')
+		n = snprintf(buf, len, "%s/csampler", xdg);
+	else if (home && home[0] == '/')
+		n = snprintf(buf, len, "%s/.cache/csampler", home);
+	else
+		return -ENOENT;
+	if (n < 0 || (size_t)n + strlen(sub) + 16 >= len)
+		return -ENAMETOOLONG;
+	/* the parents as well: ~/.cache may not exist yet */
+	for (char *p = buf + 1; *p; p++)
+		if (*p == '/') {
+			*p = 0;
+			mkdir(buf, 0700);
+			*p = '/';
+		}
+	mkdir(buf, 0700);
+	strcat(buf, "/");
+	strcat(buf, sub);
+	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
 }

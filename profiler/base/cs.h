@@ -119,6 +119,11 @@ void cs_heap_prepare(size_t prefault_bytes);
  * fault one at a time as they are touched). */
 int cs_prefault(void *p, size_t n);
 
+/* csampler's cache folder for one kind of entry, into buf: $XDG_CACHE_HOME/csampler/SUB (else
+ * ~/.cache/csampler/SUB), created with its parents (mode 0700). 0, or -errno; -ENOENT when the
+ * environment variable off_env is "0" (the user turned that cache off) or there is no home. */
+int cs_cache_dir(const char *sub, const char *off_env, char *buf, size_t len);
+
 /* Parse helpers: return 0 or -EINVAL / -ERANGE. */
 int cs_parse_u64(const char *s, uint64_t *out);
 int cs_parse_double(const char *s, double *out);

@@ -33,31 +33,7 @@ struct cfitable_cache_head {
 /* The cache folder (created, mode 0700), or -errno; CSAMPLER_CFI_CACHE=0 turns the cache off. */
 static int cfitable_cache_dir(char *buf, size_t len)
 {
-	const char *off = getenv("CSAMPLER_CFI_CACHE"), *xdg = getenv("XDG_CACHE_HOME"),
-		   *home = getenv("HOME");
-	int n;
-	if (off && !strcmp(off, "0"))
-		return -ENOENT;
-	if (xdg && xdg[0] == '/')
-		n = snprintf(buf, len, "%s/csampler", xdg);
-	else if (home && home[0] == '/')
-		n = snprintf(buf, len, "%s/.cache/csampler", home);
-	else
-		return -ENOENT;
-	if (n < 0 || (size_t)n + 16 >= len)
-		return -ENAMETOOLONG;
-	/* the parents as well: ~/.cache may not exist yet */
-	for (char *p = buf + 1; *p; p++)
-		if (*p == '/') {
-			*p = 0;
-			mkdir(buf, 0700);
-			*p = '/';
-		}
-	mkdir(buf, 0700);
-	strcat(buf, "/cfi-v1");
-	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
+	return cs_cache_dir("cfi-v1", "CSAMPLER_CFI_CACHE", buf, len);
 }
 
 static int cfitable_cache_path(const struct stat *st, char *buf, size_t len)

@@ -124,6 +124,10 @@ struct unwind_ctx {
 	char *kallsyms_text;     /* /proc/kallsyms as read, NUL-separated (mapped) */
 	size_t kallsyms_text_size; /* its mapping's size */
 	bool kallsyms_loaded;
+	/* kallsyms is ksymcache's (the kernel image's text only, [kallsyms_lo, kallsyms_hi);
+	 * kallsyms_text its mapped entry): another address has /proc/kallsyms read whole */
+	bool kallsyms_partial;
+	uint64_t kallsyms_lo, kallsyms_hi;
 	struct cs_hash sym_cache;
 	struct sym_cache_entry *sym_entries;
 	size_t nsym_entries, cap_sym_entries;

@@ -10,7 +10,8 @@
  * from DW_AT_call_file/DW_AT_call_line, as eu-addr2line -i does). C++ and Rust (legacy mangling)
  * names are demangled with libstdc++'s __cxa_demangle (cs_demangle).
  *
- * Kernel addresses are named from /proc/kallsyms (read once), anonymous code from
+ * Kernel addresses are named from /proc/kallsyms (read once; the kernel image's text from this
+ * boot's entry in ksymcache.c where there is one), anonymous code from
  * /tmp/perf-PID.map. Results are cached per (module, offset, is_caller); a location that has no
  * name becomes "basename+0xOFFSET". */
 #include "unwind/symbols.h"
@@ -30,6 +31,7 @@
 #include "base/cs.h"
 #include "base/search.h"
 #include "unwind/elfcache.h"
+#include "unwind/ksymcache.h"
 #include "unwind/offcpu.h"
 #include "unwind/python.h"
 #include "format/datafile.h"
@@ -81,9 +83,9 @@ static const char *sym_unnamed(struct unwind_ctx *ctx, const struct unwind_modul
 
 CS_CMP_FN(sym_kallsym_cmp, struct kallsym, CS_CMP(a->addr, b->addr))
 
-/* Read /proc/kallsyms once. The text is kept (ctx->kallsyms_text) and the names point into it:
+/* Read /proc/kallsyms whole. The text is kept (ctx->kallsyms_text) and the names point into it:
  * interning some 200k names would cost more than every lookup of a profile together. */
-static void sym_load_kallsyms(struct unwind_ctx *ctx)
+static void sym_read_kallsyms(struct unwind_ctx *ctx)
 {
 	size_t cap = 0, len = 0, size = 8u << 20;
 	ssize_t n;
@@ -154,11 +156,43 @@ static void sym_load_kallsyms(struct unwind_ctx *ctx)
 		cs_qsort(ctx->kallsyms, ctx->nkallsyms, sizeof(ctx->kallsyms[0]), sym_kallsym_cmp);
 }
 
+/* The kernel's symbols, once: the kernel image's text from this boot's cache entry (ksymcache.h:
+ * reading /proc/kallsyms is a third of a bpf recording's start-up), else /proc/kallsyms whole,
+ * whose image text is then kept for the next recording. */
+static void sym_load_kallsyms(struct unwind_ctx *ctx)
+{
+	struct ksymcache_table t;
+
+	if (ksymcache_read(&t) == 0) {
+		ctx->kallsyms_loaded = ctx->kallsyms_partial = true;
+		ctx->kallsyms = t.syms;
+		ctx->nkallsyms = t.n;
+		ctx->kallsyms_text = t.map;
+		ctx->kallsyms_text_size = t.map_size;
+		ctx->kallsyms_lo = t.lo;
+		ctx->kallsyms_hi = t.hi;
+		return;
+	}
+	sym_read_kallsyms(ctx);
+	if (ctx->nkallsyms)
+		ksymcache_write(ctx->kallsyms, ctx->nkallsyms);
+}
+
 /* The kernel symbol containing addr (the last one at or below it), or NULL. */
 static const char *sym_kernel_name(struct unwind_ctx *ctx, uint64_t addr)
 {
 	if (!ctx->kallsyms_loaded)
 		sym_load_kallsyms(ctx);
+	if (ctx->kallsyms_partial && (addr < ctx->kallsyms_lo || addr >= ctx->kallsyms_hi)) {
+		/* outside the image's text (a module, BPF or ftrace code): every symbol now */
+		free(ctx->kallsyms);
+		munmap(ctx->kallsyms_text, ctx->kallsyms_text_size);
+		ctx->kallsyms = NULL;
+		ctx->nkallsyms = 0;
+		ctx->kallsyms_text = NULL;
+		ctx->kallsyms_partial = false;
+		sym_read_kallsyms(ctx);
+	}
 	size_t lo = CS_UPPER_BOUND(ctx->kallsyms, ctx->nkallsyms, addr, addr);
 	return lo ? elfcache_intern(ctx, ctx->kallsyms[lo - 1].name) : NULL;
 }
