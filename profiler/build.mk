@@ -43,9 +43,12 @@ bin/csampler-unit: $(filter-out $(BUILD)/profiler/main.o,$(PROFILER_OBJS)) $(CSA
 PROGRAMS      += bin/csampler
 TEST_PROGRAMS += bin/csampler-unit
 
+# Preprocessor flags of single sources: SRC_CPPFLAGS_<source>, given to its object here and to
+# its objects in the fuzz builds (tests/fuzz/build.mk), so that both compile the same code.
 # record --gpu and env look for libcupti.so.13 in the toolkit csampler was built with too.
 ifneq ($(strip $(CUDA_HOME)),)
-$(BUILD)/profiler/record/gpu_setup.o: CPPFLAGS += -DCSAMPLER_CUDA_HOME='"$(CUDA_HOME)"'
+SRC_CPPFLAGS_profiler/record/gpu_setup.c := -DCSAMPLER_CUDA_HOME='"$(CUDA_HOME)"'
+$(BUILD)/profiler/record/gpu_setup.o: CPPFLAGS += $(SRC_CPPFLAGS_profiler/record/gpu_setup.c)
 endif
 
 # record --mode bpf: the BPF program (sampler/sampler_bpf.bpf.c) is compiled with clang -target
@@ -66,9 +69,15 @@ $(BUILD)/bpf/sampler_bpf.bpf.o: profiler/sampler/sampler_bpf.bpf.c profiler/samp
 	$(BPF_CLANG) -O2 -g -target bpf -D__TARGET_ARCH_x86 -I$(BUILD)/bpf -Iprofiler -c -o $@ $<
 $(BUILD)/bpf/sampler_bpf.skel.h: $(BUILD)/bpf/sampler_bpf.bpf.o
 	$(BPFTOOL) gen skeleton $< name sampler_bpf > $@.tmp && mv $@.tmp $@
+BPF_SKELETON_USERS := profiler/sampler/sampler_bpf.c
 $(BUILD)/profiler/sampler/sampler_bpf.o: $(BUILD)/bpf/sampler_bpf.skel.h
-$(BUILD)/profiler/sampler/sampler_bpf.o $(BUILD)/profiler/sampler/sampler_bpf_tables.o $(BUILD)/profiler/sampler/sampler_bpf_python.o: CPPFLAGS += -DCSAMPLER_HAVE_BPF -I$(BUILD)/bpf
+SRC_CPPFLAGS_profiler/sampler/sampler_bpf.c := -DCSAMPLER_HAVE_BPF -I$(BUILD)/bpf
+SRC_CPPFLAGS_profiler/sampler/sampler_bpf_tables.c := -DCSAMPLER_HAVE_BPF -I$(BUILD)/bpf
+SRC_CPPFLAGS_profiler/sampler/sampler_bpf_python.c := -DCSAMPLER_HAVE_BPF -I$(BUILD)/bpf
 PROFILER_LIBS += -lbpf
 else
-$(BUILD)/profiler/sampler/sampler_bpf.o: CPPFLAGS += -DCSAMPLER_BPF_MISSING='"$(BPF_MISSING)"'
+SRC_CPPFLAGS_profiler/sampler/sampler_bpf.c := -DCSAMPLER_BPF_MISSING='"$(BPF_MISSING)"'
 endif
+$(BUILD)/profiler/sampler/sampler_bpf.o: CPPFLAGS += $(SRC_CPPFLAGS_profiler/sampler/sampler_bpf.c)
+$(BUILD)/profiler/sampler/sampler_bpf_tables.o: CPPFLAGS += $(SRC_CPPFLAGS_profiler/sampler/sampler_bpf_tables.c)
+$(BUILD)/profiler/sampler/sampler_bpf_python.o: CPPFLAGS += $(SRC_CPPFLAGS_profiler/sampler/sampler_bpf_python.c)

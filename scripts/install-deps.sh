@@ -5,12 +5,12 @@
 # util-linux, bc, xz for the MiniDebugInfo test, protoc and golang-go (go tool pprof) for the pprof
 # export tests, debuginfod for the debuginfod test's server, tmux for the live views (record's status
 # line, top), PyTorch for the Python frames test on
-# a training loop). --fuzz adds what only `make fuzz` needs
+# a training loop, clang's sanitizer and libFuzzer runtimes for the sanitizer replay). --fuzz adds what only `make fuzz` needs
 # (clang with libFuzzer and the sanitizer runtimes, llvm-profdata and llvm-cov).
 set -u
 pkgs="gcc make libelf-dev libdw-dev libunwind-dev zlib1g-dev libzstd-dev libseccomp-dev elfutils binutils g++ libxxhash-dev clang libbpf-dev bpftool"
 if [ "${1:-}" = "--test" ]; then
-  pkgs="$pkgs libxml2-utils util-linux chromium bc xz-utils protobuf-compiler golang-go debuginfod python3-torch tmux"
+  pkgs="$pkgs libxml2-utils util-linux chromium bc xz-utils protobuf-compiler golang-go debuginfod python3-torch tmux libclang-rt-dev"
 elif [ "${1:-}" = "--fuzz" ]; then
   pkgs="$pkgs clang llvm libclang-rt-dev"
 fi

@@ -46,17 +46,26 @@ fuzz: fuzz-build
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh \
 		$(foreach h,$(FUZZ_ONLY),$(h):"$(FUZZ_FILES_$(h))")
 
-# Harnesses built once are kept current by `make test` (t-regress.sh replays the regression
-# inputs through them), so a stale harness never tests old code; nothing is built otherwise.
-test-programs: $(wildcard $(FUZZ_HARNESSES:%=bin/fuzz/fuzz_%))
+# `make test` builds the ASan harnesses where clang has libFuzzer's runtime (libclang-rt-dev,
+# which scripts/install-deps.sh --test installs), so that t-regress.sh replays the regression
+# inputs under the sanitizers in every run (about a minute of building on 2 CPUs); elsewhere
+# harnesses built once are kept current (a stale harness never tests old code), and
+# t-regress.sh says SKIPPED without them.
+FUZZ_RUNTIME := $(wildcard $(shell $(FUZZ_CC) -print-resource-dir 2>/dev/null)/lib/linux/libclang_rt.fuzzer-$(shell uname -m).a)
+test-programs: $(if $(FUZZ_RUNTIME),$(FUZZ_HARNESSES:%=bin/fuzz/fuzz_%),$(wildcard $(FUZZ_HARNESSES:%=bin/fuzz/fuzz_%)))
 
+# (each source with its own flags from profiler/build.mk, SRC_CPPFLAGS_<source>: the bpf
+# backend's, the CUDA toolkit's path; and the BPF skeleton first where a source includes it)
 $(FUZZ_BUILD)/asan/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_ASAN) -fsanitize=fuzzer-no-link -c -o $@ $<
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(SRC_CPPFLAGS_$<) $(FUZZ_ASAN) -fsanitize=fuzzer-no-link -c -o $@ $<
 
 $(FUZZ_BUILD)/cov/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_COV) -fsanitize=fuzzer-no-link -c -o $@ $<
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(SRC_CPPFLAGS_$<) $(FUZZ_COV) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+$(foreach s,$(BPF_SKELETON_USERS),$(FUZZ_BUILD)/asan/$(s:.c=.o) $(FUZZ_BUILD)/cov/$(s:.c=.o)): \
+	$(if $(BPF_SKELETON_USERS),$(BUILD)/bpf/sampler_bpf.skel.h)
 
 # $(call fuzz_own_objs,asan|cov,NAME): the objects of FUZZ_SRCS_NAME (a function, so that
 # its % is not taken for the pattern rules' stem).

@@ -130,5 +130,5 @@ for h in "$CSAMPLER_ROOT"/bin/fuzz/fuzz_*; do
 	fi
 done
 ls "$CSAMPLER_ROOT"/bin/fuzz/fuzz_* >/dev/null 2>&1 ||
-	skip "sanitizer replay: the harnesses are not built (make fuzz-build, needs clang)"
+	skip "sanitizer replay: the harnesses are not built (make test builds them where clang has libFuzzer's runtime, libclang-rt-dev; or make fuzz-build)"
 finish
